@@ -1,0 +1,476 @@
+/* hal.c — the dispatch layer: handle management, argument checks, defaults, registry.
+ *
+ * Every public rig_hal_* call lands here first. Handles are checked (non-NULL, same device),
+ * copies are bounds-checked, ops are validated by rig_hal_op_check (op_check.c); only then is
+ * the backend called. On an error nothing is issued and no state changes.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hal/hal_impl.h"
+
+static const struct rig_backend_iface *rig__backends[RIG_BACKENDS_MAX];
+static int32_t rig__backend_count;
+static char rig__backend_names[RIG_BACKENDS_MAX * 16];
+
+void rig_hal_register(const struct rig_backend_iface *iface)
+{
+    RIG_ASSERT(iface != NULL && iface->name != NULL);
+    RIG_ASSERT(iface->open && iface->close && iface->buffer_alloc && iface->buffer_free);
+    RIG_ASSERT(iface->memcpy_async && iface->fill_u32 && iface->op && iface->now_ns);
+    RIG_ASSERT(iface->stream_create && iface->stream_destroy && iface->stream_synchronize);
+    RIG_ASSERT(iface->event_create && iface->event_destroy && iface->event_record);
+    RIG_ASSERT(iface->stream_wait_event && iface->event_synchronize);
+    for (int32_t i = 0; i < rig__backend_count; i++) {
+        if (rig__backends[i] == iface) return; /* registering the same table again is fine */
+        RIG_ASSERT_MSG(strcmp(rig__backends[i]->name, iface->name) != 0, "duplicate backend");
+    }
+    RIG_ASSERT(rig__backend_count < RIG_BACKENDS_MAX);
+    rig__backends[rig__backend_count++] = iface;
+    size_t used = strlen(rig__backend_names);
+    snprintf(rig__backend_names + used, sizeof rig__backend_names - used, "%s%s",
+             used ? " " : "", iface->name);
+}
+
+const char *rig_hal_backends(void)
+{
+    return rig__backend_names;
+}
+
+enum rig_status rig_hal_open(const char *backend, const struct rig_device_config *config,
+                             int32_t count, struct rig_device **devices)
+{
+    if (backend == NULL || config == NULL || devices == NULL) return RIG_E_INVALID;
+    if (count < 1 || count > RIG_DEVICES_MAX) {
+        fprintf(stderr, "rig: device count %d out of range 1..%d\n", count, RIG_DEVICES_MAX);
+        return RIG_E_RANGE;
+    }
+    const struct rig_backend_iface *iface = NULL;
+    for (int32_t i = 0; i < rig__backend_count; i++) {
+        if (strcmp(rig__backends[i]->name, backend) == 0) iface = rig__backends[i];
+    }
+    if (iface == NULL) {
+        fprintf(stderr, "rig: backend '%s' is not compiled in (have: %s)\n", backend,
+                rig__backend_names[0] ? rig__backend_names : "none");
+        return RIG_E_NOT_FOUND;
+    }
+    for (int32_t i = 0; i < count; i++) {
+        devices[i] = calloc(1, sizeof *devices[i]);
+        if (devices[i] == NULL) {
+            for (int32_t j = 0; j < i; j++) free(devices[j]);
+            return RIG_E_NO_MEMORY;
+        }
+        devices[i]->iface = iface;
+        devices[i]->info.backend = iface->name;
+        devices[i]->info.ordinal = i;
+    }
+    enum rig_status status = iface->open(config, count, devices);
+    if (status != RIG_OK) {
+        for (int32_t i = 0; i < count; i++) {
+            free(devices[i]);
+            devices[i] = NULL;
+        }
+    }
+    return status;
+}
+
+void rig_hal_close(struct rig_device *device)
+{
+    if (device == NULL) return;
+    RIG_ASSERT_MSG(device->live_objects == 0, "closing a device with live objects");
+    device->iface->close(device);
+    free(device);
+}
+
+const struct rig_device_info *rig_hal_device_info(const struct rig_device *device)
+{
+    RIG_ASSERT(device != NULL);
+    return &device->info;
+}
+
+/* --- buffers -------------------------------------------------------------------------- */
+
+enum rig_status rig_hal_buffer_alloc(struct rig_device *device, size_t bytes,
+                                     enum rig_memory_use use, struct rig_buffer **out)
+{
+    if (device == NULL || out == NULL) return RIG_E_HANDLE;
+    if (bytes == 0 || use < RIG_MEMORY_WEIGHTS || use > RIG_MEMORY_METADATA)
+        return RIG_E_INVALID;
+    struct rig_buffer *buffer = calloc(1, sizeof *buffer);
+    if (buffer == NULL) return RIG_E_NO_MEMORY;
+    enum rig_status status =
+        device->iface->buffer_alloc(device, bytes, use, &buffer->data, &buffer->context);
+    if (status != RIG_OK) {
+        free(buffer);
+        return status;
+    }
+    RIG_ASSERT(buffer->data != NULL);
+    buffer->device = device;
+    buffer->bytes = bytes;
+    buffer->use = use;
+    device->live_objects++;
+    *out = buffer;
+    return RIG_OK;
+}
+
+void rig_hal_buffer_free(struct rig_buffer *buffer)
+{
+    if (buffer == NULL) return;
+    buffer->device->iface->buffer_free(buffer->device, buffer->data, buffer->context);
+    buffer->device->live_objects--;
+    free(buffer);
+}
+
+void *rig_hal_buffer_ptr(const struct rig_buffer *buffer)
+{
+    RIG_ASSERT(buffer != NULL);
+    return buffer->data;
+}
+
+size_t rig_hal_buffer_size(const struct rig_buffer *buffer)
+{
+    RIG_ASSERT(buffer != NULL);
+    return buffer->bytes;
+}
+
+static void *rig__offset(void *base, size_t offset)
+{
+    return (void *)((uintptr_t)base + offset);
+}
+
+static enum rig_status rig__check_range(const struct rig_stream *stream,
+                                        const struct rig_buffer *buffer, size_t offset,
+                                        size_t bytes)
+{
+    if (stream == NULL || buffer == NULL) return RIG_E_HANDLE;
+    if (buffer->device != stream->device) return RIG_E_HANDLE;
+    if (stream->capturing) return RIG_E_STATE;
+    if (offset > buffer->bytes || bytes > buffer->bytes - offset) return RIG_E_RANGE;
+    return RIG_OK;
+}
+
+enum rig_status rig_hal_buffer_upload(struct rig_stream *stream, struct rig_buffer *buffer,
+                                      size_t offset, const void *src, size_t bytes)
+{
+    enum rig_status status = rig__check_range(stream, buffer, offset, bytes);
+    if (status != RIG_OK) return status;
+    if (src == NULL && bytes > 0) return RIG_E_INVALID;
+    if (bytes == 0) return RIG_OK;
+    return stream->device->iface->memcpy_async(stream, rig__offset(buffer->data, offset), src,
+                                               bytes, RIG_COPY_HOST_TO_DEVICE);
+}
+
+enum rig_status rig_hal_buffer_download(struct rig_stream *stream,
+                                        const struct rig_buffer *buffer, size_t offset,
+                                        void *dst, size_t bytes)
+{
+    enum rig_status status = rig__check_range(stream, buffer, offset, bytes);
+    if (status != RIG_OK) return status;
+    if (dst == NULL && bytes > 0) return RIG_E_INVALID;
+    if (bytes == 0) return RIG_OK;
+    return stream->device->iface->memcpy_async(stream, dst, rig__offset(buffer->data, offset),
+                                               bytes, RIG_COPY_DEVICE_TO_HOST);
+}
+
+enum rig_status rig_hal_buffer_fill(struct rig_stream *stream, struct rig_buffer *buffer,
+                                    size_t offset, uint32_t value, size_t count)
+{
+    if (count > SIZE_MAX / 4) return RIG_E_RANGE;
+    enum rig_status status = rig__check_range(stream, buffer, offset, count * 4);
+    if (status != RIG_OK) return status;
+    if (offset % 4 != 0) return RIG_E_INVALID;
+    if (count == 0) return RIG_OK;
+    return stream->device->iface->fill_u32(stream, rig__offset(buffer->data, offset), value,
+                                           count);
+}
+
+enum rig_status rig_hal_buffer_copy(struct rig_stream *stream, struct rig_buffer *dst,
+                                    size_t dst_offset, const struct rig_buffer *src,
+                                    size_t src_offset, size_t bytes)
+{
+    enum rig_status status = rig__check_range(stream, dst, dst_offset, bytes);
+    if (status == RIG_OK) status = rig__check_range(stream, src, src_offset, bytes);
+    if (status != RIG_OK) return status;
+    if (bytes == 0) return RIG_OK;
+    return stream->device->iface->memcpy_async(stream, rig__offset(dst->data, dst_offset),
+                                               rig__offset(src->data, src_offset), bytes,
+                                               RIG_COPY_DEVICE_TO_DEVICE);
+}
+
+/* --- streams, events ------------------------------------------------------------------ */
+
+enum rig_status rig_hal_stream_create(struct rig_device *device, struct rig_stream **out)
+{
+    if (device == NULL || out == NULL) return RIG_E_HANDLE;
+    struct rig_stream *stream = calloc(1, sizeof *stream);
+    if (stream == NULL) return RIG_E_NO_MEMORY;
+    stream->device = device;
+    enum rig_status status = device->iface->stream_create(device, &stream->context);
+    if (status != RIG_OK) {
+        free(stream);
+        return status;
+    }
+    device->live_objects++;
+    *out = stream;
+    return RIG_OK;
+}
+
+void rig_hal_stream_destroy(struct rig_stream *stream)
+{
+    if (stream == NULL) return;
+    RIG_ASSERT_MSG(!stream->capturing, "destroying a stream during capture");
+    stream->device->iface->stream_destroy(stream);
+    stream->device->live_objects--;
+    free(stream);
+}
+
+enum rig_status rig_hal_stream_synchronize(struct rig_stream *stream)
+{
+    if (stream == NULL) return RIG_E_HANDLE;
+    if (stream->capturing) return RIG_E_STATE;
+    return stream->device->iface->stream_synchronize(stream);
+}
+
+enum rig_status rig_hal_event_create(struct rig_device *device, struct rig_event **out)
+{
+    if (device == NULL || out == NULL) return RIG_E_HANDLE;
+    struct rig_event *event = calloc(1, sizeof *event);
+    if (event == NULL) return RIG_E_NO_MEMORY;
+    event->device = device;
+    enum rig_status status = device->iface->event_create(device, &event->context);
+    if (status != RIG_OK) {
+        free(event);
+        return status;
+    }
+    device->live_objects++;
+    *out = event;
+    return RIG_OK;
+}
+
+void rig_hal_event_destroy(struct rig_event *event)
+{
+    if (event == NULL) return;
+    event->device->iface->event_destroy(event);
+    event->device->live_objects--;
+    free(event);
+}
+
+enum rig_status rig_hal_event_record(struct rig_event *event, struct rig_stream *stream)
+{
+    if (event == NULL || stream == NULL) return RIG_E_HANDLE;
+    if (event->device != stream->device) return RIG_E_HANDLE;
+    if (stream->capturing) return RIG_E_STATE;
+    enum rig_status status = stream->device->iface->event_record(event, stream);
+    if (status == RIG_OK) event->recorded = true;
+    return status;
+}
+
+enum rig_status rig_hal_stream_wait_event(struct rig_stream *stream, struct rig_event *event)
+{
+    if (event == NULL || stream == NULL) return RIG_E_HANDLE;
+    if (event->device != stream->device) return RIG_E_HANDLE;
+    if (stream->capturing) return RIG_E_STATE;
+    if (!event->recorded) return RIG_OK; /* as CUDA: waiting on a never-recorded event */
+    return stream->device->iface->stream_wait_event(stream, event);
+}
+
+enum rig_status rig_hal_event_synchronize(struct rig_event *event)
+{
+    if (event == NULL) return RIG_E_HANDLE;
+    if (!event->recorded) return RIG_OK;
+    return event->device->iface->event_synchronize(event);
+}
+
+enum rig_status rig_hal_event_elapsed_ns(const struct rig_event *start,
+                                         const struct rig_event *end, int64_t *ns)
+{
+    if (start == NULL || end == NULL || ns == NULL) return RIG_E_HANDLE;
+    if (start->device != end->device) return RIG_E_HANDLE;
+    if (!start->recorded || !end->recorded) return RIG_E_STATE;
+    if (start->device->iface->event_elapsed_ns == NULL) return RIG_E_UNSUPPORTED;
+    return start->device->iface->event_elapsed_ns(start, end, ns);
+}
+
+/* --- graphs --------------------------------------------------------------------------- */
+
+enum rig_status rig_hal_graph_capture_begin(struct rig_stream *stream)
+{
+    if (stream == NULL) return RIG_E_HANDLE;
+    const struct rig_backend_iface *iface = stream->device->iface;
+    if (iface->graph_capture_begin == NULL) return RIG_E_UNSUPPORTED;
+    if (stream->capturing) return RIG_E_STATE;
+    enum rig_status status = iface->graph_capture_begin(stream);
+    if (status == RIG_OK) {
+        stream->capturing = true;
+        stream->captured_ops = 0;
+    }
+    return status;
+}
+
+enum rig_status rig_hal_graph_capture_end(struct rig_stream *stream, struct rig_graph **out)
+{
+    if (stream == NULL || out == NULL) return RIG_E_HANDLE;
+    if (!stream->capturing) return RIG_E_STATE;
+    struct rig_graph *graph = calloc(1, sizeof *graph);
+    if (graph == NULL) return RIG_E_NO_MEMORY;
+    graph->device = stream->device;
+    stream->capturing = false;
+    enum rig_status status = stream->device->iface->graph_capture_end(stream, &graph->context);
+    if (status != RIG_OK) {
+        free(graph);
+        return status;
+    }
+    graph->op_count = stream->captured_ops;
+    stream->device->live_objects++;
+    *out = graph;
+    return RIG_OK;
+}
+
+enum rig_status rig_hal_graph_launch(struct rig_graph *graph, struct rig_stream *stream)
+{
+    if (graph == NULL || stream == NULL) return RIG_E_HANDLE;
+    if (graph->device != stream->device) return RIG_E_HANDLE;
+    if (stream->capturing) return RIG_E_STATE;
+    return stream->device->iface->graph_launch(graph, stream);
+}
+
+void rig_hal_graph_destroy(struct rig_graph *graph)
+{
+    if (graph == NULL) return;
+    graph->device->iface->graph_destroy(graph);
+    graph->device->live_objects--;
+    free(graph);
+}
+
+int32_t rig_hal_graph_op_count(const struct rig_graph *graph)
+{
+    RIG_ASSERT(graph != NULL);
+    return graph->op_count;
+}
+
+/* --- communication -------------------------------------------------------------------- */
+
+enum rig_status rig_hal_comm_create(struct rig_device **devices, int32_t count,
+                                    struct rig_comm **comms)
+{
+    if (devices == NULL || comms == NULL) return RIG_E_HANDLE;
+    if (count < 1 || count > RIG_DEVICES_MAX) return RIG_E_RANGE;
+    for (int32_t i = 0; i < count; i++) {
+        if (devices[i] == NULL) return RIG_E_HANDLE;
+        if (devices[i]->iface != devices[0]->iface) return RIG_E_HANDLE;
+        if (devices[i]->info.ordinal != i) return RIG_E_INVALID;
+    }
+    const struct rig_backend_iface *iface = devices[0]->iface;
+    if (count > 1 && iface->comm_create == NULL) return RIG_E_UNSUPPORTED;
+    for (int32_t i = 0; i < count; i++) {
+        comms[i] = calloc(1, sizeof *comms[i]);
+        if (comms[i] == NULL) {
+            for (int32_t j = 0; j < i; j++) free(comms[j]);
+            return RIG_E_NO_MEMORY;
+        }
+        comms[i]->device = devices[i];
+        comms[i]->rank = i;
+        comms[i]->size = count;
+    }
+    enum rig_status status = RIG_OK;
+    if (iface->comm_create != NULL) status = iface->comm_create(devices, count, comms);
+    if (status != RIG_OK) {
+        for (int32_t i = 0; i < count; i++) free(comms[i]);
+        return status;
+    }
+    for (int32_t i = 0; i < count; i++) devices[i]->live_objects++;
+    return RIG_OK;
+}
+
+void rig_hal_comm_destroy(struct rig_comm *comm)
+{
+    if (comm == NULL) return;
+    if (comm->device->iface->comm_destroy != NULL) comm->device->iface->comm_destroy(comm);
+    comm->device->live_objects--;
+    free(comm);
+}
+
+int32_t rig_hal_comm_rank(const struct rig_comm *comm)
+{
+    RIG_ASSERT(comm != NULL);
+    return comm->rank;
+}
+
+int32_t rig_hal_comm_size(const struct rig_comm *comm)
+{
+    RIG_ASSERT(comm != NULL);
+    return comm->size;
+}
+
+/* --- ops ------------------------------------------------------------------------------ */
+
+/* A collective over a group of one rank: all-reduce is the identity, all-gather a copy. */
+static enum rig_status rig__single_rank_collective(struct rig_stream *stream,
+                                                   const struct rig_op *op)
+{
+    if (op->kind == RIG_OP_ALL_REDUCE) return RIG_OK;
+    struct rig_op copy = {.kind = RIG_OP_COPY};
+    copy.u.copy.in = op->u.all_gather.in;
+    copy.u.copy.out = op->u.all_gather.in;
+    copy.u.copy.out.data = op->u.all_gather.out.data;
+    return stream->device->iface->op(stream, &copy);
+}
+
+enum rig_status rig_hal_op(struct rig_stream *stream, const struct rig_op *op)
+{
+    if (stream == NULL || op == NULL) return RIG_E_HANDLE;
+    enum rig_status status = rig_hal_op_check(op);
+    if (status != RIG_OK) return status;
+    const struct rig_comm *comm = NULL;
+    if (op->kind == RIG_OP_ALL_REDUCE) comm = op->u.all_reduce.comm;
+    if (op->kind == RIG_OP_ALL_GATHER) comm = op->u.all_gather.comm;
+    if (comm != NULL && comm->device != stream->device) return RIG_E_HANDLE;
+    if (comm != NULL && comm->size == 1)
+        status = rig__single_rank_collective(stream, op);
+    else
+        status = stream->device->iface->op(stream, op);
+    if (status == RIG_OK && stream->capturing) stream->captured_ops++;
+    return status;
+}
+
+#define RIG__OP_SHORTHAND(upper, lower)                                                    \
+    enum rig_status rig_hal_##lower(struct rig_stream *s, const struct rig_op_##lower *p)  \
+    {                                                                                      \
+        if (p == NULL) return RIG_E_INVALID;                                               \
+        struct rig_op op = {.kind = RIG_OP_##upper};                                       \
+        op.u.lower = *p;                                                                   \
+        return rig_hal_op(s, &op);                                                         \
+    }
+RIG_OP_MAP(RIG__OP_SHORTHAND)
+#undef RIG__OP_SHORTHAND
+
+/* --- time ----------------------------------------------------------------------------- */
+
+int64_t rig_hal_now_ns(struct rig_device *device)
+{
+    RIG_ASSERT(device != NULL);
+    return device->iface->now_ns(device);
+}
+
+void rig_hal_host_work_ns(struct rig_device *device, int64_t ns)
+{
+    RIG_ASSERT(device != NULL);
+    RIG_ASSERT(ns >= 0);
+    if (device->iface->host_work_ns != NULL) device->iface->host_work_ns(device, ns);
+}
+
+void rig_hal_host_wait_until_ns(struct rig_device *device, int64_t t_ns)
+{
+    RIG_ASSERT(device != NULL);
+    if (device->iface->host_wait_until_ns != NULL) {
+        device->iface->host_wait_until_ns(device, t_ns);
+        return;
+    }
+    int64_t now = rig_hal_now_ns(device);
+    if (t_ns <= now) return;
+    int64_t wait = t_ns - now;
+    struct timespec ts = {.tv_sec = wait / 1000000000, .tv_nsec = wait % 1000000000};
+    nanosleep(&ts, NULL);
+}

@@ -1,0 +1,187 @@
+/* hal.h — the hardware abstraction layer: what the engine may ask of a device.
+ *
+ * The scheduler, caches and model forward are written once against this interface; the
+ * simulator backend (sim/) and the CUDA backend (cuda/) implement it (DESIGN §3). Objects:
+ *   device  one GPU (or one simulated GPU): one TP rank; owns everything created on it;
+ *   buffer  device memory, allocated at engine start, never in the step loop;
+ *   stream  an ordered queue of work; ops and copies are issued on a stream;
+ *   event   a point in a stream: record, make another stream wait, wait on the host;
+ *   graph   the ops issued on a stream between capture begin and end, replayed as one unit;
+ *   comm    the TP group of several devices: all-reduce, all-gather.
+ * The HAL also owns time: rig_hal_now_ns() is the wall clock on CUDA and a virtual clock on
+ * the simulator, so no wall-clock value ever reaches a simulated result.
+ *
+ * Every call goes through one dispatch layer (hal.c) that checks handles, shapes and dtypes
+ * and returns a status; on an error nothing was issued and no state changed. Ops are
+ * asynchronous with respect to the host: results are visible to the host after an event or
+ * stream synchronisation (the simulator happens to compute at issue time; do not rely on it).
+ *
+ * Threads: a device and all objects created on it are used by one thread at a time (the
+ * rank's scheduler thread). Different devices may be driven from different threads; that is
+ * how TP ranks run, and collective ops block until every rank of the comm has issued them.
+ */
+#ifndef RIG_HAL_H
+#define RIG_HAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hal/ops.h"
+#include "hal/status.h"
+#include "hal/tensor.h"
+
+struct rig_device;
+struct rig_buffer;
+struct rig_stream;
+struct rig_event;
+struct rig_graph;
+struct rig_comm;
+
+#define RIG_DEVICES_MAX 8
+#define RIG_DEVICE_NAME_MAX 64
+
+/* What a buffer holds. Timing-only simulation backs only METADATA buffers with host memory;
+ * the rest are phantom (addresses that are never dereferenced). */
+enum rig_memory_use {
+    RIG_MEMORY_WEIGHTS = 0,
+    RIG_MEMORY_KV = 1,
+    RIG_MEMORY_ACTIVATIONS = 2,
+    RIG_MEMORY_METADATA = 3,
+};
+
+/* How devices are opened. Fields a backend does not use are ignored. */
+struct rig_device_config {
+    int32_t first_ordinal;   /* GPU index of rank 0 (CUDA) */
+    bool timing_only;        /* simulator: skip the math, phantom buffers (DESIGN §4) */
+    const char *profile;     /* simulator: device profile name ("h100") or YAML path */
+    uint64_t seed;           /* simulator: seed of timing-only tokens */
+};
+
+struct rig_device_info {
+    char name[RIG_DEVICE_NAME_MAX]; /* "NVIDIA H100 80GB HBM3", "sim:h100" */
+    const char *backend;            /* "sim" | "cuda" */
+    int32_t ordinal;                /* rank within the group opened together */
+    int64_t memory_bytes;           /* device memory */
+    bool timing_only;
+    bool virtual_clock;             /* true on the simulator */
+};
+
+/* Opens `count` devices of `backend` ("sim" or "cuda") as one group (TP ranks 0..count-1).
+ * On error returns a negative status, writes a reason to stderr and opens nothing. */
+enum rig_status rig_hal_open(const char *backend, const struct rig_device_config *config,
+                             int32_t count, struct rig_device **devices);
+/* Closes a device; every object created on it must have been destroyed. NULL is a no-op. */
+void rig_hal_close(struct rig_device *device);
+const struct rig_device_info *rig_hal_device_info(const struct rig_device *device);
+/* Names of the backends compiled in, space separated ("sim cuda"). Can't fail. */
+const char *rig_hal_backends(void);
+
+/* --- buffers -------------------------------------------------------------------------- */
+/* Allocates `bytes` (> 0) of device memory. Fails with RIG_E_DEVICE_MEMORY when the device
+ * is full. Contents are undefined. */
+enum rig_status rig_hal_buffer_alloc(struct rig_device *device, size_t bytes,
+                                     enum rig_memory_use use, struct rig_buffer **out);
+void rig_hal_buffer_free(struct rig_buffer *buffer);
+/* Device address of the first byte; what tensors point into. Can't fail. */
+void *rig_hal_buffer_ptr(const struct rig_buffer *buffer);
+size_t rig_hal_buffer_size(const struct rig_buffer *buffer);
+/* Asynchronous copies on `stream`; the host memory must stay valid and unchanged until the
+ * stream has passed the copy. Offsets and sizes are bounds-checked against the buffer. */
+enum rig_status rig_hal_buffer_upload(struct rig_stream *stream, struct rig_buffer *buffer,
+                                      size_t offset, const void *src, size_t bytes);
+enum rig_status rig_hal_buffer_download(struct rig_stream *stream,
+                                        const struct rig_buffer *buffer, size_t offset,
+                                        void *dst, size_t bytes);
+/* Fills `count` 32-bit words from `offset` (a multiple of 4) with `value`. */
+enum rig_status rig_hal_buffer_fill(struct rig_stream *stream, struct rig_buffer *buffer,
+                                    size_t offset, uint32_t value, size_t count);
+/* Device-to-device copy of `bytes` between buffers. */
+enum rig_status rig_hal_buffer_copy(struct rig_stream *stream, struct rig_buffer *dst,
+                                    size_t dst_offset, const struct rig_buffer *src,
+                                    size_t src_offset, size_t bytes);
+
+/* --- streams, events ------------------------------------------------------------------ */
+enum rig_status rig_hal_stream_create(struct rig_device *device, struct rig_stream **out);
+void rig_hal_stream_destroy(struct rig_stream *stream);
+/* Blocks the host until all work issued on the stream is done. */
+enum rig_status rig_hal_stream_synchronize(struct rig_stream *stream);
+
+enum rig_status rig_hal_event_create(struct rig_device *device, struct rig_event **out);
+void rig_hal_event_destroy(struct rig_event *event);
+/* Marks the current end of `stream`. */
+enum rig_status rig_hal_event_record(struct rig_event *event, struct rig_stream *stream);
+/* Work issued on `stream` after this call starts only after `event` has completed. */
+enum rig_status rig_hal_stream_wait_event(struct rig_stream *stream, struct rig_event *event);
+/* Blocks the host until `event` has completed. */
+enum rig_status rig_hal_event_synchronize(struct rig_event *event);
+/* Device time from `start` to `end` (both recorded and completed), in nanoseconds. */
+enum rig_status rig_hal_event_elapsed_ns(const struct rig_event *start,
+                                         const struct rig_event *end, int64_t *ns);
+
+/* --- graphs --------------------------------------------------------------------------- */
+/* Between begin and end, ops issued on `stream` are recorded, not run. Copies and
+ * synchronisation are not allowed while capturing (RIG_E_STATE). */
+enum rig_status rig_hal_graph_capture_begin(struct rig_stream *stream);
+enum rig_status rig_hal_graph_capture_end(struct rig_stream *stream, struct rig_graph **out);
+/* Issues the recorded ops on `stream`, reading the current contents of their buffers. */
+enum rig_status rig_hal_graph_launch(struct rig_graph *graph, struct rig_stream *stream);
+void rig_hal_graph_destroy(struct rig_graph *graph);
+/* Number of ops recorded in a graph. */
+int32_t rig_hal_graph_op_count(const struct rig_graph *graph);
+
+/* --- communication -------------------------------------------------------------------- */
+/* Makes one comm per device over `devices` (opened together by one rig_hal_open); comms[i]
+ * is rank i. Must be called from one thread. */
+enum rig_status rig_hal_comm_create(struct rig_device **devices, int32_t count,
+                                    struct rig_comm **comms);
+void rig_hal_comm_destroy(struct rig_comm *comm);
+int32_t rig_hal_comm_rank(const struct rig_comm *comm);
+int32_t rig_hal_comm_size(const struct rig_comm *comm);
+
+/* --- ops ------------------------------------------------------------------------------ */
+/* Checks `op` (shapes, dtypes, handles) and issues it on `stream`. On RIG_E_SHAPE,
+ * RIG_E_DTYPE or RIG_E_INVALID a message naming the op and the argument is available from
+ * rig_hal_last_error() on this thread, and nothing was issued. */
+enum rig_status rig_hal_op(struct rig_stream *stream, const struct rig_op *op);
+/* Checks `op` without issuing it. */
+enum rig_status rig_hal_op_check(const struct rig_op *op);
+/* The message of the last failed check on this thread ("" when none). */
+const char *rig_hal_last_error(void);
+
+/* Typed shorthands for rig_hal_op, one per op kind. */
+enum rig_status rig_hal_embedding(struct rig_stream *s, const struct rig_op_embedding *p);
+enum rig_status rig_hal_rms_norm(struct rig_stream *s, const struct rig_op_rms_norm *p);
+enum rig_status rig_hal_add_rms_norm(struct rig_stream *s, const struct rig_op_add_rms_norm *p);
+enum rig_status rig_hal_gemm(struct rig_stream *s, const struct rig_op_gemm *p);
+enum rig_status rig_hal_head_rms_norm(struct rig_stream *s,
+                                      const struct rig_op_head_rms_norm *p);
+enum rig_status rig_hal_rope(struct rig_stream *s, const struct rig_op_rope *p);
+enum rig_status rig_hal_store_kv(struct rig_stream *s, const struct rig_op_store_kv *p);
+enum rig_status rig_hal_attention_prefill(struct rig_stream *s,
+                                          const struct rig_op_attention_prefill *p);
+enum rig_status rig_hal_attention_decode(struct rig_stream *s,
+                                         const struct rig_op_attention_decode *p);
+enum rig_status rig_hal_silu_mul(struct rig_stream *s, const struct rig_op_silu_mul *p);
+enum rig_status rig_hal_gather_rows(struct rig_stream *s, const struct rig_op_gather_rows *p);
+enum rig_status rig_hal_index_gather(struct rig_stream *s,
+                                     const struct rig_op_index_gather *p);
+enum rig_status rig_hal_index_scatter(struct rig_stream *s,
+                                      const struct rig_op_index_scatter *p);
+enum rig_status rig_hal_sample(struct rig_stream *s, const struct rig_op_sample *p);
+enum rig_status rig_hal_copy(struct rig_stream *s, const struct rig_op_copy *p);
+enum rig_status rig_hal_all_reduce(struct rig_stream *s, const struct rig_op_all_reduce *p);
+enum rig_status rig_hal_all_gather(struct rig_stream *s, const struct rig_op_all_gather *p);
+
+/* --- time ----------------------------------------------------------------------------- */
+/* The host clock of `device` in nanoseconds: wall clock (CLOCK_MONOTONIC) on CUDA, the
+ * virtual host timeline on the simulator. Monotonic. */
+int64_t rig_hal_now_ns(struct rig_device *device);
+/* Accounts `ns` of modelled host CPU work (scheduling, result processing) on the virtual
+ * host timeline; a no-op on real hardware, where the work takes its own time. */
+void rig_hal_host_work_ns(struct rig_device *device, int64_t ns);
+/* Idles the host until `t_ns` on its clock (no-op if already past): the simulator jumps, a
+ * real backend sleeps. For waiting on the next request arrival. */
+void rig_hal_host_wait_until_ns(struct rig_device *device, int64_t t_ns);
+
+#endif /* RIG_HAL_H */

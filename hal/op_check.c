@@ -1,0 +1,363 @@
+/* op_check.c — validation of every op before a backend sees it.
+ *
+ * Each check returns RIG_E_SHAPE / RIG_E_DTYPE / RIG_E_INVALID with a message naming the op
+ * and the argument ("gemm: b: shape [64, 32] does not match ..."), kept per thread for
+ * rig_hal_last_error(). Checks cover what a backend needs to index memory safely: ranks,
+ * shapes that must agree, dtypes, contiguous innermost dimensions, non-NULL data. Values
+ * inside index tensors live in device memory and cannot be checked here; kernels clamp or
+ * trust them as documented per op.
+ */
+#include <stdarg.h>
+
+#include "hal/hal_impl.h"
+
+static _Thread_local char rig__error[256];
+
+const char *rig_hal_last_error(void)
+{
+    return rig__error;
+}
+
+static enum rig_status rig__fail(enum rig_status status, const char *op, const char *arg,
+                                 const char *format, ...)
+{
+    int used = snprintf(rig__error, sizeof rig__error, "%s: %s: ", op, arg);
+    if (used < 0 || (size_t)used >= sizeof rig__error) return status;
+    va_list ap;
+    va_start(ap, format);
+    vsnprintf(rig__error + used, sizeof rig__error - (size_t)used, format, ap);
+    va_end(ap);
+    return status;
+}
+
+const char *rig_op_name(enum rig_op_kind kind)
+{
+    switch (kind) {
+#define RIG__OP_NAME(upper, lower)                                                         \
+    case RIG_OP_##upper:                                                                   \
+        return #lower;
+        RIG_OP_MAP(RIG__OP_NAME)
+#undef RIG__OP_NAME
+    case RIG_OP_COUNT:
+        break;
+    }
+    return "?";
+}
+
+/* Checks rank, dtype, presence and a contiguous innermost dimension. */
+static enum rig_status rig__tensor(const char *op, const char *arg, const struct rig_tensor *t,
+                                   int32_t ndim, enum rig_dtype dtype)
+{
+    if (t->data == NULL) return rig__fail(RIG_E_INVALID, op, arg, "missing data");
+    if (t->ndim != ndim)
+        return rig__fail(RIG_E_SHAPE, op, arg, "has %d dims, expected %d", t->ndim, ndim);
+    if (t->dtype != dtype)
+        return rig__fail(RIG_E_DTYPE, op, arg, "is %s, expected %s", rig_dtype_name(t->dtype),
+                         rig_dtype_name(dtype));
+    for (int32_t d = 0; d < ndim; d++) {
+        if (t->shape[d] < 0) return rig__fail(RIG_E_SHAPE, op, arg, "negative dim %d", d);
+    }
+    if (!rig_tensor_rows_contiguous(t))
+        return rig__fail(RIG_E_SHAPE, op, arg, "innermost stride must be 1");
+    return RIG_OK;
+}
+
+static enum rig_status rig__dim(const char *op, const char *arg, const struct rig_tensor *t,
+                                int32_t d, int64_t expected)
+{
+    if (t->shape[d] == expected) return RIG_OK;
+    return rig__fail(RIG_E_SHAPE, op, arg, "dim %d is %lld, expected %lld", d,
+                     (long long)t->shape[d], (long long)expected);
+}
+
+#define RIG__TRY(expr)                                                                     \
+    do {                                                                                   \
+        enum rig_status rig__s = (expr);                                                   \
+        if (rig__s != RIG_OK) return rig__s;                                               \
+    } while (0)
+
+static enum rig_status rig__check_embedding(const struct rig_op_embedding *p)
+{
+    const char *op = "embedding";
+    RIG__TRY(rig__tensor(op, "out", &p->out, 2, RIG_DTYPE_BF16));
+    RIG__TRY(rig__tensor(op, "table", &p->table, 2, RIG_DTYPE_BF16));
+    RIG__TRY(rig__tensor(op, "ids", &p->ids, 1, RIG_DTYPE_I32));
+    RIG__TRY(rig__dim(op, "ids", &p->ids, 0, p->out.shape[0]));
+    RIG__TRY(rig__dim(op, "table", &p->table, 1, p->out.shape[1]));
+    if (p->vocab_start < 0) return rig__fail(RIG_E_RANGE, op, "vocab_start", "negative");
+    return RIG_OK;
+}
+
+static enum rig_status rig__check_norm_weight(const char *op, const struct rig_tensor *w,
+                                              int64_t h, float eps)
+{
+    RIG__TRY(rig__tensor(op, "weight", w, 1, RIG_DTYPE_BF16));
+    RIG__TRY(rig__dim(op, "weight", w, 0, h));
+    if (!(eps > 0.0f)) return rig__fail(RIG_E_INVALID, op, "eps", "must be > 0");
+    return RIG_OK;
+}
+
+static enum rig_status rig__check_rms_norm(const struct rig_op_rms_norm *p)
+{
+    const char *op = "rms_norm";
+    RIG__TRY(rig__tensor(op, "out", &p->out, 2, RIG_DTYPE_BF16));
+    RIG__TRY(rig__tensor(op, "in", &p->in, 2, RIG_DTYPE_BF16));
+    RIG__TRY(rig__dim(op, "in", &p->in, 0, p->out.shape[0]));
+    RIG__TRY(rig__dim(op, "in", &p->in, 1, p->out.shape[1]));
+    return rig__check_norm_weight(op, &p->weight, p->out.shape[1], p->eps);
+}
+
+static enum rig_status rig__check_add_rms_norm(const struct rig_op_add_rms_norm *p)
+{
+    const char *op = "add_rms_norm";
+    RIG__TRY(rig__tensor(op, "out", &p->out, 2, RIG_DTYPE_BF16));
+    RIG__TRY(rig__tensor(op, "residual", &p->residual, 2, RIG_DTYPE_BF16));
+    RIG__TRY(rig__tensor(op, "in", &p->in, 2, RIG_DTYPE_BF16));
+    for (int32_t d = 0; d < 2; d++) {
+        RIG__TRY(rig__dim(op, "in", &p->in, d, p->out.shape[d]));
+        RIG__TRY(rig__dim(op, "residual", &p->residual, d, p->out.shape[d]));
+    }
+    return rig__check_norm_weight(op, &p->weight, p->out.shape[1], p->eps);
+}
+
+static enum rig_status rig__check_gemm(const struct rig_op_gemm *p)
+{
+    const char *op = "gemm";
+    enum rig_dtype out_dtype = p->out.dtype == RIG_DTYPE_F32 ? RIG_DTYPE_F32 : RIG_DTYPE_BF16;
+    RIG__TRY(rig__tensor(op, "out", &p->out, 2, out_dtype));
+    RIG__TRY(rig__tensor(op, "a", &p->a, 2, RIG_DTYPE_BF16));
+    RIG__TRY(rig__tensor(op, "b", &p->b, 2, RIG_DTYPE_BF16));
+    RIG__TRY(rig__dim(op, "a", &p->a, 0, p->out.shape[0]));
+    RIG__TRY(rig__dim(op, "b", &p->b, 0, p->out.shape[1]));
+    RIG__TRY(rig__dim(op, "b", &p->b, 1, p->a.shape[1]));
+    if (p->bias.data != NULL) {
+        RIG__TRY(rig__tensor(op, "bias", &p->bias, 1, RIG_DTYPE_BF16));
+        RIG__TRY(rig__dim(op, "bias", &p->bias, 0, p->out.shape[1]));
+    }
+    return RIG_OK;
+}
+
+static enum rig_status rig__check_head_rms_norm(const struct rig_op_head_rms_norm *p)
+{
+    const char *op = "head_rms_norm";
+    RIG__TRY(rig__tensor(op, "x", &p->x, 3, RIG_DTYPE_BF16));
+    return rig__check_norm_weight(op, &p->weight, p->x.shape[2], p->eps);
+}
+
+static enum rig_status rig__check_rope(const struct rig_op_rope *p)
+{
+    const char *op = "rope";
+    RIG__TRY(rig__tensor(op, "q", &p->q, 3, RIG_DTYPE_BF16));
+    RIG__TRY(rig__tensor(op, "k", &p->k, 3, RIG_DTYPE_BF16));
+    RIG__TRY(rig__tensor(op, "positions", &p->positions, 1, RIG_DTYPE_I32));
+    RIG__TRY(rig__dim(op, "k", &p->k, 0, p->q.shape[0]));
+    RIG__TRY(rig__dim(op, "k", &p->k, 2, p->q.shape[2]));
+    RIG__TRY(rig__dim(op, "positions", &p->positions, 0, p->q.shape[0]));
+    if (p->q.shape[2] % 2 != 0) return rig__fail(RIG_E_SHAPE, op, "q", "head dim must be even");
+    if (!(p->params.theta > 0.0f)) return rig__fail(RIG_E_INVALID, op, "theta", "must be > 0");
+    if (p->params.scaling == RIG_ROPE_SCALING_LLAMA3) {
+        if (!(p->params.factor > 0.0f) || !(p->params.high_freq_factor > p->params.low_freq_factor)
+            || p->params.original_max_position <= 0)
+            return rig__fail(RIG_E_INVALID, op, "params", "bad llama3 scaling parameters");
+    } else if (p->params.scaling != RIG_ROPE_SCALING_NONE) {
+        return rig__fail(RIG_E_INVALID, op, "params", "unknown scaling type");
+    }
+    return RIG_OK;
+}
+
+/* Shared checks of the KV cache pair against the head layout of k (or q). */
+static enum rig_status rig__check_cache(const char *op, const struct rig_tensor *k_cache,
+                                        const struct rig_tensor *v_cache, int64_t heads_kv,
+                                        int64_t head_dim)
+{
+    RIG__TRY(rig__tensor(op, "k_cache", k_cache, 3, RIG_DTYPE_BF16));
+    RIG__TRY(rig__tensor(op, "v_cache", v_cache, 3, RIG_DTYPE_BF16));
+    for (int32_t d = 0; d < 3; d++) RIG__TRY(rig__dim(op, "v_cache", v_cache, d, k_cache->shape[d]));
+    RIG__TRY(rig__dim(op, "k_cache", k_cache, 1, heads_kv));
+    RIG__TRY(rig__dim(op, "k_cache", k_cache, 2, head_dim));
+    return RIG_OK;
+}
+
+static enum rig_status rig__check_store_kv(const struct rig_op_store_kv *p)
+{
+    const char *op = "store_kv";
+    RIG__TRY(rig__tensor(op, "k", &p->k, 3, RIG_DTYPE_BF16));
+    RIG__TRY(rig__tensor(op, "v", &p->v, 3, RIG_DTYPE_BF16));
+    RIG__TRY(rig__tensor(op, "out_loc", &p->out_loc, 1, RIG_DTYPE_I32));
+    for (int32_t d = 0; d < 3; d++) RIG__TRY(rig__dim(op, "v", &p->v, d, p->k.shape[d]));
+    RIG__TRY(rig__dim(op, "out_loc", &p->out_loc, 0, p->k.shape[0]));
+    return rig__check_cache(op, &p->k_cache, &p->v_cache, p->k.shape[1], p->k.shape[2]);
+}
+
+/* Shared checks of attention: q/out heads, GQA ratio, cache, page table, per-request meta. */
+static enum rig_status rig__check_attention(const char *op, const struct rig_tensor *out,
+                                            const struct rig_tensor *q,
+                                            const struct rig_tensor *k_cache,
+                                            const struct rig_tensor *v_cache,
+                                            const struct rig_tensor *page_table,
+                                            const struct rig_tensor *table_idx,
+                                            const struct rig_tensor *kv_len, float scale)
+{
+    RIG__TRY(rig__tensor(op, "out", out, 3, RIG_DTYPE_BF16));
+    RIG__TRY(rig__tensor(op, "q", q, 3, RIG_DTYPE_BF16));
+    for (int32_t d = 0; d < 3; d++) RIG__TRY(rig__dim(op, "out", out, d, q->shape[d]));
+    RIG__TRY(rig__tensor(op, "k_cache", k_cache, 3, RIG_DTYPE_BF16));
+    int64_t heads_kv = k_cache->shape[1];
+    if (heads_kv <= 0 || q->shape[1] % heads_kv != 0)
+        return rig__fail(RIG_E_SHAPE, op, "q", "%lld query heads not a multiple of %lld KV heads",
+                         (long long)q->shape[1], (long long)heads_kv);
+    RIG__TRY(rig__check_cache(op, k_cache, v_cache, heads_kv, q->shape[2]));
+    RIG__TRY(rig__tensor(op, "page_table", page_table, 2, RIG_DTYPE_I32));
+    RIG__TRY(rig__tensor(op, "table_idx", table_idx, 1, RIG_DTYPE_I32));
+    RIG__TRY(rig__tensor(op, "kv_len", kv_len, 1, RIG_DTYPE_I32));
+    RIG__TRY(rig__dim(op, "kv_len", kv_len, 0, table_idx->shape[0]));
+    if (!(scale > 0.0f)) return rig__fail(RIG_E_INVALID, op, "scale", "must be > 0");
+    return RIG_OK;
+}
+
+static enum rig_status rig__check_attention_prefill(const struct rig_op_attention_prefill *p)
+{
+    const char *op = "attention_prefill";
+    RIG__TRY(rig__check_attention(op, &p->out, &p->q, &p->k_cache, &p->v_cache, &p->page_table,
+                                  &p->table_idx, &p->kv_len, p->scale));
+    RIG__TRY(rig__tensor(op, "cu_q", &p->cu_q, 1, RIG_DTYPE_I32));
+    RIG__TRY(rig__dim(op, "cu_q", &p->cu_q, 0, p->table_idx.shape[0] + 1));
+    return RIG_OK;
+}
+
+static enum rig_status rig__check_attention_decode(const struct rig_op_attention_decode *p)
+{
+    const char *op = "attention_decode";
+    RIG__TRY(rig__check_attention(op, &p->out, &p->q, &p->k_cache, &p->v_cache, &p->page_table,
+                                  &p->table_idx, &p->kv_len, p->scale));
+    RIG__TRY(rig__dim(op, "table_idx", &p->table_idx, 0, p->q.shape[0]));
+    return RIG_OK;
+}
+
+static enum rig_status rig__check_silu_mul(const struct rig_op_silu_mul *p)
+{
+    const char *op = "silu_mul";
+    RIG__TRY(rig__tensor(op, "out", &p->out, 2, RIG_DTYPE_BF16));
+    RIG__TRY(rig__tensor(op, "in", &p->in, 2, RIG_DTYPE_BF16));
+    RIG__TRY(rig__dim(op, "in", &p->in, 0, p->out.shape[0]));
+    RIG__TRY(rig__dim(op, "in", &p->in, 1, 2 * p->out.shape[1]));
+    return RIG_OK;
+}
+
+static enum rig_status rig__check_gather_rows(const struct rig_op_gather_rows *p)
+{
+    const char *op = "gather_rows";
+    if (p->in.dtype != RIG_DTYPE_BF16 && p->in.dtype != RIG_DTYPE_F32)
+        return rig__fail(RIG_E_DTYPE, op, "in", "must be bf16 or f32");
+    RIG__TRY(rig__tensor(op, "in", &p->in, 2, p->in.dtype));
+    RIG__TRY(rig__tensor(op, "out", &p->out, 2, p->in.dtype));
+    RIG__TRY(rig__tensor(op, "idx", &p->idx, 1, RIG_DTYPE_I32));
+    RIG__TRY(rig__dim(op, "idx", &p->idx, 0, p->out.shape[0]));
+    RIG__TRY(rig__dim(op, "out", &p->out, 1, p->in.shape[1]));
+    return RIG_OK;
+}
+
+static enum rig_status rig__check_index(const char *op, const struct rig_tensor *flat,
+                                        const struct rig_tensor *values,
+                                        const struct rig_tensor *idx)
+{
+    RIG__TRY(rig__tensor(op, "flat", flat, 1, RIG_DTYPE_I32));
+    RIG__TRY(rig__tensor(op, "values", values, 1, RIG_DTYPE_I32));
+    RIG__TRY(rig__tensor(op, "idx", idx, 1, RIG_DTYPE_I32));
+    RIG__TRY(rig__dim(op, "idx", idx, 0, values->shape[0]));
+    return RIG_OK;
+}
+
+static enum rig_status rig__check_sample(const struct rig_op_sample *p)
+{
+    const char *op = "sample";
+    RIG__TRY(rig__tensor(op, "logits", &p->logits, 2, RIG_DTYPE_F32));
+    int64_t rows = p->logits.shape[0];
+    if (p->logits.shape[1] < 1) return rig__fail(RIG_E_SHAPE, op, "logits", "empty vocabulary");
+    RIG__TRY(rig__tensor(op, "tokens", &p->tokens, 1, RIG_DTYPE_I32));
+    RIG__TRY(rig__tensor(op, "temperature", &p->temperature, 1, RIG_DTYPE_F32));
+    RIG__TRY(rig__tensor(op, "top_k", &p->top_k, 1, RIG_DTYPE_I32));
+    RIG__TRY(rig__tensor(op, "top_p", &p->top_p, 1, RIG_DTYPE_F32));
+    RIG__TRY(rig__tensor(op, "seed", &p->seed, 1, RIG_DTYPE_I64));
+    RIG__TRY(rig__tensor(op, "position", &p->position, 1, RIG_DTYPE_I32));
+    RIG__TRY(rig__dim(op, "tokens", &p->tokens, 0, rows));
+    RIG__TRY(rig__dim(op, "temperature", &p->temperature, 0, rows));
+    RIG__TRY(rig__dim(op, "top_k", &p->top_k, 0, rows));
+    RIG__TRY(rig__dim(op, "top_p", &p->top_p, 0, rows));
+    RIG__TRY(rig__dim(op, "seed", &p->seed, 0, rows));
+    RIG__TRY(rig__dim(op, "position", &p->position, 0, rows));
+    return RIG_OK;
+}
+
+static enum rig_status rig__check_copy(const struct rig_op_copy *p)
+{
+    const char *op = "copy";
+    if (p->out.data == NULL || p->in.data == NULL)
+        return rig__fail(RIG_E_INVALID, op, "out/in", "missing data");
+    if (p->in.ndim != p->out.ndim || p->in.ndim < 1 || p->in.ndim > RIG_TENSOR_DIMS_MAX)
+        return rig__fail(RIG_E_SHAPE, op, "in", "rank differs from out");
+    for (int32_t d = 0; d < p->in.ndim; d++) RIG__TRY(rig__dim(op, "in", &p->in, d, p->out.shape[d]));
+    bool float_pair = (p->in.dtype == RIG_DTYPE_BF16 || p->in.dtype == RIG_DTYPE_F32) &&
+                      (p->out.dtype == RIG_DTYPE_BF16 || p->out.dtype == RIG_DTYPE_F32);
+    if (p->in.dtype != p->out.dtype && !float_pair)
+        return rig__fail(RIG_E_DTYPE, op, "out", "%s to %s not supported",
+                         rig_dtype_name(p->in.dtype), rig_dtype_name(p->out.dtype));
+    return RIG_OK;
+}
+
+static enum rig_status rig__check_collective_dtype(const char *op, const struct rig_tensor *t)
+{
+    if (t->dtype != RIG_DTYPE_BF16 && t->dtype != RIG_DTYPE_F32)
+        return rig__fail(RIG_E_DTYPE, op, "data", "must be bf16 or f32");
+    if (t->data == NULL) return rig__fail(RIG_E_INVALID, op, "data", "missing data");
+    if (!rig_tensor_is_contiguous(t)) return rig__fail(RIG_E_SHAPE, op, "data", "not contiguous");
+    return RIG_OK;
+}
+
+static enum rig_status rig__check_all_gather(const struct rig_op_all_gather *p)
+{
+    const char *op = "all_gather";
+    if (p->comm == NULL) return rig__fail(RIG_E_HANDLE, op, "comm", "missing");
+    RIG__TRY(rig__check_collective_dtype(op, &p->in));
+    RIG__TRY(rig__check_collective_dtype(op, &p->out));
+    if (p->out.dtype != p->in.dtype) return rig__fail(RIG_E_DTYPE, op, "out", "dtype differs");
+    if (p->out.ndim != p->in.ndim + 1)
+        return rig__fail(RIG_E_SHAPE, op, "out", "must be [ranks, ...in shape]");
+    RIG__TRY(rig__dim(op, "out", &p->out, 0, p->comm->size));
+    for (int32_t d = 0; d < p->in.ndim; d++) RIG__TRY(rig__dim(op, "out", &p->out, d + 1, p->in.shape[d]));
+    return RIG_OK;
+}
+
+enum rig_status rig_hal_op_check(const struct rig_op *op)
+{
+    rig__error[0] = '\0';
+    if (op == NULL) return RIG_E_INVALID;
+    switch (op->kind) {
+    case RIG_OP_EMBEDDING: return rig__check_embedding(&op->u.embedding);
+    case RIG_OP_RMS_NORM: return rig__check_rms_norm(&op->u.rms_norm);
+    case RIG_OP_ADD_RMS_NORM: return rig__check_add_rms_norm(&op->u.add_rms_norm);
+    case RIG_OP_GEMM: return rig__check_gemm(&op->u.gemm);
+    case RIG_OP_HEAD_RMS_NORM: return rig__check_head_rms_norm(&op->u.head_rms_norm);
+    case RIG_OP_ROPE: return rig__check_rope(&op->u.rope);
+    case RIG_OP_STORE_KV: return rig__check_store_kv(&op->u.store_kv);
+    case RIG_OP_ATTENTION_PREFILL: return rig__check_attention_prefill(&op->u.attention_prefill);
+    case RIG_OP_ATTENTION_DECODE: return rig__check_attention_decode(&op->u.attention_decode);
+    case RIG_OP_SILU_MUL: return rig__check_silu_mul(&op->u.silu_mul);
+    case RIG_OP_GATHER_ROWS: return rig__check_gather_rows(&op->u.gather_rows);
+    case RIG_OP_INDEX_GATHER:
+        return rig__check_index("index_gather", &op->u.index_gather.src,
+                                &op->u.index_gather.out, &op->u.index_gather.idx);
+    case RIG_OP_INDEX_SCATTER:
+        return rig__check_index("index_scatter", &op->u.index_scatter.dst,
+                                &op->u.index_scatter.src, &op->u.index_scatter.idx);
+    case RIG_OP_SAMPLE: return rig__check_sample(&op->u.sample);
+    case RIG_OP_COPY: return rig__check_copy(&op->u.copy);
+    case RIG_OP_ALL_REDUCE:
+        if (op->u.all_reduce.comm == NULL)
+            return rig__fail(RIG_E_HANDLE, "all_reduce", "comm", "missing");
+        return rig__check_collective_dtype("all_reduce", &op->u.all_reduce.data);
+    case RIG_OP_ALL_GATHER: return rig__check_all_gather(&op->u.all_gather);
+    case RIG_OP_COUNT: break;
+    }
+    return rig__fail(RIG_E_INVALID, "op", "kind", "unknown op kind %d", (int)op->kind);
+}

@@ -1,0 +1,233 @@
+/* ops.h — the model's operations as plain parameter structs, one per op kind.
+ *
+ * Every op a backend runs is a `struct rig_op`: a kind and the parameters of that kind. Ops
+ * are values (tensors are descriptors of device memory), so the simulator records them for
+ * graph capture and replays them, and the cost model reads shapes off them. Lengths that
+ * change from step to step (per-request KV lengths, query offsets) live in device tensors,
+ * never in host scalars, so a captured graph stays valid when they change.
+ *
+ * Conventions for all ops (checked by the dispatch layer, hal/hal.c):
+ *  - T = tokens in the batch, R = requests, H = hidden size, D = head dim,
+ *    Hq / Hk = query / KV heads (Hq % Hk == 0: GQA), S = KV slots (pages × page size),
+ *    V = vocabulary rows held by this rank;
+ *  - activations and weights are bf16, math is fp32, results are rounded to bf16 when stored
+ *    as bf16 (the simulator rounds exactly where the GPU stores);
+ *  - index and length tensors are i32; the innermost dimension of every tensor is contiguous.
+ *
+ * KV cache layout: per layer k_cache and v_cache of shape [S, Hk, D]. The page table is
+ * token-granular, as SGLang's req_to_token: page_table[row, pos] is the KV slot of token
+ * `pos` of the request in table row `row`. The page size only changes how slots are
+ * allocated (in runs of page_size), never how kernels address them.
+ */
+#ifndef RIG_OPS_H
+#define RIG_OPS_H
+
+#include "hal/tensor.h"
+
+struct rig_comm;
+
+#define RIG_OP_MAP(X)                                                                      \
+    X(EMBEDDING, embedding)                                                                \
+    X(RMS_NORM, rms_norm)                                                                  \
+    X(ADD_RMS_NORM, add_rms_norm)                                                          \
+    X(GEMM, gemm)                                                                          \
+    X(HEAD_RMS_NORM, head_rms_norm)                                                        \
+    X(ROPE, rope)                                                                          \
+    X(STORE_KV, store_kv)                                                                  \
+    X(ATTENTION_PREFILL, attention_prefill)                                                \
+    X(ATTENTION_DECODE, attention_decode)                                                  \
+    X(SILU_MUL, silu_mul)                                                                  \
+    X(GATHER_ROWS, gather_rows)                                                            \
+    X(INDEX_GATHER, index_gather)                                                          \
+    X(INDEX_SCATTER, index_scatter)                                                        \
+    X(SAMPLE, sample)                                                                      \
+    X(COPY, copy)                                                                          \
+    X(ALL_REDUCE, all_reduce)                                                              \
+    X(ALL_GATHER, all_gather)
+
+enum rig_op_kind {
+#define RIG__OP_ENUM(upper, lower) RIG_OP_##upper,
+    RIG_OP_MAP(RIG__OP_ENUM)
+#undef RIG__OP_ENUM
+        RIG_OP_COUNT
+};
+
+/* out[t, :] = table[ids[t] - vocab_start, :] when vocab_start <= ids[t] < vocab_start + V,
+ * else zeros (the other TP ranks hold that row; an all-reduce sums the shards). */
+struct rig_op_embedding {
+    struct rig_tensor out;   /* [T, H] bf16 */
+    struct rig_tensor table; /* [V, H] bf16 */
+    struct rig_tensor ids;   /* [T] i32 */
+    int64_t vocab_start;     /* first vocabulary id held by this shard */
+};
+
+/* out = bf16(weight * bf16(x / sqrt(mean(x^2) + eps))), row by row, as HF's RMSNorm. */
+struct rig_op_rms_norm {
+    struct rig_tensor out;    /* [T, H] bf16 */
+    struct rig_tensor in;     /* [T, H] bf16 */
+    struct rig_tensor weight; /* [H] bf16 */
+    float eps;
+};
+
+/* residual = bf16(residual + in); out = rms_norm(residual). `out` may alias `in`. */
+struct rig_op_add_rms_norm {
+    struct rig_tensor out;      /* [T, H] bf16 */
+    struct rig_tensor residual; /* [T, H] bf16, read and written */
+    struct rig_tensor in;       /* [T, H] bf16 */
+    struct rig_tensor weight;   /* [H] bf16 */
+    float eps;
+};
+
+/* out[m, n] = sum_k a[m, k] * b[n, k] (+ bias[n]), fp32 accumulation. b is a weight in the
+ * Hugging Face layout [out_features, in_features]. out is bf16 or f32. */
+struct rig_op_gemm {
+    struct rig_tensor out;  /* [M, N] bf16 | f32 */
+    struct rig_tensor a;    /* [M, K] bf16 */
+    struct rig_tensor b;    /* [N, K] bf16 */
+    struct rig_tensor bias; /* [N] bf16, or absent */
+};
+
+/* Per-head RMSNorm in place (Qwen3's q_norm / k_norm): each D-vector is normalised. */
+struct rig_op_head_rms_norm {
+    struct rig_tensor x;      /* [T, heads, D] bf16, read and written */
+    struct rig_tensor weight; /* [D] bf16 */
+    float eps;
+};
+
+enum rig_rope_scaling {
+    RIG_ROPE_SCALING_NONE = 0,
+    RIG_ROPE_SCALING_LLAMA3 = 1,
+};
+
+/* Rotary embedding parameters (HF `rope_theta` and `rope_scaling`). */
+struct rig_rope_params {
+    float theta;
+    enum rig_rope_scaling scaling;
+    float factor;                     /* llama3 */
+    float low_freq_factor;            /* llama3 */
+    float high_freq_factor;           /* llama3 */
+    int32_t original_max_position;    /* llama3: original_max_position_embeddings */
+};
+
+/* Neox-style (rotate-half) RoPE in place on q and k over the whole head dim D. Inverse
+ * frequencies are computed in fp32 from `params` (llama3 scaling applied to them). */
+struct rig_op_rope {
+    struct rig_tensor q;         /* [T, Hq, D] bf16, read and written */
+    struct rig_tensor k;         /* [T, Hk, D] bf16, read and written */
+    struct rig_tensor positions; /* [T] i32 */
+    struct rig_rope_params params;
+};
+
+/* k_cache[out_loc[t]] = k[t]; v_cache[out_loc[t]] = v[t]. */
+struct rig_op_store_kv {
+    struct rig_tensor k_cache; /* [S, Hk, D] bf16 */
+    struct rig_tensor v_cache; /* [S, Hk, D] bf16 */
+    struct rig_tensor k;       /* [T, Hk, D] bf16 */
+    struct rig_tensor v;       /* [T, Hk, D] bf16 */
+    struct rig_tensor out_loc; /* [T] i32 slot indices */
+};
+
+/* Causal attention of new tokens over a cached prefix plus themselves. Request r owns query
+ * rows cu_q[r] .. cu_q[r+1]-1; its KV length is kv_len[r] (cached + new), so query row i of
+ * it sits at position kv_len[r] - q_len + i and attends to positions 0 .. that position,
+ * whose slots are page_table[table_idx[r], pos]. Query head h reads KV head h / (Hq / Hk).
+ * Softmax in fp32 with `scale` (usually 1/sqrt(D)); out rounded to bf16. */
+struct rig_op_attention_prefill {
+    struct rig_tensor out;        /* [T, Hq, D] bf16 */
+    struct rig_tensor q;          /* [T, Hq, D] bf16 */
+    struct rig_tensor k_cache;    /* [S, Hk, D] bf16 */
+    struct rig_tensor v_cache;    /* [S, Hk, D] bf16 */
+    struct rig_tensor page_table; /* [rows, L] i32 */
+    struct rig_tensor table_idx;  /* [R] i32 */
+    struct rig_tensor cu_q;       /* [R + 1] i32, cu_q[0] = 0, cu_q[R] = T */
+    struct rig_tensor kv_len;     /* [R] i32 */
+    float scale;
+};
+
+/* One query token per request attending to all kv_len[r] positions of its row. */
+struct rig_op_attention_decode {
+    struct rig_tensor out;        /* [R, Hq, D] bf16 */
+    struct rig_tensor q;          /* [R, Hq, D] bf16 */
+    struct rig_tensor k_cache;    /* [S, Hk, D] bf16 */
+    struct rig_tensor v_cache;    /* [S, Hk, D] bf16 */
+    struct rig_tensor page_table; /* [rows, L] i32 */
+    struct rig_tensor table_idx;  /* [R] i32 */
+    struct rig_tensor kv_len;     /* [R] i32 */
+    float scale;
+};
+
+/* out[t, i] = bf16(bf16(silu(gate[t, i])) * up[t, i]) with in = [gate | up]. */
+struct rig_op_silu_mul {
+    struct rig_tensor out; /* [T, I] bf16 */
+    struct rig_tensor in;  /* [T, 2I] bf16 */
+};
+
+/* out[r, :] = in[idx[r], :] — e.g. the last position of each request before the LM head. */
+struct rig_op_gather_rows {
+    struct rig_tensor out; /* [R, H] bf16 | f32 */
+    struct rig_tensor in;  /* [T, H] same dtype */
+    struct rig_tensor idx; /* [R] i32 */
+};
+
+/* out[n] = src[idx[n]] over a flat i32 array (token pool loads: idx = row * L + pos). */
+struct rig_op_index_gather {
+    struct rig_tensor out; /* [N] i32 */
+    struct rig_tensor src; /* [M] i32 */
+    struct rig_tensor idx; /* [N] i32 */
+};
+
+/* dst[idx[n]] = src[n] over a flat i32 array (token pool writes). Indices must be distinct. */
+struct rig_op_index_scatter {
+    struct rig_tensor dst; /* [M] i32 */
+    struct rig_tensor src; /* [N] i32 */
+    struct rig_tensor idx; /* [N] i32 */
+};
+
+/* One token per row of logits. Row r is greedy (first maximum) when temperature[r] <= 0 or
+ * top_k[r] == 1. Otherwise z = logits / temperature; keep the top_k[r] largest z (all when
+ * top_k <= 0; ties broken by lower index), then the smallest prefix of those, in descending
+ * order, whose softmax mass reaches top_p[r] (at least one); the token is the argmax over the
+ * kept set of z + g, g = -log(-log(u)), u = rig_philox_uniform(seed[r], position[r], index)
+ * (the Gumbel-max trick: an exact draw from the renormalised softmax of the kept set). */
+struct rig_op_sample {
+    struct rig_tensor tokens;      /* [R] i32 out */
+    struct rig_tensor logits;      /* [R, V] f32 */
+    struct rig_tensor temperature; /* [R] f32 */
+    struct rig_tensor top_k;       /* [R] i32 */
+    struct rig_tensor top_p;       /* [R] f32 */
+    struct rig_tensor seed;        /* [R] i64 (bits of a uint64) */
+    struct rig_tensor position;    /* [R] i32: index of the output token being sampled */
+};
+
+/* out = in, element by element over the same shape; any strides; bf16 <-> f32 allowed. */
+struct rig_op_copy {
+    struct rig_tensor out;
+    struct rig_tensor in;
+};
+
+/* Sum over the ranks of `comm`, in place. Ranks are summed in rank order (deterministic). */
+struct rig_op_all_reduce {
+    struct rig_tensor data; /* contiguous bf16 | f32 */
+    struct rig_comm *comm;
+};
+
+/* out[rank, ...] = in of that rank: out is [ranks, ...in shape], rank-major, contiguous. */
+struct rig_op_all_gather {
+    struct rig_tensor out; /* [ranks, ...] contiguous */
+    struct rig_tensor in;  /* contiguous */
+    struct rig_comm *comm;
+};
+
+struct rig_op {
+    enum rig_op_kind kind;
+    union {
+#define RIG__OP_MEMBER(upper, lower) struct rig_op_##lower lower;
+        RIG_OP_MAP(RIG__OP_MEMBER)
+#undef RIG__OP_MEMBER
+    } u;
+};
+
+/* Name of an op kind ("attention_prefill"); "?" outside the enum. Can't fail. */
+const char *rig_op_name(enum rig_op_kind kind);
+
+#endif /* RIG_OPS_H */

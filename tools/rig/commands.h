@@ -1,0 +1,19 @@
+/* commands.h — the subcommands of the `rig` executable, one file each (tools/rig/cmd_*.c).
+ * Each takes the arguments after its name (argv[0] is the subcommand) and returns the process
+ * exit status: 0 success, 1 a failed run or expectation, 2 a usage error. */
+#ifndef RIG_COMMANDS_H
+#define RIG_COMMANDS_H
+
+struct rig_command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+};
+
+int rig_cmd_selftest(int argc, char **argv);
+
+/* Registers every backend compiled into this binary with the HAL (tools/rig/backends.c).
+ * Idempotent; call before rig_hal_open. */
+void rig_backends_register(void);
+
+#endif /* RIG_COMMANDS_H */

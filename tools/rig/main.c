@@ -1,0 +1,44 @@
+/* main.c — the `rig` command: dispatches to a subcommand (tools/rig/cmd_*.c). */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/version.h"
+#include "hal/hal.h"
+#include "tools/rig/commands.h"
+
+static const struct rig_command rig__commands[] = {
+    {"selftest", rig_cmd_selftest, "run every op once on the simulator (TP=2) and check it"},
+};
+
+static void rig__usage(FILE *out)
+{
+    fprintf(out, "usage: rig <command> [options]\n       rig --version\n\ncommands:\n");
+    for (size_t i = 0; i < RIG_ARRAY_LEN(rig__commands); i++)
+        fprintf(out, "  %-12s %s\n", rig__commands[i].name, rig__commands[i].summary);
+    fprintf(out, "\n'rig <command> --help' describes a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+    rig_backends_register();
+    if (argc < 2) {
+        rig__usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+        printf("rig %s (commit %s)\nbackends: %s\n", rig_version_string, rig_git_commit,
+               rig_hal_backends());
+        return 0;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        rig__usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < RIG_ARRAY_LEN(rig__commands); i++) {
+        if (strcmp(argv[1], rig__commands[i].name) == 0)
+            return rig__commands[i].run(argc - 1, argv + 1);
+    }
+    fprintf(stderr, "rig: unknown command '%s'\n\n", argv[1]);
+    rig__usage(stderr);
+    return 2;
+}
