@@ -1,0 +1,107 @@
+/* model.h — a decoder-only transformer (Qwen3, Qwen2, Llama, Mistral) over HAL ops.
+ *
+ * The forward is written once against the HAL (DESIGN §3, §6) and runs on any backend. One
+ * `struct rig_model` is one TP rank's share: its weight shards, its KV cache (per layer
+ * k/v [slots, Hk/tp, D]), and activation buffers sized for the largest batch, all allocated
+ * in rig_model_create (nothing is allocated in rig_model_forward). TP sharding: QKV and
+ * gate/up are column-parallel, o_proj and down row-parallel followed by an all-reduce; the
+ * embedding and LM head are vocab-parallel (a vocabulary not divisible by the TP size is
+ * padded per rank), logits all-gathered before sampling.
+ *
+ * Threads: a model is used by its rank's thread only. The config is plain data.
+ */
+#ifndef RIG_MODEL_H
+#define RIG_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/batch.h"
+#include "hal/hal.h"
+
+#define RIG_MODEL_EOS_MAX 8
+
+enum rig_model_arch {
+    RIG_ARCH_QWEN3 = 0, /* q/k RMSNorm per head, no qkv bias */
+    RIG_ARCH_QWEN2 = 1, /* qkv bias */
+    RIG_ARCH_LLAMA = 2, /* llama3 rope scaling optional */
+    RIG_ARCH_MISTRAL = 3,
+};
+
+/* What Hugging Face's config.json says, in our terms. */
+struct rig_model_config {
+    enum rig_model_arch arch;
+    char name[64];                /* preset name or the directory's base name */
+    int32_t vocab_size;
+    int32_t hidden_size;          /* H */
+    int32_t intermediate_size;    /* I */
+    int32_t num_layers;
+    int32_t num_heads;            /* Hq */
+    int32_t num_kv_heads;         /* Hk */
+    int32_t head_dim;             /* D */
+    float rms_norm_eps;
+    struct rig_rope_params rope;
+    int32_t max_position;         /* max_position_embeddings: the context limit */
+    bool tie_word_embeddings;
+    bool qkv_bias;
+    bool qk_norm;
+    int32_t bos_token_id;         /* -1 when none */
+    int32_t eos_token_ids[RIG_MODEL_EOS_MAX];
+    int32_t eos_count;
+};
+
+/* Fills `out` with a built-in config ("tiny", "qwen3-0.6b", "qwen3-8b", "qwen3-32b",
+ * "llama-3.2-1b"). RIG_E_NOT_FOUND for an unknown name. */
+enum rig_status rig_model_config_preset(const char *name, struct rig_model_config *out);
+/* Reads a Hugging Face config.json. On error returns a negative status and writes a message
+ * naming the file and the field to `error` (capacity `error_len`). */
+enum rig_status rig_model_config_load(const char *path, struct rig_model_config *out,
+                                      char *error, size_t error_len);
+
+/* Bytes of KV cache one token slot needs on one rank (all layers, K and V, bf16). */
+size_t rig_model_kv_bytes_per_slot(const struct rig_model_config *config, int32_t tp_size);
+/* Bytes of weights one rank holds. */
+size_t rig_model_weight_bytes(const struct rig_model_config *config, int32_t tp_size);
+
+/* Sizes fixed at start-up. */
+struct rig_model_limits {
+    int32_t max_tokens;   /* T' of the largest batch (prefill budget, padded decode size) */
+    int32_t max_requests; /* R' of the largest batch */
+    int32_t kv_slots;     /* S: KV slots per layer (pages × page size, + 1 dummy slot) */
+};
+
+/* Where weights come from: a directory with safetensors (+ index) or seeded dummy weights. */
+struct rig_weights_source {
+    const char *path;     /* model directory; NULL = dummy weights */
+    uint64_t dummy_seed;  /* seed of dummy weights (Philox, RIG_PHILOX_STREAM_WEIGHTS) */
+};
+
+struct rig_model;
+
+/* Creates rank `rig_hal_comm_rank(comm)` of the model on `device` (comm NULL = TP 1):
+ * allocates and loads its weights, KV cache and activations, using `stream` for uploads.
+ * On error returns a negative status with a message in `error`, and allocates nothing. */
+enum rig_status rig_model_create(const struct rig_model_config *config,
+                                 const struct rig_weights_source *weights,
+                                 const struct rig_model_limits *limits,
+                                 struct rig_device *device, struct rig_stream *stream,
+                                 struct rig_comm *comm, struct rig_model **out, char *error,
+                                 size_t error_len);
+void rig_model_destroy(struct rig_model *model);
+
+/* Issues the forward of `batch` on `stream` and the sampling of one token per request into
+ * batch->out_tokens. Asynchronous; every rank of a TP group must call it with the same batch.
+ * Fails only on a batch larger than the limits (RIG_E_CAPACITY) or a backend error. */
+enum rig_status rig_model_forward(struct rig_model *model, struct rig_stream *stream,
+                                  const struct rig_forward_batch *batch);
+
+/* Debug/test access: when enabled, rig_model_forward also leaves the full-vocabulary fp32
+ * logits of the last position of each request in a device tensor [R', V] readable until
+ * the next forward (for the golden tests and `rig generate --logits-out`). */
+void rig_model_keep_logits(struct rig_model *model, bool keep);
+struct rig_tensor rig_model_logits(const struct rig_model *model);
+
+const struct rig_model_config *rig_model_get_config(const struct rig_model *model);
+
+#endif /* RIG_MODEL_H */
