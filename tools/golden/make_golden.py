@@ -42,7 +42,7 @@ MODELS = {
         rope_theta=500000.0, max_position_embeddings=2048, tie_word_embeddings=False,
         rope_scaling={"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
                       "high_freq_factor": 4.0, "original_max_position_embeddings": 64},
-        bos_token_id=1, eos_token_id=[2, 3]), "200KB"),
+        bos_token_id=1, eos_token_id=[2, 3]), "600KB"),
     "qwen2": (Qwen2Config, dict(
         vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=1, head_dim=16, rms_norm_eps=1e-6,
