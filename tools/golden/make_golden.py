@@ -14,7 +14,7 @@ through transformers and saves, per model directory:
 
 Norm weights and biases are randomised too (HF initialises them to 1 and 0, which would
 hide a missing norm weight or bias). Attention runs "eager" (fp32 softmax, as rig's
-kernels). The greedy loop is written out (no generate()) so EOS never stops it.
+kernels); the LM head is applied in fp32 to the bf16 final hidden state, as rig does. The greedy loop is written out (no generate()) so EOS never stops it.
 
 Usage (on a machine with torch + transformers, e.g. the GPU machine):
   python3 tools/golden/make_golden.py --out tests/data/golden [--device cuda|cpu]
@@ -77,16 +77,19 @@ def prompts_for(vocab_size, seed):
 @torch.no_grad()
 def greedy(model, prompt, device):
     """Returns (tokens [STEPS], logits [STEPS, V] float32)."""
+    head = model.get_output_embeddings().weight.float()
     ids = torch.tensor([prompt], device=device)
-    out = model(input_ids=ids, use_cache=True)
+    out = model.model(input_ids=ids, use_cache=True)
     tokens, logits = [], []
     for _ in range(STEPS):
-        row = out.logits[0, -1].float()
+        # The LM head in fp32 over the bf16 final hidden state, as rig's (bf16 logits would
+        # round near-ties into exact ties).
+        row = out.last_hidden_state[0, -1].float() @ head.t()
         logits.append(row.cpu())
         token = int(torch.argmax(row))
         tokens.append(token)
         ids = torch.tensor([[token]], device=device)
-        out = model(input_ids=ids, past_key_values=out.past_key_values, use_cache=True)
+        out = model.model(input_ids=ids, past_key_values=out.past_key_values, use_cache=True)
     return tokens, torch.stack(logits)
 
 
