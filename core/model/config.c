@@ -371,7 +371,9 @@ enum rig_status rig_model_config_load(const char *path, struct rig_model_config 
     RIG_ASSERT(path != NULL && out != NULL && error != NULL && error_len > 0);
     char file[4096];
     struct stat st;
-    bool is_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+    size_t path_len = strlen(path);
+    bool is_json = path_len >= 5 && strcmp(path + path_len - 5, ".json") == 0;
+    bool is_dir = (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) || !is_json;
     int used = snprintf(file, sizeof file, is_dir ? "%s/config.json" : "%s", path);
     if (used < 0 || (size_t)used >= sizeof file) {
         snprintf(error, error_len, "model path too long");
