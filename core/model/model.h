@@ -112,6 +112,11 @@ enum rig_status rig_model_forward(struct rig_model *model, struct rig_stream *st
 void rig_model_keep_logits(struct rig_model *model, bool keep);
 struct rig_tensor rig_model_logits(const struct rig_model *model);
 
+/* Copies the first `rows` rows of those logits ([rows, V] f32, row-major) to `out` and
+ * waits for the copy (synchronises `stream`). RIG_E_RANGE when rows exceeds max_requests. */
+enum rig_status rig_model_download_logits(struct rig_model *model, struct rig_stream *stream,
+                                          int32_t rows, float *out);
+
 const struct rig_model_config *rig_model_get_config(const struct rig_model *model);
 
 #endif /* RIG_MODEL_H */
