@@ -13,8 +13,10 @@ through transformers and saves, per model directory:
                   token s-1 (greedy[s] is the argmax of step s).
 
 Norm weights and biases are randomised too (HF initialises them to 1 and 0, which would
-hide a missing norm weight or bias). Attention runs "eager" (fp32 softmax, as rig's
-kernels); the LM head is applied in fp32 to the bf16 final hidden state, as rig does. The greedy loop is written out (no generate()) so EOS never stops it.
+hide a missing norm weight or bias). Attention runs through SDPA (on the GPU: fused kernels
+that keep scores in fp32, as rig's kernels do; "eager" rounds the scores to bf16 before the
+softmax, which with Qwen3's normalised q/k costs ~1e-2 relative error by itself); the LM
+head is applied in fp32 to the bf16 final hidden state, as rig does. The greedy loop is written out (no generate()) so EOS never stops it.
 
 Usage (on a machine with torch + transformers, e.g. the GPU machine):
   python3 tools/golden/make_golden.py --out tests/data/golden [--device cuda|cpu]
@@ -51,12 +53,11 @@ MODELS = {
 }
 
 
-def build(name, seed):
+def build(name, seed, attn):
     config_class, kwargs, _ = MODELS[name]
     config = config_class(**kwargs)
-    config._attn_implementation = "eager"
     torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    model = AutoModelForCausalLM.from_config(config, attn_implementation=attn)
     generator = torch.Generator().manual_seed(seed + 1)
     with torch.no_grad():
         for pname, param in sorted(model.named_parameters()):
@@ -93,8 +94,8 @@ def greedy(model, prompt, device):
     return tokens, torch.stack(logits)
 
 
-def make(name, out_dir, device, seed):
-    model = build(name, seed)
+def make(name, out_dir, device, seed, attn):
+    model = build(name, seed, attn)
     shard = MODELS[name][2]
     path = os.path.join(out_dir, name)
     os.makedirs(path, exist_ok=True)
@@ -126,7 +127,7 @@ def make(name, out_dir, device, seed):
         "torch": torch.__version__,
         "transformers": transformers.__version__,
         "device": str(device),
-        "attn_implementation": "eager",
+        "attn_implementation": attn,
     }
     with open(os.path.join(path, "reference.json"), "w") as f:
         json.dump(reference, f, indent=1)
@@ -140,10 +141,11 @@ def main():
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--attn", default="sdpa", choices=["sdpa", "eager"])
     args = parser.parse_args()
     torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
     for name in args.models.split(","):
-        make(name, args.out, torch.device(args.device), args.seed)
+        make(name, args.out, torch.device(args.device), args.seed, args.attn)
 
 
 if __name__ == "__main__":
