@@ -1,0 +1,174 @@
+/* exec.c — issuing one op on a simulated stream: clock, faults, math, collectives.
+ *
+ * Ops run eagerly, at issue time, on host memory (the reference kernels of sim/kernels.h);
+ * the clock says when they would have run on the device. In timing-only mode an op's math
+ * runs only when every tensor it touches is real (METADATA) memory: the token-pool gathers
+ * and scatters on metadata run for real; an op with any phantom tensor is skipped and its
+ * outputs keep their contents — except SAMPLE with phantom logits and real token, seed and
+ * position tensors, which draws its tokens from the counter-based RNG
+ * (rig_sim_op_sample_timing_only), so timing-only runs still produce tokens.
+ */
+#include <string.h>
+
+#include "sim/comm.h"
+#include "sim/cost.h"
+#include "sim/device.h"
+#include "sim/graph.h"
+#include "sim/kernels.h"
+
+#define RIG__OP_TENSORS_MAX 9
+
+/* Pointers to every tensor argument of `op` (absent optional ones included). */
+static int32_t rig__op_tensors(const struct rig_op *op, const struct rig_tensor **list)
+{
+    int32_t n = 0;
+#define RIG__T(field) list[n++] = &op->u.field
+    switch (op->kind) {
+    case RIG_OP_EMBEDDING: RIG__T(embedding.out); RIG__T(embedding.table); RIG__T(embedding.ids);
+        break;
+    case RIG_OP_RMS_NORM: RIG__T(rms_norm.out); RIG__T(rms_norm.in); RIG__T(rms_norm.weight);
+        break;
+    case RIG_OP_ADD_RMS_NORM: RIG__T(add_rms_norm.out); RIG__T(add_rms_norm.residual);
+        RIG__T(add_rms_norm.in); RIG__T(add_rms_norm.weight);
+        break;
+    case RIG_OP_GEMM: RIG__T(gemm.out); RIG__T(gemm.a); RIG__T(gemm.b); RIG__T(gemm.bias);
+        break;
+    case RIG_OP_HEAD_RMS_NORM: RIG__T(head_rms_norm.x); RIG__T(head_rms_norm.weight);
+        break;
+    case RIG_OP_ROPE: RIG__T(rope.q); RIG__T(rope.k); RIG__T(rope.positions);
+        break;
+    case RIG_OP_STORE_KV: RIG__T(store_kv.k_cache); RIG__T(store_kv.v_cache);
+        RIG__T(store_kv.k); RIG__T(store_kv.v); RIG__T(store_kv.out_loc);
+        break;
+    case RIG_OP_ATTENTION_PREFILL: RIG__T(attention_prefill.out); RIG__T(attention_prefill.q);
+        RIG__T(attention_prefill.k_cache); RIG__T(attention_prefill.v_cache);
+        RIG__T(attention_prefill.page_table); RIG__T(attention_prefill.table_idx);
+        RIG__T(attention_prefill.cu_q); RIG__T(attention_prefill.kv_len);
+        break;
+    case RIG_OP_ATTENTION_DECODE: RIG__T(attention_decode.out); RIG__T(attention_decode.q);
+        RIG__T(attention_decode.k_cache); RIG__T(attention_decode.v_cache);
+        RIG__T(attention_decode.page_table); RIG__T(attention_decode.table_idx);
+        RIG__T(attention_decode.kv_len);
+        break;
+    case RIG_OP_SILU_MUL: RIG__T(silu_mul.out); RIG__T(silu_mul.in);
+        break;
+    case RIG_OP_GATHER_ROWS: RIG__T(gather_rows.out); RIG__T(gather_rows.in);
+        RIG__T(gather_rows.idx);
+        break;
+    case RIG_OP_INDEX_GATHER: RIG__T(index_gather.out); RIG__T(index_gather.src);
+        RIG__T(index_gather.idx);
+        break;
+    case RIG_OP_INDEX_SCATTER: RIG__T(index_scatter.dst); RIG__T(index_scatter.src);
+        RIG__T(index_scatter.idx);
+        break;
+    case RIG_OP_SAMPLE: RIG__T(sample.tokens); RIG__T(sample.logits);
+        RIG__T(sample.temperature); RIG__T(sample.top_k); RIG__T(sample.top_p);
+        RIG__T(sample.seed); RIG__T(sample.position);
+        break;
+    case RIG_OP_COPY: RIG__T(copy.out); RIG__T(copy.in);
+        break;
+    case RIG_OP_ALL_REDUCE: RIG__T(all_reduce.data);
+        break;
+    case RIG_OP_ALL_GATHER: RIG__T(all_gather.out); RIG__T(all_gather.in);
+        break;
+    case RIG_OP_COUNT: RIG_UNREACHABLE();
+    }
+#undef RIG__T
+    RIG_ASSERT(n > 0 && n <= RIG__OP_TENSORS_MAX);
+    return n;
+}
+
+/* Phantom tensors of `op`, as a bit mask over rig__op_tensors' order. */
+static uint32_t rig__phantom_mask(const struct rig_sim_device *device, const struct rig_op *op)
+{
+    if (!device->timing_only) return 0;
+    const struct rig_tensor *list[RIG__OP_TENSORS_MAX];
+    int32_t n = rig__op_tensors(op, list);
+    uint32_t mask = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (rig_sim_memory_is_phantom(&device->memory, list[i]->data)) mask |= 1u << i;
+    }
+    return mask;
+}
+
+/* The math of a non-collective op, per the timing-only rules in the file comment. */
+static void rig__run_math(const struct rig_sim_device *device, const struct rig_op *op)
+{
+    uint32_t phantom = rig__phantom_mask(device, op);
+    if (phantom == 0) {
+        enum rig_status status = rig_sim_op_run(op);
+        RIG_ASSERT_MSG(status == RIG_OK, "a validated op failed in the reference kernels");
+        return;
+    }
+    const uint32_t logits_only = 1u << 1; /* rig__op_tensors: sample.logits is second */
+    if (op->kind == RIG_OP_SAMPLE && phantom == logits_only)
+        rig_sim_op_sample_timing_only(&op->u.sample);
+}
+
+/* Attention costs read kv_len / cu_q: in timing-only mode they must be real metadata. */
+static void rig__check_cost_inputs(const struct rig_sim_device *device, const struct rig_op *op)
+{
+    const struct rig_sim_memory *memory = &device->memory;
+    if (op->kind == RIG_OP_ATTENTION_PREFILL) {
+        RIG_ASSERT_MSG(!rig_sim_memory_is_phantom(memory, op->u.attention_prefill.kv_len.data) &&
+                           !rig_sim_memory_is_phantom(memory, op->u.attention_prefill.cu_q.data),
+                       "attention_prefill: kv_len and cu_q must be METADATA buffers");
+    }
+    if (op->kind == RIG_OP_ATTENTION_DECODE) {
+        RIG_ASSERT_MSG(!rig_sim_memory_is_phantom(memory, op->u.attention_decode.kv_len.data),
+                       "attention_decode: kv_len must be a METADATA buffer");
+    }
+}
+
+/* The fault plan's stall for this op (0 when it is not the chosen one). */
+static int64_t rig__stall_ns(struct rig_sim_device *device)
+{
+    int64_t index = device->ops_since_faults++;
+    if (device->faults.stall_op_at < 0 || index != device->faults.stall_op_at) return 0;
+    return device->faults.stall_ns;
+}
+
+static int64_t rig__collective(struct rig_sim_device *device, const struct rig_op *op,
+                               int64_t start)
+{
+    const struct rig_tensor *list[RIG__OP_TENSORS_MAX];
+    int32_t n = rig__op_tensors(op, list);
+    bool phantom = false;
+    for (int32_t i = 0; i < n; i++)
+        phantom = phantom || rig_sim_memory_is_phantom(&device->memory, list[i]->data);
+    RIG_ASSERT_MSG(device->world->size > 1, "single-rank collectives are done by dispatch");
+    return rig_sim_world_collective(device->world, &device->profile, device->rank, op, start,
+                                    phantom);
+}
+
+enum rig_status rig_sim_exec_launch(struct rig_stream *stream, const struct rig_op *op,
+                                    enum rig_sim_launch launch)
+{
+    struct rig_sim_device *device = rig_sim_device_of(stream->device);
+    struct rig_sim_stream *sim_stream = rig_sim_stream_of(stream);
+    RIG_ASSERT(op != NULL);
+    int64_t start =
+        rig_sim_clock_kernel_start(&device->clock, &device->profile, launch, sim_stream->ready_ns);
+    start += rig__stall_ns(device);
+    int64_t end;
+    if (op->kind == RIG_OP_ALL_REDUCE || op->kind == RIG_OP_ALL_GATHER) {
+        end = rig__collective(device, op, start);
+    } else {
+        rig__check_cost_inputs(device, op);
+        end = start + rig_sim_cost_op_ns(&device->profile, op, 1);
+        rig__run_math(device, op);
+    }
+    RIG_ASSERT(end >= start);
+    rig_sim_clock_kernel_run(&device->clock, start, end - start);
+    sim_stream->ready_ns = end;
+    device->stats.ops_issued++;
+    device->stats.device_busy_ns += end - start;
+    return RIG_OK;
+}
+
+enum rig_status rig_sim_exec_op(struct rig_stream *stream, const struct rig_op *op)
+{
+    RIG_ASSERT(stream != NULL && op != NULL);
+    if (stream->capturing) return rig_sim_graph_record(stream, op);
+    return rig_sim_exec_launch(stream, op, RIG_SIM_LAUNCH_EAGER);
+}
