@@ -482,7 +482,8 @@ static void *rig__run_rank(void *arg)
     rig__check(k, rig_hal_event_create(k->device, &k->begin), "event_create");
     rig__check(k, rig_hal_event_create(k->device, &k->end), "event_create");
     if (!k->failed) rig__check(k, rig__alloc_buffers(k), "buffer_alloc");
-    uint16_t *scratch = malloc(RIG__S * RIG__HK * RIG__D * sizeof *scratch);
+    /* the largest shard: gate and up of a single device */
+    uint16_t *scratch = malloc(2 * RIG__I * RIG__H * sizeof *scratch);
     if (scratch == NULL) k->failed = 1;
     if (!k->failed) {
         rig__carve_weights(k);
