@@ -192,9 +192,9 @@ static enum rig_status rig__build(const char *file, const char *text, size_t siz
     const char *message = "YAML syntax error";
     void *iter = NULL;
     struct fy_diag_error *first = fy_diag_errors_iterate(diag, &iter);
-    if (first != NULL) {
-        where.line = first->line + 1;
-        where.column = first->column + 1;
+    if (first != NULL) { /* libfyaml's collected errors are 1-based already */
+        where.line = first->line;
+        where.column = first->column;
         if (first->msg != NULL) message = first->msg;
     }
     return rig__error(error, error_size, RIG_E_PARSE, where, "%s", message);
