@@ -68,7 +68,8 @@ static enum rig_status rig__open(const struct rig_device_config *config, int32_t
         rig__device_free(devices[i]->context);
         devices[i]->context = NULL;
     }
-    for (int32_t i = 0; i < count; i++) rig_sim_world_release(world);
+    for (int32_t i = 0; i < count; i++)
+        rig_sim_world_release(world);
     return status;
 }
 

@@ -23,8 +23,7 @@ int64_t rig_sim_clock_kernel_start(struct rig_sim_clock *clock,
     return rig__max(start, clock->compute_free_ns);
 }
 
-int64_t rig_sim_clock_kernel_run(struct rig_sim_clock *clock, int64_t start_ns,
-                                 int64_t duration_ns)
+int64_t rig_sim_clock_kernel_run(struct rig_sim_clock *clock, int64_t start_ns, int64_t duration_ns)
 {
     RIG_ASSERT(clock != NULL);
     RIG_ASSERT(duration_ns >= 0 && start_ns >= clock->compute_free_ns);

@@ -88,13 +88,13 @@ static void rig__all_gather(const struct rig_sim_world *world)
 static void rig__check_agree(const struct rig_sim_world *world)
 {
     const struct rig_op *first = &world->arrivals[0].op;
-    const struct rig_tensor *t0 = first->kind == RIG_OP_ALL_REDUCE ? &first->u.all_reduce.data
-                                                                   : &first->u.all_gather.out;
+    const struct rig_tensor *t0 =
+        first->kind == RIG_OP_ALL_REDUCE ? &first->u.all_reduce.data : &first->u.all_gather.out;
     for (int32_t r = 1; r < world->size; r++) {
         const struct rig_op *op = &world->arrivals[r].op;
         RIG_ASSERT_MSG(op->kind == first->kind, "ranks issued different collectives");
-        const struct rig_tensor *t = op->kind == RIG_OP_ALL_REDUCE ? &op->u.all_reduce.data
-                                                                   : &op->u.all_gather.out;
+        const struct rig_tensor *t =
+            op->kind == RIG_OP_ALL_REDUCE ? &op->u.all_reduce.data : &op->u.all_gather.out;
         RIG_ASSERT_MSG(t->dtype == t0->dtype, "ranks' collective dtypes differ");
         RIG_ASSERT_MSG(rig_tensor_numel(t) == rig_tensor_numel(t0),
                        "ranks' collective sizes differ");
@@ -153,7 +153,8 @@ enum rig_status rig_sim_comm_create(struct rig_device **devices, int32_t count,
     for (int32_t i = 0; i < count; i++) {
         if (rig_sim_device_of(devices[i])->world != world) return RIG_E_INVALID;
     }
-    for (int32_t i = 0; i < count; i++) comms[i]->context = world;
+    for (int32_t i = 0; i < count; i++)
+        comms[i]->context = world;
     return RIG_OK;
 }
 

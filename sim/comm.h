@@ -26,20 +26,20 @@
 #include "sim/profile.h"
 
 struct rig_sim_arrival {
-    struct rig_op op;         /* the rank's collective */
-    int64_t earliest_ns;      /* when the rank's stream could start it */
-    bool phantom;             /* the rank's tensors are phantom: model time only */
+    struct rig_op op;    /* the rank's collective */
+    int64_t earliest_ns; /* when the rank's stream could start it */
+    bool phantom;        /* the rank's tensors are phantom: model time only */
 };
 
 struct rig_sim_world {
     pthread_mutex_t mutex;
     pthread_cond_t cond;
-    int32_t size;                                   /* ranks */
-    int32_t refs;                                   /* devices still open */
-    uint64_t generation;                            /* completed collectives */
-    int32_t arrived;                                /* ranks waiting in this generation */
+    int32_t size;                                     /* ranks */
+    int32_t refs;                                     /* devices still open */
+    uint64_t generation;                              /* completed collectives */
+    int32_t arrived;                                  /* ranks waiting in this generation */
     struct rig_sim_arrival arrivals[RIG_DEVICES_MAX]; /* (size) this generation's ops */
-    int64_t end_ns;                                 /* end time of the last completed one */
+    int64_t end_ns;                                   /* end time of the last completed one */
 };
 
 /* A world of `size` ranks, referenced `size` times. NULL when out of memory. */

@@ -46,8 +46,8 @@ static struct rig_sim_work rig__work_prefill(const struct rig_op_attention_prefi
     double dim = (double)p->q.shape[2];
     struct rig_sim_work work = {.op_class = RIG_SIM_OP_CLASS_ATTENTION};
     work.flops = 4.0 * pairs * heads_q * dim; /* QK^T and PV, 2 FLOPs per MAC each */
-    work.bytes = rig__bytes(&p->q) + rig__bytes(&p->out) +
-                 kv_positions * (2.0 * heads_kv * dim * 2.0 + 4.0);
+    work.bytes =
+        rig__bytes(&p->q) + rig__bytes(&p->out) + kv_positions * (2.0 * heads_kv * dim * 2.0 + 4.0);
     return work;
 }
 
@@ -63,8 +63,8 @@ static struct rig_sim_work rig__work_decode(const struct rig_op_attention_decode
     double dim = (double)p->q.shape[2];
     struct rig_sim_work work = {.op_class = RIG_SIM_OP_CLASS_ATTENTION};
     work.flops = 4.0 * kv_positions * heads_q * dim;
-    work.bytes = rig__bytes(&p->q) + rig__bytes(&p->out) +
-                 kv_positions * (2.0 * heads_kv * dim * 2.0 + 4.0);
+    work.bytes =
+        rig__bytes(&p->q) + rig__bytes(&p->out) + kv_positions * (2.0 * heads_kv * dim * 2.0 + 4.0);
     return work;
 }
 
@@ -93,8 +93,8 @@ static struct rig_sim_work rig__work_elementwise(const struct rig_op *op)
         work.flops = 4.0 * rig__numel(&op->u.rms_norm.in);
         break;
     case RIG_OP_ADD_RMS_NORM: /* reads in and residual, writes residual and out */
-        work.bytes = 4.0 * rig__bytes(&op->u.add_rms_norm.out) +
-                     rig__bytes(&op->u.add_rms_norm.weight);
+        work.bytes =
+            4.0 * rig__bytes(&op->u.add_rms_norm.out) + rig__bytes(&op->u.add_rms_norm.weight);
         work.flops = 5.0 * rig__numel(&op->u.add_rms_norm.out);
         break;
     case RIG_OP_HEAD_RMS_NORM:
@@ -114,8 +114,7 @@ static struct rig_sim_work rig__work_elementwise(const struct rig_op *op)
         work.bytes = rig__bytes(&op->u.sample.logits) + 32.0 * rig__numel(&op->u.sample.tokens);
         work.flops = 4.0 * rig__numel(&op->u.sample.logits);
         break;
-    default:
-        RIG_UNREACHABLE();
+    default: RIG_UNREACHABLE();
     }
     return work;
 }
@@ -130,20 +129,12 @@ static struct rig_sim_work rig__work_copy(const struct rig_op *op)
                      rig__bytes(&op->u.store_kv.out_loc);
         break;
     case RIG_OP_GATHER_ROWS:
-        work.bytes = 2.0 * rig__bytes(&op->u.gather_rows.out) +
-                     rig__bytes(&op->u.gather_rows.idx);
+        work.bytes = 2.0 * rig__bytes(&op->u.gather_rows.out) + rig__bytes(&op->u.gather_rows.idx);
         break;
-    case RIG_OP_INDEX_GATHER:
-        work.bytes = 3.0 * rig__bytes(&op->u.index_gather.out);
-        break;
-    case RIG_OP_INDEX_SCATTER:
-        work.bytes = 3.0 * rig__bytes(&op->u.index_scatter.src);
-        break;
-    case RIG_OP_COPY:
-        work.bytes = rig__bytes(&op->u.copy.in) + rig__bytes(&op->u.copy.out);
-        break;
-    default:
-        RIG_UNREACHABLE();
+    case RIG_OP_INDEX_GATHER: work.bytes = 3.0 * rig__bytes(&op->u.index_gather.out); break;
+    case RIG_OP_INDEX_SCATTER: work.bytes = 3.0 * rig__bytes(&op->u.index_scatter.src); break;
+    case RIG_OP_COPY: work.bytes = rig__bytes(&op->u.copy.in) + rig__bytes(&op->u.copy.out); break;
+    default: RIG_UNREACHABLE();
     }
     return work;
 }
@@ -178,8 +169,8 @@ static int64_t rig__roofline_ns(const struct rig_sim_profile *profile,
     return ns > profile->min_kernel_ns ? ns : profile->min_kernel_ns;
 }
 
-int64_t rig_sim_cost_collective_ns(const struct rig_sim_profile *profile,
-                                   enum rig_op_kind kind, double bytes, int32_t ranks)
+int64_t rig_sim_cost_collective_ns(const struct rig_sim_profile *profile, enum rig_op_kind kind,
+                                   double bytes, int32_t ranks)
 {
     RIG_ASSERT(ranks >= 1 && bytes >= 0);
     RIG_ASSERT(kind == RIG_OP_ALL_REDUCE || kind == RIG_OP_ALL_GATHER);
@@ -196,11 +187,11 @@ int64_t rig_sim_cost_op_ns(const struct rig_sim_profile *profile, const struct r
 {
     RIG_ASSERT(profile != NULL && op != NULL);
     if (op->kind == RIG_OP_ALL_REDUCE)
-        return rig_sim_cost_collective_ns(profile, op->kind,
-                                          rig__bytes(&op->u.all_reduce.data), ranks);
+        return rig_sim_cost_collective_ns(profile, op->kind, rig__bytes(&op->u.all_reduce.data),
+                                          ranks);
     if (op->kind == RIG_OP_ALL_GATHER)
-        return rig_sim_cost_collective_ns(profile, op->kind,
-                                          rig__bytes(&op->u.all_gather.out), ranks);
+        return rig_sim_cost_collective_ns(profile, op->kind, rig__bytes(&op->u.all_gather.out),
+                                          ranks);
     struct rig_sim_work work = rig_sim_cost_work(op);
     return rig__roofline_ns(profile, &work);
 }

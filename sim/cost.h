@@ -35,8 +35,8 @@ int64_t rig_sim_cost_op_ns(const struct rig_sim_profile *profile, const struct r
 /* Ring collective over `ranks` ranks: all-reduce of `bytes` per rank costs
  * latency + 2 (n-1)/n bytes / bw; all-gather into `bytes` of output per rank costs
  * latency + (n-1)/n bytes / bw. */
-int64_t rig_sim_cost_collective_ns(const struct rig_sim_profile *profile,
-                                   enum rig_op_kind kind, double bytes, int32_t ranks);
+int64_t rig_sim_cost_collective_ns(const struct rig_sim_profile *profile, enum rig_op_kind kind,
+                                   double bytes, int32_t ranks);
 
 /* A copy of `bytes` of the given kind (H2D/D2H over PCIe, D2D through HBM). */
 int64_t rig_sim_cost_copy_ns(const struct rig_sim_profile *profile, enum rig_copy_kind kind,

@@ -35,8 +35,8 @@ struct rig_sim_device {
 };
 
 struct rig_sim_stream {
-    int64_t ready_ns;                     /* end of the last work issued on the stream */
-    struct rig_sim_recording *recording;  /* ops captured so far; NULL unless capturing */
+    int64_t ready_ns;                    /* end of the last work issued on the stream */
+    struct rig_sim_recording *recording; /* ops captured so far; NULL unless capturing */
 };
 
 struct rig_sim_event {

@@ -8,6 +8,7 @@
  * position tensors, which draws its tokens from the counter-based RNG
  * (rig_sim_op_sample_timing_only), so timing-only runs still produce tokens.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "sim/comm.h"
@@ -18,63 +19,59 @@
 
 #define RIG__OP_TENSORS_MAX 9
 
-/* Pointers to every tensor argument of `op` (absent optional ones included). */
+#define RIG__AT(field) offsetof(struct rig_op, u.field)
+
+/* Where each op kind keeps its tensor arguments (absent optional ones included); a list ends
+ * at the first 0 (no tensor sits at offset 0: the kind does). Order matters only for SAMPLE,
+ * whose logits must come second (rig__run_math). */
+static const size_t rig__tensor_offsets[RIG_OP_COUNT][RIG__OP_TENSORS_MAX] = {
+    [RIG_OP_EMBEDDING] = {RIG__AT(embedding.out), RIG__AT(embedding.table), RIG__AT(embedding.ids)},
+    [RIG_OP_RMS_NORM] = {RIG__AT(rms_norm.out), RIG__AT(rms_norm.in), RIG__AT(rms_norm.weight)},
+    [RIG_OP_ADD_RMS_NORM] = {RIG__AT(add_rms_norm.out), RIG__AT(add_rms_norm.residual),
+                             RIG__AT(add_rms_norm.in), RIG__AT(add_rms_norm.weight)},
+    [RIG_OP_GEMM] = {RIG__AT(gemm.out), RIG__AT(gemm.a), RIG__AT(gemm.b), RIG__AT(gemm.bias)},
+    [RIG_OP_HEAD_RMS_NORM] = {RIG__AT(head_rms_norm.x), RIG__AT(head_rms_norm.weight)},
+    [RIG_OP_ROPE] = {RIG__AT(rope.q), RIG__AT(rope.k), RIG__AT(rope.positions)},
+    [RIG_OP_STORE_KV] = {RIG__AT(store_kv.k_cache), RIG__AT(store_kv.v_cache), RIG__AT(store_kv.k),
+                         RIG__AT(store_kv.v), RIG__AT(store_kv.out_loc)},
+    [RIG_OP_ATTENTION_PREFILL] = {RIG__AT(attention_prefill.out), RIG__AT(attention_prefill.q),
+                                  RIG__AT(attention_prefill.k_cache),
+                                  RIG__AT(attention_prefill.v_cache),
+                                  RIG__AT(attention_prefill.page_table),
+                                  RIG__AT(attention_prefill.table_idx),
+                                  RIG__AT(attention_prefill.cu_q),
+                                  RIG__AT(attention_prefill.kv_len)},
+    [RIG_OP_ATTENTION_DECODE] = {RIG__AT(attention_decode.out), RIG__AT(attention_decode.q),
+                                 RIG__AT(attention_decode.k_cache),
+                                 RIG__AT(attention_decode.v_cache),
+                                 RIG__AT(attention_decode.page_table),
+                                 RIG__AT(attention_decode.table_idx),
+                                 RIG__AT(attention_decode.kv_len)},
+    [RIG_OP_SILU_MUL] = {RIG__AT(silu_mul.out), RIG__AT(silu_mul.in)},
+    [RIG_OP_GATHER_ROWS] = {RIG__AT(gather_rows.out), RIG__AT(gather_rows.in),
+                            RIG__AT(gather_rows.idx)},
+    [RIG_OP_INDEX_GATHER] = {RIG__AT(index_gather.out), RIG__AT(index_gather.src),
+                             RIG__AT(index_gather.idx)},
+    [RIG_OP_INDEX_SCATTER] = {RIG__AT(index_scatter.dst), RIG__AT(index_scatter.src),
+                              RIG__AT(index_scatter.idx)},
+    [RIG_OP_SAMPLE] = {RIG__AT(sample.tokens), RIG__AT(sample.logits), RIG__AT(sample.temperature),
+                       RIG__AT(sample.top_k), RIG__AT(sample.top_p), RIG__AT(sample.seed),
+                       RIG__AT(sample.position)},
+    [RIG_OP_COPY] = {RIG__AT(copy.out), RIG__AT(copy.in)},
+    [RIG_OP_ALL_REDUCE] = {RIG__AT(all_reduce.data)},
+    [RIG_OP_ALL_GATHER] = {RIG__AT(all_gather.out), RIG__AT(all_gather.in)},
+};
+
+/* Pointers to every tensor argument of `op`; returns how many. */
 static int32_t rig__op_tensors(const struct rig_op *op, const struct rig_tensor **list)
 {
+    RIG_ASSERT(op->kind >= 0 && op->kind < RIG_OP_COUNT);
     int32_t n = 0;
-#define RIG__T(field) list[n++] = &op->u.field
-    switch (op->kind) {
-    case RIG_OP_EMBEDDING: RIG__T(embedding.out); RIG__T(embedding.table); RIG__T(embedding.ids);
-        break;
-    case RIG_OP_RMS_NORM: RIG__T(rms_norm.out); RIG__T(rms_norm.in); RIG__T(rms_norm.weight);
-        break;
-    case RIG_OP_ADD_RMS_NORM: RIG__T(add_rms_norm.out); RIG__T(add_rms_norm.residual);
-        RIG__T(add_rms_norm.in); RIG__T(add_rms_norm.weight);
-        break;
-    case RIG_OP_GEMM: RIG__T(gemm.out); RIG__T(gemm.a); RIG__T(gemm.b); RIG__T(gemm.bias);
-        break;
-    case RIG_OP_HEAD_RMS_NORM: RIG__T(head_rms_norm.x); RIG__T(head_rms_norm.weight);
-        break;
-    case RIG_OP_ROPE: RIG__T(rope.q); RIG__T(rope.k); RIG__T(rope.positions);
-        break;
-    case RIG_OP_STORE_KV: RIG__T(store_kv.k_cache); RIG__T(store_kv.v_cache);
-        RIG__T(store_kv.k); RIG__T(store_kv.v); RIG__T(store_kv.out_loc);
-        break;
-    case RIG_OP_ATTENTION_PREFILL: RIG__T(attention_prefill.out); RIG__T(attention_prefill.q);
-        RIG__T(attention_prefill.k_cache); RIG__T(attention_prefill.v_cache);
-        RIG__T(attention_prefill.page_table); RIG__T(attention_prefill.table_idx);
-        RIG__T(attention_prefill.cu_q); RIG__T(attention_prefill.kv_len);
-        break;
-    case RIG_OP_ATTENTION_DECODE: RIG__T(attention_decode.out); RIG__T(attention_decode.q);
-        RIG__T(attention_decode.k_cache); RIG__T(attention_decode.v_cache);
-        RIG__T(attention_decode.page_table); RIG__T(attention_decode.table_idx);
-        RIG__T(attention_decode.kv_len);
-        break;
-    case RIG_OP_SILU_MUL: RIG__T(silu_mul.out); RIG__T(silu_mul.in);
-        break;
-    case RIG_OP_GATHER_ROWS: RIG__T(gather_rows.out); RIG__T(gather_rows.in);
-        RIG__T(gather_rows.idx);
-        break;
-    case RIG_OP_INDEX_GATHER: RIG__T(index_gather.out); RIG__T(index_gather.src);
-        RIG__T(index_gather.idx);
-        break;
-    case RIG_OP_INDEX_SCATTER: RIG__T(index_scatter.dst); RIG__T(index_scatter.src);
-        RIG__T(index_scatter.idx);
-        break;
-    case RIG_OP_SAMPLE: RIG__T(sample.tokens); RIG__T(sample.logits);
-        RIG__T(sample.temperature); RIG__T(sample.top_k); RIG__T(sample.top_p);
-        RIG__T(sample.seed); RIG__T(sample.position);
-        break;
-    case RIG_OP_COPY: RIG__T(copy.out); RIG__T(copy.in);
-        break;
-    case RIG_OP_ALL_REDUCE: RIG__T(all_reduce.data);
-        break;
-    case RIG_OP_ALL_GATHER: RIG__T(all_gather.out); RIG__T(all_gather.in);
-        break;
-    case RIG_OP_COUNT: RIG_UNREACHABLE();
+    while (n < RIG__OP_TENSORS_MAX && rig__tensor_offsets[op->kind][n] != 0) {
+        list[n] = (const struct rig_tensor *)((const char *)op + rig__tensor_offsets[op->kind][n]);
+        n++;
     }
-#undef RIG__T
-    RIG_ASSERT(n > 0 && n <= RIG__OP_TENSORS_MAX);
+    RIG_ASSERT(n > 0);
     return n;
 }
 

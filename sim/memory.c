@@ -41,13 +41,11 @@ enum rig_status rig_sim_memory_init(struct rig_sim_memory *memory, int64_t capac
     if (!timing_only) return RIG_OK;
     uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
     uint64_t bytes = rig__round_up((uint64_t)capacity_bytes, page);
-    memory->free_extents =
-        calloc(RIG_SIM_PHANTOM_BUFFERS_MAX + 1, sizeof *memory->free_extents);
+    memory->free_extents = calloc(RIG_SIM_PHANTOM_BUFFERS_MAX + 1, sizeof *memory->free_extents);
     if (memory->free_extents == NULL) return RIG_E_NO_MEMORY;
     /* PROT_NONE + MAP_NORESERVE: address space only, no commit charge, no resident pages;
      * any access faults. */
-    void *base = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                      -1, 0);
+    void *base = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (base == MAP_FAILED) {
         free(memory->free_extents);
         memory->free_extents = NULL;
@@ -93,7 +91,8 @@ static bool rig__phantom_take(struct rig_sim_memory *memory, uint64_t bytes, uin
 static void rig__phantom_give(struct rig_sim_memory *memory, uint64_t offset, uint64_t bytes)
 {
     int32_t i = 0;
-    while (i < memory->free_count && memory->free_extents[i].offset < offset) i++;
+    while (i < memory->free_count && memory->free_extents[i].offset < offset)
+        i++;
     struct rig_sim_extent *list = memory->free_extents;
     bool merge_prev = i > 0 && list[i - 1].offset + list[i - 1].bytes == offset;
     bool merge_next = i < memory->free_count && offset + bytes == list[i].offset;

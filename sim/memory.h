@@ -24,8 +24,8 @@
 
 #include "hal/hal.h"
 
-#define RIG_SIM_MEMORY_ALIGN 256          /* allocation granularity, as cudaMalloc's */
-#define RIG_SIM_HOST_ALIGN 64             /* alignment of real buffers */
+#define RIG_SIM_MEMORY_ALIGN        256   /* allocation granularity, as cudaMalloc's */
+#define RIG_SIM_HOST_ALIGN          64    /* alignment of real buffers */
 #define RIG_SIM_PHANTOM_BUFFERS_MAX 16384 /* live phantom buffers per device */
 
 struct rig_sim_extent {
@@ -43,11 +43,11 @@ struct rig_sim_memory {
     int64_t allocated_bytes; /* live buffers, rounded, phantom included */
     int64_t resident_bytes;  /* host bytes backing real buffers */
     bool timing_only;
-    uintptr_t phantom_base;  /* start of the reservation; 0 when not timing-only */
-    uint64_t phantom_bytes;  /* size of the reservation */
+    uintptr_t phantom_base;              /* start of the reservation; 0 when not timing-only */
+    uint64_t phantom_bytes;              /* size of the reservation */
     struct rig_sim_extent *free_extents; /* (RIG_SIM_PHANTOM_BUFFERS_MAX + 1) sorted */
     int32_t free_count;
-    int32_t phantom_live;    /* live phantom buffers */
+    int32_t phantom_live; /* live phantom buffers */
 };
 
 /* Sets up the memory of one device. In timing-only mode reserves `capacity_bytes` of

@@ -32,7 +32,7 @@ struct rig__key {
 };
 
 #define RIG__AT(field) offsetof(struct rig_sim_profile, field)
-#define RIG__EFF(class)                                                                    \
+#define RIG__EFF(class)                                                                            \
     (offsetof(struct rig_sim_profile, efficiency) + (size_t)(class) * sizeof(double))
 
 static const struct rig__key rig__keys[] = {
@@ -112,8 +112,8 @@ static enum rig_status rig__set_value(const struct rig__key *key, const char *te
     errno = 0;
     double value = strtod(text, &end);
     if (end == text || *end != '\0' || errno != 0 || !isfinite(value))
-        return rig__error(error, error_size, RIG_E_PARSE, where,
-                          "key '%s': '%s' is not a number", key->key, text);
+        return rig__error(error, error_size, RIG_E_PARSE, where, "key '%s': '%s' is not a number",
+                          key->key, text);
     if (key->kind == RIG__KEY_COUNT) {
         if (value < 0 || value > 9.0e18 || value != floor(value))
             return rig__error(error, error_size, RIG_E_RANGE, where,
@@ -167,8 +167,8 @@ static enum rig_status rig__read_mapping(const char *file, struct fy_node *root,
                               "key '%s': value must be a scalar", key_text);
         const char *value_text = fy_node_get_scalar0(value_node);
         enum rig_status status =
-            rig__set_value(&rig__keys[index], value_text ? value_text : "",
-                           profile, rig__node_where(file, value_node), error, error_size);
+            rig__set_value(&rig__keys[index], value_text ? value_text : "", profile,
+                           rig__node_where(file, value_node), error, error_size);
         if (status != RIG_OK) return status;
     }
     for (int32_t i = 0; i < RIG__KEY_COUNT_ALL; i++) {
@@ -201,8 +201,7 @@ static enum rig_status rig__build(const char *file, const char *text, size_t siz
 }
 
 enum rig_status rig_sim_profile_parse(const char *file, const char *text, size_t size,
-                                      struct rig_sim_profile *out, char *error,
-                                      size_t error_size)
+                                      struct rig_sim_profile *out, char *error, size_t error_size)
 {
     RIG_ASSERT(file != NULL && text != NULL);
     RIG_ASSERT(out != NULL && error != NULL && error_size > 0);
@@ -219,11 +218,10 @@ enum rig_status rig_sim_profile_parse(const char *file, const char *text, size_t
     struct rig_sim_profile profile;
     memset(&profile, 0, sizeof profile);
     if (status == RIG_OK)
-        status = rig__read_mapping(file, fy_document_root(document), &profile, error,
-                                   error_size);
+        status = rig__read_mapping(file, fy_document_root(document), &profile, error, error_size);
     if (status == RIG_OK) *out = profile;
     fy_document_destroy(document);
-    fy_diag_unref(diag);
+    fy_diag_destroy(diag); /* unlike fy_diag_unref, frees the collected errors */
     return status;
 }
 
@@ -281,8 +279,10 @@ enum rig_status rig_sim_profile_load(const char *name_or_path, struct rig_sim_pr
     snprintf(file, sizeof file, "%s.yaml", name);
     const struct rig_embedded_file *embedded = rig_embedded_find(file);
     if (embedded == NULL || strlen(name) >= RIG_SIM_PROFILE_NAME_MAX) {
-        snprintf(error, error_size, "no built-in device profile '%s' (try h100 or a path "
-                 "to a .yaml file)", name);
+        snprintf(error, error_size,
+                 "no built-in device profile '%s' (try h100 or a path "
+                 "to a .yaml file)",
+                 name);
         return RIG_E_NOT_FOUND;
     }
     return rig_sim_profile_parse(file, embedded->text, embedded->size, out, error, error_size);

@@ -18,7 +18,7 @@
 
 #include "hal/status.h"
 
-#define RIG_SIM_PROFILE_NAME_MAX 64
+#define RIG_SIM_PROFILE_NAME_MAX  64
 #define RIG_SIM_PROFILE_ERROR_MAX 512
 
 /* Cost classes: each op kind belongs to one, and each class has an achievable fraction of
@@ -33,22 +33,22 @@ enum rig_sim_op_class {
 
 struct rig_sim_profile {
     char name[RIG_SIM_PROFILE_NAME_MAX];
-    int64_t memory_bytes;                           /* device memory */
-    double peak_bf16_flops;                         /* dense bf16 tensor-core FLOP/s */
-    double hbm_bytes_per_s;                         /* HBM bandwidth */
-    double efficiency[RIG_SIM_OP_CLASS_COUNT];      /* (0, 1] achievable fraction */
-    int64_t kernel_launch_host_ns;                  /* host CPU time per kernel launch */
-    int64_t kernel_launch_latency_ns;               /* launch call to earliest start */
-    int64_t graph_launch_host_ns;                   /* host CPU time per graph launch */
-    int64_t graph_node_ns;                          /* device gap between graph nodes */
-    int64_t min_kernel_ns;                          /* shortest possible kernel */
-    double h2d_bytes_per_s;                         /* host to device (PCIe) */
+    int64_t memory_bytes;                      /* device memory */
+    double peak_bf16_flops;                    /* dense bf16 tensor-core FLOP/s */
+    double hbm_bytes_per_s;                    /* HBM bandwidth */
+    double efficiency[RIG_SIM_OP_CLASS_COUNT]; /* (0, 1] achievable fraction */
+    int64_t kernel_launch_host_ns;             /* host CPU time per kernel launch */
+    int64_t kernel_launch_latency_ns;          /* launch call to earliest start */
+    int64_t graph_launch_host_ns;              /* host CPU time per graph launch */
+    int64_t graph_node_ns;                     /* device gap between graph nodes */
+    int64_t min_kernel_ns;                     /* shortest possible kernel */
+    double h2d_bytes_per_s;                    /* host to device (PCIe) */
     int64_t h2d_latency_ns;
-    double d2h_bytes_per_s;                         /* device to host (PCIe) */
+    double d2h_bytes_per_s; /* device to host (PCIe) */
     int64_t d2h_latency_ns;
-    double all_reduce_bytes_per_s;                  /* NVLink bus bandwidth, ring */
+    double all_reduce_bytes_per_s; /* NVLink bus bandwidth, ring */
     int64_t all_reduce_latency_ns;
-    double all_gather_bytes_per_s;                  /* NVLink bus bandwidth, ring */
+    double all_gather_bytes_per_s; /* NVLink bus bandwidth, ring */
     int64_t all_gather_latency_ns;
 };
 
@@ -56,8 +56,7 @@ struct rig_sim_profile {
  * Returns RIG_OK, or RIG_E_PARSE / RIG_E_RANGE with "file:line:col: ..." in `error`
  * (error_size bytes, always NUL-terminated); `out` is left unchanged on error. */
 enum rig_status rig_sim_profile_parse(const char *file, const char *text, size_t size,
-                                      struct rig_sim_profile *out, char *error,
-                                      size_t error_size);
+                                      struct rig_sim_profile *out, char *error, size_t error_size);
 
 /* Loads a profile by built-in name ("h100") or by path (contains '/' or ends in ".yaml").
  * NULL or "" means "h100". RIG_E_NOT_FOUND for an unknown name, RIG_E_IO for an unreadable

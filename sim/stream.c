@@ -79,8 +79,8 @@ enum rig_status rig_sim_event_synchronize(struct rig_event *event)
     return RIG_OK;
 }
 
-enum rig_status rig_sim_event_elapsed_ns(const struct rig_event *start,
-                                         const struct rig_event *end, int64_t *ns)
+enum rig_status rig_sim_event_elapsed_ns(const struct rig_event *start, const struct rig_event *end,
+                                         int64_t *ns)
 {
     RIG_ASSERT(start != NULL && end != NULL && ns != NULL);
     *ns = ((const struct rig_sim_event *)end->context)->time_ns -
@@ -103,15 +103,15 @@ enum rig_status rig_sim_memcpy_async(struct rig_stream *stream, void *dst, const
     return RIG_OK;
 }
 
-enum rig_status rig_sim_fill_u32(struct rig_stream *stream, void *dst, uint32_t value,
-                                 size_t count)
+enum rig_status rig_sim_fill_u32(struct rig_stream *stream, void *dst, uint32_t value, size_t count)
 {
     RIG_ASSERT(dst != NULL && count > 0);
     struct rig_sim_device *device = rig_sim_device_of(stream->device);
     struct rig_sim_stream *sim_stream = rig_sim_stream_of(stream);
     if (!rig_sim_memory_is_phantom(&device->memory, dst)) {
         uint32_t *words = dst;
-        for (size_t i = 0; i < count; i++) words[i] = value;
+        for (size_t i = 0; i < count; i++)
+            words[i] = value;
     }
     /* A fill is a kernel (cudaMemsetD32Async) on the compute engine. */
     int64_t start = rig_sim_clock_kernel_start(&device->clock, &device->profile,

@@ -21,8 +21,8 @@ void rig_sim_event_destroy(struct rig_event *event);
 enum rig_status rig_sim_event_record(struct rig_event *event, struct rig_stream *stream);
 enum rig_status rig_sim_stream_wait_event(struct rig_stream *stream, struct rig_event *event);
 enum rig_status rig_sim_event_synchronize(struct rig_event *event);
-enum rig_status rig_sim_event_elapsed_ns(const struct rig_event *start,
-                                         const struct rig_event *end, int64_t *ns);
+enum rig_status rig_sim_event_elapsed_ns(const struct rig_event *start, const struct rig_event *end,
+                                         int64_t *ns);
 enum rig_status rig_sim_memcpy_async(struct rig_stream *stream, void *dst, const void *src,
                                      size_t bytes, enum rig_copy_kind kind);
 enum rig_status rig_sim_fill_u32(struct rig_stream *stream, void *dst, uint32_t value,

@@ -29,23 +29,23 @@ static struct rig_tensor rig__t(enum rig_dtype dtype, int32_t ndim, int64_t n0, 
 }
 
 #define BF16 RIG_DTYPE_BF16
-#define F32 RIG_DTYPE_F32
-#define I32 RIG_DTYPE_I32
+#define F32  RIG_DTYPE_F32
+#define I32  RIG_DTYPE_I32
 
 static void rig__valid_attention(struct rig_op *op)
 {
     if (op->kind == RIG_OP_ATTENTION_PREFILL) {
         struct rig_op_attention_prefill *p = &op->u.attention_prefill;
         *p = (struct rig_op_attention_prefill){
-            rig__t(BF16, 3, T, HQ, D), rig__t(BF16, 3, T, HQ, D), rig__t(BF16, 3, S, HK, D),
-            rig__t(BF16, 3, S, HK, D), rig__t(I32, 2, ROWS, L, 1), rig__t(I32, 1, R, 1, 1),
-            rig__t(I32, 1, R + 1, 1, 1), rig__t(I32, 1, R, 1, 1), 0.5f};
+            rig__t(BF16, 3, T, HQ, D),   rig__t(BF16, 3, T, HQ, D),  rig__t(BF16, 3, S, HK, D),
+            rig__t(BF16, 3, S, HK, D),   rig__t(I32, 2, ROWS, L, 1), rig__t(I32, 1, R, 1, 1),
+            rig__t(I32, 1, R + 1, 1, 1), rig__t(I32, 1, R, 1, 1),    0.5f};
     } else {
         struct rig_op_attention_decode *p = &op->u.attention_decode;
-        *p = (struct rig_op_attention_decode){
-            rig__t(BF16, 3, R, HQ, D), rig__t(BF16, 3, R, HQ, D), rig__t(BF16, 3, S, HK, D),
-            rig__t(BF16, 3, S, HK, D), rig__t(I32, 2, ROWS, L, 1), rig__t(I32, 1, R, 1, 1),
-            rig__t(I32, 1, R, 1, 1), 0.5f};
+        *p = (struct rig_op_attention_decode){rig__t(BF16, 3, R, HQ, D),  rig__t(BF16, 3, R, HQ, D),
+                                              rig__t(BF16, 3, S, HK, D),  rig__t(BF16, 3, S, HK, D),
+                                              rig__t(I32, 2, ROWS, L, 1), rig__t(I32, 1, R, 1, 1),
+                                              rig__t(I32, 1, R, 1, 1),    0.5f};
     }
 }
 
@@ -54,8 +54,8 @@ static void rig__valid_layer_ops(struct rig_op *op)
     struct rig_tensor th = rig__t(BF16, 2, T, H, 1), w = rig__t(BF16, 1, H, 1, 1);
     switch (op->kind) {
     case RIG_OP_EMBEDDING:
-        op->u.embedding = (struct rig_op_embedding){th, rig__t(BF16, 2, V, H, 1),
-                                                    rig__t(I32, 1, T, 1, 1), 0};
+        op->u.embedding =
+            (struct rig_op_embedding){th, rig__t(BF16, 2, V, H, 1), rig__t(I32, 1, T, 1, 1), 0};
         break;
     case RIG_OP_RMS_NORM: op->u.rms_norm = (struct rig_op_rms_norm){th, th, w, 1e-6f}; break;
     case RIG_OP_ADD_RMS_NORM:
@@ -70,8 +70,10 @@ static void rig__valid_layer_ops(struct rig_op *op)
                                                             rig__t(BF16, 1, D, 1, 1), 1e-6f};
         break;
     case RIG_OP_ROPE:
-        op->u.rope = (struct rig_op_rope){rig__t(BF16, 3, T, HQ, D), rig__t(BF16, 3, T, HK, D),
-                                          rig__t(I32, 1, T, 1, 1), {.theta = 10000.0f}};
+        op->u.rope = (struct rig_op_rope){rig__t(BF16, 3, T, HQ, D),
+                                          rig__t(BF16, 3, T, HK, D),
+                                          rig__t(I32, 1, T, 1, 1),
+                                          {.theta = 10000.0f}};
         break;
     case RIG_OP_STORE_KV:
         op->u.store_kv = (struct rig_op_store_kv){
@@ -79,8 +81,8 @@ static void rig__valid_layer_ops(struct rig_op *op)
             rig__t(BF16, 3, T, HK, D), rig__t(I32, 1, T, 1, 1)};
         break;
     case RIG_OP_SILU_MUL:
-        op->u.silu_mul = (struct rig_op_silu_mul){rig__t(BF16, 2, T, I, 1),
-                                                  rig__t(BF16, 2, T, 2 * I, 1)};
+        op->u.silu_mul =
+            (struct rig_op_silu_mul){rig__t(BF16, 2, T, I, 1), rig__t(BF16, 2, T, 2 * I, 1)};
         break;
     default: rig__valid_attention(op); break;
     }
@@ -93,8 +95,8 @@ static struct rig_op rig__valid(enum rig_op_kind kind)
     struct rig_tensor r32 = rig__t(I32, 1, R, 1, 1), rf = rig__t(F32, 1, R, 1, 1);
     switch (kind) {
     case RIG_OP_GATHER_ROWS:
-        op.u.gather_rows = (struct rig_op_gather_rows){rig__t(BF16, 2, R, H, 1),
-                                                       rig__t(BF16, 2, T, H, 1), r32};
+        op.u.gather_rows =
+            (struct rig_op_gather_rows){rig__t(BF16, 2, R, H, 1), rig__t(BF16, 2, T, H, 1), r32};
         break;
     case RIG_OP_INDEX_GATHER:
         op.u.index_gather = (struct rig_op_index_gather){r32, rig__t(I32, 1, 64, 1, 1), r32};
@@ -103,8 +105,8 @@ static struct rig_op rig__valid(enum rig_op_kind kind)
         op.u.index_scatter = (struct rig_op_index_scatter){rig__t(I32, 1, 64, 1, 1), r32, r32};
         break;
     case RIG_OP_SAMPLE:
-        op.u.sample = (struct rig_op_sample){r32, rig__t(F32, 2, R, V, 1), rf, r32, rf,
-                                             rig__t(RIG_DTYPE_I64, 1, R, 1, 1), r32};
+        op.u.sample = (struct rig_op_sample){r32, rig__t(F32, 2, R, V, 1),           rf, r32,
+                                             rf,  rig__t(RIG_DTYPE_I64, 1, R, 1, 1), r32};
         break;
     case RIG_OP_COPY:
         op.u.copy = (struct rig_op_copy){rig__t(F32, 2, T, H, 1), rig__t(BF16, 2, T, H, 1)};
@@ -123,14 +125,14 @@ static struct rig_op rig__valid(enum rig_op_kind kind)
 
 /* How a case breaks its tensor. */
 enum rig__break {
-    B_NULL,     /* data missing */
-    B_DTYPE,    /* u8 (or i32 where u8 would trip an earlier check) */
-    B_DIM0,     /* shape[0] + 1 */
-    B_DIM1,     /* shape[1] + 1 */
-    B_DIM2,     /* shape[2] + 1 */
-    B_NDIM,     /* one more dimension */
-    B_STRIDE,   /* innermost stride 2 */
-    B_SCALAR,   /* a scalar argument, broken by rig__break_scalar */
+    B_NULL,   /* data missing */
+    B_DTYPE,  /* u8 (or i32 where u8 would trip an earlier check) */
+    B_DIM0,   /* shape[0] + 1 */
+    B_DIM1,   /* shape[1] + 1 */
+    B_DIM2,   /* shape[2] + 1 */
+    B_NDIM,   /* one more dimension */
+    B_STRIDE, /* innermost stride 2 */
+    B_SCALAR, /* a scalar argument, broken by rig__break_scalar */
 };
 
 struct rig__case {
@@ -142,16 +144,18 @@ struct rig__case {
 };
 
 #define AT(field) offsetof(struct rig_op, u.field)
-#define K(name) RIG_OP_##name
+#define K(name)   RIG_OP_##name
 
 static const struct rig__case rig__cases[] = {
     {K(EMBEDDING), AT(embedding.out), B_NULL, RIG_E_INVALID, "embedding: out: missing data"},
     {K(EMBEDDING), AT(embedding.table), B_DTYPE, RIG_E_DTYPE,
      "embedding: table: is u8, expected bf16"},
-    {K(EMBEDDING), AT(embedding.ids), B_DIM0, RIG_E_SHAPE, "embedding: ids: dim 0 is 5, expected 4"},
+    {K(EMBEDDING), AT(embedding.ids), B_DIM0, RIG_E_SHAPE,
+     "embedding: ids: dim 0 is 5, expected 4"},
     {K(EMBEDDING), AT(embedding.table), B_DIM1, RIG_E_SHAPE,
      "embedding: table: dim 1 is 9, expected 8"},
-    {K(EMBEDDING), AT(embedding.ids), B_NDIM, RIG_E_SHAPE, "embedding: ids: has 2 dims, expected 1"},
+    {K(EMBEDDING), AT(embedding.ids), B_NDIM, RIG_E_SHAPE,
+     "embedding: ids: has 2 dims, expected 1"},
     {K(EMBEDDING), AT(embedding.out), B_STRIDE, RIG_E_SHAPE,
      "embedding: out: innermost stride must be 1"},
     {K(EMBEDDING), 0, B_SCALAR, RIG_E_RANGE, "embedding: vocab_start: negative"},
@@ -227,7 +231,8 @@ static const struct rig__case rig__cases[] = {
     {K(SILU_MUL), AT(silu_mul.in), B_DIM1, RIG_E_SHAPE, "silu_mul: in: dim 1 is 13, expected 12"},
     {K(SILU_MUL), AT(silu_mul.in), B_DIM0, RIG_E_SHAPE, "silu_mul: in: dim 0 is 5, expected 4"},
     {K(SILU_MUL), AT(silu_mul.out), B_DTYPE, RIG_E_DTYPE, "silu_mul: out: is u8, expected bf16"},
-    {K(GATHER_ROWS), AT(gather_rows.in), B_DTYPE, RIG_E_DTYPE, "gather_rows: in: must be bf16 or f32"},
+    {K(GATHER_ROWS), AT(gather_rows.in), B_DTYPE, RIG_E_DTYPE,
+     "gather_rows: in: must be bf16 or f32"},
     {K(GATHER_ROWS), AT(gather_rows.out), B_DTYPE, RIG_E_DTYPE,
      "gather_rows: out: is u8, expected bf16"},
     {K(GATHER_ROWS), AT(gather_rows.idx), B_DIM0, RIG_E_SHAPE,
@@ -310,7 +315,11 @@ static void rig__break(struct rig_op *op, const struct rig__case *c)
     case B_DIM0: t->shape[0]++; break;
     case B_DIM1: t->shape[1]++; break;
     case B_DIM2: t->shape[2]++; break;
-    case B_NDIM: t->shape[t->ndim] = 1; t->stride[t->ndim] = 1; t->ndim++; break;
+    case B_NDIM:
+        t->shape[t->ndim] = 1;
+        t->stride[t->ndim] = 1;
+        t->ndim++;
+        break;
     case B_STRIDE: t->stride[t->ndim - 1] = 2; break;
     case B_SCALAR: break;
     }
@@ -405,8 +414,7 @@ static void test_handles_of_another_device(void **state)
     struct rig_op op = rig__valid(RIG_OP_ALL_REDUCE);
     op.u.all_reduce.comm = other_comm;
     assert_int_equal(rig_hal_op(rig__stream, &op), RIG_E_HANDLE);
-    assert_int_equal(rig_sim_set_faults(NULL, &(struct rig_sim_faults){-1, -1, 0}),
-                     RIG_E_HANDLE);
+    assert_int_equal(rig_sim_set_faults(NULL, &(struct rig_sim_faults){-1, -1, 0}), RIG_E_HANDLE);
     struct rig_sim_stats stats;
     assert_int_equal(rig_sim_get_stats(NULL, &stats), RIG_E_HANDLE);
     rig_hal_event_destroy(event);
@@ -485,7 +493,7 @@ static void test_events(void **state)
     assert_int_equal(rig_hal_event_create(rig__device, &a), RIG_OK);
     assert_int_equal(rig_hal_event_create(rig__device, &b), RIG_OK);
     assert_int_equal(rig_hal_event_elapsed_ns(a, b, &ns), RIG_E_STATE); /* never recorded */
-    assert_int_equal(rig_hal_event_synchronize(a), RIG_OK);            /* as CUDA: no-op */
+    assert_int_equal(rig_hal_event_synchronize(a), RIG_OK);             /* as CUDA: no-op */
     assert_int_equal(rig_hal_stream_wait_event(rig__stream, a), RIG_OK);
     assert_int_equal(rig_hal_event_record(a, rig__stream), RIG_OK);
     rig_hal_host_work_ns(rig__device, 5000);
@@ -525,8 +533,7 @@ static void test_single_rank_collectives(void **state)
 {
     (void)state;
     struct rig_buffer *buf;
-    assert_int_equal(rig_hal_buffer_alloc(rig__device, 1024, RIG_MEMORY_ACTIVATIONS, &buf),
-                     RIG_OK);
+    assert_int_equal(rig_hal_buffer_alloc(rig__device, 1024, RIG_MEMORY_ACTIVATIONS, &buf), RIG_OK);
     char *base = rig_hal_buffer_ptr(buf);
     float values[8] = {1.5f, -2.0f, 3.25f, 0.0f, 7.0f, -8.5f, 1e-3f, 42.0f}, back[16];
     assert_int_equal(rig_hal_buffer_upload(rig__stream, buf, 0, values, sizeof values), RIG_OK);

@@ -49,10 +49,8 @@ static void rig__open(struct rig__fixture *f, bool timing_only)
     rig_test_open_sim(1, timing_only, &f->device);
     assert_int_equal(rig_hal_stream_create(f->device, &f->stream), RIG_OK);
     size_t big = timing_only ? (size_t)1 << 30 : (size_t)1 << 20;
-    assert_int_equal(rig_hal_buffer_alloc(f->device, big, RIG_MEMORY_ACTIVATIONS, &f->big),
-                     RIG_OK);
-    assert_int_equal(rig_hal_buffer_alloc(f->device, 4096, RIG_MEMORY_METADATA, &f->meta),
-                     RIG_OK);
+    assert_int_equal(rig_hal_buffer_alloc(f->device, big, RIG_MEMORY_ACTIVATIONS, &f->big), RIG_OK);
+    assert_int_equal(rig_hal_buffer_alloc(f->device, 4096, RIG_MEMORY_METADATA, &f->meta), RIG_OK);
     f->base = rig_hal_buffer_ptr(f->big);
 }
 
@@ -92,7 +90,8 @@ static int32_t rig__sequence(int64_t *out)
     out[n++] = rig_hal_now_ns(f.device);
     assert_int_equal(rig_hal_event_elapsed_ns(events[0], events[2], &out[n]), RIG_OK);
     n++;
-    for (int32_t i = 0; i < 3; i++) rig_hal_event_destroy(events[i]);
+    for (int32_t i = 0; i < 3; i++)
+        rig_hal_event_destroy(events[i]);
     rig_hal_stream_destroy(second);
     rig__close(&f);
     return n;
@@ -106,7 +105,8 @@ static void test_same_sequence_same_timestamps(void **state)
     int32_t n2 = rig__sequence(second);
     assert_int_equal(n1, n2);
     assert_memory_equal(first, second, (size_t)n1 * sizeof first[0]);
-    for (int32_t i = 1; i < n1 - 1; i++) assert_true(first[i] > first[i - 1]);
+    for (int32_t i = 1; i < n1 - 1; i++)
+        assert_true(first[i] > first[i - 1]);
     assert_true(first[n1 - 1] > 0);
 }
 
@@ -193,8 +193,10 @@ static void test_cross_stream_wait_orders_copy(void **state)
         assert_int_equal(rig_hal_event_record(copy_done, copies), RIG_OK);
         int64_t delta = 0;
         assert_int_equal(rig_hal_event_elapsed_ns(kernel_done, copy_done, &delta), RIG_OK);
-        if (wait) assert_int_equal(delta, copy_cost);
-        else assert_true(delta < 0); /* the copy ran on the copy engine during the GEMM */
+        if (wait)
+            assert_int_equal(delta, copy_cost);
+        else
+            assert_true(delta < 0); /* the copy ran on the copy engine during the GEMM */
         rig_hal_event_destroy(kernel_done);
         rig_hal_event_destroy(copy_done);
         rig_hal_stream_destroy(copies);
@@ -251,7 +253,8 @@ static void test_attention_cost_scales_with_kv_len(void **state)
     int64_t times[2];
     char *b = (char *)(uintptr_t)4096;
     for (int32_t i = 0; i < 2; i++) {
-        for (int32_t r = 0; r < 64; r++) meta[1][r] = (i + 1) * 16384;
+        for (int32_t r = 0; r < 64; r++)
+            meta[1][r] = (i + 1) * 16384;
         struct rig_op op = {.kind = RIG_OP_ATTENTION_DECODE};
         struct rig_op_attention_decode *a = &op.u.attention_decode;
         a->out = rig_tensor_3d(b, RIG_DTYPE_BF16, 64, 32, 128);
@@ -284,11 +287,13 @@ static void test_graph_replay_cheaper_on_host(void **state)
     op.u.rms_norm.weight = rig_tensor_1d(b + 8192, RIG_DTYPE_BF16, 64);
     op.u.rms_norm.eps = 1e-6f;
     int64_t t0 = rig_hal_now_ns(f.device);
-    for (int32_t i = 0; i < 20; i++) assert_int_equal(rig_hal_op(f.stream, &op), RIG_OK);
+    for (int32_t i = 0; i < 20; i++)
+        assert_int_equal(rig_hal_op(f.stream, &op), RIG_OK);
     int64_t eager_host = rig_hal_now_ns(f.device) - t0;
     assert_int_equal(eager_host, 20 * p.kernel_launch_host_ns);
     assert_int_equal(rig_hal_graph_capture_begin(f.stream), RIG_OK);
-    for (int32_t i = 0; i < 20; i++) assert_int_equal(rig_hal_op(f.stream, &op), RIG_OK);
+    for (int32_t i = 0; i < 20; i++)
+        assert_int_equal(rig_hal_op(f.stream, &op), RIG_OK);
     struct rig_graph *graph;
     assert_int_equal(rig_hal_graph_capture_end(f.stream, &graph), RIG_OK);
     assert_int_equal(rig_hal_graph_op_count(graph), 20);
@@ -302,7 +307,8 @@ static void test_graph_replay_cheaper_on_host(void **state)
     assert_int_equal(rig_hal_stream_synchronize(f.stream), RIG_OK);
     int64_t device_ns = rig_hal_now_ns(f.device) - (t1 + p.graph_launch_host_ns);
     int64_t kernel = rig_sim_cost_op_ns(&p, &op, 1);
-    assert_int_equal(device_ns, p.kernel_launch_latency_ns + kernel + 19 * (p.graph_node_ns + kernel));
+    assert_int_equal(device_ns,
+                     p.kernel_launch_latency_ns + kernel + 19 * (p.graph_node_ns + kernel));
     struct rig_sim_stats stats;
     assert_int_equal(rig_sim_get_stats(f.device, &stats), RIG_OK);
     assert_int_equal(stats.ops_issued, 40);

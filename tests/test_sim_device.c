@@ -36,8 +36,10 @@ static void test_buffer_round_trip(void **state)
     uint8_t fresh[1000], pattern[300], back[1000];
     assert_int_equal(rig_hal_buffer_download(stream, a, 0, fresh, sizeof fresh), RIG_OK);
     assert_int_equal(rig_hal_stream_synchronize(stream), RIG_OK);
-    for (size_t i = 0; i < sizeof fresh; i++) assert_int_equal(fresh[i], 0);
-    for (size_t i = 0; i < sizeof pattern; i++) pattern[i] = (uint8_t)(i * 7 + 1);
+    for (size_t i = 0; i < sizeof fresh; i++)
+        assert_int_equal(fresh[i], 0);
+    for (size_t i = 0; i < sizeof pattern; i++)
+        pattern[i] = (uint8_t)(i * 7 + 1);
     assert_int_equal(rig_hal_buffer_upload(stream, a, 100, pattern, sizeof pattern), RIG_OK);
     assert_int_equal(rig_hal_buffer_fill(stream, a, 500, 0xdeadbeefu, 10), RIG_OK);
     assert_int_equal(rig_hal_buffer_copy(stream, b, 7, a, 100, 300), RIG_OK);
@@ -77,8 +79,7 @@ static void test_device_memory_limit(void **state)
     assert_int_equal(total, 85520809984ll);
     size_t most = (size_t)total - 4096;
     assert_int_equal(rig_hal_buffer_alloc(device, most, RIG_MEMORY_KV, &big), RIG_OK);
-    assert_int_equal(rig_hal_buffer_alloc(device, 8192, RIG_MEMORY_KV, &more),
-                     RIG_E_DEVICE_MEMORY);
+    assert_int_equal(rig_hal_buffer_alloc(device, 8192, RIG_MEMORY_KV, &more), RIG_E_DEVICE_MEMORY);
     assert_int_equal(rig_hal_buffer_alloc(device, 8192, RIG_MEMORY_METADATA, &more),
                      RIG_E_DEVICE_MEMORY); /* real buffers count against the device too */
     assert_int_equal(rig_hal_buffer_alloc(device, 4096, RIG_MEMORY_KV, &more), RIG_OK);
@@ -148,13 +149,15 @@ static void test_graph_replay_equals_eager(void **state)
     uint8_t eager[2][240], replay[240];
     for (int32_t input = 0; input < 2; input++) { /* eager results for two inputs */
         rig__random_upload(stream, buf, 10 + (uint64_t)input);
-        for (int32_t i = 0; i < 3; i++) assert_int_equal(rig_hal_op(stream, &m.ops[i]), RIG_OK);
+        for (int32_t i = 0; i < 3; i++)
+            assert_int_equal(rig_hal_op(stream, &m.ops[i]), RIG_OK);
         rig__download(stream, buf, m.out_offset, eager[input], m.out_bytes);
     }
     assert_memory_not_equal(eager[0], eager[1], m.out_bytes);
     rig__random_upload(stream, buf, 10); /* also clears the output region */
     assert_int_equal(rig_hal_graph_capture_begin(stream), RIG_OK);
-    for (int32_t i = 0; i < 3; i++) assert_int_equal(rig_hal_op(stream, &m.ops[i]), RIG_OK);
+    for (int32_t i = 0; i < 3; i++)
+        assert_int_equal(rig_hal_op(stream, &m.ops[i]), RIG_OK);
     assert_int_equal(rig_hal_graph_capture_end(stream, &graph), RIG_OK);
     assert_int_equal(rig_hal_graph_op_count(graph), 3);
     rig__download(stream, buf, m.out_offset, replay, m.out_bytes);
@@ -193,7 +196,8 @@ static void test_fault_fail_nth_alloc(void **state)
     /* the fault fires once; later allocations succeed */
     assert_int_equal(rig_hal_buffer_alloc(device, 100, RIG_MEMORY_WEIGHTS, &buffers[2]), RIG_OK);
     assert_int_equal(rig_hal_buffer_alloc(device, 100, RIG_MEMORY_WEIGHTS, &buffers[3]), RIG_OK);
-    for (int32_t i = 0; i < 4; i++) rig_hal_buffer_free(buffers[i]);
+    for (int32_t i = 0; i < 4; i++)
+        rig_hal_buffer_free(buffers[i]);
     /* a plan with index 0 fails the very next allocation */
     faults.fail_alloc_at = 0;
     assert_int_equal(rig_sim_set_faults(device, &faults), RIG_OK);
@@ -212,8 +216,8 @@ static int64_t rig__gemm_run(int64_t stall_at, int64_t stall_ns)
     struct rig_stream *stream;
     struct rig_buffer *buf;
     rig_test_open_sim(1, true, &device);
-    struct rig_sim_faults faults = {.fail_alloc_at = -1, .stall_op_at = stall_at,
-                                    .stall_ns = stall_ns};
+    struct rig_sim_faults faults = {
+        .fail_alloc_at = -1, .stall_op_at = stall_at, .stall_ns = stall_ns};
     assert_int_equal(rig_sim_set_faults(device, &faults), RIG_OK);
     assert_int_equal(rig_hal_stream_create(device, &stream), RIG_OK);
     assert_int_equal(rig_hal_buffer_alloc(device, 1 << 28, RIG_MEMORY_ACTIVATIONS, &buf), RIG_OK);
@@ -223,7 +227,8 @@ static int64_t rig__gemm_run(int64_t stall_at, int64_t stall_ns)
                                      rig_tensor_2d(b + (32 << 20), RIG_DTYPE_BF16, 2048, 4096),
                                      rig_tensor_2d(b + (64 << 20), RIG_DTYPE_BF16, 4096, 4096),
                                      rig_tensor_none()};
-    for (int32_t i = 0; i < 5; i++) assert_int_equal(rig_hal_op(stream, &op), RIG_OK);
+    for (int32_t i = 0; i < 5; i++)
+        assert_int_equal(rig_hal_op(stream, &op), RIG_OK);
     assert_int_equal(rig_hal_stream_synchronize(stream), RIG_OK);
     int64_t end = rig_hal_now_ns(device);
     rig_hal_buffer_free(buf);
@@ -259,8 +264,15 @@ static int64_t rig__vm_rss(void)
 /* Qwen3-32B on TP=4: per rank, per layer q/k/v/o, gate+up, down, two norms and q/k norms;
  * embedding and LM head sharded by vocabulary; an 8 GiB KV pool split over the layers. */
 enum {
-    Q_LAYERS = 64, Q_HIDDEN = 5120, Q_INTER = 25600, Q_HEADS = 64, Q_KV_HEADS = 8,
-    Q_HEAD_DIM = 128, Q_VOCAB = 151936, Q_TP = 4, Q_BUFFERS_PER_LAYER = 10,
+    Q_LAYERS = 64,
+    Q_HIDDEN = 5120,
+    Q_INTER = 25600,
+    Q_HEADS = 64,
+    Q_KV_HEADS = 8,
+    Q_HEAD_DIM = 128,
+    Q_VOCAB = 151936,
+    Q_TP = 4,
+    Q_BUFFERS_PER_LAYER = 10,
 };
 #define Q_KV_POOL_BYTES ((size_t)8 << 30)
 
@@ -283,10 +295,14 @@ static void rig__qwen_alloc(struct rig_device *device, struct rig__qwen_rank *q)
 {
     const size_t h = Q_HIDDEN, bf16 = 2;
     const size_t q_rows = Q_HEADS / Q_TP * Q_HEAD_DIM, kv_rows = Q_KV_HEADS / Q_TP * Q_HEAD_DIM;
-    const size_t sizes[Q_BUFFERS_PER_LAYER - 2] = {
-        q_rows * h * bf16, kv_rows * h * bf16, kv_rows * h * bf16, h * q_rows * bf16,
-        2 * Q_INTER / Q_TP * h * bf16, h * Q_INTER / Q_TP * bf16, 2 * h * bf16,
-        2 * Q_HEAD_DIM * bf16};
+    const size_t sizes[Q_BUFFERS_PER_LAYER - 2] = {q_rows * h * bf16,
+                                                   kv_rows * h * bf16,
+                                                   kv_rows * h * bf16,
+                                                   h * q_rows * bf16,
+                                                   2 * Q_INTER / Q_TP * h * bf16,
+                                                   h * Q_INTER / Q_TP * bf16,
+                                                   2 * h * bf16,
+                                                   2 * Q_HEAD_DIM * bf16};
     size_t kv_per_layer = Q_KV_POOL_BYTES / Q_LAYERS / 2;
     for (int32_t l = 0; l < Q_LAYERS; l++) {
         for (int32_t i = 0; i < Q_BUFFERS_PER_LAYER - 2; i++)
@@ -304,7 +320,8 @@ static void rig__qwen_alloc(struct rig_device *device, struct rig__qwen_rank *q)
 static void rig__qwen_free(struct rig__qwen_rank *q)
 {
     for (int32_t l = 0; l < Q_LAYERS; l++)
-        for (int32_t i = 0; i < Q_BUFFERS_PER_LAYER; i++) rig_hal_buffer_free(q->layer[l][i]);
+        for (int32_t i = 0; i < Q_BUFFERS_PER_LAYER; i++)
+            rig_hal_buffer_free(q->layer[l][i]);
     rig_hal_buffer_free(q->embed);
     rig_hal_buffer_free(q->lm_head);
     rig_hal_buffer_free(q->meta);
@@ -320,11 +337,12 @@ static void rig__qwen_ops(struct rig_device *device, struct rig__qwen_rank *q)
     assert_int_equal(rig_hal_buffer_alloc(device, 1 << 28, RIG_MEMORY_ACTIVATIONS, &acts), RIG_OK);
     char *a = rig_hal_buffer_ptr(acts), *m = rig_hal_buffer_ptr(q->meta);
     struct rig_op gemm = {.kind = RIG_OP_GEMM};
-    gemm.u.gemm = (struct rig_op_gemm){
-        rig_tensor_2d(a, RIG_DTYPE_BF16, 256, Q_HEADS / Q_TP * Q_HEAD_DIM),
-        rig_tensor_2d(a + (16 << 20), RIG_DTYPE_BF16, 256, Q_HIDDEN),
-        rig_tensor_2d(rig_hal_buffer_ptr(q->layer[0][0]), RIG_DTYPE_BF16,
-                      Q_HEADS / Q_TP * Q_HEAD_DIM, Q_HIDDEN), rig_tensor_none()};
+    gemm.u.gemm =
+        (struct rig_op_gemm){rig_tensor_2d(a, RIG_DTYPE_BF16, 256, Q_HEADS / Q_TP * Q_HEAD_DIM),
+                             rig_tensor_2d(a + (16 << 20), RIG_DTYPE_BF16, 256, Q_HIDDEN),
+                             rig_tensor_2d(rig_hal_buffer_ptr(q->layer[0][0]), RIG_DTYPE_BF16,
+                                           Q_HEADS / Q_TP * Q_HEAD_DIM, Q_HIDDEN),
+                             rig_tensor_none()};
     assert_int_equal(rig_hal_op(stream, &gemm), RIG_OK);
     int32_t pool[8] = {10, 11, 12, 13, 14, 15, 16, 17}, idx[3] = {7, 0, 3}, got[3];
     assert_int_equal(rig_hal_buffer_upload(stream, q->meta, 0, pool, sizeof pool), RIG_OK);
@@ -350,7 +368,8 @@ static void rig__qwen_ops(struct rig_device *device, struct rig__qwen_rank *q)
     assert_int_equal(got[0], 17);
     assert_int_equal(got[1], 10);
     assert_int_equal(got[2], 13);
-    for (int32_t r = 0; r < 4; r++) assert_true(tokens[r] >= 0 && tokens[r] < Q_VOCAB / 4);
+    for (int32_t r = 0; r < 4; r++)
+        assert_true(tokens[r] >= 0 && tokens[r] < Q_VOCAB / 4);
     uint8_t untouched[16] = {1, 2, 3};
     assert_int_equal(rig_hal_buffer_download(stream, acts, 0, untouched, 16), RIG_OK);
     assert_int_equal(untouched[0], 1); /* a download from phantom memory moves nothing */
@@ -413,13 +432,26 @@ static void test_phantom_access_crashes(void **state)
 
 /* A complete, valid profile; tests splice one line in or out. */
 static const char *const rig__profile_lines[] = {
-    "name: test\n", "memory_bytes: 1000000000\n", "peak_bf16_flops: 1.0e15\n",
-    "hbm_bytes_per_s: 3.0e12\n", "gemm_efficiency: 0.7\n", "attention_efficiency: 0.5\n",
-    "elementwise_efficiency: 0.8\n", "copy_efficiency: 0.8\n", "kernel_launch_host_ns: 3000\n",
-    "kernel_launch_latency_ns: 4000\n", "graph_launch_host_ns: 6000\n", "graph_node_ns: 800\n",
-    "min_kernel_ns: 2000\n", "h2d_bytes_per_s: 5.0e10\n", "h2d_latency_ns: 8000\n",
-    "d2h_bytes_per_s: 5.0e10\n", "d2h_latency_ns: 8000\n", "all_reduce_bytes_per_s: 4.0e11\n",
-    "all_reduce_latency_ns: 12000\n", "all_gather_bytes_per_s: 3.5e11\n",
+    "name: test\n",
+    "memory_bytes: 1000000000\n",
+    "peak_bf16_flops: 1.0e15\n",
+    "hbm_bytes_per_s: 3.0e12\n",
+    "gemm_efficiency: 0.7\n",
+    "attention_efficiency: 0.5\n",
+    "elementwise_efficiency: 0.8\n",
+    "copy_efficiency: 0.8\n",
+    "kernel_launch_host_ns: 3000\n",
+    "kernel_launch_latency_ns: 4000\n",
+    "graph_launch_host_ns: 6000\n",
+    "graph_node_ns: 800\n",
+    "min_kernel_ns: 2000\n",
+    "h2d_bytes_per_s: 5.0e10\n",
+    "h2d_latency_ns: 8000\n",
+    "d2h_bytes_per_s: 5.0e10\n",
+    "d2h_latency_ns: 8000\n",
+    "all_reduce_bytes_per_s: 4.0e11\n",
+    "all_reduce_latency_ns: 12000\n",
+    "all_gather_bytes_per_s: 3.5e11\n",
     "all_gather_latency_ns: 10000\n",
 };
 
@@ -490,8 +522,7 @@ static void test_profile_load(void **state)
     assert_int_equal(profile.memory_bytes, 85520809984ll);
     assert_true(profile.peak_bf16_flops == 989.4e12);
     assert_true(profile.hbm_bytes_per_s == 3.35e12);
-    assert_int_equal(rig_sim_profile_load("b200", &profile, error, sizeof error),
-                     RIG_E_NOT_FOUND);
+    assert_int_equal(rig_sim_profile_load("b200", &profile, error, sizeof error), RIG_E_NOT_FOUND);
     assert_non_null(strstr(error, "'b200'"));
     assert_int_equal(rig_sim_profile_load("/nonexistent/x.yaml", &profile, error, sizeof error),
                      RIG_E_IO);

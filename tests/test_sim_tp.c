@@ -28,12 +28,12 @@ struct rig__rank {
     bool timing_only;
     struct rig_device *device;
     struct rig_comm *comm;
-    float in_f32[RIG__N];                        /* (N) this rank's contribution */
-    uint16_t in_bf16[RIG__N];                    /* (N) */
-    float out_f32[4 * RIG__N];                   /* (ranks, N) what came back */
-    uint16_t out_bf16[RIG__N];                   /* (N) */
-    int64_t end_ns;                              /* stream time after the collective */
-    int64_t host_ns;                             /* host time after synchronising */
+    float in_f32[RIG__N];      /* (N) this rank's contribution */
+    uint16_t in_bf16[RIG__N];  /* (N) */
+    float out_f32[4 * RIG__N]; /* (ranks, N) what came back */
+    uint16_t out_bf16[RIG__N]; /* (N) */
+    int64_t end_ns;            /* stream time after the collective */
+    int64_t host_ns;           /* host time after synchronising */
     enum rig_status status;
 };
 
@@ -46,10 +46,10 @@ static float rig__value(int32_t r, int32_t i)
 }
 
 /* cmocka's asserts must stay on the test's thread: rank threads record the first failure. */
-#define RIG__TRY(k, expr)                                                                  \
-    do {                                                                                   \
-        enum rig_status rig__s = (expr);                                                   \
-        if (rig__s != RIG_OK && (k)->status == RIG_OK) (k)->status = rig__s;              \
+#define RIG__TRY(k, expr)                                                                          \
+    do {                                                                                           \
+        enum rig_status rig__s = (expr);                                                           \
+        if (rig__s != RIG_OK && (k)->status == RIG_OK) (k)->status = rig__s;                       \
     } while (0)
 
 static void rig__issue(struct rig__rank *k, struct rig_stream *stream, struct rig_buffer *buf)
@@ -58,7 +58,8 @@ static void rig__issue(struct rig__rank *k, struct rig_stream *stream, struct ri
     if (k->job == RIG__ALL_GATHER) {
         struct rig_op_all_gather p = {
             .out = rig_tensor_2d((char *)data + 4 * RIG__N, RIG_DTYPE_F32, k->size, RIG__N),
-            .in = rig_tensor_1d(data, RIG_DTYPE_F32, RIG__N), .comm = k->comm};
+            .in = rig_tensor_1d(data, RIG_DTYPE_F32, RIG__N),
+            .comm = k->comm};
         RIG__TRY(k, rig_hal_all_gather(stream, &p));
         return;
     }
@@ -127,8 +128,11 @@ static void rig__run(int32_t size, enum rig__job job, bool timing_only, struct r
     for (int32_t r = 0; r < size; r++) {
         struct rig__rank *k = &ranks[r];
         memset(k, 0, sizeof *k);
-        *k = (struct rig__rank){.rank = r, .size = size, .job = job,
-                                .timing_only = timing_only, .device = devices[r],
+        *k = (struct rig__rank){.rank = r,
+                                .size = size,
+                                .job = job,
+                                .timing_only = timing_only,
+                                .device = devices[r],
                                 .comm = comms[r]};
         assert_int_equal(rig_hal_comm_rank(comms[r]), r);
         assert_int_equal(rig_hal_comm_size(comms[r]), size);
@@ -139,7 +143,8 @@ static void rig__run(int32_t size, enum rig__job job, bool timing_only, struct r
     }
     for (int32_t r = 0; r < size; r++)
         assert_int_equal(pthread_create(&threads[r], NULL, rig__rank_main, &ranks[r]), 0);
-    for (int32_t r = 0; r < size; r++) assert_int_equal(pthread_join(threads[r], NULL), 0);
+    for (int32_t r = 0; r < size; r++)
+        assert_int_equal(pthread_join(threads[r], NULL), 0);
     for (int32_t r = 0; r < size; r++) {
         assert_int_equal(ranks[r].status, RIG_OK);
         rig_hal_comm_destroy(comms[r]);
@@ -217,9 +222,10 @@ static void test_collective_timestamps(void **state)
         int64_t upload_host = p.kernel_launch_host_ns; /* the upload's API call */
         int64_t host = upload_host + 100000 * (size - 1) + p.kernel_launch_host_ns;
         int64_t earliest = host + p.kernel_launch_latency_ns;
-        int64_t end = earliest + rig_sim_cost_collective_ns(&p, RIG_OP_ALL_REDUCE,
-                                                            4.0 * RIG__N, size);
-        for (int32_t r = 0; r < size; r++) assert_int_equal(ranks[r].end_ns, end);
+        int64_t end =
+            earliest + rig_sim_cost_collective_ns(&p, RIG_OP_ALL_REDUCE, 4.0 * RIG__N, size);
+        for (int32_t r = 0; r < size; r++)
+            assert_int_equal(ranks[r].end_ns, end);
     }
 }
 
@@ -254,7 +260,8 @@ static void test_timing_only_collectives(void **state)
     rig__run(4, RIG__ALL_REDUCE_F32, true, phantom);
     for (int32_t r = 0; r < 4; r++) {
         assert_int_equal(phantom[r].end_ns, real[r].end_ns);
-        for (int32_t i = 0; i < RIG__N; i++) assert_true(phantom[r].out_f32[i] == 0.0f);
+        for (int32_t i = 0; i < RIG__N; i++)
+            assert_true(phantom[r].out_f32[i] == 0.0f);
     }
 }
 

@@ -22,16 +22,16 @@
 
 /* Model and batch shapes: two requests, the first with 3 tokens already cached. */
 enum {
-    RIG__H = 64,          /* hidden */
-    RIG__HQ = 4,          /* query heads */
-    RIG__HK = 2,          /* KV heads */
-    RIG__D = 16,          /* head dim */
-    RIG__I = 96,          /* intermediate */
-    RIG__V = 128,         /* vocabulary */
-    RIG__R = 2,           /* requests */
-    RIG__T = 7,           /* new tokens: 4 + 3 */
-    RIG__S = 64,          /* KV slots */
-    RIG__L = 16,          /* page-table row length */
+    RIG__H = 64,  /* hidden */
+    RIG__HQ = 4,  /* query heads */
+    RIG__HK = 2,  /* KV heads */
+    RIG__D = 16,  /* head dim */
+    RIG__I = 96,  /* intermediate */
+    RIG__V = 128, /* vocabulary */
+    RIG__R = 2,   /* requests */
+    RIG__T = 7,   /* new tokens: 4 + 3 */
+    RIG__S = 64,  /* KV slots */
+    RIG__L = 16,  /* page-table row length */
     RIG__TP = 2,
 };
 static const int32_t rig__q_len[RIG__R] = {4, 3};
@@ -39,20 +39,20 @@ static const int32_t rig__cached[RIG__R] = {3, 0};
 
 /* The full model's weights, generated once from a seed; ranks cut their shards from it. */
 struct rig__model {
-    uint16_t embed[RIG__V * RIG__H];           /* (V, H) */
-    uint16_t lm_head[RIG__V * RIG__H];         /* (V, H) */
-    uint16_t wq[RIG__HQ * RIG__D * RIG__H];    /* (HQ * D, H) */
-    uint16_t wk[RIG__HK * RIG__D * RIG__H];    /* (HK * D, H) */
-    uint16_t wv[RIG__HK * RIG__D * RIG__H];    /* (HK * D, H) */
-    uint16_t wo[RIG__H * RIG__HQ * RIG__D];    /* (H, HQ * D) */
-    uint16_t wgate[RIG__I * RIG__H];           /* (I, H) */
-    uint16_t wup[RIG__I * RIG__H];             /* (I, H) */
-    uint16_t wdown[RIG__H * RIG__I];           /* (H, I) */
-    uint16_t norm[3][RIG__H];                  /* (3, H) input, post-attention, final */
-    uint16_t qk_norm[2][RIG__D];               /* (2, D) */
+    uint16_t embed[RIG__V * RIG__H];             /* (V, H) */
+    uint16_t lm_head[RIG__V * RIG__H];           /* (V, H) */
+    uint16_t wq[RIG__HQ * RIG__D * RIG__H];      /* (HQ * D, H) */
+    uint16_t wk[RIG__HK * RIG__D * RIG__H];      /* (HK * D, H) */
+    uint16_t wv[RIG__HK * RIG__D * RIG__H];      /* (HK * D, H) */
+    uint16_t wo[RIG__H * RIG__HQ * RIG__D];      /* (H, HQ * D) */
+    uint16_t wgate[RIG__I * RIG__H];             /* (I, H) */
+    uint16_t wup[RIG__I * RIG__H];               /* (I, H) */
+    uint16_t wdown[RIG__H * RIG__I];             /* (H, I) */
+    uint16_t norm[3][RIG__H];                    /* (3, H) input, post-attention, final */
+    uint16_t qk_norm[2][RIG__D];                 /* (2, D) */
     uint16_t k_cache[RIG__S * RIG__HK * RIG__D]; /* (S, HK, D) the cached prefix's K */
     uint16_t v_cache[RIG__S * RIG__HK * RIG__D]; /* (S, HK, D) */
-    int32_t ids[RIG__T];                       /* (T) prompt tokens of the step */
+    int32_t ids[RIG__T];                         /* (T) prompt tokens of the step */
 };
 
 /* One rank's (or the single device's) handles, tensors and results. */
@@ -60,7 +60,7 @@ struct rig__rank {
     int32_t tp, rank;
     const struct rig__model *model;
     struct rig_device *device;
-    struct rig_comm *comm;      /* NULL on the single device */
+    struct rig_comm *comm; /* NULL on the single device */
     struct rig_stream *stream;
     struct rig_event *begin, *end;
     struct rig_buffer *buffers[3]; /* weights, activations + KV, metadata */
@@ -77,9 +77,9 @@ struct rig__rank {
         struct rig_tensor last_idx, temperature, top_k, top_p, seed, position, tokens;
         struct rig_tensor token_pool, write_idx;
     } m;
-    struct {                          /* host copies of the metadata, alive until synced */
+    struct { /* host copies of the metadata, alive until synced */
         int32_t ids[RIG__T], positions[RIG__T], out_loc[RIG__T]; /* (T) */
-        int32_t page_table[RIG__R * RIG__L];                      /* (R, L) */
+        int32_t page_table[RIG__R * RIG__L];                     /* (R, L) */
         int32_t table_idx[RIG__R], cu_q[RIG__R + 1], kv_len[RIG__R], last_idx[RIG__R];
         int32_t top_k[RIG__R], position[RIG__R], write_idx[RIG__R]; /* (R) */
         float temperature[RIG__R], top_p[RIG__R];                   /* (R) */
@@ -141,7 +141,8 @@ static uint16_t rig__random_bf16(uint64_t *state, float lo, float hi)
 
 static void rig__fill(uint64_t *state, uint16_t *w, size_t n, float lo, float hi)
 {
-    for (size_t i = 0; i < n; i++) w[i] = rig__random_bf16(state, lo, hi);
+    for (size_t i = 0; i < n; i++)
+        w[i] = rig__random_bf16(state, lo, hi);
 }
 
 static void rig__model_init(struct rig__model *m, uint64_t seed)
@@ -263,14 +264,17 @@ static void rig__upload_weights(struct rig__rank *k, uint16_t *scratch)
     rig__upload(k, RIG__WEIGHTS, &k->w.wo, scratch);
     rig__check(k, rig_hal_stream_synchronize(k->stream), "sync");
     memcpy(scratch, m->wgate + r * ir * RIG__H, (size_t)(ir * RIG__H) * sizeof *scratch);
-    memcpy(scratch + ir * RIG__H, m->wup + r * ir * RIG__H, (size_t)(ir * RIG__H) * sizeof *scratch);
+    memcpy(scratch + ir * RIG__H, m->wup + r * ir * RIG__H,
+           (size_t)(ir * RIG__H) * sizeof *scratch);
     rig__upload(k, RIG__WEIGHTS, &k->w.wgu, scratch);
     rig__check(k, rig_hal_stream_synchronize(k->stream), "sync");
     rig__cut(m->wdown, RIG__I, 0, RIG__H, r * ir, ir, scratch);
     rig__upload(k, RIG__WEIGHTS, &k->w.wdown, scratch);
     rig__check(k, rig_hal_stream_synchronize(k->stream), "sync");
-    for (int32_t i = 0; i < 3; i++) rig__upload(k, RIG__WEIGHTS, &k->w.norm[i], m->norm[i]);
-    for (int32_t i = 0; i < 2; i++) rig__upload(k, RIG__WEIGHTS, &k->w.qk_norm[i], m->qk_norm[i]);
+    for (int32_t i = 0; i < 3; i++)
+        rig__upload(k, RIG__WEIGHTS, &k->w.norm[i], m->norm[i]);
+    for (int32_t i = 0; i < 2; i++)
+        rig__upload(k, RIG__WEIGHTS, &k->w.qk_norm[i], m->qk_norm[i]);
     rig__cut(m->k_cache, RIG__HK * RIG__D, 0, RIG__S, r * kd, kd, scratch);
     rig__upload(k, RIG__ACTS, &k->a.k_cache, scratch);
     rig__check(k, rig_hal_stream_synchronize(k->stream), "sync");
@@ -374,7 +378,8 @@ static void rig__attention_block(struct rig__rank *k, int64_t n, bool decode)
     struct rig_tensor h = rig__rows(&k->a.h, n), x = rig__rows(&k->a.x, n);
     struct rig_tensor q = rig__rows(&k->a.q, n), kk = rig__rows(&k->a.k, n);
     struct rig_tensor v = rig__rows(&k->a.v, n), attn = rig__rows(&k->a.attn, n);
-    struct rig_op_embedding embedding = {.out = h, .table = k->w.embed,
+    struct rig_op_embedding embedding = {.out = h,
+                                         .table = k->w.embed,
                                          .ids = rig__rows(&k->m.ids, n),
                                          .vocab_start = (int64_t)k->rank * (RIG__V / k->tp)};
     rig__check(k, rig_hal_embedding(k->stream, &embedding), "embedding");
@@ -388,21 +393,25 @@ static void rig__attention_block(struct rig__rank *k, int64_t n, bool decode)
     struct rig_op_head_rms_norm kn = {.x = kk, .weight = k->w.qk_norm[1], .eps = 1e-6f};
     rig__check(k, rig_hal_head_rms_norm(k->stream, &qn), "head_rms_norm");
     rig__check(k, rig_hal_head_rms_norm(k->stream, &kn), "head_rms_norm");
-    struct rig_op_rope rope = {.q = q, .k = kk, .positions = rig__rows(&k->m.positions, n),
-                               .params = {.theta = 10000.0f}};
+    struct rig_op_rope rope = {
+        .q = q, .k = kk, .positions = rig__rows(&k->m.positions, n), .params = {.theta = 10000.0f}};
     rig__check(k, rig_hal_rope(k->stream, &rope), "rope");
-    struct rig_op_store_kv store = {.k_cache = k->a.k_cache, .v_cache = k->a.v_cache, .k = kk,
-                                    .v = v, .out_loc = rig__rows(&k->m.out_loc, n)};
+    struct rig_op_store_kv store = {.k_cache = k->a.k_cache,
+                                    .v_cache = k->a.v_cache,
+                                    .k = kk,
+                                    .v = v,
+                                    .out_loc = rig__rows(&k->m.out_loc, n)};
     rig__check(k, rig_hal_store_kv(k->stream, &store), "store_kv");
     float scale = 1.0f / sqrtf((float)RIG__D);
     if (decode) {
-        struct rig_op_attention_decode p = {attn, q, k->a.k_cache, k->a.v_cache,
-                                            k->m.page_table, k->m.table_idx, k->m.kv_len, scale};
+        struct rig_op_attention_decode p = {
+            attn,           q,           k->a.k_cache, k->a.v_cache, k->m.page_table,
+            k->m.table_idx, k->m.kv_len, scale};
         rig__check(k, rig_hal_attention_decode(k->stream, &p), "attention_decode");
     } else {
-        struct rig_op_attention_prefill p = {attn, q, k->a.k_cache, k->a.v_cache,
-                                             k->m.page_table, k->m.table_idx, k->m.cu_q,
-                                             k->m.kv_len, scale};
+        struct rig_op_attention_prefill p = {
+            attn,           q,         k->a.k_cache, k->a.v_cache, k->m.page_table,
+            k->m.table_idx, k->m.cu_q, k->m.kv_len,  scale};
         rig__check(k, rig_hal_attention_prefill(k->stream, &p), "attention_prefill");
     }
     rig__gemm(k, rig__rows(&k->a.o, n), rig__flat(&attn, n), &k->w.wo);
@@ -414,8 +423,8 @@ static void rig__attention_block(struct rig__rank *k, int64_t n, bool decode)
 static void rig__mlp_and_head(struct rig__rank *k, int64_t n)
 {
     struct rig_tensor h = rig__rows(&k->a.h, n), x = rig__rows(&k->a.x, n);
-    struct rig_op_add_rms_norm post = {.out = x, .residual = h, .in = rig__rows(&k->a.o, n),
-                                       .weight = k->w.norm[1], .eps = 1e-6f};
+    struct rig_op_add_rms_norm post = {
+        .out = x, .residual = h, .in = rig__rows(&k->a.o, n), .weight = k->w.norm[1], .eps = 1e-6f};
     rig__check(k, rig_hal_add_rms_norm(k->stream, &post), "add_rms_norm");
     rig__gemm(k, rig__rows(&k->a.gu, n), x, &k->w.wgu);
     struct rig_op_silu_mul silu = {.out = rig__rows(&k->a.act, n), .in = rig__rows(&k->a.gu, n)};
@@ -423,8 +432,11 @@ static void rig__mlp_and_head(struct rig__rank *k, int64_t n)
     rig__gemm(k, rig__rows(&k->a.down, n), rig__rows(&k->a.act, n), &k->w.wdown);
     struct rig_tensor down = rig__rows(&k->a.down, n);
     rig__all_reduce(k, &down);
-    struct rig_op_add_rms_norm final = {.out = x, .residual = h, .in = rig__rows(&k->a.down, n),
-                                        .weight = k->w.norm[2], .eps = 1e-6f};
+    struct rig_op_add_rms_norm final = {.out = x,
+                                        .residual = h,
+                                        .in = rig__rows(&k->a.down, n),
+                                        .weight = k->w.norm[2],
+                                        .eps = 1e-6f};
     rig__check(k, rig_hal_add_rms_norm(k->stream, &final), "add_rms_norm");
     struct rig_op_gather_rows last = {.out = k->a.last, .in = x, .idx = k->m.last_idx};
     rig__check(k, rig_hal_gather_rows(k->stream, &last), "gather_rows");
@@ -442,7 +454,7 @@ static void rig__mlp_and_head(struct rig__rank *k, int64_t n)
         rig__check(k, rig_hal_copy(k->stream, &copy), "copy");
     }
     struct rig_op_sample sample = {k->m.tokens, k->a.logits, k->m.temperature, k->m.top_k,
-                                   k->m.top_p, k->m.seed, k->m.position};
+                                   k->m.top_p,  k->m.seed,   k->m.position};
     rig__check(k, rig_hal_sample(k->stream, &sample), "sample");
 }
 
@@ -470,7 +482,8 @@ static void rig__release(struct rig__rank *k)
 {
     rig_hal_event_destroy(k->begin);
     rig_hal_event_destroy(k->end);
-    for (int32_t i = 0; i < 3; i++) rig_hal_buffer_free(k->buffers[i]);
+    for (int32_t i = 0; i < 3; i++)
+        rig_hal_buffer_free(k->buffers[i]);
     rig_hal_stream_destroy(k->stream);
 }
 
@@ -517,16 +530,19 @@ static int rig__run_group(const struct rig__model *model, int32_t tp, struct rig
     int32_t started = 0;
     for (int32_t r = 0; r < tp; r++) {
         memset(&ranks[r], 0, sizeof ranks[r]);
-        ranks[r] = (struct rig__rank){.tp = tp, .rank = r, .model = model,
-                                      .device = devices[r], .comm = comm ? comms[r] : NULL};
+        ranks[r] = (struct rig__rank){.tp = tp,
+                                      .rank = r,
+                                      .model = model,
+                                      .device = devices[r],
+                                      .comm = comm ? comms[r] : NULL};
     }
     if (tp == 1 || comm) {
         for (; started < tp; started++) {
-            if (pthread_create(&threads[started], NULL, rig__run_rank, &ranks[started]) != 0)
-                break;
+            if (pthread_create(&threads[started], NULL, rig__run_rank, &ranks[started]) != 0) break;
         }
     }
-    for (int32_t r = 0; r < started; r++) pthread_join(threads[r], NULL);
+    for (int32_t r = 0; r < started; r++)
+        pthread_join(threads[r], NULL);
     int failed = started != tp;
     for (int32_t r = 0; r < tp; r++) {
         failed |= ranks[r].failed;
@@ -552,9 +568,10 @@ static void rig__print_timeline(const char *label, const struct rig__rank *ranks
     for (int32_t r = 0; r < n; r++) {
         const struct rig__rank *k = &ranks[r];
         printf("  %-6s rank %d: host %9.3f us, steps %9.3f us on the device, busy %9.3f us, "
-               "%lld ops, %lld bytes allocated\n", label, r, (double)k->host_ns / 1e3,
-               (double)k->elapsed_ns / 1e3, (double)k->stats.device_busy_ns / 1e3,
-               (long long)k->stats.ops_issued, (long long)k->stats.bytes_allocated);
+               "%lld ops, %lld bytes allocated\n",
+               label, r, (double)k->host_ns / 1e3, (double)k->elapsed_ns / 1e3,
+               (double)k->stats.device_busy_ns / 1e3, (long long)k->stats.ops_issued,
+               (long long)k->stats.bytes_allocated);
     }
 }
 
@@ -565,14 +582,14 @@ static int rig__compare(const struct rig__rank *single, const struct rig__rank *
     int failed = 0;
     for (int32_t step = 0; step < 2; step++) {
         double nmse = rig__nmse(tp[0].logits[step], single->logits[step], RIG__R * RIG__V);
-        bool same_tokens = memcmp(tp[0].tokens[step], single->tokens[step],
-                                  sizeof single->tokens[step]) == 0;
-        bool ranks_agree = memcmp(tp[0].logits[step], tp[1].logits[step],
-                                  sizeof tp[0].logits[step]) == 0;
+        bool same_tokens =
+            memcmp(tp[0].tokens[step], single->tokens[step], sizeof single->tokens[step]) == 0;
+        bool ranks_agree =
+            memcmp(tp[0].logits[step], tp[1].logits[step], sizeof tp[0].logits[step]) == 0;
         printf("  %s: logits nmse TP=2 vs TP=1 %.3g (limit 1e-3); tokens TP=2 [%d %d], "
-               "TP=1 [%d %d]; ranks agree: %s\n", step ? "decode " : "prefill", nmse,
-               tp[0].tokens[step][0], tp[0].tokens[step][1], single->tokens[step][0],
-               single->tokens[step][1], ranks_agree ? "yes" : "NO");
+               "TP=1 [%d %d]; ranks agree: %s\n",
+               step ? "decode " : "prefill", nmse, tp[0].tokens[step][0], tp[0].tokens[step][1],
+               single->tokens[step][0], single->tokens[step][1], ranks_agree ? "yes" : "NO");
         failed |= !(nmse < 1e-3) || !same_tokens || !ranks_agree;
     }
     bool repeat = true;
@@ -603,8 +620,8 @@ int rig_cmd_selftest(int argc, char **argv)
     failed |= rig__run_group(&model, RIG__TP, tp);
     failed |= rig__run_group(&model, RIG__TP, again);
     printf("rig selftest: one layer of H=%d, %d/%d heads, D=%d, I=%d, V=%d; %d requests, "
-           "%d prefill tokens\n", RIG__H, RIG__HQ, RIG__HK, RIG__D, RIG__I, RIG__V, RIG__R,
-           RIG__T);
+           "%d prefill tokens\n",
+           RIG__H, RIG__HQ, RIG__HK, RIG__D, RIG__I, RIG__V, RIG__R, RIG__T);
     if (!failed) failed |= rig__compare(single, tp, again);
     rig__print_timeline("TP=1", single, 1);
     rig__print_timeline("TP=2", tp, RIG__TP);
