@@ -378,17 +378,6 @@ static enum rig_status rig__pretokenize(const struct rig_tokenizer *tok,
 
 /* ---- normalisation --------------------------------------------------------------------- */
 
-static utf8proc_option_t rig__normalizer_options(enum rig__normalizer normalizer)
-{
-    switch (normalizer) {
-    case RIG__NORMALIZER_NFC: return UTF8PROC_STABLE | UTF8PROC_COMPOSE;
-    case RIG__NORMALIZER_NFD: return UTF8PROC_STABLE | UTF8PROC_DECOMPOSE;
-    case RIG__NORMALIZER_NFKC: return UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
-    case RIG__NORMALIZER_NFKD: return UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
-    }
-    RIG_UNREACHABLE();
-}
-
 /* Normalises segment (valid UTF-8) through every step into work->normalized; *result points
  * at the output (the segment itself when nothing can change: no steps or pure ASCII). */
 static enum rig_status rig__normalize(const struct rig_tokenizer *tok,
@@ -467,12 +456,18 @@ static bool rig__is_whitespace(int32_t cp)
            cp == 0x202F || cp == 0x205F || cp == 0x3000;
 }
 
-/* Rust's char::is_alphanumeric, approximated by the general categories L* and N*. */
-static bool rig__is_alphanumeric(int32_t cp)
+/* A word character for single_word tokens: the regex class \w as HF's check behaves (Unicode
+ * letters, marks, decimal and letter numbers, connector punctuation, ZWNJ/ZWJ); measured
+ * against HF tokenizers, it is not Rust's is_alphanumeric (which misses '_' and marks). */
+static bool rig__is_word_char(int32_t cp)
 {
-    utf8proc_category_t category = utf8proc_category(cp);
-    return (category >= UTF8PROC_CATEGORY_LU && category <= UTF8PROC_CATEGORY_LO) ||
-           (category >= UTF8PROC_CATEGORY_ND && category <= UTF8PROC_CATEGORY_NO);
+    switch (utf8proc_category(cp)) {
+    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO: case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_MC: case UTF8PROC_CATEGORY_ME: case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_PC: return true;
+    default: return cp == 0x200C || cp == 0x200D;
+    }
 }
 
 struct rig__added_match {
@@ -491,9 +486,9 @@ static const struct rig__added_token *rig__added_at(const struct rig_tokenizer *
     if (list == NULL) return NULL;
     for (; *list != UINT32_MAX; list++) {
         const struct rig__added_token *token = &tok->added[*list];
-        if (token->normalized != normalized || token->len > len - at) continue;
+        if (token->normalized != normalized || token->match_len > len - at) continue;
         if (tok->split_special_tokens && token->special) continue;
-        if (memcmp(text + at, token->content, token->len) == 0) return token;
+        if (memcmp(text + at, token->match, token->match_len) == 0) return token;
     }
     return NULL;
 }
@@ -507,15 +502,15 @@ static bool rig__next_added(const struct rig_tokenizer *tok, const char *text, s
     for (size_t at = match->search; at < len; at++) {
         const struct rig__added_token *token = rig__added_at(tok, text, len, at, normalized);
         if (token == NULL) continue;
-        size_t start = at, stop = at + token->len, width;
+        size_t start = at, stop = at + token->match_len, width;
         match->search = stop;
         if (token->single_word) {
             bool word_before = start > 0 &&
-                rig__is_alphanumeric(rig__codepoint_at(text, len,
+                rig__is_word_char(rig__codepoint_at(text, len,
                                                        rig__codepoint_before(text, start),
                                                        &width));
             bool word_after = stop < len &&
-                rig__is_alphanumeric(rig__codepoint_at(text, len, stop, &width));
+                rig__is_word_char(rig__codepoint_at(text, len, stop, &width));
             if (word_before || word_after) {
                 at = stop - 1;
                 continue;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 
 #include "core/tokenizer/tokenizer_impl.h"
 
@@ -259,7 +260,8 @@ static enum rig_status rig__build_texts(struct rig_tokenizer *tok, const json_t 
 }
 
 /* Decoded bytes of every token: each character of the text that is a byte-level stand-in
- * becomes its byte, any other character stays as its UTF-8 (HF's ByteLevel decoder). */
+ * becomes its byte, any other character stays as its UTF-8 (HF's ByteLevel decoder). A
+ * `normalized` added token decodes from its normalised text, as HF's id_to_token gives it. */
 static enum rig_status rig__build_bytes(struct rig_tokenizer *tok)
 {
     int16_t byte_of[324];
@@ -267,7 +269,9 @@ static enum rig_status rig__build_bytes(struct rig_tokenizer *tok)
     for (int b = 0; b < 256; b++) byte_of[rig__byte_char((uint8_t)b)] = (int16_t)b;
     int32_t n = tok->token_count;
     tok->bytes_offset = calloc((size_t)n + 1, sizeof(uint32_t));
-    tok->bytes = malloc((size_t)tok->text_offset[n] + 1);
+    size_t extra = 0; /* normalised added tokens can be longer than their content */
+    for (uint32_t a = 0; a < tok->added_count; a++) extra += tok->added[a].match_len;
+    tok->bytes = malloc((size_t)tok->text_offset[n] + extra + 1);
     if (tok->bytes_offset == NULL || tok->bytes == NULL)
         return rig__tokenizer_fail(RIG_E_NO_MEMORY, "out of memory loading the vocabulary");
     uint32_t at = 0;
@@ -275,6 +279,10 @@ static enum rig_status rig__build_bytes(struct rig_tokenizer *tok)
         tok->bytes_offset[id] = at;
         if (!(tok->token_flags[id] & RIG__TOKEN_EXISTS)) continue;
         const uint8_t *text = (const uint8_t *)tok->texts + tok->text_offset[id];
+        for (uint32_t a = 0; (tok->token_flags[id] & RIG__TOKEN_ADDED) && a < tok->added_count;
+             a++) {
+            if (tok->added[a].id == id) text = (const uint8_t *)tok->added[a].match;
+        }
         size_t len = strlen((const char *)text), i = 0;
         while (i < len) {
             int32_t mapped = -1;
@@ -402,6 +410,44 @@ static enum rig_status rig__load_model(struct rig_tokenizer *tok, const json_t *
 
 /* ---- added tokens ---------------------------------------------------------------------- */
 
+utf8proc_option_t rig__normalizer_options(enum rig__normalizer normalizer)
+{
+    switch (normalizer) {
+    case RIG__NORMALIZER_NFC: return UTF8PROC_STABLE | UTF8PROC_COMPOSE;
+    case RIG__NORMALIZER_NFD: return UTF8PROC_STABLE | UTF8PROC_DECOMPOSE;
+    case RIG__NORMALIZER_NFKC: return UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
+    case RIG__NORMALIZER_NFKD: return UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
+    }
+    RIG_UNREACHABLE();
+}
+
+/* The text an added token is matched as: its content, or for a `normalized` token the content
+ * after the normaliser (HF matches those in the normalised text). */
+static enum rig_status rig__added_match_text(const struct rig_tokenizer *tok,
+                                             struct rig__added_token *token)
+{
+    token->match = (char *)token->content;
+    token->match_len = token->len;
+    if (!token->normalized || tok->normalizer_count == 0) return RIG_OK;
+    utf8proc_uint8_t *text = (utf8proc_uint8_t *)strdup(token->content);
+    for (uint32_t s = 0; s < tok->normalizer_count && text != NULL; s++) {
+        utf8proc_uint8_t *next = NULL;
+        utf8proc_ssize_t len = utf8proc_map(text, 0, &next,
+                                            rig__normalizer_options(tok->normalizers[s]) |
+                                            UTF8PROC_NULLTERM);
+        free(text);
+        text = len < 0 ? NULL : next;
+    }
+    if (text == NULL || text[0] == '\0') {
+        free(text);
+        return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "added token \"%s\": cannot normalise",
+                                   token->content);
+    }
+    token->match = (char *)text;
+    token->match_len = (uint32_t)strlen((char *)text);
+    return RIG_OK;
+}
+
 static enum rig_status rig__load_added(struct rig_tokenizer *tok, const json_t *added)
 {
     size_t count = json_array_size(added);
@@ -427,6 +473,8 @@ static enum rig_status rig__load_added(struct rig_tokenizer *tok, const json_t *
             status = rig__json_bool(value, names[i], i == 3, flags[i], where);
         if (status != RIG_OK) return status;
         if (token->len == 0) continue; /* HF ignores empty added tokens */
+        status = rig__added_match_text(tok, token);
+        if (status != RIG_OK) return status;
         tok->token_flags[token->id] |= RIG__TOKEN_ADDED;
         if (token->special) tok->token_flags[token->id] |= RIG__TOKEN_SPECIAL;
         if (token->normalized) tok->has_normalized_added = true;
@@ -440,16 +488,16 @@ static enum rig_status rig__load_added(struct rig_tokenizer *tok, const json_t *
 static enum rig_status rig__index_added(struct rig_tokenizer *tok)
 {
     uint32_t counts[256] = {0};
-    for (uint32_t i = 0; i < tok->added_count; i++) counts[(uint8_t)tok->added[i].content[0]]++;
+    for (uint32_t i = 0; i < tok->added_count; i++) counts[(uint8_t)tok->added[i].match[0]]++;
     for (int b = 0; b < 256; b++) {
         if (counts[b] == 0) continue;
         uint32_t *list = malloc((counts[b] + 1) * sizeof *list);
         if (list == NULL) return rig__tokenizer_fail(RIG_E_NO_MEMORY, "out of memory");
         uint32_t n = 0;
         for (uint32_t i = 0; i < tok->added_count; i++) {
-            if ((uint8_t)tok->added[i].content[0] != b) continue;
+            if ((uint8_t)tok->added[i].match[0] != b) continue;
             uint32_t at = n++; /* insertion sort by length, descending, stable */
-            while (at > 0 && tok->added[list[at - 1]].len < tok->added[i].len) {
+            while (at > 0 && tok->added[list[at - 1]].match_len < tok->added[i].match_len) {
                 list[at] = list[at - 1];
                 at--;
             }
@@ -661,11 +709,11 @@ static enum rig_status rig__load_json(struct rig_tokenizer *tok, const json_t *r
         status = rig__count_tokens(json_object_get(model, "vocab"), added, &tok->token_count);
     if (status == RIG_OK)
         status = rig__build_texts(tok, json_object_get(model, "vocab"), added);
-    if (status == RIG_OK) status = rig__build_bytes(tok);
     if (status == RIG_OK) status = rig__load_model(tok, model);
+    if (status == RIG_OK) status = rig__load_normalizer(tok, json_object_get(root, "normalizer"), 0);
     if (status == RIG_OK) status = rig__load_added(tok, added);
     if (status == RIG_OK) status = rig__index_added(tok);
-    if (status == RIG_OK) status = rig__load_normalizer(tok, json_object_get(root, "normalizer"), 0);
+    if (status == RIG_OK) status = rig__build_bytes(tok);
     if (status == RIG_OK)
         status = rig__load_pretokenizer(tok, json_object_get(root, "pre_tokenizer"), 0);
     if (status == RIG_OK)
@@ -753,6 +801,9 @@ void rig_tokenizer_free(struct rig_tokenizer *tok)
         free(tok->pretokenizers[i].literal);
     }
     for (int b = 0; b < 256; b++) free(tok->added_by_byte[b]);
+    for (uint32_t i = 0; tok->added != NULL && i < tok->added_count; i++) {
+        if (tok->added[i].match != tok->added[i].content) free(tok->added[i].match);
+    }
     if (tok->cache != NULL) {
         for (int i = 0; i < RIG__CACHE_SHARDS; i++) pthread_mutex_destroy(&tok->cache[i].lock);
     }

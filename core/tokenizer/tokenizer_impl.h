@@ -63,6 +63,9 @@ struct rig__added_token {
     int32_t id;
     uint32_t len;           /* bytes of content */
     const char *content;    /* NUL-terminated, points into the tokenizer's token texts */
+    char *match;            /* what is searched for: content, normalised when `normalized`
+                             * (owned when it differs from content) */
+    uint32_t match_len;     /* bytes of match */
     bool lstrip, rstrip, single_word, normalized, special;
 };
 
@@ -171,6 +174,10 @@ size_t rig__bpe_piece(const struct rig_tokenizer *tokenizer, const uint8_t *byte
 
 /* Reads a whole file into a NUL-terminated malloc'd buffer (RIG_E_IO when it cannot). */
 enum rig_status rig__tokenizer_read_file(const char *path, char **data, size_t *len);
+
+/* utf8proc options of a normaliser step. */
+#include <utf8proc.h>
+utf8proc_option_t rig__normalizer_options(enum rig__normalizer normalizer);
 
 /* Loads tokenizer_config.json into the tokenizer: specials and the chat template kind. */
 enum rig_status rig__tokenizer_load_config(struct rig_tokenizer *tokenizer, const char *path);
