@@ -402,14 +402,23 @@ static enum rig_status rig__gen_trace(struct rig_scenario_build *b, struct fy_no
 
 static enum rig_status rig__parse_workload(struct rig_scenario_build *b, struct fy_node *map)
 {
-    static const char *const keys[] = {
-        "kind",       "name",      "seed",       "rate",      "start",     "token_range",
-        "count",      "input_len", "output_len", "groups",    "per_group", "prefix_len",
-        "suffix_len", "shuffle",   "path",       "time_scale", "limit",    "block_size",
-        "temperature", "top_k",    "top_p",      "ignore_eos", "stop_token_ids", NULL};
+    /* Keys every kind takes, then each kind's own: a key of another kind is an error. */
+#define RIG__COMMON_KEYS                                                                   \
+    "kind", "name", "seed", "rate", "start", "token_range", "temperature", "top_k", "top_p", \
+        "ignore_eos", "stop_token_ids"
+    static const char *const random_keys[] = {RIG__COMMON_KEYS, "count", "input_len",
+                                              "output_len", NULL};
+    static const char *const prefix_keys[] = {RIG__COMMON_KEYS, "groups",     "per_group",
+                                              "prefix_len",     "suffix_len", "output_len",
+                                              "shuffle",        NULL};
+    static const char *const trace_keys[] = {RIG__COMMON_KEYS, "path", "time_scale", "limit",
+                                             "block_size", NULL};
+#undef RIG__COMMON_KEYS
+    static const char *const *const kind_keys[] = {random_keys, prefix_keys, trace_keys,
+                                                   random_keys};
     struct rig_yaml *y = &b->yaml;
     struct rig_scenario *s = b->scenario;
-    enum rig_status status = rig_yaml_check_keys(y, map, "a workload", keys);
+    enum rig_status status = rig_yaml_mapping(y, map, "a workload");
     if (status == RIG_OK && s->workload_count == RIG_SCENARIO_WORKLOADS_MAX)
         status = rig_yaml_fail(y, map, RIG_E_CAPACITY, "more than %d workloads",
                                RIG_SCENARIO_WORKLOADS_MAX);
@@ -417,6 +426,8 @@ static enum rig_status rig__parse_workload(struct rig_scenario_build *b, struct 
     if (status == RIG_OK && rig_yaml_get(map, "kind") == NULL)
         status = rig_yaml_fail(y, map, RIG_E_INVALID, "a workload needs a 'kind'");
     if (status == RIG_OK) status = rig_yaml_key_enum(y, map, "kind", rig__kind_names, &kind);
+    if (status == RIG_OK) status = rig_yaml_check_keys(y, map, rig__kind_names[kind],
+                                                       kind_keys[kind]);
     if (status < 0) return status;
     struct rig__workload w;
     rig__defaults(b, kind, &w);

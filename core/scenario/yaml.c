@@ -42,7 +42,12 @@ struct fy_document *rig_yaml_parse(struct rig_yaml *y, const char *text, enum ri
                      first->column, first->msg);
             *status = RIG_E_PARSE;
         } else {
-            *status = rig_yaml_fail(y, NULL, RIG_E_IO, "cannot read the file");
+            /* No diagnostic: either the file cannot be read or it holds no document. */
+            FILE *file = text == NULL ? fopen(y->file, "r") : NULL;
+            if (file != NULL) fclose(file);
+            *status = text != NULL || file != NULL
+                          ? rig_yaml_fail(y, NULL, RIG_E_PARSE, "the document is empty")
+                          : rig_yaml_fail(y, NULL, RIG_E_IO, "cannot read the file");
         }
     } else if (fy_document_root(doc) == NULL) {
         *status = rig_yaml_fail(y, NULL, RIG_E_PARSE, "the document is empty");
