@@ -11,6 +11,8 @@
  * two chunks, embedding vocabulary shards, top-k = 1 / tiny top-p / temperature 0 equal to
  * greedy, sampling frequencies against the softmax, llama3 RoPE frequencies, RMSNorm eps,
  * GEMM bias and f32 output, copies through permuted views, and rig_sim_op_run's dispatch.
+ * Invalid index values (a slot outside the cache, a table row or gather index out of range,
+ * more queries than keys) are caller bugs: a forked child runs the kernel and must abort.
  */
 #include "tests/support/test_support.h"
 
@@ -18,6 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "hal/philox.h"
 #include "sim/kernels.h"
@@ -1084,6 +1089,191 @@ static void test_sample_timing_only(void **state)
     }
 }
 
+/* --- more sampling and numerics ----------------------------------------------------------- */
+
+/* Masked (-inf) logits are never drawn, on the unsorted and the sorted path; ties at the
+ * top-k boundary keep the lower indices. */
+static void test_sample_masked_and_ties(void **state)
+{
+    (void)state;
+    enum { V = 8, DRAWS = 64 * 100 };
+    const float masked[V] = {-INFINITY, 0.5f, -INFINITY, 0.0f, -INFINITY, -INFINITY, 1.0f,
+                             -INFINITY};
+    double p[V] = {0}, total = exp(0.5) + 1.0 + exp(1.0);
+    p[1] = exp(0.5) / total;
+    p[3] = 1.0 / total;
+    p[6] = exp(1.0) / total;
+    int64_t counts[V];
+    sample_counts(masked, V, 1.0f, 0, 1.0f, DRAWS, counts);
+    check_frequencies(counts, p, V, DRAWS);
+    sample_counts(masked, V, 1.0f, 6, 0.99f, DRAWS, counts); /* sorted path, all kept */
+    check_frequencies(counts, p, V, DRAWS);
+    /* indices 1, 2, 3 tie at the top; top_k 2 keeps 1 and 2, evenly */
+    const float tied[V] = {1.0f, 3.0f, 3.0f, 3.0f, 0.0f, 2.9f, -1.0f, 3.0f};
+    const double halves[V] = {0, 0.5, 0.5, 0, 0, 0, 0, 0};
+    sample_counts(tied, V, 0.7f, 2, 1.0f, DRAWS, counts);
+    check_frequencies(counts, halves, V, DRAWS);
+}
+
+/* Exact results where the math is exact: a constant row normalises to 1.0 (out = weight to
+ * the bit), attention over one repeated key returns the mean of V, and huge scores do not
+ * overflow (the softmax becomes one-hot on the largest). */
+static void test_exact_cases(void **state)
+{
+    (void)state;
+    enum { H = 32, D = 8 };
+    struct rig_test_rng rng;
+    rig_test_rng_seed(&rng, 13);
+    uint16_t in[H], w[H], out[H];
+    for (int h = 0; h < H; h++) in[h] = rig_f32_to_bf16(-2.0f);
+    rig_test_fill_bf16(&rng, w, H, -2.0f, 2.0f);
+    struct rig_op_rms_norm norm = {
+        .out = rig_tensor_2d(out, RIG_DTYPE_BF16, 1, H),
+        .in = rig_tensor_2d(in, RIG_DTYPE_BF16, 1, H),
+        .weight = rig_tensor_1d(w, RIG_DTYPE_BF16, H),
+        .eps = 1e-6f,
+    };
+    rig_sim_op_rms_norm(&norm);
+    for (int h = 0; h < H; h++) assert_int_equal(out[h], w[h] ^ 0x8000u); /* -1 * w */
+    /* three keys: identical K -> uniform weights; V rows 0, 1, 2 (times 0.25) -> mean 0.25 */
+    uint16_t k_cache[3 * D], v_cache[3 * D], q[D], attn[D];
+    int32_t table[3] = {2, 0, 1}, table_idx[1] = {0}, kv_len[1] = {3};
+    for (int d = 0; d < D; d++) {
+        q[d] = rig_f32_to_bf16(0.5f);
+        for (int s = 0; s < 3; s++) {
+            k_cache[s * D + d] = rig_f32_to_bf16(0.75f);
+            v_cache[s * D + d] = rig_f32_to_bf16(0.25f * (float)s);
+        }
+    }
+    struct rig_op_attention_decode decode = {
+        .out = rig_tensor_3d(attn, RIG_DTYPE_BF16, 1, 1, D),
+        .q = rig_tensor_3d(q, RIG_DTYPE_BF16, 1, 1, D),
+        .k_cache = rig_tensor_3d(k_cache, RIG_DTYPE_BF16, 3, 1, D),
+        .v_cache = rig_tensor_3d(v_cache, RIG_DTYPE_BF16, 3, 1, D),
+        .page_table = rig_tensor_2d(table, RIG_DTYPE_I32, 1, 3),
+        .table_idx = rig_tensor_1d(table_idx, RIG_DTYPE_I32, 1),
+        .kv_len = rig_tensor_1d(kv_len, RIG_DTYPE_I32, 1),
+        .scale = 0.3f,
+    };
+    rig_sim_op_attention_decode(&decode);
+    for (int d = 0; d < D; d++) assert_true(rig_bf16_to_f32(attn[d]) == 0.25f);
+    /* slot 1 (position 2) gets a key of +100s: scores ~1e4 apart, softmax one-hot */
+    for (int d = 0; d < D; d++) k_cache[1 * D + d] = rig_f32_to_bf16(100.0f);
+    for (int d = 0; d < D; d++) q[d] = rig_f32_to_bf16(100.0f);
+    decode.scale = 1.0f;
+    rig_sim_op_attention_decode(&decode);
+    for (int d = 0; d < D; d++) assert_int_equal(attn[d], v_cache[1 * D + d]);
+}
+
+/* --- invalid index values abort ----------------------------------------------------------- */
+
+enum bad_case {
+    BAD_STORE_SLOT,
+    BAD_DECODE_ROW,
+    BAD_DECODE_KV_LEN,
+    BAD_DECODE_EMPTY,
+    BAD_PREFILL_QUERIES,
+    BAD_EMBEDDING_ID,
+    BAD_GATHER_ROW,
+    BAD_INDEX_GATHER,
+    BAD_INDEX_SCATTER,
+    BAD_ROPE_POSITION,
+    BAD_CASE_COUNT
+};
+
+/* Runs one kernel on a small valid setup; with `corrupt`, one index value made bad first.
+ * Returns only if the kernel did not abort. */
+static void run_bad_case(enum bad_case which, bool corrupt)
+{
+    enum { S = 4, L = 4, D = 4 };
+    uint16_t cache_k[S * D] = {0}, cache_v[S * D] = {0}, x[2 * D] = {0}, out[2 * D];
+    int32_t table[2 * L] = {0, 1, 2, 3, 3, 2, 1, 0}, idx[2] = {1, 0}, len[2] = {2, 2};
+    int32_t cu_q[3] = {0, 1, 2}, flat[4] = {0};
+    struct rig_tensor k = rig_tensor_3d(x, RIG_DTYPE_BF16, 2, 1, D);
+    struct rig_tensor kc = rig_tensor_3d(cache_k, RIG_DTYPE_BF16, S, 1, D);
+    struct rig_tensor vc = rig_tensor_3d(cache_v, RIG_DTYPE_BF16, S, 1, D);
+    struct rig_tensor pt = rig_tensor_2d(table, RIG_DTYPE_I32, 2, L);
+    struct rig_tensor idx_t = rig_tensor_1d(idx, RIG_DTYPE_I32, 2);
+    struct rig_tensor len_t = rig_tensor_1d(len, RIG_DTYPE_I32, 2);
+    struct rig_tensor out3 = rig_tensor_3d(out, RIG_DTYPE_BF16, 2, 1, D);
+    struct rig_op_attention_decode decode = {out3, k, kc, vc, pt, idx_t, len_t, 1.0f};
+    switch (which) {
+    case BAD_STORE_SLOT:
+        if (corrupt) idx[1] = S;
+        rig_sim_op_store_kv(&(struct rig_op_store_kv){kc, vc, k, k, idx_t});
+        break;
+    case BAD_DECODE_ROW:
+        if (corrupt) idx[0] = 2;
+        rig_sim_op_attention_decode(&decode);
+        break;
+    case BAD_DECODE_KV_LEN:
+        if (corrupt) len[1] = L + 1;
+        rig_sim_op_attention_decode(&decode);
+        break;
+    case BAD_DECODE_EMPTY:
+        if (corrupt) len[0] = 0;
+        rig_sim_op_attention_decode(&decode);
+        break;
+    case BAD_PREFILL_QUERIES:
+        if (corrupt) len[0] = 0; /* one query row, no keys */
+        rig_sim_op_attention_prefill(&(struct rig_op_attention_prefill){
+            out3, k, kc, vc, pt, idx_t, rig_tensor_1d(cu_q, RIG_DTYPE_I32, 3), len_t, 1.0f});
+        break;
+    case BAD_EMBEDDING_ID:
+        if (corrupt) idx[0] = -1;
+        rig_sim_op_embedding(&(struct rig_op_embedding){
+            rig_tensor_2d(out, RIG_DTYPE_BF16, 2, D), rig_tensor_2d(x, RIG_DTYPE_BF16, 2, D),
+            idx_t, 0});
+        break;
+    case BAD_GATHER_ROW:
+        if (corrupt) idx[1] = 2;
+        rig_sim_op_gather_rows(&(struct rig_op_gather_rows){
+            rig_tensor_2d(out, RIG_DTYPE_BF16, 2, D), rig_tensor_2d(x, RIG_DTYPE_BF16, 2, D),
+            idx_t});
+        break;
+    case BAD_INDEX_GATHER:
+        if (corrupt) idx[0] = -1;
+        rig_sim_op_index_gather(&(struct rig_op_index_gather){
+            rig_tensor_1d(len, RIG_DTYPE_I32, 2), rig_tensor_1d(flat, RIG_DTYPE_I32, 4), idx_t});
+        break;
+    case BAD_INDEX_SCATTER:
+        if (corrupt) idx[0] = 4;
+        rig_sim_op_index_scatter(&(struct rig_op_index_scatter){
+            rig_tensor_1d(flat, RIG_DTYPE_I32, 4), rig_tensor_1d(len, RIG_DTYPE_I32, 2), idx_t});
+        break;
+    case BAD_ROPE_POSITION:
+        if (corrupt) idx[1] = -3;
+        rig_sim_op_rope(&(struct rig_op_rope){k, k, idx_t, {.theta = 10000.0f}});
+        break;
+    case BAD_CASE_COUNT: break;
+    }
+}
+
+static void test_bad_indices_abort(void **state)
+{
+    (void)state;
+    for (int which = 0; which < BAD_CASE_COUNT; which++) {
+        fflush(NULL);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            FILE *quiet = freopen("/dev/null", "w", stderr); /* the expected assertion text */
+            (void)quiet;
+            run_bad_case((enum bad_case)which, true);
+            _exit(0); /* not aborted: the parent reports it */
+        }
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGABRT) {
+            fail_msg("bad case %d did not abort (status %d)", which, status);
+        }
+    }
+    /* each setup is valid but for the corrupted value: uncorrupted, it runs here */
+    for (int which = 0; which < BAD_CASE_COUNT; which++) {
+        run_bad_case((enum bad_case)which, false);
+    }
+}
+
 /* --- copy --------------------------------------------------------------------------------- */
 
 /* A transposed (permuted) f32 view copied into a contiguous bf16 tensor, and back. */
@@ -1217,6 +1407,9 @@ int main(void)
         cmocka_unit_test(test_sample_distribution),
         cmocka_unit_test(test_sample_top_p),
         cmocka_unit_test(test_sample_timing_only),
+        cmocka_unit_test(test_sample_masked_and_ties),
+        cmocka_unit_test(test_exact_cases),
+        cmocka_unit_test(test_bad_indices_abort),
         cmocka_unit_test(test_copy_permuted),
         cmocka_unit_test(test_copy_raw),
         cmocka_unit_test(test_op_run_dispatch),
