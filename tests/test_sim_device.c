@@ -357,9 +357,12 @@ static void rig__qwen_ops(struct rig_device *device, struct rig__qwen_rank *q)
     assert_int_equal(rig_hal_buffer_upload(stream, q->meta, 320, positions, sizeof positions),
                      RIG_OK);
     struct rig_op_sample sample = {
-        rig_tensor_1d(m + 384, RIG_DTYPE_I32, 4), rig_tensor_2d(a, RIG_DTYPE_F32, 4, Q_VOCAB / 4),
-        rig_tensor_1d(m + 448, RIG_DTYPE_F32, 4), rig_tensor_1d(m + 512, RIG_DTYPE_I32, 4),
-        rig_tensor_1d(m + 576, RIG_DTYPE_F32, 4), rig_tensor_1d(m + 256, RIG_DTYPE_I64, 4),
+        rig_tensor_1d(m + 384, RIG_DTYPE_I32, 4),
+        rig_tensor_2d(a, RIG_DTYPE_F32, 4, Q_VOCAB / 4),
+        rig_tensor_1d(a + (32 << 20), RIG_DTYPE_F32, 4) /* phantom: unused */,
+        rig_tensor_1d(m + 512, RIG_DTYPE_I32, 4),
+        rig_tensor_1d(m + 576, RIG_DTYPE_F32, 4),
+        rig_tensor_1d(m + 256, RIG_DTYPE_I64, 4),
         rig_tensor_1d(m + 320, RIG_DTYPE_I32, 4)};
     assert_int_equal(rig_hal_sample(stream, &sample), RIG_OK);
     assert_int_equal(rig_hal_buffer_download(stream, q->meta, 128, got, sizeof got), RIG_OK);
@@ -522,6 +525,10 @@ static void test_profile_load(void **state)
     assert_int_equal(profile.memory_bytes, 85520809984ll);
     assert_true(profile.peak_bf16_flops == 989.4e12);
     assert_true(profile.hbm_bytes_per_s == 3.35e12);
+    assert_int_equal(rig_sim_profile_load("h200", &profile, error, sizeof error), RIG_OK);
+    assert_string_equal(profile.name, "h200");
+    assert_int_equal(profile.memory_bytes, 150754820096ll);
+    assert_true(profile.hbm_bytes_per_s == 4.8e12);
     assert_int_equal(rig_sim_profile_load("b200", &profile, error, sizeof error), RIG_E_NOT_FOUND);
     assert_non_null(strstr(error, "'b200'"));
     assert_int_equal(rig_sim_profile_load("/nonexistent/x.yaml", &profile, error, sizeof error),
