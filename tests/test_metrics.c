@@ -52,7 +52,7 @@ static void build_run(struct rig_results *r)
     a->input_len = 10;
     a->cached_len = 4;
     a->output_len = 3;
-    a->finish_reason = RIG_RESULT_LENGTH;
+    a->finish_reason = RIG_FINISH_LENGTH;
     a->token_offset = rig_results_reserve_tokens(r, 3);
     const int64_t times[] = {1000000000, 1500000000, 2500000000};
     memcpy(r->token_time_ns + a->token_offset, times, sizeof times);
@@ -61,15 +61,15 @@ static void build_run(struct rig_results *r)
     b->first_token_ns = b->finish_ns = 1200000000;
     b->input_len = 20;
     b->output_len = 1;
-    b->finish_reason = RIG_RESULT_EOS;
+    b->finish_reason = RIG_FINISH_STOP;
     b->token_offset = rig_results_reserve_tokens(r, 1);
     r->token_time_ns[b->token_offset] = 1200000000;
     r->requests[2].arrival_ns = 500000000;
     r->requests[2].finish_ns = 2000000000; /* aborted: inside the duration, as in sglang */
     r->requests[2].input_len = 50;
-    r->requests[2].finish_reason = RIG_RESULT_ABORT;
+    r->requests[2].finish_reason = RIG_FINISH_ABORT;
     r->requests[3].arrival_ns = 0;
-    r->requests[3].finish_reason = RIG_RESULT_REJECTED;
+    r->requests[3].finish_reason = RIG_FINISH_REJECTED;
 }
 
 static void test_compute_on_a_small_run(void **state)

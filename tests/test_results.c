@@ -48,18 +48,15 @@ static void test_records_capacity_and_check(void **state)
     assert_int_equal(rig_results_check(&r, message, sizeof message), 1);
     assert_non_null(strstr(message, "token times go backwards"));
     r.token_time_ns[1] = 6;
-    r.requests[1].finish_reason = RIG_RESULT_LENGTH; /* finished with no output, no times */
+    r.requests[1].finish_reason = RIG_FINISH_LENGTH; /* finished with no output, no times */
     assert_int_equal(rig_results_check(&r, message, sizeof message), 1);
     r.step_uids[1] = 7;
     assert_int_equal(rig_results_check(&r, NULL, 0), 2);
     rig_results_free(&r);
     assert_null(r.requests);
-    for (int32_t i = 0; i < RIG_RESULT_FINISH_COUNT; i++)
-        assert_int_equal(rig_results_finish_parse(rig_results_finish_name(i)), i);
-    assert_int_equal(rig_results_finish_parse("stop"), -1);
-    assert_true(rig_results_completed(RIG_RESULT_CONTEXT));
-    assert_false(rig_results_completed(RIG_RESULT_ABORT));
-    assert_false(rig_results_completed(RIG_RESULT_NONE));
+    for (int32_t i = 0; i < RIG_FINISH_COUNT; i++)
+        assert_int_equal(rig_finish_reason_parse(rig_finish_reason_name(i)), i);
+    assert_int_equal(rig_finish_reason_parse("eos"), -1);
     assert_int_equal(rig_step_phase_parse("decode"), RIG_STEP_DECODE);
     assert_int_equal(rig_step_phase_parse("both"), -1);
     assert_string_equal(rig_step_phase_name(RIG_STEP_MIXED), "mixed");
@@ -84,7 +81,7 @@ static void build(struct rig_results *r)
     a->finish_ns = 3000;
     a->input_len = 16;
     a->output_len = 3;
-    a->finish_reason = RIG_RESULT_LENGTH;
+    a->finish_reason = RIG_FINISH_LENGTH;
     a->first_step = 0;
     a->finish_step = 1;
     a->token_offset = rig_results_reserve_tokens(r, 3);
@@ -94,7 +91,7 @@ static void build(struct rig_results *r)
     memcpy(r->token_ids, ids, sizeof ids);
     snprintf(r->requests[1].id, sizeof r->requests[1].id, "b");
     r->requests[1].arrival_ns = 500;
-    r->requests[1].finish_reason = RIG_RESULT_REJECTED;
+    r->requests[1].finish_reason = RIG_FINISH_REJECTED;
     const int32_t uids[] = {0};
     struct rig_results_step s = {.phase = RIG_STEP_PREFILL, .batch_size = 1, .tokens = 16,
                                  .padded_size = 1, .start_ns = 10, .end_ns = 900,
@@ -182,17 +179,17 @@ static void check_requests(hid_t file)
     assert_true(H5Dread(set, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) >= 0);
     assert_string_equal(rows[0].id, "a");
     assert_true(fabs(rows[0].ttft - 1e-6) < 1e-15);
-    assert_int_equal(rows[0].reason, RIG_RESULT_LENGTH);
+    assert_int_equal(rows[0].reason, RIG_FINISH_LENGTH);
     assert_string_equal(rows[1].id, "b");
     assert_true(isnan(rows[1].first_scheduled)); /* never scheduled */
-    assert_int_equal(rows[1].reason, RIG_RESULT_REJECTED);
+    assert_int_equal(rows[1].reason, RIG_FINISH_REJECTED);
     hid_t file_type = H5Dget_type(set);
     int index = H5Tget_member_index(file_type, "finish_reason");
     assert_true(index >= 0);
     assert_int_equal(H5Tget_member_class(file_type, (unsigned)index), H5T_ENUM);
     hid_t enum_type = H5Tget_member_type(file_type, (unsigned)index);
     char name[16];
-    int32_t value = RIG_RESULT_REJECTED;
+    int32_t value = RIG_FINISH_REJECTED;
     assert_true(H5Tenum_nameof(enum_type, &value, name, sizeof name) >= 0);
     assert_string_equal(name, "rejected");
     H5Tclose(enum_type);

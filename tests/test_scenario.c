@@ -246,7 +246,7 @@ static void test_expectations(void **state)
     assert_true(e[0].lo == 1 && e[0].hi == 1);
     assert_int_equal(e[0].line, 5);
     assert_int_equal(e[1].field, RIG_FIELD_FINISH_REASON);
-    assert_true(e[1].lo == RIG_RESULT_LENGTH);
+    assert_true(e[1].lo == RIG_FINISH_LENGTH);
     assert_int_equal(e[2].kind, RIG_EXPECT_SAME_OUTPUT);
     assert_int_equal(e[2].other, 0);
     assert_int_equal(e[3].field, RIG_FIELD_TTFT);

@@ -46,7 +46,7 @@ static void build(const struct rig_scenario *s, struct rig_results *r)
         q->finish_ns = q->arrival_ns + 80000000;
         q->input_len = 3;
         q->output_len = 2;
-        q->finish_reason = RIG_RESULT_LENGTH;
+        q->finish_reason = RIG_FINISH_LENGTH;
         q->token_offset = rig_results_reserve_tokens(r, 2);
         r->token_ids[q->token_offset] = 5;
         r->token_ids[q->token_offset + 1] = 6;
@@ -115,7 +115,7 @@ static void test_failures_say_what_and_where(void **state)
     r.token_ids[r.requests[1].token_offset + 1] = 99;
     r.requests[1].first_step = 1; /* while a was still running */
     r.steps[0].tokens = 4;
-    r.requests[0].finish_reason = RIG_RESULT_ABORT;
+    r.requests[0].finish_reason = RIG_FINISH_ABORT;
     r.pages_leaked = 3;
     r.step_uids[0] = 1;
     assert_int_equal(check(&s, &r), 10);
@@ -140,7 +140,7 @@ static void test_missing_step_and_metric_bound(void **state)
     char error[256];
     const char *t = "name: e\nmodel: {preset: tiny}\nrequests: [{id: a, tokens: [1]}]\n"
                     "expect: [{step: 7, phase: decode}, {metric: ttft_max, max: 10ms},"
-                    " {request: a, output_len: 3}, {request: a, finish_reason: eos}]\n";
+                    " {request: a, output_len: 3}, {request: a, finish_reason: stop}]\n";
     assert_int_equal(rig_scenario_load_string(t, "m.yaml", NULL, 0, &s, error, sizeof error),
                      RIG_OK);
     struct rig_results r;
@@ -150,13 +150,13 @@ static void test_missing_step_and_metric_bound(void **state)
     r.requests[0].first_scheduled_ns = 0;
     r.requests[0].first_token_ns = r.requests[0].finish_ns = 20000000;
     r.requests[0].output_len = 1;
-    r.requests[0].finish_reason = RIG_RESULT_LENGTH;
+    r.requests[0].finish_reason = RIG_FINISH_LENGTH;
     r.requests[0].token_offset = rig_results_reserve_tokens(&r, 1);
     assert_int_equal(check(&s, &r), 4);
     assert_true(has("m.yaml:4:27: step 7 does not exist (the run had 0 steps)"));
     assert_true(has("ttft_max is 0.02 s, expected <= 0.01 s"));
     assert_true(has("request a: output_len is 1, expected 3"));
-    assert_true(has("request a: finish_reason is length, expected eos"));
+    assert_true(has("request a: finish_reason is length, expected stop"));
     rig_results_free(&r);
     rig_scenario_free(&s);
 }

@@ -188,8 +188,8 @@ static void rig__request_row(const struct rig_results_request *q, struct rig__re
 
 static void rig__write_requests(struct rig__writer *w, const struct rig_results *r)
 {
-    static const char *const reasons[RIG_RESULT_FINISH_COUNT] = {
-        "none", "length", "eos", "stop_token", "context", "abort", "rejected"};
+    static const char *const reasons[RIG_FINISH_COUNT] = {"none", "length", "stop", "abort",
+                                                          "rejected"};
     if (w->failed) return;
     struct rig__request_row *rows = calloc((size_t)r->request_count + 1, sizeof *rows);
     if (rows == NULL) {
@@ -197,7 +197,7 @@ static void rig__write_requests(struct rig__writer *w, const struct rig_results 
         return;
     }
     for (int64_t i = 0; i < r->request_count; i++) rig__request_row(&r->requests[i], &rows[i]);
-    hid_t reason_type = rig__enum(reasons, RIG_RESULT_FINISH_COUNT);
+    hid_t reason_type = rig__enum(reasons, RIG_FINISH_COUNT);
     hid_t type = rig__request_type(reason_type);
     hid_t packed = H5Tcopy(type);
     H5Tpack(packed);

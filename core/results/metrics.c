@@ -44,7 +44,7 @@ void rig_metrics_stats(double *values, int64_t count, struct rig_metric_stats *o
 
 static bool rig__completed(const struct rig_results_request *r)
 {
-    return rig_results_completed(r->finish_reason);
+    return r->finish_reason == RIG_FINISH_LENGTH || r->finish_reason == RIG_FINISH_STOP;
 }
 
 /* Counts and totals; the span from the first arrival to the last finish. */
@@ -56,8 +56,8 @@ static void rig__totals(const struct rig_results *results, struct rig_metrics *m
         if (r->arrival_ns >= 0 && r->arrival_ns < first) first = r->arrival_ns;
         if (r->finish_ns > last) last = r->finish_ns;
         m->cache_hit_tokens += r->cached_len;
-        if (r->finish_reason == RIG_RESULT_ABORT) m->aborted += 1;
-        else if (r->finish_reason == RIG_RESULT_REJECTED) m->rejected += 1;
+        if (r->finish_reason == RIG_FINISH_ABORT) m->aborted += 1;
+        else if (r->finish_reason == RIG_FINISH_REJECTED) m->rejected += 1;
         else if (!rig__completed(r)) m->unfinished += 1;
         if (!rig__completed(r)) continue;
         m->completed += 1;

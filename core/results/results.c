@@ -5,23 +5,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const rig__finish_names[RIG_RESULT_FINISH_COUNT] = {
-    "none", "length", "eos", "stop_token", "context", "abort", "rejected"};
-
-bool rig_results_completed(int32_t reason)
-{
-    return reason >= RIG_RESULT_LENGTH && reason <= RIG_RESULT_CONTEXT;
-}
+static const char *const rig__finish_names[RIG_FINISH_COUNT] = {"none", "length", "stop",
+                                                                "abort", "rejected"};
 static const char *const rig__phase_names[] = {"prefill", "decode", "mixed"};
 
-const char *rig_results_finish_name(int32_t reason)
+const char *rig_finish_reason_name(int32_t reason)
 {
-    return reason >= 0 && reason < RIG_RESULT_FINISH_COUNT ? rig__finish_names[reason] : "?";
+    return reason >= 0 && reason < RIG_FINISH_COUNT ? rig__finish_names[reason] : "?";
 }
 
-int32_t rig_results_finish_parse(const char *name)
+int32_t rig_finish_reason_parse(const char *name)
 {
-    for (int32_t i = 0; i < RIG_RESULT_FINISH_COUNT; i++)
+    for (int32_t i = 0; i < RIG_FINISH_COUNT; i++)
         if (strcmp(rig__finish_names[i], name) == 0) return i;
     return -1;
 }
@@ -119,7 +114,7 @@ static const char *rig__check_request(const struct rig_results *results, int64_t
             results->token_time_ns[r->token_offset + k - 1])
             return "token times go backwards";
     }
-    bool finished = rig_results_completed(r->finish_reason);
+    bool finished = r->finish_reason == RIG_FINISH_LENGTH || r->finish_reason == RIG_FINISH_STOP;
     if (finished && (r->first_scheduled_ns < r->arrival_ns ||
                      r->first_token_ns < r->first_scheduled_ns ||
                      r->finish_ns < r->first_token_ns))

@@ -31,18 +31,14 @@
 #define RIG_RESULTS_TEXT_MAX 128
 #define RIG_RESULTS_ID_MAX 48
 
-/* How a request ended: the engine's reasons (core/request.h), kept here as plain data so the
- * results and their file format do not depend on the engine's headers. */
-enum rig_result_finish {
-    RIG_RESULT_NONE = 0,       /* never ended (still running when the run stopped) */
-    RIG_RESULT_LENGTH = 1,     /* max_tokens reached */
-    RIG_RESULT_EOS = 2,        /* an end-of-sequence token */
-    RIG_RESULT_STOP_TOKEN = 3, /* one of the request's stop tokens */
-    RIG_RESULT_CONTEXT = 4,    /* the context limit */
-    RIG_RESULT_ABORT = 5,      /* aborted by the client / the scenario */
-    RIG_RESULT_REJECTED = 6,   /* refused at submission: can never fit */
+enum rig_finish_reason {
+    RIG_FINISH_NONE = 0,     /* never finished (still running when the run stopped) */
+    RIG_FINISH_LENGTH = 1,   /* max_tokens or the context limit */
+    RIG_FINISH_STOP = 2,     /* EOS or a stop token */
+    RIG_FINISH_ABORT = 3,    /* aborted by the client / the scenario */
+    RIG_FINISH_REJECTED = 4, /* refused at admission (too long for the context or the KV) */
 };
-#define RIG_RESULT_FINISH_COUNT 7
+#define RIG_FINISH_COUNT 5
 
 enum rig_step_phase {
     RIG_STEP_PREFILL = 0,
@@ -60,7 +56,7 @@ struct rig_results_request {
     int32_t input_len;
     int32_t cached_len;         /* prompt tokens found in the prefix cache */
     int32_t output_len;
-    int32_t finish_reason;      /* enum rig_result_finish */
+    int32_t finish_reason;      /* enum rig_finish_reason */
     int64_t first_step;         /* index of the first step it ran in; -1 never */
     int64_t finish_step;        /* index of the step that produced its last token; -1 */
     int64_t token_offset;       /* its rows in the token arrays */
@@ -137,12 +133,9 @@ int64_t rig_results_reserve_tokens(struct rig_results *results, int64_t count);
  * description to `message` (may be NULL). */
 int64_t rig_results_check(const struct rig_results *results, char *message, size_t message_len);
 
-/* "none", "length", "eos", "stop_token", "context", "abort", "rejected"; and the reverse
- * (-1 unknown). */
-const char *rig_results_finish_name(int32_t reason);
-int32_t rig_results_finish_parse(const char *name);
-/* True for the reasons bench_serving counts as a success: length, eos, stop_token, context. */
-bool rig_results_completed(int32_t reason);
+/* "length", "stop", "abort", "rejected", "none"; and the reverse (-1 unknown). */
+const char *rig_finish_reason_name(int32_t reason);
+int32_t rig_finish_reason_parse(const char *name);
 /* "prefill", "decode", "mixed"; and the reverse (-1 unknown). */
 const char *rig_step_phase_name(int32_t phase);
 int32_t rig_step_phase_parse(const char *name);

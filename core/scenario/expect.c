@@ -22,7 +22,7 @@ static int64_t rig__count_requests(const struct rig_results *results, int32_t re
     int64_t count = 0;
     for (int64_t i = 0; i < results->request_count; i++) {
         int32_t r = results->requests[i].finish_reason;
-        bool finished = rig_results_completed(r);
+        bool finished = r == RIG_FINISH_LENGTH || r == RIG_FINISH_STOP;
         count += reason < 0 ? finished : r == reason;
     }
     return count;
@@ -36,8 +36,8 @@ int64_t rig_expect_total(const struct rig_results *results, int32_t field)
     case RIG_FIELD_INVARIANT_VIOLATIONS: return results->invariant_violations;
     case RIG_FIELD_CACHE_HIT_TOKENS: return results->cache_hit_tokens;
     case RIG_FIELD_REQUESTS_FINISHED: return rig__count_requests(results, -1);
-    case RIG_FIELD_REQUESTS_ABORTED: return rig__count_requests(results, RIG_RESULT_ABORT);
-    case RIG_FIELD_REQUESTS_REJECTED: return rig__count_requests(results, RIG_RESULT_REJECTED);
+    case RIG_FIELD_REQUESTS_ABORTED: return rig__count_requests(results, RIG_FINISH_ABORT);
+    case RIG_FIELD_REQUESTS_REJECTED: return rig__count_requests(results, RIG_FINISH_REJECTED);
     case RIG_FIELD_STEPS: return results->step_count;
     case RIG_FIELD_PREFILL_STEPS:
     case RIG_FIELD_DECODE_STEPS:
@@ -108,8 +108,7 @@ static void rig__check_value(struct rig__checker *c, const struct rig_scenario_e
     rig__fail(c, e, "%s, expected %s", text, expected);
 }
 
-static const char *const rig__reason_names[] = {"none",    "length", "eos",     "stop_token",
-                                                "context", "abort",  "rejected"};
+static const char *const rig__reason_names[] = {"none", "length", "stop", "abort", "rejected"};
 static const char *const rig__phase_names[] = {"prefill", "decode", "mixed"};
 
 static void rig__check_request(struct rig__checker *c, const struct rig_scenario_expect *e)

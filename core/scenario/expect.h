@@ -23,7 +23,7 @@ enum rig_expect_request_field {
     RIG_FIELD_CACHED_LEN = 0,
     RIG_FIELD_OUTPUT_LEN,
     RIG_FIELD_INPUT_LEN,
-    RIG_FIELD_FINISH_REASON, /* value: enum rig_result_finish */
+    RIG_FIELD_FINISH_REASON, /* value: enum rig_finish_reason */
     RIG_FIELD_TTFT,
     RIG_FIELD_E2E,
     RIG_FIELD_REQUEST_COUNT_

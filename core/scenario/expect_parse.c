@@ -65,8 +65,8 @@ static enum rig_status rig__add(struct rig_scenario_build *b, struct fy_node *it
     bool reason = kind == RIG_EXPECT_REQUEST && field == RIG_FIELD_FINISH_REASON;
     bool phase = kind == RIG_EXPECT_STEP && field == RIG_FIELD_PHASE;
     if (reason || phase) {
-        static const char *const reasons[] = {"none",    "length", "eos",      "stop_token",
-                                              "context", "abort",  "rejected", NULL};
+        static const char *const reasons[] = {"none", "length", "stop", "abort", "rejected",
+                                              NULL};
         static const char *const phases[] = {"prefill", "decode", "mixed", NULL};
         int32_t value = 0;
         status = rig_yaml_enum(&b->yaml, node, what, reason ? reasons : phases, &value);
