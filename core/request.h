@@ -94,7 +94,8 @@ struct rig_request {
     int32_t max_device_len;   /* input_len + max_tokens */
     int32_t alloc_len;        /* KV slots allocated in the row: positions [0, alloc_len) */
     int32_t prompt_cached;    /* prefix length the radix cache matched at admission */
-    int32_t synced_len;       /* row positions [0, synced_len) already on the devices */
+    int32_t synced_len;       /* page-table positions [0, synced_len) sent to the devices */
+    int32_t tokens_synced;    /* token-pool positions [0, tokens_synced) sent (prompt only) */
     int32_t table_idx;        /* page-table row; -1 when none */
     struct rig_radix_handle handle; /* locked cached prefix (valid while has_handle) */
     bool has_handle;

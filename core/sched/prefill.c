@@ -55,7 +55,9 @@ static bool rig__prefill_admit(struct rig_prefill *prefill, struct rig_cache *ca
     if (rig_table_free_count(table) == 0) return false;
     struct rig_radix_handle handle =
         rig_cache_match(cache, r->tokens, r->input_len, prefill->match_slots);
-    int64_t need = (int64_t)(r->input_len - handle.cached_len) + r->sampling.max_tokens;
+    int32_t ps = cache->page_size;
+    int64_t end = ((int64_t)r->max_device_len + ps - 1) / ps * ps; /* whole pages */
+    int64_t need = end - handle.cached_len;
     if (need + reserved > rig_cache_available(cache)) return false;
     rig_cache_lock(cache, handle);
     /* Locking turned the matched nodes from evictable into protected: check again. */
@@ -76,6 +78,7 @@ static bool rig__prefill_admit(struct rig_prefill *prefill, struct rig_cache *ca
     r->alloc_len = handle.cached_len;
     r->prompt_cached = handle.cached_len;
     r->synced_len = 0;
+    r->tokens_synced = 0;
     r->admit_seq = prefill->admitted++;
     return true;
 }
@@ -97,7 +100,7 @@ int32_t rig_prefill_schedule(struct rig_prefill *prefill, struct rig_cache *cach
         int32_t chunk = remain < budget ? remain : budget;
         RIG_ASSERT(chunk > 0);
         budget -= chunk;
-        reserved += (int64_t)remain + r->sampling.max_tokens;
+        reserved += (int64_t)remain + (r->max_device_len - r->input_len);
         r->device_len = r->cached_len + chunk;
         out[selected++] = r;
         if (chunk == remain) finished_prompts++;
