@@ -177,6 +177,7 @@ struct rig_engine_stats {
     int64_t decode_tokens;
     int64_t cached_tokens;      /* prompt tokens served from the prefix cache */
     int64_t graph_replays;
+    int64_t row_rewrites;       /* page-table entries pointed from duplicates to the tree */
     int32_t pending, running;   /* now */
     struct rig_cache_sizes kv;  /* now, in slots */
 };

@@ -142,6 +142,7 @@ static void rig__cache_prompt(struct rig_engine *e, struct rig_request *r)
     int32_t n = rig_cache_insert(&e->cache, r->tokens, row, r->input_len, r->alloc_len,
                                  r->handle, false, &fresh, e->scratch_rewritten);
     r->handle = fresh;
+    e->stats.row_rewrites += n;
     int32_t base = r->table_idx * e->max_seq_len;
     for (int32_t i = 0; i < n; i++) {
         RIG_ASSERT(e->rewrite_count < e->layout.writes_max);
