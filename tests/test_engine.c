@@ -13,6 +13,7 @@
  *   two runs give identical decode orders, records and tokens.
  * - Aborts at every step of a small workload: each request ends exactly once, all drains.
  * - Stop conditions: stop token, EOS (and ignore_eos), context limit (max_tokens 0). */
+#include "hal/philox.h"
 #include "tests/support/engine_harness.h"
 
 static struct harness h;
