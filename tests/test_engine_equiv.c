@@ -8,7 +8,8 @@
  * budget 64, decode graphs): overlap off; mixed and decode_first policies; the naive cache;
  * a budget of 16 (more chunks); decode graphs off; page size 4; and under TP 2, overlap on
  * vs off and radix vs naive (TP changes the floating-point sums, so TP 2 is compared with
- * itself). The invariant checker runs after every step. */
+ * itself). The invariant checker runs after every step. The virtual clock must also show
+ * overlap and prefix caching paying off (later end times without them). */
 #include "tests/support/engine_harness.h"
 
 #define N_REQ 8
@@ -71,11 +72,14 @@ static void assert_same_tokens(const struct harness *a, const struct harness *b,
     }
 }
 
-static void variant(const struct rig_engine_config *c, const char *what)
+/* Runs a variant, compares its tokens; returns its end time on the virtual host clock. */
+static int64_t variant(const struct rig_engine_config *c, const char *what)
 {
     run(&other, c);
     assert_same_tokens(&base, &other, what);
+    int64_t end = rig_engine_now_ns(other.engine);
     harness_close(&other);
+    return end;
 }
 
 static void test_same_tokens_under_every_schedule(void **state)
@@ -88,10 +92,15 @@ static void test_same_tokens_under_every_schedule(void **state)
     rig_engine_stats(base.engine, &st);
     assert_true(st.cached_tokens > 0);  /* the cache was used */
     assert_true(st.graph_replays > 0);  /* graphs were replayed */
-    base_config(&c), c.overlap = false, variant(&c, "overlap off");
+    int64_t base_end = rig_engine_now_ns(base.engine);
+    /* The virtual clock models what the options buy: overlap hides host work, the prefix
+     * cache saves prefill; both runs end later without them. */
+    base_config(&c), c.overlap = false;
+    assert_true(variant(&c, "overlap off") > base_end);
+    base_config(&c), c.cache_type = RIG_CACHE_NAIVE;
+    assert_true(variant(&c, "naive cache") > base_end);
     base_config(&c), c.policy = RIG_POLICY_MIXED, variant(&c, "mixed");
     base_config(&c), c.policy = RIG_POLICY_DECODE_FIRST, variant(&c, "decode_first");
-    base_config(&c), c.cache_type = RIG_CACHE_NAIVE, variant(&c, "naive cache");
     base_config(&c), c.prefill_budget = 16, variant(&c, "budget 16");
     base_config(&c), c.cuda_graphs = false, variant(&c, "no graphs");
     base_config(&c), c.page_size = 4, c.num_pages = 256, variant(&c, "page size 4");
