@@ -337,7 +337,7 @@ static void rig__report_rejection(struct rig_engine *e, const struct rig_submit 
     e->ended++;
     e->stats.rejected++;
     if (!e->observer.on_finish) return;
-    struct rig_request_result res = {s->uid, RIG_FINISH_REJECTED, why, s->prompt_len, 0, 0,
+    struct rig_request_result res = {s->uid, RIG_END_REJECTED, why, s->prompt_len, 0, 0,
                                      NULL, NULL, s->arrival_ns >= 0 ? s->arrival_ns : now,
                                      -1, -1, now};
     e->observer.on_finish(e->observer.ctx, &res);
@@ -399,7 +399,7 @@ enum rig_status rig_engine_abort(struct rig_engine *e, uint64_t uid)
     if (r->state == RIG_REQUEST_PENDING || r->state == RIG_REQUEST_CHUNKED)
         rig_prefill_remove(&e->prefill, r);
     rig_decode_remove(&e->decode, r);
-    rig__request_end(e, r, RIG_FINISH_ABORT, NULL);
+    rig__request_end(e, r, RIG_END_ABORT, NULL);
     return RIG_OK;
 }
 

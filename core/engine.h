@@ -103,7 +103,7 @@ struct rig_step_record {
  * observer call. Times are host-clock nanoseconds; -1 when the event never happened. */
 struct rig_request_result {
     uint64_t uid;
-    enum rig_finish_reason reason;
+    enum rig_request_end reason;
     const char *message;        /* why, for rejections; "" otherwise */
     int32_t input_len;
     int32_t cached_len;         /* prompt tokens found in the prefix cache */

@@ -4,14 +4,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *rig_finish_reason_name(enum rig_finish_reason reason)
+const char *rig_request_end_name(enum rig_request_end reason)
 {
     static const char *const names[] = {
-#define RIG__FINISH_NAME(name, text) text,
-        RIG_FINISH_REASON_MAP(RIG__FINISH_NAME)
-#undef RIG__FINISH_NAME
+#define RIG__END_NAME(name, text) text,
+        RIG_REQUEST_END_MAP(RIG__END_NAME)
+#undef RIG__END_NAME
     };
-    if ((int)reason < 0 || reason >= RIG_FINISH_COUNT) return "?";
+    if ((int)reason < 0 || reason >= RIG_END_COUNT) return "?";
     return names[reason];
 }
 

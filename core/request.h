@@ -44,7 +44,7 @@ enum rig_request_state {
     RIG_REQUEST_ABORTED = 5,
 };
 
-#define RIG_FINISH_REASON_MAP(X)                                                           \
+#define RIG_REQUEST_END_MAP(X)                                                             \
     X(NONE, "none")                                                                        \
     X(LENGTH, "length")         /* max_tokens reached */                                   \
     X(EOS, "eos")               /* an end-of-sequence token of the model */                \
@@ -53,15 +53,15 @@ enum rig_request_state {
     X(ABORT, "abort")           /* aborted by the client */                                \
     X(REJECTED, "rejected")     /* could never fit; see the rejection message */
 
-enum rig_finish_reason {
-#define RIG__FINISH_ENUM(name, text) RIG_FINISH_##name,
-    RIG_FINISH_REASON_MAP(RIG__FINISH_ENUM)
-#undef RIG__FINISH_ENUM
-        RIG_FINISH_COUNT
+enum rig_request_end {
+#define RIG__END_ENUM(name, text) RIG_END_##name,
+    RIG_REQUEST_END_MAP(RIG__END_ENUM)
+#undef RIG__END_ENUM
+        RIG_END_COUNT
 };
 
 /* "length", "eos", ...; "?" outside the enum. Can't fail. */
-const char *rig_finish_reason_name(enum rig_finish_reason reason);
+const char *rig_request_end_name(enum rig_request_end reason);
 const char *rig_request_state_name(enum rig_request_state state);
 
 struct rig_sampling_params {
@@ -82,7 +82,7 @@ struct rig_sampling_params rig_sampling_default(void);
 struct rig_request {
     uint64_t uid;
     enum rig_request_state state;
-    enum rig_finish_reason finish_reason;
+    enum rig_request_end finish_reason;
     struct rig_sampling_params sampling;
     uint64_t sample_seed;     /* per-request sampling seed */
     int32_t *tokens;          /* (max_seq_len) the prompt, then the output tokens */

@@ -108,11 +108,11 @@ static void test_rejections(void **state)
     harness_submit(&h, 6, p, 10, 2, 0.0f, RIG_OK);
     harness_submit(&h, 6, p, 10, 2, 0.0f, RIG_E_INVALID); /* uid in use */
     harness_run(&h);
-    assert_int_equal(harness_get(&h, 1)->reason, RIG_FINISH_REJECTED);
+    assert_int_equal(harness_get(&h, 1)->reason, RIG_END_REJECTED);
     assert_non_null(strstr(harness_get(&h, 1)->message, "context limit of 128"));
     assert_non_null(strstr(harness_get(&h, 2)->message, "exceeds the context limit"));
     assert_non_null(strstr(harness_get(&h, 3)->message, "the whole cache holds 100"));
-    assert_int_equal(harness_get(&h, 6)->reason, RIG_FINISH_LENGTH);
+    assert_int_equal(harness_get(&h, 6)->reason, RIG_END_LENGTH);
     struct rig_engine_stats st;
     rig_engine_stats(h.engine, &st);
     assert_int_equal(st.rejected, 3);
@@ -179,7 +179,7 @@ static void test_overlap_finish_waits_for_inflight(void **state)
     harness_run(&h);
     assert_int_equal(finish_checks, 1);
     struct harness_request *r = harness_get(&h, 1);
-    assert_int_equal(r->reason, RIG_FINISH_STOP_TOKEN);
+    assert_int_equal(r->reason, RIG_END_STOP_TOKEN);
     assert_int_equal(r->output_len, k + 1);
     assert_null(rig_engine_find(h.engine, 1));
     harness_close(&h);
@@ -234,7 +234,7 @@ static void test_abort_and_finish_same_step(void **state)
     harness_run(&h);
     struct harness_request *hr = harness_get(&h, 1);
     assert_int_equal(hr->finish_calls, 1);
-    assert_int_equal(hr->reason, RIG_FINISH_ABORT);
+    assert_int_equal(hr->reason, RIG_END_ABORT);
     assert_int_equal(hr->output_len, 3);
     struct rig_engine_stats st;
     rig_engine_stats(h.engine, &st);
@@ -299,7 +299,7 @@ static void test_abort_at_every_step(void **state)
         harness_run(&h);
         assert_int_equal(h.request_count, 6);
         for (int32_t i = 0; i < 6; i++) assert_int_equal(h.requests[i].finish_calls, 1);
-        if (st == RIG_OK) assert_int_equal(harness_get(&h, victim)->reason, RIG_FINISH_ABORT);
+        if (st == RIG_OK) assert_int_equal(harness_get(&h, victim)->reason, RIG_END_ABORT);
         struct rig_engine_stats stats;
         rig_engine_stats(h.engine, &stats);
         assert_int_equal(stats.kv.owned + stats.kv.protected_, 0);
@@ -351,11 +351,11 @@ static void test_stop_conditions(void **state)
     s.sampling.max_tokens = 0;
     assert_int_equal(rig_engine_submit(h.engine, &s, NULL, 0), RIG_OK);
     harness_run(&h);
-    assert_int_equal(harness_get(&h, 2)->reason, RIG_FINISH_EOS);
+    assert_int_equal(harness_get(&h, 2)->reason, RIG_END_EOS);
     assert_int_equal(harness_get(&h, 2)->output_len, k + 1);
-    assert_int_equal(harness_get(&h, 3)->reason, RIG_FINISH_LENGTH);
+    assert_int_equal(harness_get(&h, 3)->reason, RIG_END_LENGTH);
     assert_int_equal(harness_get(&h, 3)->output_len, 10);
-    assert_int_equal(harness_get(&h, 4)->reason, RIG_FINISH_CONTEXT);
+    assert_int_equal(harness_get(&h, 4)->reason, RIG_END_CONTEXT);
     assert_int_equal(harness_get(&h, 4)->output_len, 4);
     harness_close(&h);
 }

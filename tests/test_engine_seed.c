@@ -64,7 +64,7 @@ static void run_single(bool overlap)
     }
     struct harness_request *a = harness_get(&h, 1);
     assert_int_equal(a->finish_calls, 1);
-    assert_int_equal(a->reason, RIG_FINISH_LENGTH);
+    assert_int_equal(a->reason, RIG_END_LENGTH);
     assert_int_equal(a->output_len, 16);
     int32_t nodes;
     int64_t tokens;

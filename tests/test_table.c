@@ -56,7 +56,7 @@ static void test_request_pool(void **state)
     assert_null(rig_request_pool_find(&pool, 42));
     assert_int_equal(rig_request_pool_add(&pool, 44, prompt, 1, &c), RIG_OK);
     assert_ptr_equal(c, a); /* the slot is reused */
-    assert_string_equal(rig_finish_reason_name(RIG_FINISH_STOP_TOKEN), "stop_token");
+    assert_string_equal(rig_request_end_name(RIG_END_STOP_TOKEN), "stop_token");
     assert_string_equal(rig_request_state_name(RIG_REQUEST_CHUNKED), "chunked");
     rig_request_pool_free(&pool);
 }

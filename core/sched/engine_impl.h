@@ -161,6 +161,6 @@ void rig__stage_padding(struct rig_engine *engine, struct rig__batch *batch, int
 
 /* scheduler.c */
 void rig__request_end(struct rig_engine *engine, struct rig_request *r,
-                      enum rig_finish_reason reason, const char *message);
+                      enum rig_request_end reason, const char *message);
 
 #endif /* RIG_ENGINE_IMPL_H */

@@ -64,31 +64,31 @@ static int32_t rig__schedule(struct rig_engine *e, struct rig__batch *b)
 }
 
 /* Why `r` stops after its newest token, or NONE. */
-static enum rig_finish_reason rig__stop_reason(const struct rig_engine *e,
+static enum rig_request_end rig__stop_reason(const struct rig_engine *e,
                                                const struct rig_request *r, int32_t token)
 {
     if (!r->sampling.ignore_eos) {
         const struct rig_model_config *m = &e->config.model;
         for (int32_t i = 0; i < m->eos_count; i++)
-            if (token == m->eos_token_ids[i]) return RIG_FINISH_EOS;
+            if (token == m->eos_token_ids[i]) return RIG_END_EOS;
     }
     for (int32_t i = 0; i < r->sampling.stop_token_count; i++)
-        if (token == r->sampling.stop_token_ids[i]) return RIG_FINISH_STOP_TOKEN;
+        if (token == r->sampling.stop_token_ids[i]) return RIG_END_STOP_TOKEN;
     /* max_tokens 0 asked for "as many as the context allows": the limit is the context. */
     if (r->output_len >= r->max_device_len - r->input_len)
-        return r->sampling.max_tokens == 0 ? RIG_FINISH_CONTEXT : RIG_FINISH_LENGTH;
-    return RIG_FINISH_NONE;
+        return r->sampling.max_tokens == 0 ? RIG_END_CONTEXT : RIG_END_LENGTH;
+    return RIG_END_NONE;
 }
 
 void rig__request_end(struct rig_engine *e, struct rig_request *r,
-                      enum rig_finish_reason reason, const char *message)
+                      enum rig_request_end reason, const char *message)
 {
     RIG_ASSERT_MSG(rig_request_live(r), "a request ended twice");
-    r->state = reason == RIG_FINISH_ABORT ? RIG_REQUEST_ABORTED : RIG_REQUEST_FINISHED;
+    r->state = reason == RIG_END_ABORT ? RIG_REQUEST_ABORTED : RIG_REQUEST_FINISHED;
     r->finish_reason = reason;
     r->finish_ns = rig__now(e);
     e->ended++;
-    if (reason == RIG_FINISH_ABORT) e->stats.aborted++;
+    if (reason == RIG_END_ABORT) e->stats.aborted++;
     else e->stats.finished++;
     if (e->observer.on_finish) {
         struct rig_request_result res = {
@@ -161,8 +161,8 @@ static void rig__accept_token(struct rig_engine *e, struct rig_request *r, int32
     r->output_len++;
     if (e->observer.on_token)
         e->observer.on_token(e->observer.ctx, r->uid, r->output_len - 1, token, now);
-    enum rig_finish_reason reason = rig__stop_reason(e, r, token);
-    if (reason != RIG_FINISH_NONE) {
+    enum rig_request_end reason = rig__stop_reason(e, r, token);
+    if (reason != RIG_END_NONE) {
         rig_decode_remove(&e->decode, r);
         rig__request_end(e, r, reason, NULL);
     } else if (prefill) {

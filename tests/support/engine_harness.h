@@ -22,7 +22,7 @@ struct harness_request {
     int32_t tokens[HARNESS_TOKENS];
     int32_t token_count;
     int32_t finish_calls;
-    enum rig_finish_reason reason;
+    enum rig_request_end reason;
     char message[200];
     int32_t cached_len;
     int32_t output_len;
