@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/results/results.h"
 #include "core/sched/engine_impl.h"
 #include "hal/philox.h"
 
@@ -434,4 +435,19 @@ const struct rig_cache *rig_engine_cache(const struct rig_engine *e)
 const struct rig_engine_config *rig_engine_get_config(const struct rig_engine *e)
 {
     return &e->config;
+}
+
+int32_t rig_engine_results_finish(enum rig_request_end end)
+{
+    switch (end) {
+    case RIG_END_LENGTH:
+    case RIG_END_CONTEXT: return RIG_FINISH_LENGTH;
+    case RIG_END_EOS:
+    case RIG_END_STOP_TOKEN: return RIG_FINISH_STOP;
+    case RIG_END_ABORT: return RIG_FINISH_ABORT;
+    case RIG_END_REJECTED: return RIG_FINISH_REJECTED;
+    case RIG_END_NONE:
+    case RIG_END_COUNT: break;
+    }
+    return RIG_FINISH_NONE;
 }

@@ -191,4 +191,9 @@ const struct rig_request *rig_engine_find(const struct rig_engine *engine, uint6
 const struct rig_cache *rig_engine_cache(const struct rig_engine *engine);
 const struct rig_engine_config *rig_engine_get_config(const struct rig_engine *engine);
 
+/* The results file's finish reason (core/results/results.h, enum rig_finish_reason) of an
+ * engine end reason: length and context → LENGTH, eos and stop_token → STOP, abort → ABORT,
+ * rejected → REJECTED, none → NONE. Can't fail. */
+int32_t rig_engine_results_finish(enum rig_request_end end);
+
 #endif /* RIG_ENGINE_H */
