@@ -157,8 +157,9 @@ enum rig_status rig_engine_abort(struct rig_engine *engine, uint64_t uid);
  * results (overlap) or this one's (normal), release finished requests, check invariants.
  * *progress (may be NULL) tells whether anything happened. Fails only on a device error. */
 enum rig_status rig_engine_step(struct rig_engine *engine, bool *progress);
-/* Steps until idle (nothing queued, running or in flight). Bounded by `max_steps` (<= 0:
- * no bound other than progress: it stops when a step makes none). */
+/* Steps until idle (nothing queued, running or in flight), at most `max_steps` steps (<= 0:
+ * no bound). RIG_E_STATE when a step makes no progress while work remains (queued requests
+ * that can never be admitted — a bug, since such requests are rejected at submission). */
 enum rig_status rig_engine_run(struct rig_engine *engine, int64_t max_steps);
 bool rig_engine_idle(const struct rig_engine *engine);
 
