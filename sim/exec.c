@@ -4,7 +4,7 @@
  * the clock says when they would have run on the device. In timing-only mode an op's math
  * runs only when every tensor it touches is real (METADATA) memory: the token-pool gathers
  * and scatters on metadata run for real; an op with any phantom tensor is skipped and its
- * outputs keep their contents — except SAMPLE with phantom logits and real token, seed and
+ * outputs keep their contents — except SAMPLE with phantom logits and real tokens, seed and
  * position tensors, which draws its tokens from the counter-based RNG
  * (rig_sim_op_sample_timing_only), so timing-only runs still produce tokens.
  */
@@ -22,8 +22,8 @@
 #define RIG__AT(field) offsetof(struct rig_op, u.field)
 
 /* Where each op kind keeps its tensor arguments (absent optional ones included); a list ends
- * at the first 0 (no tensor sits at offset 0: the kind does). Order matters only for SAMPLE,
- * whose logits must come second (rig__run_math). */
+ * at the first 0 (no tensor sits at offset 0: the kind does). Order matters only for SAMPLE
+ * (rig__run_math reads its bits by position). */
 static const size_t rig__tensor_offsets[RIG_OP_COUNT][RIG__OP_TENSORS_MAX] = {
     [RIG_OP_EMBEDDING] = {RIG__AT(embedding.out), RIG__AT(embedding.table), RIG__AT(embedding.ids)},
     [RIG_OP_RMS_NORM] = {RIG__AT(rms_norm.out), RIG__AT(rms_norm.in), RIG__AT(rms_norm.weight)},
@@ -97,8 +97,10 @@ static void rig__run_math(const struct rig_sim_device *device, const struct rig_
         RIG_ASSERT_MSG(status == RIG_OK, "a validated op failed in the reference kernels");
         return;
     }
-    const uint32_t logits_only = 1u << 1; /* rig__op_tensors: sample.logits is second */
-    if (op->kind == RIG_OP_SAMPLE && phantom == logits_only)
+    /* Bits in rig__tensor_offsets' SAMPLE order: tokens, logits, ..., seed, position. The
+     * timing-only sampler reads only seed and position and writes tokens. */
+    const uint32_t logits = 1u << 1, needed_real = 1u << 0 | 1u << 5 | 1u << 6;
+    if (op->kind == RIG_OP_SAMPLE && (phantom & logits) && !(phantom & needed_real))
         rig_sim_op_sample_timing_only(&op->u.sample);
 }
 
