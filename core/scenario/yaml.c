@@ -99,9 +99,23 @@ static int64_t rig__yaml_bad_utf8(const char *text)
     return -1;
 }
 
+/* The error for text that is not UTF-8 at byte `bad`. */
+static enum rig_status rig__yaml_not_utf8(struct rig_yaml *y, const char *text, int64_t bad)
+{
+    int32_t line = 1, column = 1;
+    for (int64_t i = 0; i < bad; i++) {
+        column = text[i] == '\n' ? 1 : column + 1;
+        line += text[i] == '\n';
+    }
+    snprintf(y->error, y->error_len, "%s:%d:%d: the text is not valid UTF-8", y->file, line,
+             column);
+    return RIG_E_PARSE;
+}
+
 /* Why YAML text is checked for UTF-8 first: the libfyaml of Debian 12 (0.8) loops forever on
  * some invalid bytes (e.g. "%\xa6", found by tests/fuzz/fuzz_scenario.c), and YAML text
- * must be Unicode anyway. A file is read whole (scenarios are small) for the same check. */
+ * must be Unicode anyway. A file is read whole (scenarios are small) for the same check, then
+ * parsed from the file: libfyaml keeps pointers into the text it parses. */
 struct fy_document *rig_yaml_parse(struct rig_yaml *y, const char *text, enum rig_status *status)
 {
     RIG_ASSERT(y != NULL && y->file != NULL);
@@ -113,21 +127,9 @@ struct fy_document *rig_yaml_parse(struct rig_yaml *y, const char *text, enum ri
     }
     const char *source = text != NULL ? text : read;
     int64_t bad = rig__yaml_bad_utf8(source);
-    struct fy_document *doc = NULL;
-    if (bad >= 0) {
-        int32_t line = 1, column = 1;
-        for (int64_t i = 0; i < bad; i++) {
-            column = source[i] == '\n' ? 1 : column + 1;
-            line += source[i] == '\n';
-        }
-        snprintf(y->error, y->error_len, "%s:%d:%d: the text is not valid UTF-8", y->file,
-                 line, column);
-        *status = RIG_E_PARSE;
-    } else {
-        doc = rig__yaml_build(y, source, status);
-    }
+    if (bad >= 0) *status = rig__yaml_not_utf8(y, source, bad);
     free(read);
-    return doc;
+    return bad >= 0 ? NULL : rig__yaml_build(y, text, status);
 }
 
 void rig_yaml_position(struct fy_node *node, int32_t *line, int32_t *column)

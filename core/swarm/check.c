@@ -154,15 +154,16 @@ static void rig__write_request(FILE *f, const struct rig_swarm_case *c, int32_t 
     /* The scenario format wants max_tokens >= 1: "up to the context" written out. */
     int32_t max_tokens = q->max_tokens > 0 ? q->max_tokens : c->max_seq_len - q->prompt_len;
     if (max_tokens < 1) max_tokens = 1;
-    fprintf(f, "  - {id: r%d, at: %lldns, max_tokens: %d, temperature: %g, top_k: %d, "
-               "ignore_eos: %s,", i, (long long)q->arrival_ns, max_tokens,
+    /* Block style: libfyaml refuses a flow mapping whose entry spans more than 1024
+     * characters (YAML's limit on implicit keys), which long prompts exceed. */
+    fprintf(f, "  - id: r%d\n    at: %lldns\n    max_tokens: %d\n    temperature: %g\n"
+               "    top_k: %d\n    ignore_eos: %s\n", i, (long long)q->arrival_ns, max_tokens,
             (double)q->temperature, q->top_k, q->ignore_eos ? "true" : "false");
-    if (abort_ns >= 0) fprintf(f, " abort_at: %lldns,", (long long)abort_ns);
-    fprintf(f, "\n     tokens: [");
+    if (abort_ns >= 0) fprintf(f, "    abort_at: %lldns\n", (long long)abort_ns);
+    fprintf(f, "    tokens: [");
     for (int32_t t = 0; t < q->prompt_len; t++)
-        fprintf(f, "%s%d", t == 0 ? "" : t % 24 == 0 ? ",\n              " : ", ",
-                c->tokens[q->prompt_offset + t]);
-    fprintf(f, "]}\n");
+        fprintf(f, "%s%d", t == 0 ? "" : ", ", c->tokens[q->prompt_offset + t]);
+    fprintf(f, "]\n");
 }
 
 enum rig_status rig_swarm_write_scenario(const struct rig_swarm_case *c, const char *path)
