@@ -61,10 +61,14 @@ static inline RIG_HOST_DEVICE struct rig_philox_out rig_philox4x32(uint64_t key,
     return out;
 }
 
-/* A float uniform in the open interval (0, 1), from the top 24 bits of one Philox word. */
+/* A float uniform in the open interval (0, 1), from the top 23 bits of one Philox word:
+ * (k + 0.5) / 2^23. Why 23 and not 24: (k + 0.5) with k < 2^24 needs 25 significant bits,
+ * so for the largest k it rounds to 2^24 and u becomes exactly 1.0 — and the Gumbel noise
+ * -log(-log(1)) is +infinity, which would pick that token whatever its logit. With 23 bits
+ * every value is exact, from 2^-24 to 1 - 2^-24. */
 static inline RIG_HOST_DEVICE float rig_philox_u32_to_unit(uint32_t word)
 {
-    return ((float)(word >> 8) + 0.5f) * (1.0f / 16777216.0f);
+    return ((float)(word >> 9) + 0.5f) * (1.0f / 8388608.0f);
 }
 
 /* Sampling noise: a uniform in (0, 1) for vocabulary entry `index` at `position`. */

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# bootstrap.sh — set up a Debian 12 machine for rig, build it, and run the main job or the tests.
+#
+#   bash tools/bootstrap.sh run    install what is missing, build, run the quickstart on the simulator
+#   bash tools/bootstrap.sh test   install what is missing, build, run every test (plus an
+#                                  ASan+UBSan build of the unit tests)
+#
+# Installs only the Debian packages that are missing (apt-get, through sudo when not root). The
+# CUDA backend is built when a CUDA toolkit is found (/usr/local/cuda or nvcc on PATH); without
+# one, rig builds and runs on the simulator alone. Idempotent: a second run rebuilds incrementally.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=${1:-}
+case "$mode" in
+run | test) ;;
+*)
+    echo "usage: bash tools/bootstrap.sh run|test" >&2
+    exit 2
+    ;;
+esac
+
+packages=(build-essential cmake ninja-build pkg-config git ca-certificates
+    libfyaml-dev libhdf5-dev libcmocka-dev libpcre2-dev libutf8proc-dev libjansson-dev
+    python3 python3-venv python3-numpy python3-h5py python3-matplotlib)
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "bootstrap: installing ${missing[*]}"
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+        "${missing[@]}" >/dev/null
+fi
+
+jobs=$(nproc 2>/dev/null || echo 2)
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+ninja -C build -j "$jobs"
+
+if [ "$mode" = run ]; then
+    ./build/rig --version
+    exec ./build/rig selftest
+fi
+
+# Python packages the differential tests compare against (HF tokenizers), in a venv of the build.
+if [ ! -x build/venv/bin/python3 ]; then
+    python3 -m venv --system-site-packages build/venv >/dev/null
+fi
+if ! build/venv/bin/python3 -c 'import tokenizers' 2>/dev/null; then
+    build/venv/bin/pip install -q tokenizers >/dev/null 2>&1 ||
+        echo "bootstrap: could not install tokenizers (differential tests will skip)"
+fi
+export PATH="$PWD/build/venv/bin:$PATH"
+
+(cd build && ctest --output-on-failure -j "$jobs")
+
+# The unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer (CPU only).
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DRIG_SANITIZE=ON -DRIG_CUDA=OFF \
+    >/dev/null
+ninja -C build-asan -j "$jobs"
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$jobs" -L unit)
+echo "bootstrap: all tests passed"
