@@ -257,12 +257,14 @@ static enum rig_status rig__check_gather_rows(const struct rig_op_gather_rows *p
     return RIG_OK;
 }
 
-static enum rig_status rig__check_index(const char *op, const struct rig_tensor *flat,
+/* `flat` / `values` name the arguments as the op's struct does, for the messages. */
+static enum rig_status rig__check_index(const char *op, const char *flat_name,
+                                        const struct rig_tensor *flat, const char *values_name,
                                         const struct rig_tensor *values,
                                         const struct rig_tensor *idx)
 {
-    RIG__TRY(rig__tensor(op, "flat", flat, 1, RIG_DTYPE_I32));
-    RIG__TRY(rig__tensor(op, "values", values, 1, RIG_DTYPE_I32));
+    RIG__TRY(rig__tensor(op, flat_name, flat, 1, RIG_DTYPE_I32));
+    RIG__TRY(rig__tensor(op, values_name, values, 1, RIG_DTYPE_I32));
     RIG__TRY(rig__tensor(op, "idx", idx, 1, RIG_DTYPE_I32));
     RIG__TRY(rig__dim(op, "idx", idx, 0, values->shape[0]));
     return RIG_OK;
@@ -305,12 +307,13 @@ static enum rig_status rig__check_copy(const struct rig_op_copy *p)
     return RIG_OK;
 }
 
-static enum rig_status rig__check_collective_dtype(const char *op, const struct rig_tensor *t)
+static enum rig_status rig__check_collective_dtype(const char *op, const char *arg,
+                                                  const struct rig_tensor *t)
 {
     if (t->dtype != RIG_DTYPE_BF16 && t->dtype != RIG_DTYPE_F32)
-        return rig__fail(RIG_E_DTYPE, op, "data", "must be bf16 or f32");
-    if (t->data == NULL) return rig__fail(RIG_E_INVALID, op, "data", "missing data");
-    if (!rig_tensor_is_contiguous(t)) return rig__fail(RIG_E_SHAPE, op, "data", "not contiguous");
+        return rig__fail(RIG_E_DTYPE, op, arg, "must be bf16 or f32");
+    if (t->data == NULL) return rig__fail(RIG_E_INVALID, op, arg, "missing data");
+    if (!rig_tensor_is_contiguous(t)) return rig__fail(RIG_E_SHAPE, op, arg, "not contiguous");
     return RIG_OK;
 }
 
@@ -318,8 +321,8 @@ static enum rig_status rig__check_all_gather(const struct rig_op_all_gather *p)
 {
     const char *op = "all_gather";
     if (p->comm == NULL) return rig__fail(RIG_E_HANDLE, op, "comm", "missing");
-    RIG__TRY(rig__check_collective_dtype(op, &p->in));
-    RIG__TRY(rig__check_collective_dtype(op, &p->out));
+    RIG__TRY(rig__check_collective_dtype(op, "in", &p->in));
+    RIG__TRY(rig__check_collective_dtype(op, "out", &p->out));
     if (p->out.dtype != p->in.dtype) return rig__fail(RIG_E_DTYPE, op, "out", "dtype differs");
     if (p->out.ndim != p->in.ndim + 1)
         return rig__fail(RIG_E_SHAPE, op, "out", "must be [ranks, ...in shape]");
@@ -345,17 +348,17 @@ enum rig_status rig_hal_op_check(const struct rig_op *op)
     case RIG_OP_SILU_MUL: return rig__check_silu_mul(&op->u.silu_mul);
     case RIG_OP_GATHER_ROWS: return rig__check_gather_rows(&op->u.gather_rows);
     case RIG_OP_INDEX_GATHER:
-        return rig__check_index("index_gather", &op->u.index_gather.src,
+        return rig__check_index("index_gather", "src", &op->u.index_gather.src, "out",
                                 &op->u.index_gather.out, &op->u.index_gather.idx);
     case RIG_OP_INDEX_SCATTER:
-        return rig__check_index("index_scatter", &op->u.index_scatter.dst,
+        return rig__check_index("index_scatter", "dst", &op->u.index_scatter.dst, "src",
                                 &op->u.index_scatter.src, &op->u.index_scatter.idx);
     case RIG_OP_SAMPLE: return rig__check_sample(&op->u.sample);
     case RIG_OP_COPY: return rig__check_copy(&op->u.copy);
     case RIG_OP_ALL_REDUCE:
         if (op->u.all_reduce.comm == NULL)
             return rig__fail(RIG_E_HANDLE, "all_reduce", "comm", "missing");
-        return rig__check_collective_dtype("all_reduce", &op->u.all_reduce.data);
+        return rig__check_collective_dtype("all_reduce", "data", &op->u.all_reduce.data);
     case RIG_OP_ALL_GATHER: return rig__check_all_gather(&op->u.all_gather);
     case RIG_OP_COUNT: break;
     }

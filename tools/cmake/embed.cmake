@@ -7,8 +7,10 @@ foreach(path IN LISTS FILES)
   get_filename_component(name ${path} NAME)
   file(READ ${path} hex HEX)
   string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," hex "${hex}")
-  string(APPEND body "static const char rig__embedded_${i}[] = {${hex}0x00};\n")
-  string(APPEND table "    {\"${name}\", rig__embedded_${i}, sizeof rig__embedded_${i} - 1},\n")
+  # unsigned char: bytes >= 0x80 (UTF-8 in comments) would overflow a plain char
+  string(APPEND body "static const unsigned char rig__embedded_${i}[] = {${hex}0x00};\n")
+  string(APPEND table
+         "    {\"${name}\", (const char *)rig__embedded_${i}, sizeof rig__embedded_${i} - 1},\n")
   math(EXPR i "${i} + 1")
 endforeach()
 string(APPEND body "struct rig_embedded_file { const char *name; const char *text; size_t size; };\n")

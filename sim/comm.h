@@ -1,0 +1,62 @@
+/* comm.h — tensor parallelism on the simulator: the ranks of one process meet in a world.
+ *
+ * rig_hal_open(count) creates one world shared by its `count` devices; comms link to it.
+ * A collective is a barrier (mutex + condition variable + generation counter): each rank's
+ * thread arrives with its op and the earliest time its stream could start it; the last to
+ * arrive does the whole collective for everyone —
+ *   all-reduce: element by element, sum the ranks in order 0..n-1 in fp32, round once (bf16)
+ *               and write the sum into every rank's tensor;
+ *   all-gather: copy rank r's input into slot r of every rank's output;
+ * and sets the end time: max over ranks of their earliest start + the collective's cost.
+ * Every rank's stream then becomes ready at that end. Data and times are the same whatever
+ * the thread interleaving (determinism). In timing-only mode only the time is modelled.
+ * Ranks must issue the same collectives in the same order with the same shapes (as NCCL
+ * requires); a mismatch is a bug and aborts. A rank that never arrives blocks the others,
+ * as NCCL would.
+ * Ownership: the world is ref-counted by its devices; the last device closed frees it.
+ * Threads: rig_sim_world_collective is called concurrently by the rank threads.
+ */
+#ifndef RIG_SIM_COMM_H
+#define RIG_SIM_COMM_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "hal/hal_impl.h"
+#include "sim/profile.h"
+
+struct rig_sim_arrival {
+    struct rig_op op;    /* the rank's collective */
+    int64_t earliest_ns; /* when the rank's stream could start it */
+    bool phantom;        /* the rank's tensors are phantom: model time only */
+};
+
+struct rig_sim_world {
+    pthread_mutex_t mutex;
+    pthread_cond_t cond;
+    int32_t size;                                     /* ranks */
+    int32_t refs;                                     /* devices still open */
+    uint64_t generation;                              /* completed collectives */
+    int32_t arrived;                                  /* ranks waiting in this generation */
+    struct rig_sim_arrival arrivals[RIG_DEVICES_MAX]; /* (size) this generation's ops */
+    int64_t end_ns;                                   /* end time of the last completed one */
+};
+
+/* A world of `size` ranks, referenced `size` times. NULL when out of memory. */
+struct rig_sim_world *rig_sim_world_create(int32_t size);
+/* Drops one reference; the last one frees the world. */
+void rig_sim_world_release(struct rig_sim_world *world);
+
+/* Runs one collective for `rank` (see above); blocks until every rank has arrived.
+ * Returns the time at which it ends on every rank. */
+int64_t rig_sim_world_collective(struct rig_sim_world *world, const struct rig_sim_profile *profile,
+                                 int32_t rank, const struct rig_op *op, int64_t earliest_ns,
+                                 bool phantom);
+
+/* The backend's comm slots: links each comm to the world of its devices. RIG_E_INVALID
+ * when the devices were not opened together or count is not the world's size. */
+enum rig_status rig_sim_comm_create(struct rig_device **devices, int32_t count,
+                                    struct rig_comm **comms);
+void rig_sim_comm_destroy(struct rig_comm *comm);
+
+#endif /* RIG_SIM_COMM_H */

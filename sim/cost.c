@@ -1,0 +1,221 @@
+/* cost.c — FLOPs and bytes per op, and the roofline, see cost.h. */
+#include "sim/cost.h"
+
+#include <math.h>
+
+static double rig__numel(const struct rig_tensor *t)
+{
+    return (double)rig_tensor_numel(t);
+}
+
+static double rig__bytes(const struct rig_tensor *t)
+{
+    return rig__numel(t) * (double)rig_dtype_size(t->dtype);
+}
+
+static int32_t rig__i32(const struct rig_tensor *t, int64_t i)
+{
+    int64_t index[1] = {i};
+    int32_t value;
+    memcpy(&value, rig_tensor_at(t, index), sizeof value);
+    return value;
+}
+
+static int64_t rig__ceil_ns(double seconds)
+{
+    double ns = ceil(seconds * 1e9);
+    RIG_ASSERT(ns >= 0 && ns < 9.0e18);
+    return (int64_t)ns;
+}
+
+/* Query-key pairs of a causal prefill: query row i of a request with q_len new tokens and
+ * kv_len total attends to kv_len - q_len + i + 1 positions. KV bytes: each request reads
+ * its kv_len positions of K and V once. */
+static struct rig_sim_work rig__work_prefill(const struct rig_op_attention_prefill *p)
+{
+    double pairs = 0, kv_positions = 0;
+    int64_t requests = p->table_idx.shape[0];
+    for (int64_t r = 0; r < requests; r++) {
+        double q_len = (double)(rig__i32(&p->cu_q, r + 1) - rig__i32(&p->cu_q, r));
+        double kv_len = (double)rig__i32(&p->kv_len, r);
+        RIG_ASSERT(q_len >= 0 && kv_len >= q_len);
+        pairs += q_len * (kv_len - q_len) + q_len * (q_len + 1) / 2;
+        kv_positions += kv_len;
+    }
+    double heads_q = (double)p->q.shape[1], heads_kv = (double)p->k_cache.shape[1];
+    double dim = (double)p->q.shape[2];
+    struct rig_sim_work work = {.op_class = RIG_SIM_OP_CLASS_ATTENTION};
+    work.flops = 4.0 * pairs * heads_q * dim; /* QK^T and PV, 2 FLOPs per MAC each */
+    work.bytes =
+        rig__bytes(&p->q) + rig__bytes(&p->out) + kv_positions * (2.0 * heads_kv * dim * 2.0 + 4.0);
+    return work;
+}
+
+static struct rig_sim_work rig__work_decode(const struct rig_op_attention_decode *p)
+{
+    double kv_positions = 0;
+    for (int64_t r = 0; r < p->table_idx.shape[0]; r++) {
+        int32_t kv_len = rig__i32(&p->kv_len, r);
+        RIG_ASSERT(kv_len >= 0);
+        kv_positions += kv_len;
+    }
+    double heads_q = (double)p->q.shape[1], heads_kv = (double)p->k_cache.shape[1];
+    double dim = (double)p->q.shape[2];
+    struct rig_sim_work work = {.op_class = RIG_SIM_OP_CLASS_ATTENTION};
+    work.flops = 4.0 * kv_positions * heads_q * dim;
+    work.bytes =
+        rig__bytes(&p->q) + rig__bytes(&p->out) + kv_positions * (2.0 * heads_kv * dim * 2.0 + 4.0);
+    return work;
+}
+
+static struct rig_sim_work rig__work_gemm(const struct rig_op_gemm *p)
+{
+    double m = (double)p->a.shape[0], k = (double)p->a.shape[1], n = (double)p->b.shape[0];
+    struct rig_sim_work work = {.op_class = RIG_SIM_OP_CLASS_GEMM};
+    work.flops = 2.0 * m * n * k;
+    work.bytes = rig__bytes(&p->a) + rig__bytes(&p->b) + rig__bytes(&p->out);
+    if (p->bias.data != NULL) work.bytes += rig__bytes(&p->bias);
+    return work;
+}
+
+/* Memory-bound ops: bytes read + written, a few FLOPs per element (never the bound). */
+static struct rig_sim_work rig__work_elementwise(const struct rig_op *op)
+{
+    struct rig_sim_work work = {.op_class = RIG_SIM_OP_CLASS_ELEMENTWISE};
+    switch (op->kind) {
+    case RIG_OP_EMBEDDING:
+        work.bytes = 2.0 * rig__bytes(&op->u.embedding.out) + rig__bytes(&op->u.embedding.ids);
+        work.op_class = RIG_SIM_OP_CLASS_COPY;
+        break;
+    case RIG_OP_RMS_NORM:
+        work.bytes = rig__bytes(&op->u.rms_norm.in) + rig__bytes(&op->u.rms_norm.out) +
+                     rig__bytes(&op->u.rms_norm.weight);
+        work.flops = 4.0 * rig__numel(&op->u.rms_norm.in);
+        break;
+    case RIG_OP_ADD_RMS_NORM: /* reads in and residual, writes residual and out */
+        work.bytes =
+            4.0 * rig__bytes(&op->u.add_rms_norm.out) + rig__bytes(&op->u.add_rms_norm.weight);
+        work.flops = 5.0 * rig__numel(&op->u.add_rms_norm.out);
+        break;
+    case RIG_OP_HEAD_RMS_NORM:
+        work.bytes = 2.0 * rig__bytes(&op->u.head_rms_norm.x);
+        work.flops = 4.0 * rig__numel(&op->u.head_rms_norm.x);
+        break;
+    case RIG_OP_ROPE:
+        work.bytes = 2.0 * (rig__bytes(&op->u.rope.q) + rig__bytes(&op->u.rope.k)) +
+                     rig__bytes(&op->u.rope.positions);
+        work.flops = 6.0 * (rig__numel(&op->u.rope.q) + rig__numel(&op->u.rope.k));
+        break;
+    case RIG_OP_SILU_MUL:
+        work.bytes = rig__bytes(&op->u.silu_mul.in) + rig__bytes(&op->u.silu_mul.out);
+        work.flops = 6.0 * rig__numel(&op->u.silu_mul.out);
+        break;
+    case RIG_OP_SAMPLE: /* one pass over the logits (top-k/top-p work stays on-chip) */
+        work.bytes = rig__bytes(&op->u.sample.logits) + 32.0 * rig__numel(&op->u.sample.tokens);
+        work.flops = 4.0 * rig__numel(&op->u.sample.logits);
+        break;
+    default: RIG_UNREACHABLE();
+    }
+    return work;
+}
+
+/* Data movement: bytes read + written. */
+static struct rig_sim_work rig__work_copy(const struct rig_op *op)
+{
+    struct rig_sim_work work = {.op_class = RIG_SIM_OP_CLASS_COPY};
+    switch (op->kind) {
+    case RIG_OP_STORE_KV: /* reads k, v; writes them into the cache; reads out_loc */
+        work.bytes = 2.0 * (rig__bytes(&op->u.store_kv.k) + rig__bytes(&op->u.store_kv.v)) +
+                     rig__bytes(&op->u.store_kv.out_loc);
+        break;
+    case RIG_OP_GATHER_ROWS:
+        work.bytes = 2.0 * rig__bytes(&op->u.gather_rows.out) + rig__bytes(&op->u.gather_rows.idx);
+        break;
+    case RIG_OP_INDEX_GATHER: work.bytes = 3.0 * rig__bytes(&op->u.index_gather.out); break;
+    case RIG_OP_INDEX_SCATTER: work.bytes = 3.0 * rig__bytes(&op->u.index_scatter.src); break;
+    case RIG_OP_COPY: work.bytes = rig__bytes(&op->u.copy.in) + rig__bytes(&op->u.copy.out); break;
+    default: RIG_UNREACHABLE();
+    }
+    return work;
+}
+
+struct rig_sim_work rig_sim_cost_work(const struct rig_op *op)
+{
+    RIG_ASSERT(op != NULL);
+    switch (op->kind) {
+    case RIG_OP_GEMM: return rig__work_gemm(&op->u.gemm);
+    case RIG_OP_ATTENTION_PREFILL: return rig__work_prefill(&op->u.attention_prefill);
+    case RIG_OP_ATTENTION_DECODE: return rig__work_decode(&op->u.attention_decode);
+    case RIG_OP_STORE_KV:
+    case RIG_OP_GATHER_ROWS:
+    case RIG_OP_INDEX_GATHER:
+    case RIG_OP_INDEX_SCATTER:
+    case RIG_OP_COPY: return rig__work_copy(op);
+    case RIG_OP_ALL_REDUCE:
+    case RIG_OP_ALL_GATHER:
+    case RIG_OP_COUNT: RIG_UNREACHABLE();
+    default: return rig__work_elementwise(op);
+    }
+}
+
+static int64_t rig__roofline_ns(const struct rig_sim_profile *profile,
+                                const struct rig_sim_work *work)
+{
+    double efficiency = profile->efficiency[work->op_class];
+    RIG_ASSERT(efficiency > 0 && efficiency <= 1);
+    double compute_s = work->flops / (profile->peak_bf16_flops * efficiency);
+    double memory_s = work->bytes / (profile->hbm_bytes_per_s * efficiency);
+    int64_t ns = rig__ceil_ns(compute_s > memory_s ? compute_s : memory_s);
+    return ns > profile->min_kernel_ns ? ns : profile->min_kernel_ns;
+}
+
+int64_t rig_sim_cost_collective_ns(const struct rig_sim_profile *profile, enum rig_op_kind kind,
+                                   double bytes, int32_t ranks)
+{
+    RIG_ASSERT(ranks >= 1 && bytes >= 0);
+    RIG_ASSERT(kind == RIG_OP_ALL_REDUCE || kind == RIG_OP_ALL_GATHER);
+    double share = (double)(ranks - 1) / (double)ranks;
+    if (kind == RIG_OP_ALL_REDUCE)
+        return profile->all_reduce_latency_ns +
+               rig__ceil_ns(2.0 * share * bytes / profile->all_reduce_bytes_per_s);
+    return profile->all_gather_latency_ns +
+           rig__ceil_ns(share * bytes / profile->all_gather_bytes_per_s);
+}
+
+int64_t rig_sim_cost_op_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
+                           int32_t ranks)
+{
+    RIG_ASSERT(profile != NULL && op != NULL);
+    if (op->kind == RIG_OP_ALL_REDUCE)
+        return rig_sim_cost_collective_ns(profile, op->kind, rig__bytes(&op->u.all_reduce.data),
+                                          ranks);
+    if (op->kind == RIG_OP_ALL_GATHER)
+        return rig_sim_cost_collective_ns(profile, op->kind, rig__bytes(&op->u.all_gather.out),
+                                          ranks);
+    struct rig_sim_work work = rig_sim_cost_work(op);
+    return rig__roofline_ns(profile, &work);
+}
+
+int64_t rig_sim_cost_copy_ns(const struct rig_sim_profile *profile, enum rig_copy_kind kind,
+                             size_t bytes)
+{
+    RIG_ASSERT(profile != NULL);
+    switch (kind) {
+    case RIG_COPY_HOST_TO_DEVICE:
+        return profile->h2d_latency_ns + rig__ceil_ns((double)bytes / profile->h2d_bytes_per_s);
+    case RIG_COPY_DEVICE_TO_HOST:
+        return profile->d2h_latency_ns + rig__ceil_ns((double)bytes / profile->d2h_bytes_per_s);
+    case RIG_COPY_DEVICE_TO_DEVICE: {
+        struct rig_sim_work work = {0, 2.0 * (double)bytes, RIG_SIM_OP_CLASS_COPY};
+        return rig__roofline_ns(profile, &work);
+    }
+    }
+    RIG_UNREACHABLE();
+}
+
+int64_t rig_sim_cost_fill_ns(const struct rig_sim_profile *profile, size_t bytes)
+{
+    RIG_ASSERT(profile != NULL);
+    struct rig_sim_work work = {0, (double)bytes, RIG_SIM_OP_CLASS_COPY};
+    return rig__roofline_ns(profile, &work);
+}

@@ -1,0 +1,48 @@
+/* cost.h — the analytic cost model: how long an op, a copy or a collective takes.
+ *
+ * Roofline per op (docs/simulator.md gives every formula):
+ *   time = max(min_kernel_ns, flops / (peak_bf16_flops * eff), bytes / (hbm_bytes_per_s * eff))
+ * with eff the profile's achievable fraction for the op's class (gemm, attention,
+ * elementwise, copy). FLOPs and bytes come from the op's shapes; attention reads the
+ * per-request lengths (kv_len, cu_q) from their tensors, which are host memory on the
+ * simulator (METADATA buffers, real even in timing-only mode). Copies over PCIe cost
+ * latency + bytes / bandwidth; collectives use the ring formulas of nccl-tests' "bus
+ * bandwidth". Results are integer nanoseconds, rounded up, a pure function of the profile
+ * and the op (determinism). Thread safety: pure functions.
+ */
+#ifndef RIG_SIM_COST_H
+#define RIG_SIM_COST_H
+
+#include "hal/hal_impl.h"
+#include "sim/profile.h"
+
+/* The work an op does: floating-point operations and bytes moved to/from device memory. */
+struct rig_sim_work {
+    double flops;
+    double bytes;
+    enum rig_sim_op_class op_class;
+};
+
+/* FLOPs, bytes and class of a validated, non-collective op. Attention ops read kv_len and
+ * cu_q (which must be real memory). */
+struct rig_sim_work rig_sim_cost_work(const struct rig_op *op);
+
+/* Duration of a validated op. Collectives: the transfer part only, for `ranks` ranks (see
+ * rig_sim_cost_collective_ns); `ranks` is ignored by the other ops. */
+int64_t rig_sim_cost_op_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
+                           int32_t ranks);
+
+/* Ring collective over `ranks` ranks: all-reduce of `bytes` per rank costs
+ * latency + 2 (n-1)/n bytes / bw; all-gather into `bytes` of output per rank costs
+ * latency + (n-1)/n bytes / bw. */
+int64_t rig_sim_cost_collective_ns(const struct rig_sim_profile *profile, enum rig_op_kind kind,
+                                   double bytes, int32_t ranks);
+
+/* A copy of `bytes` of the given kind (H2D/D2H over PCIe, D2D through HBM). */
+int64_t rig_sim_cost_copy_ns(const struct rig_sim_profile *profile, enum rig_copy_kind kind,
+                             size_t bytes);
+
+/* A fill kernel writing `bytes`. */
+int64_t rig_sim_cost_fill_ns(const struct rig_sim_profile *profile, size_t bytes);
+
+#endif /* RIG_SIM_COST_H */

@@ -1,0 +1,173 @@
+/* exec.c — issuing one op on a simulated stream: clock, faults, math, collectives.
+ *
+ * Ops run eagerly, at issue time, on host memory (the reference kernels of sim/kernels.h);
+ * the clock says when they would have run on the device. In timing-only mode an op's math
+ * runs only when every tensor it touches is real (METADATA) memory: the token-pool gathers
+ * and scatters on metadata run for real; an op with any phantom tensor is skipped and its
+ * outputs keep their contents — except SAMPLE with phantom logits and real tokens, seed and
+ * position tensors, which draws its tokens from the counter-based RNG
+ * (rig_sim_op_sample_timing_only), so timing-only runs still produce tokens.
+ */
+#include <stddef.h>
+#include <string.h>
+
+#include "sim/comm.h"
+#include "sim/cost.h"
+#include "sim/device.h"
+#include "sim/graph.h"
+#include "sim/kernels.h"
+
+#define RIG__OP_TENSORS_MAX 9
+
+#define RIG__AT(field) offsetof(struct rig_op, u.field)
+
+/* Where each op kind keeps its tensor arguments (absent optional ones included); a list ends
+ * at the first 0 (no tensor sits at offset 0: the kind does). Order matters only for SAMPLE
+ * (rig__run_math reads its bits by position). */
+static const size_t rig__tensor_offsets[RIG_OP_COUNT][RIG__OP_TENSORS_MAX] = {
+    [RIG_OP_EMBEDDING] = {RIG__AT(embedding.out), RIG__AT(embedding.table), RIG__AT(embedding.ids)},
+    [RIG_OP_RMS_NORM] = {RIG__AT(rms_norm.out), RIG__AT(rms_norm.in), RIG__AT(rms_norm.weight)},
+    [RIG_OP_ADD_RMS_NORM] = {RIG__AT(add_rms_norm.out), RIG__AT(add_rms_norm.residual),
+                             RIG__AT(add_rms_norm.in), RIG__AT(add_rms_norm.weight)},
+    [RIG_OP_GEMM] = {RIG__AT(gemm.out), RIG__AT(gemm.a), RIG__AT(gemm.b), RIG__AT(gemm.bias)},
+    [RIG_OP_HEAD_RMS_NORM] = {RIG__AT(head_rms_norm.x), RIG__AT(head_rms_norm.weight)},
+    [RIG_OP_ROPE] = {RIG__AT(rope.q), RIG__AT(rope.k), RIG__AT(rope.positions)},
+    [RIG_OP_STORE_KV] = {RIG__AT(store_kv.k_cache), RIG__AT(store_kv.v_cache), RIG__AT(store_kv.k),
+                         RIG__AT(store_kv.v), RIG__AT(store_kv.out_loc)},
+    [RIG_OP_ATTENTION_PREFILL] = {RIG__AT(attention_prefill.out), RIG__AT(attention_prefill.q),
+                                  RIG__AT(attention_prefill.k_cache),
+                                  RIG__AT(attention_prefill.v_cache),
+                                  RIG__AT(attention_prefill.page_table),
+                                  RIG__AT(attention_prefill.table_idx),
+                                  RIG__AT(attention_prefill.cu_q),
+                                  RIG__AT(attention_prefill.kv_len)},
+    [RIG_OP_ATTENTION_DECODE] = {RIG__AT(attention_decode.out), RIG__AT(attention_decode.q),
+                                 RIG__AT(attention_decode.k_cache),
+                                 RIG__AT(attention_decode.v_cache),
+                                 RIG__AT(attention_decode.page_table),
+                                 RIG__AT(attention_decode.table_idx),
+                                 RIG__AT(attention_decode.kv_len)},
+    [RIG_OP_SILU_MUL] = {RIG__AT(silu_mul.out), RIG__AT(silu_mul.in)},
+    [RIG_OP_GATHER_ROWS] = {RIG__AT(gather_rows.out), RIG__AT(gather_rows.in),
+                            RIG__AT(gather_rows.idx)},
+    [RIG_OP_INDEX_GATHER] = {RIG__AT(index_gather.out), RIG__AT(index_gather.src),
+                             RIG__AT(index_gather.idx)},
+    [RIG_OP_INDEX_SCATTER] = {RIG__AT(index_scatter.dst), RIG__AT(index_scatter.src),
+                              RIG__AT(index_scatter.idx)},
+    [RIG_OP_SAMPLE] = {RIG__AT(sample.tokens), RIG__AT(sample.logits), RIG__AT(sample.temperature),
+                       RIG__AT(sample.top_k), RIG__AT(sample.top_p), RIG__AT(sample.seed),
+                       RIG__AT(sample.position)},
+    [RIG_OP_COPY] = {RIG__AT(copy.out), RIG__AT(copy.in)},
+    [RIG_OP_ALL_REDUCE] = {RIG__AT(all_reduce.data)},
+    [RIG_OP_ALL_GATHER] = {RIG__AT(all_gather.out), RIG__AT(all_gather.in)},
+};
+
+/* Pointers to every tensor argument of `op`; returns how many. */
+static int32_t rig__op_tensors(const struct rig_op *op, const struct rig_tensor **list)
+{
+    RIG_ASSERT(op->kind >= 0 && op->kind < RIG_OP_COUNT);
+    int32_t n = 0;
+    while (n < RIG__OP_TENSORS_MAX && rig__tensor_offsets[op->kind][n] != 0) {
+        list[n] = (const struct rig_tensor *)((const char *)op + rig__tensor_offsets[op->kind][n]);
+        n++;
+    }
+    RIG_ASSERT(n > 0);
+    return n;
+}
+
+/* Phantom tensors of `op`, as a bit mask over rig__op_tensors' order. */
+static uint32_t rig__phantom_mask(const struct rig_sim_device *device, const struct rig_op *op)
+{
+    if (!device->timing_only) return 0;
+    const struct rig_tensor *list[RIG__OP_TENSORS_MAX];
+    int32_t n = rig__op_tensors(op, list);
+    uint32_t mask = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (rig_sim_memory_is_phantom(&device->memory, list[i]->data)) mask |= 1u << i;
+    }
+    return mask;
+}
+
+/* The math of a non-collective op, per the timing-only rules in the file comment. */
+static void rig__run_math(const struct rig_sim_device *device, const struct rig_op *op)
+{
+    uint32_t phantom = rig__phantom_mask(device, op);
+    if (phantom == 0) {
+        enum rig_status status = rig_sim_op_run(op);
+        RIG_ASSERT_MSG(status == RIG_OK, "a validated op failed in the reference kernels");
+        return;
+    }
+    /* Bits in rig__tensor_offsets' SAMPLE order: tokens, logits, ..., seed, position. The
+     * timing-only sampler reads only seed and position and writes tokens. */
+    const uint32_t logits = 1u << 1, needed_real = 1u << 0 | 1u << 5 | 1u << 6;
+    if (op->kind == RIG_OP_SAMPLE && (phantom & logits) && !(phantom & needed_real))
+        rig_sim_op_sample_timing_only(&op->u.sample);
+}
+
+/* Attention costs read kv_len / cu_q: in timing-only mode they must be real metadata. */
+static void rig__check_cost_inputs(const struct rig_sim_device *device, const struct rig_op *op)
+{
+    const struct rig_sim_memory *memory = &device->memory;
+    if (op->kind == RIG_OP_ATTENTION_PREFILL) {
+        RIG_ASSERT_MSG(!rig_sim_memory_is_phantom(memory, op->u.attention_prefill.kv_len.data) &&
+                           !rig_sim_memory_is_phantom(memory, op->u.attention_prefill.cu_q.data),
+                       "attention_prefill: kv_len and cu_q must be METADATA buffers");
+    }
+    if (op->kind == RIG_OP_ATTENTION_DECODE) {
+        RIG_ASSERT_MSG(!rig_sim_memory_is_phantom(memory, op->u.attention_decode.kv_len.data),
+                       "attention_decode: kv_len must be a METADATA buffer");
+    }
+}
+
+/* The fault plan's stall for this op (0 when it is not the chosen one). */
+static int64_t rig__stall_ns(struct rig_sim_device *device)
+{
+    int64_t index = device->ops_since_faults++;
+    if (device->faults.stall_op_at < 0 || index != device->faults.stall_op_at) return 0;
+    return device->faults.stall_ns;
+}
+
+static int64_t rig__collective(struct rig_sim_device *device, const struct rig_op *op,
+                               int64_t start)
+{
+    const struct rig_tensor *list[RIG__OP_TENSORS_MAX];
+    int32_t n = rig__op_tensors(op, list);
+    bool phantom = false;
+    for (int32_t i = 0; i < n; i++)
+        phantom = phantom || rig_sim_memory_is_phantom(&device->memory, list[i]->data);
+    RIG_ASSERT_MSG(device->world->size > 1, "single-rank collectives are done by dispatch");
+    return rig_sim_world_collective(device->world, &device->profile, device->rank, op, start,
+                                    phantom);
+}
+
+enum rig_status rig_sim_exec_launch(struct rig_stream *stream, const struct rig_op *op,
+                                    enum rig_sim_launch launch)
+{
+    struct rig_sim_device *device = rig_sim_device_of(stream->device);
+    struct rig_sim_stream *sim_stream = rig_sim_stream_of(stream);
+    RIG_ASSERT(op != NULL);
+    int64_t start =
+        rig_sim_clock_kernel_start(&device->clock, &device->profile, launch, sim_stream->ready_ns);
+    start += rig__stall_ns(device);
+    int64_t end;
+    if (op->kind == RIG_OP_ALL_REDUCE || op->kind == RIG_OP_ALL_GATHER) {
+        end = rig__collective(device, op, start);
+    } else {
+        rig__check_cost_inputs(device, op);
+        end = start + rig_sim_cost_op_ns(&device->profile, op, 1);
+        rig__run_math(device, op);
+    }
+    RIG_ASSERT(end >= start);
+    rig_sim_clock_kernel_run(&device->clock, start, end - start);
+    sim_stream->ready_ns = end;
+    device->stats.ops_issued++;
+    device->stats.device_busy_ns += end - start;
+    return RIG_OK;
+}
+
+enum rig_status rig_sim_exec_op(struct rig_stream *stream, const struct rig_op *op)
+{
+    RIG_ASSERT(stream != NULL && op != NULL);
+    if (stream->capturing) return rig_sim_graph_record(stream, op);
+    return rig_sim_exec_launch(stream, op, RIG_SIM_LAUNCH_EAGER);
+}

@@ -1,0 +1,289 @@
+/* profile.c — device profiles from YAML (libfyaml), see profile.h.
+ *
+ * The parser is table driven: every key of the flat mapping has one row below saying its
+ * kind and where it lands in struct rig_sim_profile. A key seen twice, a key not in the
+ * table and a key missing from the file are all errors, so a typo never silently leaves a
+ * default in place.
+ */
+#include "sim/profile.h"
+
+#include <errno.h>
+#include <libfyaml.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/embedded.h"
+
+enum rig__key_kind {
+    RIG__KEY_NAME,     /* string */
+    RIG__KEY_COUNT,    /* integer >= 0 (bytes, nanoseconds) */
+    RIG__KEY_RATE,     /* real > 0 (FLOP/s, bytes/s) */
+    RIG__KEY_FRACTION, /* real in (0, 1] */
+};
+
+struct rig__key {
+    const char *key;
+    enum rig__key_kind kind;
+    size_t offset;
+};
+
+#define RIG__AT(field) offsetof(struct rig_sim_profile, field)
+#define RIG__EFF(class)                                                                            \
+    (offsetof(struct rig_sim_profile, efficiency) + (size_t)(class) * sizeof(double))
+
+static const struct rig__key rig__keys[] = {
+    {"name", RIG__KEY_NAME, RIG__AT(name)},
+    {"memory_bytes", RIG__KEY_COUNT, RIG__AT(memory_bytes)},
+    {"peak_bf16_flops", RIG__KEY_RATE, RIG__AT(peak_bf16_flops)},
+    {"hbm_bytes_per_s", RIG__KEY_RATE, RIG__AT(hbm_bytes_per_s)},
+    {"gemm_efficiency", RIG__KEY_FRACTION, RIG__EFF(RIG_SIM_OP_CLASS_GEMM)},
+    {"attention_efficiency", RIG__KEY_FRACTION, RIG__EFF(RIG_SIM_OP_CLASS_ATTENTION)},
+    {"elementwise_efficiency", RIG__KEY_FRACTION, RIG__EFF(RIG_SIM_OP_CLASS_ELEMENTWISE)},
+    {"copy_efficiency", RIG__KEY_FRACTION, RIG__EFF(RIG_SIM_OP_CLASS_COPY)},
+    {"kernel_launch_host_ns", RIG__KEY_COUNT, RIG__AT(kernel_launch_host_ns)},
+    {"kernel_launch_latency_ns", RIG__KEY_COUNT, RIG__AT(kernel_launch_latency_ns)},
+    {"graph_launch_host_ns", RIG__KEY_COUNT, RIG__AT(graph_launch_host_ns)},
+    {"graph_node_ns", RIG__KEY_COUNT, RIG__AT(graph_node_ns)},
+    {"min_kernel_ns", RIG__KEY_COUNT, RIG__AT(min_kernel_ns)},
+    {"h2d_bytes_per_s", RIG__KEY_RATE, RIG__AT(h2d_bytes_per_s)},
+    {"h2d_latency_ns", RIG__KEY_COUNT, RIG__AT(h2d_latency_ns)},
+    {"d2h_bytes_per_s", RIG__KEY_RATE, RIG__AT(d2h_bytes_per_s)},
+    {"d2h_latency_ns", RIG__KEY_COUNT, RIG__AT(d2h_latency_ns)},
+    {"all_reduce_bytes_per_s", RIG__KEY_RATE, RIG__AT(all_reduce_bytes_per_s)},
+    {"all_reduce_latency_ns", RIG__KEY_COUNT, RIG__AT(all_reduce_latency_ns)},
+    {"all_gather_bytes_per_s", RIG__KEY_RATE, RIG__AT(all_gather_bytes_per_s)},
+    {"all_gather_latency_ns", RIG__KEY_COUNT, RIG__AT(all_gather_latency_ns)},
+};
+#define RIG__KEY_COUNT_ALL ((int32_t)RIG_ARRAY_LEN(rig__keys))
+_Static_assert(RIG_ARRAY_LEN(rig__keys) < 64, "seen-keys mask is a uint64_t");
+
+/* Where a diagnostic points: file name and 1-based line and column. */
+struct rig__where {
+    const char *file;
+    int line;
+    int column;
+};
+
+static enum rig_status rig__error(char *error, size_t error_size, enum rig_status status,
+                                  struct rig__where where, const char *format, ...)
+{
+    int used = snprintf(error, error_size, "%s:%d:%d: ", where.file, where.line, where.column);
+    if (used >= 0 && (size_t)used < error_size) {
+        va_list ap;
+        va_start(ap, format);
+        vsnprintf(error + used, error_size - (size_t)used, format, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+static struct rig__where rig__node_where(const char *file, struct fy_node *node)
+{
+    struct rig__where where = {file, 1, 1};
+    struct fy_token *token = node ? fy_node_get_scalar_token(node) : NULL;
+    const struct fy_mark *mark = token ? fy_token_start_mark(token) : NULL;
+    if (mark != NULL) {
+        where.line = mark->line + 1;
+        where.column = mark->column + 1;
+    }
+    return where;
+}
+
+/* Parses one scalar value into its field. Values are plain numbers ("3.35e12", "4000");
+ * the whole scalar must be consumed. */
+static enum rig_status rig__set_value(const struct rig__key *key, const char *text,
+                                      struct rig_sim_profile *profile, struct rig__where where,
+                                      char *error, size_t error_size)
+{
+    char *field = (char *)profile + key->offset;
+    if (key->kind == RIG__KEY_NAME) {
+        if (text[0] == '\0' || strlen(text) >= RIG_SIM_PROFILE_NAME_MAX)
+            return rig__error(error, error_size, RIG_E_RANGE, where,
+                              "key '%s': name must be 1..%d characters", key->key,
+                              RIG_SIM_PROFILE_NAME_MAX - 1);
+        memcpy(field, text, strlen(text) + 1);
+        return RIG_OK;
+    }
+    char *end = NULL;
+    errno = 0;
+    double value = strtod(text, &end);
+    if (end == text || *end != '\0' || errno != 0 || !isfinite(value))
+        return rig__error(error, error_size, RIG_E_PARSE, where, "key '%s': '%s' is not a number",
+                          key->key, text);
+    if (key->kind == RIG__KEY_COUNT) {
+        if (value < 0 || value > 9.0e18 || value != floor(value))
+            return rig__error(error, error_size, RIG_E_RANGE, where,
+                              "key '%s': %s must be a whole number >= 0", key->key, text);
+        int64_t count = (int64_t)value;
+        memcpy(field, &count, sizeof count);
+        return RIG_OK;
+    }
+    if (!(value > 0) || (key->kind == RIG__KEY_FRACTION && value > 1))
+        return rig__error(error, error_size, RIG_E_RANGE, where, "key '%s': %s must be %s",
+                          key->key, text, key->kind == RIG__KEY_FRACTION ? "in (0, 1]" : "> 0");
+    memcpy(field, &value, sizeof value);
+    return RIG_OK;
+}
+
+static int32_t rig__find_key(const char *name)
+{
+    for (int32_t i = 0; i < RIG__KEY_COUNT_ALL; i++) {
+        if (strcmp(rig__keys[i].key, name) == 0) return i;
+    }
+    return -1;
+}
+
+/* Walks the root mapping of a parsed document into `profile`. */
+static enum rig_status rig__read_mapping(const char *file, struct fy_node *root,
+                                         struct rig_sim_profile *profile, char *error,
+                                         size_t error_size)
+{
+    struct rig__where top = rig__node_where(file, root);
+    if (root == NULL || !fy_node_is_mapping(root))
+        return rig__error(error, error_size, RIG_E_PARSE, top, "a profile is a mapping");
+    uint64_t seen = 0;
+    void *iter = NULL;
+    struct fy_node_pair *pair;
+    int32_t pairs_max = 4 * RIG__KEY_COUNT_ALL; /* bound: more than this is surely wrong */
+    while ((pair = fy_node_mapping_iterate(root, &iter)) != NULL && pairs_max-- > 0) {
+        struct fy_node *key_node = fy_node_pair_key(pair);
+        struct fy_node *value_node = fy_node_pair_value(pair);
+        struct rig__where where = rig__node_where(file, key_node);
+        const char *key_text = fy_node_is_scalar(key_node) ? fy_node_get_scalar0(key_node) : "";
+        int32_t index = key_text ? rig__find_key(key_text) : -1;
+        if (index < 0)
+            return rig__error(error, error_size, RIG_E_PARSE, where, "unknown key '%s'",
+                              key_text ? key_text : "?");
+        if (seen & (1ull << index))
+            return rig__error(error, error_size, RIG_E_PARSE, where, "key '%s' given twice",
+                              key_text);
+        seen |= 1ull << index;
+        if (value_node == NULL || !fy_node_is_scalar(value_node))
+            return rig__error(error, error_size, RIG_E_PARSE, where,
+                              "key '%s': value must be a scalar", key_text);
+        const char *value_text = fy_node_get_scalar0(value_node);
+        enum rig_status status =
+            rig__set_value(&rig__keys[index], value_text ? value_text : "", profile,
+                           rig__node_where(file, value_node), error, error_size);
+        if (status != RIG_OK) return status;
+    }
+    for (int32_t i = 0; i < RIG__KEY_COUNT_ALL; i++) {
+        if (!(seen & (1ull << i)))
+            return rig__error(error, error_size, RIG_E_PARSE, top, "missing key '%s'",
+                              rig__keys[i].key);
+    }
+    return RIG_OK;
+}
+
+/* Builds the document with diagnostics collected (not printed), so a YAML syntax error
+ * comes back as one message with its position. */
+static enum rig_status rig__build(const char *file, const char *text, size_t size,
+                                  struct fy_diag *diag, struct fy_document **out, char *error,
+                                  size_t error_size)
+{
+    struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG, .diag = diag};
+    *out = fy_document_build_from_string(&cfg, text, size);
+    if (*out != NULL && !fy_diag_got_error(diag)) return RIG_OK;
+    struct rig__where where = {file, 1, 1};
+    const char *message = "YAML syntax error";
+    void *iter = NULL;
+    struct fy_diag_error *first = fy_diag_errors_iterate(diag, &iter);
+    if (first != NULL) { /* libfyaml's collected errors are 1-based already */
+        where.line = first->line;
+        where.column = first->column;
+        if (first->msg != NULL) message = first->msg;
+    }
+    return rig__error(error, error_size, RIG_E_PARSE, where, "%s", message);
+}
+
+enum rig_status rig_sim_profile_parse(const char *file, const char *text, size_t size,
+                                      struct rig_sim_profile *out, char *error, size_t error_size)
+{
+    RIG_ASSERT(file != NULL && text != NULL);
+    RIG_ASSERT(out != NULL && error != NULL && error_size > 0);
+    error[0] = '\0';
+    struct fy_diag_cfg diag_cfg;
+    fy_diag_cfg_default(&diag_cfg);
+    diag_cfg.fp = NULL;
+    diag_cfg.output_fn = NULL;
+    struct fy_diag *diag = fy_diag_create(&diag_cfg);
+    if (diag == NULL) return RIG_E_NO_MEMORY;
+    fy_diag_set_collect_errors(diag, true);
+    struct fy_document *document = NULL;
+    enum rig_status status = rig__build(file, text, size, diag, &document, error, error_size);
+    struct rig_sim_profile profile;
+    memset(&profile, 0, sizeof profile);
+    if (status == RIG_OK)
+        status = rig__read_mapping(file, fy_document_root(document), &profile, error, error_size);
+    if (status == RIG_OK) *out = profile;
+    fy_document_destroy(document);
+    fy_diag_destroy(diag); /* unlike fy_diag_unref, frees the collected errors */
+    return status;
+}
+
+/* Reads a whole file into a NUL-terminated heap string. */
+static enum rig_status rig__read_file(const char *path, char **text, size_t *size)
+{
+    FILE *file = fopen(path, "rb");
+    if (file == NULL) return RIG_E_IO;
+    enum rig_status status = RIG_E_IO;
+    char *buffer = NULL;
+    long length = -1;
+    if (fseek(file, 0, SEEK_END) == 0) length = ftell(file);
+    if (length >= 0 && length < (1l << 24) && fseek(file, 0, SEEK_SET) == 0) {
+        buffer = malloc((size_t)length + 1);
+        status = buffer ? RIG_OK : RIG_E_NO_MEMORY;
+    }
+    if (status == RIG_OK && fread(buffer, 1, (size_t)length, file) != (size_t)length)
+        status = RIG_E_IO;
+    fclose(file);
+    if (status != RIG_OK) {
+        free(buffer);
+        return status;
+    }
+    buffer[length] = '\0';
+    *text = buffer;
+    *size = (size_t)length;
+    return RIG_OK;
+}
+
+static bool rig__is_path(const char *name)
+{
+    size_t length = strlen(name);
+    return strchr(name, '/') != NULL || (length > 5 && strcmp(name + length - 5, ".yaml") == 0);
+}
+
+enum rig_status rig_sim_profile_load(const char *name_or_path, struct rig_sim_profile *out,
+                                     char *error, size_t error_size)
+{
+    RIG_ASSERT(out != NULL && error != NULL && error_size > 0);
+    const char *name = (name_or_path && name_or_path[0]) ? name_or_path : "h100";
+    if (rig__is_path(name)) {
+        char *text = NULL;
+        size_t size = 0;
+        enum rig_status status = rig__read_file(name, &text, &size);
+        if (status != RIG_OK) {
+            snprintf(error, error_size, "%s: cannot read the profile: %s", name,
+                     rig_status_message(status));
+            return status;
+        }
+        status = rig_sim_profile_parse(name, text, size, out, error, error_size);
+        free(text);
+        return status;
+    }
+    char file[RIG_SIM_PROFILE_NAME_MAX + 8];
+    snprintf(file, sizeof file, "%s.yaml", name);
+    const struct rig_embedded_file *embedded = rig_embedded_find(file);
+    if (embedded == NULL || strlen(name) >= RIG_SIM_PROFILE_NAME_MAX) {
+        snprintf(error, error_size,
+                 "no built-in device profile '%s' (try h100 or a path "
+                 "to a .yaml file)",
+                 name);
+        return RIG_E_NOT_FOUND;
+    }
+    return rig_sim_profile_parse(file, embedded->text, embedded->size, out, error, error_size);
+}

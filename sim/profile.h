@@ -1,0 +1,67 @@
+/* profile.h — a simulated device's profile: the numbers the cost model and the memory
+ * allocator read (memory size, peak FLOP/s, bandwidths, launch overheads).
+ *
+ * Profiles are YAML files (sim/profiles/<name>.yaml), one flat mapping of the keys in
+ * docs/simulator.md, every key required, unknown keys rejected. The built-in ones are
+ * embedded in the binary (core/embedded.h), so `profile: h100` needs no data directory; a
+ * value containing '/' or ending in ".yaml" is read from that path instead.
+ *
+ * Errors name the file, the line and column (1-based) and the key, e.g.
+ *   "bad.yaml:3:1: unknown key 'hbm_bandwith'".
+ * A profile is a plain value: copy it freely. Thread safety: the functions are reentrant.
+ */
+#ifndef RIG_SIM_PROFILE_H
+#define RIG_SIM_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hal/status.h"
+
+#define RIG_SIM_PROFILE_NAME_MAX  64
+#define RIG_SIM_PROFILE_ERROR_MAX 512
+
+/* Cost classes: each op kind belongs to one, and each class has an achievable fraction of
+ * peak compute and bandwidth (real kernels never reach the datasheet numbers). */
+enum rig_sim_op_class {
+    RIG_SIM_OP_CLASS_GEMM = 0,
+    RIG_SIM_OP_CLASS_ATTENTION = 1,
+    RIG_SIM_OP_CLASS_ELEMENTWISE = 2,
+    RIG_SIM_OP_CLASS_COPY = 3,
+    RIG_SIM_OP_CLASS_COUNT
+};
+
+struct rig_sim_profile {
+    char name[RIG_SIM_PROFILE_NAME_MAX];
+    int64_t memory_bytes;                      /* device memory */
+    double peak_bf16_flops;                    /* dense bf16 tensor-core FLOP/s */
+    double hbm_bytes_per_s;                    /* HBM bandwidth */
+    double efficiency[RIG_SIM_OP_CLASS_COUNT]; /* (0, 1] achievable fraction */
+    int64_t kernel_launch_host_ns;             /* host CPU time per kernel launch */
+    int64_t kernel_launch_latency_ns;          /* launch call to earliest start */
+    int64_t graph_launch_host_ns;              /* host CPU time per graph launch */
+    int64_t graph_node_ns;                     /* device gap between graph nodes */
+    int64_t min_kernel_ns;                     /* shortest possible kernel */
+    double h2d_bytes_per_s;                    /* host to device (PCIe) */
+    int64_t h2d_latency_ns;
+    double d2h_bytes_per_s; /* device to host (PCIe) */
+    int64_t d2h_latency_ns;
+    double all_reduce_bytes_per_s; /* NVLink bus bandwidth, ring */
+    int64_t all_reduce_latency_ns;
+    double all_gather_bytes_per_s; /* NVLink bus bandwidth, ring */
+    int64_t all_gather_latency_ns;
+};
+
+/* Parses `text` (`size` bytes, YAML) into `out`; `file` is the name used in messages.
+ * Returns RIG_OK, or RIG_E_PARSE / RIG_E_RANGE with "file:line:col: ..." in `error`
+ * (error_size bytes, always NUL-terminated); `out` is left unchanged on error. */
+enum rig_status rig_sim_profile_parse(const char *file, const char *text, size_t size,
+                                      struct rig_sim_profile *out, char *error, size_t error_size);
+
+/* Loads a profile by built-in name ("h100") or by path (contains '/' or ends in ".yaml").
+ * NULL or "" means "h100". RIG_E_NOT_FOUND for an unknown name, RIG_E_IO for an unreadable
+ * file, else as rig_sim_profile_parse. */
+enum rig_status rig_sim_profile_load(const char *name_or_path, struct rig_sim_profile *out,
+                                     char *error, size_t error_size);
+
+#endif /* RIG_SIM_PROFILE_H */

@@ -1,0 +1,138 @@
+/* stream.c — streams, events, copies and fills on the virtual clock (rules in clock.h).
+ *
+ * Copies and fills move real bytes at issue time; one that touches a phantom buffer moves
+ * nothing but still takes its modelled time (timing-only mode).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/cost.h"
+#include "sim/device.h"
+#include "sim/graph.h"
+#include "sim/stream.h"
+
+enum rig_status rig_sim_stream_create(struct rig_device *device, void **context)
+{
+    RIG_ASSERT(device != NULL && context != NULL);
+    struct rig_sim_stream *stream = calloc(1, sizeof *stream);
+    if (stream == NULL) return RIG_E_NO_MEMORY;
+    /* A new stream has no work: it is ready as soon as the host can launch anything. */
+    stream->ready_ns = rig_sim_device_of(device)->clock.host_ns;
+    *context = stream;
+    return RIG_OK;
+}
+
+void rig_sim_stream_destroy(struct rig_stream *stream)
+{
+    struct rig_sim_stream *sim_stream = rig_sim_stream_of(stream);
+    if (sim_stream->recording != NULL) {
+        rig_sim_graph_recording_free(sim_stream->recording);
+        free(sim_stream->recording);
+    }
+    free(sim_stream);
+}
+
+enum rig_status rig_sim_stream_synchronize(struct rig_stream *stream)
+{
+    struct rig_sim_device *device = rig_sim_device_of(stream->device);
+    rig_sim_clock_host_wait_until(&device->clock, rig_sim_stream_of(stream)->ready_ns);
+    return RIG_OK;
+}
+
+enum rig_status rig_sim_event_create(struct rig_device *device, void **context)
+{
+    RIG_ASSERT(device != NULL && context != NULL);
+    struct rig_sim_event *event = calloc(1, sizeof *event);
+    if (event == NULL) return RIG_E_NO_MEMORY;
+    *context = event;
+    return RIG_OK;
+}
+
+void rig_sim_event_destroy(struct rig_event *event)
+{
+    RIG_ASSERT(event != NULL);
+    free(event->context);
+}
+
+enum rig_status rig_sim_event_record(struct rig_event *event, struct rig_stream *stream)
+{
+    RIG_ASSERT(event != NULL && event->context != NULL);
+    ((struct rig_sim_event *)event->context)->time_ns = rig_sim_stream_of(stream)->ready_ns;
+    return RIG_OK;
+}
+
+enum rig_status rig_sim_stream_wait_event(struct rig_stream *stream, struct rig_event *event)
+{
+    RIG_ASSERT(event != NULL && event->context != NULL);
+    struct rig_sim_stream *sim_stream = rig_sim_stream_of(stream);
+    int64_t t = ((const struct rig_sim_event *)event->context)->time_ns;
+    if (t > sim_stream->ready_ns) sim_stream->ready_ns = t;
+    return RIG_OK;
+}
+
+enum rig_status rig_sim_event_synchronize(struct rig_event *event)
+{
+    RIG_ASSERT(event != NULL && event->context != NULL);
+    struct rig_sim_device *device = rig_sim_device_of(event->device);
+    rig_sim_clock_host_wait_until(&device->clock,
+                                  ((const struct rig_sim_event *)event->context)->time_ns);
+    return RIG_OK;
+}
+
+enum rig_status rig_sim_event_elapsed_ns(const struct rig_event *start, const struct rig_event *end,
+                                         int64_t *ns)
+{
+    RIG_ASSERT(start != NULL && end != NULL && ns != NULL);
+    *ns = ((const struct rig_sim_event *)end->context)->time_ns -
+          ((const struct rig_sim_event *)start->context)->time_ns;
+    return RIG_OK;
+}
+
+enum rig_status rig_sim_memcpy_async(struct rig_stream *stream, void *dst, const void *src,
+                                     size_t bytes, enum rig_copy_kind kind)
+{
+    RIG_ASSERT(dst != NULL && src != NULL && bytes > 0);
+    struct rig_sim_device *device = rig_sim_device_of(stream->device);
+    struct rig_sim_stream *sim_stream = rig_sim_stream_of(stream);
+    const struct rig_sim_memory *memory = &device->memory;
+    bool phantom = rig_sim_memory_is_phantom(memory, dst) || rig_sim_memory_is_phantom(memory, src);
+    if (!phantom) memmove(dst, src, bytes);
+    int64_t duration = rig_sim_cost_copy_ns(&device->profile, kind, bytes);
+    sim_stream->ready_ns =
+        rig_sim_clock_copy(&device->clock, &device->profile, sim_stream->ready_ns, duration);
+    return RIG_OK;
+}
+
+enum rig_status rig_sim_fill_u32(struct rig_stream *stream, void *dst, uint32_t value, size_t count)
+{
+    RIG_ASSERT(dst != NULL && count > 0);
+    struct rig_sim_device *device = rig_sim_device_of(stream->device);
+    struct rig_sim_stream *sim_stream = rig_sim_stream_of(stream);
+    if (!rig_sim_memory_is_phantom(&device->memory, dst)) {
+        uint32_t *words = dst;
+        for (size_t i = 0; i < count; i++)
+            words[i] = value;
+    }
+    /* A fill is a kernel (cudaMemsetD32Async) on the compute engine. */
+    int64_t start = rig_sim_clock_kernel_start(&device->clock, &device->profile,
+                                               RIG_SIM_LAUNCH_EAGER, sim_stream->ready_ns);
+    int64_t duration = rig_sim_cost_fill_ns(&device->profile, count * sizeof(uint32_t));
+    sim_stream->ready_ns = rig_sim_clock_kernel_run(&device->clock, start, duration);
+    device->stats.device_busy_ns += duration;
+    return RIG_OK;
+}
+
+int64_t rig_sim_now_ns(struct rig_device *device)
+{
+    return rig_sim_device_of(device)->clock.host_ns;
+}
+
+void rig_sim_host_work_ns(struct rig_device *device, int64_t ns)
+{
+    rig_sim_clock_host_work(&rig_sim_device_of(device)->clock, ns);
+}
+
+void rig_sim_host_wait_until_ns(struct rig_device *device, int64_t t_ns)
+{
+    rig_sim_clock_host_wait_until(&rig_sim_device_of(device)->clock, t_ns);
+}

@@ -1,0 +1,333 @@
+/* test_sim_clock.c — the simulator's virtual clock and cost model.
+ *
+ * Checks, against values computed here from the H100 profile and the rules of sim/clock.h:
+ * the same op sequence on two fresh devices gives identical timestamps; an eager kernel
+ * starts at host + launch latency and ends after its modelled cost; the compute engine runs
+ * kernels of two streams one at a time; events and cross-stream waits order a copy after a
+ * kernel; stream and event synchronisation move the host; host work and wait_until move the
+ * host exactly; a GEMM with twice the rows takes twice as long, decode attention scales with
+ * the KV length; graph replay charges the host once instead of per kernel. Large shapes run
+ * in timing-only mode (phantom buffers, no math), so every test is fast.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/cost.h"
+#include "sim/profile.h"
+#include "sim/sim.h"
+#include "tests/support/test_support.h"
+
+static struct rig_sim_profile rig__h100(void)
+{
+    struct rig_sim_profile profile;
+    char error[RIG_SIM_PROFILE_ERROR_MAX];
+    assert_int_equal(rig_sim_profile_load("h100", &profile, error, sizeof error), RIG_OK);
+    return profile;
+}
+
+/* A GEMM out[m, n] = a[m, k] b[n, k]^T over the start of three buffers. */
+static struct rig_op rig__gemm_op(void *out, void *a, void *b, int64_t m, int64_t n, int64_t k)
+{
+    struct rig_op op = {.kind = RIG_OP_GEMM};
+    op.u.gemm.out = rig_tensor_2d(out, RIG_DTYPE_BF16, m, n);
+    op.u.gemm.a = rig_tensor_2d(a, RIG_DTYPE_BF16, m, k);
+    op.u.gemm.b = rig_tensor_2d(b, RIG_DTYPE_BF16, n, k);
+    op.u.gemm.bias = rig_tensor_none();
+    return op;
+}
+
+struct rig__fixture {
+    struct rig_device *device;
+    struct rig_stream *stream;
+    struct rig_buffer *big;  /* phantom in timing-only mode */
+    struct rig_buffer *meta; /* always real */
+    void *base;
+};
+
+static void rig__open(struct rig__fixture *f, bool timing_only)
+{
+    rig_test_open_sim(1, timing_only, &f->device);
+    assert_int_equal(rig_hal_stream_create(f->device, &f->stream), RIG_OK);
+    size_t big = timing_only ? (size_t)1 << 30 : (size_t)1 << 20;
+    assert_int_equal(rig_hal_buffer_alloc(f->device, big, RIG_MEMORY_ACTIVATIONS, &f->big), RIG_OK);
+    assert_int_equal(rig_hal_buffer_alloc(f->device, 4096, RIG_MEMORY_METADATA, &f->meta), RIG_OK);
+    f->base = rig_hal_buffer_ptr(f->big);
+}
+
+static void rig__close(struct rig__fixture *f)
+{
+    rig_hal_buffer_free(f->big);
+    rig_hal_buffer_free(f->meta);
+    rig_hal_stream_destroy(f->stream);
+    rig_hal_close(f->device);
+}
+
+/* A fixed mixed sequence; writes the timestamps it sees into `out` (count returned). */
+static int32_t rig__sequence(int64_t *out)
+{
+    struct rig__fixture f;
+    rig__open(&f, true);
+    struct rig_stream *second;
+    struct rig_event *events[3];
+    assert_int_equal(rig_hal_stream_create(f.device, &second), RIG_OK);
+    for (int32_t i = 0; i < 3; i++)
+        assert_int_equal(rig_hal_event_create(f.device, &events[i]), RIG_OK);
+    char *b = f.base;
+    int32_t host[64] = {0};
+    int32_t n = 0;
+    assert_int_equal(rig_hal_event_record(events[0], f.stream), RIG_OK);
+    for (int32_t i = 0; i < 4; i++) {
+        struct rig_op op = rig__gemm_op(b, b + (64 << 20), b + (128 << 20), 64 << i, 4096, 4096);
+        assert_int_equal(rig_hal_op(f.stream, &op), RIG_OK);
+        rig_hal_host_work_ns(f.device, 1500 * i);
+        out[n++] = rig_hal_now_ns(f.device);
+    }
+    assert_int_equal(rig_hal_event_record(events[1], f.stream), RIG_OK);
+    assert_int_equal(rig_hal_stream_wait_event(second, events[1]), RIG_OK);
+    assert_int_equal(rig_hal_buffer_upload(second, f.meta, 0, host, sizeof host), RIG_OK);
+    assert_int_equal(rig_hal_event_record(events[2], second), RIG_OK);
+    assert_int_equal(rig_hal_event_synchronize(events[2]), RIG_OK);
+    out[n++] = rig_hal_now_ns(f.device);
+    assert_int_equal(rig_hal_event_elapsed_ns(events[0], events[2], &out[n]), RIG_OK);
+    n++;
+    for (int32_t i = 0; i < 3; i++)
+        rig_hal_event_destroy(events[i]);
+    rig_hal_stream_destroy(second);
+    rig__close(&f);
+    return n;
+}
+
+static void test_same_sequence_same_timestamps(void **state)
+{
+    (void)state;
+    int64_t first[16], second[16];
+    int32_t n1 = rig__sequence(first);
+    int32_t n2 = rig__sequence(second);
+    assert_int_equal(n1, n2);
+    assert_memory_equal(first, second, (size_t)n1 * sizeof first[0]);
+    for (int32_t i = 1; i < n1 - 1; i++)
+        assert_true(first[i] > first[i - 1]);
+    assert_true(first[n1 - 1] > 0);
+}
+
+/* An eager GEMM on an idle device: exact start and end from the profile. */
+static void test_eager_kernel_times(void **state)
+{
+    (void)state;
+    struct rig_sim_profile p = rig__h100();
+    struct rig__fixture f;
+    rig__open(&f, true);
+    struct rig_event *begin, *end;
+    assert_int_equal(rig_hal_event_create(f.device, &begin), RIG_OK);
+    assert_int_equal(rig_hal_event_create(f.device, &end), RIG_OK);
+    char *b = f.base;
+    struct rig_op op = rig__gemm_op(b, b + (64 << 20), b + (128 << 20), 512, 4096, 4096);
+    int64_t cost = rig_sim_cost_op_ns(&p, &op, 1);
+    double flops = 2.0 * 512 * 4096 * 4096;
+    int64_t expected = (int64_t)(flops / (p.peak_bf16_flops * p.efficiency[0]) * 1e9);
+    assert_true(cost >= expected && cost <= expected + 1);
+    assert_int_equal(rig_hal_now_ns(f.device), 0);
+    assert_int_equal(rig_hal_event_record(begin, f.stream), RIG_OK);
+    assert_int_equal(rig_hal_op(f.stream, &op), RIG_OK);
+    assert_int_equal(rig_hal_now_ns(f.device), p.kernel_launch_host_ns);
+    assert_int_equal(rig_hal_event_record(end, f.stream), RIG_OK);
+    int64_t elapsed = 0;
+    assert_int_equal(rig_hal_event_elapsed_ns(begin, end, &elapsed), RIG_OK);
+    assert_int_equal(elapsed, p.kernel_launch_host_ns + p.kernel_launch_latency_ns + cost);
+    assert_int_equal(rig_hal_stream_synchronize(f.stream), RIG_OK);
+    assert_int_equal(rig_hal_now_ns(f.device), elapsed);
+    rig_hal_event_destroy(begin);
+    rig_hal_event_destroy(end);
+    rig__close(&f);
+}
+
+/* Kernels of two streams share one compute engine: the second waits for the first. */
+static void test_compute_engine_serialises_streams(void **state)
+{
+    (void)state;
+    struct rig_sim_profile p = rig__h100();
+    struct rig__fixture f;
+    rig__open(&f, true);
+    struct rig_stream *other;
+    struct rig_event *e1, *e2;
+    assert_int_equal(rig_hal_stream_create(f.device, &other), RIG_OK);
+    assert_int_equal(rig_hal_event_create(f.device, &e1), RIG_OK);
+    assert_int_equal(rig_hal_event_create(f.device, &e2), RIG_OK);
+    char *b = f.base;
+    struct rig_op op = rig__gemm_op(b, b + (64 << 20), b + (128 << 20), 1024, 4096, 4096);
+    int64_t cost = rig_sim_cost_op_ns(&p, &op, 1);
+    assert_int_equal(rig_hal_op(f.stream, &op), RIG_OK);
+    assert_int_equal(rig_hal_op(other, &op), RIG_OK);
+    assert_int_equal(rig_hal_event_record(e1, f.stream), RIG_OK);
+    assert_int_equal(rig_hal_event_record(e2, other), RIG_OK);
+    int64_t gap = 0;
+    assert_int_equal(rig_hal_event_elapsed_ns(e1, e2, &gap), RIG_OK);
+    assert_int_equal(gap, cost);
+    rig_hal_event_destroy(e1);
+    rig_hal_event_destroy(e2);
+    rig_hal_stream_destroy(other);
+    rig__close(&f);
+}
+
+/* A copy on a second stream overlaps a kernel unless it waits on the kernel's event. */
+static void test_cross_stream_wait_orders_copy(void **state)
+{
+    (void)state;
+    struct rig_sim_profile p = rig__h100();
+    static int32_t host[1024];
+    int64_t copy_cost = rig_sim_cost_copy_ns(&p, RIG_COPY_HOST_TO_DEVICE, sizeof host);
+    for (int32_t wait = 0; wait < 2; wait++) {
+        struct rig__fixture f;
+        rig__open(&f, true);
+        struct rig_stream *copies;
+        struct rig_event *kernel_done, *copy_done;
+        assert_int_equal(rig_hal_stream_create(f.device, &copies), RIG_OK);
+        assert_int_equal(rig_hal_event_create(f.device, &kernel_done), RIG_OK);
+        assert_int_equal(rig_hal_event_create(f.device, &copy_done), RIG_OK);
+        char *b = f.base;
+        struct rig_op op = rig__gemm_op(b, b + (64 << 20), b + (128 << 20), 4096, 4096, 4096);
+        assert_int_equal(rig_hal_op(f.stream, &op), RIG_OK);
+        assert_int_equal(rig_hal_event_record(kernel_done, f.stream), RIG_OK);
+        if (wait) assert_int_equal(rig_hal_stream_wait_event(copies, kernel_done), RIG_OK);
+        assert_int_equal(rig_hal_buffer_upload(copies, f.meta, 0, host, sizeof host), RIG_OK);
+        assert_int_equal(rig_hal_event_record(copy_done, copies), RIG_OK);
+        int64_t delta = 0;
+        assert_int_equal(rig_hal_event_elapsed_ns(kernel_done, copy_done, &delta), RIG_OK);
+        if (wait)
+            assert_int_equal(delta, copy_cost);
+        else
+            assert_true(delta < 0); /* the copy ran on the copy engine during the GEMM */
+        rig_hal_event_destroy(kernel_done);
+        rig_hal_event_destroy(copy_done);
+        rig_hal_stream_destroy(copies);
+        rig__close(&f);
+    }
+}
+
+static void test_host_work_and_wait_until(void **state)
+{
+    (void)state;
+    struct rig_device *device;
+    rig_test_open_sim(1, false, &device);
+    assert_int_equal(rig_hal_now_ns(device), 0);
+    rig_hal_host_work_ns(device, 1234);
+    assert_int_equal(rig_hal_now_ns(device), 1234);
+    rig_hal_host_work_ns(device, 0);
+    assert_int_equal(rig_hal_now_ns(device), 1234);
+    rig_hal_host_wait_until_ns(device, 1000); /* in the past: no-op */
+    assert_int_equal(rig_hal_now_ns(device), 1234);
+    rig_hal_host_wait_until_ns(device, 5000000000ll);
+    assert_int_equal(rig_hal_now_ns(device), 5000000000ll);
+    const struct rig_device_info *info = rig_hal_device_info(device);
+    assert_true(info->virtual_clock);
+    assert_string_equal(info->name, "sim:h100");
+    rig_hal_close(device);
+}
+
+static void test_gemm_cost_scales_with_rows(void **state)
+{
+    (void)state;
+    struct rig_sim_profile p = rig__h100();
+    char *b = (char *)(uintptr_t)4096; /* shapes only: the cost model never reads GEMM data */
+    struct rig_op small = rig__gemm_op(b, b, b, 2048, 8192, 8192);
+    struct rig_op large = rig__gemm_op(b, b, b, 4096, 8192, 8192);
+    int64_t t1 = rig_sim_cost_op_ns(&p, &small, 1), t2 = rig_sim_cost_op_ns(&p, &large, 1);
+    assert_true(t1 > 100000);
+    assert_true(llabs(t2 - 2 * t1) <= 2);
+    /* a tiny GEMM is bound by the minimum kernel time, a skinny one by the weight bytes */
+    struct rig_op tiny = rig__gemm_op(b, b, b, 1, 64, 64);
+    assert_int_equal(rig_sim_cost_op_ns(&p, &tiny, 1), p.min_kernel_ns);
+    struct rig_op skinny = rig__gemm_op(b, b, b, 1, 8192, 8192);
+    double bytes = 2.0 * (8192.0 * 8192 + 8192 + 8192);
+    int64_t memory_ns = (int64_t)(bytes / (p.hbm_bytes_per_s * p.efficiency[0]) * 1e9);
+    int64_t skinny_ns = rig_sim_cost_op_ns(&p, &skinny, 1);
+    assert_true(skinny_ns >= memory_ns && skinny_ns <= memory_ns + 1);
+}
+
+/* Decode attention reads the KV lengths from (real) metadata: time grows with them. */
+static void test_attention_cost_scales_with_kv_len(void **state)
+{
+    (void)state;
+    struct rig_sim_profile p = rig__h100();
+    static int32_t meta[2][64];
+    int64_t times[2];
+    char *b = (char *)(uintptr_t)4096;
+    for (int32_t i = 0; i < 2; i++) {
+        for (int32_t r = 0; r < 64; r++)
+            meta[1][r] = (i + 1) * 16384;
+        struct rig_op op = {.kind = RIG_OP_ATTENTION_DECODE};
+        struct rig_op_attention_decode *a = &op.u.attention_decode;
+        a->out = rig_tensor_3d(b, RIG_DTYPE_BF16, 64, 32, 128);
+        a->q = a->out;
+        a->k_cache = rig_tensor_3d(b, RIG_DTYPE_BF16, 1 << 20, 8, 128);
+        a->v_cache = a->k_cache;
+        a->page_table = rig_tensor_2d(b, RIG_DTYPE_I32, 64, 32768);
+        a->table_idx = rig_tensor_1d(meta[0], RIG_DTYPE_I32, 64);
+        a->kv_len = rig_tensor_1d(meta[1], RIG_DTYPE_I32, 64);
+        a->scale = 0.088f;
+        assert_int_equal(rig_hal_op_check(&op), RIG_OK);
+        times[i] = rig_sim_cost_op_ns(&p, &op, 1);
+    }
+    assert_true(times[0] > 100000); /* 64 x 16k positions x 8 heads x 128 x 2 x 2 bytes */
+    double ratio = (double)times[1] / (double)times[0];
+    assert_true(ratio > 1.99 && ratio < 2.01);
+}
+
+/* 20 small kernels: eagerly the host pays 20 launches, as a graph it pays one. */
+static void test_graph_replay_cheaper_on_host(void **state)
+{
+    (void)state;
+    struct rig_sim_profile p = rig__h100();
+    struct rig__fixture f;
+    rig__open(&f, false);
+    char *b = f.base;
+    struct rig_op op = {.kind = RIG_OP_RMS_NORM};
+    op.u.rms_norm.out = rig_tensor_2d(b, RIG_DTYPE_BF16, 4, 64);
+    op.u.rms_norm.in = rig_tensor_2d(b + 4096, RIG_DTYPE_BF16, 4, 64);
+    op.u.rms_norm.weight = rig_tensor_1d(b + 8192, RIG_DTYPE_BF16, 64);
+    op.u.rms_norm.eps = 1e-6f;
+    int64_t t0 = rig_hal_now_ns(f.device);
+    for (int32_t i = 0; i < 20; i++)
+        assert_int_equal(rig_hal_op(f.stream, &op), RIG_OK);
+    int64_t eager_host = rig_hal_now_ns(f.device) - t0;
+    assert_int_equal(eager_host, 20 * p.kernel_launch_host_ns);
+    assert_int_equal(rig_hal_graph_capture_begin(f.stream), RIG_OK);
+    for (int32_t i = 0; i < 20; i++)
+        assert_int_equal(rig_hal_op(f.stream, &op), RIG_OK);
+    struct rig_graph *graph;
+    assert_int_equal(rig_hal_graph_capture_end(f.stream, &graph), RIG_OK);
+    assert_int_equal(rig_hal_graph_op_count(graph), 20);
+    assert_int_equal(rig_hal_now_ns(f.device), t0 + eager_host); /* capture takes no time */
+    assert_int_equal(rig_hal_stream_synchronize(f.stream), RIG_OK);
+    int64_t t1 = rig_hal_now_ns(f.device);
+    assert_int_equal(rig_hal_graph_launch(graph, f.stream), RIG_OK);
+    assert_int_equal(rig_hal_now_ns(f.device) - t1, p.graph_launch_host_ns);
+    assert_true(p.graph_launch_host_ns < eager_host);
+    /* device side: the first node after the launch latency, then node gap + kernel each */
+    assert_int_equal(rig_hal_stream_synchronize(f.stream), RIG_OK);
+    int64_t device_ns = rig_hal_now_ns(f.device) - (t1 + p.graph_launch_host_ns);
+    int64_t kernel = rig_sim_cost_op_ns(&p, &op, 1);
+    assert_int_equal(device_ns,
+                     p.kernel_launch_latency_ns + kernel + 19 * (p.graph_node_ns + kernel));
+    struct rig_sim_stats stats;
+    assert_int_equal(rig_sim_get_stats(f.device, &stats), RIG_OK);
+    assert_int_equal(stats.ops_issued, 40);
+    assert_int_equal(stats.graph_launches, 1);
+    rig_hal_graph_destroy(graph);
+    rig__close(&f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_same_sequence_same_timestamps),
+        cmocka_unit_test(test_eager_kernel_times),
+        cmocka_unit_test(test_compute_engine_serialises_streams),
+        cmocka_unit_test(test_cross_stream_wait_orders_copy),
+        cmocka_unit_test(test_host_work_and_wait_until),
+        cmocka_unit_test(test_gemm_cost_scales_with_rows),
+        cmocka_unit_test(test_attention_cost_scales_with_kv_len),
+        cmocka_unit_test(test_graph_replay_cheaper_on_host),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
