@@ -300,7 +300,7 @@ static void rig__norm_case(int64_t t, int64_t h, int64_t pad, bool add, bool ali
     }
     struct rig__pair *outputs[] = {out};
     rig__run_both(&op, alias ? NULL : outputs, alias ? 0 : 1);
-    rig__expect_close_rows(add ? "add_rms_norm" : "rms_norm", out, t, h, stride, 1e-5);
+    rig__expect_close_rows(add ? "add_rms_norm" : "rms_norm", out, t, h, stride, 1e-6);
     if (add) {
         /* residual = bf16(residual + in) is one rounding of an exact sum: bit for bit. */
         for (int64_t r = 0; r < t; r++) {
@@ -344,7 +344,7 @@ static void test_head_rms_norm(void **state)
             op.u.head_rms_norm.weight = rig_tensor_1d(w->host, RIG_DTYPE_BF16, d);
             op.u.head_rms_norm.eps = 1e-6f;
             rig__run_both(&op, NULL, 0);
-            rig__expect_close("head_rms_norm", x, RIG_DTYPE_BF16, (size_t)(t * heads * d), 1e-5);
+            rig__expect_close("head_rms_norm", x, RIG_DTYPE_BF16, (size_t)(t * heads * d), 1e-6);
         }
     }
 }
@@ -379,7 +379,7 @@ static void test_rope(void **state)
             }
             rig__run_both(&op, NULL, 0);
             rig__expect_close("rope (q, k, v untouched)", qkv, RIG_DTYPE_BF16,
-                              (size_t)(t * stride_t), 1e-5);
+                              (size_t)(t * stride_t), 1e-6);
         }
     }
 }
@@ -399,7 +399,7 @@ static void test_silu_mul(void **state)
             op.u.silu_mul.out = rig_tensor_2d(out->host, RIG_DTYPE_BF16, t, n);
             op.u.silu_mul.in = rig_tensor_2d(in->host, RIG_DTYPE_BF16, t, 2 * n);
             rig__run_both(&op, &out, 1);
-            rig__expect_close("silu_mul", out, RIG_DTYPE_BF16, (size_t)(t * n), 1e-5);
+            rig__expect_close("silu_mul", out, RIG_DTYPE_BF16, (size_t)(t * n), 1e-6);
         }
     }
 }
@@ -501,7 +501,7 @@ static void rig__gemm_case(int64_t m, int64_t n, int64_t k, bool bias, bool f32,
     snprintf(what, sizeof what, "gemm %lldx%lldx%lld%s%s", (long long)m, (long long)n,
              (long long)k, bias ? " bias" : "", f32 ? " f32" : "");
     rig__expect_close(what, c, f32 ? RIG_DTYPE_F32 : RIG_DTYPE_BF16, (size_t)(m * n),
-                      f32 ? 1e-9 : 1e-5);
+                      f32 ? 1e-9 : 1e-6);
 }
 
 static void test_gemm(void **state)
@@ -510,10 +510,10 @@ static void test_gemm(void **state)
     static const int64_t shapes[][3] = {{1, 64, 64}, {257, 1000, 1000}, {1, 1000, 4096},
                                         {16, 151, 96}, {257, 64, 40}};
     for (size_t s = 0; s < RIG_ARRAY_LEN(shapes); s++) {
-        for (int variant = 0; variant < 3; variant++) {
+        for (int variant = 0; variant < 4; variant++) {
             rig__reset(800 + s * 10 + (uint64_t)variant);
-            rig__gemm_case(shapes[s][0], shapes[s][1], shapes[s][2], variant == 1, variant == 2,
-                           variant == 0 ? 8 : 0);
+            rig__gemm_case(shapes[s][0], shapes[s][1], shapes[s][2], variant % 2 == 1,
+                           variant >= 2, variant == 0 ? 8 : 0);
         }
     }
 }
@@ -666,7 +666,7 @@ static void rig__decode_case(const char *what, int64_t requests, int64_t max_len
     a->kv_len = rig_tensor_1d(kv_len, RIG_DTYPE_I32, requests);
     a->scale = 1.0f / sqrtf((float)d);
     rig__run_both(&op, &out, 1);
-    rig__expect_close(what, out, RIG_DTYPE_BF16, (size_t)(requests * hq * d), 2e-5);
+    rig__expect_close(what, out, RIG_DTYPE_BF16, (size_t)(requests * hq * d), 1e-6);
 }
 
 static void test_attention_decode(void **state)
@@ -833,6 +833,186 @@ static void test_errors_and_events(void **state)
     assert_int_equal(rig_hal_open("cuda", &config, 1, too_many), RIG_E_NOT_FOUND);
 }
 
+/* --- timing (no reference: sizes the simulator would take minutes over) ----------------- */
+
+/* Median device time of `reps` runs of `op` on the stream, after 2 warm-ups, in ms. */
+static double rig__time_op(const struct rig_op *op, int reps)
+{
+    struct rig_event *start = NULL, *end = NULL;
+    assert_int_equal(rig_hal_event_create(rig__device, &start), RIG_OK);
+    assert_int_equal(rig_hal_event_create(rig__device, &end), RIG_OK);
+    double times[16];
+    assert_true(reps <= 16);
+    for (int i = -2; i < reps; i++) {
+        assert_int_equal(rig_hal_event_record(start, rig__stream), RIG_OK);
+        assert_int_equal(rig_hal_op(rig__stream, op), RIG_OK);
+        assert_int_equal(rig_hal_event_record(end, rig__stream), RIG_OK);
+        assert_int_equal(rig_hal_event_synchronize(end), RIG_OK);
+        int64_t ns = 0;
+        assert_int_equal(rig_hal_event_elapsed_ns(start, end, &ns), RIG_OK);
+        if (i >= 0) times[i] = (double)ns * 1e-6;
+    }
+    for (int i = 1; i < reps; i++) { /* insertion sort: reps <= 16 */
+        for (int j = i; j > 0 && times[j] < times[j - 1]; j--) {
+            double swap = times[j];
+            times[j] = times[j - 1];
+            times[j - 1] = swap;
+        }
+    }
+    rig_hal_event_destroy(start);
+    rig_hal_event_destroy(end);
+    return times[reps / 2];
+}
+
+/* A device buffer of random bf16 values in [-1, 1). */
+static struct rig__pair *rig__random_device_bf16(size_t n)
+{
+    struct rig__pair *p = rig__pair_new(n * 2);
+    rig__bf16_random(p, n, -1, 1);
+    assert_int_equal(rig_hal_buffer_upload(rig__stream, p->buffer, 0, p->host, p->bytes), RIG_OK);
+    return p;
+}
+
+/* A device buffer of n bf16 values alternating 1.0 and 2^-7 (a fill: big K/V caches would
+ * take seconds to randomise on the host; attention's work does not depend on the values). */
+static struct rig__pair *rig__filled_device_bf16(size_t n)
+{
+    struct rig__pair *p = rig__pair_new(n * 2);
+    assert_int_equal(rig_hal_buffer_fill(rig__stream, p->buffer, 0, 0x3c003f80u, p->bytes / 4),
+                     RIG_OK);
+    return p;
+}
+
+static void rig__time_prefill(int64_t q_len, int64_t cached)
+{
+    rig__reset(1700 + (uint64_t)q_len);
+    int64_t hq = 32, hk = 8, d = 128, kv = q_len + cached;
+    struct rig__pair *q = rig__random_device_bf16((size_t)(q_len * hq * d));
+    struct rig__pair *out = rig__pair_new((size_t)(q_len * hq * d * 2));
+    struct rig__pair *kc = rig__random_device_bf16((size_t)(kv * hk * d));
+    struct rig__pair *vc = rig__random_device_bf16((size_t)(kv * hk * d));
+    struct rig__pair *meta = rig__pair_new((size_t)(kv + 4) * 4);
+    int32_t *m = meta->host; /* page table row [kv], table_idx, kv_len, cu_q[2] */
+    for (int64_t i = 0; i < kv; i++) m[i] = (int32_t)((i * 7919) % kv);
+    m[kv] = 0, m[kv + 1] = (int32_t)kv, m[kv + 2] = 0, m[kv + 3] = (int32_t)q_len;
+    assert_int_equal(rig_hal_buffer_upload(rig__stream, meta->buffer, 0, m, meta->bytes), RIG_OK);
+    struct rig_op op = {.kind = RIG_OP_ATTENTION_PREFILL};
+    struct rig_op_attention_prefill *a = &op.u.attention_prefill;
+    a->out = rig_tensor_3d(out->host, RIG_DTYPE_BF16, q_len, hq, d);
+    a->q = rig_tensor_3d(q->host, RIG_DTYPE_BF16, q_len, hq, d);
+    a->k_cache = rig_tensor_3d(kc->host, RIG_DTYPE_BF16, kv, hk, d);
+    a->v_cache = rig_tensor_3d(vc->host, RIG_DTYPE_BF16, kv, hk, d);
+    a->page_table = rig_tensor_2d(m, RIG_DTYPE_I32, 1, kv);
+    a->table_idx = rig_tensor_1d(m + kv, RIG_DTYPE_I32, 1);
+    a->kv_len = rig_tensor_1d(m + kv + 1, RIG_DTYPE_I32, 1);
+    a->cu_q = rig_tensor_1d(m + kv + 2, RIG_DTYPE_I32, 2);
+    a->scale = 0.088f;
+    struct rig_op device_op = rig__to_device(&op);
+    double ms = rig__time_op(&device_op, 5);
+    /* causal: each query attends to cached + its own prefix; 4 flops per (q, k, d) */
+    double pairs = (double)q_len * (double)cached + (double)q_len * (double)(q_len + 1) / 2;
+    printf("    prefill %5lld new after %5lld cached, 32/8 heads, D128: %8.3f ms %6.1f TFLOP/s\n",
+           (long long)q_len, (long long)cached, ms, 4.0 * pairs * hq * d / (ms * 1e9));
+}
+
+static void rig__time_decode(int64_t requests, int64_t context)
+{
+    rig__reset(1800 + (uint64_t)requests);
+    int64_t hq = 32, hk = 8, d = 128, slots = requests * context;
+    struct rig__pair *q = rig__random_device_bf16((size_t)(requests * hq * d));
+    struct rig__pair *out = rig__pair_new((size_t)(requests * hq * d * 2));
+    struct rig__pair *kc = rig__filled_device_bf16((size_t)(slots * hk * d));
+    struct rig__pair *vc = rig__filled_device_bf16((size_t)(slots * hk * d));
+    struct rig__pair *meta = rig__pair_new((size_t)(slots + 2 * requests) * 4);
+    int32_t *m = meta->host;
+    for (int64_t i = 0; i < slots; i++) m[i] = (int32_t)((i * 7919) % slots);
+    for (int64_t r = 0; r < requests; r++) {
+        m[slots + r] = (int32_t)r;
+        m[slots + requests + r] = (int32_t)context;
+    }
+    assert_int_equal(rig_hal_buffer_upload(rig__stream, meta->buffer, 0, m, meta->bytes), RIG_OK);
+    struct rig_op op = {.kind = RIG_OP_ATTENTION_DECODE};
+    struct rig_op_attention_decode *a = &op.u.attention_decode;
+    a->out = rig_tensor_3d(out->host, RIG_DTYPE_BF16, requests, hq, d);
+    a->q = rig_tensor_3d(q->host, RIG_DTYPE_BF16, requests, hq, d);
+    a->k_cache = rig_tensor_3d(kc->host, RIG_DTYPE_BF16, slots, hk, d);
+    a->v_cache = rig_tensor_3d(vc->host, RIG_DTYPE_BF16, slots, hk, d);
+    a->page_table = rig_tensor_2d(m, RIG_DTYPE_I32, requests, context);
+    a->table_idx = rig_tensor_1d(m + slots, RIG_DTYPE_I32, requests);
+    a->kv_len = rig_tensor_1d(m + slots + requests, RIG_DTYPE_I32, requests);
+    a->scale = 0.088f;
+    struct rig_op device_op = rig__to_device(&op);
+    double ms = rig__time_op(&device_op, 5);
+    double bytes = 2.0 * (double)slots * (double)(hk * d * 2);
+    printf("    decode %4lld x %5lld context, 32/8 heads, D128: %8.3f ms %6.0f GB/s of K/V\n",
+           (long long)requests, (long long)context, ms, bytes / (ms * 1e6));
+}
+
+static void rig__time_gemm(int64_t m, int64_t n, int64_t k)
+{
+    rig__reset(1900 + (uint64_t)m);
+    struct rig__pair *a = rig__random_device_bf16((size_t)(m * k));
+    struct rig__pair *b = rig__random_device_bf16((size_t)(n * k));
+    struct rig__pair *c = rig__pair_new((size_t)(m * n * 2));
+    struct rig_op op = {.kind = RIG_OP_GEMM};
+    op.u.gemm.out = rig_tensor_2d(c->host, RIG_DTYPE_BF16, m, n);
+    op.u.gemm.a = rig_tensor_2d(a->host, RIG_DTYPE_BF16, m, k);
+    op.u.gemm.b = rig_tensor_2d(b->host, RIG_DTYPE_BF16, n, k);
+    struct rig_op device_op = rig__to_device(&op);
+    double ms = rig__time_op(&device_op, 5);
+    printf("    gemm %5lld x %5lld x %5lld bf16: %8.3f ms %6.1f TFLOP/s\n", (long long)m,
+           (long long)n, (long long)k, ms, 2.0 * (double)m * (double)n * (double)k / (ms * 1e9));
+}
+
+static void rig__time_sample(int64_t rows, int64_t vocab, int32_t top_k, float top_p)
+{
+    rig__reset(2000);
+    struct rig__pair *logits = rig__pair_new((size_t)(rows * vocab) * 4);
+    struct rig__pair *params = rig__pair_new((size_t)rows * 4 * 6);
+    float *l = logits->host;
+    for (int64_t i = 0; i < rows * vocab; i++) l[i] = rig_test_rng_float(&rig__rng, -8, 8);
+    float *temperature = params->host, *p = temperature + rows;
+    int32_t *k = (int32_t *)(p + rows), *position = k + rows;
+    for (int64_t r = 0; r < rows; r++) {
+        temperature[r] = 0.8f;
+        p[r] = top_p;
+        k[r] = top_k;
+        position[r] = (int32_t)r;
+    }
+    assert_int_equal(rig_hal_buffer_upload(rig__stream, logits->buffer, 0, l, logits->bytes), RIG_OK);
+    assert_int_equal(rig_hal_buffer_upload(rig__stream, params->buffer, 0, params->host,
+                                           params->bytes), RIG_OK);
+    struct rig_op op = {.kind = RIG_OP_SAMPLE};
+    struct rig_op_sample *s = &op.u.sample;
+    s->tokens = rig_tensor_1d(position, RIG_DTYPE_I32, rows); /* overwritten: fine for timing */
+    s->logits = rig_tensor_2d(l, RIG_DTYPE_F32, rows, vocab);
+    s->temperature = rig_tensor_1d(temperature, RIG_DTYPE_F32, rows);
+    s->top_k = rig_tensor_1d(k, RIG_DTYPE_I32, rows);
+    s->top_p = rig_tensor_1d(p, RIG_DTYPE_F32, rows);
+    s->seed = rig_tensor_1d(position + rows, RIG_DTYPE_I64, rows);
+    s->position = rig_tensor_1d(position, RIG_DTYPE_I32, rows);
+    struct rig_op device_op = rig__to_device(&op);
+    double ms = rig__time_op(&device_op, 5);
+    printf("    sample %4lld x %6lld top_k %3d top_p %.2f: %8.3f ms\n", (long long)rows,
+           (long long)vocab, top_k, top_p, ms);
+}
+
+/* Prints device times of the heavy ops at serving sizes; asserts only that they run. */
+static void test_timing(void **state)
+{
+    (void)state;
+    rig__time_gemm(8192, 4096, 4096);
+    rig__time_gemm(64, 4096, 4096);
+    rig__time_prefill(4096, 0);
+    rig__time_prefill(512, 7680);
+    rig__time_decode(64, 4096);
+    rig__time_decode(256, 1024);
+    rig__time_decode(1, 32768);
+    rig__time_sample(64, 151936, 0, 1.0f);
+    rig__time_sample(64, 151936, 50, 0.9f);
+    rig__reset(2100);
+}
+
 static int rig__setup(void **state)
 {
     (void)state;
@@ -867,6 +1047,7 @@ int main(void)
         cmocka_unit_test(test_store_kv),         cmocka_unit_test(test_attention_prefill),
         cmocka_unit_test(test_attention_decode), cmocka_unit_test(test_sample),
         cmocka_unit_test(test_graph_replay),     cmocka_unit_test(test_errors_and_events),
+        cmocka_unit_test(test_timing),
     };
     return cmocka_run_group_tests(tests, rig__setup, rig__teardown);
 }

@@ -79,10 +79,11 @@ pass=0 fail=0 skip=0
 summary=()
 for test in "$here"/tests/$pattern; do
     name=$(basename "$test")
-    start=$(date +%s.%N)
+    start=$(date +%s%N)
     "$here/run.sh" "tests/$name" >"$logs/$name.log" 2>&1
     rc=$?
-    seconds=$(echo "$(date +%s.%N) - $start" | bc 2>/dev/null || echo "?")
+    ms=$((($(date +%s%N) - start) / 1000000))
+    seconds=$(printf '%d.%03d' $((ms / 1000)) $((ms % 1000)))
     case $rc in
         0) verdict=PASS; pass=$((pass + 1)) ;;
         77) verdict=SKIP; skip=$((skip + 1)) ;;
