@@ -125,6 +125,28 @@ static enum rig_status rig__alloc_phantom(struct rig_sim_memory *memory, uint64_
     return RIG_OK;
 }
 
+/* A real, zero-filled buffer. Large ones are anonymous mappings: zero pages arrive lazily, so
+ * a KV pool sized from the device's memory costs only the pages the run touches, and
+ * MAP_NORESERVE keeps the kernel from refusing it up front. Small ones come from the heap. */
+static enum rig_status rig__alloc_real(struct rig_sim_memory *memory,
+                                       struct rig_sim_allocation *allocation, void **data)
+{
+    void *host = NULL;
+    allocation->mapped = allocation->bytes >= RIG_SIM_MAPPED_MIN;
+    if (allocation->mapped) {
+        host = mmap(NULL, allocation->bytes, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (host == MAP_FAILED) return RIG_E_NO_MEMORY;
+    } else {
+        if (posix_memalign(&host, RIG_SIM_HOST_ALIGN, allocation->bytes) != 0)
+            return RIG_E_NO_MEMORY;
+        memset(host, 0, allocation->bytes);
+    }
+    memory->resident_bytes += (int64_t)allocation->bytes;
+    *data = host;
+    return RIG_OK;
+}
+
 enum rig_status rig_sim_memory_alloc(struct rig_sim_memory *memory, size_t bytes,
                                      enum rig_memory_use use, void **data, void **context)
 {
@@ -141,14 +163,7 @@ enum rig_status rig_sim_memory_alloc(struct rig_sim_memory *memory, size_t bytes
     if (allocation->phantom) {
         status = rig__alloc_phantom(memory, rounded, data);
     } else {
-        void *host = NULL;
-        if (posix_memalign(&host, RIG_SIM_HOST_ALIGN, rounded) != 0) {
-            status = RIG_E_NO_MEMORY;
-        } else {
-            memset(host, 0, rounded);
-            memory->resident_bytes += (int64_t)rounded;
-            *data = host;
-        }
+        status = rig__alloc_real(memory, allocation, data);
     }
     if (status != RIG_OK) {
         free(allocation);
@@ -171,7 +186,10 @@ void rig_sim_memory_free(struct rig_sim_memory *memory, void *data, void *contex
         RIG_VERIFY(rig__free_list_ok(memory));
     } else {
         memory->resident_bytes -= (int64_t)allocation->bytes;
-        free(data);
+        if (allocation->mapped)
+            munmap(data, allocation->bytes);
+        else
+            free(data);
     }
     memory->allocated_bytes -= (int64_t)allocation->bytes;
     free(allocation);

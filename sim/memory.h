@@ -3,7 +3,8 @@
  * Every buffer counts against the device's memory size (the profile's memory_bytes, in
  * units of RIG_SIM_MEMORY_ALIGN); past it, allocation fails with RIG_E_DEVICE_MEMORY, as
  * cudaMalloc does. A buffer is either
- *  - real: 64-byte aligned host memory, zero-filled (so results never depend on garbage), or
+ *  - real: 64-byte aligned host memory, zero-filled (so results never depend on garbage);
+ *    from 1 MiB up an anonymous mapping whose zero pages arrive only when touched, or
  *  - phantom (timing-only mode, every use but METADATA): a range inside one PROT_NONE,
  *    MAP_NORESERVE reservation of the device's size. It costs no resident memory, and any
  *    access faults at once, which turns "the simulator touched a phantom buffer" into a crash
@@ -24,9 +25,10 @@
 
 #include "hal/hal.h"
 
-#define RIG_SIM_MEMORY_ALIGN        256   /* allocation granularity, as cudaMalloc's */
-#define RIG_SIM_HOST_ALIGN          64    /* alignment of real buffers */
-#define RIG_SIM_PHANTOM_BUFFERS_MAX 16384 /* live phantom buffers per device */
+#define RIG_SIM_MEMORY_ALIGN        256        /* allocation granularity, as cudaMalloc's */
+#define RIG_SIM_HOST_ALIGN          64         /* alignment of real buffers */
+#define RIG_SIM_PHANTOM_BUFFERS_MAX 16384      /* live phantom buffers per device */
+#define RIG_SIM_MAPPED_MIN          (1u << 20) /* real buffers this large get their own mapping */
 
 struct rig_sim_extent {
     uint64_t offset; /* from the reservation's start, a multiple of RIG_SIM_MEMORY_ALIGN */
@@ -35,13 +37,14 @@ struct rig_sim_extent {
 
 struct rig_sim_allocation {
     uint64_t bytes; /* rounded size counted against the device */
-    bool phantom;
+    bool phantom;   /* a range of the PROT_NONE reservation */
+    bool mapped;    /* real, from its own anonymous mapping (large buffers) */
 };
 
 struct rig_sim_memory {
     int64_t capacity_bytes;  /* the device's memory size */
     int64_t allocated_bytes; /* live buffers, rounded, phantom included */
-    int64_t resident_bytes;  /* host bytes backing real buffers */
+    int64_t resident_bytes;  /* host bytes backing real buffers (mapped ones fill lazily) */
     bool timing_only;
     uintptr_t phantom_base;              /* start of the reservation; 0 when not timing-only */
     uint64_t phantom_bytes;              /* size of the reservation */

@@ -8,7 +8,8 @@
  * 5120, intermediate 25600, 64/8 heads of 128, vocab 151936) plus an 8 GiB KV pool is
  * allocated on each of 4 timing-only ranks with VmRSS staying under 1 GB, its ops run
  * without touching phantom memory, metadata ops run for real, and touching a phantom
- * buffer crashes (in a child process); profile errors name file:line:column and the key.
+ * buffer crashes (in a child process); a real 40 GB buffer costs only the pages touched;
+ * profile errors name file:line:column and the key; the built-in profiles load.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -408,6 +409,31 @@ static void test_timing_only_qwen3_32b_on_4_ranks(void **state)
     }
 }
 
+/* A real (not timing-only) 40 GB buffer, as a KV pool sized from device memory would be:
+ * pages arrive only when touched, so it is cheap, zero-filled and fully usable. */
+static void test_large_real_buffer_is_lazy(void **state)
+{
+    (void)state;
+    struct rig_device *device;
+    struct rig_stream *stream;
+    struct rig_buffer *pool;
+    rig_test_open_sim(1, false, &device);
+    assert_int_equal(rig_hal_stream_create(device, &stream), RIG_OK);
+    size_t bytes = (size_t)40 << 30, far = bytes - 4096;
+    assert_int_equal(rig_hal_buffer_alloc(device, bytes, RIG_MEMORY_KV, &pool), RIG_OK);
+    assert_int_equal((uintptr_t)rig_hal_buffer_ptr(pool) % 64, 0);
+    uint32_t in[4] = {1, 2, 3, 4}, out[8] = {9, 9, 9, 9, 9, 9, 9, 9};
+    assert_int_equal(rig_hal_buffer_upload(stream, pool, far, in, sizeof in), RIG_OK);
+    assert_int_equal(rig_hal_buffer_download(stream, pool, far, out, sizeof out), RIG_OK);
+    assert_int_equal(rig_hal_stream_synchronize(stream), RIG_OK);
+    assert_memory_equal(out, in, sizeof in);
+    for (int32_t i = 4; i < 8; i++) assert_int_equal(out[i], 0);
+    assert_true(rig__vm_rss() < 500000000ll);
+    rig_hal_buffer_free(pool);
+    rig_hal_stream_destroy(stream);
+    rig_hal_close(device);
+}
+
 /* Writing into a phantom buffer must crash, not silently succeed (checked in a child). */
 static void test_phantom_access_crashes(void **state)
 {
@@ -562,6 +588,7 @@ int main(void)
         cmocka_unit_test(test_fault_fail_nth_alloc),
         cmocka_unit_test(test_fault_stall),
         cmocka_unit_test(test_timing_only_qwen3_32b_on_4_ranks),
+        cmocka_unit_test(test_large_real_buffer_is_lazy),
         cmocka_unit_test(test_phantom_access_crashes),
         cmocka_unit_test(test_profile_errors),
         cmocka_unit_test(test_profile_load),

@@ -466,7 +466,11 @@ static bool rig__is_word_char(int32_t cp)
     case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO: case UTF8PROC_CATEGORY_MN:
     case UTF8PROC_CATEGORY_MC: case UTF8PROC_CATEGORY_ME: case UTF8PROC_CATEGORY_ND:
     case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_PC: return true;
-    default: return cp == 0x200C || cp == 0x200D;
+    default: /* ZWNJ, ZWJ, and the symbols that are Other_Alphabetic: circled and squared
+              * Latin letters */
+        return cp == 0x200C || cp == 0x200D || (cp >= 0x24B6 && cp <= 0x24E9) ||
+               (cp >= 0x1F130 && cp <= 0x1F149) || (cp >= 0x1F150 && cp <= 0x1F169) ||
+               (cp >= 0x1F170 && cp <= 0x1F189);
     }
 }
 
