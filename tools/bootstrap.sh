@@ -43,7 +43,7 @@ ninja -C build -j "$jobs"
 
 if [ "$mode" = run ]; then
     ./build/rig --version
-    exec ./build/rig selftest
+    exec ./build/rig run scenarios/quickstart.yaml
 fi
 
 # Python packages the differential tests compare against (HF tokenizers), in a venv of the build.
