@@ -54,10 +54,20 @@ struct rig_model_config {
 /* Fills `out` with a built-in config ("tiny", "qwen3-0.6b", "qwen3-8b", "qwen3-32b",
  * "llama-3.2-1b"). RIG_E_NOT_FOUND for an unknown name. */
 enum rig_status rig_model_config_preset(const char *name, struct rig_model_config *out);
-/* Reads a Hugging Face config.json. On error returns a negative status and writes a message
- * naming the file and the field to `error` (capacity `error_len`). */
+/* Reads a Hugging Face config.json (`path` is the file or the model directory holding it).
+ * On error returns a negative status, writes a message naming the file and the field to
+ * `error` (capacity `error_len`) and leaves `out` unchanged. `name` is the directory name. */
 enum rig_status rig_model_config_load(const char *path, struct rig_model_config *out,
                                       char *error, size_t error_len);
+
+/* Parses the text of a config.json (`size` bytes); `source` names it in messages. Same
+ * errors as rig_model_config_load; `out` is unchanged on error. `name` is left empty. */
+enum rig_status rig_model_config_parse(const char *text, size_t size, const char *source,
+                                       struct rig_model_config *out, char *error,
+                                       size_t error_len);
+
+/* KV heads one rank holds: Hk / tp, or 1 when tp > Hk (KV heads replicated, as vLLM). */
+int32_t rig_model_kv_heads_per_rank(const struct rig_model_config *config, int32_t tp_size);
 
 /* Bytes of KV cache one token slot needs on one rank (all layers, K and V, bf16). */
 size_t rig_model_kv_bytes_per_slot(const struct rig_model_config *config, int32_t tp_size);
@@ -101,6 +111,11 @@ enum rig_status rig_model_forward(struct rig_model *model, struct rig_stream *st
  * the next forward (for the golden tests and `rig generate --logits-out`). */
 void rig_model_keep_logits(struct rig_model *model, bool keep);
 struct rig_tensor rig_model_logits(const struct rig_model *model);
+
+/* Copies the first `rows` rows of those logits ([rows, V] f32, row-major) to `out` and
+ * waits for the copy (synchronises `stream`). RIG_E_RANGE when rows exceeds max_requests. */
+enum rig_status rig_model_download_logits(struct rig_model *model, struct rig_stream *stream,
+                                          int32_t rows, float *out);
 
 const struct rig_model_config *rig_model_get_config(const struct rig_model *model);
 

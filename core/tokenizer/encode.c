@@ -466,7 +466,11 @@ static bool rig__is_word_char(int32_t cp)
     case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO: case UTF8PROC_CATEGORY_MN:
     case UTF8PROC_CATEGORY_MC: case UTF8PROC_CATEGORY_ME: case UTF8PROC_CATEGORY_ND:
     case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_PC: return true;
-    default: return cp == 0x200C || cp == 0x200D;
+    default: /* ZWNJ, ZWJ, and the symbols that are Other_Alphabetic: circled and squared
+              * Latin letters */
+        return cp == 0x200C || cp == 0x200D || (cp >= 0x24B6 && cp <= 0x24E9) ||
+               (cp >= 0x1F130 && cp <= 0x1F149) || (cp >= 0x1F150 && cp <= 0x1F169) ||
+               (cp >= 0x1F170 && cp <= 0x1F189);
     }
 }
 
@@ -576,6 +580,7 @@ static enum rig_status rig__encode_text(const struct rig_tokenizer *tok,
 static enum rig_status rig__append_ids(struct rig_tokenizer_ids *out, const int32_t *ids,
                                        uint32_t count)
 {
+    if (count == 0) return RIG_OK; /* out->ids may still be NULL: no pointer arithmetic */
     enum rig_status status = rig__ids_reserve(out, count);
     if (status != RIG_OK) return status;
     memcpy(out->ids + out->count, ids, count * sizeof(int32_t));

@@ -9,7 +9,7 @@ Outputs (committed, under tests/data/tokenizer/):
                 Qwen3 tokenizer's ids for `text` (HF tokenizers, add_special_tokens=True) and the
                 decodes of those ids with skip_special_tokens False / True.
   chat.jsonl    {"template", "messages", "add_generation_prompt", "enable_thinking"|null,
-                 "text"} — renderings by transformers' apply_chat_template (Qwen3) and by
+                 "text", "ids" (Qwen3 only: the rendering tokenised)} — renderings by transformers' apply_chat_template (Qwen3) and by
                 transformers' own Jinja renderer with the Llama-3 template (Llama-3).
   variants/     small tokenizers derived from Qwen3's (first merges only) that exercise the
                 other loader paths (GPT-2 style ByteLevel regex and prefix space, normaliser
@@ -31,10 +31,10 @@ QWEN = os.path.join(DATA, "qwen3")
 
 LLAMA3_TEMPLATE = (
     "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = "
-    "'<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] "
+    "'<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] "
     "| trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}"
     "{% endif %}{{ content }}{% endfor %}{% if add_generation_prompt %}{{ "
-    "'<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}")
+    "'<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}")
 
 
 def corpus():
@@ -168,8 +168,9 @@ def make_chat():
         kwargs = {} if thinking is None else {"enable_thinking": thinking}
         text = qwen.apply_chat_template(messages, tokenize=False, add_generation_prompt=gen,
                                         **kwargs)
+        ids = qwen.backend_tokenizer.encode(text, add_special_tokens=False).ids
         rows.append({"template": "qwen3", "messages": messages, "add_generation_prompt": gen,
-                     "enable_thinking": thinking, "text": text})
+                     "enable_thinking": thinking, "text": text, "ids": ids})
         if thinking is not None:
             continue
         llama_messages = [{k: v for k, v in m.items() if k != "reasoning_content"}
