@@ -1,27 +1,36 @@
 /* test_model_golden.c — rig's forward on the simulator against Hugging Face transformers.
  *
  * tests/data/golden/{qwen3,llama,qwen2} hold small seeded models written by
- * tools/golden/make_golden.py (transformers 5.17, bf16, eager attention) with, per model,
- * five prompts of lengths 1..111, HF's 32 greedy tokens for each, and HF's fp32 logits at
- * each of those 32 steps. The test builds the batches a scheduler would (token-granular
- * page table, KV slots, cumulative lengths) and checks, for each model:
- *  - teacher forcing: all prompts prefilled as one batch, then 31 decode batches fed HF's
- *    tokens; at every step rig's logits are within relative L2 error 1e-2 of HF's, and
- *    rig's greedy token is HF's or a near-tie (below);
- *  - free running: rig's own 32 greedy tokens equal HF's up to the first near-tie;
+ * tools/golden/make_golden.py (transformers 5.17, bf16 weights) with, per model, five
+ * prompts of lengths 1..111 and the reference: transformers computing in fp32 over those
+ * bf16 weights (the exact result a bf16 engine approximates), its 32 greedy tokens per
+ * prompt and its logits at each of those steps, plus how far transformers' own bf16 run is
+ * from it at each step (0.4-0.9 %, relative L2 of the logits). The test builds the batches
+ * a scheduler would (token-granular page table, KV slots, cumulative lengths) and checks,
+ * for each model:
+ *  - teacher forcing: all prompts prefilled as one batch, then 31 decode batches fed the
+ *    reference's tokens; at every step rig's logits are within relative L2 error 1.25e-2
+ *    of the reference, their mean error below 1e-2 and at most 1.2 times the mean error of
+ *    transformers' bf16 run (rig must be as exact as the bf16 engine everyone trusts; a
+ *    bf16 engine is not exact, so a bound below that noise would test luck); rig's greedy
+ *    token is the reference's or a near-tie (below);
+ *  - free running: rig's own 32 greedy tokens equal the reference's up to the first
+ *    near-tie;
  *  - chunked prefill (first half of each prompt in one batch, its KV kept, the rest in a
- *    second batch) and a prefix-cache hit (a new page-table row reusing another row's KV
- *    slots for all but the last few prompt tokens) give HF's prompt logits;
- *  - TP=2 and TP=4 (one thread per rank; collectives meet at a barrier) give HF's logits
- *    and TP=1's within the same tolerance (llama's vocabulary 1001 is not divisible by 2
- *    or 4; qwen2's single KV head is replicated).
+ *    second, mixed batch) and a prefix-cache hit (a new page-table row reusing another
+ *    row's KV slots for all but the last few prompt tokens) give the reference's logits;
+ *  - TP=2 and TP=4 (one thread per rank; collectives meet at a barrier) give the
+ *    reference's logits and TP=1's within 1.25e-2 (row-parallel partial sums are rounded
+ *    to bf16 before the all-reduce, as on GPUs; llama's vocabulary 1001 is not divisible
+ *    by 2 or 4; qwen2's single KV head is replicated).
  *
- * Near-ties: rig and HF round to bf16 at different places (fused kernels, accumulation
- * order), so logits differ by a few 1e-3 relative. When HF's two best tokens are closer
- * than that, either choice is right. A mismatch at a step is accepted only when HF's logit
- * of rig's token is within tau = 4 x RMS(rig - HF over that step's logits) of HF's
- * maximum (~2.8 standard deviations of the difference of two logits' errors), and at most
- * 5 % of steps may use it.
+ * Near-ties: rig rounds to bf16 where a bf16 engine stores, so its logits differ from the
+ * exact reference by a few 1e-3 relative. When the reference's two best tokens are closer
+ * than that, either choice is right. A mismatch at a step is accepted only when the
+ * reference's logit of rig's token is within tau = 4 x RMS(rig - reference over that
+ * step's logits) of the reference's maximum (~2.8 standard deviations of the difference
+ * of two logits' errors), and at most 5 % of steps may use it. After an accepted near-tie,
+ * free running stops comparing that prompt: its contexts differ from then on.
  */
 #include <jansson.h>
 #include <math.h>
@@ -39,7 +48,9 @@
 #define ROW_LEN 256
 #define MAX_TOKENS 256
 #define TP_MAX 4
-#define REL_L2_MAX 1.5e-2
+#define REL_L2_MAX 1.25e-2     /* any one step */
+#define REL_L2_MEAN_MAX 1e-2    /* the mean over a model's 160 steps */
+#define HF_NOISE_RATIO_MAX 1.2  /* rig's mean error / HF bf16's mean error */
 #define TIE_SIGMAS 4.0
 
 struct golden {
@@ -50,6 +61,7 @@ struct golden {
     int32_t prompts[PROMPTS][MAX_TOKENS];
     int32_t greedy[PROMPTS][STEPS];
     float *logits; /* [PROMPTS, STEPS, vocab] */
+    double hf_bf16_err[PROMPTS][STEPS]; /* HF's bf16 run vs the reference, relative L2 */
 };
 
 /* Host side of one batch, and the host copy of the page table. */
@@ -118,6 +130,7 @@ static void golden_load(struct golden *g, const char *name)
     assert_true(g->vocab <= 1024);
     assert_int_equal(json_integer_value(json_object_get(root, "steps")), STEPS);
     json_t *prompts = json_object_get(root, "prompts"), *greedy = json_object_get(root, "greedy");
+    json_t *hf_err = json_object_get(root, "hf_bf16_rel_l2");
     assert_int_equal(json_array_size(prompts), PROMPTS);
     for (int p = 0; p < PROMPTS; p++) {
         json_t *prompt = json_array_get(prompts, (size_t)p);
@@ -125,9 +138,13 @@ static void golden_load(struct golden *g, const char *name)
         assert_true(g->prompt_len[p] >= 1 && g->prompt_len[p] + STEPS <= ROW_LEN);
         for (int i = 0; i < g->prompt_len[p]; i++)
             g->prompts[p][i] = (int32_t)json_integer_value(json_array_get(prompt, (size_t)i));
-        for (int s = 0; s < STEPS; s++)
+        for (int s = 0; s < STEPS; s++) {
             g->greedy[p][s] = (int32_t)json_integer_value(
                 json_array_get(json_array_get(greedy, (size_t)p), (size_t)s));
+            g->hf_bf16_err[p][s] =
+                json_number_value(json_array_get(json_array_get(hf_err, (size_t)p), (size_t)s));
+            assert_true(g->hf_bf16_err[p][s] > 0.0 && g->hf_bf16_err[p][s] < REL_L2_MAX);
+        }
     }
     json_decref(root);
     size_t count = (size_t)PROMPTS * STEPS * (size_t)g->vocab;
@@ -334,14 +351,15 @@ static double rel_l2(const float *a, const float *b, int32_t n)
     return sqrt(rig_test_nmse(a, b, (size_t)n));
 }
 
-/* Checks rig's logits `row` of prompt p at step s against HF's; returns true when rig's
- * greedy token differs from HF's by an accepted near-tie (fails the test otherwise). */
+/* Checks rig's logits `row` of prompt p at step s against the reference; returns true when
+ * rig's greedy token differs from the reference's by an accepted near-tie (fails the test
+ * otherwise). */
 static bool check_step(const struct golden *g, int p, int s, const float *row, const char *what)
 {
     const float *ref = golden_row(g, p, s);
     double err = rel_l2(row, ref, g->vocab);
     if (!(err < REL_L2_MAX))
-        fail_msg("%s: %s prompt %d step %d: relative L2 error %.3g >= %.0e", what,
+        fail_msg("%s: %s prompt %d step %d: relative L2 error %.3g >= %.3g", what,
                  g->config.name, p, s, err, REL_L2_MAX);
     int32_t mine = argmax(row, g->vocab), theirs = g->greedy[p][s];
     if (mine == theirs) return false;
@@ -350,12 +368,12 @@ static bool check_step(const struct golden *g, int p, int s, const float *row, c
     double tau = TIE_SIGMAS * sqrt(sq / g->vocab);
     double gap = (double)ref[theirs] - (double)ref[mine];
     if (gap > tau)
-        fail_msg("%s: %s prompt %d step %d: rig picks %d, HF %d; HF gap %.4g > tau %.4g", what,
+        fail_msg("%s: %s prompt %d step %d: rig picks %d, reference %d; gap %.4g > tau %.4g", what,
                  g->config.name, p, s, mine, theirs, gap, tau);
     return true;
 }
 
-/* Prefill of every prompt as one batch, then STEPS-1 decode batches fed HF's tokens.
+/* Prefill of every prompt as one batch, then STEPS-1 decode batches fed the reference's tokens.
  * Leaves rig's logits in `out` [PROMPTS, STEPS, vocab]; returns the near-tie count. */
 static int teacher_forcing(const struct golden *g, int32_t tp, float *out)
 {
@@ -396,13 +414,28 @@ static void run_teacher_forcing(const char *name)
     float *logits = malloc(sizeof(float) * PROMPTS * STEPS * (size_t)g.vocab);
     assert_non_null(logits);
     int ties = teacher_forcing(&g, 1, logits);
-    print_message("%s: TP=1 teacher forcing: %d near-ties in %d steps\n", name, ties,
-                  PROMPTS * STEPS);
+    double rig_sum = 0.0, rig_max = 0.0, hf_sum = 0.0, hf_max = 0.0;
+    for (int p = 0; p < PROMPTS; p++) {
+        for (int s = 0; s < STEPS; s++) {
+            size_t row = (size_t)p * STEPS + (size_t)s;
+            double err = rel_l2(logits + row * (size_t)g.vocab, golden_row(&g, p, s), g.vocab);
+            rig_sum += err;
+            rig_max = err > rig_max ? err : rig_max;
+            hf_sum += g.hf_bf16_err[p][s];
+            hf_max = g.hf_bf16_err[p][s] > hf_max ? g.hf_bf16_err[p][s] : hf_max;
+        }
+    }
+    assert_true(rig_sum / (PROMPTS * STEPS) < REL_L2_MEAN_MAX);
+    assert_true(rig_sum <= HF_NOISE_RATIO_MAX * hf_sum);
+    print_message("%s: TP=1 teacher forcing: %d near-ties in %d steps; relative L2 to the "
+                  "reference: rig mean %.4f max %.4f, HF bf16 mean %.4f max %.4f\n", name,
+                  ties, PROMPTS * STEPS, rig_sum / (PROMPTS * STEPS), rig_max,
+                  hf_sum / (PROMPTS * STEPS), hf_max);
     free(logits);
     free(g.logits);
 }
 
-/* TP=2 and TP=4 against HF and against TP=1. */
+/* TP=2 and TP=4 against the reference and against TP=1. */
 static void run_tensor_parallel(const char *name)
 {
     struct golden g;
@@ -428,7 +461,7 @@ static void run_tensor_parallel(const char *name)
     free(g.logits);
 }
 
-/* rig's own greedy continuation: equal to HF's up to the first accepted near-tie. */
+/* rig's own greedy continuation: equal to the reference's up to the first near-tie. */
 static void run_free_running(const char *name)
 {
     struct golden g;
@@ -456,7 +489,7 @@ static void run_free_running(const char *name)
             matched += !diverged[p];
         }
     }
-    print_message("%s: free running: %d of %d greedy tokens equal HF's\n", name, matched,
+    print_message("%s: free running: %d of %d greedy tokens equal the reference's\n", name, matched,
                   PROMPTS * STEPS);
     group_close(grp);
     free(grp);

@@ -19,7 +19,8 @@ result a bf16 engine approximates. HF's own bf16 inference differs from it by 0.
 (relative L2 of the logits) on these models; a bf16 engine, rig included, is held to 1 %.
 
 Norm weights and biases are randomised too (HF initialises them to 1 and 0, which would
-hide a missing norm weight or bias). Attention runs through SDPA ("eager" in bf16 rounds
+hide a missing norm weight or bias), and q/k are scaled up so that attention is sharp and
+position-dependent (RoPE errors show). Attention runs through SDPA ("eager" in bf16 rounds
 the scores to bf16 before the softmax). The LM head is applied in fp32 to the final hidden
 state, as rig does. The greedy loop is written out (no generate()) so EOS never stops it.
 
@@ -36,6 +37,8 @@ import transformers
 from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config, Qwen3Config
 
 STEPS = 32
+ATTENTION_GAIN = 6.0  # q/k projections: attention scores of std ~1-2 instead of ~0.05
+QK_NORM_GAIN = 1.5    # Qwen3 normalises q/k per head, so its gain goes on the norm weights
 PROMPT_LENGTHS = [1, 6, 17, 45, 111]
 
 MODELS = {
@@ -72,6 +75,12 @@ def build(name, seed, attn):
                 param.copy_(1.0 + noise)
             elif pname.endswith(".bias"):
                 param.copy_(torch.randn(param.shape, generator=generator) * 0.1)
+            # Sharper attention: with the default init every score is ~0, attention is a
+            # plain average and a wrong RoPE would barely show in the logits.
+            if pname.endswith(("q_proj.weight", "k_proj.weight")):
+                param.mul_(ATTENTION_GAIN)
+            elif pname.endswith(("q_norm.weight", "k_norm.weight")):
+                param.mul_(QK_NORM_GAIN)
     return model.to(torch.bfloat16).eval()
 
 
