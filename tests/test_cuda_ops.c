@@ -700,7 +700,7 @@ static void rig__sample_case(int64_t rows, int64_t vocab, uint64_t seed)
     struct rig__pair *params = rig__pair_new((size_t)rows * 4 * 6);
     float *l = logits->host;
     for (int64_t i = 0; i < rows * vocab; i++) l[i] = rig_test_rng_float(&rig__rng, -8, 8);
-    l[vocab + 3] = l[vocab + 5] = 30.0f; /* row 1: a tie at the top */
+    if (rows > 1 && vocab > 5) l[vocab + 3] = l[vocab + 5] = 30.0f; /* row 1: a tie at the top */
     float *temperature = params->host, *top_p = temperature + rows;
     int32_t *top_k = (int32_t *)(top_p + rows), *position = top_k + rows;
     uint64_t *seeds = (uint64_t *)(position + rows);
