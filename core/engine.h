@@ -98,6 +98,8 @@ struct rig_step_record {
     int64_t pages_evictable;
     int64_t pages_locked;       /* protected: cached and locked */
     int64_t pages_owned;        /* held by requests outside the tree */
+    const uint64_t *uids;       /* (batch_size) the requests in batch order (decode first,
+                                   then prefill); valid only during the observer call */
 };
 
 /* A request that ended (finished, aborted or rejected). Pointers are valid only during the
@@ -115,6 +117,8 @@ struct rig_request_result {
     int64_t first_scheduled_ns;
     int64_t first_token_ns;
     int64_t finish_ns;
+    int64_t first_step;         /* step that first computed any of its tokens; -1 never */
+    int64_t finish_step;        /* step that produced its last token; -1 none */
 };
 
 /* Callbacks, all optional (NULL), made on the engine's thread. */
