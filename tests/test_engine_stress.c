@@ -132,9 +132,9 @@ static void test_random_schedules_timing_only(void **state)
 static void test_random_schedules_real_model(void **state)
 {
     (void)state;
-    n_req = 8;
-    len_max = 60;
-    random_runs(1001, 1004, true);
+    n_req = 6;
+    len_max = 48;
+    random_runs(1001, 1003, true);
     n_req = N_REQ;
     len_max = 150;
 }
