@@ -62,8 +62,15 @@ const char *rig_status_message(enum rig_status status);
 
 #define RIG_UNREACHABLE() rig__assert_fail("unreachable", __FILE__, __LINE__, "")
 
+/* C11's _Noreturn is not C++: the CUDA backend's .cu files include this header too. */
+#ifdef __cplusplus
+#define RIG_NORETURN [[noreturn]]
+#else
+#define RIG_NORETURN _Noreturn
+#endif
+
 /* Prints "rig: assertion failed at file:line: cond (msg)" to stderr and aborts. */
-_Noreturn void rig__assert_fail(const char *cond, const char *file, int line, const char *msg);
+RIG_NORETURN void rig__assert_fail(const char *cond, const char *file, int line, const char *msg);
 
 #define RIG_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -22,7 +22,8 @@ esac
 
 packages=(build-essential cmake ninja-build pkg-config git ca-certificates
     libfyaml-dev libhdf5-dev libcmocka-dev libpcre2-dev libutf8proc-dev libjansson-dev
-    python3 python3-venv python3-numpy python3-h5py python3-matplotlib)
+    python3 python3-venv python3-numpy python3-h5py python3-matplotlib
+    clang libclang-rt-14-dev)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -43,7 +44,7 @@ ninja -C build -j "$jobs"
 
 if [ "$mode" = run ]; then
     ./build/rig --version
-    exec ./build/rig selftest
+    exec ./build/rig run scenarios/quickstart.yaml
 fi
 
 # Python packages the differential tests compare against (HF tokenizers), in a venv of the build.
@@ -63,4 +64,10 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DRIG_SANITIZE=ON -DR
     >/dev/null
 ninja -C build-asan -j "$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$jobs" -L unit)
+
+# The libFuzzer harnesses (tests/fuzz/): each over its committed corpus, then a short fuzz run.
+CC=clang cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRIG_FUZZERS=ON \
+    -DRIG_CUDA=OFF >/dev/null
+ninja -C build-fuzz -j "$jobs" rig_fuzzers
+(cd build-fuzz && ctest --output-on-failure -j "$jobs" -L fuzz)
 echo "bootstrap: all tests passed"

@@ -285,7 +285,9 @@ static enum rig_status rig__st_index(struct rig_safetensors *st, const char *dir
         if (status != RIG_OK) break;
     }
     if (status == RIG_OK) {
-        qsort(st->tensors, (size_t)st->count, sizeof *st->tensors, rig__st_compare);
+        /* An empty checkpoint has no tensor array: qsort(NULL, 0) is undefined. */
+        if (st->count > 0)
+            qsort(st->tensors, (size_t)st->count, sizeof *st->tensors, rig__st_compare);
         status = rig__st_unique(st, e);
     }
     json_object_foreach((json_t *)map, key, value) {
@@ -330,7 +332,9 @@ enum rig_status rig_safetensors_open(const char *path, struct rig_safetensors **
     if (st == NULL) return rig__st_fail(&e, RIG_E_NO_MEMORY, "out of memory");
     enum rig_status status = rig__st_open_path(st, path, &e);
     if (status == RIG_OK) {
-        qsort(st->tensors, (size_t)st->count, sizeof *st->tensors, rig__st_compare);
+        /* An empty checkpoint has no tensor array: qsort(NULL, 0) is undefined. */
+        if (st->count > 0)
+            qsort(st->tensors, (size_t)st->count, sizeof *st->tensors, rig__st_compare);
         status = rig__st_unique(st, &e);
     }
     if (status != RIG_OK) {

@@ -580,6 +580,7 @@ static enum rig_status rig__encode_text(const struct rig_tokenizer *tok,
 static enum rig_status rig__append_ids(struct rig_tokenizer_ids *out, const int32_t *ids,
                                        uint32_t count)
 {
+    if (count == 0) return RIG_OK; /* out->ids may still be NULL: no pointer arithmetic */
     enum rig_status status = rig__ids_reserve(out, count);
     if (status != RIG_OK) return status;
     memcpy(out->ids + out->count, ids, count * sizeof(int32_t));

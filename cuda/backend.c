@@ -1,0 +1,399 @@
+/* backend.c — the CUDA backend table: devices, buffers, copies, streams, events, graphs,
+ * clock. Ops are dispatched in ops.c, collectives in comm.c (cuda_backend.h says how each
+ * HAL object maps onto CUDA).
+ *
+ * Every entry point first selects its device (rig__select): TP ranks drive different GPUs
+ * from different host threads, and the CUDA runtime's current device is per thread.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cuda/cuda_backend.h"
+#include "cuda/cuda_internal.h"
+#include "cuda/ops/fill.cuh"
+
+enum rig_status rig_cuda_report(enum rig_status status, const char *file, int line,
+                                const char *call, const char *message)
+{
+    fprintf(stderr, "rig: cuda: %s:%d: %s: %s\n", file, line, call, message);
+    return status;
+}
+
+int32_t rig_cuda_device_count(void)
+{
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        (void)cudaGetLastError(); /* clear: "no driver" must not poison later calls */
+        return 0;
+    }
+    return count < 0 ? 0 : (int32_t)count;
+}
+
+static struct rig_cuda_device *rig__device(const struct rig_device *device)
+{
+    RIG_ASSERT(device != NULL && device->context != NULL);
+    return (struct rig_cuda_device *)device->context;
+}
+
+static enum rig_status rig__select(const struct rig_device *device)
+{
+    int current = -1;
+    int32_t ordinal = rig__device(device)->ordinal;
+    RIG_CUDA_TRY(cudaGetDevice(&current));
+    if (current != ordinal) RIG_CUDA_TRY(cudaSetDevice(ordinal));
+    return RIG_OK;
+}
+
+static struct rig_cuda_stream *rig__stream(const struct rig_stream *stream)
+{
+    RIG_ASSERT(stream != NULL && stream->context != NULL);
+    return (struct rig_cuda_stream *)stream->context;
+}
+
+static struct rig_cuda_event *rig__event(const struct rig_event *event)
+{
+    RIG_ASSERT(event != NULL && event->context != NULL);
+    return (struct rig_cuda_event *)event->context;
+}
+
+/* --- devices -------------------------------------------------------------------------- */
+
+static enum rig_status rig__open_one(int32_t ordinal, struct rig_device *device)
+{
+    struct cudaDeviceProp prop;
+    RIG_CUDA_TRY(cudaSetDevice(ordinal));
+    RIG_CUDA_TRY(cudaFree(NULL)); /* creates the primary context now, not in the step loop */
+    RIG_CUDA_TRY(cudaGetDeviceProperties(&prop, ordinal));
+    struct rig_cuda_device *context = calloc(1, sizeof *context);
+    if (context == NULL) return RIG_E_NO_MEMORY;
+    context->ordinal = ordinal;
+    context->sm_count = prop.multiProcessorCount;
+    context->shared_optin_bytes = prop.sharedMemPerBlockOptin;
+    device->context = context;
+    size_t name_length = strnlen(prop.name, sizeof prop.name);
+    if (name_length >= sizeof device->info.name) name_length = sizeof device->info.name - 1;
+    memcpy(device->info.name, prop.name, name_length); /* the struct was zeroed: terminated */
+    device->info.memory_bytes = (int64_t)prop.totalGlobalMem;
+    device->info.timing_only = false;
+    device->info.virtual_clock = false;
+    return RIG_OK;
+}
+
+static void rig__close(struct rig_device *device)
+{
+    free(device->context);
+    device->context = NULL;
+}
+
+static enum rig_status rig__open(const struct rig_device_config *config, int32_t count,
+                                 struct rig_device **devices)
+{
+    int32_t available = rig_cuda_device_count();
+    int32_t first = config->first_ordinal;
+    if (config->timing_only) {
+        fprintf(stderr, "rig: cuda: timing-only mode exists only on the simulator\n");
+        return RIG_E_UNSUPPORTED;
+    }
+    if (first < 0 || count > available - first) {
+        fprintf(stderr, "rig: cuda: asked for GPUs %d..%d, %d present\n", first,
+                first + count - 1, available);
+        return RIG_E_NOT_FOUND;
+    }
+    for (int32_t i = 0; i < count; i++) {
+        enum rig_status status = rig__open_one(first + i, devices[i]);
+        if (status != RIG_OK) {
+            for (int32_t j = 0; j < i; j++) rig__close(devices[j]);
+            return status;
+        }
+    }
+    return RIG_OK;
+}
+
+/* --- buffers and copies ----------------------------------------------------------------- */
+
+static enum rig_status rig__buffer_alloc(struct rig_device *device, size_t bytes,
+                                         enum rig_memory_use use, void **data, void **context)
+{
+    (void)use;
+    enum rig_status status = rig__select(device);
+    if (status != RIG_OK) return status;
+    void *pointer = NULL;
+    cudaError_t error = cudaMalloc(&pointer, bytes);
+    if (error == cudaErrorMemoryAllocation) {
+        (void)cudaGetLastError(); /* not sticky: the device stays usable */
+        fprintf(stderr, "rig: cuda: cudaMalloc of %zu bytes: out of device memory\n", bytes);
+        return RIG_E_DEVICE_MEMORY;
+    }
+    RIG_CUDA_TRY(error);
+    *data = pointer;
+    *context = NULL;
+    return RIG_OK;
+}
+
+static void rig__buffer_free(struct rig_device *device, void *data, void *context)
+{
+    (void)context;
+    if (rig__select(device) != RIG_OK) return;
+    cudaError_t error = cudaFree(data);
+    if (error != cudaSuccess)
+        rig_cuda_report(RIG_E_DEVICE, __FILE__, __LINE__, "cudaFree", cudaGetErrorString(error));
+}
+
+static enum rig_status rig__memcpy_async(struct rig_stream *stream, void *dst, const void *src,
+                                         size_t bytes, enum rig_copy_kind kind)
+{
+    static const enum cudaMemcpyKind kinds[] = {
+        [RIG_COPY_HOST_TO_DEVICE] = cudaMemcpyHostToDevice,
+        [RIG_COPY_DEVICE_TO_HOST] = cudaMemcpyDeviceToHost,
+        [RIG_COPY_DEVICE_TO_DEVICE] = cudaMemcpyDeviceToDevice,
+    };
+    RIG_ASSERT(kind >= RIG_COPY_HOST_TO_DEVICE && kind <= RIG_COPY_DEVICE_TO_DEVICE);
+    enum rig_status status = rig__select(stream->device);
+    if (status != RIG_OK) return status;
+    RIG_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, kinds[kind], rig__stream(stream)->stream));
+    return RIG_OK;
+}
+
+static enum rig_status rig__fill_u32(struct rig_stream *stream, void *dst, uint32_t value,
+                                     size_t count)
+{
+    enum rig_status status = rig__select(stream->device);
+    if (status != RIG_OK) return status;
+    return rig_cuda_fill_u32(rig__stream(stream)->stream, dst, value, count);
+}
+
+/* --- streams and events ----------------------------------------------------------------- */
+
+static void rig__stream_release(struct rig_cuda_stream *s)
+{
+    if (s->blas != NULL) (void)cublasDestroy(s->blas);
+    if (s->blas_workspace != NULL) (void)cudaFree(s->blas_workspace);
+    if (s->scratch != NULL) (void)cudaFree(s->scratch);
+    if (s->stream != NULL) (void)cudaStreamDestroy(s->stream);
+    free(s);
+}
+
+static enum rig_status rig__stream_setup(struct rig_cuda_stream *s)
+{
+    RIG_CUDA_TRY(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+    RIG_CUDA_TRY(cudaMalloc(&s->blas_workspace, RIG_CUDA_BLAS_WORKSPACE_BYTES));
+    RIG_CUDA_TRY(cudaMalloc(&s->scratch, RIG_CUDA_SCRATCH_BYTES));
+    RIG_CUBLAS_TRY(cublasCreate(&s->blas));
+    RIG_CUBLAS_TRY(cublasSetStream(s->blas, s->stream));
+    /* An explicit workspace: cuBLAS then never allocates, in capture or out of it. */
+    RIG_CUBLAS_TRY(cublasSetWorkspace(s->blas, s->blas_workspace, RIG_CUDA_BLAS_WORKSPACE_BYTES));
+    /* fp32 accumulation, no reduced-precision reductions: the simulator's semantics. */
+    RIG_CUBLAS_TRY(cublasSetMathMode(s->blas, CUBLAS_DEFAULT_MATH |
+                                                  CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
+    return RIG_OK;
+}
+
+static enum rig_status rig__stream_create(struct rig_device *device, void **context)
+{
+    enum rig_status status = rig__select(device);
+    if (status != RIG_OK) return status;
+    struct rig_cuda_stream *s = calloc(1, sizeof *s);
+    if (s == NULL) return RIG_E_NO_MEMORY;
+    status = rig__stream_setup(s);
+    if (status != RIG_OK) {
+        rig__stream_release(s);
+        return status;
+    }
+    *context = s;
+    return RIG_OK;
+}
+
+static void rig__stream_destroy(struct rig_stream *stream)
+{
+    if (rig__select(stream->device) != RIG_OK) return;
+    rig__stream_release(rig__stream(stream));
+    stream->context = NULL;
+}
+
+static enum rig_status rig__stream_synchronize(struct rig_stream *stream)
+{
+    enum rig_status status = rig__select(stream->device);
+    if (status != RIG_OK) return status;
+    RIG_CUDA_TRY(cudaStreamSynchronize(rig__stream(stream)->stream));
+    return RIG_OK;
+}
+
+static enum rig_status rig__event_create(struct rig_device *device, void **context)
+{
+    enum rig_status status = rig__select(device);
+    if (status != RIG_OK) return status;
+    struct rig_cuda_event *e = calloc(1, sizeof *e);
+    if (e == NULL) return RIG_E_NO_MEMORY;
+    cudaError_t error = cudaEventCreate(&e->event); /* timing on: elapsed_ns needs it */
+    if (error != cudaSuccess) {
+        free(e);
+        RIG_CUDA_TRY(error);
+    }
+    *context = e;
+    return RIG_OK;
+}
+
+static void rig__event_destroy(struct rig_event *event)
+{
+    if (rig__select(event->device) != RIG_OK) return;
+    (void)cudaEventDestroy(rig__event(event)->event);
+    free(event->context);
+    event->context = NULL;
+}
+
+static enum rig_status rig__event_record(struct rig_event *event, struct rig_stream *stream)
+{
+    enum rig_status status = rig__select(stream->device);
+    if (status != RIG_OK) return status;
+    RIG_CUDA_TRY(cudaEventRecord(rig__event(event)->event, rig__stream(stream)->stream));
+    return RIG_OK;
+}
+
+static enum rig_status rig__stream_wait_event(struct rig_stream *stream, struct rig_event *event)
+{
+    enum rig_status status = rig__select(stream->device);
+    if (status != RIG_OK) return status;
+    RIG_CUDA_TRY(cudaStreamWaitEvent(rig__stream(stream)->stream, rig__event(event)->event, 0));
+    return RIG_OK;
+}
+
+static enum rig_status rig__event_synchronize(struct rig_event *event)
+{
+    enum rig_status status = rig__select(event->device);
+    if (status != RIG_OK) return status;
+    RIG_CUDA_TRY(cudaEventSynchronize(rig__event(event)->event));
+    return RIG_OK;
+}
+
+static enum rig_status rig__event_elapsed_ns(const struct rig_event *start,
+                                             const struct rig_event *end, int64_t *ns)
+{
+    enum rig_status status = rig__select(start->device);
+    if (status != RIG_OK) return status;
+    float ms = 0.0f;
+    RIG_CUDA_TRY(cudaEventElapsedTime(&ms, rig__event(start)->event, rig__event(end)->event));
+    *ns = (int64_t)((double)ms * 1e6);
+    return RIG_OK;
+}
+
+/* --- graphs ------------------------------------------------------------------------------ */
+
+static enum rig_status rig__graph_capture_begin(struct rig_stream *stream)
+{
+    enum rig_status status = rig__select(stream->device);
+    if (status != RIG_OK) return status;
+    /* Thread-local: another rank's thread may allocate or synchronise meanwhile. */
+    RIG_CUDA_TRY(cudaStreamBeginCapture(rig__stream(stream)->stream,
+                                        cudaStreamCaptureModeThreadLocal));
+    return RIG_OK;
+}
+
+static enum rig_status rig__graph_capture_end(struct rig_stream *stream, void **context)
+{
+    enum rig_status status = rig__select(stream->device);
+    if (status != RIG_OK) return status;
+    struct rig_cuda_graph *g = calloc(1, sizeof *g);
+    if (g == NULL) {
+        cudaGraph_t dropped = NULL;
+        (void)cudaStreamEndCapture(rig__stream(stream)->stream, &dropped);
+        if (dropped != NULL) (void)cudaGraphDestroy(dropped);
+        return RIG_E_NO_MEMORY;
+    }
+    cudaError_t error = cudaStreamEndCapture(rig__stream(stream)->stream, &g->graph);
+    if (error == cudaSuccess) error = cudaGraphInstantiate(&g->exec, g->graph, 0);
+    if (error != cudaSuccess) {
+        if (g->graph != NULL) (void)cudaGraphDestroy(g->graph);
+        free(g);
+        RIG_CUDA_TRY(error);
+    }
+    *context = g;
+    return RIG_OK;
+}
+
+static enum rig_status rig__graph_launch(struct rig_graph *graph, struct rig_stream *stream)
+{
+    enum rig_status status = rig__select(stream->device);
+    if (status != RIG_OK) return status;
+    struct rig_cuda_graph *g = graph->context;
+    RIG_CUDA_TRY(cudaGraphLaunch(g->exec, rig__stream(stream)->stream));
+    return RIG_OK;
+}
+
+static void rig__graph_destroy(struct rig_graph *graph)
+{
+    if (rig__select(graph->device) != RIG_OK) return;
+    struct rig_cuda_graph *g = graph->context;
+    (void)cudaGraphExecDestroy(g->exec);
+    (void)cudaGraphDestroy(g->graph);
+    free(g);
+    graph->context = NULL;
+}
+
+/* --- ops, clock ---------------------------------------------------------------------------- */
+
+enum rig_status rig_cuda_op_dispatch(const struct rig_cuda_launch *launch,
+                                     const struct rig_op *op);
+enum rig_status rig_cuda_comm_create(struct rig_device **devices, int32_t count,
+                                     struct rig_comm **comms);
+void rig_cuda_comm_destroy(struct rig_comm *comm);
+
+static enum rig_status rig__op(struct rig_stream *stream, const struct rig_op *op)
+{
+    enum rig_status status = rig__select(stream->device);
+    if (status != RIG_OK) return status;
+    const struct rig_cuda_stream *s = rig__stream(stream);
+    const struct rig_cuda_device *d = rig__device(stream->device);
+    struct rig_cuda_launch launch = {
+        .stream = s->stream,
+        .blas = s->blas,
+        .scratch = s->scratch,
+        .scratch_bytes = RIG_CUDA_SCRATCH_BYTES,
+        .sm_count = d->sm_count,
+        .shared_optin_bytes = d->shared_optin_bytes,
+    };
+    return rig_cuda_op_dispatch(&launch, op);
+}
+
+static int64_t rig__now_ns(struct rig_device *device)
+{
+    (void)device;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static const struct rig_backend_iface rig__cuda_iface = {
+    .name = "cuda",
+    .open = rig__open,
+    .close = rig__close,
+    .buffer_alloc = rig__buffer_alloc,
+    .buffer_free = rig__buffer_free,
+    .memcpy_async = rig__memcpy_async,
+    .fill_u32 = rig__fill_u32,
+    .stream_create = rig__stream_create,
+    .stream_destroy = rig__stream_destroy,
+    .stream_synchronize = rig__stream_synchronize,
+    .event_create = rig__event_create,
+    .event_destroy = rig__event_destroy,
+    .event_record = rig__event_record,
+    .stream_wait_event = rig__stream_wait_event,
+    .event_synchronize = rig__event_synchronize,
+    .event_elapsed_ns = rig__event_elapsed_ns,
+    .graph_capture_begin = rig__graph_capture_begin,
+    .graph_capture_end = rig__graph_capture_end,
+    .graph_launch = rig__graph_launch,
+    .graph_destroy = rig__graph_destroy,
+    .comm_create = rig_cuda_comm_create,
+    .comm_destroy = rig_cuda_comm_destroy,
+    .op = rig__op,
+    .now_ns = rig__now_ns,
+    .host_work_ns = NULL,       /* real host work takes its own time */
+    .host_wait_until_ns = NULL, /* the dispatch layer's default sleeps on the wall clock */
+};
+
+const struct rig_backend_iface *rig_cuda_backend(void)
+{
+    return &rig__cuda_iface;
+}

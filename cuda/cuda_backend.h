@@ -1,0 +1,50 @@
+/* cuda_backend.h — the CUDA backend of the HAL (DESIGN §5): one GPU per TP rank.
+ *
+ * rig_cuda_backend() returns the backend table the executable registers (tools/rig/
+ * backends.c). Everything else goes through the HAL (hal/hal.h): this header only adds what a
+ * caller needs before opening a device.
+ *
+ * Objects and their CUDA counterparts:
+ *   device  a GPU ordinal (config->first_ordinal + rank); every entry point selects it with
+ *           cudaSetDevice first, because TP ranks run on different host threads;
+ *   buffer  cudaMalloc (all at engine start, never in the step loop);
+ *   stream  a non-blocking cudaStream_t with its own cuBLAS handle, an explicit cuBLAS
+ *           workspace (so cuBLAS never allocates, which is what makes graph capture work) and
+ *           a scratch area for split-KV attention partials;
+ *   event   a timing cudaEvent_t;
+ *   graph   a captured cudaGraph_t and its instantiated exec (thread-local capture mode, so
+ *           other ranks' threads may keep working while one captures);
+ *   comm    an ncclComm_t from ncclCommInitAll over the group's ordinals (one process).
+ * Copies: host memory given to upload/download may be pageable; such copies are staged by
+ * the driver and synchronous with respect to the host buffer. Overlapping copies with compute
+ * needs pinned host memory, which is the caller's concern (cudaHostAlloc outside the HAL).
+ *
+ * Errors: every CUDA, cuBLAS and NCCL call is checked; a failure prints
+ * "rig: cuda: file:line: call: error string" on stderr and returns RIG_E_DEVICE
+ * (RIG_E_DEVICE_MEMORY for an allocation that does not fit).
+ *
+ * Threads: as the HAL's: one thread per device at a time.
+ */
+#ifndef RIG_CUDA_BACKEND_H
+#define RIG_CUDA_BACKEND_H
+
+#include <stdint.h>
+
+#include "hal/hal_impl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The CUDA backend's table, for rig_hal_register. Can't fail. */
+const struct rig_backend_iface *rig_cuda_backend(void);
+
+/* Number of usable GPUs: 0 when there is no driver, no device, or the runtime fails (tests
+ * skip themselves then). Never prints. */
+int32_t rig_cuda_device_count(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RIG_CUDA_BACKEND_H */

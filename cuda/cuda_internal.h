@@ -1,0 +1,102 @@
+/* cuda_internal.h — the CUDA backend's private contexts and its error-checking macros.
+ *
+ * Included by the backend's C files and by every cuda/ops/ *.cu file. An op launcher gets a
+ * `struct rig_cuda_launch` (stream, cuBLAS handle, scratch) and the op's validated parameters
+ * (hal/op_check.c has checked shapes and dtypes); it enqueues kernels and returns a status.
+ * Launchers never allocate and never synchronise, so every one of them can be captured into
+ * a CUDA graph.
+ */
+#ifndef RIG_CUDA_INTERNAL_H
+#define RIG_CUDA_INTERNAL_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The HAL headers are C; inside this block the .cu files see them with C linkage. */
+#include "hal/hal_impl.h"
+
+/* Per-stream memory carved at stream creation. The cuBLAS workspace size follows NVIDIA's
+ * advice for Hopper (32 MiB); the scratch holds split-KV partial results:
+ * R * Hq * splits * (D + 2) floats, which bounds the split count at launch. */
+#define RIG_CUDA_BLAS_WORKSPACE_BYTES ((size_t)32 << 20)
+#define RIG_CUDA_SCRATCH_BYTES ((size_t)64 << 20)
+
+struct rig_cuda_device {
+    int32_t ordinal;             /* CUDA device index */
+    int32_t sm_count;            /* multiprocessors */
+    size_t shared_optin_bytes;   /* largest dynamic shared memory a block may opt into */
+};
+
+struct rig_cuda_stream {
+    cudaStream_t stream;
+    cublasHandle_t blas;         /* bound to `stream` and to `blas_workspace` */
+    void *blas_workspace;        /* (RIG_CUDA_BLAS_WORKSPACE_BYTES) device bytes */
+    void *scratch;               /* (RIG_CUDA_SCRATCH_BYTES) device bytes */
+};
+
+struct rig_cuda_event {
+    cudaEvent_t event;
+};
+
+struct rig_cuda_graph {
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+};
+
+struct rig_cuda_comm {
+    ncclComm_t comm;
+};
+
+/* What an op launcher needs from its stream and device. */
+struct rig_cuda_launch {
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    void *scratch;               /* (scratch_bytes) device bytes, owned by the stream */
+    size_t scratch_bytes;
+    int32_t sm_count;
+    size_t shared_optin_bytes;
+};
+
+/* Prints "rig: cuda: file:line: call: message" and returns `status`. */
+enum rig_status rig_cuda_report(enum rig_status status, const char *file, int line,
+                                const char *call, const char *message);
+
+#define RIG_CUDA_TRY(call)                                                                 \
+    do {                                                                                   \
+        cudaError_t rig__cuda_error = (call);                                              \
+        if (rig__cuda_error != cudaSuccess)                                                \
+            return rig_cuda_report(RIG_E_DEVICE, __FILE__, __LINE__, #call,                \
+                                   cudaGetErrorString(rig__cuda_error));                   \
+    } while (0)
+
+#define RIG_CUBLAS_TRY(call)                                                               \
+    do {                                                                                   \
+        cublasStatus_t rig__blas_status = (call);                                          \
+        if (rig__blas_status != CUBLAS_STATUS_SUCCESS)                                     \
+            return rig_cuda_report(RIG_E_DEVICE, __FILE__, __LINE__, #call,                \
+                                   cublasGetStatusString(rig__blas_status));               \
+    } while (0)
+
+#define RIG_NCCL_TRY(call)                                                                 \
+    do {                                                                                   \
+        ncclResult_t rig__nccl_result = (call);                                            \
+        if (rig__nccl_result != ncclSuccess)                                               \
+            return rig_cuda_report(RIG_E_DEVICE, __FILE__, __LINE__, #call,                \
+                                   ncclGetErrorString(rig__nccl_result));                  \
+    } while (0)
+
+/* After a kernel launch: a bad configuration shows up here, not at the launch. */
+#define RIG_CUDA_LAUNCHED() RIG_CUDA_TRY(cudaGetLastError())
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RIG_CUDA_INTERNAL_H */

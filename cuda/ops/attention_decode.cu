@@ -1,0 +1,331 @@
+/* attention_decode.cu — decode attention by split-KV flash decoding (see
+ * attention_decode.cuh), and the split-KV kernel shared with prefill (attention_common.cuh).
+ *
+ * Grid (query rows, KV heads, splits). A block takes one KV head and the G = Hq/Hk query
+ * heads that read it (GQA grouping: each K/V tile is loaded once for the whole group), over
+ * one contiguous share of the row's keys. Per tile of 32 keys the block stages K and V in
+ * shared memory (gathered through the page table, 16-byte loads), then each warp takes one
+ * query head at a time: lane j scores key j, the warp updates its online-softmax state
+ * (max, sum, fp32 accumulator in shared memory) and adds p_j * v_j. With one split the
+ * block writes bf16 output directly; otherwise it writes the normalised partial output and
+ * its log-sum-exp, and a combine kernel merges the splits. The number of splits is chosen
+ * on the host from the row count alone (key lengths live on the device, so a captured graph
+ * stays valid): enough blocks for two per multiprocessor, bounded by the page-table width
+ * and the stream's scratch. Shared-memory rows are padded to 2 mod 4 halves so the 32
+ * lanes reading 32 different key rows hit 32 different banks.
+ */
+#include <math.h>
+
+#include "cuda/ops/attention_common.cuh"
+#include "cuda/ops/attention_decode.cuh"
+
+#define RIG__TILE 32
+#define RIG__HEAD_DIM_MAX 512
+#define RIG__SPLITS_MAX 64
+
+struct rig__partials {
+    float *values;  /* [Q, Hq, splits, D] normalised partial outputs */
+    float *lse;     /* [Q, Hq, splits] log-sum-exp of the split's scores; -inf when empty */
+    int32_t splits;
+};
+
+/* Row pitch (in halves) of a staged K or V row: >= D and 2 mod 4. */
+static inline __host__ __device__ int64_t rig__pitch(int64_t dim)
+{
+    int64_t pitch = dim;
+    while (pitch % 4 != 2) pitch++;
+    return pitch;
+}
+
+struct rig__layout {
+    float *q;         /* [G][D] query heads of the group, fp32 */
+    float *acc;       /* [G][D] unnormalised output */
+    float *m;         /* [G] running max */
+    float *l;         /* [G] running sum */
+    float *p;         /* [warps][32] probabilities of the current tile */
+    int32_t *slots;   /* [32] */
+    uint16_t *k;      /* [32][pitch] */
+    uint16_t *v;      /* [32][pitch] */
+};
+
+static __host__ __device__ size_t rig__shared_bytes(int64_t group, int64_t dim, int warps,
+                                                    int64_t pitch)
+{
+    return (size_t)(2 * group * dim + 2 * group + warps * RIG__TILE) * sizeof(float) +
+           RIG__TILE * sizeof(int32_t) + 2 * RIG__TILE * pitch * sizeof(uint16_t);
+}
+
+static __device__ struct rig__layout rig__carve(char *base, int64_t group, int64_t dim,
+                                                int warps)
+{
+    struct rig__layout s;
+    s.q = reinterpret_cast<float *>(base);
+    s.acc = s.q + group * dim;
+    s.m = s.acc + group * dim;
+    s.l = s.m + group;
+    s.p = s.l + group;
+    s.slots = reinterpret_cast<int32_t *>(s.p + warps * RIG__TILE);
+    s.k = reinterpret_cast<uint16_t *>(s.slots + RIG__TILE);
+    s.v = s.k + RIG__TILE * rig__pitch(dim);
+    return s;
+}
+
+/* Stages K and V of keys [first, first + n) into shared memory; rows past n are zeros. */
+template <int VEC>
+static __device__ void rig__stage_tile(const struct rig_cuda_attention_args *a,
+                                       const struct rig__layout *s, int64_t kv_head,
+                                       int64_t pitch, int64_t n)
+{
+    int64_t chunks = a->head_dim / VEC;
+    for (int64_t c = threadIdx.x; c < 2 * RIG__TILE * chunks; c += blockDim.x) {
+        bool is_v = c >= RIG__TILE * chunks;
+        int64_t local = is_v ? c - RIG__TILE * chunks : c;
+        int64_t j = local / chunks, d = (local % chunks) * VEC;
+        uint16_t values[VEC] = {0};
+        if (j < n) {
+            const uint16_t *cache = is_v ? a->v_cache : a->k_cache;
+            int64_t offset = (int64_t)s->slots[j] * a->cache_stride_s +
+                             kv_head * a->cache_stride_h + d;
+            rig_cuda_load_bf16<VEC>(cache + offset, values);
+        }
+        uint16_t *dst = (is_v ? s->v : s->k) + j * pitch + d;
+#pragma unroll
+        for (int i = 0; i < VEC; i += 2) {
+            uint32_t pair = (uint32_t)values[i] | ((uint32_t)values[i + 1] << 16);
+            *reinterpret_cast<uint32_t *>(dst + i) = pair;
+        }
+    }
+}
+
+/* One warp's online-softmax update of query head g over the staged tile of n keys. */
+static __device__ void rig__attend_tile(const struct rig_cuda_attention_args *a,
+                                        const struct rig__layout *s, int64_t g, int64_t pitch,
+                                        int64_t n)
+{
+    int lane = threadIdx.x % RIG_CUDA_WARP, warp = threadIdx.x / RIG_CUDA_WARP;
+    int64_t dim = a->head_dim;
+    float score = -INFINITY;
+    if (lane < n) {
+        const uint32_t *k = reinterpret_cast<const uint32_t *>(s->k + lane * pitch);
+        const float2 *q = reinterpret_cast<const float2 *>(s->q + g * dim);
+        float dot = 0.0f;
+        for (int64_t w = 0; w < dim / 2; w++) {
+            uint32_t pair = k[w];
+            float2 qv = q[w];
+            dot += qv.x * rig_cuda_bf16((uint16_t)(pair & 0xffffu));
+            dot += qv.y * rig_cuda_bf16((uint16_t)(pair >> 16));
+        }
+        score = dot * a->scale;
+    }
+    float m_old = s->m[g];
+    float m_new = fmaxf(m_old, rig_cuda_warp_max(score));
+    float p = lane < n ? expf(score - m_new) : 0.0f;
+    float alpha = m_old == -INFINITY ? 0.0f : expf(m_old - m_new);
+    float *p_warp = s->p + warp * RIG__TILE;
+    p_warp[lane] = p;
+    float sum = rig_cuda_warp_sum(p);
+    __syncwarp();
+    if (lane == 0) {
+        s->l[g] = s->l[g] * alpha + sum;
+        s->m[g] = m_new;
+    }
+    for (int64_t d = lane; d < dim; d += RIG_CUDA_WARP) {
+        float acc = s->acc[g * dim + d] * alpha;
+        for (int64_t j = 0; j < n; j++) acc += p_warp[j] * rig_cuda_bf16(s->v[j * pitch + d]);
+        s->acc[g * dim + d] = acc;
+    }
+    __syncwarp();
+}
+
+/* Writes the block's result for its heads: bf16 output, or a partial and its LSE. */
+static __device__ void rig__finish(const struct rig_cuda_attention_args *a,
+                                   const struct rig__layout *s, struct rig__partials part,
+                                   int64_t row, int64_t kv_head, int64_t group)
+{
+    int lane = threadIdx.x % RIG_CUDA_WARP, warp = threadIdx.x / RIG_CUDA_WARP;
+    int warps = blockDim.x / RIG_CUDA_WARP;
+    int64_t dim = a->head_dim;
+    for (int64_t g = warp; g < group; g += warps) {
+        int64_t head = kv_head * group + g;
+        float l = s->l[g];
+        float inverse = l > 0.0f ? 1.0f / l : 0.0f;
+        if (part.splits == 1) {
+            uint16_t *out = a->out + row * a->out_stride_t + head * a->out_stride_h;
+            for (int64_t d = lane; d < dim; d += RIG_CUDA_WARP)
+                out[d] = rig_cuda_to_bf16(s->acc[g * dim + d] * inverse);
+            continue;
+        }
+        int64_t slot = (row * a->heads_q + head) * part.splits + blockIdx.z;
+        for (int64_t d = lane; d < dim; d += RIG_CUDA_WARP)
+            part.values[slot * dim + d] = s->acc[g * dim + d] * inverse;
+        if (lane == 0) part.lse[slot] = l > 0.0f ? s->m[g] + logf(l) : -INFINITY;
+    }
+}
+
+template <int VEC>
+static __global__ void rig__split_kv_kernel(struct rig_cuda_attention_args a,
+                                            struct rig__partials part)
+{
+    extern __shared__ __align__(16) char rig__shared[];
+    int64_t row = blockIdx.x, kv_head = blockIdx.y;
+    int64_t group = a.heads_q / a.heads_kv, dim = a.head_dim, pitch = rig__pitch(dim);
+    int warps = blockDim.x / RIG_CUDA_WARP, warp = threadIdx.x / RIG_CUDA_WARP;
+    struct rig__layout s = rig__carve(rig__shared, group, dim, warps);
+    struct rig_cuda_attention_place place = rig_cuda_attention_locate(&a, row);
+    int64_t share = rig_cuda_div_up(place.keys, part.splits);
+    int64_t begin = share * blockIdx.z;
+    int64_t end = begin + share < place.keys ? begin + share : place.keys;
+    const uint16_t *q = a.q + row * a.q_stride_t + kv_head * group * a.q_stride_h;
+    for (int64_t i = threadIdx.x; i < group * dim; i += blockDim.x) {
+        s.q[i] = rig_cuda_bf16(q[(i / dim) * a.q_stride_h + i % dim]);
+        s.acc[i] = 0.0f;
+    }
+    for (int64_t g = threadIdx.x; g < group; g += blockDim.x) {
+        s.m[g] = -INFINITY;
+        s.l[g] = 0.0f;
+    }
+    for (int64_t first = begin; first < end; first += RIG__TILE) {
+        int64_t n = end - first < RIG__TILE ? end - first : RIG__TILE;
+        __syncthreads(); /* the previous tile is consumed; q and state are initialised */
+        if (threadIdx.x < RIG__TILE) s.slots[threadIdx.x] = threadIdx.x < n ? place.slots[first + threadIdx.x] : 0;
+        __syncthreads();
+        rig__stage_tile<VEC>(&a, &s, kv_head, pitch, n);
+        __syncthreads();
+        for (int64_t g = warp; g < group; g += warps) rig__attend_tile(&a, &s, g, pitch, n);
+    }
+    __syncthreads();
+    rig__finish(&a, &s, part, row, kv_head, group);
+}
+
+static __global__ void rig__combine_kernel(struct rig_cuda_attention_args a,
+                                           struct rig__partials part)
+{
+    int64_t row = blockIdx.x, head = blockIdx.y, dim = a.head_dim;
+    int64_t base = (row * a.heads_q + head) * part.splits;
+    float lse_max = -INFINITY;
+    for (int32_t i = 0; i < part.splits; i++) lse_max = fmaxf(lse_max, part.lse[base + i]);
+    uint16_t *out = a.out + row * a.out_stride_t + head * a.out_stride_h;
+    for (int64_t d = threadIdx.x; d < dim; d += blockDim.x) {
+        float numerator = 0.0f, denominator = 0.0f;
+        for (int32_t i = 0; lse_max != -INFINITY && i < part.splits; i++) {
+            float w = part.lse[base + i] == -INFINITY ? 0.0f : expf(part.lse[base + i] - lse_max);
+            numerator += w * part.values[(base + i) * dim + d];
+            denominator += w;
+        }
+        out[d] = rig_cuda_to_bf16(denominator > 0.0f ? numerator / denominator : 0.0f);
+    }
+}
+
+static int32_t rig__choose_splits(const struct rig_cuda_launch *launch,
+                                  const struct rig_cuda_attention_args *a)
+{
+    int64_t blocks = a->rows * a->heads_kv;
+    int64_t splits = rig_cuda_div_up(2 * (int64_t)launch->sm_count, blocks > 0 ? blocks : 1);
+    int64_t tiles = rig_cuda_div_up(a->page_table_cols, RIG__TILE);
+    if (splits > tiles) splits = tiles;
+    if (splits > RIG__SPLITS_MAX) splits = RIG__SPLITS_MAX;
+    size_t per_split = (size_t)(a->rows * a->heads_q) * (size_t)(a->head_dim + 1) * sizeof(float);
+    while (splits > 1 && (size_t)splits * per_split > launch->scratch_bytes) splits--;
+    return splits < 1 ? 1 : (int32_t)splits;
+}
+
+template <int VEC>
+static enum rig_status rig__launch(const struct rig_cuda_launch *launch,
+                                   const struct rig_cuda_attention_args *a,
+                                   struct rig__partials part, int warps, size_t shared)
+{
+    if (shared > 48 * 1024)
+        RIG_CUDA_TRY(cudaFuncSetAttribute(rig__split_kv_kernel<VEC>,
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          (int)shared));
+    dim3 grid((unsigned)a->rows, (unsigned)a->heads_kv, (unsigned)part.splits);
+    rig__split_kv_kernel<VEC><<<grid, warps * RIG_CUDA_WARP, shared, launch->stream>>>(*a, part);
+    RIG_CUDA_LAUNCHED();
+    return RIG_OK;
+}
+
+enum rig_status rig_cuda_attention_split_kv(const struct rig_cuda_launch *launch,
+                                            const struct rig_cuda_attention_args *a)
+{
+    if (a->rows == 0 || a->heads_q == 0) return RIG_OK;
+    int64_t dim = a->head_dim, group = a->heads_q / a->heads_kv;
+    if (dim % 2 != 0 || dim > RIG__HEAD_DIM_MAX || a->cache_stride_s % 2 != 0 ||
+        a->cache_stride_h % 2 != 0) {
+        fprintf(stderr, "rig: cuda: attention: head dim %lld not supported (even, <= %d)\n",
+                (long long)dim, RIG__HEAD_DIM_MAX);
+        return RIG_E_UNSUPPORTED;
+    }
+    int warps = group < 4 ? (int)group : 4;
+    size_t shared = rig__shared_bytes(group, dim, warps, rig__pitch(dim));
+    if (shared > launch->shared_optin_bytes) {
+        fprintf(stderr, "rig: cuda: attention: %lld query heads per KV head need %zu bytes of "
+                        "shared memory\n", (long long)group, shared);
+        return RIG_E_UNSUPPORTED;
+    }
+    struct rig__partials part;
+    part.splits = rig__choose_splits(launch, a);
+    part.values = (float *)launch->scratch;
+    part.lse = part.values + (size_t)a->rows * a->heads_q * part.splits * dim;
+    bool vec = dim % 8 == 0 && a->cache_stride_s % 8 == 0 && a->cache_stride_h % 8 == 0 &&
+               rig_cuda_aligned(a->k_cache, 16) && rig_cuda_aligned(a->v_cache, 16);
+    enum rig_status status = vec ? rig__launch<8>(launch, a, part, warps, shared)
+                                 : rig__launch<2>(launch, a, part, warps, shared);
+    if (status != RIG_OK || part.splits == 1) return status;
+    dim3 grid((unsigned)a->rows, (unsigned)a->heads_q);
+    rig__combine_kernel<<<grid, 128, 0, launch->stream>>>(*a, part);
+    RIG_CUDA_LAUNCHED();
+    return RIG_OK;
+}
+
+bool rig_cuda_attention_caches_alike(const struct rig_tensor *k_cache,
+                                     const struct rig_tensor *v_cache)
+{
+    if (k_cache->stride[0] == v_cache->stride[0] && k_cache->stride[1] == v_cache->stride[1])
+        return true;
+    fprintf(stderr, "rig: cuda: attention: k_cache and v_cache must have the same strides\n");
+    return false;
+}
+
+struct rig_cuda_attention_args rig_cuda_attention_args_make(
+    const struct rig_tensor *out, const struct rig_tensor *q, const struct rig_tensor *k_cache,
+    const struct rig_tensor *v_cache, const struct rig_tensor *page_table,
+    const struct rig_tensor *table_idx, const struct rig_tensor *kv_len,
+    const struct rig_tensor *cu_q, float scale)
+{
+    struct rig_cuda_attention_args a;
+    memset(&a, 0, sizeof a);
+    a.out = (uint16_t *)out->data;
+    a.out_stride_t = out->stride[0];
+    a.out_stride_h = out->stride[1];
+    a.q = (const uint16_t *)q->data;
+    a.q_stride_t = q->stride[0];
+    a.q_stride_h = q->stride[1];
+    a.k_cache = (const uint16_t *)k_cache->data;
+    a.v_cache = (const uint16_t *)v_cache->data;
+    a.cache_stride_s = k_cache->stride[0];
+    a.cache_stride_h = k_cache->stride[1];
+    a.page_table = (const int32_t *)page_table->data;
+    a.page_table_stride = page_table->stride[0];
+    a.page_table_rows = page_table->shape[0];
+    a.page_table_cols = page_table->shape[1];
+    a.table_idx = (const int32_t *)table_idx->data;
+    a.kv_len = (const int32_t *)kv_len->data;
+    a.cu_q = cu_q != NULL ? (const int32_t *)cu_q->data : NULL;
+    a.requests = table_idx->shape[0];
+    a.rows = q->shape[0];
+    a.heads_q = q->shape[1];
+    a.heads_kv = k_cache->shape[1];
+    a.head_dim = q->shape[2];
+    a.scale = scale;
+    return a;
+}
+
+enum rig_status rig_cuda_op_attention_decode(const struct rig_cuda_launch *launch,
+                                             const struct rig_op_attention_decode *p)
+{
+    if (!rig_cuda_attention_caches_alike(&p->k_cache, &p->v_cache)) return RIG_E_UNSUPPORTED;
+    struct rig_cuda_attention_args a =
+        rig_cuda_attention_args_make(&p->out, &p->q, &p->k_cache, &p->v_cache, &p->page_table,
+                                     &p->table_idx, &p->kv_len, NULL, p->scale);
+    return rig_cuda_attention_split_kv(launch, &a);
+}

@@ -1,0 +1,107 @@
+/* common.cuh — device helpers shared by the op kernels (CUDA C++ only, header-only).
+ *
+ * bf16 values travel as uint16_t, converted with hal/tensor.h's rig_bf16_to_f32 /
+ * rig_f32_to_bf16 (round to nearest even, NaN kept quiet), the very functions the simulator
+ * uses, so a kernel and its reference round identically. Reductions are warp shuffles then
+ * one shared-memory pass; their order is fixed by the launch shape, so results are
+ * deterministic run to run (they differ from the simulator's sequential order only by fp32
+ * rounding).
+ */
+#ifndef RIG_CUDA_OPS_COMMON_CUH
+#define RIG_CUDA_OPS_COMMON_CUH
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda/cuda_internal.h"
+#include "hal/tensor.h"
+
+#define RIG_CUDA_WARP 32
+
+static inline __host__ __device__ int64_t rig_cuda_div_up(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+/* True when `p` is aligned to `bytes`. */
+static inline bool rig_cuda_aligned(const void *p, size_t bytes)
+{
+    return ((uintptr_t)p % bytes) == 0;
+}
+
+static __device__ __forceinline__ float rig_cuda_bf16(uint16_t h)
+{
+    return rig_bf16_to_f32(h);
+}
+
+static __device__ __forceinline__ uint16_t rig_cuda_to_bf16(float f)
+{
+    return rig_f32_to_bf16(f);
+}
+
+static __device__ __forceinline__ float rig_cuda_warp_sum(float v)
+{
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+    return v;
+}
+
+static __device__ __forceinline__ float rig_cuda_warp_max(float v)
+{
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+    return v;
+}
+
+/* Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets it.
+ * `shared` holds 32 floats; the call ends with a barrier so it can be reused at once. */
+static __device__ __forceinline__ float rig_cuda_block_sum(float v, float *shared)
+{
+    int lane = threadIdx.x % RIG_CUDA_WARP;
+    int warp = threadIdx.x / RIG_CUDA_WARP;
+    int warps = blockDim.x / RIG_CUDA_WARP;
+    v = rig_cuda_warp_sum(v);
+    if (lane == 0) shared[warp] = v;
+    __syncthreads();
+    float total = 0.0f;
+    for (int w = 0; w < warps; w++) total += shared[w]; /* same order in every thread */
+    __syncthreads();
+    return total;
+}
+
+/* VEC consecutive bf16 values: one 16-byte access when VEC == 8 (the caller has checked
+ * alignment), element by element otherwise. */
+template <int VEC>
+static __device__ __forceinline__ void rig_cuda_load_bf16(const uint16_t *src, uint16_t *dst)
+{
+    if constexpr (VEC == 8) {
+        uint4 v = *reinterpret_cast<const uint4 *>(src);
+        memcpy(dst, &v, sizeof v);
+    } else {
+#pragma unroll
+        for (int i = 0; i < VEC; i++) dst[i] = src[i];
+    }
+}
+
+template <int VEC>
+static __device__ __forceinline__ void rig_cuda_store_bf16(uint16_t *dst, const uint16_t *src)
+{
+    if constexpr (VEC == 8) {
+        uint4 v;
+        memcpy(&v, src, sizeof v);
+        *reinterpret_cast<uint4 *>(dst) = v;
+    } else {
+#pragma unroll
+        for (int i = 0; i < VEC; i++) dst[i] = src[i];
+    }
+}
+
+/* True when rows of `n` bf16 values at `base` + r * `stride` are all 16-byte aligned. */
+static inline bool rig_cuda_rows_vec8(const void *base, int64_t stride, int64_t n)
+{
+    return n % 8 == 0 && stride % 8 == 0 && rig_cuda_aligned(base, 16);
+}
+
+#endif /* RIG_CUDA_OPS_COMMON_CUH */

@@ -1,0 +1,102 @@
+/* gemm.cu — out[m, n] = sum_k a[m, k] * b[n, k] (+ bias[n]) through cuBLAS (see gemm.cuh).
+ *
+ * Row-major views are column-major views of their transposes, so with b [N, K] (the Hugging
+ * Face weight layout) the product out^T = b . a^T is one column-major GEMM: A = b read
+ * transposed (ld = b's row stride), B = a untransposed (ld = a's row stride), C = out^T
+ * (ld = out's row stride), m = N, n = M, k = K. Row-strided views (q/k/v slices of a fused
+ * buffer) work through the leading dimensions.
+ *
+ * bf16 in, fp32 accumulate (CUBLAS_COMPUTE_32F), bf16 or f32 out. A bias is added to the fp32
+ * sum by a small kernel before the one rounding, bf16(sum + bias), as the simulator rounds
+ * (rig__gemm_bias). The handle is the stream's own, bound to an explicit workspace
+ * (cuda_internal.h), so the call is graph-capturable.
+ */
+#include "cuda/ops/common.cuh"
+#include "cuda/ops/gemm.cuh"
+
+/* out[r, c] = OUT(sum[r, c] + bias[c]): the bias added in fp32 to the fp32 sum, then one
+ * rounding (none for f32 out), exactly as the simulator stores. `sum` may be `out` (f32). */
+template <typename OUT>
+static __global__ void rig__bias_kernel(OUT *out, int64_t out_stride, const float *sum,
+                                        int64_t sum_stride, const uint16_t *bias, int64_t rows,
+                                        int64_t cols)
+{
+    int64_t index = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (index >= rows * cols) return;
+    int64_t r = index / cols, c = index % cols;
+    float value = sum[r * sum_stride + c] + rig_cuda_bf16(bias[c]);
+    if constexpr (sizeof(OUT) == 4) {
+        out[r * out_stride + c] = value;
+    } else {
+        out[r * out_stride + c] = rig_cuda_to_bf16(value);
+    }
+}
+
+/* A leading dimension cuBLAS accepts: the row stride, at least the row length, at least 1. */
+static int rig__ld(const struct rig_tensor *t)
+{
+    int64_t ld = t->stride[0] > t->shape[1] ? t->stride[0] : t->shape[1];
+    return (int)(ld > 1 ? ld : 1);
+}
+
+/* out[0..m) = a[0..m) . b^T, out of `out_type` with leading dimension ld_out. */
+static enum rig_status rig__gemm(const struct rig_cuda_launch *launch,
+                                 const struct rig_op_gemm *p, int64_t m, const void *a,
+                                 void *out, cudaDataType_t out_type, int ld_out)
+{
+    float alpha = 1.0f, beta = 0.0f;
+    int64_t n = p->out.shape[1], k = p->a.shape[1];
+    RIG_CUBLAS_TRY(cublasGemmEx(launch->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m, (int)k,
+                                &alpha, p->b.data, CUDA_R_16BF, rig__ld(&p->b), a, CUDA_R_16BF,
+                                rig__ld(&p->a), &beta, out, out_type, ld_out,
+                                CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return RIG_OK;
+}
+
+/* With a bias the sum must reach the bias unrounded. f32 out: GEMM into out, then the bias
+ * in place. bf16 out: GEMM into the stream's fp32 scratch a block of rows at a time, then
+ * bias and one rounding into out. (beta = 1 over a bias-filled bf16 out was tried: cuBLAS
+ * then rounds the product to bf16 before adding C, one bf16 ulp off the simulator.) */
+static enum rig_status rig__gemm_bias(const struct rig_cuda_launch *launch,
+                                      const struct rig_op_gemm *p)
+{
+    int64_t m = p->out.shape[0], n = p->out.shape[1];
+    const uint16_t *bias = (const uint16_t *)p->bias.data;
+    if (p->out.dtype == RIG_DTYPE_F32) {
+        float *out = (float *)p->out.data;
+        enum rig_status status = rig__gemm(launch, p, m, p->a.data, out, CUDA_R_32F,
+                                           rig__ld(&p->out));
+        if (status != RIG_OK) return status;
+        rig__bias_kernel<float><<<(unsigned)rig_cuda_div_up(m * n, 256), 256, 0,
+                                  launch->stream>>>(out, p->out.stride[0], out,
+                                                    p->out.stride[0], bias, m, n);
+        RIG_CUDA_LAUNCHED();
+        return RIG_OK;
+    }
+    int64_t rows_per_block = (int64_t)(launch->scratch_bytes / ((size_t)n * sizeof(float)));
+    if (rows_per_block < 1) return RIG_E_UNSUPPORTED;
+    float *sum = (float *)launch->scratch;
+    for (int64_t m0 = 0; m0 < m; m0 += rows_per_block) {
+        int64_t rows = m - m0 < rows_per_block ? m - m0 : rows_per_block;
+        const uint16_t *a = (const uint16_t *)p->a.data + m0 * p->a.stride[0];
+        enum rig_status status = rig__gemm(launch, p, rows, a, sum, CUDA_R_32F, (int)n);
+        if (status != RIG_OK) return status;
+        uint16_t *out = (uint16_t *)p->out.data + m0 * p->out.stride[0];
+        rig__bias_kernel<uint16_t><<<(unsigned)rig_cuda_div_up(rows * n, 256), 256, 0,
+                                     launch->stream>>>(out, p->out.stride[0], sum, n, bias,
+                                                       rows, n);
+        RIG_CUDA_LAUNCHED();
+    }
+    return RIG_OK;
+}
+
+enum rig_status rig_cuda_op_gemm(const struct rig_cuda_launch *launch,
+                                 const struct rig_op_gemm *p)
+{
+    int64_t m = p->out.shape[0], n = p->out.shape[1], k = p->a.shape[1];
+    if (m == 0 || n == 0) return RIG_OK;
+    if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) return RIG_E_RANGE;
+    if (p->bias.data != NULL) return rig__gemm_bias(launch, p);
+    cudaDataType_t out_type = p->out.dtype == RIG_DTYPE_F32 ? CUDA_R_32F : CUDA_R_16BF;
+    return rig__gemm(launch, p, m, p->a.data, p->out.data, out_type, rig__ld(&p->out));
+}

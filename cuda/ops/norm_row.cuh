@@ -1,0 +1,41 @@
+/* norm_row.cuh — the RMSNorm of one row by one block, shared by rms_norm.cu and
+ * add_rms_norm.cu (CUDA C++ only). The rounding is Hugging Face's, as the simulator's:
+ * out = bf16(w * bf16(x * (1 / sqrt(mean(x^2) + eps)))), fp32 in between. Each thread
+ * reads back only the elements it read before, so `out` may alias the input row.
+ */
+#ifndef RIG_CUDA_OPS_NORM_ROW_CUH
+#define RIG_CUDA_OPS_NORM_ROW_CUH
+
+#include "cuda/ops/common.cuh"
+
+/* Threads for a row of n values moved VEC at a time: a warp multiple, 32..1024. */
+static inline unsigned rig_cuda_norm_threads(int64_t n, int vec)
+{
+    int64_t threads = rig_cuda_div_up(rig_cuda_div_up(n, vec), RIG_CUDA_WARP) * RIG_CUDA_WARP;
+    if (threads > 1024) threads = 1024;
+    return (unsigned)threads;
+}
+
+/* `sum_squares` is this thread's share of sum(x^2) over the row; the block reduces it. */
+template <int VEC>
+static __device__ __forceinline__ void rig_cuda_norm_write(uint16_t *out, const uint16_t *x,
+                                                           const uint16_t *weight, int64_t n,
+                                                           float eps, float sum_squares,
+                                                           float *shared)
+{
+    float total = rig_cuda_block_sum(sum_squares, shared);
+    float inverse_rms = 1.0f / sqrtf(total / (float)n + eps);
+    for (int64_t i = (int64_t)threadIdx.x * VEC; i < n; i += (int64_t)blockDim.x * VEC) {
+        uint16_t xv[VEC], wv[VEC], ov[VEC];
+        rig_cuda_load_bf16<VEC>(x + i, xv);
+        rig_cuda_load_bf16<VEC>(weight + i, wv);
+#pragma unroll
+        for (int j = 0; j < VEC; j++) {
+            float normalised = rig_bf16_round(rig_cuda_bf16(xv[j]) * inverse_rms);
+            ov[j] = rig_cuda_to_bf16(rig_cuda_bf16(wv[j]) * normalised);
+        }
+        rig_cuda_store_bf16<VEC>(out + i, ov);
+    }
+}
+
+#endif /* RIG_CUDA_OPS_NORM_ROW_CUH */

@@ -1,0 +1,44 @@
+/* rms_norm.cu — RMSNorm, one block per row (see rms_norm.cuh, norm_row.cuh). */
+#include "cuda/ops/norm_row.cuh"
+#include "cuda/ops/rms_norm.cuh"
+
+template <int VEC>
+static __global__ void rig__rms_norm_kernel(uint16_t *out, int64_t out_stride,
+                                            const uint16_t *in, int64_t in_stride,
+                                            const uint16_t *weight, int64_t n, float eps)
+{
+    __shared__ float shared[RIG_CUDA_WARP];
+    const uint16_t *x = in + (int64_t)blockIdx.x * in_stride;
+    float sum_squares = 0.0f;
+    for (int64_t i = (int64_t)threadIdx.x * VEC; i < n; i += (int64_t)blockDim.x * VEC) {
+        uint16_t v[VEC];
+        rig_cuda_load_bf16<VEC>(x + i, v);
+#pragma unroll
+        for (int j = 0; j < VEC; j++) sum_squares += rig_cuda_bf16(v[j]) * rig_cuda_bf16(v[j]);
+    }
+    rig_cuda_norm_write<VEC>(out + (int64_t)blockIdx.x * out_stride, x, weight, n, eps,
+                             sum_squares, shared);
+}
+
+enum rig_status rig_cuda_op_rms_norm(const struct rig_cuda_launch *launch,
+                                     const struct rig_op_rms_norm *p)
+{
+    int64_t rows = p->out.shape[0], n = p->out.shape[1];
+    if (rows == 0 || n == 0) return RIG_OK;
+    uint16_t *out = (uint16_t *)p->out.data;
+    const uint16_t *in = (const uint16_t *)p->in.data;
+    const uint16_t *weight = (const uint16_t *)p->weight.data;
+    bool vec = rig_cuda_rows_vec8(out, p->out.stride[0], n) &&
+               rig_cuda_rows_vec8(in, p->in.stride[0], n) && rig_cuda_aligned(weight, 16);
+    if (vec) {
+        rig__rms_norm_kernel<8><<<(unsigned)rows, rig_cuda_norm_threads(n, 8), 0,
+                                  launch->stream>>>(out, p->out.stride[0], in, p->in.stride[0],
+                                                    weight, n, p->eps);
+    } else {
+        rig__rms_norm_kernel<1><<<(unsigned)rows, rig_cuda_norm_threads(n, 1), 0,
+                                  launch->stream>>>(out, p->out.stride[0], in, p->in.stride[0],
+                                                    weight, n, p->eps);
+    }
+    RIG_CUDA_LAUNCHED();
+    return RIG_OK;
+}

@@ -1,0 +1,21 @@
+/* fuzz_support.h — helpers shared by the libFuzzer harnesses (tests/fuzz/fuzz_*.c).
+ *
+ * libFuzzer hands a harness bytes that are not NUL-terminated; parsers that want a C string
+ * or a file (mmap) get one here. The temporary file is created once per process and rewritten
+ * for every input (no allocation per input beyond the parser's own), and removed at exit.
+ * Threads: libFuzzer calls a harness from one thread.
+ */
+#ifndef RIG_FUZZ_SUPPORT_H
+#define RIG_FUZZ_SUPPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A NUL-terminated heap copy of `data` (`size` bytes); aborts when out of memory. */
+char *rig_fuzz_cstring(const uint8_t *data, size_t size);
+
+/* Writes `data` to this process's scratch file, named `name` inside a private temporary
+ * directory (created on the first call), and returns its path (valid until exit). */
+const char *rig_fuzz_file(const char *name, const uint8_t *data, size_t size);
+
+#endif /* RIG_FUZZ_SUPPORT_H */

@@ -1,0 +1,1063 @@
+/* test_cuda_ops.c — every CUDA op against the simulator's reference kernel (sim/kernels.h),
+ * ggml test-backend-ops style, plus graph replay and the backend's error paths.
+ *
+ * How: each case fills host inputs from a seeded RNG (fresh values per case), uploads them,
+ * runs the op on the GPU through the HAL (rig_hal_op, so dispatch checks run too), runs the
+ * same op on the host copies through rig_sim_op_run, and compares. Outputs that are copies
+ * (embedding, gather, index ops, store_kv, copy) must match bit for bit; computed bf16/f32
+ * outputs must have a normalised mean squared error sum((gpu-sim)^2)/sum(sim^2) under a
+ * per-op bound (rig__tolerance: fp32 accumulation order and bf16 rounding of P in the
+ * tensor-core attention are the only differences); sampled tokens must be equal. Output
+ * buffers are poisoned (0xFF bytes: a NaN pattern) before each GPU run, so an element the
+ * kernel forgot to write fails the comparison. Shapes sweep the odd cases: batch 1 and 257,
+ * context 1 and 40960, cached prefix 0 and all-but-one, GQA ratios 1/2/4/8, head dims 64,
+ * 128, 80 and 40 (the last takes the split-KV fallback in prefill), vocabularies that are
+ * not a multiple of any tile, strided (row-padded) views.
+ *
+ * Without a GPU (no driver, no device, or a build without the CUDA backend) the program
+ * exits 77, which ctest counts as skipped: CI has the toolkit but no GPU.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hal/hal_impl.h"
+#include "sim/kernels.h"
+#include "tests/support/test_support.h"
+#include "tools/rig/commands.h"
+#ifdef RIG_HAVE_CUDA
+#include "cuda/cuda_backend.h"
+#endif
+
+#ifdef RIG_HAVE_CUDA
+
+#define RIG__PAIRS_MAX 24
+
+/* A host array and its device twin of the same size. `host` feeds the simulator (and is
+ * modified by it for in-place ops); `result` receives the GPU's bytes. */
+struct rig__pair {
+    void *host;
+    void *result;
+    struct rig_buffer *buffer;
+    size_t bytes;
+};
+
+static struct rig_device *rig__device;
+static struct rig_stream *rig__stream;
+static struct rig__pair rig__pairs[RIG__PAIRS_MAX];
+static int32_t rig__pair_count;
+static struct rig_test_rng rig__rng;
+
+static struct rig__pair *rig__pair_new(size_t bytes)
+{
+    assert_true(rig__pair_count < RIG__PAIRS_MAX);
+    struct rig__pair *p = &rig__pairs[rig__pair_count++];
+    p->bytes = bytes > 0 ? bytes : 4;
+    p->host = calloc(1, p->bytes);
+    p->result = calloc(1, p->bytes);
+    assert_non_null(p->host);
+    assert_non_null(p->result);
+    assert_int_equal(rig_hal_buffer_alloc(rig__device, p->bytes, RIG_MEMORY_ACTIVATIONS,
+                                          &p->buffer),
+                     RIG_OK);
+    return p;
+}
+
+static void rig__pairs_free(void)
+{
+    for (int32_t i = 0; i < rig__pair_count; i++) {
+        free(rig__pairs[i].host);
+        free(rig__pairs[i].result);
+        rig_hal_buffer_free(rig__pairs[i].buffer);
+    }
+    rig__pair_count = 0;
+}
+
+/* Device address standing for a host address inside one of the pairs. */
+static void *rig__device_address(void *host)
+{
+    if (host == NULL) return NULL;
+    for (int32_t i = 0; i < rig__pair_count; i++) {
+        char *base = rig__pairs[i].host;
+        if ((char *)host >= base && (char *)host < base + rig__pairs[i].bytes)
+            return (char *)rig_hal_buffer_ptr(rig__pairs[i].buffer) + ((char *)host - base);
+    }
+    fail_msg("tensor data outside every test pair");
+    return NULL;
+}
+
+static void rig__map(struct rig_tensor *t)
+{
+    t->data = rig__device_address(t->data);
+}
+
+/* The same op with every tensor pointing at the device twins. */
+static struct rig_op rig__to_device(const struct rig_op *host)
+{
+    struct rig_op op = *host;
+    switch (op.kind) {
+    case RIG_OP_EMBEDDING: rig__map(&op.u.embedding.out); rig__map(&op.u.embedding.table);
+        rig__map(&op.u.embedding.ids); break;
+    case RIG_OP_RMS_NORM: rig__map(&op.u.rms_norm.out); rig__map(&op.u.rms_norm.in);
+        rig__map(&op.u.rms_norm.weight); break;
+    case RIG_OP_ADD_RMS_NORM: rig__map(&op.u.add_rms_norm.out);
+        rig__map(&op.u.add_rms_norm.residual); rig__map(&op.u.add_rms_norm.in);
+        rig__map(&op.u.add_rms_norm.weight); break;
+    case RIG_OP_GEMM: rig__map(&op.u.gemm.out); rig__map(&op.u.gemm.a); rig__map(&op.u.gemm.b);
+        rig__map(&op.u.gemm.bias); break;
+    case RIG_OP_HEAD_RMS_NORM: rig__map(&op.u.head_rms_norm.x);
+        rig__map(&op.u.head_rms_norm.weight); break;
+    case RIG_OP_ROPE: rig__map(&op.u.rope.q); rig__map(&op.u.rope.k);
+        rig__map(&op.u.rope.positions); break;
+    case RIG_OP_STORE_KV: rig__map(&op.u.store_kv.k_cache); rig__map(&op.u.store_kv.v_cache);
+        rig__map(&op.u.store_kv.k); rig__map(&op.u.store_kv.v); rig__map(&op.u.store_kv.out_loc);
+        break;
+    case RIG_OP_ATTENTION_PREFILL: {
+        struct rig_op_attention_prefill *a = &op.u.attention_prefill;
+        rig__map(&a->out); rig__map(&a->q); rig__map(&a->k_cache); rig__map(&a->v_cache);
+        rig__map(&a->page_table); rig__map(&a->table_idx); rig__map(&a->cu_q);
+        rig__map(&a->kv_len);
+        break;
+    }
+    case RIG_OP_ATTENTION_DECODE: {
+        struct rig_op_attention_decode *a = &op.u.attention_decode;
+        rig__map(&a->out); rig__map(&a->q); rig__map(&a->k_cache); rig__map(&a->v_cache);
+        rig__map(&a->page_table); rig__map(&a->table_idx); rig__map(&a->kv_len);
+        break;
+    }
+    case RIG_OP_SILU_MUL: rig__map(&op.u.silu_mul.out); rig__map(&op.u.silu_mul.in); break;
+    case RIG_OP_GATHER_ROWS: rig__map(&op.u.gather_rows.out); rig__map(&op.u.gather_rows.in);
+        rig__map(&op.u.gather_rows.idx); break;
+    case RIG_OP_INDEX_GATHER: rig__map(&op.u.index_gather.out);
+        rig__map(&op.u.index_gather.src); rig__map(&op.u.index_gather.idx); break;
+    case RIG_OP_INDEX_SCATTER: rig__map(&op.u.index_scatter.dst);
+        rig__map(&op.u.index_scatter.src); rig__map(&op.u.index_scatter.idx); break;
+    case RIG_OP_SAMPLE: {
+        struct rig_op_sample *s = &op.u.sample;
+        rig__map(&s->tokens); rig__map(&s->logits); rig__map(&s->temperature);
+        rig__map(&s->top_k); rig__map(&s->top_p); rig__map(&s->seed); rig__map(&s->position);
+        break;
+    }
+    case RIG_OP_COPY: rig__map(&op.u.copy.out); rig__map(&op.u.copy.in); break;
+    default: fail_msg("op kind %d not mapped", (int)op.kind);
+    }
+    return op;
+}
+
+/* Uploads every pair, poisons the pairs in `outputs` on the device, runs the op on the GPU,
+ * downloads every pair into `result`, then runs the reference on the host copies. */
+static void rig__run_both(const struct rig_op *host_op, struct rig__pair **outputs,
+                          int32_t output_count)
+{
+    for (int32_t i = 0; i < rig__pair_count; i++) {
+        assert_int_equal(rig_hal_buffer_upload(rig__stream, rig__pairs[i].buffer, 0,
+                                               rig__pairs[i].host, rig__pairs[i].bytes),
+                         RIG_OK);
+    }
+    for (int32_t i = 0; i < output_count; i++) {
+        assert_int_equal(rig_hal_buffer_fill(rig__stream, outputs[i]->buffer, 0, 0xffffffffu,
+                                             outputs[i]->bytes / 4),
+                         RIG_OK);
+    }
+    struct rig_op device_op = rig__to_device(host_op);
+    enum rig_status status = rig_hal_op(rig__stream, &device_op);
+    if (status != RIG_OK) fail_msg("rig_hal_op: %s (%s)", rig_status_name(status),
+                                   rig_hal_last_error());
+    for (int32_t i = 0; i < rig__pair_count; i++) {
+        assert_int_equal(rig_hal_buffer_download(rig__stream, rig__pairs[i].buffer, 0,
+                                                 rig__pairs[i].result, rig__pairs[i].bytes),
+                         RIG_OK);
+    }
+    assert_int_equal(rig_hal_stream_synchronize(rig__stream), RIG_OK);
+    assert_int_equal(rig_sim_op_run(host_op), RIG_OK);
+}
+
+static float *rig__widen(const void *data, enum rig_dtype dtype, size_t n)
+{
+    float *out = malloc(n * sizeof *out);
+    assert_non_null(out);
+    for (size_t i = 0; i < n; i++) {
+        out[i] = dtype == RIG_DTYPE_BF16 ? rig_bf16_to_f32(((const uint16_t *)data)[i])
+                                         : ((const float *)data)[i];
+    }
+    return out;
+}
+
+/* GPU result of `p` against the simulator's, n elements of `dtype`, NMSE <= tolerance. */
+static void rig__expect_close(const char *what, const struct rig__pair *p,
+                              enum rig_dtype dtype, size_t n, double tolerance)
+{
+    float *gpu = rig__widen(p->result, dtype, n);
+    float *ref = rig__widen(p->host, dtype, n);
+    size_t nan_count = 0;
+    for (size_t i = 0; i < n; i++) nan_count += isnan(gpu[i]) != isnan(ref[i]);
+    double nmse = rig_test_nmse(gpu, ref, n);
+    printf("    %-44s nmse %.3g (max |d| %.3g)\n", what, nmse, rig_test_max_abs_diff(gpu, ref, n));
+    free(gpu);
+    free(ref);
+    if (nan_count != 0) fail_msg("%s: %zu elements NaN on one side only", what, nan_count);
+    if (!(nmse <= tolerance)) fail_msg("%s: nmse %.3g above %.3g", what, nmse, tolerance);
+}
+
+/* As rig__expect_close over the first `cols` bf16 values of each of `rows` rows. */
+static void rig__expect_close_rows(const char *what, const struct rig__pair *p, int64_t rows,
+                                   int64_t cols, int64_t stride, double tolerance)
+{
+    struct rig__pair packed = {malloc((size_t)(rows * cols) * 2),
+                               malloc((size_t)(rows * cols) * 2), NULL, (size_t)(rows * cols) * 2};
+    assert_non_null(packed.host);
+    assert_non_null(packed.result);
+    for (int64_t r = 0; r < rows; r++) {
+        memcpy((uint16_t *)packed.host + r * cols, (uint16_t *)p->host + r * stride,
+               (size_t)cols * 2);
+        memcpy((uint16_t *)packed.result + r * cols, (uint16_t *)p->result + r * stride,
+               (size_t)cols * 2);
+    }
+    rig__expect_close(what, &packed, RIG_DTYPE_BF16, (size_t)(rows * cols), tolerance);
+    free(packed.host);
+    free(packed.result);
+}
+
+static void rig__expect_equal(const char *what, const struct rig__pair *p)
+{
+    if (memcmp(p->result, p->host, p->bytes) != 0) fail_msg("%s: GPU bytes differ", what);
+}
+
+static uint16_t *rig__bf16_random(struct rig__pair *p, size_t n, float lo, float hi)
+{
+    rig_test_fill_bf16(&rig__rng, p->host, n, lo, hi);
+    return p->host;
+}
+
+static void rig__reset(uint64_t seed)
+{
+    rig__pairs_free();
+    rig_test_rng_seed(&rig__rng, seed);
+}
+
+static struct rig_tensor rig__t2(struct rig__pair *p, enum rig_dtype dtype, int64_t rows,
+                                 int64_t cols, int64_t stride)
+{
+    struct rig_tensor t = rig_tensor_2d(p->host, dtype, rows, cols);
+    t.stride[0] = stride;
+    return t;
+}
+
+/* --- elementwise and row ops ------------------------------------------------------------ */
+
+static void test_embedding(void **state)
+{
+    (void)state;
+    static const int64_t tokens[] = {1, 257};
+    static const int64_t hidden[] = {64, 1000, 4096};
+    for (size_t a = 0; a < RIG_ARRAY_LEN(tokens); a++) {
+        for (size_t b = 0; b < RIG_ARRAY_LEN(hidden); b++) {
+            rig__reset(100 + a * 10 + b);
+            int64_t t = tokens[a], h = hidden[b], vocab = 1000, start = 500;
+            struct rig__pair *out = rig__pair_new((size_t)(t * h * 2));
+            struct rig__pair *table = rig__pair_new((size_t)(vocab * h * 2));
+            struct rig__pair *ids = rig__pair_new((size_t)t * 4);
+            rig__bf16_random(table, (size_t)(vocab * h), -1, 1);
+            for (int64_t i = 0; i < t; i++)
+                ((int32_t *)ids->host)[i] = (int32_t)rig_test_rng_int(&rig__rng, 0, 2 * vocab - 1);
+            struct rig_op op = {.kind = RIG_OP_EMBEDDING};
+            op.u.embedding.out = rig_tensor_2d(out->host, RIG_DTYPE_BF16, t, h);
+            op.u.embedding.table = rig_tensor_2d(table->host, RIG_DTYPE_BF16, vocab, h);
+            op.u.embedding.ids = rig_tensor_1d(ids->host, RIG_DTYPE_I32, t);
+            op.u.embedding.vocab_start = start;
+            rig__run_both(&op, &out, 1);
+            rig__expect_equal("embedding", out);
+        }
+    }
+}
+
+static void rig__norm_case(int64_t t, int64_t h, int64_t pad, bool add, bool alias)
+{
+    int64_t stride = h + pad;
+    struct rig__pair *out = rig__pair_new((size_t)(t * stride * 2));
+    struct rig__pair *in = alias ? out : rig__pair_new((size_t)(t * stride * 2));
+    struct rig__pair *residual = rig__pair_new((size_t)(t * stride * 2));
+    struct rig__pair *weight = rig__pair_new((size_t)h * 2);
+    rig__bf16_random(in, (size_t)(t * stride), -3, 3);
+    rig__bf16_random(residual, (size_t)(t * stride), -3, 3);
+    rig__bf16_random(weight, (size_t)h, 0.5f, 1.5f);
+    struct rig_op op;
+    memset(&op, 0, sizeof op);
+    if (add) {
+        op.kind = RIG_OP_ADD_RMS_NORM;
+        op.u.add_rms_norm.out = rig__t2(out, RIG_DTYPE_BF16, t, h, stride);
+        op.u.add_rms_norm.in = rig__t2(in, RIG_DTYPE_BF16, t, h, stride);
+        op.u.add_rms_norm.residual = rig__t2(residual, RIG_DTYPE_BF16, t, h, stride);
+        op.u.add_rms_norm.weight = rig_tensor_1d(weight->host, RIG_DTYPE_BF16, h);
+        op.u.add_rms_norm.eps = 1e-6f;
+    } else {
+        op.kind = RIG_OP_RMS_NORM;
+        op.u.rms_norm.out = rig__t2(out, RIG_DTYPE_BF16, t, h, stride);
+        op.u.rms_norm.in = rig__t2(in, RIG_DTYPE_BF16, t, h, stride);
+        op.u.rms_norm.weight = rig_tensor_1d(weight->host, RIG_DTYPE_BF16, h);
+        op.u.rms_norm.eps = 1e-6f;
+    }
+    struct rig__pair *outputs[] = {out};
+    rig__run_both(&op, alias ? NULL : outputs, alias ? 0 : 1);
+    rig__expect_close_rows(add ? "add_rms_norm" : "rms_norm", out, t, h, stride, 1e-6);
+    if (add) {
+        /* residual = bf16(residual + in) is one rounding of an exact sum: bit for bit. */
+        for (int64_t r = 0; r < t; r++) {
+            if (memcmp((uint16_t *)residual->host + r * stride,
+                       (uint16_t *)residual->result + r * stride, (size_t)h * 2) != 0)
+                fail_msg("add_rms_norm: residual row %lld differs", (long long)r);
+        }
+    }
+}
+
+static void test_rms_norm(void **state)
+{
+    (void)state;
+    static const int64_t tokens[] = {1, 257};
+    static const int64_t hidden[] = {64, 1000, 4096};
+    for (size_t a = 0; a < RIG_ARRAY_LEN(tokens); a++) {
+        for (size_t b = 0; b < RIG_ARRAY_LEN(hidden); b++) {
+            for (int variant = 0; variant < 4; variant++) {
+                rig__reset(200 + a * 100 + b * 10 + (uint64_t)variant);
+                bool add = variant >= 2, alias = variant % 2 == 1;
+                rig__norm_case(tokens[a], hidden[b], variant == 0 ? 8 : 0, add, alias && add);
+            }
+        }
+    }
+}
+
+static void test_head_rms_norm(void **state)
+{
+    (void)state;
+    static const int64_t dims[] = {64, 128};
+    for (size_t a = 0; a < RIG_ARRAY_LEN(dims); a++) {
+        for (int64_t t = 1; t <= 257; t += 256) {
+            rig__reset(300 + a * 10 + (uint64_t)t);
+            int64_t heads = 8, d = dims[a];
+            struct rig__pair *x = rig__pair_new((size_t)(t * heads * d * 2));
+            struct rig__pair *w = rig__pair_new((size_t)d * 2);
+            rig__bf16_random(x, (size_t)(t * heads * d), -4, 4);
+            rig__bf16_random(w, (size_t)d, 0.5f, 1.5f);
+            struct rig_op op = {.kind = RIG_OP_HEAD_RMS_NORM};
+            op.u.head_rms_norm.x = rig_tensor_3d(x->host, RIG_DTYPE_BF16, t, heads, d);
+            op.u.head_rms_norm.weight = rig_tensor_1d(w->host, RIG_DTYPE_BF16, d);
+            op.u.head_rms_norm.eps = 1e-6f;
+            rig__run_both(&op, NULL, 0);
+            rig__expect_close("head_rms_norm", x, RIG_DTYPE_BF16, (size_t)(t * heads * d), 1e-6);
+        }
+    }
+}
+
+static void test_rope(void **state)
+{
+    (void)state;
+    static const int64_t dims[] = {64, 128};
+    for (size_t a = 0; a < RIG_ARRAY_LEN(dims); a++) {
+        for (int scaling = 0; scaling < 2; scaling++) {
+            rig__reset(400 + a * 10 + (uint64_t)scaling);
+            int64_t t = 257, hq = 8, hk = 2, d = dims[a], stride_t = (hq + 2 * hk) * d;
+            /* q and k are slices of one fused qkv buffer, as the model uses them. */
+            struct rig__pair *qkv = rig__pair_new((size_t)(t * stride_t * 2));
+            struct rig__pair *pos = rig__pair_new((size_t)t * 4);
+            rig__bf16_random(qkv, (size_t)(t * stride_t), -2, 2);
+            for (int64_t i = 0; i < t; i++)
+                ((int32_t *)pos->host)[i] = (int32_t)rig_test_rng_int(&rig__rng, 0, 40960);
+            struct rig_op op = {.kind = RIG_OP_ROPE};
+            op.u.rope.q = rig_tensor_3d(qkv->host, RIG_DTYPE_BF16, t, hq, d);
+            op.u.rope.q.stride[0] = stride_t;
+            op.u.rope.k = rig_tensor_3d((uint16_t *)qkv->host + hq * d, RIG_DTYPE_BF16, t, hk, d);
+            op.u.rope.k.stride[0] = stride_t;
+            op.u.rope.positions = rig_tensor_1d(pos->host, RIG_DTYPE_I32, t);
+            op.u.rope.params.theta = 500000.0f;
+            if (scaling) {
+                op.u.rope.params.scaling = RIG_ROPE_SCALING_LLAMA3;
+                op.u.rope.params.factor = 8.0f;
+                op.u.rope.params.low_freq_factor = 1.0f;
+                op.u.rope.params.high_freq_factor = 4.0f;
+                op.u.rope.params.original_max_position = 8192;
+            }
+            rig__run_both(&op, NULL, 0);
+            rig__expect_close("rope (q, k, v untouched)", qkv, RIG_DTYPE_BF16,
+                              (size_t)(t * stride_t), 1e-6);
+        }
+    }
+}
+
+static void test_silu_mul(void **state)
+{
+    (void)state;
+    static const int64_t inter[] = {64, 1000, 3072};
+    for (size_t a = 0; a < RIG_ARRAY_LEN(inter); a++) {
+        for (int64_t t = 1; t <= 257; t += 256) {
+            rig__reset(500 + a * 10 + (uint64_t)t);
+            int64_t n = inter[a];
+            struct rig__pair *out = rig__pair_new((size_t)(t * n * 2));
+            struct rig__pair *in = rig__pair_new((size_t)(t * 2 * n * 2));
+            rig__bf16_random(in, (size_t)(t * 2 * n), -6, 6);
+            struct rig_op op = {.kind = RIG_OP_SILU_MUL};
+            op.u.silu_mul.out = rig_tensor_2d(out->host, RIG_DTYPE_BF16, t, n);
+            op.u.silu_mul.in = rig_tensor_2d(in->host, RIG_DTYPE_BF16, t, 2 * n);
+            rig__run_both(&op, &out, 1);
+            rig__expect_close("silu_mul", out, RIG_DTYPE_BF16, (size_t)(t * n), 1e-6);
+        }
+    }
+}
+
+static void test_gather_and_index(void **state)
+{
+    (void)state;
+    for (int f32 = 0; f32 < 2; f32++) {
+        rig__reset(600 + (uint64_t)f32);
+        enum rig_dtype dtype = f32 ? RIG_DTYPE_F32 : RIG_DTYPE_BF16;
+        int64_t t = 257, h = 1000 + f32 * 3, r = 7, size = f32 ? 4 : 2;
+        struct rig__pair *out = rig__pair_new((size_t)(r * h * size));
+        struct rig__pair *in = rig__pair_new((size_t)(t * h * size));
+        struct rig__pair *idx = rig__pair_new((size_t)r * 4);
+        rig__bf16_random(in, (size_t)(t * h * size / 2), -1, 1);
+        for (int64_t i = 0; i < r; i++)
+            ((int32_t *)idx->host)[i] = (int32_t)rig_test_rng_int(&rig__rng, 0, t - 1);
+        struct rig_op op = {.kind = RIG_OP_GATHER_ROWS};
+        op.u.gather_rows.out = rig_tensor_2d(out->host, dtype, r, h);
+        op.u.gather_rows.in = rig_tensor_2d(in->host, dtype, t, h);
+        op.u.gather_rows.idx = rig_tensor_1d(idx->host, RIG_DTYPE_I32, r);
+        rig__run_both(&op, &out, 1);
+        rig__expect_equal("gather_rows", out);
+    }
+    rig__reset(610);
+    int64_t n = 1000, m = 5000;
+    struct rig__pair *values = rig__pair_new((size_t)n * 4);
+    struct rig__pair *flat = rig__pair_new((size_t)m * 4);
+    struct rig__pair *idx = rig__pair_new((size_t)n * 4);
+    for (int64_t i = 0; i < m; i++) ((int32_t *)flat->host)[i] = (int32_t)(i * 7 + 3);
+    for (int64_t i = 0; i < n; i++) {
+        ((int32_t *)idx->host)[i] = (int32_t)((i * 4999) % m); /* distinct: 4999, m coprime */
+        ((int32_t *)values->host)[i] = (int32_t)rig_test_rng_int(&rig__rng, -1000, 1000);
+    }
+    struct rig_op op = {.kind = RIG_OP_INDEX_SCATTER};
+    op.u.index_scatter.dst = rig_tensor_1d(flat->host, RIG_DTYPE_I32, m);
+    op.u.index_scatter.src = rig_tensor_1d(values->host, RIG_DTYPE_I32, n);
+    op.u.index_scatter.idx = rig_tensor_1d(idx->host, RIG_DTYPE_I32, n);
+    rig__run_both(&op, NULL, 0);
+    rig__expect_equal("index_scatter", flat);
+    op.kind = RIG_OP_INDEX_GATHER;
+    memcpy(flat->host, flat->result, flat->bytes);
+    op.u.index_gather.out = rig_tensor_1d(values->host, RIG_DTYPE_I32, n);
+    op.u.index_gather.src = rig_tensor_1d(flat->host, RIG_DTYPE_I32, m);
+    op.u.index_gather.idx = rig_tensor_1d(idx->host, RIG_DTYPE_I32, n);
+    rig__run_both(&op, &values, 1);
+    rig__expect_equal("index_gather", values);
+}
+
+static void test_copy(void **state)
+{
+    (void)state;
+    static const enum rig_dtype pairs[][2] = {{RIG_DTYPE_BF16, RIG_DTYPE_F32},
+                                              {RIG_DTYPE_F32, RIG_DTYPE_BF16},
+                                              {RIG_DTYPE_I32, RIG_DTYPE_I32},
+                                              {RIG_DTYPE_BF16, RIG_DTYPE_BF16}};
+    for (size_t c = 0; c < RIG_ARRAY_LEN(pairs); c++) {
+        rig__reset(700 + c);
+        int64_t rows = 33, cols = 130;
+        struct rig__pair *in = rig__pair_new((size_t)(rows * cols * 4));
+        struct rig__pair *out = rig__pair_new((size_t)(rows * cols * 4));
+        rig__bf16_random(in, (size_t)(rows * cols * 2), -100, 100);
+        if (pairs[c][0] == RIG_DTYPE_F32) {
+            for (int64_t i = 0; i < rows * cols; i++)
+                ((float *)in->host)[i] = rig_test_rng_float(&rig__rng, -100, 100);
+        }
+        struct rig_op op = {.kind = RIG_OP_COPY};
+        /* out = in^T through strides: in is read column-major. */
+        op.u.copy.in = rig_tensor_2d(in->host, pairs[c][0], cols, rows);
+        op.u.copy.in.stride[0] = 1;
+        op.u.copy.in.stride[1] = cols;
+        op.u.copy.out = rig_tensor_2d(out->host, pairs[c][1], cols, rows);
+        rig__run_both(&op, &out, 1);
+        struct rig__pair used = {out->host, out->result, NULL,
+                                 (size_t)(rows * cols) * rig_dtype_size(pairs[c][1])};
+        rig__expect_equal("copy", &used);
+    }
+}
+
+/* --- GEMM ---------------------------------------------------------------------------------- */
+
+static void rig__gemm_case(int64_t m, int64_t n, int64_t k, bool bias, bool f32, int64_t pad)
+{
+    int64_t lda = k + pad;
+    struct rig__pair *a = rig__pair_new((size_t)(m * lda * 2));
+    struct rig__pair *b = rig__pair_new((size_t)(n * k * 2));
+    struct rig__pair *c = rig__pair_new((size_t)(m * n * (f32 ? 4 : 2)));
+    struct rig__pair *bias_pair = rig__pair_new((size_t)n * 2);
+    rig__bf16_random(a, (size_t)(m * lda), -1, 1);
+    rig__bf16_random(b, (size_t)(n * k), -1, 1);
+    rig__bf16_random(bias_pair, (size_t)n, -1, 1);
+    struct rig_op op = {.kind = RIG_OP_GEMM};
+    op.u.gemm.out = rig_tensor_2d(c->host, f32 ? RIG_DTYPE_F32 : RIG_DTYPE_BF16, m, n);
+    op.u.gemm.a = rig__t2(a, RIG_DTYPE_BF16, m, k, lda);
+    op.u.gemm.b = rig_tensor_2d(b->host, RIG_DTYPE_BF16, n, k);
+    op.u.gemm.bias = bias ? rig_tensor_1d(bias_pair->host, RIG_DTYPE_BF16, n) : rig_tensor_none();
+    rig__run_both(&op, &c, 1);
+    char what[64];
+    snprintf(what, sizeof what, "gemm %lldx%lldx%lld%s%s", (long long)m, (long long)n,
+             (long long)k, bias ? " bias" : "", f32 ? " f32" : "");
+    rig__expect_close(what, c, f32 ? RIG_DTYPE_F32 : RIG_DTYPE_BF16, (size_t)(m * n),
+                      f32 ? 1e-9 : 1e-6);
+}
+
+static void test_gemm(void **state)
+{
+    (void)state;
+    static const int64_t shapes[][3] = {{1, 64, 64}, {257, 1000, 1000}, {1, 1000, 4096},
+                                        {16, 151, 96}, {257, 64, 40}};
+    for (size_t s = 0; s < RIG_ARRAY_LEN(shapes); s++) {
+        for (int variant = 0; variant < 4; variant++) {
+            rig__reset(800 + s * 10 + (uint64_t)variant);
+            rig__gemm_case(shapes[s][0], shapes[s][1], shapes[s][2], variant % 2 == 1,
+                           variant >= 2, variant == 0 ? 8 : 0);
+        }
+    }
+}
+
+/* --- KV cache and attention ---------------------------------------------------------------- */
+
+/* A paged KV world: caches [S, Hk, D], a page table whose rows hold distinct random slots. */
+struct rig__kv_world {
+    int64_t slots, heads_kv, dim, rows, cols;
+    struct rig__pair *k_cache, *v_cache, *page_table;
+};
+
+static struct rig__kv_world rig__kv_world(int64_t heads_kv, int64_t dim, int64_t rows,
+                                          int64_t cols)
+{
+    struct rig__kv_world w = {rows * cols + 7, heads_kv, dim, rows, cols, NULL, NULL, NULL};
+    size_t cache_values = (size_t)(w.slots * heads_kv * dim);
+    w.k_cache = rig__pair_new(cache_values * 2);
+    w.v_cache = rig__pair_new(cache_values * 2);
+    w.page_table = rig__pair_new((size_t)(rows * cols) * 4);
+    rig__bf16_random(w.k_cache, cache_values, -1, 1);
+    rig__bf16_random(w.v_cache, cache_values, -1, 1);
+    int32_t *table = w.page_table->host;
+    /* A random permutation of the slots, so positions scatter over the cache. */
+    for (int64_t i = 0; i < rows * cols; i++) table[i] = (int32_t)i;
+    for (int64_t i = rows * cols - 1; i > 0; i--) {
+        int64_t j = rig_test_rng_int(&rig__rng, 0, i);
+        int32_t swap = table[i];
+        table[i] = table[j];
+        table[j] = swap;
+    }
+    return w;
+}
+
+static void test_store_kv(void **state)
+{
+    (void)state;
+    for (int64_t t = 1; t <= 257; t += 256) {
+        rig__reset(900 + (uint64_t)t);
+        int64_t hk = 2, d = 128, slots = 1024;
+        struct rig__pair *kc = rig__pair_new((size_t)(slots * hk * d * 2));
+        struct rig__pair *vc = rig__pair_new((size_t)(slots * hk * d * 2));
+        struct rig__pair *k = rig__pair_new((size_t)(t * hk * d * 2));
+        struct rig__pair *v = rig__pair_new((size_t)(t * hk * d * 2));
+        struct rig__pair *loc = rig__pair_new((size_t)t * 4);
+        rig__bf16_random(kc, (size_t)(slots * hk * d), -1, 1);
+        rig__bf16_random(vc, (size_t)(slots * hk * d), -1, 1);
+        rig__bf16_random(k, (size_t)(t * hk * d), -1, 1);
+        rig__bf16_random(v, (size_t)(t * hk * d), -1, 1);
+        for (int64_t i = 0; i < t; i++) ((int32_t *)loc->host)[i] = (int32_t)((i * 37 + 5) % slots);
+        struct rig_op op = {.kind = RIG_OP_STORE_KV};
+        op.u.store_kv.k_cache = rig_tensor_3d(kc->host, RIG_DTYPE_BF16, slots, hk, d);
+        op.u.store_kv.v_cache = rig_tensor_3d(vc->host, RIG_DTYPE_BF16, slots, hk, d);
+        op.u.store_kv.k = rig_tensor_3d(k->host, RIG_DTYPE_BF16, t, hk, d);
+        op.u.store_kv.v = rig_tensor_3d(v->host, RIG_DTYPE_BF16, t, hk, d);
+        op.u.store_kv.out_loc = rig_tensor_1d(loc->host, RIG_DTYPE_I32, t);
+        rig__run_both(&op, NULL, 0);
+        rig__expect_equal("store_kv k_cache", kc);
+        rig__expect_equal("store_kv v_cache", vc);
+    }
+}
+
+/* One prefill batch: request r has q_len[r] new tokens after cached[r] cached ones. */
+static void rig__prefill_case(const char *what, int64_t requests, const int64_t *q_len,
+                              const int64_t *cached, int64_t hq, int64_t hk, int64_t d)
+{
+    int64_t cols = 0, tokens = 0;
+    for (int64_t r = 0; r < requests; r++) {
+        tokens += q_len[r];
+        if (q_len[r] + cached[r] > cols) cols = q_len[r] + cached[r];
+    }
+    struct rig__kv_world w = rig__kv_world(hk, d, requests + 1, cols);
+    struct rig__pair *q = rig__pair_new((size_t)(tokens * hq * d * 2));
+    struct rig__pair *out = rig__pair_new((size_t)(tokens * hq * d * 2));
+    struct rig__pair *meta = rig__pair_new((size_t)(3 * requests + 1) * 4);
+    rig__bf16_random(q, (size_t)(tokens * hq * d), -2, 2);
+    int32_t *table_idx = meta->host, *kv_len = table_idx + requests, *cu_q = kv_len + requests;
+    cu_q[0] = 0;
+    for (int64_t r = 0; r < requests; r++) {
+        table_idx[r] = (int32_t)(requests - r); /* rows out of order; row 0 unused */
+        kv_len[r] = (int32_t)(q_len[r] + cached[r]);
+        cu_q[r + 1] = cu_q[r] + (int32_t)q_len[r];
+    }
+    struct rig_op op = {.kind = RIG_OP_ATTENTION_PREFILL};
+    struct rig_op_attention_prefill *a = &op.u.attention_prefill;
+    a->out = rig_tensor_3d(out->host, RIG_DTYPE_BF16, tokens, hq, d);
+    a->q = rig_tensor_3d(q->host, RIG_DTYPE_BF16, tokens, hq, d);
+    a->k_cache = rig_tensor_3d(w.k_cache->host, RIG_DTYPE_BF16, w.slots, hk, d);
+    a->v_cache = rig_tensor_3d(w.v_cache->host, RIG_DTYPE_BF16, w.slots, hk, d);
+    a->page_table = rig_tensor_2d(w.page_table->host, RIG_DTYPE_I32, w.rows, w.cols);
+    a->table_idx = rig_tensor_1d(table_idx, RIG_DTYPE_I32, requests);
+    a->kv_len = rig_tensor_1d(kv_len, RIG_DTYPE_I32, requests);
+    a->cu_q = rig_tensor_1d(cu_q, RIG_DTYPE_I32, requests + 1);
+    a->scale = 1.0f / sqrtf((float)d);
+    rig__run_both(&op, &out, 1);
+    rig__expect_close(what, out, RIG_DTYPE_BF16, (size_t)(tokens * hq * d), 2e-5);
+}
+
+static void test_attention_prefill(void **state)
+{
+    (void)state;
+    static const int64_t ratios[] = {1, 2, 4, 8};
+    char what[80];
+    for (size_t g = 0; g < RIG_ARRAY_LEN(ratios); g++) {
+        rig__reset(1000 + g);
+        int64_t q_len[] = {100, 1, 37, 64}, cached[] = {0, 999, 300, 1};
+        snprintf(what, sizeof what, "prefill mixed GQA %lld D128", (long long)ratios[g]);
+        rig__prefill_case(what, 4, q_len, cached, 8, 8 / ratios[g], 128);
+    }
+    static const int64_t dims[] = {64, 80, 40};
+    for (size_t i = 0; i < RIG_ARRAY_LEN(dims); i++) {
+        rig__reset(1100 + i);
+        int64_t q_len[] = {130, 5}, cached[] = {17, 0};
+        snprintf(what, sizeof what, "prefill D%lld GQA 4", (long long)dims[i]);
+        rig__prefill_case(what, 2, q_len, cached, 8, 2, dims[i]);
+    }
+    rig__reset(1200);
+    int64_t one[] = {1}, none[] = {0};
+    rig__prefill_case("prefill context 1", 1, one, none, 4, 1, 128);
+    rig__reset(1201);
+    int64_t last[] = {1}, all_but_one[] = {4095};
+    rig__prefill_case("prefill cached all-but-one (4096)", 1, last, all_but_one, 16, 2, 128);
+    rig__reset(1202);
+    int64_t long_q[] = {8}, long_cached[] = {40952};
+    rig__prefill_case("prefill 8 after 40952 cached (context 40960)", 1, long_q, long_cached, 8, 1, 128);
+}
+
+static void rig__decode_case(const char *what, int64_t requests, int64_t max_len, int64_t hq,
+                             int64_t hk, int64_t d)
+{
+    struct rig__kv_world w = rig__kv_world(hk, d, requests, max_len);
+    struct rig__pair *q = rig__pair_new((size_t)(requests * hq * d * 2));
+    struct rig__pair *out = rig__pair_new((size_t)(requests * hq * d * 2));
+    struct rig__pair *meta = rig__pair_new((size_t)(2 * requests) * 4);
+    rig__bf16_random(q, (size_t)(requests * hq * d), -2, 2);
+    int32_t *table_idx = meta->host, *kv_len = table_idx + requests;
+    for (int64_t r = 0; r < requests; r++) {
+        table_idx[r] = (int32_t)((r * 5 + 3) % requests);
+        kv_len[r] = r == 0 ? (int32_t)max_len : (int32_t)rig_test_rng_int(&rig__rng, 1, max_len);
+    }
+    if (requests > 2) kv_len[1] = 1;
+    struct rig_op op = {.kind = RIG_OP_ATTENTION_DECODE};
+    struct rig_op_attention_decode *a = &op.u.attention_decode;
+    a->out = rig_tensor_3d(out->host, RIG_DTYPE_BF16, requests, hq, d);
+    a->q = rig_tensor_3d(q->host, RIG_DTYPE_BF16, requests, hq, d);
+    a->k_cache = rig_tensor_3d(w.k_cache->host, RIG_DTYPE_BF16, w.slots, hk, d);
+    a->v_cache = rig_tensor_3d(w.v_cache->host, RIG_DTYPE_BF16, w.slots, hk, d);
+    a->page_table = rig_tensor_2d(w.page_table->host, RIG_DTYPE_I32, w.rows, w.cols);
+    a->table_idx = rig_tensor_1d(table_idx, RIG_DTYPE_I32, requests);
+    a->kv_len = rig_tensor_1d(kv_len, RIG_DTYPE_I32, requests);
+    a->scale = 1.0f / sqrtf((float)d);
+    rig__run_both(&op, &out, 1);
+    rig__expect_close(what, out, RIG_DTYPE_BF16, (size_t)(requests * hq * d), 1e-6);
+}
+
+static void test_attention_decode(void **state)
+{
+    (void)state;
+    static const int64_t ratios[] = {1, 2, 4, 8};
+    char what[80];
+    for (size_t g = 0; g < RIG_ARRAY_LEN(ratios); g++) {
+        rig__reset(1300 + g);
+        snprintf(what, sizeof what, "decode 257 requests GQA %lld", (long long)ratios[g]);
+        rig__decode_case(what, 257, 600, 8, 8 / ratios[g], 128);
+        rig__reset(1310 + g);
+        snprintf(what, sizeof what, "decode 1 request GQA %lld (splits)", (long long)ratios[g]);
+        rig__decode_case(what, 1, 3000, 16, 16 / ratios[g], 128);
+    }
+    rig__reset(1320);
+    rig__decode_case("decode context 1", 1, 1, 4, 4, 64);
+    rig__reset(1321);
+    rig__decode_case("decode context 40960", 1, 40960, 8, 1, 128);
+    rig__reset(1322);
+    rig__decode_case("decode D40", 3, 100, 4, 2, 40);
+}
+
+/* --- sampling ------------------------------------------------------------------------------ */
+
+static void rig__sample_case(int64_t rows, int64_t vocab, uint64_t seed)
+{
+    rig__reset(seed);
+    struct rig__pair *logits = rig__pair_new((size_t)(rows * vocab) * 4);
+    struct rig__pair *tokens = rig__pair_new((size_t)rows * 4);
+    struct rig__pair *params = rig__pair_new((size_t)rows * 4 * 6);
+    float *l = logits->host;
+    for (int64_t i = 0; i < rows * vocab; i++) l[i] = rig_test_rng_float(&rig__rng, -8, 8);
+    l[vocab + 3] = l[vocab + 5] = 30.0f; /* row 1: a tie at the top */
+    float *temperature = params->host, *top_p = temperature + rows;
+    int32_t *top_k = (int32_t *)(top_p + rows), *position = top_k + rows;
+    uint64_t *seeds = (uint64_t *)(position + rows);
+    for (int64_t r = 0; r < rows; r++) {
+        int kind = (int)(r % 6);
+        temperature[r] = kind == 0 ? 0.0f : rig_test_rng_float(&rig__rng, 0.3f, 1.5f);
+        top_k[r] = kind == 2 ? (int32_t)rig_test_rng_int(&rig__rng, 1, 50) : (kind == 4 ? 40 : 0);
+        top_p[r] = kind == 3 || kind == 4 ? rig_test_rng_float(&rig__rng, 0.05f, 0.95f) : 1.0f;
+        if (kind == 5) top_p[r] = 1e-6f; /* tiny top-p: greedy over z */
+        seeds[r] = rig_test_rng_next(&rig__rng);
+        position[r] = (int32_t)rig_test_rng_int(&rig__rng, 0, 5000);
+    }
+    struct rig_op op = {.kind = RIG_OP_SAMPLE};
+    struct rig_op_sample *s = &op.u.sample;
+    s->tokens = rig_tensor_1d(tokens->host, RIG_DTYPE_I32, rows);
+    s->logits = rig_tensor_2d(l, RIG_DTYPE_F32, rows, vocab);
+    s->temperature = rig_tensor_1d(temperature, RIG_DTYPE_F32, rows);
+    s->top_k = rig_tensor_1d(top_k, RIG_DTYPE_I32, rows);
+    s->top_p = rig_tensor_1d(top_p, RIG_DTYPE_F32, rows);
+    s->seed = rig_tensor_1d(seeds, RIG_DTYPE_I64, rows);
+    s->position = rig_tensor_1d(position, RIG_DTYPE_I32, rows);
+    rig__run_both(&op, &tokens, 1);
+    int32_t *gpu = tokens->result, *ref = tokens->host;
+    int64_t differ = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        if (gpu[r] != ref[r]) {
+            printf("    row %lld: gpu %d sim %d (T %.3f k %d p %.3g)\n", (long long)r, gpu[r],
+                   ref[r], temperature[r], top_k[r], top_p[r]);
+            differ++;
+        }
+    }
+    printf("    sample %lld x %lld: %lld rows differ\n", (long long)rows, (long long)vocab,
+           (long long)differ);
+    assert_int_equal(differ, 0);
+}
+
+static void test_sample(void **state)
+{
+    (void)state;
+    rig__sample_case(257, 1000, 1400);
+    rig__sample_case(1, 7, 1401);
+    rig__sample_case(24, 151936, 1402);
+}
+
+/* --- graphs, errors, devices ------------------------------------------------------------- */
+
+/* Decode attention + sample captured once, replayed on new inputs: equals eager runs. */
+static void test_graph_replay(void **state)
+{
+    (void)state;
+    rig__reset(1500);
+    int64_t requests = 8, max_len = 500, hq = 8, hk = 2, d = 128;
+    struct rig__kv_world w = rig__kv_world(hk, d, requests, max_len);
+    struct rig__pair *q = rig__pair_new((size_t)(requests * hq * d * 2));
+    struct rig__pair *out = rig__pair_new((size_t)(requests * hq * d * 2));
+    struct rig__pair *meta = rig__pair_new((size_t)(2 * requests) * 4);
+    int32_t *table_idx = meta->host, *kv_len = table_idx + requests;
+    struct rig_op op = {.kind = RIG_OP_ATTENTION_DECODE};
+    struct rig_op_attention_decode *a = &op.u.attention_decode;
+    a->out = rig_tensor_3d(out->host, RIG_DTYPE_BF16, requests, hq, d);
+    a->q = rig_tensor_3d(q->host, RIG_DTYPE_BF16, requests, hq, d);
+    a->k_cache = rig_tensor_3d(w.k_cache->host, RIG_DTYPE_BF16, w.slots, hk, d);
+    a->v_cache = rig_tensor_3d(w.v_cache->host, RIG_DTYPE_BF16, w.slots, hk, d);
+    a->page_table = rig_tensor_2d(w.page_table->host, RIG_DTYPE_I32, w.rows, w.cols);
+    a->table_idx = rig_tensor_1d(table_idx, RIG_DTYPE_I32, requests);
+    a->kv_len = rig_tensor_1d(kv_len, RIG_DTYPE_I32, requests);
+    a->scale = 0.088f;
+    struct rig_op device_op = rig__to_device(&op);
+    struct rig_graph *graph = NULL;
+    assert_int_equal(rig_hal_graph_capture_begin(rig__stream), RIG_OK);
+    assert_int_equal(rig_hal_buffer_upload(rig__stream, q->buffer, 0, q->host, 4), RIG_E_STATE);
+    assert_int_equal(rig_hal_op(rig__stream, &device_op), RIG_OK);
+    assert_int_equal(rig_hal_graph_capture_end(rig__stream, &graph), RIG_OK);
+    assert_int_equal(rig_hal_graph_op_count(graph), 1);
+    void *replayed = malloc(out->bytes);
+    assert_non_null(replayed);
+    for (int round = 0; round < 3; round++) {
+        rig__bf16_random(q, (size_t)(requests * hq * d), -2, 2);
+        for (int64_t r = 0; r < requests; r++) {
+            table_idx[r] = (int32_t)r;
+            kv_len[r] = (int32_t)rig_test_rng_int(&rig__rng, 1, max_len);
+        }
+        rig__run_both(&op, &out, 1); /* eager on the GPU, then the reference */
+        assert_int_equal(rig_hal_buffer_fill(rig__stream, out->buffer, 0, 0xffffffffu,
+                                             out->bytes / 4), RIG_OK);
+        assert_int_equal(rig_hal_graph_launch(graph, rig__stream), RIG_OK);
+        assert_int_equal(rig_hal_buffer_download(rig__stream, out->buffer, 0, replayed,
+                                                 out->bytes), RIG_OK);
+        assert_int_equal(rig_hal_stream_synchronize(rig__stream), RIG_OK);
+        assert_memory_equal(replayed, out->result, out->bytes);
+        rig__expect_close("graph round vs simulator", out, RIG_DTYPE_BF16,
+                          (size_t)(requests * hq * d), 2e-5);
+    }
+    free(replayed);
+    rig_hal_graph_destroy(graph);
+}
+
+static void test_errors_and_events(void **state)
+{
+    (void)state;
+    rig__reset(1600);
+    struct rig_buffer *huge = NULL;
+    assert_int_equal(rig_hal_buffer_alloc(rig__device, (size_t)1 << 50, RIG_MEMORY_KV, &huge),
+                     RIG_E_DEVICE_MEMORY);
+    assert_null(huge);
+    struct rig__pair *p = rig__pair_new(4096);
+    assert_int_equal(rig_hal_buffer_fill(rig__stream, p->buffer, 0, 0x12345678u, 1024), RIG_OK);
+    assert_int_equal(rig_hal_buffer_download(rig__stream, p->buffer, 0, p->result, 4096), RIG_OK);
+    struct rig_event *start = NULL, *end = NULL;
+    assert_int_equal(rig_hal_event_create(rig__device, &start), RIG_OK);
+    assert_int_equal(rig_hal_event_create(rig__device, &end), RIG_OK);
+    assert_int_equal(rig_hal_event_record(start, rig__stream), RIG_OK);
+    assert_int_equal(rig_hal_event_record(end, rig__stream), RIG_OK);
+    assert_int_equal(rig_hal_event_synchronize(end), RIG_OK);
+    int64_t ns = -1;
+    assert_int_equal(rig_hal_event_elapsed_ns(start, end, &ns), RIG_OK);
+    assert_true(ns >= 0);
+    for (int i = 0; i < 1024; i++) assert_int_equal(((uint32_t *)p->result)[i], 0x12345678u);
+    rig_hal_event_destroy(start);
+    rig_hal_event_destroy(end);
+    int64_t t0 = rig_hal_now_ns(rig__device);
+    rig_hal_host_wait_until_ns(rig__device, t0 + 2000000);
+    assert_true(rig_hal_now_ns(rig__device) - t0 >= 2000000);
+    const struct rig_device_info *info = rig_hal_device_info(rig__device);
+    assert_string_equal(info->backend, "cuda");
+    assert_true(info->memory_bytes > 0);
+    assert_false(info->virtual_clock);
+    struct rig_device *too_many[RIG_DEVICES_MAX];
+    struct rig_device_config config = {.first_ordinal = rig_cuda_device_count()};
+    assert_int_equal(rig_hal_open("cuda", &config, 1, too_many), RIG_E_NOT_FOUND);
+}
+
+/* --- timing (no reference: sizes the simulator would take minutes over) ----------------- */
+
+/* Median device time of `reps` runs of `op` on the stream, after 2 warm-ups, in ms. */
+static double rig__time_op(const struct rig_op *op, int reps)
+{
+    struct rig_event *start = NULL, *end = NULL;
+    assert_int_equal(rig_hal_event_create(rig__device, &start), RIG_OK);
+    assert_int_equal(rig_hal_event_create(rig__device, &end), RIG_OK);
+    double times[16];
+    assert_true(reps <= 16);
+    for (int i = -2; i < reps; i++) {
+        assert_int_equal(rig_hal_event_record(start, rig__stream), RIG_OK);
+        assert_int_equal(rig_hal_op(rig__stream, op), RIG_OK);
+        assert_int_equal(rig_hal_event_record(end, rig__stream), RIG_OK);
+        assert_int_equal(rig_hal_event_synchronize(end), RIG_OK);
+        int64_t ns = 0;
+        assert_int_equal(rig_hal_event_elapsed_ns(start, end, &ns), RIG_OK);
+        if (i >= 0) times[i] = (double)ns * 1e-6;
+    }
+    for (int i = 1; i < reps; i++) { /* insertion sort: reps <= 16 */
+        for (int j = i; j > 0 && times[j] < times[j - 1]; j--) {
+            double swap = times[j];
+            times[j] = times[j - 1];
+            times[j - 1] = swap;
+        }
+    }
+    rig_hal_event_destroy(start);
+    rig_hal_event_destroy(end);
+    return times[reps / 2];
+}
+
+/* A device buffer of random bf16 values in [-1, 1). */
+static struct rig__pair *rig__random_device_bf16(size_t n)
+{
+    struct rig__pair *p = rig__pair_new(n * 2);
+    rig__bf16_random(p, n, -1, 1);
+    assert_int_equal(rig_hal_buffer_upload(rig__stream, p->buffer, 0, p->host, p->bytes), RIG_OK);
+    return p;
+}
+
+/* A device buffer of n bf16 values alternating 1.0 and 2^-7 (a fill: big K/V caches would
+ * take seconds to randomise on the host; attention's work does not depend on the values). */
+static struct rig__pair *rig__filled_device_bf16(size_t n)
+{
+    struct rig__pair *p = rig__pair_new(n * 2);
+    assert_int_equal(rig_hal_buffer_fill(rig__stream, p->buffer, 0, 0x3c003f80u, p->bytes / 4),
+                     RIG_OK);
+    return p;
+}
+
+static void rig__time_prefill(int64_t q_len, int64_t cached)
+{
+    rig__reset(1700 + (uint64_t)q_len);
+    int64_t hq = 32, hk = 8, d = 128, kv = q_len + cached;
+    struct rig__pair *q = rig__random_device_bf16((size_t)(q_len * hq * d));
+    struct rig__pair *out = rig__pair_new((size_t)(q_len * hq * d * 2));
+    struct rig__pair *kc = rig__random_device_bf16((size_t)(kv * hk * d));
+    struct rig__pair *vc = rig__random_device_bf16((size_t)(kv * hk * d));
+    struct rig__pair *meta = rig__pair_new((size_t)(kv + 4) * 4);
+    int32_t *m = meta->host; /* page table row [kv], table_idx, kv_len, cu_q[2] */
+    for (int64_t i = 0; i < kv; i++) m[i] = (int32_t)((i * 7919) % kv);
+    m[kv] = 0, m[kv + 1] = (int32_t)kv, m[kv + 2] = 0, m[kv + 3] = (int32_t)q_len;
+    assert_int_equal(rig_hal_buffer_upload(rig__stream, meta->buffer, 0, m, meta->bytes), RIG_OK);
+    struct rig_op op = {.kind = RIG_OP_ATTENTION_PREFILL};
+    struct rig_op_attention_prefill *a = &op.u.attention_prefill;
+    a->out = rig_tensor_3d(out->host, RIG_DTYPE_BF16, q_len, hq, d);
+    a->q = rig_tensor_3d(q->host, RIG_DTYPE_BF16, q_len, hq, d);
+    a->k_cache = rig_tensor_3d(kc->host, RIG_DTYPE_BF16, kv, hk, d);
+    a->v_cache = rig_tensor_3d(vc->host, RIG_DTYPE_BF16, kv, hk, d);
+    a->page_table = rig_tensor_2d(m, RIG_DTYPE_I32, 1, kv);
+    a->table_idx = rig_tensor_1d(m + kv, RIG_DTYPE_I32, 1);
+    a->kv_len = rig_tensor_1d(m + kv + 1, RIG_DTYPE_I32, 1);
+    a->cu_q = rig_tensor_1d(m + kv + 2, RIG_DTYPE_I32, 2);
+    a->scale = 0.088f;
+    struct rig_op device_op = rig__to_device(&op);
+    double ms = rig__time_op(&device_op, 5);
+    /* causal: each query attends to cached + its own prefix; 4 flops per (q, k, d) */
+    double pairs = (double)q_len * (double)cached + (double)q_len * (double)(q_len + 1) / 2;
+    printf("    prefill %5lld new after %5lld cached, 32/8 heads, D128: %8.3f ms %6.1f TFLOP/s\n",
+           (long long)q_len, (long long)cached, ms, 4.0 * pairs * hq * d / (ms * 1e9));
+}
+
+static void rig__time_decode(int64_t requests, int64_t context)
+{
+    rig__reset(1800 + (uint64_t)requests);
+    int64_t hq = 32, hk = 8, d = 128, slots = requests * context;
+    struct rig__pair *q = rig__random_device_bf16((size_t)(requests * hq * d));
+    struct rig__pair *out = rig__pair_new((size_t)(requests * hq * d * 2));
+    struct rig__pair *kc = rig__filled_device_bf16((size_t)(slots * hk * d));
+    struct rig__pair *vc = rig__filled_device_bf16((size_t)(slots * hk * d));
+    struct rig__pair *meta = rig__pair_new((size_t)(slots + 2 * requests) * 4);
+    int32_t *m = meta->host;
+    for (int64_t i = 0; i < slots; i++) m[i] = (int32_t)((i * 7919) % slots);
+    for (int64_t r = 0; r < requests; r++) {
+        m[slots + r] = (int32_t)r;
+        m[slots + requests + r] = (int32_t)context;
+    }
+    assert_int_equal(rig_hal_buffer_upload(rig__stream, meta->buffer, 0, m, meta->bytes), RIG_OK);
+    struct rig_op op = {.kind = RIG_OP_ATTENTION_DECODE};
+    struct rig_op_attention_decode *a = &op.u.attention_decode;
+    a->out = rig_tensor_3d(out->host, RIG_DTYPE_BF16, requests, hq, d);
+    a->q = rig_tensor_3d(q->host, RIG_DTYPE_BF16, requests, hq, d);
+    a->k_cache = rig_tensor_3d(kc->host, RIG_DTYPE_BF16, slots, hk, d);
+    a->v_cache = rig_tensor_3d(vc->host, RIG_DTYPE_BF16, slots, hk, d);
+    a->page_table = rig_tensor_2d(m, RIG_DTYPE_I32, requests, context);
+    a->table_idx = rig_tensor_1d(m + slots, RIG_DTYPE_I32, requests);
+    a->kv_len = rig_tensor_1d(m + slots + requests, RIG_DTYPE_I32, requests);
+    a->scale = 0.088f;
+    struct rig_op device_op = rig__to_device(&op);
+    double ms = rig__time_op(&device_op, 5);
+    double bytes = 2.0 * (double)slots * (double)(hk * d * 2);
+    printf("    decode %4lld x %5lld context, 32/8 heads, D128: %8.3f ms %6.0f GB/s of K/V\n",
+           (long long)requests, (long long)context, ms, bytes / (ms * 1e6));
+}
+
+static void rig__time_gemm(int64_t m, int64_t n, int64_t k)
+{
+    rig__reset(1900 + (uint64_t)m);
+    struct rig__pair *a = rig__random_device_bf16((size_t)(m * k));
+    struct rig__pair *b = rig__random_device_bf16((size_t)(n * k));
+    struct rig__pair *c = rig__pair_new((size_t)(m * n * 2));
+    struct rig_op op = {.kind = RIG_OP_GEMM};
+    op.u.gemm.out = rig_tensor_2d(c->host, RIG_DTYPE_BF16, m, n);
+    op.u.gemm.a = rig_tensor_2d(a->host, RIG_DTYPE_BF16, m, k);
+    op.u.gemm.b = rig_tensor_2d(b->host, RIG_DTYPE_BF16, n, k);
+    struct rig_op device_op = rig__to_device(&op);
+    double ms = rig__time_op(&device_op, 5);
+    printf("    gemm %5lld x %5lld x %5lld bf16: %8.3f ms %6.1f TFLOP/s\n", (long long)m,
+           (long long)n, (long long)k, ms, 2.0 * (double)m * (double)n * (double)k / (ms * 1e9));
+}
+
+static void rig__time_sample(int64_t rows, int64_t vocab, int32_t top_k, float top_p)
+{
+    rig__reset(2000);
+    struct rig__pair *logits = rig__pair_new((size_t)(rows * vocab) * 4);
+    struct rig__pair *params = rig__pair_new((size_t)rows * 4 * 6);
+    float *l = logits->host;
+    for (int64_t i = 0; i < rows * vocab; i++) l[i] = rig_test_rng_float(&rig__rng, -8, 8);
+    float *temperature = params->host, *p = temperature + rows;
+    int32_t *k = (int32_t *)(p + rows), *position = k + rows;
+    for (int64_t r = 0; r < rows; r++) {
+        temperature[r] = 0.8f;
+        p[r] = top_p;
+        k[r] = top_k;
+        position[r] = (int32_t)r;
+    }
+    assert_int_equal(rig_hal_buffer_upload(rig__stream, logits->buffer, 0, l, logits->bytes), RIG_OK);
+    assert_int_equal(rig_hal_buffer_upload(rig__stream, params->buffer, 0, params->host,
+                                           params->bytes), RIG_OK);
+    struct rig_op op = {.kind = RIG_OP_SAMPLE};
+    struct rig_op_sample *s = &op.u.sample;
+    s->tokens = rig_tensor_1d(position, RIG_DTYPE_I32, rows); /* overwritten: fine for timing */
+    s->logits = rig_tensor_2d(l, RIG_DTYPE_F32, rows, vocab);
+    s->temperature = rig_tensor_1d(temperature, RIG_DTYPE_F32, rows);
+    s->top_k = rig_tensor_1d(k, RIG_DTYPE_I32, rows);
+    s->top_p = rig_tensor_1d(p, RIG_DTYPE_F32, rows);
+    s->seed = rig_tensor_1d(position + rows, RIG_DTYPE_I64, rows);
+    s->position = rig_tensor_1d(position, RIG_DTYPE_I32, rows);
+    struct rig_op device_op = rig__to_device(&op);
+    double ms = rig__time_op(&device_op, 5);
+    printf("    sample %4lld x %6lld top_k %3d top_p %.2f: %8.3f ms\n", (long long)rows,
+           (long long)vocab, top_k, top_p, ms);
+}
+
+/* Prints device times of the heavy ops at serving sizes; asserts only that they run. */
+static void test_timing(void **state)
+{
+    (void)state;
+    rig__time_gemm(8192, 4096, 4096);
+    rig__time_gemm(64, 4096, 4096);
+    rig__time_prefill(4096, 0);
+    rig__time_prefill(512, 7680);
+    rig__time_decode(64, 4096);
+    rig__time_decode(256, 1024);
+    rig__time_decode(1, 32768);
+    rig__time_sample(64, 151936, 0, 1.0f);
+    rig__time_sample(64, 151936, 50, 0.9f);
+    rig__reset(2100);
+}
+
+static int rig__setup(void **state)
+{
+    (void)state;
+    struct rig_device_config config = {.first_ordinal = 0};
+    if (rig_hal_open("cuda", &config, 1, &rig__device) != RIG_OK) return -1;
+    if (rig_hal_stream_create(rig__device, &rig__stream) != RIG_OK) return -1;
+    printf("    device: %s\n", rig_hal_device_info(rig__device)->name);
+    return 0;
+}
+
+static int rig__teardown(void **state)
+{
+    (void)state;
+    rig__pairs_free();
+    rig_hal_stream_destroy(rig__stream);
+    rig_hal_close(rig__device);
+    return 0;
+}
+
+int main(void)
+{
+    rig_backends_register();
+    if (rig_cuda_device_count() == 0) {
+        printf("test_cuda_ops: no GPU; skipped\n");
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_embedding),        cmocka_unit_test(test_rms_norm),
+        cmocka_unit_test(test_head_rms_norm),    cmocka_unit_test(test_rope),
+        cmocka_unit_test(test_silu_mul),         cmocka_unit_test(test_gather_and_index),
+        cmocka_unit_test(test_copy),             cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_store_kv),         cmocka_unit_test(test_attention_prefill),
+        cmocka_unit_test(test_attention_decode), cmocka_unit_test(test_sample),
+        cmocka_unit_test(test_graph_replay),     cmocka_unit_test(test_errors_and_events),
+        cmocka_unit_test(test_timing),
+    };
+    return cmocka_run_group_tests(tests, rig__setup, rig__teardown);
+}
+
+#else /* no CUDA backend in this build */
+
+int main(void)
+{
+    printf("test_cuda_ops: built without the CUDA backend; skipped\n");
+    return 77;
+}
+
+#endif

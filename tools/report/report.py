@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""report.py — plots from rig results files (HDF5, docs/results.md) to PNG.
+
+    python3 tools/report/report.py out/quickstart.h5                 # -> out/quickstart.png
+    python3 tools/report/report.py a.h5 b.h5 -o compare.png          # overlay runs
+
+One figure, four panels, per run:
+  batch size per step and tokens per step, against the step's start on the device timeline;
+  KV pages in use (locked by running requests, owned outside the cache, cached and evictable)
+  against time; and the latency CDFs of TTFT, TPOT, ITL and E2E (sglang.bench_serving
+  definitions, completed requests only). With several files the panels overlay the runs, which
+  is how one compares policies or cache types on the same scenario.
+
+Needs h5py and matplotlib (Debian: python3-h5py, python3-matplotlib). Prints the summary of
+each run too. Exit status 2 on a file that is not a rig results file.
+"""
+import argparse
+import os
+import sys
+
+import h5py
+import numpy as np
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only: no display needed
+import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
+
+COMPLETED = ("length", "stop")
+
+
+def text(value):
+    """An HDF5 string attribute as str (h5py gives str or bytes depending on the type)."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def load(path):
+    """The parts of a results file the plots need, as numpy arrays."""
+    with h5py.File(path, "r") as f:
+        if text(f.attrs.get("format", "")) != "rig-results":
+            raise ValueError(f"{path}: not a rig results file (no format=rig-results)")
+        reasons = h5py.check_enum_dtype(f["requests"].dtype["finish_reason"])
+        names = {v: k for k, v in reasons.items()} if reasons else {}
+        run = {
+            "path": path,
+            "label": f"{text(f.attrs['scenario'])} ({os.path.basename(path)})",
+            "attrs": {k: f.attrs[k] for k in f.attrs},
+            "requests": f["requests"][:],
+            "steps": f["steps"][:],
+            "token_time": f["tokens/time"][:],
+            "summary": {k: float(f["summary"][k][()]) for k in f["summary"]},
+        }
+        run["reason"] = np.array([names.get(int(v), "?") for v in run["requests"]["finish_reason"]])
+    return run
+
+
+def latencies(run):
+    """TTFT, TPOT, ITL and E2E samples in ms over completed requests."""
+    req = run["requests"]
+    done = np.isin(run["reason"], COMPLETED)
+    ttft = req["ttft"][done] * 1e3
+    e2e = req["e2e"][done] * 1e3
+    out = req["output_len"][done]
+    many = out > 1
+    tpot = (e2e[many] - ttft[many]) / (out[many] - 1)
+    itl = []
+    for offset, n in zip(req["token_offset"][done], out):
+        if n > 1:
+            itl.append(np.diff(run["token_time"][offset:offset + n]) * 1e3)
+    itl = np.concatenate(itl) if itl else np.array([])
+    return {"TTFT": ttft, "TPOT": tpot, "ITL": itl, "E2E": e2e}
+
+
+def plot_cdf(ax, samples, label, style):
+    if len(samples) == 0:
+        return
+    x = np.sort(samples)
+    y = np.arange(1, len(x) + 1) / len(x)
+    ax.step(x, y, where="post", label=label, linestyle=style)
+
+
+def figure(runs, out_path):
+    fig, axes = plt.subplots(2, 2, figsize=(13, 8.5))
+    (ax_batch, ax_pages), (ax_lat, ax_e2e) = axes
+    styles = ["-", "--", ":", "-."]
+    ax_tokens = ax_batch.twinx()
+    for i, run in enumerate(runs):
+        steps, style = run["steps"], styles[i % len(styles)]
+        start = steps["start"]
+        phases = h5py.check_enum_dtype(steps.dtype["phase"]) or {}
+        decode = steps["phase"] != phases.get("prefill", 0)
+        ax_batch.plot(start[decode], steps["batch_size"][decode], style, drawstyle="steps-post",
+                      label=f"decode batch size — {run['label']}")
+        ax_tokens.plot(start, steps["tokens"], ".", markersize=2, alpha=0.5, color="tab:gray",
+                       label=f"tokens per step — {run['label']}")
+        total = int(run["attrs"].get("pages_total", 0))
+        in_use = total - steps["pages_free"] if total else steps["pages_used"]
+        ax_pages.plot(start, in_use, style, drawstyle="steps-post",
+                      label=f"in use (incl. cached) — {run['label']}")
+        ax_pages.plot(start, steps["pages_locked"] + steps["pages_used"], style,
+                      drawstyle="steps-post", label=f"held by requests — {run['label']}")
+        lat = latencies(run)
+        for name in ("TTFT", "TPOT", "ITL"):
+            plot_cdf(ax_lat, lat[name], f"{name} — {run['label']}", style)
+        plot_cdf(ax_e2e, lat["E2E"], f"E2E — {run['label']}", style)
+    ax_batch.set(title="Batch size (decode steps) and tokens per step (dots)",
+                 xlabel="device time (s)", ylabel="requests in the batch")
+    ax_tokens.set_ylabel("tokens computed")
+    ax_pages.set(title="KV pages", xlabel="device time (s)", ylabel="pages")
+    ax_lat.set(title="Latency CDF", xlabel="ms", ylabel="fraction of samples", xscale="log")
+    ax_e2e.set(title="End-to-end latency CDF", xlabel="ms", ylabel="fraction of requests")
+    for ax in (ax_pages, ax_lat, ax_e2e):
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7, loc="best")
+    ax_batch.grid(True, alpha=0.3)
+    ax_batch.legend(fontsize=7, loc="upper left")
+    ax_tokens.legend(fontsize=7, loc="upper right")
+    fig.suptitle(", ".join(text(r["attrs"].get("device", "")) for r in runs[:1]) +
+                 f" — {len(runs)} run(s)")
+    fig.tight_layout()
+    fig.savefig(out_path, dpi=110)
+    plt.close(fig)
+
+
+def print_summary(run):
+    s = run["summary"]
+    print(f"{run['label']}: {s['completed']:.0f} completed in {s['duration']:.3f} s, "
+          f"{s['output_throughput']:.1f} output tok/s; TTFT p99 {s['ttft_p99'] * 1e3:.3f} ms, "
+          f"TPOT p99 {s['tpot_p99'] * 1e3:.3f} ms, ITL p99 {s['itl_p99'] * 1e3:.3f} ms, "
+          f"E2E p99 {s['e2e_p99'] * 1e3:.3f} ms")
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("results", nargs="+", help="rig results files (.h5)")
+    parser.add_argument("-o", "--out", help="PNG to write (default: the first file's .png)")
+    args = parser.parse_args(argv)
+    try:
+        runs = [load(p) for p in args.results]
+    except (OSError, KeyError, ValueError) as error:
+        print(f"report.py: {error}", file=sys.stderr)
+        return 2
+    out = args.out or os.path.splitext(args.results[0])[0] + ".png"
+    for run in runs:
+        print_summary(run)
+    figure(runs, out)
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
