@@ -54,6 +54,7 @@ enum rig_status rig_results_init(struct rig_results *results, int64_t requests, 
     results->step_capacity = steps;
     results->token_capacity = tokens;
     results->step_uid_capacity = step_uids;
+    for (int64_t i = 0; i < tokens; i++) results->token_time_ns[i] = -1; /* never: NaN */
     for (int64_t i = 0; i < requests; i++) {
         struct rig_results_request *r = &results->requests[i];
         r->uid = i;

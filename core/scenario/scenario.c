@@ -192,8 +192,7 @@ static enum rig_status rig__parse_engine(struct rig_scenario_build *b, struct fy
 {
     static const char *const keys[] = {"num_pages", "page_size", "max_running_req",
                                        "max_seq_len", "prefill_budget", "cuda_graph_max_bs",
-                                       "tp_size", "policy", "cache", "overlap",
-                                       "memory_fraction", NULL};
+                                       "tp_size", "policy", "cache", "overlap", NULL};
     struct rig_yaml *y = &b->yaml;
     struct rig_scenario_engine *e = &b->scenario->engine;
     enum rig_status status = rig_yaml_check_keys(y, map, "engine", keys);
@@ -202,8 +201,6 @@ static enum rig_status rig__parse_engine(struct rig_scenario_build *b, struct fy
                                                      &e->policy);
     if (status == RIG_OK) status = rig_yaml_key_enum(y, map, "cache", rig__cache_names,
                                                      &e->cache);
-    if (status == RIG_OK)
-        status = rig_yaml_key_double(y, map, "memory_fraction", 0.01, 1.0, &e->memory_fraction);
     bool overlap = false;
     struct fy_node *node = status == RIG_OK ? rig_yaml_get(map, "overlap") : NULL;
     if (node != NULL) {
@@ -376,7 +373,6 @@ static void rig__init_build(struct rig_scenario_build *b, struct rig_scenario *o
     e->prefill_budget = e->cuda_graph_max_bs = RIG_SCENARIO_DEFAULT;
     e->policy = e->cache = e->overlap = RIG_SCENARIO_DEFAULT;
     e->tp_size = 1;
-    e->memory_fraction = -1.0;
     snprintf(out->path, sizeof out->path, "%s", name);
     const char *slash = strrchr(name, '/');
     if (slash != NULL && (size_t)(slash - name) < sizeof b->dir)

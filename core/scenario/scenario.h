@@ -79,7 +79,6 @@ struct rig_scenario_engine {
     int32_t policy;             /* enum rig_scenario_policy, or DEFAULT */
     int32_t cache;              /* enum rig_scenario_cache, or DEFAULT */
     int32_t overlap;            /* 0 / 1, or DEFAULT */
-    double memory_fraction;     /* share of free device memory for the KV pool; < 0 = default */
 };
 
 struct rig_scenario_sim {

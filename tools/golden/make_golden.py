@@ -81,7 +81,15 @@ def build(name, seed, attn):
                 param.mul_(ATTENTION_GAIN)
             elif pname.endswith(("q_norm.weight", "k_norm.weight")):
                 param.mul_(QK_NORM_GAIN)
-    return model.to(torch.bfloat16).eval()
+    rotary = {n: b.detach().clone() for n, b in model.named_buffers() if n.endswith("inv_freq")}
+    model = model.to(torch.bfloat16).eval()
+    # .to() would leave the RoPE inverse frequencies rounded to bf16; from_pretrained(dtype=
+    # bf16), vLLM and SGLang keep them in fp32 (a bf16 frequency shifts each angle by about
+    # position x frequency x 2^-9, an error that grows along the sequence).
+    for name, buffer in rotary.items():
+        owner, _, attr = name.rpartition(".")
+        model.get_submodule(owner)._buffers[attr] = buffer
+    return model
 
 
 def prompts_for(vocab_size, seed):
