@@ -23,6 +23,7 @@ struct rig__run {
     struct rig_engine *engine;
     int32_t page_size;
     int32_t ended;
+    int64_t origin_ns;        /* engine clock when the run started: scenario time 0 */
     uint8_t *state;           /* (n) enum rig__request_state */
     uint8_t *has_token;       /* (n) got its first output token */
     int32_t *unscheduled;     /* (n) submitted, first step not known yet */
@@ -37,6 +38,12 @@ struct rig__run {
     int64_t violations;
 };
 
+/* Engine clock -> scenario time (0 = when the run started); -1 stays "never". */
+static int64_t rig__since(const struct rig__run *run, int64_t engine_ns)
+{
+    return engine_ns < 0 ? -1 : engine_ns - run->origin_ns;
+}
+
 static void rig__on_token(void *ctx, uint64_t uid, int32_t index, int32_t token, int64_t t_ns)
 {
     struct rig__run *run = ctx;
@@ -44,7 +51,7 @@ static void rig__on_token(void *ctx, uint64_t uid, int32_t index, int32_t token,
     const struct rig_results_request *q = &run->results->requests[uid];
     RIG_ASSERT(index >= 0 && index < run->scenario->requests[uid].max_tokens);
     run->results->token_ids[q->token_offset + index] = token;
-    run->results->token_time_ns[q->token_offset + index] = t_ns;
+    run->results->token_time_ns[q->token_offset + index] = t_ns - run->origin_ns;
     RIG_ASSERT(run->step_token_count < run->scenario->request_count);
     run->step_tokens[run->step_token_count++] = (int32_t)uid;
 }
@@ -58,9 +65,9 @@ static void rig__on_finish(void *ctx, const struct rig_request_result *r)
     q->finish_reason = rig_engine_results_finish(r->reason);
     q->cached_len = r->cached_len;
     q->output_len = r->output_len;
-    q->first_scheduled_ns = r->first_scheduled_ns;
-    q->first_token_ns = r->first_token_ns;
-    q->finish_ns = r->finish_ns;
+    q->first_scheduled_ns = rig__since(run, r->first_scheduled_ns);
+    q->first_token_ns = rig__since(run, r->first_token_ns);
+    q->finish_ns = rig__since(run, r->finish_ns);
     /* Tokens end inside a step's processing, before that step's record. */
     if (q->finish_reason == RIG_FINISH_LENGTH || q->finish_reason == RIG_FINISH_STOP)
         q->finish_step = run->results->step_count;
@@ -83,8 +90,9 @@ static void rig__match_first_steps(struct rig__run *run, const struct rig_step_r
         int32_t uid = run->unscheduled[i];
         struct rig_results_request *q = &run->results->requests[uid];
         const struct rig_request *live = rig_engine_find(run->engine, (uint64_t)uid);
-        int64_t scheduled = live != NULL ? live->first_scheduled_ns : q->first_scheduled_ns;
-        if (scheduled >= 0 && scheduled == rec->host_schedule_ns) {
+        int64_t scheduled = live != NULL ? rig__since(run, live->first_scheduled_ns)
+                                         : q->first_scheduled_ns;
+        if (scheduled >= 0 && scheduled == rig__since(run, rec->host_schedule_ns)) {
             q->first_step = rec->step;
             run->chunking[run->chunking_count++] = uid;
         } else if (run->state[uid] != RIG__ENDED) {
@@ -207,7 +215,8 @@ static enum rig_status rig__submit(struct rig__run *run, int32_t uid, char *erro
 {
     const struct rig_scenario_request *r = &run->scenario->requests[uid];
     struct rig_submit submit = {(uint64_t)uid, rig_scenario_prompt(run->scenario, uid),
-                                r->input_len, rig__sampling(r), r->arrival_ns};
+                                r->input_len, rig__sampling(r),
+                                r->arrival_ns + run->origin_ns};
     char reason[256] = "";
     enum rig_status status = rig_engine_submit(run->engine, &submit, reason, sizeof reason);
     if (status == RIG_OK) {
@@ -317,7 +326,7 @@ static enum rig_status rig__feed(struct rig__run *run, int32_t *next, int32_t *n
                                  char *error, size_t error_len)
 {
     const struct rig_scenario *s = run->scenario;
-    int64_t now = rig_engine_now_ns(run->engine);
+    int64_t now = rig_engine_now_ns(run->engine) - run->origin_ns;
     while (*next_abort < run->abort_count &&
            s->requests[run->abort_order[*next_abort]].abort_ns <= now)
         rig__abort(run, run->abort_order[(*next_abort)++]);
@@ -361,7 +370,7 @@ static enum rig_status rig__loop(struct rig__run *run, char *error, size_t error
         int64_t event = rig__next_event(run, next, next_abort);
         if (idle && event < 0) return RIG_OK;
         if (idle) {
-            rig_engine_wait_until_ns(run->engine, event);
+            rig_engine_wait_until_ns(run->engine, event + run->origin_ns);
             continue;
         }
         bool progress = false;
@@ -371,7 +380,8 @@ static enum rig_status rig__loop(struct rig__run *run, char *error, size_t error
             return status;
         }
         if (every_step) rig__check(run);
-        if (!progress && event >= 0) rig_engine_wait_until_ns(run->engine, event);
+        if (!progress && event >= 0)
+            rig_engine_wait_until_ns(run->engine, event + run->origin_ns);
         if (!progress && event < 0) {
             snprintf(error, error_len, "the engine stalled with requests queued that can "
                                        "never be scheduled");
@@ -380,7 +390,8 @@ static enum rig_status rig__loop(struct rig__run *run, char *error, size_t error
         if (o->progress != NULL && o->progress_every > 0 &&
             run->results->step_count % o->progress_every == 0 && progress)
             o->progress(o->user, run->results->step_count, run->ended,
-                        run->scenario->request_count, rig_engine_now_ns(run->engine));
+                        run->scenario->request_count,
+                        rig_engine_now_ns(run->engine) - run->origin_ns);
     }
     snprintf(error, error_len, "the run did not finish within %lld iterations",
              (long long)bound);
@@ -444,6 +455,8 @@ enum rig_status rig_scenario_run(const struct rig_scenario *scenario,
         status = rig_engine_create(&config, &observer, &run.engine, error, error_len);
     if (status == RIG_OK) {
         rig__meta(scenario, &config, results);
+        /* Scenario time 0 is when the engine is ready (weights loaded, graphs captured). */
+        run.origin_ns = rig_engine_now_ns(run.engine);
         status = rig__loop(&run, error, error_len);
     }
     if (status == RIG_OK) {

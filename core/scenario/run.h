@@ -13,6 +13,11 @@
  * (its first step), in every prefill/mixed step until its first token (its prompt chunks),
  * and in every step that gave it a token. Lists are sorted by uid.
  *
+ * Time: scenario time 0 is the engine's clock once the engine is ready (weights loaded,
+ * graphs captured), so start-up never counts in a latency; every host time recorded (arrival,
+ * tokens, finish) is relative to it — on the simulator's virtual clock and on CUDA's wall
+ * clock alike. Step start/end times are the engine's device timeline (from engine start).
+ *
  * Back-pressure: the engine holds at most `max_requests` live requests; an arrival that finds
  * it full waits (keeping its arrival time, so the wait counts in its TTFT) and is retried
  * after the next step. Requests that arrive later than their abort time are never submitted

@@ -412,7 +412,8 @@ enum rig_status rig_yaml_override(struct rig_yaml *y, struct fy_document *doc,
     buffer[key_length] = '\0';
     int32_t count = rig__yaml_split(buffer, parts);
     struct fy_node *node = fy_document_root(doc);
-    for (int32_t i = 0; i + 1 < count && node != NULL; i++) node = rig__yaml_step(doc, node, parts[i]);
+    for (int32_t i = 0; i + 1 < count && node != NULL; i++)
+        node = rig__yaml_step(doc, node, parts[i]);
     if (count <= 0 || node == NULL || !fy_node_is_mapping(node))
         return rig_yaml_fail(y, NULL, RIG_E_INVALID,
                              "--set %s: the key path does not lead to a mapping", assignment);
