@@ -278,8 +278,12 @@ static enum rig_status rig__find(struct rig_tokenizer_work *work,
         return RIG_OK;
     }
     for (size_t at = from; at < len;) {
-        int rc = pcre2_match(step->regex, (PCRE2_SPTR)subject, len, at, PCRE2_NO_UTF_CHECK,
-                             work->match, work->context);
+        /* The text was validated once: no UTF check per match. JIT's direct entry skips the
+         * interpreter's option checks, which matter for the many short matches. */
+        int rc = step->jit ? pcre2_jit_match(step->regex, (PCRE2_SPTR)subject, len, at, 0,
+                                             work->match, work->context)
+                           : pcre2_match(step->regex, (PCRE2_SPTR)subject, len, at,
+                                         PCRE2_NO_UTF_CHECK, work->match, work->context);
         if (rc == PCRE2_ERROR_NOMATCH) break;
         if (rc < 0)
             return rig__tokenizer_fail(RIG_E_CAPACITY, "pre-tokenizer regex failed (%d)", rc);
@@ -596,7 +600,7 @@ enum rig_status rig_tokenizer_encode(const struct rig_tokenizer *tok,
     RIG_ASSERT(tok != NULL);
     RIG_ASSERT(out != NULL && (text != NULL || len == 0));
     RIG_ASSERT(work == NULL || work->tokenizer == tok);
-    size_t invalid = rig__utf8_invalid_at((const uint8_t *)text, len);
+    size_t invalid = len == 0 ? 0 : rig__utf8_invalid_at((const uint8_t *)text, len);
     if (invalid < len)
         return rig__tokenizer_fail(RIG_E_INVALID, "text is not valid UTF-8 at byte %zu",
                                    invalid);
@@ -609,7 +613,7 @@ enum rig_status rig_tokenizer_encode(const struct rig_tokenizer *tok,
     size_t count_before = out->count;
     if (status == RIG_OK && add_special_tokens)
         status = rig__append_ids(out, tok->template_prefix, tok->template_prefix_count);
-    if (status == RIG_OK) status = rig__encode_text(tok, work, text, len, out);
+    if (status == RIG_OK && len > 0) status = rig__encode_text(tok, work, text, len, out);
     if (status == RIG_OK && add_special_tokens)
         status = rig__append_ids(out, tok->template_suffix, tok->template_suffix_count);
     if (status != RIG_OK) out->count = count_before;

@@ -539,7 +539,7 @@ static enum rig_status rig__load_normalizer(struct rig_tokenizer *tok, const jso
 }
 
 static enum rig_status rig__compile_regex(const char *pattern, size_t len, pcre2_code **out,
-                                          const char *where)
+                                          bool *jit, const char *where)
 {
     int error = 0;
     PCRE2_SIZE offset = 0;
@@ -551,7 +551,7 @@ static enum rig_status rig__compile_regex(const char *pattern, size_t len, pcre2
         return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "%s: regex error at %zu: %s", where,
                                    (size_t)offset, (const char *)message);
     }
-    (void)pcre2_jit_compile(code, PCRE2_JIT_COMPLETE); /* falls back to the interpreter */
+    *jit = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0; /* else: the interpreter */
     *out = code;
     return RIG_OK;
 }
@@ -578,7 +578,7 @@ static enum rig_status rig__load_split(struct rig__pretokenizer_step *step, cons
     if (status != RIG_OK) return status;
     if (json_is_string(regex))
         return rig__compile_regex(json_string_value(regex), json_string_length(regex),
-                                  &step->regex, "pre_tokenizer Split.pattern.Regex");
+                                  &step->regex, &step->jit, "pre_tokenizer Split.pattern.Regex");
     if (!json_is_string(literal) || json_string_length(literal) == 0)
         return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "pre_tokenizer Split.pattern: needs "
                                                       "Regex or a non-empty String");
@@ -620,7 +620,7 @@ static enum rig_status rig__load_pretokenizer(struct rig_tokenizer *tok, const j
     tok->byte_level = true;
     if (!use_regex) return RIG_OK;
     return rig__compile_regex(rig__gpt2_pattern, sizeof rig__gpt2_pattern - 1, &step->regex,
-                              "pre_tokenizer ByteLevel");
+                              &step->jit, "pre_tokenizer ByteLevel");
 }
 
 /* TemplateProcessing's "single": special tokens before and after $A become prefix/suffix. */

@@ -28,9 +28,9 @@ enum {
 #define RIG__TOKEN_BYTES_MAX 4096
 /* The word cache: shards x slots, pieces up to KEY_MAX bytes giving up to IDS_MAX ids. */
 #define RIG__CACHE_SHARDS 64
-#define RIG__CACHE_SLOTS 512
-#define RIG__CACHE_KEY_MAX 30
-#define RIG__CACHE_IDS_MAX 7
+#define RIG__CACHE_SLOTS 256
+#define RIG__CACHE_KEY_MAX 94 /* a run of ~30 CJK characters is one piece */
+#define RIG__CACHE_IDS_MAX 23
 _Static_assert((RIG__CACHE_SLOTS & (RIG__CACHE_SLOTS - 1)) == 0, "cache slots: power of 2");
 
 enum rig__normalizer {
@@ -52,6 +52,7 @@ enum rig__split_behavior {
  * space (ByteLevel add_prefix_space). */
 struct rig__pretokenizer_step {
     pcre2_code *regex;      /* NULL: no split in this step */
+    bool jit;               /* regex is JIT compiled: pcre2_jit_match may be called */
     char *literal;          /* Split with a String pattern: the literal (else NULL) */
     size_t literal_len;     /* bytes of literal */
     enum rig__split_behavior behavior;

@@ -8,7 +8,8 @@
  * with '[', a JSON array of {"role", "content"[, "reasoning_content"]}) rendered with the
  * model's chat template and an assistant prompt, as transformers' apply_chat_template(...,
  * add_generation_prompt=True) followed by tokenisation. --bench measures single-threaded
- * encode throughput over a file (docs/performance.md).
+ * encode throughput over a JSON-lines file of {"text": ...} documents (docs/performance.md,
+ * tools/tokenizer/bench.py).
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -147,40 +148,73 @@ static int rig__render_chat(const struct rig_tokenizer *tok, const struct rig__t
     return status == RIG_OK ? 0 : 1;
 }
 
+/* Reads a JSON-lines file of {"text": ...} documents. */
+static json_t *rig__bench_documents(const char *path, size_t *bytes)
+{
+    FILE *file = fopen(path, "r");
+    if (file == NULL) return NULL;
+    json_t *documents = json_array();
+    char *line = NULL;
+    size_t capacity = 0;
+    *bytes = 0;
+    while (documents != NULL && getline(&line, &capacity, file) > 0) {
+        json_error_t error;
+        json_t *row = json_loads(line, 0, &error);
+        json_t *text = json_object_get(row, "text");
+        if (!json_is_string(text)) {
+            json_decref(documents);
+            documents = NULL;
+        } else {
+            json_array_append(documents, text);
+            *bytes += json_string_length(text);
+        }
+        json_decref(row);
+    }
+    free(line);
+    fclose(file);
+    return documents;
+}
+
+/* Encodes every document of a JSON-lines file, single-threaded, for at least the requested
+ * seconds; prints one JSON object with the throughput and the tokenizer's load time. */
 static int rig__bench(struct rig_tokenizer *tok, const struct rig__tokenize_args *args,
                       double load_s)
 {
-    FILE *file = fopen(args->bench_path, "rb");
-    size_t len = 0;
-    char *text = file ? rig__slurp(file, &len) : NULL;
-    if (file != NULL) fclose(file);
-    if (text == NULL) {
-        fprintf(stderr, "rig: cannot read %s\n", args->bench_path);
+    size_t bytes = 0;
+    json_t *documents = rig__bench_documents(args->bench_path, &bytes);
+    if (documents == NULL) {
+        fprintf(stderr, "rig: %s: expected JSON lines of {\"text\": ...}\n", args->bench_path);
         return 1;
     }
     struct rig_tokenizer_work *work = NULL;
     struct rig_tokenizer_ids ids = {0};
     int result = rig_tokenizer_work_create(tok, &work) == RIG_OK ? 0 : 1;
-    /* Documents are separated by blank-line-free "\x1e" record separators or are one text. */
     double start = rig__now_s(), elapsed = 0;
     size_t rounds = 0, tokens = 0;
     while (result == 0 && (elapsed < args->bench_seconds || rounds == 0)) {
-        ids.count = 0;
-        if (rig_tokenizer_encode(tok, work, text, len, false, &ids) != RIG_OK) {
-            fprintf(stderr, "rig: %s\n", rig_tokenizer_last_error());
-            result = 1;
+        size_t index;
+        json_t *text;
+        tokens = 0;
+        json_array_foreach(documents, index, text) {
+            ids.count = 0;
+            if (rig_tokenizer_encode(tok, work, json_string_value(text), json_string_length(text),
+                                     true, &ids) != RIG_OK) {
+                fprintf(stderr, "rig: %s\n", rig_tokenizer_last_error());
+                result = 1;
+                break;
+            }
+            tokens += ids.count;
         }
-        tokens = ids.count;
         rounds++;
         elapsed = rig__now_s() - start;
     }
     if (result == 0)
         printf("{\"bytes\": %zu, \"tokens\": %zu, \"rounds\": %zu, \"seconds\": %.3f, "
-               "\"mb_per_s\": %.2f, \"load_ms\": %.1f}\n", len, tokens, rounds, elapsed,
-               (double)len * (double)rounds / elapsed / 1e6, load_s * 1e3);
+               "\"mb_per_s\": %.2f, \"load_ms\": %.1f}\n", bytes, tokens, rounds, elapsed,
+               (double)bytes * (double)rounds / elapsed / 1e6, load_s * 1e3);
     rig_tokenizer_ids_free(&ids);
     rig_tokenizer_work_free(work);
-    free(text);
+    json_decref(documents);
     return result;
 }
 
