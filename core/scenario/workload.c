@@ -93,15 +93,17 @@ static void rig__defaults(struct rig_scenario_build *b, int32_t kind, struct rig
     w->token_lo = 0;
     w->token_hi = 999;
     w->rate = INFINITY;
-    w->groups = 4;
-    w->per_group = 4;
-    w->prefix_len = 512;
-    w->suffix_len = 64;
+    /* shared_prefix: sglang.bench_serving's --gsp-* defaults */
+    w->groups = 64;
+    w->per_group = 16;
+    w->prefix_len = 2048;
+    w->suffix_len = 128;
     w->time_scale = 1.0;
     w->block_size = 16;
     w->sampling = b->defaults;
     w->sampling.ignore_eos = true; /* benchmark outputs have the lengths asked for */
     w->max_tokens = b->default_max_tokens;
+    if (kind == 1) w->output_lo = w->output_hi = 256;
     if (kind == 3) { /* minisgl_offline: Mini-SGLang benchmark/offline/bench.py */
         w->count = 256;
         w->input_lo = w->output_lo = 100;
