@@ -32,6 +32,11 @@ struct rig_sim_work rig_sim_cost_work(const struct rig_op *op);
 int64_t rig_sim_cost_op_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
                            int32_t ranks);
 
+/* The same for a node of a replayed graph: the floor is graph_node_ns, not min_kernel_ns
+ * (a graph's nodes skip the per-kernel launch processing). */
+int64_t rig_sim_cost_node_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
+                             int32_t ranks);
+
 /* Ring collective over `ranks` ranks: all-reduce of `bytes` per rank costs
  * latency + 2 (n-1)/n bytes / bw; all-gather into `bytes` of output per rank costs
  * latency + (n-1)/n bytes / bw. */

@@ -40,7 +40,7 @@ struct rig_sim_profile {
     int64_t kernel_launch_host_ns;             /* host CPU time per kernel launch */
     int64_t kernel_launch_latency_ns;          /* launch call to earliest start */
     int64_t graph_launch_host_ns;              /* host CPU time per graph launch */
-    int64_t graph_node_ns;                     /* device gap between graph nodes */
+    int64_t graph_node_ns;                     /* shortest graph node, launch included */
     int64_t min_kernel_ns;                     /* shortest possible kernel */
     double h2d_bytes_per_s;                    /* host to device (PCIe) */
     int64_t h2d_latency_ns;

@@ -303,12 +303,14 @@ static void test_graph_replay_cheaper_on_host(void **state)
     assert_int_equal(rig_hal_graph_launch(graph, f.stream), RIG_OK);
     assert_int_equal(rig_hal_now_ns(f.device) - t1, p.graph_launch_host_ns);
     assert_true(p.graph_launch_host_ns < eager_host);
-    /* device side: the first node after the launch latency, then node gap + kernel each */
+    /* device side: the first node after the launch latency, then back to back, each node at
+     * least graph_node_ns (here: tiny kernels, so exactly that) */
     assert_int_equal(rig_hal_stream_synchronize(f.stream), RIG_OK);
     int64_t device_ns = rig_hal_now_ns(f.device) - (t1 + p.graph_launch_host_ns);
-    int64_t kernel = rig_sim_cost_op_ns(&p, &op, 1);
-    assert_int_equal(device_ns,
-                     p.kernel_launch_latency_ns + kernel + 19 * (p.graph_node_ns + kernel));
+    int64_t node = rig_sim_cost_node_ns(&p, &op, 1);
+    assert_int_equal(node, p.graph_node_ns);
+    assert_true(rig_sim_cost_op_ns(&p, &op, 1) == p.min_kernel_ns);
+    assert_int_equal(device_ns, p.kernel_launch_latency_ns + 20 * node);
     struct rig_sim_stats stats;
     assert_int_equal(rig_sim_get_stats(f.device, &stats), RIG_OK);
     assert_int_equal(stats.ops_issued, 40);
