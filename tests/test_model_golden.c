@@ -48,9 +48,8 @@
 #define ROW_LEN 256
 #define MAX_TOKENS 256
 #define TP_MAX 4
-#define REL_L2_MAX 1.25e-2     /* any one step */
-#define REL_L2_MEAN_MAX 1e-2    /* the mean over a model's 160 steps */
-#define HF_NOISE_RATIO_MAX 1.2  /* rig's mean error / HF bf16's mean error */
+#define MEAN_RATIO_MAX 1.2 /* rig's mean error / HF bf16's mean error, over a model's steps */
+#define STEP_RATIO_MAX 1.5 /* rig's error at any step / HF bf16's worst error on the model */
 #define TIE_SIGMAS 4.0
 
 struct golden {
@@ -62,6 +61,8 @@ struct golden {
     int32_t greedy[PROMPTS][STEPS];
     float *logits; /* [PROMPTS, STEPS, vocab] */
     double hf_bf16_err[PROMPTS][STEPS]; /* HF's bf16 run vs the reference, relative L2 */
+    double hf_bf16_max;                 /* the largest of those */
+    double step_max;                    /* STEP_RATIO_MAX * hf_bf16_max: any one step's bound */
 };
 
 /* Host side of one batch, and the host copy of the page table. */
@@ -118,6 +119,7 @@ enum {
 
 static void golden_load(struct golden *g, const char *name)
 {
+    memset(g, 0, sizeof *g);
     snprintf(g->dir, sizeof g->dir, "%s/golden/%s", RIG_TEST_DATA_DIR, name);
     char error[256], path[512];
     assert_int_equal(rig_model_config_load(g->dir, &g->config, error, sizeof error), RIG_OK);
@@ -143,10 +145,12 @@ static void golden_load(struct golden *g, const char *name)
                 json_array_get(json_array_get(greedy, (size_t)p), (size_t)s));
             g->hf_bf16_err[p][s] =
                 json_number_value(json_array_get(json_array_get(hf_err, (size_t)p), (size_t)s));
-            assert_true(g->hf_bf16_err[p][s] > 0.0 && g->hf_bf16_err[p][s] < REL_L2_MAX);
+            assert_true(g->hf_bf16_err[p][s] > 0.0 && g->hf_bf16_err[p][s] < 0.05);
+            if (g->hf_bf16_err[p][s] > g->hf_bf16_max) g->hf_bf16_max = g->hf_bf16_err[p][s];
         }
     }
     json_decref(root);
+    g->step_max = STEP_RATIO_MAX * g->hf_bf16_max;
     size_t count = (size_t)PROMPTS * STEPS * (size_t)g->vocab;
     g->logits = malloc(count * sizeof(float));
     assert_non_null(g->logits);
@@ -358,9 +362,9 @@ static bool check_step(const struct golden *g, int p, int s, const float *row, c
 {
     const float *ref = golden_row(g, p, s);
     double err = rel_l2(row, ref, g->vocab);
-    if (!(err < REL_L2_MAX))
+    if (!(err < g->step_max))
         fail_msg("%s: %s prompt %d step %d: relative L2 error %.3g >= %.3g", what,
-                 g->config.name, p, s, err, REL_L2_MAX);
+                 g->config.name, p, s, err, g->step_max);
     int32_t mine = argmax(row, g->vocab), theirs = g->greedy[p][s];
     if (mine == theirs) return false;
     double sq = 0.0;
@@ -425,8 +429,7 @@ static void run_teacher_forcing(const char *name)
             hf_max = g.hf_bf16_err[p][s] > hf_max ? g.hf_bf16_err[p][s] : hf_max;
         }
     }
-    assert_true(rig_sum / (PROMPTS * STEPS) < REL_L2_MEAN_MAX);
-    assert_true(rig_sum <= HF_NOISE_RATIO_MAX * hf_sum);
+    assert_true(rig_sum <= MEAN_RATIO_MAX * hf_sum);
     print_message("%s: TP=1 teacher forcing: %d near-ties in %d steps; relative L2 to the "
                   "reference: rig mean %.4f max %.4f, HF bf16 mean %.4f max %.4f\n", name,
                   ties, PROMPTS * STEPS, rig_sum / (PROMPTS * STEPS), rig_max,
@@ -454,7 +457,7 @@ static void run_tensor_parallel(const char *name)
             if (err > worst) worst = err;
         }
         print_message("%s: TP=%d vs TP=1: worst relative L2 %.3g\n", name, tp, worst);
-        assert_true(worst < REL_L2_MAX);
+        assert_true(worst < g.step_max);
     }
     free(tp1);
     free(tpn);
