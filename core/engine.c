@@ -107,11 +107,12 @@ static enum rig_status rig__host_init(struct rig_engine *e)
     if (s != RIG_OK) return s;
     e->rewrites = malloc((size_t)writes * sizeof(int32_t));
     e->scratch_rewritten = malloc((size_t)L * sizeof(int32_t));
+    e->scratch_uids = malloc((size_t)rmax * sizeof(uint64_t));
     e->releasing = malloc((size_t)c->max_requests * sizeof *e->releasing);
     e->check_page_owner = malloc((size_t)c->num_pages * sizeof(int32_t));
     e->check_refs = malloc((size_t)e->cache.tree.nodes_max * sizeof(int32_t));
     e->check_slots = malloc((size_t)L * sizeof(int32_t));
-    bool ok = e->rewrites && e->scratch_rewritten && e->releasing && e->check_page_owner &&
+    bool ok = e->rewrites && e->scratch_rewritten && e->scratch_uids && e->releasing && e->check_page_owner &&
               e->check_refs && e->check_slots;
     for (int32_t i = 0; i < RIG__SLOTS && ok; i++) {
         struct rig__batch *b = &e->batches[i];
@@ -133,6 +134,7 @@ static void rig__host_free(struct rig_engine *e)
     rig_decode_free(&e->decode);
     free(e->rewrites);
     free(e->scratch_rewritten);
+    free(e->scratch_uids);
     free(e->releasing);
     free(e->check_page_owner);
     free(e->check_refs);
@@ -340,7 +342,7 @@ static void rig__report_rejection(struct rig_engine *e, const struct rig_submit 
     if (!e->observer.on_finish) return;
     struct rig_request_result res = {s->uid, RIG_END_REJECTED, why, s->prompt_len, 0, 0,
                                      NULL, NULL, s->arrival_ns >= 0 ? s->arrival_ns : now,
-                                     -1, -1, now};
+                                     -1, -1, now, -1, -1};
     e->observer.on_finish(e->observer.ctx, &res);
 }
 
@@ -435,6 +437,12 @@ const struct rig_cache *rig_engine_cache(const struct rig_engine *e)
 const struct rig_engine_config *rig_engine_get_config(const struct rig_engine *e)
 {
     return &e->config;
+}
+
+struct rig_model *rig_engine_model(struct rig_engine *e, int32_t rank)
+{
+    RIG_ASSERT(e != NULL && rank >= 0 && rank < e->tp_size);
+    return e->ranks[rank].model;
 }
 
 int32_t rig_engine_results_finish(enum rig_request_end end)

@@ -117,6 +117,7 @@ struct rig_engine {
     int32_t *rewrites;            /* (W_max) flat page-table indices to resend */
     int32_t rewrite_count;
     int32_t *scratch_rewritten;   /* (L) row positions rewritten by one cache insert */
+    uint64_t *scratch_uids;       /* (R_max) uids of a step record */
     struct rig_request **releasing; /* (max_requests) ended, waiting for in-flight batches */
     int32_t releasing_count;
     /* checker scratch, sized at start-up */

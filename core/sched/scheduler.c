@@ -94,7 +94,8 @@ void rig__request_end(struct rig_engine *e, struct rig_request *r,
         struct rig_request_result res = {
             r->uid, reason, message ? message : "", r->input_len, r->prompt_cached,
             r->output_len, r->tokens + r->input_len, r->token_times_ns, r->arrival_ns,
-            r->first_scheduled_ns, r->first_token_ns, r->finish_ns};
+            r->first_scheduled_ns, r->first_token_ns, r->finish_ns, r->first_step,
+            r->last_step};
         e->observer.on_finish(e->observer.ctx, &res);
     }
     RIG_ASSERT(e->releasing_count < e->config.max_requests);
@@ -191,6 +192,8 @@ static void rig__emit_step(struct rig_engine *e, const struct rig__batch *b, int
     rec.pages_evictable = b->kv.evictable / ps;
     rec.pages_locked = b->kv.protected_ / ps;
     rec.pages_owned = b->kv.owned / ps;
+    for (int32_t i = 0; i < b->count; i++) e->scratch_uids[i] = b->reqs[i]->uid;
+    rec.uids = e->scratch_uids;
     e->observer.on_step(e->observer.ctx, &rec);
 }
 
@@ -209,6 +212,7 @@ static enum rig_status rig__process(struct rig_engine *e, int32_t slot)
         r->inflight--;
         /* A non-final chunk samples nothing; an ended request's extra token is dropped. */
         if (!b->produces[i] || r->state != RIG_REQUEST_RUNNING) continue;
+        r->last_step = b->step;
         rig__accept_token(e, r, b->tokens_out[i], i >= b->count - b->prefill_count, now);
     }
     if (b->graph >= 0) e->stats.graph_replays++;
