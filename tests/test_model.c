@@ -240,7 +240,8 @@ static void expect_create_fails(const char *dir, enum rig_status status, const c
 static void test_checkpoint_errors(void **state)
 {
     (void)state;
-    const char *llama = RIG_TEST_DATA_DIR "/golden/llama", *qwen2 = RIG_TEST_DATA_DIR "/golden/qwen2";
+    const char *llama = RIG_TEST_DATA_DIR "/golden/llama";
+    const char *qwen2 = RIG_TEST_DATA_DIR "/golden/qwen2";
     char dir[512];
     /* Llama weights read as Qwen2, which has q/k/v biases: the first bias is missing. */
     snprintf(dir, sizeof dir, "%s/as_qwen2", rig__dir);

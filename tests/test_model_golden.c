@@ -250,9 +250,21 @@ static void test_qwen2_teacher_forcing(void **state) { (void)state; run_teacher_
 static void test_qwen3_free_running(void **state) { (void)state; run_free_running("qwen3"); }
 static void test_llama_free_running(void **state) { (void)state; run_free_running("llama"); }
 static void test_qwen2_free_running(void **state) { (void)state; run_free_running("qwen2"); }
-static void test_qwen3_chunked_prefix(void **state) { (void)state; run_chunked_and_prefix("qwen3"); }
-static void test_llama_chunked_prefix(void **state) { (void)state; run_chunked_and_prefix("llama"); }
-static void test_qwen2_chunked_prefix(void **state) { (void)state; run_chunked_and_prefix("qwen2"); }
+static void test_qwen3_chunked_prefix(void **state)
+{
+    (void)state;
+    run_chunked_and_prefix("qwen3");
+}
+static void test_llama_chunked_prefix(void **state)
+{
+    (void)state;
+    run_chunked_and_prefix("llama");
+}
+static void test_qwen2_chunked_prefix(void **state)
+{
+    (void)state;
+    run_chunked_and_prefix("qwen2");
+}
 static void test_qwen3_tp(void **state) { (void)state; run_tensor_parallel("qwen3"); }
 static void test_llama_tp(void **state) { (void)state; run_tensor_parallel("llama"); }
 static void test_qwen2_tp(void **state) { (void)state; run_tensor_parallel("qwen2"); }
