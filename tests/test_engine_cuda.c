@@ -8,7 +8,8 @@
  * Tokens: the simulator is exact, a GPU is not bit-identical across batch shapes (cuBLAS
  * picks kernels by shape), so GPU runs are compared with the simulator's tokens greedy
  * request by greedy request and the agreement is printed; the first token of every greedy
- * request (computed from the same prompt) must agree. */
+ * request (computed from the same prompt) must agree. With two or more GPUs the base schedule
+ * also runs under TP 2 (NCCL), same checks. */
 #include "tests/support/engine_harness.h"
 
 #define N_REQ 8
@@ -104,6 +105,20 @@ static void test_engine_on_gpu(void **state)
         run(&gpu, &c);
         compare_greedy(names[v]);
         harness_close(&gpu);
+    }
+    struct rig_device *two[2] = {NULL, NULL};
+    struct rig_device_config dc;
+    memset(&dc, 0, sizeof dc);
+    if (rig_hal_open("cuda", &dc, 2, two) == RIG_OK) {
+        rig_hal_close(two[0]);
+        rig_hal_close(two[1]);
+        config(&c, "cuda");
+        c.tp_size = 2;
+        run(&gpu, &c);
+        compare_greedy("tp 2");
+        harness_close(&gpu);
+    } else {
+        printf("engine on cuda: one GPU, TP 2 not run\n");
     }
     harness_close(&sim);
 }
