@@ -441,6 +441,12 @@ const struct rig_engine_config *rig_engine_get_config(const struct rig_engine *e
     return &e->config;
 }
 
+struct rig_model *rig_engine_model(struct rig_engine *e, int32_t rank)
+{
+    RIG_ASSERT(e != NULL && rank >= 0 && rank < e->tp_size);
+    return e->ranks[rank].model;
+}
+
 int32_t rig_engine_results_finish(enum rig_request_end end)
 {
     switch (end) {

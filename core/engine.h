@@ -197,6 +197,9 @@ void rig_engine_wait_until_ns(struct rig_engine *engine, int64_t t_ns);
 const struct rig_request *rig_engine_find(const struct rig_engine *engine, uint64_t uid);
 const struct rig_cache *rig_engine_cache(const struct rig_engine *engine);
 const struct rig_engine_config *rig_engine_get_config(const struct rig_engine *engine);
+/* Rank `rank`'s model (0 <= rank < tp_size), for debug access between steps such as
+ * rig_model_keep_logits (`rig generate --logits-out`). */
+struct rig_model *rig_engine_model(struct rig_engine *engine, int32_t rank);
 
 /* The results file's finish reason (core/results/results.h, enum rig_finish_reason) of an
  * engine end reason: length and context → LENGTH, eos and stop_token → STOP, abort → ABORT,
