@@ -10,6 +10,7 @@
 #ifndef RIG_TEST_MODEL_HARNESS_H
 #define RIG_TEST_MODEL_HARNESS_H
 
+#include <jansson.h>
 #include <math.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -24,6 +25,9 @@
 #define ROW_LEN 256
 #define MAX_TOKENS 256
 #define TP_MAX 4
+#define PROMPTS 5
+#define STEPS 32
+#define STEP_RATIO_MAX 1.5 /* rig's error at any step / HF bf16's worst error on the model */
 
 struct batch_host {
     enum rig_batch_phase phase;
@@ -256,17 +260,74 @@ static void group_forward(struct group *grp)
     }
 }
 
-static int32_t argmax(const float *row, int32_t n)
-{
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (row[i] > row[best]) best = i;
-    return best;
-}
-
 static double rel_l2(const float *a, const float *b, int32_t n)
 {
     return sqrt(rig_test_nmse(a, b, (size_t)n));
+}
+
+/* --- golden data (tests/data/golden, tools/golden/make_golden.py) ---------------------- */
+
+struct golden {
+    char dir[256];
+    struct rig_model_config config;
+    int32_t vocab;
+    int32_t prompt_len[PROMPTS];
+    int32_t prompts[PROMPTS][MAX_TOKENS];
+    int32_t greedy[PROMPTS][STEPS];
+    float *logits; /* [PROMPTS, STEPS, vocab] */
+    double hf_bf16_err[PROMPTS][STEPS]; /* HF's bf16 run vs the reference, relative L2 */
+    double hf_bf16_max;                 /* the largest of those */
+    double step_max;                    /* STEP_RATIO_MAX * hf_bf16_max: any one step's bound */
+};
+
+/* Host side of one batch, and the host copy of the page table. */
+static void golden_load(struct golden *g, const char *name)
+{
+    memset(g, 0, sizeof *g);
+    snprintf(g->dir, sizeof g->dir, "%s/golden/%s", RIG_TEST_DATA_DIR, name);
+    char error[256], path[512];
+    assert_int_equal(rig_model_config_load(g->dir, &g->config, error, sizeof error), RIG_OK);
+    snprintf(path, sizeof path, "%s/reference.json", g->dir);
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    assert_non_null(root);
+    g->vocab = (int32_t)json_integer_value(json_object_get(root, "vocab_size"));
+    assert_int_equal(g->vocab, g->config.vocab_size);
+    assert_true(g->vocab <= 1024);
+    assert_int_equal(json_integer_value(json_object_get(root, "steps")), STEPS);
+    json_t *prompts = json_object_get(root, "prompts"), *greedy = json_object_get(root, "greedy");
+    json_t *hf_err = json_object_get(root, "hf_bf16_rel_l2");
+    assert_int_equal(json_array_size(prompts), PROMPTS);
+    for (int p = 0; p < PROMPTS; p++) {
+        json_t *prompt = json_array_get(prompts, (size_t)p);
+        g->prompt_len[p] = (int32_t)json_array_size(prompt);
+        assert_true(g->prompt_len[p] >= 1 && g->prompt_len[p] + STEPS <= ROW_LEN);
+        for (int i = 0; i < g->prompt_len[p]; i++)
+            g->prompts[p][i] = (int32_t)json_integer_value(json_array_get(prompt, (size_t)i));
+        for (int s = 0; s < STEPS; s++) {
+            g->greedy[p][s] = (int32_t)json_integer_value(
+                json_array_get(json_array_get(greedy, (size_t)p), (size_t)s));
+            g->hf_bf16_err[p][s] =
+                json_number_value(json_array_get(json_array_get(hf_err, (size_t)p), (size_t)s));
+            assert_true(g->hf_bf16_err[p][s] > 0.0 && g->hf_bf16_err[p][s] < 0.05);
+            if (g->hf_bf16_err[p][s] > g->hf_bf16_max) g->hf_bf16_max = g->hf_bf16_err[p][s];
+        }
+    }
+    json_decref(root);
+    g->step_max = STEP_RATIO_MAX * g->hf_bf16_max;
+    size_t count = (size_t)PROMPTS * STEPS * (size_t)g->vocab;
+    g->logits = malloc(count * sizeof(float));
+    assert_non_null(g->logits);
+    snprintf(path, sizeof path, "%s/logits.f32", g->dir);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    assert_int_equal(fread(g->logits, sizeof(float), count, f), count);
+    fclose(f);
+}
+
+static const float *golden_row(const struct golden *g, int p, int s)
+{
+    return g->logits + ((size_t)p * STEPS + (size_t)s) * (size_t)g->vocab;
 }
 
 #endif /* RIG_TEST_MODEL_HARNESS_H */

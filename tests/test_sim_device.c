@@ -481,7 +481,7 @@ static const char *const rig__profile_lines[] = {
     "all_reduce_bytes_per_s: 4.0e11\n",
     "all_reduce_latency_ns: 12000\n",
     "all_gather_bytes_per_s: 3.5e11\n",
-    "all_gather_latency_ns: 10000\n",
+    "all_gather_latency_ns: 10000\n", "decode_attention_efficiency: 0.75\n",
 };
 
 /* The profile with line `skip` left out (-1: none) and `extra` inserted before line `at`. */
