@@ -14,12 +14,9 @@ int64_t rig_sim_clock_kernel_start(struct rig_sim_clock *clock,
 {
     RIG_ASSERT(clock != NULL && profile != NULL);
     RIG_ASSERT(stream_ready_ns >= 0);
-    int64_t ready = stream_ready_ns;
-    if (launch == RIG_SIM_LAUNCH_EAGER)
-        clock->host_ns += profile->kernel_launch_host_ns;
-    else
-        ready += profile->graph_node_ns;
-    int64_t start = rig__max(ready, clock->host_ns + profile->kernel_launch_latency_ns);
+    /* A graph node's launch was paid for by the graph launch (sim/graph.c). */
+    if (launch == RIG_SIM_LAUNCH_EAGER) clock->host_ns += profile->kernel_launch_host_ns;
+    int64_t start = rig__max(stream_ready_ns, clock->host_ns + profile->kernel_launch_latency_ns);
     return rig__max(start, clock->compute_free_ns);
 }
 

@@ -9,10 +9,11 @@
  * Issue rules (docs/simulator.md):
  *   eager kernel:  host += kernel_launch_host_ns;
  *                  start = max(stream ready, host + kernel_launch_latency_ns, compute free)
- *   graph node:    start = max(stream ready + graph_node_ns, host + kernel_launch_latency_ns,
- *                              compute free)   (the graph launch charged the host once)
+ *   graph node:    start = max(stream ready, host + kernel_launch_latency_ns, compute free)
+ *                  (the graph launch charged the host once)
  *   copy:          host += kernel_launch_host_ns; start = max(stream ready, host, copy free)
- *   then end = start + duration, and the stream and the engine are ready at `end`.
+ *   then end = start + duration, and the stream and the engine are ready at `end`. Durations
+ *   come from sim/cost.h; a graph node's floor is graph_node_ns instead of min_kernel_ns.
  * Invariants: every timeline only moves forward.
  * Threads: a clock belongs to one device, used by one thread at a time.
  */

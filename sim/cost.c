@@ -61,7 +61,7 @@ static struct rig_sim_work rig__work_decode(const struct rig_op_attention_decode
     }
     double heads_q = (double)p->q.shape[1], heads_kv = (double)p->k_cache.shape[1];
     double dim = (double)p->q.shape[2];
-    struct rig_sim_work work = {.op_class = RIG_SIM_OP_CLASS_ATTENTION};
+    struct rig_sim_work work = {.op_class = RIG_SIM_OP_CLASS_DECODE_ATTENTION};
     work.flops = 4.0 * kv_positions * heads_q * dim;
     work.bytes =
         rig__bytes(&p->q) + rig__bytes(&p->out) + kv_positions * (2.0 * heads_kv * dim * 2.0 + 4.0);
@@ -158,15 +158,16 @@ struct rig_sim_work rig_sim_cost_work(const struct rig_op *op)
     }
 }
 
+/* The roofline time of `work`, never less than `floor_ns`. */
 static int64_t rig__roofline_ns(const struct rig_sim_profile *profile,
-                                const struct rig_sim_work *work)
+                                const struct rig_sim_work *work, int64_t floor_ns)
 {
     double efficiency = profile->efficiency[work->op_class];
     RIG_ASSERT(efficiency > 0 && efficiency <= 1);
     double compute_s = work->flops / (profile->peak_bf16_flops * efficiency);
     double memory_s = work->bytes / (profile->hbm_bytes_per_s * efficiency);
     int64_t ns = rig__ceil_ns(compute_s > memory_s ? compute_s : memory_s);
-    return ns > profile->min_kernel_ns ? ns : profile->min_kernel_ns;
+    return ns > floor_ns ? ns : floor_ns;
 }
 
 int64_t rig_sim_cost_collective_ns(const struct rig_sim_profile *profile, enum rig_op_kind kind,
@@ -182,8 +183,8 @@ int64_t rig_sim_cost_collective_ns(const struct rig_sim_profile *profile, enum r
            rig__ceil_ns(share * bytes / profile->all_gather_bytes_per_s);
 }
 
-int64_t rig_sim_cost_op_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
-                           int32_t ranks)
+static int64_t rig__op_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
+                          int32_t ranks, int64_t floor_ns)
 {
     RIG_ASSERT(profile != NULL && op != NULL);
     if (op->kind == RIG_OP_ALL_REDUCE)
@@ -193,7 +194,19 @@ int64_t rig_sim_cost_op_ns(const struct rig_sim_profile *profile, const struct r
         return rig_sim_cost_collective_ns(profile, op->kind, rig__bytes(&op->u.all_gather.out),
                                           ranks);
     struct rig_sim_work work = rig_sim_cost_work(op);
-    return rig__roofline_ns(profile, &work);
+    return rig__roofline_ns(profile, &work, floor_ns);
+}
+
+int64_t rig_sim_cost_op_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
+                           int32_t ranks)
+{
+    return rig__op_ns(profile, op, ranks, profile->min_kernel_ns);
+}
+
+int64_t rig_sim_cost_node_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
+                             int32_t ranks)
+{
+    return rig__op_ns(profile, op, ranks, profile->graph_node_ns);
 }
 
 int64_t rig_sim_cost_copy_ns(const struct rig_sim_profile *profile, enum rig_copy_kind kind,
@@ -207,7 +220,7 @@ int64_t rig_sim_cost_copy_ns(const struct rig_sim_profile *profile, enum rig_cop
         return profile->d2h_latency_ns + rig__ceil_ns((double)bytes / profile->d2h_bytes_per_s);
     case RIG_COPY_DEVICE_TO_DEVICE: {
         struct rig_sim_work work = {0, 2.0 * (double)bytes, RIG_SIM_OP_CLASS_COPY};
-        return rig__roofline_ns(profile, &work);
+        return rig__roofline_ns(profile, &work, profile->min_kernel_ns);
     }
     }
     RIG_UNREACHABLE();
@@ -217,5 +230,5 @@ int64_t rig_sim_cost_fill_ns(const struct rig_sim_profile *profile, size_t bytes
 {
     RIG_ASSERT(profile != NULL);
     struct rig_sim_work work = {0, (double)bytes, RIG_SIM_OP_CLASS_COPY};
-    return rig__roofline_ns(profile, &work);
+    return rig__roofline_ns(profile, &work, profile->min_kernel_ns);
 }

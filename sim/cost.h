@@ -1,10 +1,10 @@
 /* cost.h — the analytic cost model: how long an op, a copy or a collective takes.
  *
  * Roofline per op (docs/simulator.md gives every formula):
- *   time = max(min_kernel_ns, flops / (peak_bf16_flops * eff), bytes / (hbm_bytes_per_s * eff))
- * with eff the profile's achievable fraction for the op's class (gemm, attention,
- * elementwise, copy). FLOPs and bytes come from the op's shapes; attention reads the
- * per-request lengths (kv_len, cu_q) from their tensors, which are host memory on the
+ *   time = max(floor, flops / (peak_bf16_flops * eff), bytes / (hbm_bytes_per_s * eff))
+ * with eff the profile's achievable fraction for the op's class (gemm, prefill attention,
+ * decode attention, elementwise, copy) and floor min_kernel_ns (graph nodes: graph_node_ns).
+ * FLOPs and bytes come from the op's shapes; attention reads the per-request lengths (kv_len, cu_q) from their tensors, which are host memory on the
  * simulator (METADATA buffers, real even in timing-only mode). Copies over PCIe cost
  * latency + bytes / bandwidth; collectives use the ring formulas of nccl-tests' "bus
  * bandwidth". Results are integer nanoseconds, rounded up, a pure function of the profile
@@ -31,6 +31,11 @@ struct rig_sim_work rig_sim_cost_work(const struct rig_op *op);
  * rig_sim_cost_collective_ns); `ranks` is ignored by the other ops. */
 int64_t rig_sim_cost_op_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
                            int32_t ranks);
+
+/* The same for a node of a replayed graph: the floor is graph_node_ns, not min_kernel_ns
+ * (a graph's nodes skip the per-kernel launch processing). */
+int64_t rig_sim_cost_node_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
+                             int32_t ranks);
 
 /* Ring collective over `ranks` ranks: all-reduce of `bytes` per rank costs
  * latency + 2 (n-1)/n bytes / bw; all-gather into `bytes` of output per rank costs

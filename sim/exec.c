@@ -154,7 +154,9 @@ enum rig_status rig_sim_exec_launch(struct rig_stream *stream, const struct rig_
         end = rig__collective(device, op, start);
     } else {
         rig__check_cost_inputs(device, op);
-        end = start + rig_sim_cost_op_ns(&device->profile, op, 1);
+        end = start + (launch == RIG_SIM_LAUNCH_EAGER
+                           ? rig_sim_cost_op_ns(&device->profile, op, 1)
+                           : rig_sim_cost_node_ns(&device->profile, op, 1));
         rig__run_math(device, op);
     }
     RIG_ASSERT(end >= start);
@@ -162,6 +164,8 @@ enum rig_status rig_sim_exec_launch(struct rig_stream *stream, const struct rig_
     sim_stream->ready_ns = end;
     device->stats.ops_issued++;
     device->stats.device_busy_ns += end - start;
+    device->stats.op_count[op->kind]++;
+    device->stats.op_ns[op->kind] += end - start;
     return RIG_OK;
 }
 

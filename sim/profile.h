@@ -28,6 +28,7 @@ enum rig_sim_op_class {
     RIG_SIM_OP_CLASS_ATTENTION = 1,
     RIG_SIM_OP_CLASS_ELEMENTWISE = 2,
     RIG_SIM_OP_CLASS_COPY = 3,
+    RIG_SIM_OP_CLASS_DECODE_ATTENTION = 4, /* bandwidth bound, unlike prefill attention */
     RIG_SIM_OP_CLASS_COUNT
 };
 
@@ -40,7 +41,7 @@ struct rig_sim_profile {
     int64_t kernel_launch_host_ns;             /* host CPU time per kernel launch */
     int64_t kernel_launch_latency_ns;          /* launch call to earliest start */
     int64_t graph_launch_host_ns;              /* host CPU time per graph launch */
-    int64_t graph_node_ns;                     /* device gap between graph nodes */
+    int64_t graph_node_ns;                     /* shortest graph node, launch included */
     int64_t min_kernel_ns;                     /* shortest possible kernel */
     double h2d_bytes_per_s;                    /* host to device (PCIe) */
     int64_t h2d_latency_ns;

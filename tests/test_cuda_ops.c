@@ -577,8 +577,11 @@ static void test_store_kv(void **state)
 }
 
 /* One prefill batch: request r has q_len[r] new tokens after cached[r] cached ones. */
+/* `misalign` shifts q by one element: the kernels must not assume 16-byte alignment (the
+ * tensor-core paths then fall back to the WMMA kernel). */
 static void rig__prefill_case(const char *what, int64_t requests, const int64_t *q_len,
-                              const int64_t *cached, int64_t hq, int64_t hk, int64_t d)
+                              const int64_t *cached, int64_t hq, int64_t hk, int64_t d,
+                              bool misalign)
 {
     int64_t cols = 0, tokens = 0;
     for (int64_t r = 0; r < requests; r++) {
@@ -586,10 +589,10 @@ static void rig__prefill_case(const char *what, int64_t requests, const int64_t 
         if (q_len[r] + cached[r] > cols) cols = q_len[r] + cached[r];
     }
     struct rig__kv_world w = rig__kv_world(hk, d, requests + 1, cols);
-    struct rig__pair *q = rig__pair_new((size_t)(tokens * hq * d * 2));
+    struct rig__pair *q = rig__pair_new((size_t)(tokens * hq * d * 2 + 2));
     struct rig__pair *out = rig__pair_new((size_t)(tokens * hq * d * 2));
     struct rig__pair *meta = rig__pair_new((size_t)(3 * requests + 1) * 4);
-    rig__bf16_random(q, (size_t)(tokens * hq * d), -2, 2);
+    rig__bf16_random(q, (size_t)(tokens * hq * d + 1), -2, 2);
     int32_t *table_idx = meta->host, *kv_len = table_idx + requests, *cu_q = kv_len + requests;
     cu_q[0] = 0;
     for (int64_t r = 0; r < requests; r++) {
@@ -600,7 +603,8 @@ static void rig__prefill_case(const char *what, int64_t requests, const int64_t 
     struct rig_op op = {.kind = RIG_OP_ATTENTION_PREFILL};
     struct rig_op_attention_prefill *a = &op.u.attention_prefill;
     a->out = rig_tensor_3d(out->host, RIG_DTYPE_BF16, tokens, hq, d);
-    a->q = rig_tensor_3d(q->host, RIG_DTYPE_BF16, tokens, hq, d);
+    a->q = rig_tensor_3d((uint16_t *)q->host + (misalign ? 1 : 0), RIG_DTYPE_BF16, tokens, hq,
+                         d);
     a->k_cache = rig_tensor_3d(w.k_cache->host, RIG_DTYPE_BF16, w.slots, hk, d);
     a->v_cache = rig_tensor_3d(w.v_cache->host, RIG_DTYPE_BF16, w.slots, hk, d);
     a->page_table = rig_tensor_2d(w.page_table->host, RIG_DTYPE_I32, w.rows, w.cols);
@@ -621,24 +625,30 @@ static void test_attention_prefill(void **state)
         rig__reset(1000 + g);
         int64_t q_len[] = {100, 1, 37, 64}, cached[] = {0, 999, 300, 1};
         snprintf(what, sizeof what, "prefill mixed GQA %lld D128", (long long)ratios[g]);
-        rig__prefill_case(what, 4, q_len, cached, 8, 8 / ratios[g], 128);
+        rig__prefill_case(what, 4, q_len, cached, 8, 8 / ratios[g], 128, false);
+        rig__reset(1010 + g);
+        snprintf(what, sizeof what, "prefill mixed GQA %lld D128 (WMMA path)",
+                 (long long)ratios[g]);
+        rig__prefill_case(what, 4, q_len, cached, 8, 8 / ratios[g], 128, true);
     }
-    static const int64_t dims[] = {64, 80, 40};
+    static const int64_t dims[] = {64, 80, 40, 256};
     for (size_t i = 0; i < RIG_ARRAY_LEN(dims); i++) {
         rig__reset(1100 + i);
         int64_t q_len[] = {130, 5}, cached[] = {17, 0};
         snprintf(what, sizeof what, "prefill D%lld GQA 4", (long long)dims[i]);
-        rig__prefill_case(what, 2, q_len, cached, 8, 2, dims[i]);
+        rig__prefill_case(what, 2, q_len, cached, 8, 2, dims[i], false);
     }
     rig__reset(1200);
     int64_t one[] = {1}, none[] = {0};
-    rig__prefill_case("prefill context 1", 1, one, none, 4, 1, 128);
+    rig__prefill_case("prefill context 1", 1, one, none, 4, 1, 128, false);
     rig__reset(1201);
     int64_t last[] = {1}, all_but_one[] = {4095};
-    rig__prefill_case("prefill cached all-but-one (4096)", 1, last, all_but_one, 16, 2, 128);
+    rig__prefill_case("prefill cached all-but-one (4096)", 1, last, all_but_one, 16, 2, 128,
+                      false);
     rig__reset(1202);
     int64_t long_q[] = {8}, long_cached[] = {40952};
-    rig__prefill_case("prefill 8 after 40952 cached (context 40960)", 1, long_q, long_cached, 8, 1, 128);
+    rig__prefill_case("prefill 8 after 40952 cached (context 40960)", 1, long_q, long_cached, 8,
+                      1, 128, false);
 }
 
 static void rig__decode_case(const char *what, int64_t requests, int64_t max_len, int64_t hq,
@@ -700,7 +710,7 @@ static void rig__sample_case(int64_t rows, int64_t vocab, uint64_t seed)
     struct rig__pair *params = rig__pair_new((size_t)rows * 4 * 6);
     float *l = logits->host;
     for (int64_t i = 0; i < rows * vocab; i++) l[i] = rig_test_rng_float(&rig__rng, -8, 8);
-    l[vocab + 3] = l[vocab + 5] = 30.0f; /* row 1: a tie at the top */
+    if (rows > 1 && vocab > 5) l[vocab + 3] = l[vocab + 5] = 30.0f; /* row 1: a tie at the top */
     float *temperature = params->host, *top_p = temperature + rows;
     int32_t *top_k = (int32_t *)(top_p + rows), *position = top_k + rows;
     uint64_t *seeds = (uint64_t *)(position + rows);

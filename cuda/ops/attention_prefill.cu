@@ -266,6 +266,306 @@ static __global__ void __launch_bounds__(RIG__WARPS * RIG_CUDA_WARP)
     rig__write_out(&a, &t, kv_head, group, row0, q_begin, packed_rows);
 }
 
+/* --- the mma.sync path (head dims 64, 128, 256) ---------------------------------------------
+ * FlashAttention-2 proper: S and O stay in registers as m16n8k16 accumulators, P goes from
+ * the S accumulators straight into A fragments (their layouts line up), Q/K/V fragments come
+ * from shared memory by ldmatrix (.trans for V), and the K/V tiles of the next key block are
+ * gathered by cp.async into a second stage while the current one is in use. Rows are padded
+ * by 16 bytes so the eight rows an ldmatrix reads fall into distinct banks. Same packing,
+ * grid and masking as the WMMA kernel above; this one is used whenever the head dim is one of
+ * its instantiations and the tensors are 16-byte aligned. */
+
+static __device__ __forceinline__ uint32_t rig__smem(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+/* 16 bytes global -> shared, asynchronously; zero-filled when !valid. */
+static __device__ __forceinline__ void rig__cp_async16(uint32_t dst, const void *src, bool valid)
+{
+    int bytes = valid ? 16 : 0;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(bytes));
+}
+
+static __device__ __forceinline__ void rig__cp_async_commit(void)
+{
+    asm volatile("cp.async.commit_group;\n" ::);
+}
+
+template <int N>
+static __device__ __forceinline__ void rig__cp_async_wait(void)
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+static __device__ __forceinline__ void rig__ldmatrix_x4(uint32_t (&r)[4], uint32_t address)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(address));
+}
+
+static __device__ __forceinline__ void rig__ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t address)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(address));
+}
+
+/* c += a . b over one 16x8x16 bf16 tile, fp32 accumulate. */
+static __device__ __forceinline__ void rig__mma(float (&c)[4], const uint32_t (&a)[4],
+                                                uint32_t b0, uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+static __device__ __forceinline__ uint32_t rig__pack_bf16(float lo, float hi)
+{
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    uint32_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    return bits;
+}
+
+static __host__ __device__ constexpr size_t rig__fa_shared_bytes(int dim)
+{
+    return (size_t)(RIG__BM + 4 * RIG__BN) * (size_t)(dim + 8) * 2;
+}
+
+/* Gathers keys [key0, key0 + BN) of K and V into one stage; keys >= `keys` are zeros. */
+template <int D>
+static __device__ __forceinline__ void rig__fa_load_kv(const struct rig_cuda_attention_args *a,
+                                                       uint16_t *k_stage, uint16_t *v_stage,
+                                                       const int32_t *slots, int64_t kv_head,
+                                                       int64_t key0, int64_t keys)
+{
+    constexpr int P = D + 8, CHUNKS = D / 8;
+    for (int c = threadIdx.x; c < 2 * RIG__BN * CHUNKS; c += RIG__WARPS * RIG_CUDA_WARP) {
+        bool is_v = c >= RIG__BN * CHUNKS;
+        int local = is_v ? c - RIG__BN * CHUNKS : c;
+        int j = local / CHUNKS, d = (local % CHUNKS) * 8;
+        bool valid = key0 + j < keys;
+        int64_t slot = valid ? slots[key0 + j] : 0;
+        const uint16_t *src = (is_v ? a->v_cache : a->k_cache) + slot * a->cache_stride_s +
+                              kv_head * a->cache_stride_h + d;
+        rig__cp_async16(rig__smem((is_v ? v_stage : k_stage) + j * P + d), src, valid);
+    }
+}
+
+template <int D>
+static __device__ __forceinline__ void rig__fa_load_q(const struct rig_cuda_attention_args *a,
+                                                      uint16_t *q_tile, int64_t kv_head,
+                                                      int64_t group, int64_t row0,
+                                                      int64_t q_begin, int64_t packed_rows)
+{
+    constexpr int P = D + 8, CHUNKS = D / 8;
+    for (int c = threadIdx.x; c < RIG__BM * CHUNKS; c += RIG__WARPS * RIG_CUDA_WARP) {
+        int i = c / CHUNKS, d = (c % CHUNKS) * 8;
+        int64_t rho = row0 + i;
+        bool valid = rho < packed_rows;
+        int64_t token = valid ? q_begin + rho / group : 0;
+        int64_t head = valid ? kv_head * group + rho % group : 0;
+        const uint16_t *src = a->q + token * a->q_stride_t + head * a->q_stride_h + d;
+        rig__cp_async16(rig__smem(q_tile + i * P + d), src, valid);
+    }
+}
+
+/* Running softmax state of the thread's two rows (g and g + 8 of its warp's 16). */
+struct rig__fa_rows {
+    float m[2];        /* running max, in log2 units of scale * score */
+    float l[2];        /* this thread's share of the running sum */
+    int64_t position[2]; /* query position of the row; -1 for a padding row */
+};
+
+/* Masks, scales (into log2 units) and exponentiates one 16x64 score tile in place, updates
+ * the running max and sums, and returns the factors the output rows must be rescaled by. */
+static __device__ __forceinline__ void rig__fa_softmax(float (&s)[RIG__BN / 8][4],
+                                                       struct rig__fa_rows *rows,
+                                                       int64_t key0, int64_t keys,
+                                                       float scale_log2, float (&alpha)[2])
+{
+    int tig = threadIdx.x % 4;
+    float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int j = 0; j < RIG__BN / 8; j++) {
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            int64_t key = key0 + j * 8 + tig * 2 + (e & 1);
+            bool visible = key < keys && key <= rows->position[e / 2];
+            s[j][e] = visible ? s[j][e] * scale_log2 : -INFINITY;
+            tile_max[e / 2] = fmaxf(tile_max[e / 2], s[j][e]);
+        }
+    }
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 1));
+        tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 2));
+        float m_new = fmaxf(rows->m[h], tile_max[h]);
+        float base = m_new == -INFINITY ? 0.0f : m_new; /* a row with nothing visible yet */
+        alpha[h] = exp2f(rows->m[h] - base);
+        rows->m[h] = m_new;
+        tile_max[h] = base;
+    }
+    float sum[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int j = 0; j < RIG__BN / 8; j++) {
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            s[j][e] = exp2f(s[j][e] - tile_max[e / 2]);
+            sum[e / 2] += s[j][e];
+        }
+    }
+    rows->l[0] = rows->l[0] * alpha[0] + sum[0];
+    rows->l[1] = rows->l[1] * alpha[1] + sum[1];
+}
+
+template <int D>
+static __global__ void __launch_bounds__(RIG__WARPS * RIG_CUDA_WARP)
+    rig__fa_kernel(struct rig_cuda_attention_args a)
+{
+    constexpr int P = D + 8;
+    extern __shared__ __align__(128) char rig__shared[];
+    __shared__ int32_t place[4];
+    uint16_t *q_tile = reinterpret_cast<uint16_t *>(rig__shared);
+    uint16_t *k_tiles = q_tile + RIG__BM * P; /* [2][BN][P] */
+    uint16_t *v_tiles = k_tiles + 2 * RIG__BN * P;
+    int64_t group = a.heads_q / a.heads_kv, kv_head = blockIdx.y;
+    int warp = threadIdx.x / RIG_CUDA_WARP, lane = threadIdx.x % RIG_CUDA_WARP;
+    if (threadIdx.x == 0) rig__find_tile(&a, group, blockIdx.x, place);
+    __syncthreads();
+    if (place[0] < 0) return; /* a spare block: the grid is an upper bound */
+    int64_t r = place[0], row0 = (int64_t)place[1] * RIG__BM, q_begin = place[2];
+    int64_t q_len = place[3], packed_rows = q_len * group;
+    int64_t table_row = a.table_idx[r], kv_len = a.kv_len[r];
+    bool usable = table_row >= 0 && table_row < a.page_table_rows && kv_len <= a.page_table_cols;
+    int64_t first_position = kv_len - q_len;
+    int64_t last_row = (row0 + RIG__BM < packed_rows ? row0 + RIG__BM : packed_rows) - 1;
+    int64_t keys = usable ? first_position + last_row / group + 1 : 0;
+    const int32_t *slots = a.page_table + (usable ? table_row : 0) * a.page_table_stride;
+    rig__fa_load_q<D>(&a, q_tile, kv_head, group, row0, q_begin, packed_rows);
+    rig__cp_async_commit();
+    int64_t tiles = rig_cuda_div_up(keys, RIG__BN);
+    if (tiles > 0) rig__fa_load_kv<D>(&a, k_tiles, v_tiles, slots, kv_head, 0, keys);
+    rig__cp_async_commit();
+
+    struct rig__fa_rows rows;
+    for (int h = 0; h < 2; h++) {
+        int64_t rho = row0 + warp * 16 + lane / 4 + h * 8;
+        rows.m[h] = -INFINITY;
+        rows.l[h] = 0.0f;
+        rows.position[h] = rho < packed_rows ? first_position + rho / group : -1;
+    }
+    float o[D / 8][4];
+#pragma unroll
+    for (int t = 0; t < D / 8; t++) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.0f;
+    const float scale_log2 = a.scale * 1.4426950408889634f;
+
+    for (int64_t tile = 0; tile < tiles; tile++) {
+        int stage = (int)(tile & 1);
+        if (tile + 1 < tiles) {
+            rig__fa_load_kv<D>(&a, k_tiles + (1 - stage) * RIG__BN * P,
+                               v_tiles + (1 - stage) * RIG__BN * P, slots, kv_head,
+                               (tile + 1) * RIG__BN, keys);
+            rig__cp_async_commit();
+            rig__cp_async_wait<1>();
+        } else {
+            rig__cp_async_wait<0>();
+        }
+        __syncthreads();
+        const uint16_t *k_tile = k_tiles + stage * RIG__BN * P;
+        const uint16_t *v_tile = v_tiles + stage * RIG__BN * P;
+        float s[RIG__BN / 8][4];
+#pragma unroll
+        for (int j = 0; j < RIG__BN / 8; j++) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++) {
+            uint32_t qa[4];
+            rig__ldmatrix_x4(qa, rig__smem(q_tile + (warp * 16 + (lane & 15)) * P + kk * 16 +
+                                           (lane >> 4) * 8));
+#pragma unroll
+            for (int jp = 0; jp < RIG__BN / 16; jp++) {
+                uint32_t kb[4];
+                rig__ldmatrix_x4(kb, rig__smem(k_tile +
+                                               (jp * 16 + (lane & 7) + ((lane >> 4) << 3)) * P +
+                                               kk * 16 + ((lane >> 3) & 1) * 8));
+                rig__mma(s[2 * jp], qa, kb[0], kb[1]);
+                rig__mma(s[2 * jp + 1], qa, kb[2], kb[3]);
+            }
+        }
+        float alpha[2];
+        rig__fa_softmax(s, &rows, tile * RIG__BN, keys, scale_log2, alpha);
+#pragma unroll
+        for (int t = 0; t < D / 8; t++) {
+            o[t][0] *= alpha[0];
+            o[t][1] *= alpha[0];
+            o[t][2] *= alpha[1];
+            o[t][3] *= alpha[1];
+        }
+#pragma unroll
+        for (int kk = 0; kk < RIG__BN / 16; kk++) {
+            uint32_t pa[4] = {rig__pack_bf16(s[2 * kk][0], s[2 * kk][1]),
+                              rig__pack_bf16(s[2 * kk][2], s[2 * kk][3]),
+                              rig__pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                              rig__pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+            for (int dp = 0; dp < D / 16; dp++) {
+                uint32_t vb[4];
+                rig__ldmatrix_x4_trans(vb, rig__smem(v_tile +
+                                                     (kk * 16 + (lane & 7) +
+                                                      ((lane >> 3) & 1) * 8) * P +
+                                                     dp * 16 + (lane >> 4) * 8));
+                rig__mma(o[2 * dp], pa, vb[0], vb[1]);
+                rig__mma(o[2 * dp + 1], pa, vb[2], vb[3]);
+            }
+        }
+        __syncthreads(); /* this stage is refilled by the next iteration's loads */
+    }
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        rows.l[h] += __shfl_xor_sync(0xffffffffu, rows.l[h], 1);
+        rows.l[h] += __shfl_xor_sync(0xffffffffu, rows.l[h], 2);
+    }
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        int64_t rho = row0 + warp * 16 + lane / 4 + h * 8;
+        if (rho >= packed_rows) continue;
+        float inverse = rows.l[h] > 0.0f ? 1.0f / rows.l[h] : 0.0f;
+        uint16_t *out = a.out + (q_begin + rho / group) * a.out_stride_t +
+                        (kv_head * group + rho % group) * a.out_stride_h + (lane % 4) * 2;
+#pragma unroll
+        for (int t = 0; t < D / 8; t++) {
+            uint32_t pair = rig__pack_bf16(o[t][2 * h] * inverse, o[t][2 * h + 1] * inverse);
+            *reinterpret_cast<uint32_t *>(out + t * 8) = pair;
+        }
+    }
+}
+
+template <int D>
+static enum rig_status rig__fa_launch(const struct rig_cuda_launch *launch,
+                                      const struct rig_cuda_attention_args *a, dim3 grid)
+{
+    size_t shared = rig__fa_shared_bytes(D);
+    if (shared > launch->shared_optin_bytes) return RIG_E_UNSUPPORTED;
+    RIG_CUDA_TRY(cudaFuncSetAttribute(rig__fa_kernel<D>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared));
+    rig__fa_kernel<D><<<grid, RIG__WARPS * RIG_CUDA_WARP, shared, launch->stream>>>(*a);
+    RIG_CUDA_LAUNCHED();
+    return RIG_OK;
+}
+
+/* True when every global access of the mma path is 16-byte aligned. */
+static bool rig__fa_aligned(const struct rig_cuda_attention_args *a)
+{
+    return a->q_stride_t % 8 == 0 && a->q_stride_h % 8 == 0 && rig_cuda_aligned(a->q, 16) &&
+           a->out_stride_t % 2 == 0 && a->out_stride_h % 2 == 0 && rig_cuda_aligned(a->out, 4) &&
+           a->cache_stride_s % 8 == 0 && a->cache_stride_h % 8 == 0 &&
+           rig_cuda_aligned(a->k_cache, 16) && rig_cuda_aligned(a->v_cache, 16);
+}
+
 enum rig_status rig_cuda_op_attention_prefill(const struct rig_cuda_launch *launch,
                                               const struct rig_op_attention_prefill *p)
 {
@@ -280,12 +580,19 @@ enum rig_status rig_cuda_op_attention_prefill(const struct rig_cuda_launch *laun
                         shared <= launch->shared_optin_bytes &&
                         a.q_stride_t % 8 == 0 && a.q_stride_h % 8 == 0;
     if (!tensor_cores) return rig_cuda_attention_split_kv(launch, &a);
+    int64_t tiles = rig_cuda_div_up(a.rows * group, RIG__BM) + a.requests;
+    dim3 grid((unsigned)tiles, (unsigned)a.heads_kv);
+    if (rig__fa_aligned(&a)) {
+        enum rig_status status = RIG_E_UNSUPPORTED;
+        if (dim == 64) status = rig__fa_launch<64>(launch, &a, grid);
+        if (dim == 128) status = rig__fa_launch<128>(launch, &a, grid);
+        if (dim == 256) status = rig__fa_launch<256>(launch, &a, grid);
+        if (status != RIG_E_UNSUPPORTED) return status;
+    }
     bool vec = a.cache_stride_s % 8 == 0 && a.cache_stride_h % 8 == 0 &&
                rig_cuda_aligned(a.k_cache, 16) && rig_cuda_aligned(a.v_cache, 16);
     RIG_CUDA_TRY(cudaFuncSetAttribute(rig__prefill_kernel,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared));
-    int64_t tiles = rig_cuda_div_up(a.rows * group, RIG__BM) + a.requests;
-    dim3 grid((unsigned)tiles, (unsigned)a.heads_kv);
     rig__prefill_kernel<<<grid, RIG__WARPS * RIG_CUDA_WARP, shared, launch->stream>>>(a, vec);
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
