@@ -150,6 +150,9 @@ void rig_swarm_draw(uint64_t seed, bool faults, struct rig_swarm_case *out)
     out->request_count = rig__skewed(&rng, 1, RIG_SWARM_REQUESTS_MAX);
     int64_t clock_ns = 0;
     for (int32_t i = 0; i < out->request_count; i++) rig__draw_request(&rng, out, i, &clock_ns);
+    /* Drawn last, so adding it left every earlier seed's trace as it was. */
+    out->max_requests = rig__chance(&rng, 50) ? out->request_count
+                                              : rig__int(&rng, 1, out->request_count);
     RIG_ASSERT(out->token_count <= RIG_SWARM_TOKENS_MAX);
 }
 
@@ -157,9 +160,9 @@ void rig_swarm_describe(const struct rig_swarm_case *c, char *out, size_t len)
 {
     snprintf(out, len,
              "tp%d ps%d pages%d rows%d seq%d budget%d %s %s overlap=%d graphs=%d(%d) "
-             "requests=%d fail_alloc_at=%lld stall=%lld",
+             "requests=%d/%d fail_alloc_at=%lld stall=%lld",
              c->tp_size, c->page_size, c->num_pages, c->max_running_req, c->max_seq_len,
              c->prefill_budget, rig_policy_name(c->policy), rig_cache_type_name(c->cache),
-             c->overlap, c->graphs, c->graph_max_bs, c->request_count,
+             c->overlap, c->graphs, c->graph_max_bs, c->request_count, c->max_requests,
              (long long)c->fail_alloc_at, (long long)c->stall_op_at);
 }
