@@ -103,6 +103,7 @@ static void rig__config(const struct rig_swarm_case *c, bool timing_only,
     rig_engine_config_default(e);
     enum rig_status s = rig_model_config_preset("tiny", &e->model);
     RIG_ASSERT(s == RIG_OK);
+    e->model.vocab_size = c->vocab_size;
     e->backend = "sim";
     e->device.timing_only = timing_only;
     e->device.seed = c->seed;
@@ -129,6 +130,8 @@ static struct rig_sampling_params rig__sampling(const struct rig_swarm_request *
     p.temperature = q->temperature;
     p.top_k = q->top_k;
     p.ignore_eos = q->ignore_eos;
+    p.stop_token_count = q->stop_count;
+    for (int32_t i = 0; i < q->stop_count; i++) p.stop_token_ids[i] = q->stop_ids[i];
     return p;
 }
 

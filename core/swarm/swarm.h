@@ -58,6 +58,8 @@ struct rig_swarm_request {
     float temperature;      /* 0 = greedy */
     int32_t top_k;
     bool ignore_eos;
+    int32_t stop_count;
+    int32_t stop_ids[2];    /* (stop_count) stop token ids */
     enum rig_swarm_abort abort;
     int32_t abort_after;    /* MID_DECODE: output tokens first */
     int64_t abort_ns;       /* AT_TIME */
@@ -67,6 +69,8 @@ struct rig_swarm_case {
     uint64_t seed;
     bool faults;
     /* configuration */
+    int32_t vocab_size;     /* the tiny model's, overridden: small ones make EOS and stop tokens
+                               frequent, odd ones are not divisible by the TP degree */
     int32_t tp_size;
     int32_t page_size;
     int32_t num_pages;
