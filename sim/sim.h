@@ -34,6 +34,11 @@ struct rig_sim_faults {
  * simulator device. */
 enum rig_status rig_sim_set_faults(struct rig_device *device, const struct rig_sim_faults *faults);
 
+/* Test hook: the fault plan every simulator device opened after this call starts with (until
+ * called again; NULL clears it), so a fault can hit the allocations an engine makes while
+ * it starts (core/swarm/). Process-wide and not thread-safe: call it between runs. */
+void rig_sim_set_open_faults(const struct rig_sim_faults *faults);
+
 /* Statistics of a simulator device, for tests and reports. */
 struct rig_sim_stats {
     int64_t ops_issued;         /* ops run eagerly or by graph replay */
