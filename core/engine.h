@@ -196,6 +196,8 @@ void rig_engine_wait_until_ns(struct rig_engine *engine, int64_t t_ns);
 /* The live request with `uid` (read-only), or NULL: for tests and status pages. */
 const struct rig_request *rig_engine_find(const struct rig_engine *engine, uint64_t uid);
 const struct rig_cache *rig_engine_cache(const struct rig_engine *engine);
+/* The device of TP rank `rank` (0 <= rank < tp_size): for fault injection in tests. */
+struct rig_device *rig_engine_device(const struct rig_engine *engine, int32_t rank);
 const struct rig_engine_config *rig_engine_get_config(const struct rig_engine *engine);
 /* Rank `rank`'s model (0 <= rank < tp_size), for debug access between steps such as
  * rig_model_keep_logits (`rig generate --logits-out`). */

@@ -320,6 +320,10 @@ static void test_graph_replay_cheaper_on_host(void **state)
     assert_int_equal(rig_sim_get_stats(f.device, &stats), RIG_OK);
     assert_int_equal(stats.ops_issued, 40);
     assert_int_equal(stats.graph_launches, 1);
+    assert_int_equal(stats.op_count[RIG_OP_RMS_NORM], 40);
+    assert_int_equal(stats.op_ns[RIG_OP_RMS_NORM], 20 * (p.min_kernel_ns + node));
+    assert_int_equal(stats.device_busy_ns, stats.op_ns[RIG_OP_RMS_NORM]);
+    assert_int_equal(stats.op_count[RIG_OP_GEMM], 0);
     rig_hal_graph_destroy(graph);
     rig__close(&f);
 }

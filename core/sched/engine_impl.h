@@ -124,6 +124,7 @@ struct rig_engine {
     int32_t *check_page_owner;    /* (num_pages) */
     int32_t *check_refs;          /* (radix nodes_max) */
     int32_t *check_slots;         /* (L) */
+    bool *check_running;          /* (max_requests) by pool slot: in the decode set */
     int64_t ended;                /* requests that ended (finished + aborted + rejected) */
     struct rig_engine_stats stats;
     /* TP worker handoff: ranks 1.. run jobs posted by the scheduler thread. */

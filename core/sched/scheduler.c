@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/sched/engine_impl.h"
+#include "core/swarm/plant.h"
 
 static int64_t rig__now(struct rig_engine *e)
 {
@@ -105,7 +106,8 @@ void rig__request_end(struct rig_engine *e, struct rig_request *r,
 /* Gives back a request's row, pages and lock (once, when nothing in flight uses it). */
 static void rig__release(struct rig_engine *e, struct rig_request *r)
 {
-    RIG_ASSERT(r->inflight == 0 && !r->released);
+    RIG_ASSERT(r->inflight == 0 || rig_debug_planted(RIG_PLANT_RELEASE_INFLIGHT));
+    RIG_ASSERT(!r->released);
     if (r->table_idx >= 0) {
         int32_t known = r->input_len + r->output_len - 1;
         int32_t cached = r->cached_len < known ? r->cached_len : known;
@@ -129,7 +131,7 @@ static void rig__release_ready(struct rig_engine *e)
     int32_t kept = 0;
     for (int32_t i = 0; i < e->releasing_count; i++) {
         struct rig_request *r = e->releasing[i];
-        if (r->inflight == 0) rig__release(e, r);
+        if (r->inflight == 0 || rig_debug_planted(RIG_PLANT_RELEASE_INFLIGHT)) rig__release(e, r);
         else e->releasing[kept++] = r;
     }
     e->releasing_count = kept;

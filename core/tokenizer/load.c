@@ -312,6 +312,9 @@ static enum rig_status rig__build_bytes(struct rig_tokenizer *tok)
         tok->token_bytes_max = decoded > tok->token_bytes_max ? decoded : tok->token_bytes_max;
     }
     tok->bytes_offset[n] = at;
+    if (tok->token_bytes_max > RIG__TOKEN_BYTES_MAX) /* a normalised added token can grow */
+        return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "a token decodes to more than %d bytes",
+                                   RIG__TOKEN_BYTES_MAX);
     return RIG_OK;
 }
 

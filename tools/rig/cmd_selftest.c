@@ -636,6 +636,7 @@ struct rig__qrank {
     int32_t tokens[Q_B];         /* (B) sampled by the last step */
     int64_t eager_ns, graph_ns, eager_host_ns, graph_host_ns;
     int32_t graph_ops;
+    struct rig_sim_stats graph_stats; /* what one graph replay added: the step's breakdown */
     int failed;
 };
 
@@ -801,6 +802,8 @@ static void rig__qsteps(struct rig__qrank *k, const struct rig__qstep *s)
     rig__qcheck(k, rig_hal_graph_capture_end(k->stream, &graph));
     if (graph != NULL) {
         k->graph_ops = rig_hal_graph_op_count(graph);
+        struct rig_sim_stats before;
+        rig__qcheck(k, rig_sim_get_stats(k->device, &before));
         t0 = rig_hal_now_ns(k->device);
         rig__qcheck(k, rig_hal_event_record(begin, k->stream));
         rig__qcheck(k, rig_hal_graph_launch(graph, k->stream));
@@ -808,6 +811,11 @@ static void rig__qsteps(struct rig__qrank *k, const struct rig__qstep *s)
         rig__qcheck(k, rig_hal_event_record(end, k->stream));
         rig__qcheck(k, rig_hal_event_synchronize(end));
         rig__qcheck(k, rig_hal_event_elapsed_ns(begin, end, &k->graph_ns));
+        rig__qcheck(k, rig_sim_get_stats(k->device, &k->graph_stats));
+        for (int32_t kind = 0; kind < RIG_OP_COUNT; kind++) {
+            k->graph_stats.op_ns[kind] -= before.op_ns[kind];
+            k->graph_stats.op_count[kind] -= before.op_count[kind];
+        }
     }
     rig_hal_graph_destroy(graph);
     rig_hal_event_destroy(begin);
@@ -876,6 +884,15 @@ static int rig__predict_qwen3_32b(void)
            "CUDA graph %.2f ms (host %.3f ms)\n",
            Q_B, Q_CONTEXT, Q_TP, (double)k->eager_ns / 1e6, (double)k->eager_host_ns / 1e6,
            k->graph_ops, (double)k->graph_ns / 1e6, (double)k->graph_host_ns / 1e6);
+    printf("  device time of the graph step by op:");
+    const char *separator = " ";
+    for (int32_t kind = 0; kind < RIG_OP_COUNT; kind++) {
+        if (k->graph_stats.op_count[kind] == 0) continue;
+        printf("%s%s %.2f ms (%lld)", separator, rig_op_name((enum rig_op_kind)kind),
+               (double)k->graph_stats.op_ns[kind] / 1e6, (long long)k->graph_stats.op_count[kind]);
+        separator = ", ";
+    }
+    printf("\n");
     return failed;
 }
 
