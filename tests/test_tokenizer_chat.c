@@ -19,6 +19,8 @@
 #include "tests/support/test_support.h"
 
 #define DATA RIG_TEST_DATA_DIR "/tokenizer"
+/* The small Llama-3-style variant: quick to load, for the configuration cases. */
+#define LLAMA3_JSON DATA "/variants/llama3/tokenizer.json"
 
 static struct rig_tokenizer *qwen3, *llama3;
 
@@ -125,10 +127,10 @@ static void test_template_recognition(void **state)
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     FILE *file = fdopen(fd, "w");
-    fputs("{\"eos_token\": \"<|im_end|>\", \"chat_template\": \"{{ messages }} \"}", file);
+    fputs("{\"eos_token\": \"<|eot_id|>\", \"chat_template\": \"{{ messages }} \"}", file);
     fclose(file);
     struct rig_tokenizer *tok;
-    assert_int_equal(rig_tokenizer_load_files(DATA "/qwen3/tokenizer.json", path, &tok), RIG_OK);
+    assert_int_equal(rig_tokenizer_load_files(LLAMA3_JSON, path, &tok), RIG_OK);
     assert_int_equal(rig_tokenizer_chat_template(tok), RIG_CHAT_TEMPLATE_UNKNOWN);
     struct rig_chat_message message = {.role = "user", .content = "hi"};
     struct rig_chat_options options = {.add_generation_prompt = true, .enable_thinking = true};
@@ -148,13 +150,13 @@ static void test_template_recognition(void **state)
     file = fopen(path, "w");
     fputs("{\"eos_token\": {\"content\": \"<no-such-token>\"}}", file);
     fclose(file);
-    assert_int_equal(rig_tokenizer_load_files(DATA "/qwen3/tokenizer.json", path, &tok),
-                     RIG_E_PARSE);
+    assert_int_equal(rig_tokenizer_load_files(LLAMA3_JSON, path, &tok), RIG_E_PARSE);
     assert_non_null(strstr(rig_tokenizer_last_error(), "eos_token"));
     remove(path);
-    assert_int_equal(rig_tokenizer_load_files(DATA "/qwen3/tokenizer.json", NULL, &tok), RIG_OK);
+    assert_int_equal(rig_tokenizer_load_files(LLAMA3_JSON, NULL, &tok), RIG_OK);
     assert_int_equal(rig_tokenizer_chat_template(tok), RIG_CHAT_TEMPLATE_NONE);
     assert_int_equal(rig_tokenizer_specials(tok).eos_id, -1);
+    assert_int_equal(rig_tokenizer_specials(tok).bos_id, -1);
     rig_tokenizer_free(tok);
     rig_tokenizer_text_free(&text);
 }
