@@ -65,30 +65,44 @@ static bool rig__number(const char *value, double lo, double *out)
     return end != value && *end == '\0' && *out >= lo;
 }
 
-/* One option (and its value at argv[*i + 1]); false on a usage error. */
+/* A flag without a value; false when `arg` is none. */
+static bool rig__fuzz_flag(const char *arg, struct rig__fuzz_args *a)
+{
+    if (strcmp(arg, "--shrink") == 0) a->shrink = true;
+    else if (strcmp(arg, "--quiet") == 0) a->quiet = true;
+    else return false;
+    return true;
+}
+
+/* An option with its value at argv[*i + 1] (consumed); false on a usage error. */
 static bool rig__fuzz_option(int argc, char **argv, int *i, struct rig__fuzz_args *a,
                              bool *one_seed)
 {
     const char *arg = argv[*i];
-    const char *value = *i + 1 < argc ? argv[*i + 1] : NULL;
+    if (rig__fuzz_flag(arg, a)) return true;
+    const char *value = *i + 1 < argc ? argv[++*i] : NULL;
     double n = 0;
-    bool ok = true;
-    if (strcmp(arg, "--shrink") == 0) a->shrink = true;
-    else if (strcmp(arg, "--quiet") == 0) a->quiet = true;
-    else if (strcmp(arg, "--seeds") == 0) ok = rig__number(value, 1, &n), a->seeds = (int64_t)n;
-    else if (strcmp(arg, "--seed") == 0 || strcmp(arg, "--first") == 0) {
-        ok = rig__number(value, 0, &n);
+    if (strcmp(arg, "--seeds") == 0 && rig__number(value, 1, &n)) {
+        a->seeds = (int64_t)n;
+    } else if (strcmp(arg, "--seed") == 0 && rig__number(value, 0, &n)) {
         a->first = (uint64_t)n;
-        if (arg[3] == 'e') *one_seed = true;
-    } else if (strcmp(arg, "--minutes") == 0) ok = rig__number(value, 0, &a->minutes);
-    else if (strcmp(arg, "--faults") == 0) ok = rig__on_off(value, &a->faults);
-    else if (strcmp(arg, "--isolate") == 0) ok = rig__on_off(value, &a->isolate);
-    else if (strcmp(arg, "--equivalence-every") == 0)
-        ok = rig__number(value, 0, &n), a->equivalence_every = (int64_t)n;
-    else if (strcmp(arg, "--scenario-out") == 0) ok = value != NULL, a->scenario_out = value;
-    else return false;
-    if (strcmp(arg, "--shrink") != 0 && strcmp(arg, "--quiet") != 0) (*i)++;
-    return ok;
+        *one_seed = true;
+    } else if (strcmp(arg, "--first") == 0 && rig__number(value, 0, &n)) {
+        a->first = (uint64_t)n;
+    } else if (strcmp(arg, "--equivalence-every") == 0 && rig__number(value, 0, &n)) {
+        a->equivalence_every = (int64_t)n;
+    } else if (strcmp(arg, "--minutes") == 0) {
+        return rig__number(value, 0, &a->minutes);
+    } else if (strcmp(arg, "--faults") == 0) {
+        return rig__on_off(value, &a->faults);
+    } else if (strcmp(arg, "--isolate") == 0) {
+        return rig__on_off(value, &a->isolate);
+    } else if (strcmp(arg, "--scenario-out") == 0 && value != NULL) {
+        a->scenario_out = value;
+    } else {
+        return false;
+    }
+    return true;
 }
 
 /* Returns -1 to go on, else the exit status. */
@@ -102,8 +116,10 @@ static int rig__fuzz_parse(int argc, char **argv, struct rig__fuzz_args *a)
             rig__fuzz_usage(stdout);
             return 0;
         }
+        int at = i;
         if (!rig__fuzz_option(argc, argv, &i, a, &one_seed)) {
-            fprintf(stderr, "rig fuzz: bad option or value: %s\n", argv[i]);
+            fprintf(stderr, "rig fuzz: bad option or value: %s%s%s\n", argv[at],
+                    i > at ? " " : "", i > at ? argv[i] : "");
             rig__fuzz_usage(stderr);
             return 2;
         }
