@@ -184,8 +184,9 @@ static enum rig_status rig__read_mapping(const char *file, struct fy_node *root,
 
 /* Builds the document with diagnostics collected (not printed), so a YAML syntax error
  * comes back as one message with its position. */
-/* Why profiles are checked for UTF-8 before libfyaml sees them: Debian 12's libfyaml 0.8
- * loops forever on some invalid bytes ("%\xa6", found by tests/fuzz/fuzz_sim_profile.c).
+/* Why profiles are checked before libfyaml sees them: Debian 12's libfyaml 0.8 loops forever
+ * on some invalid UTF-8 ("%\xa6") and crashes on some text holding a NUL byte
+ * ("? en.:\t\0\n"), both found by tests/fuzz/fuzz_sim_profile.c; YAML allows neither.
  * Returns RIG_OK or RIG_E_PARSE with the line and column of the first bad byte. */
 static enum rig_status rig__check_utf8(const char *file, const char *text, size_t size,
                                        char *error, size_t error_size)
@@ -195,9 +196,9 @@ static enum rig_status rig__check_utf8(const char *file, const char *text, size_
     for (size_t done = 0; done < size;) {
         utf8proc_int32_t cp;
         utf8proc_ssize_t n = utf8proc_iterate(bytes + done, (utf8proc_ssize_t)(size - done), &cp);
-        if (n <= 0) {
-            snprintf(error, error_size, "%s:%d:%d: the text is not valid UTF-8", file, line,
-                     column);
+        if (n <= 0 || cp == 0) { /* libfyaml 0.8 also crashes on some text with a NUL */
+            snprintf(error, error_size, "%s:%d:%d: %s", file, line, column,
+                     n <= 0 ? "the text is not valid UTF-8" : "a NUL byte");
             return RIG_E_PARSE;
         }
         column = cp == '\n' ? 1 : column + 1;

@@ -15,6 +15,11 @@
 
 #define RIG__FILE_BYTES_MAX ((size_t)1 << 30)
 
+/* Ids are array indices (tables sized by the largest id): an id far beyond any real
+ * vocabulary (the largest are ~256K) would make loading allocate and walk hundreds of
+ * millions of entries (tests/fuzz/fuzz_tokenizer_load.c found 155,555,549: 11 s, 2 GB). */
+#define RIG__VOCAB_IDS_MAX (1 << 22)
+
 /* The GPT-2 byte-to-unicode map: printable bytes stand for themselves, the others take the
  * code points 256, 257, ... in byte order. */
 static uint32_t rig__byte_char(uint8_t byte)
@@ -181,7 +186,7 @@ static enum rig_status rig__count_tokens(const json_t *vocab, const json_t *adde
     json_object_foreach((json_t *)vocab, key, value)
     {
         json_int_t id = json_integer_value(value);
-        if (!json_is_integer(value) || id < 0 || id >= INT32_MAX / 2)
+        if (!json_is_integer(value) || id < 0 || id >= RIG__VOCAB_IDS_MAX)
             return rig__tokenizer_fail(RIG_E_PARSE, "model.vocab[\"%s\"]: bad id", key);
         largest = id > largest ? id : largest;
     }
@@ -191,7 +196,7 @@ static enum rig_status rig__count_tokens(const json_t *vocab, const json_t *adde
         const json_t *id = json_object_get(value, "id");
         const char *content = json_string_value(json_object_get(value, "content"));
         if (!json_is_integer(id) || json_integer_value(id) < 0 ||
-            json_integer_value(id) >= INT32_MAX / 2 || content == NULL)
+            json_integer_value(id) >= RIG__VOCAB_IDS_MAX || content == NULL)
             return rig__tokenizer_fail(RIG_E_PARSE, "added_tokens[%zu]: needs id and content",
                                        index);
         largest = json_integer_value(id) > largest ? json_integer_value(id) : largest;
