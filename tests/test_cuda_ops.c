@@ -720,6 +720,9 @@ static void rig__sample_case(int64_t rows, int64_t vocab, uint64_t seed)
         top_k[r] = kind == 2 ? (int32_t)rig_test_rng_int(&rig__rng, 1, 50) : (kind == 4 ? 40 : 0);
         top_p[r] = kind == 3 || kind == 4 ? rig_test_rng_float(&rig__rng, 0.05f, 0.95f) : 1.0f;
         if (kind == 5) top_p[r] = 1e-6f; /* tiny top-p: greedy over z */
+        if (kind == 3 && r % 12 == 9) { /* a peaked row: the nucleus sits in a few hundred */
+            for (int64_t j = 0; j < vocab && j < 300; j++) l[r * vocab + (j * 7919) % vocab] += 12.0f;
+        }
         seeds[r] = rig_test_rng_next(&rig__rng);
         position[r] = (int32_t)rig_test_rng_int(&rig__rng, 0, 5000);
     }
@@ -1020,6 +1023,7 @@ static void test_timing(void **state)
     rig__time_decode(1, 32768);
     rig__time_sample(64, 151936, 0, 1.0f);
     rig__time_sample(64, 151936, 50, 0.9f);
+    rig__time_sample(64, 151936, 0, 0.9f); /* flat logits: the nucleus is large (slow path) */
     rig__reset(2100);
 }
 
