@@ -47,7 +47,9 @@ done
 
 # Libraries the GPU machine lacks: all that ldd resolves, except glibc, the compiler
 # runtime and CUDA/NCCL (taken from the GPU machine itself).
-skip='^(libc|libm|libdl|libpthread|librt|libresolv|libutil|ld-linux-x86-64|libgcc_s|libstdc\+\+|libcuda|libcudart|libcublas|libcublasLt|libnccl|libnvidia-.*)\.so'
+system='libc|libm|libdl|libpthread|librt|libresolv|libutil|ld-linux-x86-64|libgcc_s|libstdc\+\+'
+cuda='libcuda|libcudart|libcublas|libcublasLt|libnccl|libnvidia-.*'
+skip="^($system|$cuda)\\.so"
 for binary in "$out"/bin/* "$out"/tests/*; do
     ldd "$binary" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }'
 done | sort -u | while read -r lib; do

@@ -19,13 +19,13 @@
 #include "cuda/ops/attention_common.cuh"
 #include "cuda/ops/attention_decode.cuh"
 
-#define RIG__TILE 32
+#define RIG__TILE         32
 #define RIG__HEAD_DIM_MAX 512
-#define RIG__SPLITS_MAX 64
+#define RIG__SPLITS_MAX   64
 
 struct rig__partials {
-    float *values;  /* [Q, Hq, splits, D] normalised partial outputs */
-    float *lse;     /* [Q, Hq, splits] log-sum-exp of the split's scores; -inf when empty */
+    float *values; /* [Q, Hq, splits, D] normalised partial outputs */
+    float *lse;    /* [Q, Hq, splits] log-sum-exp of the split's scores; -inf when empty */
     int32_t splits;
 };
 
@@ -37,7 +37,8 @@ static inline __host__ __device__ int64_t rig__pitch(int64_t dim, int vec)
 {
     if (vec == 8) return dim + 8;
     int64_t pitch = dim;
-    while (pitch % 4 != 2) pitch++;
+    while (pitch % 4 != 2)
+        pitch++;
     return pitch;
 }
 
@@ -48,14 +49,14 @@ static inline __host__ __device__ int rig__stages(int vec)
 }
 
 struct rig__layout {
-    float *q;         /* [G][D] query heads of the group, fp32 */
-    float *acc;       /* [G][D] unnormalised output */
-    float *m;         /* [G] running max */
-    float *l;         /* [G] running sum */
-    float *p;         /* [warps][32] probabilities of the current tile */
-    int32_t *slots;   /* [32] (VEC 2 only) */
-    uint16_t *k;      /* [stages][32][pitch] */
-    uint16_t *v;      /* [stages][32][pitch] */
+    float *q;       /* [G][D] query heads of the group, fp32 */
+    float *acc;     /* [G][D] unnormalised output */
+    float *m;       /* [G] running max */
+    float *l;       /* [G] running sum */
+    float *p;       /* [warps][32] probabilities of the current tile */
+    int32_t *slots; /* [32] (VEC 2 only) */
+    uint16_t *k;    /* [stages][32][pitch] */
+    uint16_t *v;    /* [stages][32][pitch] */
 };
 
 /* Floats before the K/V stages, rounded up to 16 bytes. */
@@ -65,16 +66,14 @@ static __host__ __device__ int64_t rig__head_floats(int64_t group, int64_t dim, 
     return (floats + 3) / 4 * 4;
 }
 
-static __host__ __device__ size_t rig__shared_bytes(int64_t group, int64_t dim, int warps,
-                                                    int vec)
+static __host__ __device__ size_t rig__shared_bytes(int64_t group, int64_t dim, int warps, int vec)
 {
     return (size_t)rig__head_floats(group, dim, warps) * sizeof(float) +
            (size_t)rig__stages(vec) * 2 * RIG__TILE * rig__pitch(dim, vec) * sizeof(uint16_t);
 }
 
 template <int VEC>
-static __device__ struct rig__layout rig__carve(char *base, int64_t group, int64_t dim,
-                                                int warps)
+static __device__ struct rig__layout rig__carve(char *base, int64_t group, int64_t dim, int warps)
 {
     struct rig__layout s;
     s.q = reinterpret_cast<float *>(base);
@@ -120,8 +119,8 @@ static __device__ void rig__stage_async(const struct rig_cuda_attention_args *a,
 /* Stages K and V of keys [first, first + n) synchronously (VEC 2 path, one stage, slots
  * already in s->slots); rows past n are zeros. */
 static __device__ void rig__stage_tile(const struct rig_cuda_attention_args *a,
-                                       const struct rig__layout *s, int64_t kv_head,
-                                       int64_t pitch, int64_t n)
+                                       const struct rig__layout *s, int64_t kv_head, int64_t pitch,
+                                       int64_t n)
 {
     int64_t chunks = a->head_dim / 2;
     for (int64_t c = threadIdx.x; c < 2 * RIG__TILE * chunks; c += blockDim.x) {
@@ -131,8 +130,8 @@ static __device__ void rig__stage_tile(const struct rig_cuda_attention_args *a,
         uint16_t values[2] = {0, 0};
         if (j < n) {
             const uint16_t *cache = is_v ? a->v_cache : a->k_cache;
-            int64_t offset = (int64_t)s->slots[j] * a->cache_stride_s +
-                             kv_head * a->cache_stride_h + d;
+            int64_t offset =
+                (int64_t)s->slots[j] * a->cache_stride_s + kv_head * a->cache_stride_h + d;
             rig_cuda_load_bf16<2>(cache + offset, values);
         }
         uint16_t *dst = (is_v ? s->v : s->k) + j * pitch + d;
@@ -142,8 +141,7 @@ static __device__ void rig__stage_tile(const struct rig_cuda_attention_args *a,
 
 /* q . k over D for one staged key row: 16-byte reads on the VEC 8 path, 4-byte otherwise. */
 template <int VEC>
-static __device__ __forceinline__ float rig__dot(const float *q, const uint16_t *k,
-                                                 int64_t dim)
+static __device__ __forceinline__ float rig__dot(const float *q, const uint16_t *k, int64_t dim)
 {
     float dot = 0.0f;
     if constexpr (VEC == 8) {
@@ -177,8 +175,7 @@ static __device__ __forceinline__ float rig__dot(const float *q, const uint16_t 
 template <int VEC>
 static __device__ void rig__attend_tile(const struct rig_cuda_attention_args *a,
                                         const struct rig__layout *s, const uint16_t *k_tile,
-                                        const uint16_t *v_tile, int64_t g, int64_t pitch,
-                                        int64_t n)
+                                        const uint16_t *v_tile, int64_t g, int64_t pitch, int64_t n)
 {
     int lane = threadIdx.x % RIG_CUDA_WARP, warp = threadIdx.x / RIG_CUDA_WARP;
     int64_t dim = a->head_dim;
@@ -198,7 +195,8 @@ static __device__ void rig__attend_tile(const struct rig_cuda_attention_args *a,
     }
     for (int64_t d = lane; d < dim; d += RIG_CUDA_WARP) {
         float acc = s->acc[g * dim + d] * alpha;
-        for (int64_t j = 0; j < n; j++) acc += p_warp[j] * rig_cuda_bf16(v_tile[j * pitch + d]);
+        for (int64_t j = 0; j < n; j++)
+            acc += p_warp[j] * rig_cuda_bf16(v_tile[j * pitch + d]);
         s->acc[g * dim + d] = acc;
     }
     __syncwarp();
@@ -293,7 +291,8 @@ static __global__ void rig__combine_kernel(struct rig_cuda_attention_args a,
     int64_t row = blockIdx.x, head = blockIdx.y, dim = a.head_dim;
     int64_t base = (row * a.heads_q + head) * part.splits;
     float lse_max = -INFINITY;
-    for (int32_t i = 0; i < part.splits; i++) lse_max = fmaxf(lse_max, part.lse[base + i]);
+    for (int32_t i = 0; i < part.splits; i++)
+        lse_max = fmaxf(lse_max, part.lse[base + i]);
     uint16_t *out = a.out + row * a.out_stride_t + head * a.out_stride_h;
     for (int64_t d = threadIdx.x; d < dim; d += blockDim.x) {
         float numerator = 0.0f, denominator = 0.0f;
@@ -315,7 +314,8 @@ static int32_t rig__choose_splits(const struct rig_cuda_launch *launch,
     if (splits > tiles) splits = tiles;
     if (splits > RIG__SPLITS_MAX) splits = RIG__SPLITS_MAX;
     size_t per_split = (size_t)(a->rows * a->heads_q) * (size_t)(a->head_dim + 1) * sizeof(float);
-    while (splits > 1 && (size_t)splits * per_split > launch->scratch_bytes) splits--;
+    while (splits > 1 && (size_t)splits * per_split > launch->scratch_bytes)
+        splits--;
     return splits < 1 ? 1 : (int32_t)splits;
 }
 
@@ -325,9 +325,8 @@ static enum rig_status rig__launch(const struct rig_cuda_launch *launch,
                                    struct rig__partials part, int warps, size_t shared)
 {
     if (shared > 48 * 1024)
-        RIG_CUDA_TRY(cudaFuncSetAttribute(rig__split_kv_kernel<VEC>,
-                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          (int)shared));
+        RIG_CUDA_TRY(cudaFuncSetAttribute(
+            rig__split_kv_kernel<VEC>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared));
     dim3 grid((unsigned)a->rows, (unsigned)a->heads_kv, (unsigned)part.splits);
     rig__split_kv_kernel<VEC><<<grid, warps * RIG_CUDA_WARP, shared, launch->stream>>>(*a, part);
     RIG_CUDA_LAUNCHED();
@@ -350,8 +349,10 @@ enum rig_status rig_cuda_attention_split_kv(const struct rig_cuda_launch *launch
                rig_cuda_aligned(a->k_cache, 16) && rig_cuda_aligned(a->v_cache, 16);
     size_t shared = rig__shared_bytes(group, dim, warps, vec ? 8 : 2);
     if (shared > launch->shared_optin_bytes) {
-        fprintf(stderr, "rig: cuda: attention: %lld query heads per KV head need %zu bytes of "
-                        "shared memory\n", (long long)group, shared);
+        fprintf(stderr,
+                "rig: cuda: attention: %lld query heads per KV head need %zu bytes of "
+                "shared memory\n",
+                (long long)group, shared);
         return RIG_E_UNSUPPORTED;
     }
     struct rig__partials part;
@@ -376,11 +377,12 @@ bool rig_cuda_attention_caches_alike(const struct rig_tensor *k_cache,
     return false;
 }
 
-struct rig_cuda_attention_args rig_cuda_attention_args_make(
-    const struct rig_tensor *out, const struct rig_tensor *q, const struct rig_tensor *k_cache,
-    const struct rig_tensor *v_cache, const struct rig_tensor *page_table,
-    const struct rig_tensor *table_idx, const struct rig_tensor *kv_len,
-    const struct rig_tensor *cu_q, float scale)
+struct rig_cuda_attention_args
+rig_cuda_attention_args_make(const struct rig_tensor *out, const struct rig_tensor *q,
+                             const struct rig_tensor *k_cache, const struct rig_tensor *v_cache,
+                             const struct rig_tensor *page_table,
+                             const struct rig_tensor *table_idx, const struct rig_tensor *kv_len,
+                             const struct rig_tensor *cu_q, float scale)
 {
     struct rig_cuda_attention_args a;
     memset(&a, 0, sizeof a);

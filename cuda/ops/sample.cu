@@ -39,7 +39,7 @@ static __device__ __forceinline__ uint64_t rig__key(float z, int64_t index)
 {
     uint32_t bits = __float_as_uint(z);
     uint32_t ordered = (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
-    return ((uint64_t)ordered << 32) | (uint32_t)~(uint32_t)index;
+    return ((uint64_t)ordered << 32) | (uint32_t) ~(uint32_t)index;
 }
 
 /* Block-wide (count, mass) of candidates with key >= cut and key >= floor. */
@@ -48,8 +48,7 @@ struct rig__tally {
     double mass;
 };
 
-static __device__ struct rig__tally rig__block_tally(struct rig__tally v,
-                                                     struct rig__tally *shared)
+static __device__ struct rig__tally rig__block_tally(struct rig__tally v, struct rig__tally *shared)
 {
     int lane = threadIdx.x % RIG_CUDA_WARP, warp = threadIdx.x / RIG_CUDA_WARP;
 #pragma unroll
@@ -77,8 +76,7 @@ struct rig__row {
 };
 
 static __device__ struct rig__tally rig__tally_above(const struct rig__row *row, uint64_t cut,
-                                                     bool want_mass,
-                                                     struct rig__tally *shared)
+                                                     bool want_mass, struct rig__tally *shared)
 {
     struct rig__tally mine = {0, 0.0};
     for (int64_t i = threadIdx.x; i < row->vocab; i += blockDim.x) {
@@ -94,8 +92,8 @@ static __device__ struct rig__tally rig__tally_above(const struct rig__row *row,
 /* The largest key c with count(key >= c) >= 1 and (count >= want_count, or mass >=
  * want_mass when by_mass): bit by bit from the top, keeping a bit when the predicate holds.
  * Index bits above index_bits are 1 in every key, so they are set without a pass. */
-static __device__ uint64_t rig__search(const struct rig__row *row, int32_t index_bits,
-                                       bool by_mass, int64_t want_count, double want_mass,
+static __device__ uint64_t rig__search(const struct rig__row *row, int32_t index_bits, bool by_mass,
+                                       int64_t want_count, double want_mass,
                                        struct rig__tally *shared)
 {
     uint64_t cut = 0;
@@ -119,9 +117,8 @@ static __device__ int64_t rig__block_argmax(float score, int64_t index, float *s
     for (int offset = 16; offset > 0; offset >>= 1) {
         float other_score = __shfl_xor_sync(0xffffffffu, score, offset);
         int64_t other_index = __shfl_xor_sync(0xffffffffu, index, offset);
-        bool better = other_index >= 0 &&
-                      (index < 0 || other_score > score ||
-                       (other_score == score && other_index < index));
+        bool better = other_index >= 0 && (index < 0 || other_score > score ||
+                                           (other_score == score && other_index < index));
         if (better) {
             score = other_score;
             index = other_index;
@@ -154,7 +151,7 @@ struct rig__shared {
     float score[RIG_CUDA_WARP];
     int64_t index[RIG_CUDA_WARP];
     uint32_t histogram[256];
-    uint64_t keys[RIG__CANDIDATES];  /* candidates, sorted descending once gathered */
+    uint64_t keys[RIG__CANDIDATES];   /* candidates, sorted descending once gathered */
     double mass[RIG__SAMPLE_THREADS]; /* per-thread sums, then their inclusive scan */
     int64_t above;
     int32_t bucket;
@@ -169,7 +166,8 @@ static __device__ uint64_t rig__select(const struct rig__row *row, int64_t k,
 {
     uint64_t prefix = 0, mask = 0;
     for (int shift = 56; shift >= 0; shift -= 8) {
-        for (int b = threadIdx.x; b < 256; b += blockDim.x) sh->histogram[b] = 0;
+        for (int b = threadIdx.x; b < 256; b += blockDim.x)
+            sh->histogram[b] = 0;
         __syncthreads();
         for (int64_t i = threadIdx.x; i < row->vocab; i += blockDim.x) {
             uint64_t key = rig__key(row->logits[i] / row->temperature, i);
@@ -180,7 +178,8 @@ static __device__ uint64_t rig__select(const struct rig__row *row, int64_t k,
         if (threadIdx.x == 0) {
             int64_t above = 0;
             int b = 255;
-            for (; b > 0 && above + sh->histogram[b] < k; b--) above += sh->histogram[b];
+            for (; b > 0 && above + sh->histogram[b] < k; b--)
+                above += sh->histogram[b];
             sh->bucket = b;
             sh->above = above;
         }
@@ -207,8 +206,10 @@ static __device__ int32_t rig__gather_sorted(const struct rig__row *row, uint64_
     }
     __syncthreads();
     int32_t count = sh->count, n = 1;
-    while (n < count) n <<= 1;
-    for (int32_t i = count + (int32_t)threadIdx.x; i < n; i += blockDim.x) sh->keys[i] = 0;
+    while (n < count)
+        n <<= 1;
+    for (int32_t i = count + (int32_t)threadIdx.x; i < n; i += blockDim.x)
+        sh->keys[i] = 0;
     __syncthreads();
     for (int32_t size = 2; size <= n; size <<= 1) {
         for (int32_t stride = size >> 1; stride > 0; stride >>= 1) {
@@ -230,15 +231,15 @@ static __device__ int32_t rig__gather_sorted(const struct rig__row *row, uint64_
 
 static __device__ __forceinline__ int64_t rig__key_index(uint64_t key)
 {
-    return (int64_t)(uint32_t)~(uint32_t)key;
+    return (int64_t)(uint32_t) ~(uint32_t)key;
 }
 
 /* Softmax mass of the sorted candidates accumulated in order; returns the first position
  * whose cumulative mass reaches `target` (count when none does) and sets *total to the
  * mass of all of them. Thread t owns positions 2t and 2t + 1; the scan order is fixed. */
-static __device__ int32_t rig__mass_cut(const struct rig__row *row, int32_t count,
-                                        double target, bool target_is_fraction,
-                                        double *total, struct rig__shared *sh)
+static __device__ int32_t rig__mass_cut(const struct rig__row *row, int32_t count, double target,
+                                        bool target_is_fraction, double *total,
+                                        struct rig__shared *sh)
 {
     int32_t first = 2 * (int32_t)threadIdx.x;
     double w[2] = {0.0, 0.0};
@@ -320,8 +321,8 @@ static __device__ int64_t rig__sample_row(struct rig__row *row, int32_t top_k, f
     double total = 0.0;
     if (kept <= RIG__CANDIDATES) {
         int32_t count = rig__gather_sorted(row, 0, sh);
-        int32_t cut = nucleus ? rig__mass_cut(row, count, (double)top_p, true, &total, sh)
-                              : count - 1;
+        int32_t cut =
+            nucleus ? rig__mass_cut(row, count, (double)top_p, true, &total, sh) : count - 1;
         return rig__gumbel_candidates(row, cut < count ? cut : count - 1, seed, position, sh);
     }
     if (!nucleus) return rig__gumbel_row(row, seed, position, sh);
@@ -373,7 +374,8 @@ enum rig_status rig_cuda_op_sample(const struct rig_cuda_launch *launch,
     a.logits_stride = p->logits.stride[0];
     a.vocab = p->logits.shape[1];
     a.index_bits = 1;
-    while (a.index_bits < 31 && (1ll << a.index_bits) < a.vocab) a.index_bits++;
+    while (a.index_bits < 31 && (1ll << a.index_bits) < a.vocab)
+        a.index_bits++;
     a.temperature = (const float *)p->temperature.data;
     a.top_k = (const int32_t *)p->top_k.data;
     a.top_p = (const float *)p->top_p.data;
