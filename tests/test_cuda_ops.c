@@ -18,6 +18,7 @@
  * exits 77, which ctest counts as skipped: CI has the toolkit but no GPU.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -865,6 +866,97 @@ static void test_graph_replay(void **state)
     rig_hal_graph_destroy(graph);
 }
 
+/* --- TP collectives over NCCL (needs two GPUs; passes vacuously on one) ------------------ */
+
+#define RIG__TP_ELEMENTS 4099 /* not a multiple of anything NCCL tiles by */
+
+struct rig__rank {
+    struct rig_device *device;
+    struct rig_stream *stream;
+    struct rig_comm *comm;
+    struct rig_buffer *data;     /* (RIG__TP_ELEMENTS) f32, all-reduced in place */
+    struct rig_buffer *gathered; /* (ranks * RIG__TP_ELEMENTS) f32 */
+    float host[RIG__TP_ELEMENTS];
+    enum rig_status status;
+};
+
+/* One rank's thread: all-reduce then all-gather, as the scheduler thread of a TP rank would. */
+static void *rig__rank_main(void *arg)
+{
+    struct rig__rank *rank = arg;
+    int32_t ranks = rig_hal_comm_size(rank->comm);
+    struct rig_op reduce = {.kind = RIG_OP_ALL_REDUCE};
+    reduce.u.all_reduce.data =
+        rig_tensor_1d(rig_hal_buffer_ptr(rank->data), RIG_DTYPE_F32, RIG__TP_ELEMENTS);
+    reduce.u.all_reduce.comm = rank->comm;
+    struct rig_op gather = {.kind = RIG_OP_ALL_GATHER};
+    gather.u.all_gather.in = reduce.u.all_reduce.data;
+    gather.u.all_gather.out =
+        rig_tensor_2d(rig_hal_buffer_ptr(rank->gathered), RIG_DTYPE_F32, ranks, RIG__TP_ELEMENTS);
+    gather.u.all_gather.comm = rank->comm;
+    rank->status =
+        rig_hal_buffer_upload(rank->stream, rank->data, 0, rank->host, sizeof rank->host);
+    if (rank->status == RIG_OK) rank->status = rig_hal_op(rank->stream, &reduce);
+    if (rank->status == RIG_OK) rank->status = rig_hal_op(rank->stream, &gather);
+    if (rank->status == RIG_OK) rank->status = rig_hal_stream_synchronize(rank->stream);
+    return NULL;
+}
+
+static void test_tp_collectives(void **state)
+{
+    (void)state;
+    int32_t ranks = rig_cuda_device_count() >= 2 ? 2 : 0;
+    if (ranks == 0) {
+        printf("    one GPU: TP collectives not exercised\n");
+        return;
+    }
+    struct rig_device *devices[2];
+    struct rig_comm *comms[2];
+    struct rig_device_config config = {.first_ordinal = 0};
+    assert_int_equal(rig_hal_open("cuda", &config, ranks, devices), RIG_OK);
+    assert_int_equal(rig_hal_comm_create(devices, ranks, comms), RIG_OK);
+    static struct rig__rank rank[2];
+    pthread_t threads[2];
+    for (int32_t i = 0; i < ranks; i++) {
+        rank[i].device = devices[i];
+        rank[i].comm = comms[i];
+        assert_int_equal(rig_hal_stream_create(devices[i], &rank[i].stream), RIG_OK);
+        assert_int_equal(rig_hal_buffer_alloc(devices[i], sizeof rank[i].host,
+                                              RIG_MEMORY_ACTIVATIONS, &rank[i].data),
+                         RIG_OK);
+        assert_int_equal(rig_hal_buffer_alloc(devices[i], 2 * sizeof rank[i].host,
+                                              RIG_MEMORY_ACTIVATIONS, &rank[i].gathered),
+                         RIG_OK);
+        for (int32_t e = 0; e < RIG__TP_ELEMENTS; e++)
+            rank[i].host[e] = (float)((e % 97) * (i + 1)); /* exact in f32 when summed */
+    }
+    for (int32_t i = 0; i < ranks; i++)
+        assert_int_equal(pthread_create(&threads[i], NULL, rig__rank_main, &rank[i]), 0);
+    for (int32_t i = 0; i < ranks; i++)
+        assert_int_equal(pthread_join(threads[i], NULL), 0);
+    for (int32_t i = 0; i < ranks; i++) {
+        assert_int_equal(rank[i].status, RIG_OK);
+        static float gathered[2 * RIG__TP_ELEMENTS];
+        assert_int_equal(
+            rig_hal_buffer_download(rank[i].stream, rank[i].gathered, 0, gathered, sizeof gathered),
+            RIG_OK);
+        assert_int_equal(rig_hal_stream_synchronize(rank[i].stream), RIG_OK);
+        for (int32_t e = 0; e < 2 * RIG__TP_ELEMENTS; e++) {
+            float expected = (float)((e % RIG__TP_ELEMENTS) % 97 * 3); /* 1x + 2x */
+            if (gathered[e] != expected)
+                fail_msg("rank %d element %d: %g, expected %g", i, e, gathered[e], expected);
+        }
+    }
+    for (int32_t i = 0; i < ranks; i++) {
+        rig_hal_buffer_free(rank[i].data);
+        rig_hal_buffer_free(rank[i].gathered);
+        rig_hal_stream_destroy(rank[i].stream);
+        rig_hal_comm_destroy(comms[i]);
+        rig_hal_close(devices[i]);
+    }
+    printf("    all_reduce + all_gather over 2 GPUs: exact\n");
+}
+
 static void test_errors_and_events(void **state)
 {
     (void)state;
@@ -1127,6 +1219,7 @@ int main(void)
         cmocka_unit_test(test_sample),
         cmocka_unit_test(test_graph_replay),
         cmocka_unit_test(test_errors_and_events),
+        cmocka_unit_test(test_tp_collectives),
         cmocka_unit_test(test_timing),
     };
     return cmocka_run_group_tests(tests, rig__setup, rig__teardown);
