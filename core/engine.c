@@ -107,12 +107,14 @@ static enum rig_status rig__host_init(struct rig_engine *e)
     if (s != RIG_OK) return s;
     e->rewrites = malloc((size_t)writes * sizeof(int32_t));
     e->scratch_rewritten = malloc((size_t)L * sizeof(int32_t));
+    e->scratch_uids = malloc((size_t)rmax * sizeof(uint64_t));
     e->releasing = malloc((size_t)c->max_requests * sizeof *e->releasing);
     e->check_page_owner = malloc((size_t)c->num_pages * sizeof(int32_t));
     e->check_refs = malloc((size_t)e->cache.tree.nodes_max * sizeof(int32_t));
     e->check_slots = malloc((size_t)L * sizeof(int32_t));
-    bool ok = e->rewrites && e->scratch_rewritten && e->releasing && e->check_page_owner &&
-              e->check_refs && e->check_slots;
+    e->check_running = malloc((size_t)c->max_requests * sizeof(bool));
+    bool ok = e->rewrites && e->scratch_rewritten && e->scratch_uids && e->releasing && e->check_page_owner &&
+              e->check_refs && e->check_slots && e->check_running;
     for (int32_t i = 0; i < RIG__SLOTS && ok; i++) {
         struct rig__batch *b = &e->batches[i];
         b->reqs = calloc((size_t)rmax, sizeof *b->reqs);
@@ -133,10 +135,12 @@ static void rig__host_free(struct rig_engine *e)
     rig_decode_free(&e->decode);
     free(e->rewrites);
     free(e->scratch_rewritten);
+    free(e->scratch_uids);
     free(e->releasing);
     free(e->check_page_owner);
     free(e->check_refs);
     free(e->check_slots);
+    free(e->check_running);
     for (int32_t i = 0; i < RIG__SLOTS; i++) {
         free(e->batches[i].reqs);
         free(e->batches[i].produces);
@@ -234,12 +238,17 @@ static enum rig_status rig__devices_init(struct rig_engine *e, char *error, size
     }
     struct rig_model_limits limits = {e->tokens_max, e->layout.requests_max,
                                       e->dummy_slot + 1};
+    /* Every rank takes its comm first: when rank 0 fails below, destroy must still find
+     * the comms of the ranks not reached (found by the swarm: a failing start-up allocation
+     * with TP 2 closed a device with a live comm). */
+    for (int32_t r = 0; r < e->tp_size; r++) {
+        e->ranks[r].index = r;
+        e->ranks[r].engine = e;
+        e->ranks[r].device = e->devices[r];
+        e->ranks[r].comm = comms[r];
+    }
     for (int32_t r = 0; r < e->tp_size; r++) {
         struct rig__rank *rank = &e->ranks[r];
-        rank->index = r;
-        rank->engine = e;
-        rank->device = e->devices[r];
-        rank->comm = comms[r];
         if ((s = rig__rank_objects(e, rank)) != RIG_OK) {
             rig__error(error, len, "engine: rank %d buffers: %s", r, rig_status_message(s));
             return s;
@@ -340,7 +349,7 @@ static void rig__report_rejection(struct rig_engine *e, const struct rig_submit 
     if (!e->observer.on_finish) return;
     struct rig_request_result res = {s->uid, RIG_END_REJECTED, why, s->prompt_len, 0, 0,
                                      NULL, NULL, s->arrival_ns >= 0 ? s->arrival_ns : now,
-                                     -1, -1, now};
+                                     -1, -1, now, -1, -1};
     e->observer.on_finish(e->observer.ctx, &res);
 }
 
@@ -432,9 +441,21 @@ const struct rig_cache *rig_engine_cache(const struct rig_engine *e)
     return &e->cache;
 }
 
+struct rig_device *rig_engine_device(const struct rig_engine *e, int32_t rank)
+{
+    RIG_ASSERT(rank >= 0 && rank < e->tp_size);
+    return e->devices[rank];
+}
+
 const struct rig_engine_config *rig_engine_get_config(const struct rig_engine *e)
 {
     return &e->config;
+}
+
+struct rig_model *rig_engine_model(struct rig_engine *e, int32_t rank)
+{
+    RIG_ASSERT(e != NULL && rank >= 0 && rank < e->tp_size);
+    return e->ranks[rank].model;
 }
 
 int32_t rig_engine_results_finish(enum rig_request_end end)

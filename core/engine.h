@@ -21,7 +21,8 @@
  *
  * Threads: all calls from one thread (the scheduler thread). With tp_size > 1 the engine
  * runs ranks 1.. on persistent worker threads of its own (see docs/engine.md); observer
- * callbacks are made on the calling thread, inside rig_engine_step.
+ * callbacks are made on the calling thread, inside rig_engine_step, rig_engine_submit (a
+ * rejection) and rig_engine_abort. Callbacks must not call back into the engine.
  */
 #ifndef RIG_ENGINE_H
 #define RIG_ENGINE_H
@@ -97,6 +98,8 @@ struct rig_step_record {
     int64_t pages_evictable;
     int64_t pages_locked;       /* protected: cached and locked */
     int64_t pages_owned;        /* held by requests outside the tree */
+    const uint64_t *uids;       /* (batch_size) the requests in batch order (decode first,
+                                   then prefill); valid only during the observer call */
 };
 
 /* A request that ended (finished, aborted or rejected). Pointers are valid only during the
@@ -114,6 +117,8 @@ struct rig_request_result {
     int64_t first_scheduled_ns;
     int64_t first_token_ns;
     int64_t finish_ns;
+    int64_t first_step;         /* step that first computed any of its tokens; -1 never */
+    int64_t finish_step;        /* step that produced its last token; -1 none */
 };
 
 /* Callbacks, all optional (NULL), made on the engine's thread. */
@@ -155,7 +160,8 @@ enum rig_status rig_engine_abort(struct rig_engine *engine, uint64_t uid);
 
 /* One scheduler iteration: schedule and launch a batch, process the previous batch's
  * results (overlap) or this one's (normal), release finished requests, check invariants.
- * *progress (may be NULL) tells whether anything happened. Fails only on a device error. */
+ * *progress (may be NULL) tells whether anything happened. Fails only on a device error;
+ * the engine is then in an undefined state and must be destroyed. */
 enum rig_status rig_engine_step(struct rig_engine *engine, bool *progress);
 /* Steps until idle (nothing queued, running or in flight), at most `max_steps` steps (<= 0:
  * no bound). RIG_E_STATE when a step makes no progress while work remains (queued requests
@@ -190,7 +196,12 @@ void rig_engine_wait_until_ns(struct rig_engine *engine, int64_t t_ns);
 /* The live request with `uid` (read-only), or NULL: for tests and status pages. */
 const struct rig_request *rig_engine_find(const struct rig_engine *engine, uint64_t uid);
 const struct rig_cache *rig_engine_cache(const struct rig_engine *engine);
+/* The device of TP rank `rank` (0 <= rank < tp_size): for fault injection in tests. */
+struct rig_device *rig_engine_device(const struct rig_engine *engine, int32_t rank);
 const struct rig_engine_config *rig_engine_get_config(const struct rig_engine *engine);
+/* Rank `rank`'s model (0 <= rank < tp_size), for debug access between steps such as
+ * rig_model_keep_logits (`rig generate --logits-out`). */
+struct rig_model *rig_engine_model(struct rig_engine *engine, int32_t rank);
 
 /* The results file's finish reason (core/results/results.h, enum rig_finish_reason) of an
  * engine end reason: length and context → LENGTH, eos and stop_token → STOP, abort → ABORT,

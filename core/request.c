@@ -92,6 +92,8 @@ enum rig_status rig_request_pool_add(struct rig_request_pool *pool, uint64_t uid
     r->first_scheduled_ns = -1;
     r->first_token_ns = -1;
     r->finish_ns = -1;
+    r->first_step = -1;
+    r->last_step = -1;
     rig_keymap_put(&pool->by_uid, uid, slot);
     *out = r;
     return RIG_OK;

@@ -107,6 +107,8 @@ struct rig_request {
     int64_t first_scheduled_ns; /* -1 until first scheduled */
     int64_t first_token_ns;     /* -1 until the first token */
     int64_t finish_ns;          /* -1 until finished or aborted */
+    int64_t first_step;         /* first batch that computed its tokens; -1 until then */
+    int64_t last_step;          /* batch that produced its newest token; -1 until then */
 };
 
 static inline int32_t rig_request_extend_len(const struct rig_request *r)

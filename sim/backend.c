@@ -21,6 +21,15 @@ static void rig__device_free(struct rig_sim_device *device)
     free(device);
 }
 
+/* rig_sim_set_open_faults: the plan new devices start with. */
+static struct rig_sim_faults rig__open_faults = {.fail_alloc_at = -1, .stall_op_at = -1};
+
+void rig_sim_set_open_faults(const struct rig_sim_faults *faults)
+{
+    struct rig_sim_faults none = {.fail_alloc_at = -1, .stall_op_at = -1};
+    rig__open_faults = faults != NULL ? *faults : none;
+}
+
 static enum rig_status rig__device_init(const struct rig_sim_profile *profile,
                                         const struct rig_device_config *config, int32_t rank,
                                         struct rig_sim_world *world, struct rig_device *out)
@@ -31,7 +40,7 @@ static enum rig_status rig__device_init(const struct rig_sim_profile *profile,
     device->timing_only = config->timing_only;
     device->rank = rank;
     device->world = world;
-    device->faults = (struct rig_sim_faults){.fail_alloc_at = -1, .stall_op_at = -1};
+    device->faults = rig__open_faults;
     enum rig_status status =
         rig_sim_memory_init(&device->memory, profile->memory_bytes, config->timing_only);
     if (status != RIG_OK) {

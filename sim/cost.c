@@ -61,7 +61,7 @@ static struct rig_sim_work rig__work_decode(const struct rig_op_attention_decode
     }
     double heads_q = (double)p->q.shape[1], heads_kv = (double)p->k_cache.shape[1];
     double dim = (double)p->q.shape[2];
-    struct rig_sim_work work = {.op_class = RIG_SIM_OP_CLASS_ATTENTION};
+    struct rig_sim_work work = {.op_class = RIG_SIM_OP_CLASS_DECODE_ATTENTION};
     work.flops = 4.0 * kv_positions * heads_q * dim;
     work.bytes =
         rig__bytes(&p->q) + rig__bytes(&p->out) + kv_positions * (2.0 * heads_kv * dim * 2.0 + 4.0);

@@ -164,6 +164,8 @@ enum rig_status rig_sim_exec_launch(struct rig_stream *stream, const struct rig_
     sim_stream->ready_ns = end;
     device->stats.ops_issued++;
     device->stats.device_busy_ns += end - start;
+    device->stats.op_count[op->kind]++;
+    device->stats.op_ns[op->kind] += end - start;
     return RIG_OK;
 }
 

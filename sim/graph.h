@@ -4,7 +4,8 @@
  * (ops are values: tensors are descriptors, so a copy is the whole op); nothing runs and no
  * time passes. Replay: the host pays graph_launch_host_ns once, then each recorded op is
  * issued as a graph node (sim/clock.h: no launch cost each, and graph_node_ns instead of
- * min_kernel_ns as the shortest node); the math reads the buffers' current contents, as a CUDA graph does.
+ * min_kernel_ns as the shortest node); the math reads the buffers' current contents, as a
+ * CUDA graph does.
  * Limits: at most RIG_SIM_GRAPH_OPS_MAX ops per graph (RIG_E_CAPACITY past it).
  * Ownership: the stream owns the recording while capturing; capture end moves it into the
  * graph. Threads: those of the stream's device.

@@ -44,6 +44,8 @@ static const struct rig__key rig__keys[] = {
     {"attention_efficiency", RIG__KEY_FRACTION, RIG__EFF(RIG_SIM_OP_CLASS_ATTENTION)},
     {"elementwise_efficiency", RIG__KEY_FRACTION, RIG__EFF(RIG_SIM_OP_CLASS_ELEMENTWISE)},
     {"copy_efficiency", RIG__KEY_FRACTION, RIG__EFF(RIG_SIM_OP_CLASS_COPY)},
+    {"decode_attention_efficiency", RIG__KEY_FRACTION,
+     RIG__EFF(RIG_SIM_OP_CLASS_DECODE_ATTENTION)},
     {"kernel_launch_host_ns", RIG__KEY_COUNT, RIG__AT(kernel_launch_host_ns)},
     {"kernel_launch_latency_ns", RIG__KEY_COUNT, RIG__AT(kernel_launch_latency_ns)},
     {"graph_launch_host_ns", RIG__KEY_COUNT, RIG__AT(graph_launch_host_ns)},

@@ -28,6 +28,7 @@ enum rig_sim_op_class {
     RIG_SIM_OP_CLASS_ATTENTION = 1,
     RIG_SIM_OP_CLASS_ELEMENTWISE = 2,
     RIG_SIM_OP_CLASS_COPY = 3,
+    RIG_SIM_OP_CLASS_DECODE_ATTENTION = 4, /* bandwidth bound, unlike prefill attention */
     RIG_SIM_OP_CLASS_COUNT
 };
 

@@ -34,6 +34,11 @@ struct rig_sim_faults {
  * simulator device. */
 enum rig_status rig_sim_set_faults(struct rig_device *device, const struct rig_sim_faults *faults);
 
+/* Test hook: the fault plan every simulator device opened after this call starts with (until
+ * called again; NULL clears it), so a fault can hit the allocations an engine makes while
+ * it starts (core/swarm/). Process-wide and not thread-safe: call it between runs. */
+void rig_sim_set_open_faults(const struct rig_sim_faults *faults);
+
 /* Statistics of a simulator device, for tests and reports. */
 struct rig_sim_stats {
     int64_t ops_issued;         /* ops run eagerly or by graph replay */
@@ -41,6 +46,8 @@ struct rig_sim_stats {
     int64_t bytes_allocated;    /* device bytes currently allocated (phantom included) */
     int64_t bytes_resident;     /* host bytes actually backing buffers */
     int64_t device_busy_ns;     /* sum of op durations on the compute timeline */
+    int64_t op_count[RIG_OP_COUNT]; /* (op kinds) ops issued per kind */
+    int64_t op_ns[RIG_OP_COUNT];    /* (op kinds) device time per kind, a breakdown of busy */
 };
 enum rig_status rig_sim_get_stats(struct rig_device *device, struct rig_sim_stats *out);
 

@@ -28,9 +28,9 @@ static void submit_all(struct harness *h)
         memset(&s, 0, sizeof s);
         s.uid = 100 + (uint64_t)i;
         s.prompt = prompts[i];
-        s.prompt_len = 30 + 8 * i;
+        s.prompt_len = 20 + 7 * i;
         s.sampling = rig_sampling_default();
-        s.sampling.max_tokens = 4 + 2 * i;
+        s.sampling.max_tokens = 3 + 2 * i;
         s.sampling.ignore_eos = true;
         s.sampling.temperature = i % 4 == 0 ? 0.0f : 0.9f;
         s.sampling.top_k = i % 4 == 2 ? 20 : -1;

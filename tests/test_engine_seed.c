@@ -66,6 +66,10 @@ static void run_single(bool overlap)
     assert_int_equal(a->finish_calls, 1);
     assert_int_equal(a->reason, RIG_END_LENGTH);
     assert_int_equal(a->output_len, 16);
+    assert_int_equal(a->first_step, 0);
+    assert_int_equal(a->finish_step, 15);
+    assert_int_equal(h.step_uids[0][0], 1);
+    assert_int_equal(h.step_uids[15][0], 1);
     int32_t nodes;
     int64_t tokens;
     harness_tree(&h, &nodes, &tokens);

@@ -179,7 +179,8 @@ static void test_damaged_files(void **state)
 {
     (void)state;
     uint8_t data[16] = {0};
-    const char *one = "{\"w\": {\"dtype\": \"BF16\", \"shape\": [2, 4], \"data_offsets\": [0, 16]}}";
+    const char *one =
+        "{\"w\": {\"dtype\": \"BF16\", \"shape\": [2, 4], \"data_offsets\": [0, 16]}}";
     rig__write("truncated.safetensors", one, data, 10, 0);
     rig__expect_fail("truncated.safetensors", RIG_E_PARSE, "'w'", "truncated");
     rig__write("long_header.safetensors", one, data, 16, 1u << 20);

@@ -77,7 +77,7 @@ static void test_device_memory_limit(void **state)
     struct rig_buffer *big, *more;
     rig_test_open_sim(1, true, &device);
     int64_t total = rig_hal_device_info(device)->memory_bytes;
-    assert_int_equal(total, 85520809984ll);
+    assert_int_equal(total, 85017493504ll);
     size_t most = (size_t)total - 4096;
     assert_int_equal(rig_hal_buffer_alloc(device, most, RIG_MEMORY_KV, &big), RIG_OK);
     assert_int_equal(rig_hal_buffer_alloc(device, 8192, RIG_MEMORY_KV, &more), RIG_E_DEVICE_MEMORY);
@@ -481,7 +481,7 @@ static const char *const rig__profile_lines[] = {
     "all_reduce_bytes_per_s: 4.0e11\n",
     "all_reduce_latency_ns: 12000\n",
     "all_gather_bytes_per_s: 3.5e11\n",
-    "all_gather_latency_ns: 10000\n",
+    "all_gather_latency_ns: 10000\n", "decode_attention_efficiency: 0.75\n",
 };
 
 /* The profile with line `skip` left out (-1: none) and `extra` inserted before line `at`. */
@@ -548,12 +548,12 @@ static void test_profile_load(void **state)
     char error[RIG_SIM_PROFILE_ERROR_MAX];
     assert_int_equal(rig_sim_profile_load(NULL, &profile, error, sizeof error), RIG_OK);
     assert_string_equal(profile.name, "h100");
-    assert_int_equal(profile.memory_bytes, 85520809984ll);
+    assert_int_equal(profile.memory_bytes, 85017493504ll);
     assert_true(profile.peak_bf16_flops == 989.4e12);
     assert_true(profile.hbm_bytes_per_s == 3.35e12);
     assert_int_equal(rig_sim_profile_load("h200", &profile, error, sizeof error), RIG_OK);
     assert_string_equal(profile.name, "h200");
-    assert_int_equal(profile.memory_bytes, 150754820096ll);
+    assert_int_equal(profile.memory_bytes, 150109880320ll);
     assert_true(profile.hbm_bytes_per_s == 4.8e12);
     assert_int_equal(rig_sim_profile_load("b200", &profile, error, sizeof error), RIG_E_NOT_FOUND);
     assert_non_null(strstr(error, "'b200'"));

@@ -19,7 +19,7 @@
 #include "core/tokenizer/tokenizer.h"
 #include "tests/support/test_support.h"
 
-#define QWEN3_DIR RIG_TEST_DATA_DIR "/tokenizer/qwen3"
+#define QWEN3_DIR    RIG_TEST_DATA_DIR "/tokenizer/qwen3"
 #define VARIANTS_DIR RIG_TEST_DATA_DIR "/tokenizer/variants"
 
 static struct rig_tokenizer *qwen3;
@@ -93,7 +93,8 @@ static size_t check_rows(const struct rig_tokenizer *tok, const json_t *rows)
     struct rig_tokenizer_text text = {0};
     size_t index;
     const json_t *row;
-    json_array_foreach((json_t *)rows, index, row) {
+    json_array_foreach((json_t *)rows, index, row)
+    {
         size_t len;
         const char *input = row_text(row, "text", &len);
         const json_t *expected = json_object_get(row, "ids");
@@ -186,11 +187,13 @@ static void test_stream_every_corpus_string(void **state)
     (void)state;
     size_t index;
     const json_t *row;
-    json_array_foreach(corpus, index, row) {
+    json_array_foreach(corpus, index, row)
+    {
         const json_t *ids_json = json_object_get(row, "ids");
         size_t n = json_array_size(ids_json);
         int32_t *ids = malloc((n + 1) * sizeof *ids);
-        for (size_t i = 0; i < n; i++) ids[i] = (int32_t)json_integer_value(json_array_get(ids_json, i));
+        for (size_t i = 0; i < n; i++)
+            ids[i] = (int32_t)json_integer_value(json_array_get(ids_json, i));
         size_t len;
         const char *want = row_text(row, "decoded", &len);
         stream_and_compare(qwen3, ids, n, false, want, len);
@@ -248,8 +251,9 @@ static void test_stream_holds_partial_characters(void **state)
 static void test_invalid_utf8_is_an_error(void **state)
 {
     (void)state;
-    const char *bad[] = {"\x80", "ab\xC0\x80", "\xED\xA0\x80", "x\xE4\xB8", "\xF5\x80\x80\x80",
-                         "\xFF", "ok\xF0\x9F\x98", "\xC2", "\xF4\x90\x80\x80"};
+    const char *bad[] = {
+        "\x80", "ab\xC0\x80",     "\xED\xA0\x80", "x\xE4\xB8",       "\xF5\x80\x80\x80",
+        "\xFF", "ok\xF0\x9F\x98", "\xC2",         "\xF4\x90\x80\x80"};
     struct rig_tokenizer_ids ids = {0};
     int32_t sentinel = 7;
     assert_int_equal(rig_tokenizer_encode(qwen3, NULL, "x", 1, false, &ids), RIG_OK);
@@ -318,15 +322,14 @@ static enum rig_status load_text(const char *text, const char *message_part)
     }
     assert_ptr_equal(tok, before);
     if (strstr(rig_tokenizer_last_error(), message_part) == NULL)
-        fprintf(stderr, "message \"%s\" lacks \"%s\"\n", rig_tokenizer_last_error(),
-                message_part);
+        fprintf(stderr, "message \"%s\" lacks \"%s\"\n", rig_tokenizer_last_error(), message_part);
     assert_non_null(strstr(rig_tokenizer_last_error(), message_part));
     return status;
 }
 
 #define MINI_VOCAB "{\"a\": 0, \"b\": 1, \"ab\": 2}"
-#define MINI(model_extra, rest)                                                            \
-    "{\"added_tokens\": [], \"model\": {\"type\": \"BPE\", \"vocab\": " MINI_VOCAB        \
+#define MINI(model_extra, rest)                                                                    \
+    "{\"added_tokens\": [], \"model\": {\"type\": \"BPE\", \"vocab\": " MINI_VOCAB                 \
     ", \"merges\": [\"a b\"]" model_extra "}, " rest "}"
 
 static void test_load_errors(void **state)
@@ -336,27 +339,74 @@ static void test_load_errors(void **state)
     assert_int_equal(rig_tokenizer_load("/nonexistent/dir", &tok), RIG_E_IO);
     assert_null(tok);
     assert_int_equal(load_text("{\"model\": ", "tokenizer"), RIG_E_PARSE);
-    assert_int_equal(load_text("{\"added_tokens\": [], \"model\": {\"type\": \"WordPiece\"}}",
-                               "model.type"), RIG_E_UNSUPPORTED);
-    assert_int_equal(load_text(MINI(", \"byte_fallback\": true", "\"decoder\": null"),
-                               "model.byte_fallback"), RIG_E_UNSUPPORTED);
+    assert_int_equal(
+        load_text("{\"added_tokens\": [], \"model\": {\"type\": \"WordPiece\"}}", "model.type"),
+        RIG_E_UNSUPPORTED);
+    assert_int_equal(
+        load_text(MINI(", \"byte_fallback\": true", "\"decoder\": null"), "model.byte_fallback"),
+        RIG_E_UNSUPPORTED);
     assert_int_equal(load_text(MINI("", "\"normalizer\": {\"type\": \"Lowercase\"}"),
-                               "normalizer.type \"Lowercase\""), RIG_E_UNSUPPORTED);
-    assert_int_equal(load_text(MINI("", "\"pre_tokenizer\": {\"type\": \"Whitespace\"}"),
-                               "pre_tokenizer.type"), RIG_E_UNSUPPORTED);
+                               "normalizer.type \"Lowercase\""),
+                     RIG_E_UNSUPPORTED);
+    assert_int_equal(
+        load_text(MINI("", "\"pre_tokenizer\": {\"type\": \"Whitespace\"}"), "pre_tokenizer.type"),
+        RIG_E_UNSUPPORTED);
+    assert_int_equal(load_text(MINI("", "\"normalizer\": {\"type\": \"Sequence\", "
+                                        "\"normalizers\": [{\"type\": \"Sequence\", "
+                                        "\"normalizers\": []}]}"),
+                               "nested Sequence"),
+                     RIG_E_UNSUPPORTED);
+    assert_int_equal(load_text(MINI("", "\"post_processor\": {\"type\": \"RobertaProcessing\"}"),
+                               "post_processor.type"),
+                     RIG_E_UNSUPPORTED);
     assert_int_equal(load_text(MINI("", "\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": "
                                         "{\"Regex\": \"(\"}, \"behavior\": \"Isolated\"}"),
-                               "regex error"), RIG_E_UNSUPPORTED);
+                               "regex error"),
+                     RIG_E_UNSUPPORTED);
     assert_int_equal(load_text(MINI("", "\"pre_tokenizer\": {\"type\": \"ByteLevel\"}, "
                                         "\"decoder\": {\"type\": \"Metaspace\"}"),
-                               "decoder.type"), RIG_E_UNSUPPORTED);
+                               "decoder.type"),
+                     RIG_E_UNSUPPORTED);
     /* A byte-level file whose vocabulary lacks the byte tokens cannot encode every input. */
     assert_int_equal(load_text(MINI("", "\"pre_tokenizer\": {\"type\": \"ByteLevel\"}, "
                                         "\"decoder\": {\"type\": \"ByteLevel\"}"),
-                               "has no token"), RIG_E_UNSUPPORTED);
-    assert_int_equal(load_text("{\"added_tokens\": [], \"model\": {\"type\": \"BPE\", \"vocab\":"
-                               MINI_VOCAB ", \"merges\": [\"a c\"]}}", "model.merges[0]"),
-                     RIG_E_PARSE);
+                               "has no token"),
+                     RIG_E_UNSUPPORTED);
+    assert_int_equal(
+        load_text("{\"added_tokens\": [], \"model\": {\"type\": \"BPE\", \"vocab\":" MINI_VOCAB
+                  ", \"merges\": [\"a c\"]}}",
+                  "model.merges[0]"),
+        RIG_E_PARSE);
+}
+
+/* With split_special_tokens, special tokens written in the text are plain text. */
+static void test_split_special_tokens(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/rig_tokenizer_config_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    write_file(path, "{\"split_special_tokens\": true, \"eos_token\": \"<|im_end|>\"}");
+    struct rig_tokenizer *split;
+    assert_int_equal(rig_tokenizer_load_files(QWEN3_DIR "/tokenizer.json", path, &split), RIG_OK);
+    remove(path);
+    const char *text = "a<|im_end|>b<think>";
+    struct rig_tokenizer_ids ids = {0};
+    struct rig_tokenizer_text decoded = {0};
+    assert_int_equal(rig_tokenizer_encode(split, NULL, text, strlen(text), true, &ids), RIG_OK);
+    bool has_im_end = false, has_think = false;
+    for (size_t i = 0; i < ids.count; i++) {
+        has_im_end |= ids.ids[i] == 151645;
+        has_think |= ids.ids[i] == rig_tokenizer_token_id(split, "<think>");
+    }
+    assert_false(has_im_end);
+    assert_true(has_think); /* <think> is an added token but not special */
+    assert_int_equal(rig_tokenizer_decode(split, ids.ids, ids.count, true, &decoded), RIG_OK);
+    assert_string_equal(decoded.data, text);
+    assert_int_equal(rig_tokenizer_specials(split).eos_id, 151645);
+    rig_tokenizer_ids_free(&ids);
+    rig_tokenizer_text_free(&decoded);
+    rig_tokenizer_free(split);
 }
 
 static void *encode_corpus_thread(void *arg)
@@ -371,12 +421,13 @@ static void *encode_corpus_thread(void *arg)
     for (int round = 0; round < 3; round++) {
         size_t index;
         const json_t *row;
-        json_array_foreach(corpus, index, row) {
+        json_array_foreach(corpus, index, row)
+        {
             const json_t *text = json_object_get(row, "text");
             const json_t *expected = json_object_get(row, "ids");
             ids.count = 0;
-            if (rig_tokenizer_encode(qwen3, work, json_string_value(text),
-                                     json_string_length(text), true, &ids) != RIG_OK ||
+            if (rig_tokenizer_encode(qwen3, work, json_string_value(text), json_string_length(text),
+                                     true, &ids) != RIG_OK ||
                 ids.count != json_array_size(expected)) {
                 (*failures)++;
                 continue;
@@ -437,10 +488,11 @@ static void test_random_round_trip(void **state)
 {
     (void)state;
     static const uint32_t ranges[][2] = {
-        {0x20, 0x7E}, {0x09, 0x0D}, {0xA0, 0xFF}, {0x391, 0x3C9}, {0x410, 0x44F},
-        {0x5D0, 0x5EA}, {0x627, 0x64A}, {0x905, 0x939}, {0x4E00, 0x9FA5}, {0xAC00, 0xD7A3},
-        {0x3041, 0x3096}, {0x1F600, 0x1F64F}, {0x1F3FB, 0x1F3FF}, {0x200B, 0x200D},
-        {0x2002, 0x200A}, {0x3000, 0x3000}, {0xFF01, 0xFF5E},
+        {0x20, 0x7E},       {0x09, 0x0D},     {0xA0, 0xFF},     {0x391, 0x3C9},
+        {0x410, 0x44F},     {0x5D0, 0x5EA},   {0x627, 0x64A},   {0x905, 0x939},
+        {0x4E00, 0x9FA5},   {0xAC00, 0xD7A3}, {0x3041, 0x3096}, {0x1F600, 0x1F64F},
+        {0x1F3FB, 0x1F3FF}, {0x200B, 0x200D}, {0x2002, 0x200A}, {0x3000, 0x3000},
+        {0xFF01, 0xFF5E},
     };
     struct rig_test_rng rng;
     rig_test_rng_seed(&rng, 99);
@@ -454,8 +506,8 @@ static void test_random_round_trip(void **state)
         for (size_t c = 0; c < chars; c++) {
             const uint32_t *range = ranges[rig_test_rng_int(&rng, 0, RIG_ARRAY_LEN(ranges) - 1)];
             uint32_t cp = (uint32_t)rig_test_rng_int(&rng, range[0], range[1]);
-            len += (size_t)utf8proc_encode_char((utf8proc_int32_t)cp,
-                                                (utf8proc_uint8_t *)text + len);
+            len +=
+                (size_t)utf8proc_encode_char((utf8proc_int32_t)cp, (utf8proc_uint8_t *)text + len);
         }
         ids.count = 0;
         decoded.len = 0;
@@ -479,6 +531,7 @@ int main(void)
         cmocka_unit_test(test_invalid_utf8_is_an_error),
         cmocka_unit_test(test_lookups_and_specials),
         cmocka_unit_test(test_load_errors),
+        cmocka_unit_test(test_split_special_tokens),
         cmocka_unit_test(test_threads_share_one_tokenizer),
         cmocka_unit_test(test_pathological_inputs),
         cmocka_unit_test(test_random_round_trip),

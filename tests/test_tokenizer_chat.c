@@ -54,8 +54,7 @@ static void check_row(const json_t *row, size_t index)
         messages[i] = (struct rig_chat_message){
             .role = json_string_value(json_object_get(message, "role")),
             .content = json_string_value(json_object_get(message, "content")),
-            .reasoning_content = json_string_value(json_object_get(message,
-                                                                   "reasoning_content"))};
+            .reasoning_content = json_string_value(json_object_get(message, "reasoning_content"))};
     }
     const json_t *thinking = json_object_get(row, "enable_thinking");
     struct rig_chat_options options = {
@@ -63,7 +62,8 @@ static void check_row(const json_t *row, size_t index)
         .enable_thinking = !json_is_false(thinking)};
     struct rig_tokenizer_text text = {0};
     assert_int_equal(rig_tokenizer_chat_render(tok, rig_tokenizer_chat_template(tok), messages,
-                                               count, &options, &text), RIG_OK);
+                                               count, &options, &text),
+                     RIG_OK);
     const char *want = json_string_value(json_object_get(row, "text"));
     if (strcmp(text.data, want) != 0)
         fprintf(stderr, "row %zu (%s):\n--- got\n%s\n--- want\n%s\n", index, template, text.data,
@@ -72,8 +72,7 @@ static void check_row(const json_t *row, size_t index)
     const json_t *ids_json = json_object_get(row, "ids");
     if (is_qwen) {
         struct rig_tokenizer_ids ids = {0};
-        assert_int_equal(rig_tokenizer_encode(tok, NULL, text.data, text.len, false, &ids),
-                         RIG_OK);
+        assert_int_equal(rig_tokenizer_encode(tok, NULL, text.data, text.len, false, &ids), RIG_OK);
         assert_int_equal(ids.count, json_array_size(ids_json));
         for (size_t i = 0; i < ids.count; i++)
             assert_int_equal(ids.ids[i], json_integer_value(json_array_get(ids_json, i)));
@@ -122,15 +121,15 @@ static void test_template_recognition(void **state)
     struct rig_chat_message message = {.role = "user", .content = "hi"};
     struct rig_chat_options options = {.add_generation_prompt = true, .enable_thinking = true};
     struct rig_tokenizer_text text = {0};
-    assert_int_equal(rig_tokenizer_chat_render(tok, RIG_CHAT_TEMPLATE_UNKNOWN, &message, 1,
-                                               &options, &text),
-                     RIG_E_UNSUPPORTED);
+    assert_int_equal(
+        rig_tokenizer_chat_render(tok, RIG_CHAT_TEMPLATE_UNKNOWN, &message, 1, &options, &text),
+        RIG_E_UNSUPPORTED);
     assert_non_null(strstr(rig_tokenizer_last_error(), "chatml"));
     assert_int_equal(text.len, 0);
     /* The documented fallback: plain ChatML. */
-    assert_int_equal(rig_tokenizer_chat_render(tok, RIG_CHAT_TEMPLATE_CHATML, &message, 1,
-                                               &options, &text),
-                     RIG_OK);
+    assert_int_equal(
+        rig_tokenizer_chat_render(tok, RIG_CHAT_TEMPLATE_CHATML, &message, 1, &options, &text),
+        RIG_OK);
     assert_string_equal(text.data, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
     rig_tokenizer_free(tok);
     /* A config naming a token the vocabulary lacks is a parse error naming the field. */
@@ -153,23 +152,23 @@ static void test_invalid_conversations(void **state)
     (void)state;
     struct rig_chat_options options = {.add_generation_prompt = true, .enable_thinking = true};
     struct rig_tokenizer_text text = {0};
-    assert_int_equal(rig_tokenizer_chat_render(qwen3, RIG_CHAT_TEMPLATE_QWEN3, NULL, 0, &options,
-                                               &text),
-                     RIG_E_INVALID);
+    assert_int_equal(
+        rig_tokenizer_chat_render(qwen3, RIG_CHAT_TEMPLATE_QWEN3, NULL, 0, &options, &text),
+        RIG_E_INVALID);
     struct rig_chat_message bad[] = {{.role = "user", .content = "ok"}, {.role = "user"}};
     struct rig_tokenizer_text kept = {0};
-    assert_int_equal(rig_tokenizer_chat_render(qwen3, RIG_CHAT_TEMPLATE_CHATML, bad, 1, &options,
-                                               &kept),
-                     RIG_OK);
+    assert_int_equal(
+        rig_tokenizer_chat_render(qwen3, RIG_CHAT_TEMPLATE_CHATML, bad, 1, &options, &kept),
+        RIG_OK);
     size_t len = kept.len;
-    assert_int_equal(rig_tokenizer_chat_render(qwen3, RIG_CHAT_TEMPLATE_QWEN3, bad, 2, &options,
-                                               &kept),
-                     RIG_E_INVALID);
+    assert_int_equal(
+        rig_tokenizer_chat_render(qwen3, RIG_CHAT_TEMPLATE_QWEN3, bad, 2, &options, &kept),
+        RIG_E_INVALID);
     assert_int_equal(kept.len, len);
     /* Llama-3 needs a BOS token; Qwen3's config has none. */
-    assert_int_equal(rig_tokenizer_chat_render(qwen3, RIG_CHAT_TEMPLATE_LLAMA3, bad, 1, &options,
-                                               &kept),
-                     RIG_E_INVALID);
+    assert_int_equal(
+        rig_tokenizer_chat_render(qwen3, RIG_CHAT_TEMPLATE_LLAMA3, bad, 1, &options, &kept),
+        RIG_E_INVALID);
     assert_int_equal(kept.len, len);
     assert_int_equal(strlen(kept.data), len);
     rig_tokenizer_text_free(&text);

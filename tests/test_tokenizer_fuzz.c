@@ -28,25 +28,57 @@
 #include "core/tokenizer/tokenizer.h"
 #include "tests/support/test_support.h"
 
-#define DATA RIG_TEST_DATA_DIR "/tokenizer"
+#define DATA   RIG_TEST_DATA_DIR "/tokenizer"
 #define SCRIPT RIG_SOURCE_DIR "/tools/tokenizer/hf_encode.py"
 
 static const uint32_t rig__ranges[][2] = {
-    {0x61, 0x7A}, {0x41, 0x5A}, {0x30, 0x39}, {0x20, 0x2F}, {0x3A, 0x40}, {0x5B, 0x60},
-    {0x7B, 0x7E}, {0x09, 0x0D}, {0x80, 0xFF}, {0x100, 0x24F}, {0x300, 0x36F},
-    {0x370, 0x3FF}, {0x400, 0x4FF}, {0x590, 0x5FF}, {0x600, 0x6FF}, {0x900, 0x97F},
-    {0x0E00, 0x0E7F}, {0x1100, 0x11FF}, {0x1E00, 0x1EFF}, {0x2000, 0x206F},
-    {0x2070, 0x209F}, {0x2100, 0x218F}, {0x2460, 0x24FF}, {0x3000, 0x303F},
-    {0x3040, 0x30FF}, {0x4E00, 0x9FFF}, {0xAC00, 0xD7A3}, {0xFB00, 0xFB4F},
-    {0xFE00, 0xFE0F}, {0xFF00, 0xFFEF}, {0x1F300, 0x1F6FF}, {0x1F900, 0x1F9FF},
+    {0x61, 0x7A},       {0x41, 0x5A},       {0x30, 0x39},       {0x20, 0x2F},
+    {0x3A, 0x40},       {0x5B, 0x60},       {0x7B, 0x7E},       {0x09, 0x0D},
+    {0x80, 0xFF},       {0x100, 0x24F},     {0x300, 0x36F},     {0x370, 0x3FF},
+    {0x400, 0x4FF},     {0x590, 0x5FF},     {0x600, 0x6FF},     {0x900, 0x97F},
+    {0x0E00, 0x0E7F},   {0x1100, 0x11FF},   {0x1E00, 0x1EFF},   {0x2000, 0x206F},
+    {0x2070, 0x209F},   {0x2100, 0x218F},   {0x2460, 0x24FF},   {0x3000, 0x303F},
+    {0x3040, 0x30FF},   {0x4E00, 0x9FFF},   {0xAC00, 0xD7A3},   {0xFB00, 0xFB4F},
+    {0xFE00, 0xFE0F},   {0xFF00, 0xFFEF},   {0x1F300, 0x1F6FF}, {0x1F900, 0x1F9FF},
     {0x1F3FB, 0x1F3FF}, {0x1D400, 0x1D7FF}, {0x20000, 0x2A6DF}, {0xE0000, 0xE007F},
 };
 
 static const char *const rig__fragments[] = {
-    "'s", "'S", "'t", "'RE", "'ve", "'M", "'ll", "'D", "\xC5\xBF", " ", "  ", "\n", "\r\n",
-    "\t", "<|im_start|>", "<|im_end|>", "<|endoftext|>", "<think>", "</think>", "<|im_",
-    "<|", "|>", "\xE2\x80\x8D", "\xEF\xB8\x8F", "123", "0.5", "qzxq", "<mask>", "[R]", "<both>",
-    "\xEF\xAC\x81x", "\xC2\x85", "\xC2\xA0", "\xE3\x80\x80", "e\xCC\x81",
+    "'s",
+    "'S",
+    "'t",
+    "'RE",
+    "'ve",
+    "'M",
+    "'ll",
+    "'D",
+    "\xC5\xBF",
+    " ",
+    "  ",
+    "\n",
+    "\r\n",
+    "\t",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|endoftext|>",
+    "<think>",
+    "</think>",
+    "<|im_",
+    "<|",
+    "|>",
+    "\xE2\x80\x8D",
+    "\xEF\xB8\x8F",
+    "123",
+    "0.5",
+    "qzxq",
+    "<mask>",
+    "[R]",
+    "<both>",
+    "\xEF\xAC\x81x",
+    "\xC2\x85",
+    "\xC2\xA0",
+    "\xE3\x80\x80",
+    "e\xCC\x81",
 };
 
 /* Whether PCRE2's and utf8proc's Unicode tables both know `cp` (the older of the two wins). */
@@ -57,8 +89,8 @@ static bool rig__assigned(uint32_t cp)
     if (unassigned == NULL) {
         int error;
         PCRE2_SIZE offset;
-        unassigned = pcre2_compile((PCRE2_SPTR) "\\p{Cn}", PCRE2_ZERO_TERMINATED, PCRE2_UTF,
-                                   &error, &offset, NULL);
+        unassigned = pcre2_compile((PCRE2_SPTR) "\\p{Cn}", PCRE2_ZERO_TERMINATED, PCRE2_UTF, &error,
+                                   &offset, NULL);
         match = pcre2_match_data_create(1, NULL);
         assert_non_null(unassigned);
     }
@@ -73,8 +105,8 @@ static size_t rig__random_element(struct rig_test_rng *rng, char *text)
 {
     int64_t kind = rig_test_rng_int(rng, 0, 9);
     if (kind < 2) {
-        const char *fragment = rig__fragments[rig_test_rng_int(rng, 0,
-                                                               RIG_ARRAY_LEN(rig__fragments) - 1)];
+        const char *fragment =
+            rig__fragments[rig_test_rng_int(rng, 0, RIG_ARRAY_LEN(rig__fragments) - 1)];
         memcpy(text, fragment, strlen(fragment));
         return strlen(fragment);
     }
@@ -87,8 +119,8 @@ static size_t rig__random_element(struct rig_test_rng *rng, char *text)
             cp = (uint32_t)rig_test_rng_int(rng, 1, 0x10FFFF);
         } while ((cp >= 0xD800 && cp <= 0xDFFF) || !rig__assigned(cp));
     } else {
-        const uint32_t *range = rig__ranges[rig_test_rng_int(rng, 0,
-                                                             RIG_ARRAY_LEN(rig__ranges) - 1)];
+        const uint32_t *range =
+            rig__ranges[rig_test_rng_int(rng, 0, RIG_ARRAY_LEN(rig__ranges) - 1)];
         do {
             cp = (uint32_t)rig_test_rng_int(rng, range[0], range[1]);
         } while (!rig__assigned(cp));
@@ -113,7 +145,8 @@ static json_t *write_inputs(const char *path, size_t count, uint64_t seed)
     char text[4096];
     for (size_t i = 0; i < count; i++) {
         size_t len = 0, elements = (size_t)rig_test_rng_int(&rng, 0, i % 10 == 0 ? 200 : 24);
-        for (size_t e = 0; e < elements; e++) len += rig__random_element(&rng, text + len);
+        for (size_t e = 0; e < elements; e++)
+            len += rig__random_element(&rng, text + len);
         json_t *row = json_pack("{s:s%}", "text", text, len);
         assert_non_null(row);
         char *line = json_dumps(row, JSON_COMPACT);
@@ -136,8 +169,8 @@ static size_t fuzz_one(const char *dir, size_t count, uint64_t seed, size_t *ske
     close(fd_out);
     json_t *texts = write_inputs(in, count, seed);
     char command[2048];
-    snprintf(command, sizeof command, "python3 '%s' '%s/tokenizer.json' '%s' '%s'", SCRIPT, dir,
-             in, out);
+    snprintf(command, sizeof command, "python3 '%s' '%s/tokenizer.json' '%s' '%s'", SCRIPT, dir, in,
+             out);
     assert_int_equal(system(command), 0);
     struct rig_tokenizer *tok;
     assert_int_equal(rig_tokenizer_load(dir, &tok), RIG_OK);
@@ -153,7 +186,8 @@ static size_t fuzz_one(const char *dir, size_t count, uint64_t seed, size_t *ske
         const json_t *expected = json_object_get(row, "ids");
         ids.count = 0;
         assert_int_equal(rig_tokenizer_encode(tok, NULL, json_string_value(text),
-                                              json_string_length(text), true, &ids), RIG_OK);
+                                              json_string_length(text), true, &ids),
+                         RIG_OK);
         bool same = ids.count == json_array_size(expected);
         for (size_t i = 0; same && i < ids.count; i++)
             same = ids.ids[i] == json_integer_value(json_array_get(expected, i));
@@ -189,8 +223,10 @@ static void test_random_strings_match_hf(void **state)
     for (size_t i = 0; i < RIG_ARRAY_LEN(dirs); i++) {
         size_t n = i == 0 ? count : count / 3, skewed = 0;
         size_t bad = fuzz_one(dirs[i], n, seed + i, &skewed);
-        fprintf(stderr, "%s: %zu random strings, %zu differ, %zu not compared (Unicode "
-                        "version skew in HF)\n", dirs[i], n, bad, skewed);
+        fprintf(stderr,
+                "%s: %zu random strings, %zu differ, %zu not compared (Unicode "
+                "version skew in HF)\n",
+                dirs[i], n, bad, skewed);
         differing += bad;
         assert_true(skewed <= n / 50);
     }

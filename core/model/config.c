@@ -50,7 +50,9 @@ static enum rig_status rig__get_int(struct rig__config_parse *ctx, const json_t 
         return RIG_OK;
     }
     double d = json_is_real(v) ? json_real_value(v) : 0.0;
-    if (!json_is_integer(v) && !(json_is_real(v) && d == (double)(int64_t)d))
+    /* Range first: converting a double outside int64 (1e24) is undefined behaviour. */
+    bool integral_real = json_is_real(v) && d > -9.2e18 && d < 9.2e18 && d == (double)(int64_t)d;
+    if (!json_is_integer(v) && !integral_real)
         return rig__config_fail(ctx, RIG_E_PARSE, key, "must be an integer");
     int64_t value = json_is_integer(v) ? (int64_t)json_integer_value(v) : (int64_t)d;
     if (value < lo || value > hi)

@@ -231,6 +231,12 @@ const struct rig_model_config *rig_model_get_config(const struct rig_model *mode
     return &model->config;
 }
 
+struct rig_device *rig_model_device(const struct rig_model *model)
+{
+    RIG_ASSERT(model != NULL);
+    return model->device;
+}
+
 enum rig_status rig_model_download_logits(struct rig_model *model, struct rig_stream *stream,
                                           int32_t rows, float *out)
 {

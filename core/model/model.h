@@ -118,5 +118,7 @@ enum rig_status rig_model_download_logits(struct rig_model *model, struct rig_st
                                           int32_t rows, float *out);
 
 const struct rig_model_config *rig_model_get_config(const struct rig_model *model);
+/* The device the model rank lives on. */
+struct rig_device *rig_model_device(const struct rig_model *model);
 
 #endif /* RIG_MODEL_H */

@@ -7,16 +7,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 
 /* Collections are walked down to their first scalar for a position; nesting deeper than
  * this is not worth a position. */
 #define RIG__YAML_DEPTH_MAX 64
 #define RIG__YAML_PATH_PARTS_MAX 16
 
-struct fy_document *rig_yaml_parse(struct rig_yaml *y, const char *text, enum rig_status *status)
+#define RIG__YAML_FILE_BYTES_MAX ((size_t)1 << 30)
+
+static struct fy_document *rig__yaml_build(struct rig_yaml *y, const char *text,
+                                           enum rig_status *status)
 {
-    RIG_ASSERT(y != NULL && y->file != NULL);
-    RIG_ASSERT(status != NULL);
     struct fy_diag_cfg diag_config;
     fy_diag_cfg_default(&diag_config);
     diag_config.fp = NULL;
@@ -56,6 +58,78 @@ struct fy_document *rig_yaml_parse(struct rig_yaml *y, const char *text, enum ri
     }
     fy_diag_destroy(diag);
     return doc;
+}
+
+/* Reads the whole file into a NUL-terminated heap buffer; NULL when it cannot be read. */
+static char *rig__yaml_read(const char *path)
+{
+    FILE *file = fopen(path, "rb");
+    if (file == NULL) return NULL;
+    size_t capacity = 4096, len = 0;
+    char *data = malloc(capacity);
+    while (data != NULL && !ferror(file) && !feof(file) && capacity <= RIG__YAML_FILE_BYTES_MAX) {
+        len += fread(data + len, 1, capacity - 1 - len, file);
+        if (len + 1 < capacity) continue;
+        char *grown = realloc(data, capacity * 2);
+        if (grown == NULL) free(data);
+        data = grown;
+        capacity *= 2;
+    }
+    bool failed = data == NULL || ferror(file) || !feof(file);
+    fclose(file);
+    if (failed) {
+        free(data);
+        return NULL;
+    }
+    data[len] = '\0';
+    return data;
+}
+
+/* Byte offset of the first byte of `text` that is not valid UTF-8, or -1. */
+static int64_t rig__yaml_bad_utf8(const char *text)
+{
+    const utf8proc_uint8_t *at = (const utf8proc_uint8_t *)text;
+    size_t len = strlen(text), done = 0;
+    while (done < len) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t n = utf8proc_iterate(at + done, (utf8proc_ssize_t)(len - done), &cp);
+        if (n <= 0) return (int64_t)done;
+        done += (size_t)n;
+    }
+    return -1;
+}
+
+/* The error for text that is not UTF-8 at byte `bad`. */
+static enum rig_status rig__yaml_not_utf8(struct rig_yaml *y, const char *text, int64_t bad)
+{
+    int32_t line = 1, column = 1;
+    for (int64_t i = 0; i < bad; i++) {
+        column = text[i] == '\n' ? 1 : column + 1;
+        line += text[i] == '\n';
+    }
+    snprintf(y->error, y->error_len, "%s:%d:%d: the text is not valid UTF-8", y->file, line,
+             column);
+    return RIG_E_PARSE;
+}
+
+/* Why YAML text is checked for UTF-8 first: the libfyaml of Debian 12 (0.8) loops forever on
+ * some invalid bytes (e.g. "%\xa6", found by tests/fuzz/fuzz_scenario.c), and YAML text
+ * must be Unicode anyway. A file is read whole (scenarios are small) for the same check, then
+ * parsed from the file: libfyaml keeps pointers into the text it parses. */
+struct fy_document *rig_yaml_parse(struct rig_yaml *y, const char *text, enum rig_status *status)
+{
+    RIG_ASSERT(y != NULL && y->file != NULL);
+    RIG_ASSERT(status != NULL);
+    char *read = NULL;
+    if (text == NULL && (read = rig__yaml_read(y->file)) == NULL) {
+        *status = rig_yaml_fail(y, NULL, RIG_E_IO, "cannot read the file");
+        return NULL;
+    }
+    const char *source = text != NULL ? text : read;
+    int64_t bad = rig__yaml_bad_utf8(source);
+    if (bad >= 0) *status = rig__yaml_not_utf8(y, source, bad);
+    free(read);
+    return bad >= 0 ? NULL : rig__yaml_build(y, text, status);
 }
 
 void rig_yaml_position(struct fy_node *node, int32_t *line, int32_t *column)

@@ -124,6 +124,9 @@ static void rig__check_refs(struct rig_engine *e, struct rig__check *c)
 static void rig__check_requests(struct rig_engine *e, struct rig__check *c, int64_t *owned)
 {
     int32_t live = 0, rows = 0;
+    memset(e->check_running, 0, (size_t)e->pool.requests_max * sizeof *e->check_running);
+    for (int32_t i = 0; i < e->decode.count; i++)
+        e->check_running[e->decode.running[i]->slot] = true;
     for (int32_t i = 0; i < e->pool.requests_max; i++) {
         struct rig_request *r = &e->pool.requests[i];
         if (r->state == RIG_REQUEST_FREE) continue;
@@ -135,7 +138,7 @@ static void rig__check_requests(struct rig_engine *e, struct rig__check *c, int6
             rows++;
             *owned += rig__check_row(e, r, c);
         }
-        bool running = rig_decode_contains(&e->decode, r);
+        bool running = e->check_running[i];
         if (running && r->state != RIG_REQUEST_RUNNING)
             rig__bad(c, "request %llu decoding in state %s", (unsigned long long)r->uid,
                      rig_request_state_name(r->state));

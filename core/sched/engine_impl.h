@@ -117,12 +117,14 @@ struct rig_engine {
     int32_t *rewrites;            /* (W_max) flat page-table indices to resend */
     int32_t rewrite_count;
     int32_t *scratch_rewritten;   /* (L) row positions rewritten by one cache insert */
+    uint64_t *scratch_uids;       /* (R_max) uids of a step record */
     struct rig_request **releasing; /* (max_requests) ended, waiting for in-flight batches */
     int32_t releasing_count;
     /* checker scratch, sized at start-up */
     int32_t *check_page_owner;    /* (num_pages) */
     int32_t *check_refs;          /* (radix nodes_max) */
     int32_t *check_slots;         /* (L) */
+    bool *check_running;          /* (max_requests) by pool slot: in the decode set */
     int64_t ended;                /* requests that ended (finished + aborted + rejected) */
     struct rig_engine_stats stats;
     /* TP worker handoff: ranks 1.. run jobs posted by the scheduler thread. */

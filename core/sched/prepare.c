@@ -147,6 +147,7 @@ static void rig__advance(struct rig_engine *e, struct rig__batch *b, int64_t now
         r->inflight++;
         if (r->first_scheduled_ns < 0) {
             r->first_scheduled_ns = now;
+            r->first_step = b->step;
             e->stats.cached_tokens += r->prompt_cached;
         }
         r->cached_len = r->device_len;

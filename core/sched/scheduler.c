@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/sched/engine_impl.h"
+#include "core/swarm/plant.h"
 
 static int64_t rig__now(struct rig_engine *e)
 {
@@ -94,7 +95,8 @@ void rig__request_end(struct rig_engine *e, struct rig_request *r,
         struct rig_request_result res = {
             r->uid, reason, message ? message : "", r->input_len, r->prompt_cached,
             r->output_len, r->tokens + r->input_len, r->token_times_ns, r->arrival_ns,
-            r->first_scheduled_ns, r->first_token_ns, r->finish_ns};
+            r->first_scheduled_ns, r->first_token_ns, r->finish_ns, r->first_step,
+            r->last_step};
         e->observer.on_finish(e->observer.ctx, &res);
     }
     RIG_ASSERT(e->releasing_count < e->config.max_requests);
@@ -104,7 +106,8 @@ void rig__request_end(struct rig_engine *e, struct rig_request *r,
 /* Gives back a request's row, pages and lock (once, when nothing in flight uses it). */
 static void rig__release(struct rig_engine *e, struct rig_request *r)
 {
-    RIG_ASSERT(r->inflight == 0 && !r->released);
+    RIG_ASSERT(r->inflight == 0 || rig_debug_planted(RIG_PLANT_RELEASE_INFLIGHT));
+    RIG_ASSERT(!r->released);
     if (r->table_idx >= 0) {
         int32_t known = r->input_len + r->output_len - 1;
         int32_t cached = r->cached_len < known ? r->cached_len : known;
@@ -128,7 +131,7 @@ static void rig__release_ready(struct rig_engine *e)
     int32_t kept = 0;
     for (int32_t i = 0; i < e->releasing_count; i++) {
         struct rig_request *r = e->releasing[i];
-        if (r->inflight == 0) rig__release(e, r);
+        if (r->inflight == 0 || rig_debug_planted(RIG_PLANT_RELEASE_INFLIGHT)) rig__release(e, r);
         else e->releasing[kept++] = r;
     }
     e->releasing_count = kept;
@@ -191,6 +194,8 @@ static void rig__emit_step(struct rig_engine *e, const struct rig__batch *b, int
     rec.pages_evictable = b->kv.evictable / ps;
     rec.pages_locked = b->kv.protected_ / ps;
     rec.pages_owned = b->kv.owned / ps;
+    for (int32_t i = 0; i < b->count; i++) e->scratch_uids[i] = b->reqs[i]->uid;
+    rec.uids = e->scratch_uids;
     e->observer.on_step(e->observer.ctx, &rec);
 }
 
@@ -209,6 +214,7 @@ static enum rig_status rig__process(struct rig_engine *e, int32_t slot)
         r->inflight--;
         /* A non-final chunk samples nothing; an ended request's extra token is dropped. */
         if (!b->produces[i] || r->state != RIG_REQUEST_RUNNING) continue;
+        r->last_step = b->step;
         rig__accept_token(e, r, b->tokens_out[i], i >= b->count - b->prefill_count, now);
     }
     if (b->graph >= 0) e->stats.graph_replays++;

@@ -49,12 +49,12 @@ static void rig__push_pair(const struct rig_tokenizer *tok, const struct rig__bp
 {
     if (pos < 0 || symbols[pos].next < 0) return;
     int32_t next = symbols[pos].next;
-    const struct rig__merge_slot *merge = rig__tokenizer_merge(tok, symbols[pos].id,
-                                                               symbols[next].id);
+    const struct rig__merge_slot *merge =
+        rig__tokenizer_merge(tok, symbols[pos].id, symbols[next].id);
     if (merge == NULL) return;
-    rig__heap_push(heap, count, (struct rig__bpe_merge){.rank = merge->rank,
-                                                        .pos = (uint32_t)pos,
-                                                        .merged_id = merge->merged_id});
+    rig__heap_push(heap, count,
+                   (struct rig__bpe_merge){
+                       .rank = merge->rank, .pos = (uint32_t)pos, .merged_id = merge->merged_id});
 }
 
 size_t rig__bpe_piece(const struct rig_tokenizer *tok, const uint8_t *bytes, size_t len,
@@ -69,7 +69,8 @@ size_t rig__bpe_piece(const struct rig_tokenizer *tok, const uint8_t *bytes, siz
                                               .len = 1};
     }
     size_t count = 0;
-    for (size_t i = 0; i + 1 < len; i++) rig__push_pair(tok, symbols, (int32_t)i, heap, &count);
+    for (size_t i = 0; i + 1 < len; i++)
+        rig__push_pair(tok, symbols, (int32_t)i, heap, &count);
     /* Each merge removes a symbol and pushes at most two entries: the heap never holds more
      * than 2 * len entries, and the loop ends after at most 3 * len pops. */
     while (count > 0) {
@@ -89,7 +90,8 @@ size_t rig__bpe_piece(const struct rig_tokenizer *tok, const uint8_t *bytes, siz
         RIG_ASSERT(count <= 2 * len);
     }
     size_t produced = 0;
-    for (int32_t at = 0; at >= 0; at = symbols[at].next) out[produced++] = symbols[at].id;
+    for (int32_t at = 0; at >= 0; at = symbols[at].next)
+        out[produced++] = symbols[at].id;
     RIG_ASSERT(produced <= len);
     return produced;
 }

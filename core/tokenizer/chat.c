@@ -18,8 +18,8 @@ struct rig__known_template {
 };
 
 static const struct rig__known_template rig__known_templates[] = {
-    {0x2bfdb7aa9754484eull, 4116, RIG_CHAT_TEMPLATE_QWEN3},  /* Qwen3-0.6B ... Qwen3-32B */
-    {0x0e60067a5537498eull, 389, RIG_CHAT_TEMPLATE_LLAMA3},  /* Meta-Llama-3-8B/70B-Instruct */
+    {0x2bfdb7aa9754484eull, 4116, RIG_CHAT_TEMPLATE_QWEN3}, /* Qwen3-0.6B ... Qwen3-32B */
+    {0x0e60067a5537498eull, 389, RIG_CHAT_TEMPLATE_LLAMA3}, /* Meta-Llama-3-8B/70B-Instruct */
 };
 
 const char *rig_chat_template_name(enum rig_chat_template kind)
@@ -60,8 +60,8 @@ static enum rig_status rig__config_token(struct rig_tokenizer *tok, const json_t
         return rig__tokenizer_fail(RIG_E_PARSE, "tokenizer_config.%s: expected a string", key);
     *id = rig_tokenizer_token_id(tok, json_string_value(value));
     if (*id < 0)
-        return rig__tokenizer_fail(RIG_E_PARSE, "tokenizer_config.%s: \"%s\" is not a token",
-                                   key, json_string_value(value));
+        return rig__tokenizer_fail(RIG_E_PARSE, "tokenizer_config.%s: \"%s\" is not a token", key,
+                                   json_string_value(value));
     if (text != NULL && (*text = strdup(json_string_value(value))) == NULL)
         return rig__tokenizer_fail(RIG_E_NO_MEMORY, "out of memory");
     return RIG_OK;
@@ -74,10 +74,10 @@ static const json_t *rig__config_template(const json_t *config)
     if (!json_is_array(value)) return json_is_string(value) ? value : NULL;
     size_t index;
     const json_t *entry;
-    json_array_foreach((json_t *)value, index, entry) {
+    json_array_foreach((json_t *)value, index, entry)
+    {
         const char *name = json_string_value(json_object_get(entry, "name"));
-        if (name != NULL && strcmp(name, "default") == 0)
-            return json_object_get(entry, "template");
+        if (name != NULL && strcmp(name, "default") == 0) return json_object_get(entry, "template");
     }
     return NULL;
 }
@@ -97,11 +97,11 @@ enum rig_status rig__tokenizer_load_config(struct rig_tokenizer *tok, const char
     if (!json_is_object(config))
         status = rig__tokenizer_fail(RIG_E_PARSE, "%s: expected an object", path);
     if (status == RIG_OK)
-        status = rig__config_token(tok, config, "bos_token", &tok->specials.bos_id,
-                                   &tok->bos_token);
+        status =
+            rig__config_token(tok, config, "bos_token", &tok->specials.bos_id, &tok->bos_token);
     if (status == RIG_OK)
-        status = rig__config_token(tok, config, "eos_token", &tok->specials.eos_id,
-                                   &tok->eos_token);
+        status =
+            rig__config_token(tok, config, "eos_token", &tok->specials.eos_id, &tok->eos_token);
     if (status == RIG_OK)
         status = rig__config_token(tok, config, "pad_token", &tok->specials.pad_id, NULL);
     const json_t *split = json_object_get(config, "split_special_tokens");
@@ -110,8 +110,8 @@ enum rig_status rig__tokenizer_load_config(struct rig_tokenizer *tok, const char
     tok->split_special_tokens = json_is_true(split);
     const json_t *template = rig__config_template(config);
     if (status == RIG_OK && template != NULL)
-        tok->chat_template = rig__recognise(json_string_value(template),
-                                            json_string_length(template));
+        tok->chat_template =
+            rig__recognise(json_string_value(template), json_string_length(template));
     json_decref(config);
     return status;
 }
@@ -135,16 +135,17 @@ static struct rig__span rig__strip_byte(struct rig__span s, char byte, bool left
         s.data++;
         s.len--;
     }
-    while (right && s.len > 0 && s.data[s.len - 1] == byte) s.len--;
+    while (right && s.len > 0 && s.data[s.len - 1] == byte)
+        s.len--;
     return s;
 }
 
 /* Python's str.isspace for one code point (Jinja's `trim` is str.strip()). */
 static bool rig__python_space(uint32_t cp)
 {
-    return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 ||
-           cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 ||
-           cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
+    return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 ||
+           cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 ||
+           cp == 0x202F || cp == 0x205F || cp == 0x3000;
 }
 
 static uint32_t rig__decode_at(const char *s, size_t len, size_t at, size_t *width)
@@ -167,7 +168,8 @@ static struct rig__span rig__python_strip(struct rig__span s)
     }
     while (s.len > 0) {
         size_t at = s.len - 1;
-        while (at > 0 && ((uint8_t)s.data[at] & 0xC0) == 0x80) at--;
+        while (at > 0 && ((uint8_t)s.data[at] & 0xC0) == 0x80)
+            at--;
         if (!rig__python_space(rig__decode_at(s.data, s.len, at, &width))) break;
         s.len = at;
     }
@@ -210,8 +212,8 @@ static enum rig_status rig__put(struct rig_tokenizer_text *out, const struct rig
 }
 
 #define RIG__S(literal) ((struct rig__span){literal, sizeof(literal) - 1})
-#define RIG__PUT(out, ...)                                                                 \
-    rig__put((out), (const struct rig__span[]){__VA_ARGS__},                               \
+#define RIG__PUT(out, ...)                                                                         \
+    rig__put((out), (const struct rig__span[]){__VA_ARGS__},                                       \
              sizeof((const struct rig__span[]){__VA_ARGS__}) / sizeof(struct rig__span))
 
 /* ---- Qwen3 ----------------------------------------------------------------------------- */
@@ -227,9 +229,8 @@ static size_t rig__qwen3_last_query(const struct rig_chat_message *messages, siz
 {
     for (size_t i = count; i-- > 0;) {
         struct rig__span content = rig__span_of(messages[i].content);
-        if (rig__role_is(&messages[i], "user") &&
-            !(rig__starts_with(content, "<tool_response>") &&
-              rig__ends_with(content, "</tool_response>")))
+        if (rig__role_is(&messages[i], "user") && !(rig__starts_with(content, "<tool_response>") &&
+                                                    rig__ends_with(content, "</tool_response>")))
             return i;
     }
     return count - 1;
@@ -295,8 +296,7 @@ static enum rig_status rig__render_qwen3(const struct rig_chat_message *messages
         const struct rig_chat_message *message = &messages[i];
         if (rig__role_is(message, "user") || (rig__role_is(message, "system") && i > 0))
             status = RIG__PUT(out, RIG__S("<|im_start|>"), rig__span_of(message->role),
-                              RIG__S("\n"), rig__span_of(message->content),
-                              RIG__S("<|im_end|>\n"));
+                              RIG__S("\n"), rig__span_of(message->content), RIG__S("<|im_end|>\n"));
         else if (rig__role_is(message, "assistant"))
             status = rig__qwen3_assistant(message, i + 1 == count, i > last_query, out);
         else if (rig__role_is(message, "tool"))
@@ -321,10 +321,10 @@ static enum rig_status rig__render_llama3(const struct rig_tokenizer *tok,
         return rig__tokenizer_fail(RIG_E_INVALID, "llama3 chat template: no bos_token");
     enum rig_status status = RIG__PUT(out, rig__span_of(tok->bos_token));
     for (size_t i = 0; i < count && status == RIG_OK; i++)
-        status = RIG__PUT(out, RIG__S("<|start_header_id|>"), rig__span_of(messages[i].role),
-                          RIG__S("<|end_header_id|>\n\n"),
-                          rig__python_strip(rig__span_of(messages[i].content)),
-                          RIG__S("<|eot_id|>"));
+        status =
+            RIG__PUT(out, RIG__S("<|start_header_id|>"), rig__span_of(messages[i].role),
+                     RIG__S("<|end_header_id|>\n\n"),
+                     rig__python_strip(rig__span_of(messages[i].content)), RIG__S("<|eot_id|>"));
     if (status == RIG_OK && options->add_generation_prompt)
         status = RIG__PUT(out, RIG__S("<|start_header_id|>assistant<|end_header_id|>\n\n"));
     return status;
@@ -336,9 +336,8 @@ static enum rig_status rig__render_chatml(const struct rig_chat_message *message
 {
     enum rig_status status = RIG_OK;
     for (size_t i = 0; i < count && status == RIG_OK; i++)
-        status = RIG__PUT(out, RIG__S("<|im_start|>"), rig__span_of(messages[i].role),
-                          RIG__S("\n"), rig__span_of(messages[i].content),
-                          RIG__S("<|im_end|>\n"));
+        status = RIG__PUT(out, RIG__S("<|im_start|>"), rig__span_of(messages[i].role), RIG__S("\n"),
+                          rig__span_of(messages[i].content), RIG__S("<|im_end|>\n"));
     if (status == RIG_OK && options->add_generation_prompt)
         status = RIG__PUT(out, RIG__S("<|im_start|>assistant\n"));
     return status;
@@ -355,8 +354,10 @@ enum rig_status rig_tokenizer_chat_render(const struct rig_tokenizer *tok,
         return rig__tokenizer_fail(RIG_E_INVALID, "chat: no messages");
     for (size_t i = 0; i < count; i++) {
         if (messages[i].role == NULL || messages[i].content == NULL)
-            return rig__tokenizer_fail(RIG_E_INVALID, "chat: message %zu has no role or "
-                                                      "content", i);
+            return rig__tokenizer_fail(RIG_E_INVALID,
+                                       "chat: message %zu has no role or "
+                                       "content",
+                                       i);
     }
     size_t len_before = out->len;
     enum rig_status status;
@@ -369,8 +370,10 @@ enum rig_status rig_tokenizer_chat_render(const struct rig_tokenizer *tok,
         status = rig__render_chatml(messages, count, options, out);
         break;
     default:
-        return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "chat template \"%s\" cannot be rendered; "
-                                   "use the chatml fallback", rig_chat_template_name(kind));
+        return rig__tokenizer_fail(RIG_E_UNSUPPORTED,
+                                   "chat template \"%s\" cannot be rendered; "
+                                   "use the chatml fallback",
+                                   rig_chat_template_name(kind));
     }
     if (status != RIG_OK && out->data != NULL) {
         out->len = len_before;

@@ -49,13 +49,13 @@ enum rig_status rig_tokenizer_decode(const struct rig_tokenizer *tok, const int3
     return RIG_OK;
 }
 
-void rig_tokenizer_stream_init(struct rig_tokenizer_stream *stream,
-                               const struct rig_tokenizer *tok, bool skip_special_tokens)
+void rig_tokenizer_stream_init(struct rig_tokenizer_stream *stream, const struct rig_tokenizer *tok,
+                               bool skip_special_tokens)
 {
     RIG_ASSERT(stream != NULL);
     RIG_ASSERT(tok != NULL);
-    *stream = (struct rig_tokenizer_stream){.tokenizer = tok,
-                                            .skip_special_tokens = skip_special_tokens};
+    *stream =
+        (struct rig_tokenizer_stream){.tokenizer = tok, .skip_special_tokens = skip_special_tokens};
 }
 
 size_t rig_tokenizer_stream_piece_max(const struct rig_tokenizer *tok)
@@ -70,9 +70,10 @@ enum rig_status rig_tokenizer_stream_step(struct rig_tokenizer_stream *stream, i
     RIG_ASSERT(piece != NULL && piece_len != NULL);
     RIG_ASSERT(stream->pending_len <= 3);
     if (capacity < rig_tokenizer_stream_piece_max(tok) + 1)
-        return rig__tokenizer_fail(RIG_E_CAPACITY, "detokenizer piece buffer of %zu bytes is "
-                                   "smaller than %zu", capacity,
-                                   rig_tokenizer_stream_piece_max(tok) + 1);
+        return rig__tokenizer_fail(RIG_E_CAPACITY,
+                                   "detokenizer piece buffer of %zu bytes is "
+                                   "smaller than %zu",
+                                   capacity, rig_tokenizer_stream_piece_max(tok) + 1);
     stream->ids_seen++;
     *piece_len = 0;
     piece[0] = '\0';

@@ -16,24 +16,24 @@
 /* A pre-tokenised piece: bytes of the segment being encoded, or of the work's arena (pieces
  * that gained a prefix space). */
 struct rig__piece {
-    size_t offset;  /* into the segment or the arena */
-    size_t len;     /* bytes */
+    size_t offset; /* into the segment or the arena */
+    size_t len;    /* bytes */
     bool in_arena;
 };
 
 struct rig_tokenizer_work {
     const struct rig_tokenizer *tokenizer;
-    pcre2_match_data *match;       /* one ovector pair is enough: no captures are used */
+    pcre2_match_data *match; /* one ovector pair is enough: no captures are used */
     pcre2_match_context *context;
     pcre2_jit_stack *jit_stack;
-    int32_t *codepoints;           /* (codepoints_cap) utf8proc's decomposition buffer */
+    int32_t *codepoints; /* (codepoints_cap) utf8proc's decomposition buffer */
     size_t codepoints_cap;
-    char *normalized;              /* (normalized_cap) the normalised segment */
+    char *normalized; /* (normalized_cap) the normalised segment */
     size_t normalized_cap;
-    struct rig__piece *pieces[2];  /* (pieces_cap) current and next pre-tokenizer lists */
+    struct rig__piece *pieces[2]; /* (pieces_cap) current and next pre-tokenizer lists */
     size_t pieces_count[2];
     size_t pieces_cap;
-    char *arena;                   /* (arena_cap) pieces with a prefix space */
+    char *arena; /* (arena_cap) pieces with a prefix space */
     size_t arena_len, arena_cap;
     struct rig__bpe_symbol *symbols; /* (bpe_cap) BPE scratch, one per byte of a piece */
     struct rig__bpe_merge *heap;     /* (2 * bpe_cap + 2) */
@@ -83,9 +83,9 @@ static enum rig_status rig__grow(void **buffer, size_t *capacity, size_t needed,
 {
     if (needed <= *capacity) return RIG_OK;
     size_t grown = *capacity < 256 ? 256 : *capacity;
-    while (grown < needed) grown *= 2;
-    if (grown > SIZE_MAX / size / 4)
-        return rig__tokenizer_fail(RIG_E_NO_MEMORY, "input too large");
+    while (grown < needed)
+        grown *= 2;
+    if (grown > SIZE_MAX / size / 4) return rig__tokenizer_fail(RIG_E_NO_MEMORY, "input too large");
     void *memory = realloc(*buffer, grown * size);
     if (memory == NULL) return rig__tokenizer_fail(RIG_E_NO_MEMORY, "out of memory encoding");
     *buffer = memory;
@@ -97,7 +97,8 @@ static enum rig_status rig__bpe_reserve(struct rig_tokenizer_work *work, size_t 
 {
     if (len <= work->bpe_cap) return RIG_OK;
     size_t capacity = work->bpe_cap < 64 ? 64 : work->bpe_cap;
-    while (capacity < len) capacity *= 2;
+    while (capacity < len)
+        capacity *= 2;
     void *symbols = realloc(work->symbols, capacity * sizeof *work->symbols);
     if (symbols != NULL) work->symbols = symbols;
     void *heap = realloc(work->heap, (2 * capacity + 2) * sizeof *work->heap);
@@ -147,9 +148,21 @@ _Static_assert(RIG__CACHE_SHARDS == 64, "the shard is the top 6 bits of the hash
 
 /* ---- BPE of one piece ------------------------------------------------------------------ */
 
+/* Whether the decoded bytes of ids are exactly bytes: BPE only ever regroups the bytes. */
+static bool rig__ids_spell(const struct rig_tokenizer *tok, const int32_t *ids, size_t count,
+                           const uint8_t *bytes, size_t len)
+{
+    size_t at = 0;
+    for (size_t i = 0; i < count; i++) {
+        uint32_t begin = tok->bytes_offset[ids[i]], size = tok->bytes_offset[ids[i] + 1] - begin;
+        if (at + size > len || memcmp(tok->bytes + begin, bytes + at, size) != 0) return false;
+        at += size;
+    }
+    return at == len;
+}
+
 /* With ignore_merges, a piece whose byte-level text is a token is that token. */
-static int32_t rig__whole_piece(const struct rig_tokenizer *tok, const uint8_t *bytes,
-                                size_t len)
+static int32_t rig__whole_piece(const struct rig_tokenizer *tok, const uint8_t *bytes, size_t len)
 {
     char text[2 * RIG__CACHE_KEY_MAX + 2 * RIG__TOKEN_BYTES_MAX];
     size_t at = 0;
@@ -185,8 +198,9 @@ static enum rig_status rig__encode_piece(const struct rig_tokenizer *tok,
     if (cacheable && rig__cache_get(tok, bytes, len, hash, out)) return RIG_OK;
     status = rig__bpe_reserve(work, len);
     if (status != RIG_OK) return status;
-    size_t count = rig__bpe_piece(tok, bytes, len, work->symbols, work->heap,
-                                  out->ids + out->count);
+    size_t count =
+        rig__bpe_piece(tok, bytes, len, work->symbols, work->heap, out->ids + out->count);
+    RIG_VERIFY(rig__ids_spell(tok, out->ids + out->count, count, bytes, len));
     if (cacheable) rig__cache_put(tok, bytes, len, hash, out->ids + out->count, count);
     out->count += count;
     return RIG_OK;
@@ -223,7 +237,7 @@ static enum rig_status rig__push_piece(struct rig_tokenizer_work *work, int list
 /* Appends the split parts of `piece` to list `to` following HF's SplitDelimiterBehavior: the
  * parts alternate non-match/match; `pending` carries a MergedWithNext delimiter forward. */
 struct rig__split_state {
-    struct rig__piece last;  /* the part most recently produced, not yet pushed */
+    struct rig__piece last; /* the part most recently produced, not yet pushed */
     bool has_last;
     bool last_is_match;
 };
@@ -241,8 +255,8 @@ static enum rig_status rig__split_emit(struct rig_tokenizer_work *work, int to,
         if (is_match) return RIG_OK;
         break;
     case RIG__SPLIT_MERGED_WITH_PREVIOUS: merge = is_match && !state->last_is_match; break;
-    case RIG__SPLIT_MERGED_WITH_NEXT: merge = state->has_last && state->last_is_match &&
-                                              !is_match;
+    case RIG__SPLIT_MERGED_WITH_NEXT:
+        merge = state->has_last && state->last_is_match && !is_match;
         break;
     case RIG__SPLIT_CONTIGUOUS: merge = is_match == state->last_is_match; break;
     }
@@ -294,7 +308,8 @@ static enum rig_status rig__find(struct rig_tokenizer_work *work,
             return RIG_OK;
         }
         at = ovector[0] + 1; /* an empty match: step over one character */
-        while (at < len && ((uint8_t)subject[at] & 0xC0) == 0x80) at++;
+        while (at < len && ((uint8_t)subject[at] & 0xC0) == 0x80)
+            at++;
     }
     *start = *end = len;
     return RIG_OK;
@@ -334,15 +349,15 @@ static enum rig_status rig__prefix_space(struct rig_tokenizer_work *work, const 
     const char *bytes = rig__piece_bytes(work, segment, piece);
     if (bytes[0] == ' ') return RIG_OK;
     void *arena = work->arena;
-    enum rig_status status = rig__grow(&arena, &work->arena_cap,
-                                       work->arena_len + piece->len + 1, 1);
+    enum rig_status status =
+        rig__grow(&arena, &work->arena_cap, work->arena_len + piece->len + 1, 1);
     if (status != RIG_OK) return status;
     work->arena = arena;
     bytes = rig__piece_bytes(work, segment, piece); /* the arena may have moved */
     work->arena[work->arena_len] = ' ';
     memmove(work->arena + work->arena_len + 1, bytes, piece->len);
-    *piece = (struct rig__piece){.offset = work->arena_len, .len = piece->len + 1,
-                                 .in_arena = true};
+    *piece =
+        (struct rig__piece){.offset = work->arena_len, .len = piece->len + 1, .in_arena = true};
     work->arena_len += piece->len;
     return RIG_OK;
 }
@@ -373,9 +388,8 @@ static enum rig_status rig__pretokenize(const struct rig_tokenizer *tok,
     }
     for (size_t i = 0; i < work->pieces_count[current] && status == RIG_OK; i++) {
         const struct rig__piece *piece = &work->pieces[current][i];
-        status = rig__encode_piece(tok, work, (const uint8_t *)rig__piece_bytes(work, segment,
-                                                                                piece),
-                                   piece->len, out);
+        status = rig__encode_piece(
+            tok, work, (const uint8_t *)rig__piece_bytes(work, segment, piece), piece->len, out);
     }
     return status;
 }
@@ -391,7 +405,8 @@ static enum rig_status rig__normalize(const struct rig_tokenizer *tok,
     *result = segment;
     *result_len = len;
     bool ascii = true;
-    for (size_t i = 0; i < len && ascii; i++) ascii = (uint8_t)segment[i] < 0x80;
+    for (size_t i = 0; i < len && ascii; i++)
+        ascii = (uint8_t)segment[i] < 0x80;
     if (tok->normalizer_count == 0 || ascii) return RIG_OK;
     for (uint32_t s = 0; s < tok->normalizer_count; s++) {
         utf8proc_option_t options = rig__normalizer_options(tok->normalizers[s]);
@@ -403,12 +418,11 @@ static enum rig_status rig__normalize(const struct rig_tokenizer *tok,
                                        (utf8proc_ssize_t)*result_len, work->codepoints,
                                        (utf8proc_ssize_t)work->codepoints_cap, options);
             if (count < 0)
-                return rig__tokenizer_fail(RIG_E_INVALID, "normalizer: %s",
-                                           utf8proc_errmsg(count));
+                return rig__tokenizer_fail(RIG_E_INVALID, "normalizer: %s", utf8proc_errmsg(count));
             if ((size_t)count <= work->codepoints_cap) break;
             void *grown = work->codepoints;
-            enum rig_status status = rig__grow(&grown, &work->codepoints_cap, (size_t)count + 1,
-                                               sizeof(int32_t));
+            enum rig_status status =
+                rig__grow(&grown, &work->codepoints_cap, (size_t)count + 1, sizeof(int32_t));
             if (status != RIG_OK) return status;
             work->codepoints = grown;
         }
@@ -416,8 +430,7 @@ static enum rig_status rig__normalize(const struct rig_tokenizer *tok,
         if (count < 0)
             return rig__tokenizer_fail(RIG_E_INVALID, "normalizer: %s", utf8proc_errmsg(count));
         void *grown = work->normalized;
-        enum rig_status status = rig__grow(&grown, &work->normalized_cap, 4 * (size_t)count + 1,
-                                           1);
+        enum rig_status status = rig__grow(&grown, &work->normalized_cap, 4 * (size_t)count + 1, 1);
         if (status != RIG_OK) return status;
         work->normalized = grown;
         size_t at = 0;
@@ -436,8 +449,8 @@ static enum rig_status rig__normalize(const struct rig_tokenizer *tok,
 static int32_t rig__codepoint_at(const char *text, size_t len, size_t at, size_t *width)
 {
     utf8proc_int32_t cp = 0;
-    utf8proc_ssize_t n = utf8proc_iterate((const utf8proc_uint8_t *)text + at,
-                                          (utf8proc_ssize_t)(len - at), &cp);
+    utf8proc_ssize_t n =
+        utf8proc_iterate((const utf8proc_uint8_t *)text + at, (utf8proc_ssize_t)(len - at), &cp);
     RIG_ASSERT(n > 0);
     *width = (size_t)n;
     return cp;
@@ -448,16 +461,17 @@ static size_t rig__codepoint_before(const char *text, size_t at)
 {
     RIG_ASSERT(at > 0);
     at--;
-    while (at > 0 && ((uint8_t)text[at] & 0xC0) == 0x80) at--;
+    while (at > 0 && ((uint8_t)text[at] & 0xC0) == 0x80)
+        at--;
     return at;
 }
 
 /* Rust's char::is_whitespace: the Unicode White_Space property. */
 static bool rig__is_whitespace(int32_t cp)
 {
-    return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 ||
-           cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 ||
-           cp == 0x202F || cp == 0x205F || cp == 0x3000;
+    return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+           (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
+           cp == 0x205F || cp == 0x3000;
 }
 
 /* A word character for single_word tokens: the regex class \w as HF's check behaves (Unicode
@@ -466,10 +480,17 @@ static bool rig__is_whitespace(int32_t cp)
 static bool rig__is_word_char(int32_t cp)
 {
     switch (utf8proc_category(cp)) {
-    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT:
-    case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO: case UTF8PROC_CATEGORY_MN:
-    case UTF8PROC_CATEGORY_MC: case UTF8PROC_CATEGORY_ME: case UTF8PROC_CATEGORY_ND:
-    case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_PC: return true;
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO:
+    case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_MC:
+    case UTF8PROC_CATEGORY_ME:
+    case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_NL:
+    case UTF8PROC_CATEGORY_PC: return true;
     default: /* ZWNJ, ZWJ, and the symbols that are Other_Alphabetic: circled and squared
               * Latin letters */
         return cp == 0x200C || cp == 0x200D || (cp >= 0x24B6 && cp <= 0x24E9) ||
@@ -479,9 +500,9 @@ static bool rig__is_word_char(int32_t cp)
 }
 
 struct rig__added_match {
-    size_t search;  /* where the automaton resumes: end of the raw match */
-    size_t start;   /* the split, after lstrip */
-    size_t stop;    /* the split, after rstrip */
+    size_t search; /* where the automaton resumes: end of the raw match */
+    size_t start;  /* the split, after lstrip */
+    size_t stop;   /* the split, after rstrip */
     int32_t id;
 };
 
@@ -513,12 +534,11 @@ static bool rig__next_added(const struct rig_tokenizer *tok, const char *text, s
         size_t start = at, stop = at + token->match_len, width;
         match->search = stop;
         if (token->single_word) {
-            bool word_before = start > 0 &&
-                rig__is_word_char(rig__codepoint_at(text, len,
-                                                       rig__codepoint_before(text, start),
-                                                       &width));
-            bool word_after = stop < len &&
-                rig__is_word_char(rig__codepoint_at(text, len, stop, &width));
+            bool word_before =
+                start > 0 && rig__is_word_char(rig__codepoint_at(
+                                 text, len, rig__codepoint_before(text, start), &width));
+            bool word_after =
+                stop < len && rig__is_word_char(rig__codepoint_at(text, len, stop, &width));
             if (word_before || word_after) {
                 at = stop - 1;
                 continue;
@@ -593,17 +613,15 @@ static enum rig_status rig__append_ids(struct rig_tokenizer_ids *out, const int3
 }
 
 enum rig_status rig_tokenizer_encode(const struct rig_tokenizer *tok,
-                                     struct rig_tokenizer_work *work, const char *text,
-                                     size_t len, bool add_special_tokens,
-                                     struct rig_tokenizer_ids *out)
+                                     struct rig_tokenizer_work *work, const char *text, size_t len,
+                                     bool add_special_tokens, struct rig_tokenizer_ids *out)
 {
     RIG_ASSERT(tok != NULL);
     RIG_ASSERT(out != NULL && (text != NULL || len == 0));
     RIG_ASSERT(work == NULL || work->tokenizer == tok);
     size_t invalid = len == 0 ? 0 : rig__utf8_invalid_at((const uint8_t *)text, len);
     if (invalid < len)
-        return rig__tokenizer_fail(RIG_E_INVALID, "text is not valid UTF-8 at byte %zu",
-                                   invalid);
+        return rig__tokenizer_fail(RIG_E_INVALID, "text is not valid UTF-8 at byte %zu", invalid);
     struct rig_tokenizer_work *own = NULL;
     enum rig_status status = RIG_OK;
     if (work == NULL) {

@@ -19,8 +19,7 @@
  * code points 256, 257, ... in byte order. */
 static uint32_t rig__byte_char(uint8_t byte)
 {
-    if ((byte >= '!' && byte <= '~') || (byte >= 0xA1 && byte <= 0xAC) || byte >= 0xAE)
-        return byte;
+    if ((byte >= '!' && byte <= '~') || (byte >= 0xA1 && byte <= 0xAC) || byte >= 0xAE) return byte;
     uint32_t rank = 0;
     for (uint32_t b = 0; b < byte; b++) {
         bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
@@ -109,7 +108,8 @@ static const char *rig__json_type(const json_t *object, const char *where)
 static uint32_t rig__pow2_at_least(uint64_t n)
 {
     uint64_t size = 16;
-    while (size < n) size *= 2;
+    while (size < n)
+        size *= 2;
     RIG_ASSERT(size <= ((uint64_t)1 << 31));
     return (uint32_t)size;
 }
@@ -135,15 +135,14 @@ int32_t rig__tokenizer_lookup(const struct rig_tokenizer *tok, const char *text,
         uint32_t entry = tok->vocab_slots[slot];
         if (entry == 0) return -1;
         const char *candidate = tok->texts + tok->text_offset[entry - 1];
-        if (strncmp(candidate, text, len) == 0 && candidate[len] == '\0')
-            return (int32_t)entry - 1;
+        if (strncmp(candidate, text, len) == 0 && candidate[len] == '\0') return (int32_t)entry - 1;
         slot = (slot + 1) & tok->vocab_mask;
     }
     return -1;
 }
 
-const struct rig__merge_slot *rig__tokenizer_merge(const struct rig_tokenizer *tok,
-                                                   int32_t left, int32_t right)
+const struct rig__merge_slot *rig__tokenizer_merge(const struct rig_tokenizer *tok, int32_t left,
+                                                   int32_t right)
 {
     uint64_t pair = ((uint64_t)(uint32_t)left << 32) | (uint32_t)right;
     uint32_t slot = (uint32_t)((pair * 0x9E3779B97F4A7C15ull) >> 32) & tok->merge_mask;
@@ -157,8 +156,8 @@ const struct rig__merge_slot *rig__tokenizer_merge(const struct rig_tokenizer *t
 }
 
 /* Inserts or, for a pair listed twice, overwrites (HF builds a HashMap: the last one wins). */
-static void rig__merge_insert(struct rig_tokenizer *tok, int32_t left, int32_t right,
-                              uint32_t rank, int32_t merged)
+static void rig__merge_insert(struct rig_tokenizer *tok, int32_t left, int32_t right, uint32_t rank,
+                              int32_t merged)
 {
     uint64_t pair = ((uint64_t)(uint32_t)left << 32) | (uint32_t)right;
     uint32_t slot = (uint32_t)((pair * 0x9E3779B97F4A7C15ull) >> 32) & tok->merge_mask;
@@ -174,20 +173,21 @@ static void rig__merge_insert(struct rig_tokenizer *tok, int32_t left, int32_t r
 }
 
 /* Largest id in the vocabulary and the added tokens; checks every id is a sane integer. */
-static enum rig_status rig__count_tokens(const json_t *vocab, const json_t *added,
-                                         int32_t *count)
+static enum rig_status rig__count_tokens(const json_t *vocab, const json_t *added, int32_t *count)
 {
     int64_t largest = -1;
     const char *key;
     const json_t *value;
-    json_object_foreach((json_t *)vocab, key, value) {
+    json_object_foreach((json_t *)vocab, key, value)
+    {
         json_int_t id = json_integer_value(value);
         if (!json_is_integer(value) || id < 0 || id >= INT32_MAX / 2)
             return rig__tokenizer_fail(RIG_E_PARSE, "model.vocab[\"%s\"]: bad id", key);
         largest = id > largest ? id : largest;
     }
     size_t index;
-    json_array_foreach((json_t *)added, index, value) {
+    json_array_foreach((json_t *)added, index, value)
+    {
         const json_t *id = json_object_get(value, "id");
         const char *content = json_string_value(json_object_get(value, "content"));
         if (!json_is_integer(id) || json_integer_value(id) < 0 ||
@@ -218,20 +218,22 @@ static enum rig_status rig__build_texts(struct rig_tokenizer *tok, const json_t 
     const json_t *value;
     size_t index, total = 0;
     if (status == RIG_OK) {
-        json_object_foreach((json_t *)vocab, key, value) {
+        json_object_foreach((json_t *)vocab, key, value)
+        {
             json_int_t id = json_integer_value(value);
             text_of[id] = key;
             len_of[id] = json_object_iter_key_len(json_object_key_to_iter(key));
         }
-        json_array_foreach((json_t *)added, index, value) {
+        json_array_foreach((json_t *)added, index, value)
+        {
             json_int_t id = json_integer_value(json_object_get(value, "id"));
             const json_t *content = json_object_get(value, "content");
             text_of[id] = json_string_value(content);
             len_of[id] = json_string_length(content);
         }
         for (int32_t id = 0; id < n; id++) {
-            if (len_of[id] > RIG__TOKEN_BYTES_MAX || memchr(text_of[id] ? text_of[id] : "",
-                                                            '\0', len_of[id]) != NULL) {
+            if (len_of[id] > RIG__TOKEN_BYTES_MAX ||
+                memchr(text_of[id] ? text_of[id] : "", '\0', len_of[id]) != NULL) {
                 status = rig__tokenizer_fail(RIG_E_UNSUPPORTED, "token %d: too long or has NUL",
                                              (int)id);
                 break;
@@ -265,12 +267,15 @@ static enum rig_status rig__build_texts(struct rig_tokenizer *tok, const json_t 
 static enum rig_status rig__build_bytes(struct rig_tokenizer *tok)
 {
     int16_t byte_of[324];
-    for (size_t i = 0; i < RIG_ARRAY_LEN(byte_of); i++) byte_of[i] = -1;
-    for (int b = 0; b < 256; b++) byte_of[rig__byte_char((uint8_t)b)] = (int16_t)b;
+    for (size_t i = 0; i < RIG_ARRAY_LEN(byte_of); i++)
+        byte_of[i] = -1;
+    for (int b = 0; b < 256; b++)
+        byte_of[rig__byte_char((uint8_t)b)] = (int16_t)b;
     int32_t n = tok->token_count;
     tok->bytes_offset = calloc((size_t)n + 1, sizeof(uint32_t));
     size_t extra = 0; /* normalised added tokens can be longer than their content */
-    for (uint32_t a = 0; a < tok->added_count; a++) extra += tok->added[a].match_len;
+    for (uint32_t a = 0; a < tok->added_count; a++)
+        extra += tok->added[a].match_len;
     tok->bytes = malloc((size_t)tok->text_offset[n] + extra + 1);
     if (tok->bytes_offset == NULL || tok->bytes == NULL)
         return rig__tokenizer_fail(RIG_E_NO_MEMORY, "out of memory loading the vocabulary");
@@ -300,12 +305,16 @@ static enum rig_status rig__build_bytes(struct rig_tokenizer *tok)
                 continue;
             }
             tok->bytes[at++] = text[i++]; /* copy a foreign character byte by byte */
-            while (i < len && (text[i] & 0xC0) == 0x80) tok->bytes[at++] = text[i++];
+            while (i < len && (text[i] & 0xC0) == 0x80)
+                tok->bytes[at++] = text[i++];
         }
         uint32_t decoded = at - tok->bytes_offset[id];
         tok->token_bytes_max = decoded > tok->token_bytes_max ? decoded : tok->token_bytes_max;
     }
     tok->bytes_offset[n] = at;
+    if (tok->token_bytes_max > RIG__TOKEN_BYTES_MAX) /* a normalised added token can grow */
+        return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "a token decodes to more than %d bytes",
+                                   RIG__TOKEN_BYTES_MAX);
     return RIG_OK;
 }
 
@@ -328,8 +337,7 @@ static enum rig_status rig__check_model_fields(struct rig_tokenizer *tok, const 
     if (dropout != NULL && !json_is_null(dropout) && json_number_value(dropout) != 0.0)
         return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "model.dropout: BPE dropout");
     bool byte_fallback = false;
-    enum rig_status status = rig__json_bool(model, "byte_fallback", false, &byte_fallback,
-                                            "model");
+    enum rig_status status = rig__json_bool(model, "byte_fallback", false, &byte_fallback, "model");
     if (status == RIG_OK && byte_fallback)
         return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "model.byte_fallback: not byte-level BPE");
     if (status == RIG_OK)
@@ -389,12 +397,14 @@ static enum rig_status rig__load_model(struct rig_tokenizer *tok, const json_t *
     memset(tok->merge_slots, 0xFF, ((size_t)tok->merge_mask + 1) * sizeof *tok->merge_slots);
     const char *key;
     const json_t *value;
-    json_object_foreach((json_t *)vocab, key, value) {
+    json_object_foreach((json_t *)vocab, key, value)
+    {
         int32_t id = (int32_t)json_integer_value(value);
         if (strcmp(tok->texts + tok->text_offset[id], key) == 0) rig__vocab_insert(tok, id);
     }
     size_t rank;
-    json_array_foreach((json_t *)merges, rank, value) {
+    json_array_foreach((json_t *)merges, rank, value)
+    {
         int32_t ids[3] = {-1, -1, -1};
         enum rig_status status = rig__parse_merge(tok, value, rank, ids);
         if (status != RIG_OK) return status;
@@ -432,9 +442,8 @@ static enum rig_status rig__added_match_text(const struct rig_tokenizer *tok,
     utf8proc_uint8_t *text = (utf8proc_uint8_t *)strdup(token->content);
     for (uint32_t s = 0; s < tok->normalizer_count && text != NULL; s++) {
         utf8proc_uint8_t *next = NULL;
-        utf8proc_ssize_t len = utf8proc_map(text, 0, &next,
-                                            rig__normalizer_options(tok->normalizers[s]) |
-                                            UTF8PROC_NULLTERM);
+        utf8proc_ssize_t len = utf8proc_map(
+            text, 0, &next, rig__normalizer_options(tok->normalizers[s]) | UTF8PROC_NULLTERM);
         free(text);
         text = len < 0 ? NULL : next;
     }
@@ -458,7 +467,8 @@ static enum rig_status rig__load_added(struct rig_tokenizer *tok, const json_t *
     if (tok->added == NULL) return rig__tokenizer_fail(RIG_E_NO_MEMORY, "out of memory");
     size_t index;
     const json_t *value;
-    json_array_foreach((json_t *)added, index, value) {
+    json_array_foreach((json_t *)added, index, value)
+    {
         struct rig__added_token *token = &tok->added[tok->added_count];
         token->id = (int32_t)json_integer_value(json_object_get(value, "id"));
         token->content = tok->texts + tok->text_offset[token->id];
@@ -466,8 +476,8 @@ static enum rig_status rig__load_added(struct rig_tokenizer *tok, const json_t *
         char where[48];
         snprintf(where, sizeof where, "added_tokens[%zu]", index);
         enum rig_status status = RIG_OK;
-        bool *flags[] = {&token->lstrip, &token->rstrip, &token->single_word,
-                         &token->normalized, &token->special};
+        bool *flags[] = {&token->lstrip, &token->rstrip, &token->single_word, &token->normalized,
+                         &token->special};
         const char *names[] = {"lstrip", "rstrip", "single_word", "normalized", "special"};
         for (size_t i = 0; i < RIG_ARRAY_LEN(flags) && status == RIG_OK; i++)
             status = rig__json_bool(value, names[i], i == 3, flags[i], where);
@@ -488,7 +498,8 @@ static enum rig_status rig__load_added(struct rig_tokenizer *tok, const json_t *
 static enum rig_status rig__index_added(struct rig_tokenizer *tok)
 {
     uint32_t counts[256] = {0};
-    for (uint32_t i = 0; i < tok->added_count; i++) counts[(uint8_t)tok->added[i].match[0]]++;
+    for (uint32_t i = 0; i < tok->added_count; i++)
+        counts[(uint8_t)tok->added[i].match[0]]++;
     for (int b = 0; b < 256; b++) {
         if (counts[b] == 0) continue;
         uint32_t *list = malloc((counts[b] + 1) * sizeof *list);
@@ -511,21 +522,39 @@ static enum rig_status rig__index_added(struct rig_tokenizer *tok)
 
 /* ---- normalizer, pre-tokenizer, post-processor, decoder -------------------------------- */
 
-static enum rig_status rig__load_normalizer(struct rig_tokenizer *tok, const json_t *normalizer,
-                                            int depth)
+/* Calls `load` on a component (normalizer, pre_tokenizer, post_processor), or on each member
+ * of a Sequence (listed under `list_key`). A Sequence inside a Sequence is not supported, which
+ * keeps loading free of recursion; no HF file in these families nests them. */
+static enum rig_status rig__load_steps(
+    struct rig_tokenizer *tok, const json_t *component, const char *field, const char *list_key,
+    enum rig_status (*load)(struct rig_tokenizer *tok, const json_t *step, const char *type))
 {
-    if (normalizer == NULL || json_is_null(normalizer)) return RIG_OK;
-    const char *type = rig__json_type(normalizer, "normalizer");
+    if (component == NULL || json_is_null(component)) return RIG_OK;
+    const char *type = rig__json_type(component, field);
     if (type == NULL) return RIG_E_PARSE;
-    if (strcmp(type, "Sequence") == 0 && depth == 0) {
-        size_t index;
-        const json_t *value;
-        json_array_foreach(json_object_get(normalizer, "normalizers"), index, value) {
-            enum rig_status status = rig__load_normalizer(tok, value, depth + 1);
-            if (status != RIG_OK) return status;
-        }
-        return RIG_OK;
+    if (strcmp(type, "Sequence") != 0) return load(tok, component, type);
+    const json_t *list = json_object_get(component, list_key);
+    if (!json_is_array(list))
+        return rig__tokenizer_fail(RIG_E_PARSE, "%s.%s: expected an array", field, list_key);
+    size_t index;
+    const json_t *step;
+    json_array_foreach((json_t *)list, index, step)
+    {
+        const char *step_type = rig__json_type(step, field);
+        if (step_type == NULL) return RIG_E_PARSE;
+        if (strcmp(step_type, "Sequence") == 0)
+            return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "%s.%s[%zu]: nested Sequence", field,
+                                       list_key, index);
+        enum rig_status status = load(tok, step, step_type);
+        if (status != RIG_OK) return status;
     }
+    return RIG_OK;
+}
+
+static enum rig_status rig__load_normalizer(struct rig_tokenizer *tok, const json_t *normalizer,
+                                            const char *type)
+{
+    (void)normalizer;
     static const char *const names[] = {"NFC", "NFD", "NFKC", "NFKD"};
     for (size_t i = 0; i < RIG_ARRAY_LEN(names); i++) {
         if (strcmp(type, names[i]) != 0) continue;
@@ -534,8 +563,7 @@ static enum rig_status rig__load_normalizer(struct rig_tokenizer *tok, const jso
         tok->normalizers[tok->normalizer_count++] = (enum rig__normalizer)i;
         return RIG_OK;
     }
-    return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "normalizer.type \"%s\" is not supported",
-                               type);
+    return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "normalizer.type \"%s\" is not supported", type);
 }
 
 static enum rig_status rig__compile_regex(const char *pattern, size_t len, pcre2_code **out,
@@ -543,8 +571,8 @@ static enum rig_status rig__compile_regex(const char *pattern, size_t len, pcre2
 {
     int error = 0;
     PCRE2_SIZE offset = 0;
-    pcre2_code *code = pcre2_compile((PCRE2_SPTR)pattern, len, PCRE2_UTF | PCRE2_UCP, &error,
-                                     &offset, NULL);
+    pcre2_code *code =
+        pcre2_compile((PCRE2_SPTR)pattern, len, PCRE2_UTF | PCRE2_UCP, &error, &offset, NULL);
     if (code == NULL) {
         PCRE2_UCHAR message[160];
         pcre2_get_error_message(error, message, sizeof message);
@@ -577,8 +605,8 @@ static enum rig_status rig__load_split(struct rig__pretokenizer_step *step, cons
     enum rig_status status = rig__json_bool(split, "invert", false, &step->invert, "Split");
     if (status != RIG_OK) return status;
     if (json_is_string(regex))
-        return rig__compile_regex(json_string_value(regex), json_string_length(regex),
-                                  &step->regex, &step->jit, "pre_tokenizer Split.pattern.Regex");
+        return rig__compile_regex(json_string_value(regex), json_string_length(regex), &step->regex,
+                                  &step->jit, "pre_tokenizer Split.pattern.Regex");
     if (!json_is_string(literal) || json_string_length(literal) == 0)
         return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "pre_tokenizer Split.pattern: needs "
                                                       "Regex or a non-empty String");
@@ -590,31 +618,21 @@ static enum rig_status rig__load_split(struct rig__pretokenizer_step *step, cons
 }
 
 static enum rig_status rig__load_pretokenizer(struct rig_tokenizer *tok, const json_t *pre,
-                                              int depth)
+                                              const char *type)
 {
-    if (pre == NULL || json_is_null(pre)) return RIG_OK;
-    const char *type = rig__json_type(pre, "pre_tokenizer");
-    if (type == NULL) return RIG_E_PARSE;
-    if (strcmp(type, "Sequence") == 0 && depth == 0) {
-        size_t index;
-        const json_t *value;
-        json_array_foreach(json_object_get(pre, "pretokenizers"), index, value) {
-            enum rig_status status = rig__load_pretokenizer(tok, value, depth + 1);
-            if (status != RIG_OK) return status;
-        }
-        return RIG_OK;
-    }
     if (tok->pretokenizer_count == RIG__PRETOKENIZER_STEPS_MAX)
         return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "pre_tokenizer: too many steps");
     struct rig__pretokenizer_step *step = &tok->pretokenizers[tok->pretokenizer_count++];
     *step = (struct rig__pretokenizer_step){.behavior = RIG__SPLIT_ISOLATED};
     if (strcmp(type, "Split") == 0) return rig__load_split(step, pre);
     if (strcmp(type, "ByteLevel") != 0)
-        return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "pre_tokenizer.type \"%s\" is not "
-                                                      "supported", type);
+        return rig__tokenizer_fail(RIG_E_UNSUPPORTED,
+                                   "pre_tokenizer.type \"%s\" is not "
+                                   "supported",
+                                   type);
     bool use_regex = true;
-    enum rig_status status = rig__json_bool(pre, "add_prefix_space", true,
-                                            &step->add_prefix_space, "ByteLevel");
+    enum rig_status status =
+        rig__json_bool(pre, "add_prefix_space", true, &step->add_prefix_space, "ByteLevel");
     if (status == RIG_OK) status = rig__json_bool(pre, "use_regex", true, &use_regex, "ByteLevel");
     if (status != RIG_OK) return status;
     tok->byte_level = true;
@@ -631,11 +649,11 @@ static enum rig_status rig__load_template(struct rig_tokenizer *tok, const json_
     bool seen_sequence = false;
     size_t index;
     const json_t *piece;
-    json_array_foreach((json_t *)single, index, piece) {
+    json_array_foreach((json_t *)single, index, piece)
+    {
         const json_t *sequence = json_object_get(piece, "Sequence");
-        const char *name = json_string_value(json_object_get(json_object_get(piece,
-                                                                              "SpecialToken"),
-                                                             "id"));
+        const char *name =
+            json_string_value(json_object_get(json_object_get(piece, "SpecialToken"), "id"));
         if (sequence != NULL) {
             const char *which = json_string_value(json_object_get(sequence, "id"));
             if (which == NULL || strcmp(which, "A") != 0 || seen_sequence)
@@ -649,10 +667,11 @@ static enum rig_status rig__load_template(struct rig_tokenizer *tok, const json_
                                        index);
         size_t k;
         const json_t *id;
-        json_array_foreach((json_t *)ids, k, id) {
+        json_array_foreach((json_t *)ids, k, id)
+        {
             int32_t *list = seen_sequence ? tok->template_suffix : tok->template_prefix;
-            uint32_t *count = seen_sequence ? &tok->template_suffix_count
-                                            : &tok->template_prefix_count;
+            uint32_t *count =
+                seen_sequence ? &tok->template_suffix_count : &tok->template_prefix_count;
             json_int_t value = json_integer_value(id);
             if (*count == RIG__TEMPLATE_TOKENS_MAX || value < 0 || value >= tok->token_count)
                 return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "post_processor.special_tokens");
@@ -662,22 +681,11 @@ static enum rig_status rig__load_template(struct rig_tokenizer *tok, const json_
     return RIG_OK;
 }
 
-static enum rig_status rig__load_post(struct rig_tokenizer *tok, const json_t *post, int depth)
+static enum rig_status rig__load_post(struct rig_tokenizer *tok, const json_t *post,
+                                      const char *type)
 {
-    if (post == NULL || json_is_null(post)) return RIG_OK;
-    const char *type = rig__json_type(post, "post_processor");
-    if (type == NULL) return RIG_E_PARSE;
     if (strcmp(type, "ByteLevel") == 0) return RIG_OK; /* only offsets change: no ids */
     if (strcmp(type, "TemplateProcessing") == 0) return rig__load_template(tok, post);
-    if (strcmp(type, "Sequence") == 0 && depth == 0) {
-        size_t index;
-        const json_t *value;
-        json_array_foreach(json_object_get(post, "processors"), index, value) {
-            enum rig_status status = rig__load_post(tok, value, depth + 1);
-            if (status != RIG_OK) return status;
-        }
-        return RIG_OK;
-    }
     return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "post_processor.type \"%s\" is not supported",
                                type);
 }
@@ -707,25 +715,30 @@ static enum rig_status rig__load_json(struct rig_tokenizer *tok, const json_t *r
         status = rig__tokenizer_fail(RIG_E_PARSE, "model.vocab: expected an object");
     if (status == RIG_OK)
         status = rig__count_tokens(json_object_get(model, "vocab"), added, &tok->token_count);
-    if (status == RIG_OK)
-        status = rig__build_texts(tok, json_object_get(model, "vocab"), added);
+    if (status == RIG_OK) status = rig__build_texts(tok, json_object_get(model, "vocab"), added);
     if (status == RIG_OK) status = rig__load_model(tok, model);
-    if (status == RIG_OK) status = rig__load_normalizer(tok, json_object_get(root, "normalizer"), 0);
+    if (status == RIG_OK)
+        status = rig__load_steps(tok, json_object_get(root, "normalizer"), "normalizer",
+                                 "normalizers", rig__load_normalizer);
     if (status == RIG_OK) status = rig__load_added(tok, added);
     if (status == RIG_OK) status = rig__index_added(tok);
     if (status == RIG_OK) status = rig__build_bytes(tok);
     if (status == RIG_OK)
-        status = rig__load_pretokenizer(tok, json_object_get(root, "pre_tokenizer"), 0);
+        status = rig__load_steps(tok, json_object_get(root, "pre_tokenizer"), "pre_tokenizer",
+                                 "pretokenizers", rig__load_pretokenizer);
     if (status == RIG_OK)
-        status = rig__load_post(tok, json_object_get(root, "post_processor"), 0);
+        status = rig__load_steps(tok, json_object_get(root, "post_processor"), "post_processor",
+                                 "processors", rig__load_post);
     if (status == RIG_OK) status = rig__load_decoder(json_object_get(root, "decoder"));
     if (status == RIG_OK && !tok->byte_level)
         status = rig__tokenizer_fail(RIG_E_UNSUPPORTED, "pre_tokenizer: byte-level BPE needs a "
                                                         "ByteLevel pre-tokenizer");
     for (int b = 0; status == RIG_OK && b < 256; b++) {
         if (tok->byte_token[b] < 0)
-            status = rig__tokenizer_fail(RIG_E_UNSUPPORTED, "model.vocab: byte 0x%02x has no "
-                                                            "token", b);
+            status = rig__tokenizer_fail(RIG_E_UNSUPPORTED,
+                                         "model.vocab: byte 0x%02x has no "
+                                         "token",
+                                         b);
     }
     json_decref(no_added);
     return status;
@@ -800,12 +813,14 @@ void rig_tokenizer_free(struct rig_tokenizer *tok)
         pcre2_code_free(tok->pretokenizers[i].regex);
         free(tok->pretokenizers[i].literal);
     }
-    for (int b = 0; b < 256; b++) free(tok->added_by_byte[b]);
+    for (int b = 0; b < 256; b++)
+        free(tok->added_by_byte[b]);
     for (uint32_t i = 0; tok->added != NULL && i < tok->added_count; i++) {
         if (tok->added[i].match != tok->added[i].content) free(tok->added[i].match);
     }
     if (tok->cache != NULL) {
-        for (int i = 0; i < RIG__CACHE_SHARDS; i++) pthread_mutex_destroy(&tok->cache[i].lock);
+        for (int i = 0; i < RIG__CACHE_SHARDS; i++)
+            pthread_mutex_destroy(&tok->cache[i].lock);
     }
     free(tok->cache);
     free(tok->added);

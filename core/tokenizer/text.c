@@ -72,8 +72,7 @@ enum rig_status rig__ids_reserve(struct rig_tokenizer_ids *ids, size_t extra)
 enum rig_status rig__text_reserve(struct rig_tokenizer_text *text, size_t extra)
 {
     RIG_ASSERT(text->len <= text->capacity);
-    if (extra > SIZE_MAX / 4)
-        return rig__tokenizer_fail(RIG_E_NO_MEMORY, "text buffer too large");
+    if (extra > SIZE_MAX / 4) return rig__tokenizer_fail(RIG_E_NO_MEMORY, "text buffer too large");
     if (text->capacity - text->len > extra) return RIG_OK; /* room for the NUL too */
     size_t capacity = text->capacity < 256 ? 256 : text->capacity;
     while (capacity - text->len <= extra) {
@@ -115,10 +114,14 @@ static enum rig__utf8_kind rig__utf8_classify(const uint8_t *bytes, size_t len, 
     uint8_t low = 0x80, high = 0xBF; /* allowed range of the second byte */
     *count = 1;
     if (lead < 0x80) return RIG__UTF8_VALID;
-    if (lead >= 0xC2 && lead <= 0xDF) need = 1;
-    else if (lead >= 0xE0 && lead <= 0xEF) need = 2;
-    else if (lead >= 0xF0 && lead <= 0xF4) need = 3;
-    else return RIG__UTF8_INVALID;
+    if (lead >= 0xC2 && lead <= 0xDF)
+        need = 1;
+    else if (lead >= 0xE0 && lead <= 0xEF)
+        need = 2;
+    else if (lead >= 0xF0 && lead <= 0xF4)
+        need = 3;
+    else
+        return RIG__UTF8_INVALID;
     if (lead == 0xE0) low = 0xA0;
     if (lead == 0xED) high = 0x9F;
     if (lead == 0xF0) low = 0x90;

@@ -99,9 +99,8 @@ void rig_tokenizer_work_free(struct rig_tokenizer_work *work);
  * Returns RIG_E_INVALID for text that is not valid UTF-8 (the message gives the byte offset),
  * RIG_E_NO_MEMORY when `out` cannot grow; on error `out` is as it was. */
 enum rig_status rig_tokenizer_encode(const struct rig_tokenizer *tokenizer,
-                                     struct rig_tokenizer_work *work, const char *text,
-                                     size_t len, bool add_special_tokens,
-                                     struct rig_tokenizer_ids *out);
+                                     struct rig_tokenizer_work *work, const char *text, size_t len,
+                                     bool add_special_tokens, struct rig_tokenizer_ids *out);
 
 /* ---- decoding -------------------------------------------------------------------------- */
 
@@ -118,9 +117,9 @@ enum rig_status rig_tokenizer_decode(const struct rig_tokenizer *tokenizer, cons
 struct rig_tokenizer_stream {
     const struct rig_tokenizer *tokenizer;
     bool skip_special_tokens;
-    uint8_t pending[4];   /* (pending_len) bytes of a UTF-8 character not yet complete */
-    uint8_t pending_len;  /* 0..3 */
-    uint64_t ids_seen;    /* ids fed so far */
+    uint8_t pending[4];  /* (pending_len) bytes of a UTF-8 character not yet complete */
+    uint8_t pending_len; /* 0..3 */
+    uint64_t ids_seen;   /* ids fed so far */
 };
 
 void rig_tokenizer_stream_init(struct rig_tokenizer_stream *stream,

@@ -12,6 +12,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 #include <pthread.h>
+#include <utf8proc.h>
 
 #include "core/tokenizer/tokenizer.h"
 
@@ -21,14 +22,14 @@ enum {
     RIG__TOKEN_SPECIAL = 4,
 };
 
-#define RIG__NORMALIZER_STEPS_MAX 8
+#define RIG__NORMALIZER_STEPS_MAX   8
 #define RIG__PRETOKENIZER_STEPS_MAX 8
-#define RIG__TEMPLATE_TOKENS_MAX 8
-#define RIG__ADDED_TOKENS_MAX 65536
-#define RIG__TOKEN_BYTES_MAX 4096
+#define RIG__TEMPLATE_TOKENS_MAX    8
+#define RIG__ADDED_TOKENS_MAX       65536
+#define RIG__TOKEN_BYTES_MAX        4096
 /* The word cache: shards x slots, pieces up to KEY_MAX bytes giving up to IDS_MAX ids. */
-#define RIG__CACHE_SHARDS 64
-#define RIG__CACHE_SLOTS 256
+#define RIG__CACHE_SHARDS  64
+#define RIG__CACHE_SLOTS   256
 #define RIG__CACHE_KEY_MAX 94 /* a run of ~30 CJK characters is one piece */
 #define RIG__CACHE_IDS_MAX 23
 _Static_assert((RIG__CACHE_SLOTS & (RIG__CACHE_SLOTS - 1)) == 0, "cache slots: power of 2");
@@ -51,37 +52,37 @@ enum rig__split_behavior {
 /* One pre-tokenizer step: a regex split (Split, or ByteLevel's own regex) and/or a prefix
  * space (ByteLevel add_prefix_space). */
 struct rig__pretokenizer_step {
-    pcre2_code *regex;      /* NULL: no split in this step */
-    bool jit;               /* regex is JIT compiled: pcre2_jit_match may be called */
-    char *literal;          /* Split with a String pattern: the literal (else NULL) */
-    size_t literal_len;     /* bytes of literal */
+    pcre2_code *regex;  /* NULL: no split in this step */
+    bool jit;           /* regex is JIT compiled: pcre2_jit_match may be called */
+    char *literal;      /* Split with a String pattern: the literal (else NULL) */
+    size_t literal_len; /* bytes of literal */
     enum rig__split_behavior behavior;
-    bool invert;            /* Split's invert: the non-matches are the delimiters */
-    bool add_prefix_space;  /* ByteLevel: prepend ' ' to a piece not starting with one */
+    bool invert;           /* Split's invert: the non-matches are the delimiters */
+    bool add_prefix_space; /* ByteLevel: prepend ' ' to a piece not starting with one */
 };
 
 struct rig__added_token {
     int32_t id;
-    uint32_t len;           /* bytes of content */
-    const char *content;    /* NUL-terminated, points into the tokenizer's token texts */
-    char *match;            /* what is searched for: content, normalised when `normalized`
-                             * (owned when it differs from content) */
-    uint32_t match_len;     /* bytes of match */
+    uint32_t len;        /* bytes of content */
+    const char *content; /* NUL-terminated, points into the tokenizer's token texts */
+    char *match;         /* what is searched for: content, normalised when `normalized`
+                          * (owned when it differs from content) */
+    uint32_t match_len;  /* bytes of match */
     bool lstrip, rstrip, single_word, normalized, special;
 };
 
 struct rig__merge_slot {
-    uint64_t pair;          /* (left id << 32) | right id; UINT64_MAX when empty */
-    uint32_t rank;          /* position in the merges list: lower merges first */
-    int32_t merged_id;      /* id of the token left+right */
+    uint64_t pair;     /* (left id << 32) | right id; UINT64_MAX when empty */
+    uint32_t rank;     /* position in the merges list: lower merges first */
+    int32_t merged_id; /* id of the token left+right */
 };
 
 struct rig__cache_slot {
-    uint64_t hash;          /* 0 when empty */
-    uint8_t key_len;        /* bytes of key */
-    uint8_t ids_count;      /* ids */
-    char key[RIG__CACHE_KEY_MAX];      /* (key_len) piece bytes */
-    int32_t ids[RIG__CACHE_IDS_MAX];   /* (ids_count) BPE result */
+    uint64_t hash;                   /* 0 when empty */
+    uint8_t key_len;                 /* bytes of key */
+    uint8_t ids_count;               /* ids */
+    char key[RIG__CACHE_KEY_MAX];    /* (key_len) piece bytes */
+    int32_t ids[RIG__CACHE_IDS_MAX]; /* (ids_count) BPE result */
 };
 
 struct rig__cache_shard {
@@ -90,33 +91,33 @@ struct rig__cache_shard {
 };
 
 struct rig_tokenizer {
-    int32_t token_count;        /* largest id + 1 */
-    uint8_t *token_flags;       /* (token_count) RIG__TOKEN_* bits */
-    uint32_t *text_offset;      /* (token_count + 1) into texts; a token's text ends in NUL */
-    char *texts;                /* (text_offset[token_count]) vocabulary texts */
-    uint32_t *bytes_offset;     /* (token_count + 1) into bytes */
-    uint8_t *bytes;             /* (bytes_offset[token_count]) decoded bytes of each token */
-    uint32_t token_bytes_max;   /* longest decoded token, bytes */
+    int32_t token_count;      /* largest id + 1 */
+    uint8_t *token_flags;     /* (token_count) RIG__TOKEN_* bits */
+    uint32_t *text_offset;    /* (token_count + 1) into texts; a token's text ends in NUL */
+    char *texts;              /* (text_offset[token_count]) vocabulary texts */
+    uint32_t *bytes_offset;   /* (token_count + 1) into bytes */
+    uint8_t *bytes;           /* (bytes_offset[token_count]) decoded bytes of each token */
+    uint32_t token_bytes_max; /* longest decoded token, bytes */
 
-    uint32_t *vocab_slots;      /* (vocab_mask + 1) id + 1 per slot, 0 when empty */
+    uint32_t *vocab_slots; /* (vocab_mask + 1) id + 1 per slot, 0 when empty */
     uint32_t vocab_mask;
     struct rig__merge_slot *merge_slots; /* (merge_mask + 1) */
     uint32_t merge_mask;
-    int32_t byte_token[256];    /* id of the token of each single byte, -1 when none */
-    bool ignore_merges;         /* BPE: a piece that is itself a token is kept whole */
+    int32_t byte_token[256]; /* id of the token of each single byte, -1 when none */
+    bool ignore_merges;      /* BPE: a piece that is itself a token is kept whole */
 
-    struct rig__added_token *added;       /* (added_count) in file order */
+    struct rig__added_token *added; /* (added_count) in file order */
     uint32_t added_count;
-    uint32_t *added_by_byte[256];         /* per first byte: indices into added, longest first,
-                                           * terminated by UINT32_MAX; NULL when none */
-    bool has_normalized_added;            /* some added token is matched after normalising */
-    bool split_special_tokens;            /* config: special tokens in text are plain text */
+    uint32_t *added_by_byte[256]; /* per first byte: indices into added, longest first,
+                                   * terminated by UINT32_MAX; NULL when none */
+    bool has_normalized_added;    /* some added token is matched after normalising */
+    bool split_special_tokens;    /* config: special tokens in text are plain text */
 
     enum rig__normalizer normalizers[RIG__NORMALIZER_STEPS_MAX]; /* (normalizer_count) */
     uint32_t normalizer_count;
     struct rig__pretokenizer_step pretokenizers[RIG__PRETOKENIZER_STEPS_MAX];
     uint32_t pretokenizer_count;
-    bool byte_level;            /* a ByteLevel pre-tokenizer is present (bytes -> chars) */
+    bool byte_level; /* a ByteLevel pre-tokenizer is present (bytes -> chars) */
 
     int32_t template_prefix[RIG__TEMPLATE_TOKENS_MAX]; /* (template_prefix_count) BOS etc. */
     uint32_t template_prefix_count;
@@ -124,8 +125,8 @@ struct rig_tokenizer {
     uint32_t template_suffix_count;
 
     struct rig_tokenizer_specials specials;
-    char *bos_token;            /* text of the BOS token from the config, or NULL */
-    char *eos_token;            /* text of the EOS token from the config, or NULL */
+    char *bos_token; /* text of the BOS token from the config, or NULL */
+    char *eos_token; /* text of the EOS token from the config, or NULL */
     enum rig_chat_template chat_template;
 
     struct rig__cache_shard *cache; /* (RIG__CACHE_SHARDS) */
@@ -138,8 +139,7 @@ enum rig_status rig__tokenizer_fail(enum rig_status status, const char *format, 
 /* FNV-1a over `len` bytes; never 0. */
 uint64_t rig__tokenizer_hash(const void *data, size_t len);
 /* Id of the vocabulary text `text` of `len` bytes, or -1. */
-int32_t rig__tokenizer_lookup(const struct rig_tokenizer *tokenizer, const char *text,
-                              size_t len);
+int32_t rig__tokenizer_lookup(const struct rig_tokenizer *tokenizer, const char *text, size_t len);
 /* The merge of (left, right), or NULL. */
 const struct rig__merge_slot *rig__tokenizer_merge(const struct rig_tokenizer *tokenizer,
                                                    int32_t left, int32_t right);
@@ -161,8 +161,8 @@ enum rig_status rig__ids_reserve(struct rig_tokenizer_ids *ids, size_t extra);
  * for len ids). Returns the number of ids. `symbols`/`heap` are scratch for 2 * len entries. */
 struct rig__bpe_symbol {
     int32_t id;
-    int32_t prev, next;     /* indices in the piece, -1 at the ends */
-    uint32_t len;           /* bytes covered; 0 once merged into the left neighbour */
+    int32_t prev, next; /* indices in the piece, -1 at the ends */
+    uint32_t len;       /* bytes covered; 0 once merged into the left neighbour */
 };
 struct rig__bpe_merge {
     uint32_t rank;
@@ -170,14 +170,12 @@ struct rig__bpe_merge {
     int32_t merged_id;
 };
 size_t rig__bpe_piece(const struct rig_tokenizer *tokenizer, const uint8_t *bytes, size_t len,
-                      struct rig__bpe_symbol *symbols, struct rig__bpe_merge *heap,
-                      int32_t *out);
+                      struct rig__bpe_symbol *symbols, struct rig__bpe_merge *heap, int32_t *out);
 
 /* Reads a whole file into a NUL-terminated malloc'd buffer (RIG_E_IO when it cannot). */
 enum rig_status rig__tokenizer_read_file(const char *path, char **data, size_t *len);
 
 /* utf8proc options of a normaliser step. */
-#include <utf8proc.h>
 utf8proc_option_t rig__normalizer_options(enum rig__normalizer normalizer);
 
 /* Loads tokenizer_config.json into the tokenizer: specials and the chat template kind. */

@@ -27,13 +27,15 @@ struct harness_request {
     int32_t cached_len;
     int32_t output_len;
     int64_t first_token_ns, finish_ns, first_scheduled_ns;
+    int64_t first_step, finish_step;
 };
 
 struct harness {
     struct rig_engine *engine;
     struct harness_request requests[HARNESS_REQUESTS];
     int32_t request_count;
-    struct rig_step_record steps[HARNESS_STEPS];
+    struct rig_step_record steps[HARNESS_STEPS]; /* uids pointers cleared (not kept) */
+    uint64_t step_uids[HARNESS_STEPS][8];        /* the first 8 uids of each step */
     int32_t step_count;
     char log[HARNESS_LOG]; /* 'S' per step record, 'T' per token, 'F' per finish */
     int32_t log_len;
@@ -81,6 +83,8 @@ static inline void harness_on_finish(void *ctx, const struct rig_request_result 
     r->first_token_ns = res->first_token_ns;
     r->first_scheduled_ns = res->first_scheduled_ns;
     r->finish_ns = res->finish_ns;
+    r->first_step = res->first_step;
+    r->finish_step = res->finish_step;
     for (int32_t i = 0; i < res->output_len && i < HARNESS_TOKENS; i++)
         assert_int_equal(res->output_ids[i], r->tokens[i]);
     harness_log(h, 'F');
@@ -89,7 +93,12 @@ static inline void harness_on_finish(void *ctx, const struct rig_request_result 
 static inline void harness_on_step(void *ctx, const struct rig_step_record *rec)
 {
     struct harness *h = ctx;
-    if (h->step_count < HARNESS_STEPS) h->steps[h->step_count++] = *rec;
+    if (h->step_count < HARNESS_STEPS) {
+        for (int32_t i = 0; i < rec->batch_size && i < 8; i++)
+            h->step_uids[h->step_count][i] = rec->uids[i];
+        h->steps[h->step_count] = *rec;
+        h->steps[h->step_count++].uids = NULL;
+    }
     harness_log(h, 'S');
 }
 

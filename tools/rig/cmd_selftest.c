@@ -602,6 +602,300 @@ static int rig__compare(const struct rig__rank *single, const struct rig__rank *
     return failed || !repeat;
 }
 
+/* --- timing only: a Qwen3-32B decode step on 4 simulated H100s ------------------------- */
+
+/* Qwen3-32B (config.json) per rank at TP=4, decoding a batch of 64 requests that each hold
+ * 4096 tokens of context. Only shapes matter: every buffer but the metadata is phantom. */
+enum {
+    Q_LAYERS = 64,
+    Q_H = 5120,
+    Q_I = 25600,
+    Q_HQ = 64,
+    Q_HK = 8,
+    Q_D = 128,
+    Q_V = 151936,
+    Q_TP = 4,
+    Q_B = 64,
+    Q_CONTEXT = 4096,
+    Q_HQR = Q_HQ / Q_TP,
+    Q_HKR = Q_HK / Q_TP,
+    Q_IR = Q_I / Q_TP,
+    Q_VR = Q_V / Q_TP,
+    Q_SLOTS = Q_B * Q_CONTEXT + Q_B,
+};
+
+struct rig__qrank {
+    int32_t rank;
+    struct rig_device *device;
+    struct rig_comm *comm;
+    struct rig_stream *stream;
+    struct rig_buffer *weights, *acts, *kv, *meta;
+    size_t used[4];              /* bump offsets into weights, acts, kv, meta */
+    int32_t host_table_idx[Q_B]; /* (B) uploaded metadata */
+    int32_t host_kv_len[Q_B];    /* (B) */
+    int32_t tokens[Q_B];         /* (B) sampled by the last step */
+    int64_t eager_ns, graph_ns, eager_host_ns, graph_host_ns;
+    int32_t graph_ops;
+    struct rig_sim_stats graph_stats; /* what one graph replay added: the step's breakdown */
+    int failed;
+};
+
+static struct rig_tensor rig__qtake(struct rig__qrank *k, int32_t which, enum rig_dtype dtype,
+                                    int32_t ndim, int64_t n0, int64_t n1, int64_t n2)
+{
+    struct rig_buffer *buffers[4] = {k->weights, k->acts, k->kv, k->meta};
+    int64_t shape[3] = {n0, n1, n2};
+    struct rig_tensor t = rig_tensor_make(NULL, dtype, ndim, shape);
+    size_t bytes = (size_t)rig_tensor_numel(&t) * rig_dtype_size(dtype);
+    RIG_ASSERT(k->used[which] + bytes <= rig_hal_buffer_size(buffers[which]));
+    t.data = (char *)rig_hal_buffer_ptr(buffers[which]) + k->used[which];
+    k->used[which] += (bytes + 255) / 256 * 256;
+    return t;
+}
+
+static void rig__qcheck(struct rig__qrank *k, enum rig_status status)
+{
+    if (status != RIG_OK && !k->failed) {
+        fprintf(stderr, "rig selftest: qwen3-32b rank %d: %s %s\n", k->rank,
+                rig_status_name(status), rig_hal_last_error());
+        k->failed = 1;
+    }
+}
+
+/* The tensors one decode step reads and writes (views; layer weights carved per layer). */
+struct rig__qstep {
+    struct rig_tensor h, x, qkv, q, kk, v, attn, o, gu, act, down, logits_shard, gathered, logits;
+    struct rig_tensor ids, positions, out_loc, page_table, table_idx, kv_len, last_idx;
+    struct rig_tensor temperature, top_k, top_p, seed, position, tokens, embed, lm_head, norm;
+};
+
+static void rig__qlayer(struct rig__qrank *k, const struct rig__qstep *s)
+{
+    struct rig_tensor wqkv = rig__qtake(k, 0, RIG_DTYPE_BF16, 2, (Q_HQR + 2 * Q_HKR) * Q_D, Q_H, 1);
+    struct rig_tensor wo = rig__qtake(k, 0, RIG_DTYPE_BF16, 2, Q_H, Q_HQR * Q_D, 1);
+    struct rig_tensor wgu = rig__qtake(k, 0, RIG_DTYPE_BF16, 2, 2 * Q_IR, Q_H, 1);
+    struct rig_tensor wdown = rig__qtake(k, 0, RIG_DTYPE_BF16, 2, Q_H, Q_IR, 1);
+    struct rig_tensor norm = rig__qtake(k, 0, RIG_DTYPE_BF16, 1, Q_H, 1, 1);
+    struct rig_tensor qk_norm = rig__qtake(k, 0, RIG_DTYPE_BF16, 1, Q_D, 1, 1);
+    struct rig_tensor k_cache = rig__qtake(k, 2, RIG_DTYPE_BF16, 3, Q_SLOTS, Q_HKR, Q_D);
+    struct rig_tensor v_cache = rig__qtake(k, 2, RIG_DTYPE_BF16, 3, Q_SLOTS, Q_HKR, Q_D);
+    struct rig_stream *st = k->stream;
+    struct rig_op_add_rms_norm pre = {s->x, s->h, s->down, norm, 1e-6f};
+    rig__qcheck(k, rig_hal_add_rms_norm(st, &pre));
+    rig__qcheck(k, rig_hal_gemm(st, &(struct rig_op_gemm){s->qkv, s->x, wqkv, rig_tensor_none()}));
+    rig__qcheck(k, rig_hal_head_rms_norm(st, &(struct rig_op_head_rms_norm){s->q, qk_norm, 1e-6f}));
+    rig__qcheck(k,
+                rig_hal_head_rms_norm(st, &(struct rig_op_head_rms_norm){s->kk, qk_norm, 1e-6f}));
+    struct rig_op_rope rope = {s->q, s->kk, s->positions, {.theta = 1000000.0f}};
+    rig__qcheck(k, rig_hal_rope(st, &rope));
+    struct rig_op_store_kv store = {k_cache, v_cache, s->kk, s->v, s->out_loc};
+    rig__qcheck(k, rig_hal_store_kv(st, &store));
+    struct rig_op_attention_decode attention = {s->attn,       s->q,         k_cache,   v_cache,
+                                                s->page_table, s->table_idx, s->kv_len, 0.0884f};
+    rig__qcheck(k, rig_hal_attention_decode(st, &attention));
+    struct rig_tensor attn2d = rig_tensor_2d(s->attn.data, RIG_DTYPE_BF16, Q_B, Q_HQR * Q_D);
+    rig__qcheck(k, rig_hal_gemm(st, &(struct rig_op_gemm){s->o, attn2d, wo, rig_tensor_none()}));
+    rig__qcheck(k, rig_hal_all_reduce(st, &(struct rig_op_all_reduce){s->o, k->comm}));
+    struct rig_op_add_rms_norm post = {s->x, s->h, s->o, norm, 1e-6f};
+    rig__qcheck(k, rig_hal_add_rms_norm(st, &post));
+    rig__qcheck(k, rig_hal_gemm(st, &(struct rig_op_gemm){s->gu, s->x, wgu, rig_tensor_none()}));
+    rig__qcheck(k, rig_hal_silu_mul(st, &(struct rig_op_silu_mul){s->act, s->gu}));
+    rig__qcheck(k,
+                rig_hal_gemm(st, &(struct rig_op_gemm){s->down, s->act, wdown, rig_tensor_none()}));
+    rig__qcheck(k, rig_hal_all_reduce(st, &(struct rig_op_all_reduce){s->down, k->comm}));
+}
+
+/* One decode step: embedding, 64 layers, final norm, LM head, all-gather, sampling. */
+static void rig__qforward(struct rig__qrank *k, const struct rig__qstep *s)
+{
+    k->used[0] = k->used[2] = 0; /* every step walks the same per-layer weights and caches */
+    struct rig_tensor embed = rig__qtake(k, 0, RIG_DTYPE_BF16, 2, Q_VR, Q_H, 1);
+    struct rig_tensor lm_head = rig__qtake(k, 0, RIG_DTYPE_BF16, 2, Q_VR, Q_H, 1);
+    struct rig_tensor norm = rig__qtake(k, 0, RIG_DTYPE_BF16, 1, Q_H, 1, 1);
+    struct rig_stream *st = k->stream;
+    struct rig_op_embedding embedding = {s->h, embed, s->ids, (int64_t)k->rank * Q_VR};
+    rig__qcheck(k, rig_hal_embedding(st, &embedding));
+    rig__qcheck(k, rig_hal_all_reduce(st, &(struct rig_op_all_reduce){s->h, k->comm}));
+    for (int32_t layer = 0; layer < Q_LAYERS; layer++)
+        rig__qlayer(k, s);
+    struct rig_op_add_rms_norm final = {s->x, s->h, s->down, norm, 1e-6f};
+    rig__qcheck(k, rig_hal_add_rms_norm(st, &final));
+    rig__qcheck(k, rig_hal_gemm(st, &(struct rig_op_gemm){s->logits_shard, s->x, lm_head,
+                                                          rig_tensor_none()}));
+    struct rig_op_all_gather gather = {s->gathered, s->logits_shard, k->comm};
+    rig__qcheck(k, rig_hal_all_gather(st, &gather));
+    int64_t shape[3] = {Q_B, Q_TP, Q_VR};
+    struct rig_op_copy copy = {rig_tensor_make(s->logits.data, RIG_DTYPE_F32, 3, shape),
+                               rig_tensor_make(s->gathered.data, RIG_DTYPE_F32, 3, shape)};
+    copy.in.stride[0] = Q_VR;
+    copy.in.stride[1] = (int64_t)Q_B * Q_VR;
+    rig__qcheck(k, rig_hal_copy(st, &copy));
+    struct rig_op_sample sample = {s->tokens, s->logits, s->temperature, s->top_k,
+                                   s->top_p,  s->seed,   s->position};
+    rig__qcheck(k, rig_hal_sample(st, &sample));
+}
+/* Carves the step's activations (phantom) and metadata (real), uploads the metadata. */
+static void rig__qupload(struct rig__qrank *k, const struct rig_tensor *t, const void *host)
+{
+    size_t at = (size_t)((char *)t->data - (char *)rig_hal_buffer_ptr(k->meta));
+    size_t bytes = (size_t)rig_tensor_numel(t) * rig_dtype_size(t->dtype);
+    rig__qcheck(k, rig_hal_buffer_upload(k->stream, k->meta, at, host, bytes));
+}
+
+static void rig__qsetup(struct rig__qrank *k, struct rig__qstep *s)
+{
+    enum rig_dtype bf16 = RIG_DTYPE_BF16, i32 = RIG_DTYPE_I32, f32 = RIG_DTYPE_F32;
+    int32_t qkv_width = (Q_HQR + 2 * Q_HKR) * Q_D;
+    s->h = rig__qtake(k, 1, bf16, 2, Q_B, Q_H, 1);
+    s->x = rig__qtake(k, 1, bf16, 2, Q_B, Q_H, 1);
+    s->qkv = rig__qtake(k, 1, bf16, 2, Q_B, qkv_width, 1);
+    s->q = rig_tensor_3d(s->qkv.data, bf16, Q_B, Q_HQR, Q_D); /* views into qkv's rows */
+    s->q.stride[0] = qkv_width;
+    s->kk = rig_tensor_3d((char *)s->qkv.data + Q_HQR * Q_D * 2, bf16, Q_B, Q_HKR, Q_D);
+    s->kk.stride[0] = qkv_width;
+    s->v = rig_tensor_3d((char *)s->qkv.data + (Q_HQR + Q_HKR) * Q_D * 2, bf16, Q_B, Q_HKR, Q_D);
+    s->v.stride[0] = qkv_width;
+    s->attn = rig__qtake(k, 1, bf16, 3, Q_B, Q_HQR, Q_D);
+    s->o = rig__qtake(k, 1, bf16, 2, Q_B, Q_H, 1);
+    s->gu = rig__qtake(k, 1, bf16, 2, Q_B, 2 * Q_IR, 1);
+    s->act = rig__qtake(k, 1, bf16, 2, Q_B, Q_IR, 1);
+    s->down = rig__qtake(k, 1, bf16, 2, Q_B, Q_H, 1);
+    s->logits_shard = rig__qtake(k, 1, f32, 2, Q_B, Q_VR, 1);
+    s->gathered = rig__qtake(k, 1, f32, 3, Q_TP, Q_B, Q_VR);
+    s->logits = rig__qtake(k, 1, f32, 2, Q_B, Q_V, 1);
+    struct rig_tensor *meta[] = {&s->ids,       &s->positions, &s->out_loc,
+                                 &s->table_idx, &s->kv_len,    &s->last_idx,
+                                 &s->top_k,     &s->position,  &s->tokens};
+    for (size_t m = 0; m < RIG_ARRAY_LEN(meta); m++)
+        *meta[m] = rig__qtake(k, 3, i32, 1, Q_B, 1, 1);
+    s->temperature = rig__qtake(k, 3, f32, 1, Q_B, 1, 1);
+    s->top_p = rig__qtake(k, 3, f32, 1, Q_B, 1, 1);
+    s->seed = rig__qtake(k, 3, RIG_DTYPE_I64, 1, Q_B, 1, 1);
+    s->page_table = rig__qtake(k, 3, i32, 2, Q_B, Q_CONTEXT + 1, 1);
+    /* Request r sits in table row r with 4096 tokens of context and decodes token 4097; the
+     * cost model reads kv_len (the page table's slots do not change the cost). */
+    for (int32_t r = 0; r < Q_B; r++) {
+        k->host_table_idx[r] = r;
+        k->host_kv_len[r] = Q_CONTEXT + 1;
+    }
+    rig__qupload(k, &s->table_idx, k->host_table_idx);
+    rig__qupload(k, &s->kv_len, k->host_kv_len);
+    rig__qcheck(k, rig_hal_stream_synchronize(k->stream));
+}
+/* One step issued eagerly, then captured as a graph and replayed: device and host times. */
+static void rig__qsteps(struct rig__qrank *k, const struct rig__qstep *s)
+{
+    struct rig_event *begin = NULL, *end = NULL;
+    struct rig_graph *graph = NULL;
+    rig__qcheck(k, rig_hal_event_create(k->device, &begin));
+    rig__qcheck(k, rig_hal_event_create(k->device, &end));
+    if (k->failed) return;
+    int64_t t0 = rig_hal_now_ns(k->device);
+    rig__qcheck(k, rig_hal_event_record(begin, k->stream));
+    rig__qforward(k, s);
+    k->eager_host_ns = rig_hal_now_ns(k->device) - t0;
+    rig__qcheck(k, rig_hal_event_record(end, k->stream));
+    rig__qcheck(k, rig_hal_event_synchronize(end));
+    rig__qcheck(k, rig_hal_event_elapsed_ns(begin, end, &k->eager_ns));
+    rig__qcheck(k, rig_hal_graph_capture_begin(k->stream));
+    rig__qforward(k, s);
+    rig__qcheck(k, rig_hal_graph_capture_end(k->stream, &graph));
+    if (graph != NULL) {
+        k->graph_ops = rig_hal_graph_op_count(graph);
+        struct rig_sim_stats before;
+        rig__qcheck(k, rig_sim_get_stats(k->device, &before));
+        t0 = rig_hal_now_ns(k->device);
+        rig__qcheck(k, rig_hal_event_record(begin, k->stream));
+        rig__qcheck(k, rig_hal_graph_launch(graph, k->stream));
+        k->graph_host_ns = rig_hal_now_ns(k->device) - t0;
+        rig__qcheck(k, rig_hal_event_record(end, k->stream));
+        rig__qcheck(k, rig_hal_event_synchronize(end));
+        rig__qcheck(k, rig_hal_event_elapsed_ns(begin, end, &k->graph_ns));
+        rig__qcheck(k, rig_sim_get_stats(k->device, &k->graph_stats));
+        for (int32_t kind = 0; kind < RIG_OP_COUNT; kind++) {
+            k->graph_stats.op_ns[kind] -= before.op_ns[kind];
+            k->graph_stats.op_count[kind] -= before.op_count[kind];
+        }
+    }
+    rig_hal_graph_destroy(graph);
+    rig_hal_event_destroy(begin);
+    rig_hal_event_destroy(end);
+}
+
+static void *rig__qrun(void *arg)
+{
+    struct rig__qrank *k = arg;
+    static const size_t bytes[4] = {(size_t)17 << 30, (size_t)256 << 20, (size_t)35 << 29,
+                                    (size_t)2 << 20};
+    static const enum rig_memory_use uses[4] = {RIG_MEMORY_WEIGHTS, RIG_MEMORY_ACTIVATIONS,
+                                                RIG_MEMORY_KV, RIG_MEMORY_METADATA};
+    struct rig_buffer **buffers[4] = {&k->weights, &k->acts, &k->kv, &k->meta};
+    rig__qcheck(k, rig_hal_stream_create(k->device, &k->stream));
+    for (int32_t i = 0; i < 4 && !k->failed; i++)
+        rig__qcheck(k, rig_hal_buffer_alloc(k->device, bytes[i], uses[i], buffers[i]));
+    static struct rig__qstep steps[Q_TP];
+    struct rig__qstep *s = &steps[k->rank];
+    if (!k->failed) {
+        rig__qsetup(k, s);
+        rig__qsteps(k, s);
+        size_t at = (size_t)((char *)s->tokens.data - (char *)rig_hal_buffer_ptr(k->meta));
+        rig__qcheck(k,
+                    rig_hal_buffer_download(k->stream, k->meta, at, k->tokens, sizeof k->tokens));
+        rig__qcheck(k, rig_hal_stream_synchronize(k->stream));
+    }
+    for (int32_t i = 0; i < 4; i++)
+        rig_hal_buffer_free(*buffers[i]);
+    rig_hal_stream_destroy(k->stream);
+    return NULL;
+}
+
+/* Opens 4 timing-only H100s, runs the step on a thread per rank, prints what the simulator
+ * predicts and checks it is self-consistent. Returns 0 when it is. */
+static int rig__predict_qwen3_32b(void)
+{
+    struct rig_device *devices[Q_TP];
+    struct rig_comm *comms[Q_TP];
+    static struct rig__qrank ranks[Q_TP];
+    pthread_t threads[Q_TP];
+    struct rig_device_config config = {.timing_only = true, .profile = "h100", .seed = 1};
+    if (rig_hal_open("sim", &config, Q_TP, devices) != RIG_OK) return 1;
+    int failed = rig_hal_comm_create(devices, Q_TP, comms) != RIG_OK;
+    int32_t started = 0;
+    for (int32_t r = 0; r < Q_TP && !failed; r++) {
+        ranks[r] = (struct rig__qrank){.rank = r, .device = devices[r], .comm = comms[r]};
+        if (pthread_create(&threads[r], NULL, rig__qrun, &ranks[r]) != 0) break;
+        started++;
+    }
+    for (int32_t r = 0; r < started; r++)
+        pthread_join(threads[r], NULL);
+    failed |= started != Q_TP;
+    for (int32_t r = 0; r < Q_TP; r++) {
+        failed |= ranks[r].failed || ranks[r].eager_ns != ranks[0].eager_ns ||
+                  ranks[r].graph_ns != ranks[0].graph_ns;
+        for (int32_t b = 0; b < Q_B; b++)
+            failed |= ranks[r].tokens[b] < 0 || ranks[r].tokens[b] >= Q_V;
+        if (!failed) rig_hal_comm_destroy(comms[r]);
+        rig_hal_close(devices[r]);
+    }
+    const struct rig__qrank *k = &ranks[0];
+    failed |= !(k->graph_ns <= k->eager_ns) || k->eager_ns < 1000000 || k->eager_ns > 100000000;
+    printf("timing only: Qwen3-32B decode step, batch %d x %d tokens of context, TP=%d on "
+           "simulated H100s:\n  eager %.2f ms on the device (host %.2f ms issuing %d ops); "
+           "CUDA graph %.2f ms (host %.3f ms)\n",
+           Q_B, Q_CONTEXT, Q_TP, (double)k->eager_ns / 1e6, (double)k->eager_host_ns / 1e6,
+           k->graph_ops, (double)k->graph_ns / 1e6, (double)k->graph_host_ns / 1e6);
+    printf("  device time of the graph step by op:");
+    const char *separator = " ";
+    for (int32_t kind = 0; kind < RIG_OP_COUNT; kind++) {
+        if (k->graph_stats.op_count[kind] == 0) continue;
+        printf("%s%s %.2f ms (%lld)", separator, rig_op_name((enum rig_op_kind)kind),
+               (double)k->graph_stats.op_ns[kind] / 1e6, (long long)k->graph_stats.op_count[kind]);
+        separator = ", ";
+    }
+    printf("\n");
+    return failed;
+}
+
 int rig_cmd_selftest(int argc, char **argv)
 {
     if (argc > 1) {
@@ -610,7 +904,9 @@ int rig_cmd_selftest(int argc, char **argv)
                 "usage: rig selftest\n\nRuns one transformer layer (prefill with a cached "
                 "prefix, then a decode step) on the\nsimulator, on one device and on two TP "
                 "ranks in threads; checks that they agree and\nthat a rerun is identical; "
-                "prints the virtual timeline. Exit 0 on success.\n");
+                "prints the virtual timeline. Then predicts a Qwen3-32B decode step on\n4 "
+                "simulated H100s in timing-only mode, eagerly and as a graph. Exit 0 on "
+                "success.\n");
         return help ? 0 : 2;
     }
     static struct rig__model model;
@@ -625,6 +921,7 @@ int rig_cmd_selftest(int argc, char **argv)
     if (!failed) failed |= rig__compare(single, tp, again);
     rig__print_timeline("TP=1", single, 1);
     rig__print_timeline("TP=2", tp, RIG__TP);
+    failed |= rig__predict_qwen3_32b();
     printf("rig selftest: %s\n", failed ? "FAILED" : "ok");
     return failed ? 1 : 0;
 }

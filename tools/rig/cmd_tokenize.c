@@ -22,8 +22,8 @@
 
 struct rig__tokenize_args {
     const char *dir;
-    const char *input;        /* TEXT, IDS or "-" */
-    const char *bench_path;   /* --bench FILE */
+    const char *input;      /* TEXT, IDS or "-" */
+    const char *bench_path; /* --bench FILE */
     double bench_seconds;
     bool chat, no_special, tokens, no_thinking, skip_special, stream;
 };
@@ -66,17 +66,28 @@ static int rig__parse_args(int argc, char **argv, struct rig__tokenize_args *arg
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         bool has_value = i + 1 < argc;
-        if (strcmp(arg, "--tokenizer") == 0 && has_value) args->dir = argv[++i];
-        else if (strcmp(arg, "--bench") == 0 && has_value) args->bench_path = argv[++i];
-        else if (strcmp(arg, "--seconds") == 0 && has_value) args->bench_seconds = atof(argv[++i]);
-        else if (strcmp(arg, "--chat") == 0) args->chat = true;
-        else if (strcmp(arg, "--no-special") == 0) args->no_special = true;
-        else if (strcmp(arg, "--no-thinking") == 0) args->no_thinking = true;
-        else if (strcmp(arg, "--tokens") == 0) args->tokens = true;
-        else if (strcmp(arg, "--skip-special") == 0) args->skip_special = true;
-        else if (strcmp(arg, "--stream") == 0) args->stream = true;
-        else if ((arg[0] != '-' || strcmp(arg, "-") == 0) && args->input == NULL) args->input = arg;
-        else return 2;
+        if (strcmp(arg, "--tokenizer") == 0 && has_value)
+            args->dir = argv[++i];
+        else if (strcmp(arg, "--bench") == 0 && has_value)
+            args->bench_path = argv[++i];
+        else if (strcmp(arg, "--seconds") == 0 && has_value)
+            args->bench_seconds = atof(argv[++i]);
+        else if (strcmp(arg, "--chat") == 0)
+            args->chat = true;
+        else if (strcmp(arg, "--no-special") == 0)
+            args->no_special = true;
+        else if (strcmp(arg, "--no-thinking") == 0)
+            args->no_thinking = true;
+        else if (strcmp(arg, "--tokens") == 0)
+            args->tokens = true;
+        else if (strcmp(arg, "--skip-special") == 0)
+            args->skip_special = true;
+        else if (strcmp(arg, "--stream") == 0)
+            args->stream = true;
+        else if ((arg[0] != '-' || strcmp(arg, "-") == 0) && args->input == NULL)
+            args->input = arg;
+        else
+            return 2;
     }
     if (args->dir == NULL || (args->input == NULL && args->bench_path == NULL)) return 2;
     if (args->bench_seconds <= 0 || args->bench_seconds > 600) return 2;
@@ -124,12 +135,13 @@ static int rig__render_chat(const struct rig_tokenizer *tok, const struct rig__t
         }
         size_t index;
         json_t *message;
-        json_array_foreach(parsed, index, message) {
+        json_array_foreach(parsed, index, message)
+        {
             messages[count++] = (struct rig_chat_message){
                 .role = json_string_value(json_object_get(message, "role")),
                 .content = json_string_value(json_object_get(message, "content")),
-                .reasoning_content = json_string_value(json_object_get(message,
-                                                                       "reasoning_content"))};
+                .reasoning_content =
+                    json_string_value(json_object_get(message, "reasoning_content"))};
         }
     } else {
         messages[count++] = (struct rig_chat_message){.role = "user", .content = text};
@@ -195,7 +207,8 @@ static int rig__bench(struct rig_tokenizer *tok, const struct rig__tokenize_args
         size_t index;
         json_t *text;
         tokens = 0;
-        json_array_foreach(documents, index, text) {
+        json_array_foreach(documents, index, text)
+        {
             ids.count = 0;
             if (rig_tokenizer_encode(tok, work, json_string_value(text), json_string_length(text),
                                      true, &ids) != RIG_OK) {
@@ -210,8 +223,9 @@ static int rig__bench(struct rig_tokenizer *tok, const struct rig__tokenize_args
     }
     if (result == 0)
         printf("{\"bytes\": %zu, \"tokens\": %zu, \"rounds\": %zu, \"seconds\": %.3f, "
-               "\"mb_per_s\": %.2f, \"load_ms\": %.1f}\n", bytes, tokens, rounds, elapsed,
-               (double)bytes * (double)rounds / elapsed / 1e6, load_s * 1e3);
+               "\"mb_per_s\": %.2f, \"load_ms\": %.1f}\n",
+               bytes, tokens, rounds, elapsed, (double)bytes * (double)rounds / elapsed / 1e6,
+               load_s * 1e3);
     rig_tokenizer_ids_free(&ids);
     rig_tokenizer_work_free(work);
     json_decref(documents);

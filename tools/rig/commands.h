@@ -12,8 +12,10 @@ struct rig_command {
 
 int rig_cmd_selftest(int argc, char **argv);
 int rig_cmd_run(int argc, char **argv);
+int rig_cmd_generate(int argc, char **argv);
 int rig_cmd_tokenize(int argc, char **argv);
 int rig_cmd_detokenize(int argc, char **argv);
+int rig_cmd_fuzz(int argc, char **argv);
 
 /* Registers every backend compiled into this binary with the HAL (tools/rig/backends.c).
  * Idempotent; call before rig_hal_open. */

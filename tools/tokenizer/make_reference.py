@@ -80,7 +80,7 @@ def corpus():
                   "x\u2028y\u2029z", "end with newline\n", " ", "\n", "\r", "\u000b\u000c"]
     contractions = []
     for c in ["'s", "'t", "'re", "'ve", "'m", "'ll", "'d"]:
-        for form in {c, c.upper(), c[0] + c[1:].capitalize(), c.title()}:
+        for form in dict.fromkeys([c, c.upper(), c[0] + c[1:].capitalize(), c.title()]):
             contractions.append(f"it{form} here")
             contractions.append(f"THEY{form}")
     contractions += ["I'M", "You'Re", "we'VE", "she'D", "it\u2019s curly", "'s alone",

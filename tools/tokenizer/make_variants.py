@@ -77,7 +77,8 @@ def variants(model, n):
                 "special_tokens": {"<|begin_of_text|>": {"id": "<|begin_of_text|>",
                                                          "ids": [n], "tokens":
                                                          ["<|begin_of_text|>"]}}}
-    llama3 = dict(base, pre_tokenizer={"type": "Sequence", "pretokenizers": [
+    # Llama-3's own file sets ignore_merges: a piece that is a token is taken whole.
+    llama3 = dict(base, model=dict(model, ignore_merges=True), pre_tokenizer={"type": "Sequence", "pretokenizers": [
         split(LLAMA3_REGEX, "Isolated"), byte_level(False, False)]},
         added_tokens=[added(t, n + i) for i, t in enumerate(llama_specials)],
         post_processor={"type": "Sequence", "processors": [byte_level(True, False), template]},

@@ -1,0 +1,383 @@
+/* cmd_generate.c — `rig generate`: token ids in, generated token ids out, through the engine.
+ *
+ * The prompts are submitted together and run as one batch through the real scheduler
+ * (core/engine.h): prefill of every prompt in the first step (the prefill budget and the
+ * running-request limit are raised to fit them), then decode until each request finishes.
+ * Output: one line per prompt with its generated ids, space separated; with --json one
+ * object per line: {"index", "prompt_len", "ids", "finish_reason"}.
+ *
+ * --logits-out FILE writes the logits of the first forward step (the prefill), last
+ * position of each prompt: float32 little-endian, row-major [prompts, vocab_size], row i
+ * for the i-th --prompt-ids, the full vocabulary (no TP padding). Reading them needs the
+ * batch's results settled before the next forward, so overlap scheduling is turned off
+ * for that run (the tokens do not change: they never depend on overlap).
+ *
+ * Exit status: 0 success, 1 a run error or a rejected prompt, 2 a usage error.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/engine.h"
+#include "tools/rig/commands.h"
+
+#define RIG__PROMPTS_MAX 64
+#define RIG__PROMPT_TOKENS_MAX 65536
+
+struct rig__generate_args {
+    const char *model_dir;
+    const char *preset;
+    bool dummy_weights;
+    const char *backend;
+    int32_t tp;
+    const char *prompt_text[RIG__PROMPTS_MAX]; /* (prompt_count) "1,2,3" */
+    int32_t prompt_count;
+    int32_t max_tokens;
+    float temperature;
+    int32_t top_k;
+    float top_p;
+    uint64_t seed;
+    bool ignore_eos;
+    const char *logits_out;
+    bool json;
+};
+
+/* What the observer collects, per prompt (uid = index + 1). */
+struct rig__generate_state {
+    int32_t *outputs[RIG__PROMPTS_MAX];  /* (max_tokens) each */
+    int32_t output_len[RIG__PROMPTS_MAX];
+    enum rig_request_end reason[RIG__PROMPTS_MAX];
+    bool ended[RIG__PROMPTS_MAX];
+    int32_t first_batch_size;            /* requests in the first forward; -1 before it */
+    int32_t capacity;                    /* max_tokens */
+};
+
+static void rig__generate_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: rig generate (--model DIR | --preset NAME) --prompt-ids IDS [--prompt-ids IDS\n"
+            "                    ...] --max-tokens N [options]\n\n"
+            "Runs the prompts as one batch through the scheduler and prints the generated ids,\n"
+            "one line per prompt.\n\n"
+            "options:\n"
+            "  --model DIR          Hugging Face model directory (config.json + safetensors)\n"
+            "  --preset NAME        built-in shapes: tiny, qwen3-0.6b, qwen3-8b, qwen3-32b,\n"
+            "                       llama-3.2-1b (always seeded dummy weights)\n"
+            "  --dummy-weights      seeded random weights instead of the checkpoint\n"
+            "  --backend sim|cuda   (default sim)\n"
+            "  --tp N               tensor-parallel ranks (default 1)\n"
+            "  --prompt-ids IDS     comma-separated token ids of one prompt (repeatable, <= %d)\n"
+            "  --max-tokens N       tokens to generate per prompt (>= 1)\n"
+            "  --temperature T      0 = greedy (default 0)\n"
+            "  --top-k K            0 = off (default 0)\n"
+            "  --top-p P            1 = off (default 1)\n"
+            "  --seed S             sampling and dummy-weight seed (default 0)\n"
+            "  --ignore-eos         do not stop at the model's EOS tokens\n"
+            "  --logits-out FILE    first step's last-position logits: float32 little-endian\n"
+            "                       [prompts, vocab] (see docs/model.md)\n"
+            "  --json               one JSON object per prompt: ids and finish reason\n",
+            RIG__PROMPTS_MAX);
+}
+
+static const char *rig__gen_value(int argc, char **argv, int *i)
+{
+    if (*i + 1 < argc) return argv[++*i];
+    fprintf(stderr, "rig generate: %s needs a value\n", argv[*i]);
+    return NULL;
+}
+
+/* Parses a whole decimal or float number; false (with a message) on anything else. */
+static bool rig__number(const char *option, const char *text, double lo, double hi,
+                        double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double value = strtod(text, &end);
+    if (errno != 0 || end == text || *end != '\0' || !(value >= lo && value <= hi)) {
+        fprintf(stderr, "rig generate: %s: '%s' is not a number in [%g, %g]\n", option, text,
+                lo, hi);
+        return false;
+    }
+    *out = value;
+    return true;
+}
+
+/* One option with a value; returns false (with a message) when it is malformed. */
+static bool rig__generate_option(struct rig__generate_args *a, const char *arg,
+                                 const char *v)
+{
+    double x = 0.0;
+    if (strcmp(arg, "--model") == 0) a->model_dir = v;
+    else if (strcmp(arg, "--preset") == 0) a->preset = v;
+    else if (strcmp(arg, "--backend") == 0) a->backend = v;
+    else if (strcmp(arg, "--logits-out") == 0) a->logits_out = v;
+    else if (strcmp(arg, "--tp") == 0) {
+        if (!rig__number(arg, v, 1, RIG_DEVICES_MAX, &x)) return false;
+        a->tp = (int32_t)x;
+    } else if (strcmp(arg, "--max-tokens") == 0) {
+        if (!rig__number(arg, v, 1, 1 << 20, &x)) return false;
+        a->max_tokens = (int32_t)x;
+    } else if (strcmp(arg, "--temperature") == 0) {
+        if (!rig__number(arg, v, 0, 100, &x)) return false;
+        a->temperature = (float)x;
+    } else if (strcmp(arg, "--top-k") == 0) {
+        if (!rig__number(arg, v, 0, 1 << 24, &x)) return false;
+        a->top_k = (int32_t)x;
+    } else if (strcmp(arg, "--top-p") == 0) {
+        if (!rig__number(arg, v, 1e-6, 1, &x)) return false;
+        a->top_p = (float)x;
+    } else if (strcmp(arg, "--seed") == 0) {
+        if (!rig__number(arg, v, 0, 9007199254740991.0, &x)) return false;
+        a->seed = (uint64_t)x;
+    } else if (strcmp(arg, "--prompt-ids") == 0) {
+        if (a->prompt_count == RIG__PROMPTS_MAX) {
+            fprintf(stderr, "rig generate: at most %d prompts\n", RIG__PROMPTS_MAX);
+            return false;
+        }
+        a->prompt_text[a->prompt_count++] = v;
+    } else {
+        fprintf(stderr, "rig generate: unknown option '%s'\n", arg);
+        return false;
+    }
+    return true;
+}
+
+/* Returns -1 to continue, else the exit status. */
+static int rig__generate_parse(int argc, char **argv, struct rig__generate_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->backend = "sim";
+    a->tp = 1;
+    a->top_p = 1.0f;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            rig__generate_usage(stdout);
+            return 0;
+        }
+        if (strcmp(arg, "--dummy-weights") == 0) a->dummy_weights = true;
+        else if (strcmp(arg, "--ignore-eos") == 0) a->ignore_eos = true;
+        else if (strcmp(arg, "--json") == 0) a->json = true;
+        else {
+            const char *v = rig__gen_value(argc, argv, &i);
+            if (v == NULL || !rig__generate_option(a, arg, v)) return 2;
+        }
+    }
+    const char *problem = NULL;
+    if ((a->model_dir == NULL) == (a->preset == NULL)) problem = "give --model or --preset";
+    else if (a->prompt_count == 0) problem = "give at least one --prompt-ids";
+    else if (a->max_tokens <= 0) problem = "give --max-tokens N (N >= 1)";
+    if (problem == NULL) return -1;
+    fprintf(stderr, "rig generate: %s\n\n", problem);
+    rig__generate_usage(stderr);
+    return 2;
+}
+
+/* "1, 2,3" → ids; false (with a message) on an empty list, a non-number or too many. */
+static bool rig__parse_ids(const char *text, int32_t *ids, int32_t capacity, int32_t *count)
+{
+    *count = 0;
+    const char *p = text;
+    for (int32_t round = 0; round <= capacity; round++) {
+        char *end = NULL;
+        errno = 0;
+        long value = strtol(p, &end, 10);
+        bool bad = end == p || errno != 0 || value < 0 || value > INT32_MAX;
+        if (bad || *count == capacity) break;
+        ids[(*count)++] = (int32_t)value;
+        while (*end == ' ') end++;
+        if (*end == '\0') return true;
+        if (*end != ',') break;
+        p = end + 1;
+    }
+    fprintf(stderr, "rig generate: --prompt-ids '%s': expected comma-separated token ids "
+                    "(1 to %d of them)\n", text, capacity);
+    return false;
+}
+
+static void rig__on_finish(void *ctx, const struct rig_request_result *result)
+{
+    struct rig__generate_state *st = ctx;
+    int64_t index = (int64_t)result->uid - 1;
+    RIG_ASSERT(index >= 0 && index < RIG__PROMPTS_MAX && !st->ended[index]);
+    int32_t n = result->output_len < st->capacity ? result->output_len : st->capacity;
+    memcpy(st->outputs[index], result->output_ids, sizeof(int32_t) * (size_t)n);
+    st->output_len[index] = n;
+    st->reason[index] = result->reason;
+    st->ended[index] = true;
+}
+
+static void rig__on_step(void *ctx, const struct rig_step_record *record)
+{
+    struct rig__generate_state *st = ctx;
+    if (st->first_batch_size < 0) st->first_batch_size = record->batch_size;
+}
+
+/* The engine configuration for the arguments: sized so that every prompt fits the first
+ * prefill batch and every request can run to max_tokens. */
+static int rig__generate_config(const struct rig__generate_args *a, int64_t prompt_tokens,
+                                int32_t longest, struct rig_engine_config *c)
+{
+    char error[512];
+    rig_engine_config_default(c);
+    enum rig_status s = a->preset != NULL ? rig_model_config_preset(a->preset, &c->model)
+                                          : rig_model_config_load(a->model_dir, &c->model,
+                                                                  error, sizeof error);
+    if (s != RIG_OK) {
+        if (a->preset != NULL) snprintf(error, sizeof error, "unknown preset '%s'", a->preset);
+        fprintf(stderr, "rig generate: %s\n", error);
+        return 2;
+    }
+    c->backend = a->backend;
+    c->tp_size = a->tp;
+    c->seed = a->seed;
+    c->weights.path = a->preset != NULL || a->dummy_weights ? NULL : a->model_dir;
+    c->weights.dummy_seed = a->seed;
+    c->max_running_req = a->prompt_count > c->max_running_req ? a->prompt_count
+                                                              : c->max_running_req;
+    c->max_requests = c->max_running_req;
+    int64_t slots = prompt_tokens + (int64_t)a->prompt_count * a->max_tokens + 1;
+    c->num_pages = slots > c->num_pages ? (int32_t)slots : c->num_pages;
+    c->prefill_budget = prompt_tokens > c->prefill_budget ? (int32_t)prompt_tokens
+                                                          : c->prefill_budget;
+    /* A context just long enough (the engine wants it above max_running_req + 1); the
+     * engine rejects a prompt that does not fit the model's own limit. */
+    int64_t need = (int64_t)longest + a->max_tokens + 1;
+    if (need < c->max_running_req + 2) need = c->max_running_req + 2;
+    c->max_seq_len = need < c->model.max_position ? (int32_t)need : 0;
+    c->overlap = c->overlap && a->logits_out == NULL;
+    return -1;
+}
+
+/* Steps until the first forward has run, then writes its logits to `path`. */
+static int rig__logits_out(struct rig_engine *engine, struct rig__generate_state *st,
+                           int32_t prompts, const char *path)
+{
+    for (int64_t step = 0; st->first_batch_size < 0 && !rig_engine_idle(engine); step++) {
+        RIG_ASSERT(step < 1000000);
+        if (rig_engine_step(engine, NULL) != RIG_OK) return 1;
+    }
+    if (st->first_batch_size != prompts) {
+        fprintf(stderr, "rig generate: the first step ran %d of %d prompts; no logits written\n",
+                st->first_batch_size, prompts);
+        return 1;
+    }
+    struct rig_model *model = rig_engine_model(engine, 0);
+    int32_t vocab = rig_model_get_config(model)->vocab_size;
+    float *logits = malloc(sizeof(float) * (size_t)prompts * (size_t)vocab);
+    struct rig_stream *stream = NULL;
+    enum rig_status s = logits != NULL ? rig_hal_stream_create(rig_model_device(model), &stream)
+                                       : RIG_E_NO_MEMORY;
+    if (s == RIG_OK) s = rig_model_download_logits(model, stream, prompts, logits);
+    rig_hal_stream_destroy(stream);
+    rig_model_keep_logits(model, false);
+    FILE *f = s == RIG_OK ? fopen(path, "wb") : NULL;
+    size_t count = (size_t)prompts * (size_t)vocab;
+    bool written = f != NULL && fwrite(logits, sizeof(float), count, f) == count;
+    if (f != NULL && fclose(f) != 0) written = false;
+    free(logits);
+    if (written) return -1;
+    fprintf(stderr, "rig generate: cannot write logits to %s: %s\n", path,
+            s != RIG_OK ? rig_status_message(s) : strerror(errno));
+    return 1;
+}
+
+static void rig__generate_print(const struct rig__generate_args *a,
+                                const struct rig__generate_state *st, const int32_t *lengths)
+{
+    for (int32_t i = 0; i < a->prompt_count; i++) {
+        if (a->json)
+            printf("{\"index\": %d, \"prompt_len\": %d, \"ids\": [", i, lengths[i]);
+        for (int32_t k = 0; k < st->output_len[i]; k++)
+            printf(a->json ? "%s%d" : "%s%d", k == 0 ? "" : a->json ? ", " : " ",
+                   st->outputs[i][k]);
+        if (a->json)
+            printf("], \"finish_reason\": \"%s\"}", rig_request_end_name(st->reason[i]));
+        printf("\n");
+    }
+}
+
+/* Submits every prompt; 0 when all were accepted. */
+static int rig__generate_submit(struct rig_engine *engine, const struct rig__generate_args *a,
+                                int32_t *const *prompts, const int32_t *lengths)
+{
+    for (int32_t i = 0; i < a->prompt_count; i++) {
+        struct rig_submit r = {.uid = (uint64_t)i + 1, .prompt = prompts[i],
+                               .prompt_len = lengths[i], .arrival_ns = -1};
+        r.sampling = rig_sampling_default();
+        r.sampling.temperature = a->temperature;
+        r.sampling.top_k = a->top_k;
+        r.sampling.top_p = a->top_p;
+        r.sampling.max_tokens = a->max_tokens;
+        r.sampling.ignore_eos = a->ignore_eos;
+        char reason[256] = "";
+        enum rig_status s = rig_engine_submit(engine, &r, reason, sizeof reason);
+        if (s != RIG_OK) {
+            fprintf(stderr, "rig generate: prompt %d: %s%s%s\n", i, rig_status_message(s),
+                    reason[0] != '\0' ? ": " : "", reason);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int rig__generate_run(const struct rig__generate_args *a, int32_t *const *prompts,
+                             const int32_t *lengths, struct rig__generate_state *st)
+{
+    int64_t total = 0;
+    int32_t longest = 0;
+    for (int32_t i = 0; i < a->prompt_count; i++) {
+        total += lengths[i];
+        longest = lengths[i] > longest ? lengths[i] : longest;
+    }
+    struct rig_engine_config config;
+    int rc = rig__generate_config(a, total, longest, &config);
+    if (rc >= 0) return rc;
+    struct rig_engine_observer observer = {.ctx = st, .on_finish = rig__on_finish,
+                                           .on_step = rig__on_step};
+    struct rig_engine *engine = NULL;
+    char error[512];
+    if (rig_engine_create(&config, &observer, &engine, error, sizeof error) != RIG_OK) {
+        fprintf(stderr, "rig generate: %s\n", error);
+        return 1;
+    }
+    if (a->logits_out != NULL) rig_model_keep_logits(rig_engine_model(engine, 0), true);
+    rc = rig__generate_submit(engine, a, prompts, lengths);
+    if (rc == 0 && a->logits_out != NULL) rc = rig__logits_out(engine, st, a->prompt_count,
+                                                               a->logits_out);
+    if (rc <= 0 && rig_engine_run(engine, 0) != RIG_OK) {
+        fprintf(stderr, "rig generate: the run failed (%s)\n", rig_hal_last_error());
+        rc = 1;
+    }
+    rig_engine_destroy(engine);
+    if (rc > 0) return rc;
+    rig__generate_print(a, st, lengths);
+    return 0;
+}
+
+int rig_cmd_generate(int argc, char **argv)
+{
+    struct rig__generate_args a;
+    int rc = rig__generate_parse(argc, argv, &a);
+    if (rc >= 0) return rc;
+    static struct rig__generate_state st;
+    static int32_t ids[RIG__PROMPTS_MAX][RIG__PROMPT_TOKENS_MAX];
+    int32_t *prompts[RIG__PROMPTS_MAX], lengths[RIG__PROMPTS_MAX];
+    memset(&st, 0, sizeof st);
+    st.first_batch_size = -1;
+    st.capacity = a.max_tokens;
+    for (int32_t i = 0; i < a.prompt_count; i++) {
+        prompts[i] = ids[i];
+        if (!rig__parse_ids(a.prompt_text[i], ids[i], RIG__PROMPT_TOKENS_MAX, &lengths[i]))
+            return 2;
+    }
+    for (int32_t i = 0; i < a.prompt_count && rc < 0; i++) {
+        st.outputs[i] = malloc(sizeof(int32_t) * (size_t)a.max_tokens);
+        if (st.outputs[i] == NULL) rc = 1;
+    }
+    if (rc < 0) rc = rig__generate_run(&a, prompts, lengths, &st);
+    for (int32_t i = 0; i < a.prompt_count; i++) free(st.outputs[i]);
+    return rc;
+}
