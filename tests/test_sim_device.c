@@ -210,6 +210,32 @@ static void test_fault_fail_nth_alloc(void **state)
     rig_hal_close(device);
 }
 
+/* rig_sim_set_open_faults: a plan devices start with, so engine start-up can be hit. */
+static void test_fault_plan_at_open(void **state)
+{
+    (void)state;
+    struct rig_device *devices[2];
+    struct rig_buffer *buffer = NULL;
+    struct rig_sim_faults faults = {.fail_alloc_at = 1, .stall_op_at = -1};
+    rig_sim_set_open_faults(&faults);
+    rig_test_open_sim(2, false, devices);
+    rig_sim_set_open_faults(NULL);
+    for (int32_t r = 0; r < 2; r++) { /* every device of the group has the plan */
+        assert_int_equal(rig_hal_buffer_alloc(devices[r], 64, RIG_MEMORY_KV, &buffer), RIG_OK);
+        rig_hal_buffer_free(buffer);
+        assert_int_equal(rig_hal_buffer_alloc(devices[r], 64, RIG_MEMORY_KV, &buffer),
+                         RIG_E_DEVICE_MEMORY);
+        rig_hal_close(devices[r]);
+    }
+    rig_test_open_sim(1, false, devices); /* cleared: later devices start without faults */
+    struct rig_buffer *second = NULL;
+    assert_int_equal(rig_hal_buffer_alloc(devices[0], 64, RIG_MEMORY_KV, &buffer), RIG_OK);
+    assert_int_equal(rig_hal_buffer_alloc(devices[0], 64, RIG_MEMORY_KV, &second), RIG_OK);
+    rig_hal_buffer_free(buffer);
+    rig_hal_buffer_free(second);
+    rig_hal_close(devices[0]);
+}
+
 /* Five long GEMMs (device bound); returns the stream's end time. */
 static int64_t rig__gemm_run(int64_t stall_at, int64_t stall_ns)
 {
@@ -587,6 +613,7 @@ int main(void)
         cmocka_unit_test(test_graph_replay_equals_eager),
         cmocka_unit_test(test_fault_fail_nth_alloc),
         cmocka_unit_test(test_fault_stall),
+        cmocka_unit_test(test_fault_plan_at_open),
         cmocka_unit_test(test_timing_only_qwen3_32b_on_4_ranks),
         cmocka_unit_test(test_large_real_buffer_is_lazy),
         cmocka_unit_test(test_phantom_access_crashes),

@@ -17,10 +17,12 @@
  * small enough that activations stay finite through RMSNorm-ed layers, large enough that
  * logits are not all ties (vLLM's ±1e-3 makes every logit ~0).
  */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/model/model_impl.h"
 #include "core/model/safetensors.h"
@@ -43,6 +45,7 @@ struct rig__piece {
 
 #define RIG__PIECES_PER_LAYER 14
 #define RIG__PIECES_GLOBAL 4
+#define RIG__DUMMY_THREADS 32
 
 struct rig__plan_state {
     size_t cursor;               /* bytes carved so far */
@@ -218,20 +221,62 @@ static void rig__dummy_block(const struct rig__piece *p, uint64_t seed, int64_t 
     uint32_t tag = rig__fnv1a(p->name);
     int64_t width = p->full_cols == 0 ? 1 : p->full_cols;
     const float half_range = 0.02f * 1.7320508f; /* uniform with std 0.02 */
+    float scale = p->kind == RIG__PIECE_NORM ? 0.1f
+                  : p->kind == RIG__PIECE_BIAS ? 0.02f : half_range;
+    float offset = p->kind == RIG__PIECE_NORM ? 1.0f : 0.0f;
     for (int64_t r = 0; r < rows; r++) {
+        uint64_t first = (uint64_t)((row0 + r) * width + p->col0);
+        uint64_t block = UINT64_MAX;
+        struct rig_philox_out bits = {{0, 0, 0, 0}};
         for (int64_t c = 0; c < p->cols; c++) {
-            uint64_t index = (uint64_t)((row0 + r) * width + p->col0 + c);
-            uint64_t block = index / 4;
-            struct rig_philox_out bits = rig_philox4x32(seed, (uint32_t)block,
-                                                        (uint32_t)(block >> 32),
-                                                        RIG_PHILOX_STREAM_WEIGHTS, tag);
+            uint64_t index = first + (uint64_t)c;
+            if (index / 4 != block) { /* one Philox call gives four elements */
+                block = index / 4;
+                bits = rig_philox4x32(seed, (uint32_t)block, (uint32_t)(block >> 32),
+                                      RIG_PHILOX_STREAM_WEIGHTS, tag);
+            }
             float u = 2.0f * rig_philox_u32_to_unit(bits.v[index % 4]) - 1.0f; /* (-1, 1) */
-            float value = p->kind == RIG__PIECE_NORM   ? 1.0f + 0.1f * u
-                          : p->kind == RIG__PIECE_BIAS ? 0.02f * u
-                                                       : half_range * u;
-            out[r * p->cols + c] = rig_f32_to_bf16(value);
+            out[r * p->cols + c] = rig_f32_to_bf16(offset + scale * u);
         }
     }
+}
+
+struct rig__dummy_job {
+    const struct rig__piece *piece;
+    uint64_t seed;
+    int64_t row0, rows;
+    uint16_t *out; /* [rows, piece->cols] */
+};
+
+static void *rig__dummy_thread(void *arg)
+{
+    struct rig__dummy_job *job = arg;
+    rig__dummy_block(job->piece, job->seed, job->row0, job->rows, job->out);
+    return NULL;
+}
+
+/* rig__dummy_block over up to RIG__DUMMY_THREADS threads: the values are a pure function of
+ * the element index, so the split never changes them. A thread that cannot be started has
+ * its rows done here instead. */
+static void rig__dummy_parallel(const struct rig__piece *p, uint64_t seed, int64_t row0,
+                                int64_t rows, uint16_t *out)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int64_t threads = cpus < 1 ? 1 : (cpus > RIG__DUMMY_THREADS ? RIG__DUMMY_THREADS : cpus);
+    if (rows * p->cols < (1 << 18) || threads > rows) threads = 1;
+    pthread_t ids[RIG__DUMMY_THREADS];
+    struct rig__dummy_job jobs[RIG__DUMMY_THREADS];
+    bool started[RIG__DUMMY_THREADS] = {false};
+    for (int64_t t = 0; t < threads; t++) {
+        int64_t begin = rows * t / threads, end = rows * (t + 1) / threads;
+        jobs[t] = (struct rig__dummy_job){p, seed, row0 + begin, end - begin,
+                                          out + begin * p->cols};
+        if (t > 0) started[t] = pthread_create(&ids[t], NULL, rig__dummy_thread, &jobs[t]) == 0;
+    }
+    for (int64_t t = 0; t < threads; t++)
+        if (!started[t]) rig__dummy_thread(&jobs[t]);
+    for (int64_t t = 1; t < threads; t++)
+        if (started[t]) pthread_join(ids[t], NULL);
 }
 
 /* Checks one piece's HF tensor: present, the shape the config implies, a float dtype. */
@@ -292,7 +337,7 @@ enum rig_status rig__weights_check(const struct rig_model_config *config,
     return status;
 }
 
-#define RIG__STAGING_BYTES (8u << 20)
+#define RIG__STAGING_BYTES (32u << 20)
 
 /* Uploads one piece in chunks of rows through `staging` (RIG__STAGING_BYTES). */
 static enum rig_status rig__load_piece(struct rig_model *model, const struct rig__piece *p,
@@ -309,7 +354,7 @@ static enum rig_status rig__load_piece(struct rig_model *model, const struct rig
         if (t != NULL)
             rig_safetensors_read_bf16(t, p->row0 + done, rows, p->col0, p->cols, staging);
         else
-            rig__dummy_block(p, seed, p->row0 + done, rows, staging);
+            rig__dummy_parallel(p, seed, p->row0 + done, rows, staging);
         enum rig_status status = rig_hal_buffer_upload(
             stream, model->weights_buffer, p->dst_offset + (size_t)done * row_bytes, staging,
             (size_t)rows * row_bytes);

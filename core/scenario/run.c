@@ -170,8 +170,10 @@ static enum rig_status rig__config(const struct rig_scenario *s, struct rig_engi
     const struct rig_scenario_engine *e = &s->engine;
     rig_engine_config_default(c);
     c->backend = rig_scenario_backend_name(s->backend);
-    c->device.timing_only = s->sim.timing_only;
-    c->device.profile = s->sim.profile[0] != '\0' ? s->sim.profile : NULL;
+    if (s->backend == RIG_SCENARIO_BACKEND_SIM) { /* the `sim:` section means nothing on CUDA */
+        c->device.timing_only = s->sim.timing_only;
+        c->device.profile = s->sim.profile[0] != '\0' ? s->sim.profile : NULL;
+    }
     c->device.seed = s->seed;
     c->seed = s->seed;
     c->tp_size = e->tp_size;
@@ -405,9 +407,13 @@ static void rig__meta(const struct rig_scenario *s, const struct rig_engine_conf
     snprintf(m->scenario, sizeof m->scenario, "%s", s->name);
     snprintf(m->scenario_path, sizeof m->scenario_path, "%s", s->path);
     snprintf(m->backend, sizeof m->backend, "%s", c->backend);
-    snprintf(m->device, sizeof m->device, "%s:%s%s", c->backend,
-             c->device.profile != NULL ? c->device.profile : "default",
-             c->device.timing_only ? " (timing only)" : "");
+    if (s->backend == RIG_SCENARIO_BACKEND_SIM)
+        snprintf(m->device, sizeof m->device, "sim:%s%s",
+                 c->device.profile != NULL ? c->device.profile : "default",
+                 c->device.timing_only ? " (timing only)" : "");
+    else
+        snprintf(m->device, sizeof m->device, "cuda (%d GPU%s)", c->tp_size,
+                 c->tp_size > 1 ? "s" : "");
     snprintf(m->model, sizeof m->model, "%s", c->model.name);
     snprintf(m->policy, sizeof m->policy, "%s", rig_policy_name(c->policy));
     snprintf(m->cache, sizeof m->cache, "%s", rig_cache_type_name(c->cache_type));

@@ -29,6 +29,7 @@ struct rig__run_args {
     int32_t set_count;
     char backend_set[32];
     bool quiet;
+    bool progress;            /* progress lines even when stderr is not a terminal */
     int32_t rows;
     enum rig_run_check check;
 };
@@ -47,7 +48,8 @@ static void rig__run_usage(FILE *out)
             "  --rows N             print at most N request rows (default %d; 0: none)\n"
             "  --check step|end     run the invariant checker after every step or once at the\n"
             "                       end (default: every step for scenarios of <= 64 requests)\n"
-            "  --quiet              print only failed expectations and errors\n\n"
+            "  --quiet              print only failed expectations and errors\n"
+            "  --progress           progress lines on stderr even when it is not a terminal\n\n"
             "exit status: 0 expectations hold, 1 run error or failed expectation, 2 usage or\n"
             "scenario error\n",
             RIG__ROWS_DEFAULT);
@@ -73,6 +75,8 @@ static int rig__parse_args(int argc, char **argv, struct rig__run_args *a)
             return 0;
         } else if (strcmp(arg, "--quiet") == 0 || strcmp(arg, "-q") == 0) {
             a->quiet = true;
+        } else if (strcmp(arg, "--progress") == 0) {
+            a->progress = true;
         } else if (strcmp(arg, "--out") == 0 || strcmp(arg, "-o") == 0) {
             if ((a->out = rig__value(argc, argv, &i)) == NULL) return 2;
         } else if (strcmp(arg, "--set") == 0) {
@@ -109,12 +113,13 @@ static int rig__parse_args(int argc, char **argv, struct rig__run_args *a)
     return 2;
 }
 
+/* `user` points to a bool: stderr is a terminal (redraw one line) or not (a line each). */
 static void rig__progress(void *user, int64_t steps, int32_t ended, int32_t total,
                           int64_t now_ns)
 {
-    (void)user;
-    fprintf(stderr, "\r  step %-9lld requests done %d/%d  clock %.3f s ", (long long)steps,
-            ended, total, (double)now_ns * 1e-9);
+    bool terminal = *(const bool *)user;
+    fprintf(stderr, "%s  step %-9lld requests done %d/%d  clock %.3f s%s", terminal ? "\r" : "",
+            (long long)steps, ended, total, (double)now_ns * 1e-9, terminal ? " " : "\n");
     fflush(stderr);
 }
 
@@ -215,14 +220,16 @@ static const char *rig__out_path(const struct rig__run_args *a, const struct rig
 static int rig__run_loaded(const struct rig__run_args *a, const struct rig_scenario *s)
 {
     struct rig_run_options options = {.check = a->check, .violation = rig__violation};
-    if (!a->quiet && isatty(STDERR_FILENO)) {
+    bool terminal = isatty(STDERR_FILENO) != 0;
+    if ((!a->quiet && terminal) || a->progress) {
         options.progress = rig__progress;
-        options.progress_every = 64;
+        options.user = &terminal;
+        options.progress_every = terminal ? 64 : 1024;
     }
     struct rig_results results;
     char error[512] = "";
     enum rig_status status = rig_scenario_run(s, &options, &results, error, sizeof error);
-    if (options.progress != NULL) fprintf(stderr, "\r%60s\r", "");
+    if (options.progress != NULL && terminal) fprintf(stderr, "\r%60s\r", "");
     if (status < 0) {
         fprintf(stderr, "rig run: %s: %s\n", s->path, error);
         rig_results_free(&results);
