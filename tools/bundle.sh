@@ -22,6 +22,9 @@ out=${1:-$root/bundle}
 build=${RIG_BUNDLE_BUILD:-$root/build-bundle}
 jobs=${RIG_BUNDLE_JOBS:-2}
 
+mkdir -p "$build"
+log=$build/bundle-cmake.log
+
 # Release compiles RIG_VERIFY out, which can leave verification-only helpers unused or
 # values seemingly uninitialised; CI (RelWithDebInfo) keeps those warnings errors, the bundle
 # only needs to run, so here they stay warnings.
@@ -30,10 +33,10 @@ relaxed+=" -Wno-error=unused-but-set-variable -Wno-error=maybe-uninitialized"
 # shellcheck disable=SC2086 # RIG_BUNDLE_CMAKE_ARGS is a word list on purpose
 cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE="${RIG_BUNDLE_BUILD_TYPE:-Release}" \
       -DRIG_CUDA=ON -DRIG_SANITIZE=OFF -DCMAKE_C_FLAGS="$relaxed" ${RIG_BUNDLE_CMAKE_ARGS:-} \
-      >"$build.cmake.log" 2>&1 || { cat "$build.cmake.log"; exit 1; }
-if ! grep -q "rig: CUDA backend ON" "$build.cmake.log"; then
+      >"$log" 2>&1 || { cat "$log"; exit 1; }
+if ! grep -q "rig: CUDA backend ON" "$log"; then
     echo "bundle.sh: the CUDA backend is not configured (toolkit or NCCL missing):" >&2
-    grep "rig: CUDA backend" "$build.cmake.log" >&2 || true
+    grep "rig: CUDA backend" "$log" >&2 || true
     exit 1
 fi
 ninja -C "$build" -j "$jobs"
