@@ -189,7 +189,7 @@ static void test_limits_and_capacity(void **state)
 static void write_config(const char *dir, const char *source_dir, const char *from,
                          const char *to)
 {
-    char path[512], text[8192];
+    char path[1100], text[8192];
     snprintf(path, sizeof path, "%s/config.json", source_dir);
     FILE *f = fopen(path, "r");
     assert_non_null(f);
@@ -207,7 +207,7 @@ static void write_config(const char *dir, const char *source_dir, const char *fr
 
 static void link_file(const char *dir, const char *source_dir, const char *name)
 {
-    char from[512], to[512];
+    char from[1100], to[1100];
     snprintf(from, sizeof from, "%s/%s", source_dir, name);
     snprintf(to, sizeof to, "%s/%s", dir, name);
     assert_int_equal(symlink(from, to), 0);

@@ -103,6 +103,7 @@ static void rig__config(const struct rig_swarm_case *c, bool timing_only,
     rig_engine_config_default(e);
     enum rig_status s = rig_model_config_preset("tiny", &e->model);
     RIG_ASSERT(s == RIG_OK);
+    e->model.vocab_size = c->vocab_size;
     e->backend = "sim";
     e->device.timing_only = timing_only;
     e->device.seed = c->seed;
@@ -113,7 +114,7 @@ static void rig__config(const struct rig_swarm_case *c, bool timing_only,
     e->max_running_req = c->max_running_req;
     e->max_seq_len = c->max_seq_len;
     e->prefill_budget = c->prefill_budget;
-    e->max_requests = c->request_count;
+    e->max_requests = c->max_requests;
     e->cache_type = c->cache;
     e->policy = c->policy;
     e->overlap = c->overlap;
@@ -129,6 +130,8 @@ static struct rig_sampling_params rig__sampling(const struct rig_swarm_request *
     p.temperature = q->temperature;
     p.top_k = q->top_k;
     p.ignore_eos = q->ignore_eos;
+    p.stop_token_count = q->stop_count;
+    for (int32_t i = 0; i < q->stop_count; i++) p.stop_token_ids[i] = q->stop_ids[i];
     return p;
 }
 
@@ -170,10 +173,15 @@ static void rig__set_faults(struct rig__drive *d, bool fault_phase)
     }
 }
 
+/* Aborts `uid`, then again: the second must find no live request (ends exactly once). */
 static void rig__abort(struct rig__drive *d, int32_t uid)
 {
-    if (rig_engine_abort(d->engine, (uint64_t)uid) == RIG_OK)
-        d->abort_issued_ns[uid] = rig_engine_now_ns(d->engine);
+    if (rig_engine_abort(d->engine, (uint64_t)uid) != RIG_OK) return;
+    d->abort_issued_ns[uid] = rig_engine_now_ns(d->engine);
+    enum rig_status again = rig_engine_abort(d->engine, (uint64_t)uid);
+    if (again != RIG_E_NOT_FOUND)
+        rig__fail(d, RIG_SWARM_LIFECYCLE, "request %d aborted twice: %s", uid,
+                  rig_status_message(again));
 }
 
 /* Whether request `uid`'s planned abort is due now (the request is live). */
@@ -197,8 +205,54 @@ static bool rig__abort_due(const struct rig__drive *d, int32_t uid)
     return false;
 }
 
-/* Submits what has arrived; an AT_TIME abort due before the arrival means never submitted.
- * Returns the index of the next request to arrive. */
+/* Fault-phase probes of submission: a token outside the vocabulary, then (once request `uid`
+ * is live) its uid again — both must be refused as RIG_E_INVALID and change nothing. */
+static void rig__probe_submit(struct rig__drive *d, const struct rig_submit *good, bool live)
+{
+    struct rig_engine_stats before, after;
+    rig_engine_stats(d->engine, &before);
+    int32_t bad_prompt[2] = {good->prompt[0], rig_engine_get_config(d->engine)->model.vocab_size};
+    struct rig_submit bad = *good;
+    bad.uid = good->uid + 1000;
+    bad.prompt = bad_prompt;
+    bad.prompt_len = 2;
+    char reason[256] = "";
+    enum rig_status s = rig_engine_submit(d->engine, &bad, reason, sizeof reason);
+    if (s != RIG_E_INVALID)
+        rig__fail(d, RIG_SWARM_LIFECYCLE, "a token outside the vocabulary: %s, not refused",
+                  rig_status_message(s));
+    if (live && (s = rig_engine_submit(d->engine, good, reason, sizeof reason)) != RIG_E_INVALID)
+        rig__fail(d, RIG_SWARM_LIFECYCLE, "uid %llu submitted twice: %s, not refused",
+                  (unsigned long long)good->uid, rig_status_message(s));
+    rig_engine_stats(d->engine, &after);
+    if (after.submitted != before.submitted || after.pending != before.pending)
+        rig__fail(d, RIG_SWARM_LIFECYCLE, "a refused submission changed the engine");
+}
+
+/* Submits request `uid`. Returns RIG_E_CAPACITY when the engine is full (retry later). */
+static enum rig_status rig__submit(struct rig__drive *d, int32_t uid, bool fault_phase)
+{
+    const struct rig_swarm_request *q = &d->c->requests[uid];
+    struct rig_submit submit = {(uint64_t)uid, d->c->tokens + q->prompt_offset, q->prompt_len,
+                                rig__sampling(q), q->arrival_ns};
+    char reason[256] = "";
+    d->state[uid] = RIG__LIVE; /* before the call: a rejection ends it inside */
+    enum rig_status s = rig_engine_submit(d->engine, &submit, reason, sizeof reason);
+    if (s == RIG_E_CAPACITY) {
+        d->state[uid] = RIG__WAITING;
+        return s;
+    }
+    if (s == RIG_E_RANGE && d->state[uid] != RIG__ENDED)
+        rig__fail(d, RIG_SWARM_LIFECYCLE, "request %d rejected without an end: %s", uid,
+                  reason);
+    if (s != RIG_OK && s != RIG_E_RANGE)
+        rig__fail(d, RIG_SWARM_ERROR, "submit %d: %s (%s)", uid, rig_status_message(s), reason);
+    if (fault_phase && uid % 5 == 2) rig__probe_submit(d, &submit, s == RIG_OK);
+    return s;
+}
+
+/* Submits what has arrived (until the engine is full); an AT_TIME abort due before the
+ * arrival means never submitted; fires the aborts due. Returns the next request to submit. */
 static int32_t rig__feed(struct rig__drive *d, int32_t next, bool fault_phase)
 {
     int64_t now = rig_engine_now_ns(d->engine);
@@ -210,20 +264,7 @@ static int32_t rig__feed(struct rig__drive *d, int32_t next, bool fault_phase)
             d->out->aborted++;
             continue;
         }
-        struct rig_submit submit = {(uint64_t)next, d->c->tokens + q->prompt_offset,
-                                    q->prompt_len, rig__sampling(q), q->arrival_ns};
-        char reason[256] = "";
-        d->state[next] = RIG__LIVE; /* before the call: a rejection ends it inside */
-        enum rig_status s = rig_engine_submit(d->engine, &submit, reason, sizeof reason);
-        if (s == RIG_E_RANGE && d->state[next] != RIG__ENDED)
-            rig__fail(d, RIG_SWARM_LIFECYCLE, "request %d rejected without an end: %s", next,
-                      reason);
-        if (s != RIG_OK && s != RIG_E_RANGE) {
-            rig__fail(d, RIG_SWARM_ERROR, "submit %d: %s (%s)", next, rig_status_message(s),
-                      reason);
-            d->state[next] = RIG__WAITING;
-            break;
-        }
+        if (rig__submit(d, next, fault_phase) == RIG_E_CAPACITY) break;
     }
     if (!fault_phase) return next;
     for (int32_t uid = 0; uid < next; uid++)
@@ -263,10 +304,14 @@ static bool rig__step(struct rig__drive *d, int32_t next)
         return false;
     }
     rig__check(d);
-    if (!progress && next >= d->c->request_count && !rig_engine_idle(d->engine))
-        rig__fail(d, RIG_SWARM_LIVENESS, "the engine is stuck: no progress with work queued");
-    if (!progress && next < d->c->request_count)
+    if (progress) return d->out->verdict == RIG_SWARM_PASS;
+    /* No progress: fine while the next arrival lies ahead (jump to it); with everything
+     * arrived (or waiting for room in a full engine) it is stuck. */
+    int64_t now = rig_engine_now_ns(d->engine);
+    if (next < d->c->request_count && d->c->requests[next].arrival_ns > now)
         rig_engine_wait_until_ns(d->engine, d->c->requests[next].arrival_ns);
+    else if (!rig_engine_idle(d->engine))
+        rig__fail(d, RIG_SWARM_LIVENESS, "the engine is stuck: no progress with work queued");
     return d->out->verdict == RIG_SWARM_PASS;
 }
 
