@@ -76,11 +76,13 @@ static void test_idle_fraction(void **state)
     assert_int_equal(rig_results_init(&r, 1, 1, 8, 8), RIG_OK);
     assert_true(rig_bench_idle_fraction(&r) == 0.0); /* no steps */
     /* prefill 0-10, decode 12-20, decode 25-30 (5 idle), decode 29-40 (overlap: 0 idle) */
-    const int64_t t[4][3] = {{RIG_STEP_PREFILL, 0, 10}, {RIG_STEP_DECODE, 12, 20},
-                             {RIG_STEP_DECODE, 25, 30}, {RIG_STEP_DECODE, 29, 40}};
+    const int64_t t[4][3] = {{RIG_STEP_PREFILL, 0, 10},
+                             {RIG_STEP_DECODE, 12, 20},
+                             {RIG_STEP_DECODE, 25, 30},
+                             {RIG_STEP_DECODE, 29, 40}};
     for (int i = 0; i < 4; i++) {
-        struct rig_results_step s = {.phase = (int32_t)t[i][0], .batch_size = 1,
-                                     .start_ns = t[i][1], .end_ns = t[i][2]};
+        struct rig_results_step s = {
+            .phase = (int32_t)t[i][0], .batch_size = 1, .start_ns = t[i][1], .end_ns = t[i][2]};
         assert_int_equal(rig_results_add_step(&r, &s, NULL, 0), RIG_OK);
     }
     /* pairs (1,2) and (2,3): idle 5 + 0 over span (30 - 20) + (40 - 30) */
@@ -203,8 +205,8 @@ static void test_write_h5(void **state)
     assert_true(ftell(file) > 1000);
     fclose(file);
     remove(path);
-    assert_int_equal(rig_bench_write_h5(&rig__report, "/nonexistent-dir/x.h5", error,
-                                        sizeof error), RIG_E_IO);
+    assert_int_equal(rig_bench_write_h5(&rig__report, "/nonexistent-dir/x.h5", error, sizeof error),
+                     RIG_E_IO);
     assert_non_null(strstr(error, "/nonexistent-dir/x.h5"));
 }
 
