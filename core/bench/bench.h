@@ -20,6 +20,8 @@
  *              `minisgl_offline` workload), overlap on and off: throughput, the floor of
  *              all the KV and weight bytes the run must read plus its prefill FLOPs, and
  *              the GPU idle fraction between consecutive decode steps;
+ *   ops        every op of a decode step timed alone on the model's shapes, with how
+ *              often a step issues it (batch 1 and 256, context 512);
  *   online     the `random` workload with Poisson arrivals over a sweep of rates: TTFT,
  *              TPOT, ITL, E2E percentiles (sglang.bench_serving definitions).
  *
@@ -44,6 +46,7 @@
 #define RIG_BENCH_PREFILL_MAX   16
 #define RIG_BENCH_ATTENTION_MAX 4
 #define RIG_BENCH_SERVING_MAX   16
+#define RIG_BENCH_OPS_MAX       40
 #define RIG_BENCH_REPEATS_MAX   64
 #define RIG_BENCH_TEXT_MAX      128
 
@@ -55,10 +58,12 @@ enum rig_bench_kind {
     RIG_BENCH_ATTENTION = 1 << 3,
     RIG_BENCH_OFFLINE = 1 << 4,
     RIG_BENCH_ONLINE = 1 << 5,
-    RIG_BENCH_ALL = (1 << 6) - 1,
+    RIG_BENCH_OPS = 1 << 6,
+    RIG_BENCH_ALL = (1 << 7) - 1,
 };
 
-/* "floors", "decode", "prefill", "attention", "offline", "online", "all"; 0 if unknown. */
+/* "floors", "decode", "prefill", "attention", "offline", "online", "ops", "all"; 0 if
+ * unknown. */
 int32_t rig_bench_kind_parse(const char *name);
 
 struct rig_bench_options {
@@ -130,6 +135,15 @@ struct rig_bench_serving_row {
     char path[RIG_BENCH_TEXT_MAX * 2]; /* the run's HDF5 file, "" when none */
 };
 
+/* One op of a decode step timed alone (ops.c): where an eager step's time goes. */
+struct rig_bench_op_row {
+    char op[24];            /* "gemm qkv", "attention_decode", ... */
+    int32_t batch, context; /* requests; KV positions each attends to */
+    int32_t count;          /* times one decode step issues it */
+    double ns;              /* median device time of one issue */
+    double share;           /* count x ns / the same summed over the step's ops */
+};
+
 struct rig_bench_report {
     char backend[16];
     char device[RIG_BENCH_TEXT_MAX];
@@ -146,6 +160,8 @@ struct rig_bench_report {
     int32_t attention_count;
     struct rig_bench_serving_row serving[RIG_BENCH_SERVING_MAX];
     int32_t serving_count;
+    struct rig_bench_op_row ops[RIG_BENCH_OPS_MAX];
+    int32_t op_count;
 };
 
 /* Runs the benchmarks in `kinds` (floors always first: the others are divided by them) and
@@ -165,6 +181,8 @@ enum rig_status rig_bench_attention(const struct rig_bench_options *options,
                                     struct rig_bench_report *report, char *error, size_t error_len);
 enum rig_status rig_bench_offline(const struct rig_bench_options *options,
                                   struct rig_bench_report *report, char *error, size_t error_len);
+enum rig_status rig_bench_ops(const struct rig_bench_options *options,
+                              struct rig_bench_report *report, char *error, size_t error_len);
 enum rig_status rig_bench_online(const struct rig_bench_options *options,
                                  struct rig_bench_report *report, char *error, size_t error_len);
 

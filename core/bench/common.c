@@ -26,7 +26,7 @@ int32_t rig_bench_kind_parse(const char *name)
     } kinds[] = {{"floors", RIG_BENCH_FLOORS},   {"decode", RIG_BENCH_DECODE},
                  {"prefill", RIG_BENCH_PREFILL}, {"attention", RIG_BENCH_ATTENTION},
                  {"offline", RIG_BENCH_OFFLINE}, {"online", RIG_BENCH_ONLINE},
-                 {"all", RIG_BENCH_ALL}};
+                 {"ops", RIG_BENCH_OPS},         {"all", RIG_BENCH_ALL}};
     for (size_t i = 0; name != NULL && i < RIG_ARRAY_LEN(kinds); i++)
         if (strcmp(name, kinds[i].name) == 0) return kinds[i].kind;
     return 0;
@@ -187,6 +187,8 @@ enum rig_status rig_bench_run(const struct rig_bench_options *options, int32_t k
         status = rig_bench_decode(options, report, error, error_len);
     if (status == RIG_OK && (kinds & RIG_BENCH_PREFILL))
         status = rig_bench_prefill(options, report, error, error_len);
+    if (status == RIG_OK && (kinds & RIG_BENCH_OPS))
+        status = rig_bench_ops(options, report, error, error_len);
     if (status == RIG_OK && (kinds & RIG_BENCH_ATTENTION))
         status = rig_bench_attention(options, report, error, error_len);
     if (status == RIG_OK && (kinds & RIG_BENCH_OFFLINE))

@@ -3,7 +3,7 @@
  * Layout (docs/performance.md): root attributes rig_version, git_commit, backend, device,
  * model, predicted (1 when the times are cost-model predictions on a virtual clock),
  * repeats, units; compound datasets /floors (one row), /decode, /prefill, /attention,
- * /serving with one row per measurement. Columns are the report's fields by name; times of
+ * /ops, /serving with one row per measurement. Columns are the report's fields by name; times of
  * the step benchmarks are nanoseconds (float64), serving metrics seconds. The serving
  * runs' full records live in their own files (column `path`).
  *
@@ -172,6 +172,15 @@ static void rig__write_serving(struct rig__h5 *w, const struct rig_bench_report 
         RIG__COL(S, floor_ratio, RIG__F64),
         RIG__COL(S, idle_fraction, RIG__F64),
         {"path", offsetof(S, path), RIG__TEXT, sizeof(((S *)0)->path)}};
+    typedef struct rig_bench_op_row O;
+    static const struct rig__column ops[] = {
+        {"op", offsetof(O, op), RIG__TEXT, sizeof(((O *)0)->op)},
+        RIG__COL(O, batch, RIG__I32),
+        RIG__COL(O, context, RIG__I32),
+        RIG__COL(O, count, RIG__I32),
+        RIG__COL(O, ns, RIG__F64),
+        RIG__COL(O, share, RIG__F64)};
+    rig__table(w, "ops", ops, RIG_ARRAY_LEN(ops), sizeof(O), r->op_count, r->ops);
     rig__table(w, "serving", serving, RIG_ARRAY_LEN(serving), sizeof(S), r->serving_count,
                r->serving);
 }
