@@ -22,6 +22,7 @@ struct rig__drive {
     struct rig_swarm_result *out;
     struct rig_engine *engine;
     bool timing_only;
+    int32_t eos_id;            /* the model's end-of-sequence token */
     int64_t step;
     uint8_t state[RIG_SWARM_REQUESTS_MAX];
     int32_t ends[RIG_SWARM_REQUESTS_MAX];
@@ -59,8 +60,56 @@ static void rig__on_token(void *ctx, uint64_t uid, int32_t index, int32_t token,
                   d->outputs[uid]);
         return;
     }
+    if (token < 0 || token >= d->c->vocab_size)
+        rig__fail(d, RIG_SWARM_LIFECYCLE, "request %llu: token %d outside the vocabulary",
+                  (unsigned long long)uid, token);
     d->tokens[uid][index] = token;
     d->outputs[uid]++;
+}
+
+/* Why the request should stop after output token `i` (an oracle independent of the
+ * scheduler's), or RIG_END_NONE. */
+static enum rig_request_end rig__expected_stop(const struct rig__drive *d, int32_t uid,
+                                               int32_t i)
+{
+    const struct rig_swarm_request *q = &d->c->requests[uid];
+    int32_t token = d->tokens[uid][i];
+    if (!q->ignore_eos && token == d->eos_id) return RIG_END_EOS;
+    for (int32_t k = 0; k < q->stop_count; k++)
+        if (token == q->stop_ids[k]) return RIG_END_STOP_TOKEN;
+    if (q->max_tokens > 0 && i + 1 >= q->max_tokens) return RIG_END_LENGTH;
+    if (q->max_tokens == 0 && q->prompt_len + i + 1 >= d->c->max_seq_len) return RIG_END_CONTEXT;
+    return RIG_END_NONE;
+}
+
+/* The end reason and the times of an ended request agree with its token stream. */
+static void rig__check_end(struct rig__drive *d, int32_t uid, const struct rig_request_result *r)
+{
+    int32_t n = d->outputs[uid];
+    for (int32_t i = 0; i + 1 < n; i++) {
+        enum rig_request_end early = rig__expected_stop(d, uid, i);
+        if (early != RIG_END_NONE)
+            rig__fail(d, RIG_SWARM_LIFECYCLE, "request %d should have stopped (%s) at output "
+                      "%d of %d", uid, rig_request_end_name(early), i, n);
+    }
+    bool generated = r->reason != RIG_END_ABORT && r->reason != RIG_END_REJECTED;
+    enum rig_request_end last = n > 0 ? rig__expected_stop(d, uid, n - 1) : RIG_END_NONE;
+    if (generated && last != r->reason)
+        rig__fail(d, RIG_SWARM_LIFECYCLE, "request %d ended as %s after %d tokens; its tokens "
+                  "say %s", uid, rig_request_end_name(r->reason), n, rig_request_end_name(last));
+    if (r->reason == RIG_END_REJECTED) return;
+    bool ordered = r->arrival_ns <= r->finish_ns &&
+                   (r->first_scheduled_ns < 0 || r->arrival_ns <= r->first_scheduled_ns) &&
+                   (r->first_token_ns < 0 || (r->first_scheduled_ns >= 0 &&
+                                              r->first_scheduled_ns <= r->first_token_ns &&
+                                              r->first_token_ns <= r->finish_ns));
+    for (int32_t i = 1; i < r->output_len && ordered; i++)
+        ordered = r->token_times_ns[i - 1] <= r->token_times_ns[i];
+    if (!ordered)
+        rig__fail(d, RIG_SWARM_LIFECYCLE, "request %d: times out of order (arrival %lld, "
+                  "scheduled %lld, first token %lld, finish %lld)", uid,
+                  (long long)r->arrival_ns, (long long)r->first_scheduled_ns,
+                  (long long)r->first_token_ns, (long long)r->finish_ns);
 }
 
 static void rig__on_finish(void *ctx, const struct rig_request_result *r)
@@ -85,6 +134,7 @@ static void rig__on_finish(void *ctx, const struct rig_request_result *r)
     if (r->reason == RIG_END_LENGTH && q->max_tokens > 0 && r->output_len != q->max_tokens)
         rig__fail(d, RIG_SWARM_LIFECYCLE, "request %d ended by length after %d of %d tokens",
                   uid, r->output_len, q->max_tokens);
+    if (d->ends[uid] == 1) rig__check_end(d, uid, r);
     if (r->reason == RIG_END_REJECTED) d->out->rejected++;
     else if (r->reason == RIG_END_ABORT) d->out->aborted++;
     else d->out->finished++;
@@ -388,6 +438,8 @@ static enum rig_swarm_verdict rig__drive(struct rig__drive *d, const struct rig_
     for (int32_t i = 0; i < RIG_SWARM_REQUESTS_MAX; i++) d->abort_issued_ns[i] = -1;
     struct rig_engine_config config;
     rig__config(c, timing_only, &config);
+    RIG_ASSERT(config.model.eos_count == 1);
+    d->eos_id = config.model.eos_token_ids[0];
     struct rig_engine_observer observer = {d, rig__on_token, rig__on_finish, NULL};
     if (rig__create(d, &config, &observer) == RIG_OK) {
         rig__loop(d);

@@ -13,7 +13,9 @@
  *
  * Checks of a run (rig_swarm_run, timing-only simulator): the engine's invariant checker
  * after every step; request lifecycle (every request ends exactly once, tokens streamed in
- * order, never after the end, lengths as promised); no device allocation in the step loop;
+ * order, never after the end, lengths as promised, the end reason the one the token stream
+ * implies — first EOS, stop id, max_tokens or context limit — and times in order); no device
+ * allocation in the step loop;
  * liveness (after the fault phase, a fault-free drain in which everything ends within a bound
  * of steps); conservation (at the end every slot free or cached-unlocked, every row free).
  * Equivalence (rig_swarm_equivalence, real tiny model): a request's tokens are identical with
