@@ -12,6 +12,7 @@
 #   env: RIG_BUNDLE_BUILD  build folder (default <repo>/build-bundle)
 #        RIG_BUNDLE_JOBS   ninja jobs (default 2)
 #        RIG_BUNDLE_BUILD_TYPE  CMake build type (default Release)
+#        RIG_BUNDLE_ALL_TESTS   1: bundle every test binary, not only the GPU tests
 #        RIG_BUNDLE_CMAKE_ARGS  extra cmake arguments (word-split)
 # Then, on the GPU machine: OUT/run-gpu-tests.sh   (all GPU tests, one summary)
 #                           OUT/run.sh bin/rig ...  (anything else, environment set)
@@ -44,7 +45,11 @@ ninja -C "$build" -j "$jobs"
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib" "$out/tests"
 cp "$build/rig" "$out/bin/"
-for test in "$build"/tests/test_*; do
+# GPU tests only by default: the device tool carries at most 64 MiB with the checkout, and
+# the CPU tests run in CI anyway. RIG_BUNDLE_ALL_TESTS=1 takes every test binary.
+pattern='test_cuda_*'
+if [[ ${RIG_BUNDLE_ALL_TESTS:-0} == 1 ]]; then pattern='test_*'; fi
+for test in "$build"/tests/$pattern; do
     if [[ -f $test && -x $test ]]; then cp "$test" "$out/tests/"; fi
 done
 
@@ -61,12 +66,16 @@ done | sort -u | while read -r lib; do
     cp -L "$lib" "$out/lib/$name"
 done
 
+# Scenarios, for end-to-end runs with --backend cuda (models are presets built into rig).
+cp -r "$root/scenarios" "$out/scenarios"
+
 cat >"$out/run.sh" <<'RUN'
 #!/usr/bin/env bash
 # run.sh — runs a command from this bundle with its libraries found: rig's own from lib/,
 # CUDA's and NCCL's from the GPU machine. Example: ./run.sh bin/rig --version
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-export LD_LIBRARY_PATH="$here/lib:/usr/local/cuda/lib64:/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+libs=$here/lib:/usr/local/cuda/lib64:/usr/lib/x86_64-linux-gnu
+export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export NCCL_NVLS_ENABLE=0 # never NVLink multicast on shared hosts
 cmd=$1
 shift
@@ -77,7 +86,8 @@ RUN
 cat >"$out/run-gpu-tests.sh" <<'TESTS'
 #!/usr/bin/env bash
 # run-gpu-tests.sh — runs every GPU test of this bundle (tests/test_cuda_*), or with --all
-# every test binary, and prints one summary line per test and a total. Logs go to
+# every test binary, then the scenarios in RIG_GPU_SCENARIOS (default: quickstart) with
+# `rig run --backend cuda`, and prints one summary line per item and a total. Logs go to
 # $RIG_LOG_DIR (default: ./gpu-test-logs). Exit status 0 only when nothing failed.
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 logs=${RIG_LOG_DIR:-$PWD/gpu-test-logs}
@@ -103,6 +113,29 @@ for test in "$here"/tests/$pattern; do
     esac
     summary+=("$(printf '%-28s %-16s %8s s' "$name" "$verdict" "$seconds")")
     if [[ $rc -ne 0 && $rc -ne 77 ]]; then
+        echo "== $name failed; last lines of $logs/$name.log:"
+        tail -n 40 "$logs/$name.log"
+    fi
+done
+# End to end: scenarios on the CUDA backend; their expectations (cache hits, outputs equal
+# where the scenario says so, no leaked pages) must hold. RIG_GPU_SCENARIOS overrides the list.
+for scenario in ${RIG_GPU_SCENARIOS:-quickstart}; do
+    name=scenario_$scenario
+    start=$(date +%s%N)
+    "$here/run.sh" bin/rig run "$here/scenarios/$scenario.yaml" --backend cuda --out none \
+        >"$logs/$name.log" 2>&1
+    rc=$?
+    ms=$((($(date +%s%N) - start) / 1000000))
+    seconds=$(printf '%d.%03d' $((ms / 1000)) $((ms % 1000)))
+    if [[ $rc -eq 0 ]]; then
+        verdict=PASS
+        pass=$((pass + 1))
+    else
+        verdict="FAIL (exit $rc)"
+        fail=$((fail + 1))
+    fi
+    summary+=("$(printf '%-28s %-16s %8s s' "$name" "$verdict" "$seconds")")
+    if [[ $rc -ne 0 ]]; then
         echo "== $name failed; last lines of $logs/$name.log:"
         tail -n 40 "$logs/$name.log"
     fi
