@@ -5,7 +5,8 @@
  * seed must pass with the plant off (so the failure is the plant's). Seeds run in a forked
  * child (an assertion in the engine is a CRASH verdict, its message on stderr). Measured
  * first failing seeds (faults on, from seed 1): skip-unlock 1, free-shared-page 2,
- * release-in-flight 72; the bounds below leave room for the engine to change.
+ * release-in-flight 72, admit-free-only 6 (liveness: a deadlock on a full cache); the bounds
+ * below leave room for the engine to change.
  * Also: shrinking a planted failure keeps it failing with no more requests than it started
  * with, and the shrunk case still writes a scenario that loads.
  */
@@ -77,6 +78,22 @@ static void test_plant_release_inflight(void **state)
     rig__expect_found(RIG_PLANT_RELEASE_INFLIGHT, 400, true);
 }
 
+/* Admission that forgets evictable slots: a cache full of cached prefixes blocks forever. */
+static void test_plant_admit_free_only(void **state)
+{
+    (void)state;
+    struct rig_swarm_case *c = malloc(sizeof *c);
+    assert_non_null(c);
+    struct rig_swarm_result r;
+    uint64_t seed = rig__first_failing(RIG_PLANT_ADMIT_FREE_ONLY, 40, c, &r);
+    print_message("plant %#x: first failing seed %llu (%s: %s)\n", RIG_PLANT_ADMIT_FREE_ONLY,
+                  (unsigned long long)seed, rig_swarm_verdict_name(r.verdict), r.message);
+    assert_true(seed >= 1 && seed <= 40);
+    assert_int_equal(r.verdict, RIG_SWARM_LIVENESS);
+    assert_int_equal(rig_swarm_check(c, false, true, &r), RIG_SWARM_PASS);
+    free(c);
+}
+
 static void test_shrink_planted_failure(void **state)
 {
     (void)state;
@@ -116,6 +133,7 @@ int main(void)
         cmocka_unit_test(test_plant_skip_unlock),
         cmocka_unit_test(test_plant_free_shared_page),
         cmocka_unit_test(test_plant_release_inflight),
+        cmocka_unit_test(test_plant_admit_free_only),
         cmocka_unit_test(test_shrink_planted_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

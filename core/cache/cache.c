@@ -142,8 +142,8 @@ int32_t rig_cache_insert(struct rig_cache *cache, const int32_t *tokens, int32_t
         RIG_ASSERT(again.node == fresh.node && again.cached_len == insert_len);
         for (int32_t pos = handle.cached_len; pos < prefix; pos += ps) {
             RIG_ASSERT(row[pos] != cache->scratch_slots[pos]);
-            int32_t freed = rig_debug_planted(RIG_PLANT_FREE_SHARED_PAGE) ? cache->scratch_slots[pos]
-                                                                          : row[pos];
+            bool plant = rig_debug_planted(RIG_PLANT_FREE_SHARED_PAGE);
+            int32_t freed = plant ? cache->scratch_slots[pos] : row[pos];
             rig_pages_release(&cache->pages, freed / ps);
             for (int32_t j = 0; j < ps; j++) {
                 row[pos + j] = cache->scratch_slots[pos + j];

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/swarm/plant.h"
+
 enum rig_status rig_prefill_init(struct rig_prefill *prefill, int32_t capacity,
                                  int32_t max_seq_len)
 {
@@ -46,6 +48,14 @@ bool rig_prefill_remove(struct rig_prefill *prefill, struct rig_request *request
     return false;
 }
 
+/* Slots admission may count on (free + evictable); the planted bug forgets evictable ones. */
+static int64_t rig__admissible(const struct rig_cache *cache)
+{
+    if (rig_debug_planted(RIG_PLANT_ADMIT_FREE_ONLY))
+        return rig_cache_sizes(cache).free;
+    return rig_cache_available(cache);
+}
+
 /* Tries to give a PENDING request a row and its locked cached prefix; false (and nothing
  * changed) when no row is free or its KV need does not fit next to `reserved`. */
 static bool rig__prefill_admit(struct rig_prefill *prefill, struct rig_cache *cache,
@@ -58,10 +68,10 @@ static bool rig__prefill_admit(struct rig_prefill *prefill, struct rig_cache *ca
     int32_t ps = cache->page_size;
     int64_t end = ((int64_t)r->max_device_len + ps - 1) / ps * ps; /* whole pages */
     int64_t need = end - handle.cached_len;
-    if (need + reserved > rig_cache_available(cache)) return false;
+    if (need + reserved > rig__admissible(cache)) return false;
     rig_cache_lock(cache, handle);
     /* Locking turned the matched nodes from evictable into protected: check again. */
-    if (need + reserved > rig_cache_available(cache)) {
+    if (need + reserved > rig__admissible(cache)) {
         rig_cache_unlock(cache, handle);
         return false;
     }

@@ -21,6 +21,9 @@ enum rig_plant {
     /* scheduler.c, release: an ended request is released while a launched batch that
      * includes it is still unprocessed (the Python original's overlap defect). */
     RIG_PLANT_RELEASE_INFLIGHT = 1u << 2,
+    /* prefill.c, admission: only free slots count, not evictable cached ones, so a cache
+     * full of finished requests' prefixes blocks every admission (a deadlock). */
+    RIG_PLANT_ADMIT_FREE_ONLY = 1u << 3,
 };
 
 extern uint32_t rig_debug_plant;

@@ -276,7 +276,7 @@ static void rig__loop(struct rig__drive *d)
     const struct rig_swarm_case *c = d->c;
     int32_t next = 0;
     bool fault_phase = c->faults;
-    int64_t drain_end = -1;
+    int64_t drain_end = -1, drain_bound = 0;
     rig__set_faults(d, fault_phase);
     /* Iterations are steps plus idle jumps of the clock (at most one per arrival). */
     for (int64_t iteration = 0; iteration < (int64_t)1 << 22; iteration++) {
@@ -284,7 +284,10 @@ static void rig__loop(struct rig__drive *d)
             fault_phase = false;
             rig__set_faults(d, false);
         }
-        if (!fault_phase && drain_end < 0) drain_end = d->step + rig__drain_bound(d);
+        if (!fault_phase && drain_end < 0) {
+            drain_bound = rig__drain_bound(d);
+            drain_end = d->step + drain_bound;
+        }
         next = rig__feed(d, next, fault_phase);
         if (d->out->verdict != RIG_SWARM_PASS) return;
         bool idle = rig_engine_idle(d->engine);
@@ -297,7 +300,7 @@ static void rig__loop(struct rig__drive *d)
             struct rig_engine_stats stats;
             rig_engine_stats(d->engine, &stats);
             rig__fail(d, RIG_SWARM_LIVENESS, "the drain took more than %lld steps: %d pending, "
-                      "%d running", (long long)(drain_end - d->step + d->step), stats.pending,
+                      "%d running", (long long)drain_bound, stats.pending,
                       stats.running);
             return;
         }
