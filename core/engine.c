@@ -95,9 +95,11 @@ static enum rig_status rig__host_init(struct rig_engine *e)
 {
     const struct rig_engine_config *c = &e->config;
     int32_t L = e->max_seq_len, rmax = c->max_running_req;
-    /* Writes per batch: prompts of admitted requests (≤ L each, the adder stops first),
-     * one budget of new tokens, rewrites from the previous batch, decode pages. */
-    int32_t writes = 2 * e->tokens_max + 2 * L + rmax * c->page_size;
+    /* Page-table writes per batch: rewrites from the last processed batch (≤ one prompt of
+     * L plus a budget), one page per decode request, and admissions — the prefill manager
+     * stops admitting before the rest is used, and the first admission (≤ L + a budget + a
+     * page) always fits. */
+    int32_t writes = 2 * (L + e->tokens_max) + (rmax + 1) * c->page_size + 64;
     rig__layout_init(&e->layout, rmax, e->tokens_max, writes);
     enum rig_status s = rig_request_pool_init(&e->pool, c->max_requests, L);
     if (s == RIG_OK) s = rig_cache_init(&e->cache, c->cache_type, c->num_pages, c->page_size);

@@ -12,7 +12,10 @@
  *   reused); an abort landing on a request whose last token is in flight ends it once;
  *   two runs give identical decode orders, records and tokens.
  * - Aborts at every step of a small workload: each request ends exactly once, all drains.
- * - Stop conditions: stop token, EOS (and ignore_eos), context limit (max_tokens 0). */
+ * - Stop conditions: stop token, EOS (and ignore_eos), context limit (max_tokens 0).
+ * - Many requests sharing a long cached prefix: each admission must send its whole row to
+ *   the devices, so admissions per batch are bounded by the table-write capacity, not only
+ *   by the token budget (they spread over several batches; nothing overflows). */
 #include "core/results/results.h"
 #include "hal/philox.h"
 #include "tests/support/engine_harness.h"
@@ -365,6 +368,43 @@ static void test_stop_conditions(void **state)
     harness_close(&h);
 }
 
+static void test_shared_prefix_write_budget(void **state)
+{
+    (void)state;
+    struct rig_engine_config c;
+    harness_config(&c, "tiny", true);
+    c.max_seq_len = 1024;
+    c.prefill_budget = 512;
+    c.max_running_req = 16;
+    c.num_pages = 4096;
+    harness_open(&h, &c);
+    static int32_t p[16][910];
+    harness_prompt(p[0], 900, 5, 1024);
+    harness_submit(&h, 1, p[0], 900, 2, 0.0f, RIG_OK);
+    harness_run(&h);
+    int32_t first = h.step_count;
+    for (int32_t i = 0; i < 16; i++) {
+        memcpy(p[i], p[0], 900 * sizeof(int32_t));
+        for (int32_t j = 900; j < 910; j++) p[i][j] = 1 + (i * 10 + j) % 1000;
+        harness_submit(&h, 10 + (uint64_t)i, p[i], 910, 2, 0.0f, RIG_OK);
+    }
+    harness_run(&h);
+    /* 16 x 10 new tokens fit one budget of 512, but 16 rows of 911 entries do not fit the
+     * 2 * (1024 + 512) + 17 + 64 = 3153 writes of a batch: three admissions per batch. */
+    int32_t prefill_steps = 0;
+    for (int32_t i = first; i < h.step_count; i++) {
+        if (h.steps[i].phase != RIG_BATCH_PREFILL) continue;
+        prefill_steps++;
+        assert_true(h.steps[i].batch_size <= 3);
+    }
+    assert_int_equal(prefill_steps, 6);
+    for (int32_t i = 0; i < 16; i++) {
+        assert_int_equal(harness_get(&h, 10 + (uint64_t)i)->cached_len, 900);
+        assert_int_equal(harness_get(&h, 10 + (uint64_t)i)->output_len, 2);
+    }
+    harness_close(&h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -377,6 +417,7 @@ int main(void)
         cmocka_unit_test(test_two_runs_identical),
         cmocka_unit_test(test_abort_at_every_step),
         cmocka_unit_test(test_stop_conditions),
+        cmocka_unit_test(test_shared_prefix_write_budget),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

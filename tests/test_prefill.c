@@ -8,7 +8,8 @@
  * reservation and passes once it shrinks; the second check after locking the matched prefix
  * refuses (and unlocks) a request whose matched pages were the evictable ones it counted on;
  * FIFO order is kept (a small request never overtakes a blocked one); no free row blocks;
- * decode order is admission order whatever the insertion order. */
+ * decode order is admission order whatever the insertion order; the table-write bound
+ * stops admission (a row costs its cached prefix plus its chunk plus a page). */
 #include <stdint.h>
 #include <string.h>
 
@@ -170,6 +171,27 @@ static void test_prefill_fifo_and_rows(void **state)
     teardown();
 }
 
+static void test_prefill_write_bound(void **state)
+{
+    (void)state;
+    setup(256, 4, 256);
+    struct rig_request *a = submit(1, fx.prompt, 20, 4);
+    struct rig_request *b = submit(2, fx.prompt + 50, 20, 4);
+    struct rig_request *out[4];
+    /* Admission needs cached + chunk + a page of room (21) and spends the row's 20. */
+    fx.prefill.writes_left = 40;
+    assert_int_equal(rig_prefill_schedule(&fx.prefill, &fx.cache, &fx.table, 8192, 0, out, 4),
+                     1);
+    assert_ptr_equal(out[0], a);
+    assert_int_equal(fx.prefill.writes_left, 20);
+    assert_int_equal(b->state, RIG_REQUEST_PENDING);
+    fx.prefill.writes_left = 21;
+    assert_int_equal(rig_prefill_schedule(&fx.prefill, &fx.cache, &fx.table, 8192, 0, out, 4),
+                     1);
+    assert_ptr_equal(out[0], b);
+    teardown();
+}
+
 static void test_decode_admission_order(void **state)
 {
     (void)state;
@@ -202,6 +224,7 @@ int main(void)
         cmocka_unit_test(test_prefill_reservation_blocks_admission),
         cmocka_unit_test(test_prefill_second_check_after_lock),
         cmocka_unit_test(test_prefill_fifo_and_rows),
+        cmocka_unit_test(test_prefill_write_bound),
         cmocka_unit_test(test_decode_admission_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,7 @@
 /* prefill.c — the pending FIFO and admission (prefill.h). */
 #include "core/sched/prefill.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,7 @@ enum rig_status rig_prefill_init(struct rig_prefill *prefill, int32_t capacity,
         return RIG_E_NO_MEMORY;
     }
     prefill->capacity = capacity;
+    prefill->writes_left = INT64_MAX;
     return RIG_OK;
 }
 
@@ -59,13 +61,16 @@ static int64_t rig__admissible(const struct rig_cache *cache)
 /* Tries to give a PENDING request a row and its locked cached prefix; false (and nothing
  * changed) when no row is free or its KV need does not fit next to `reserved`. */
 static bool rig__prefill_admit(struct rig_prefill *prefill, struct rig_cache *cache,
-                               struct rig_table *table, int64_t reserved,
+                               struct rig_table *table, int64_t reserved, int32_t budget,
                                struct rig_request *r)
 {
     if (rig_table_free_count(table) == 0) return false;
     struct rig_radix_handle handle =
         rig_cache_match(cache, r->tokens, r->input_len, prefill->match_slots);
     int32_t ps = cache->page_size;
+    int32_t remain = r->input_len - handle.cached_len;
+    int64_t writes = (int64_t)handle.cached_len + (remain < budget ? remain : budget) + ps;
+    if (writes > prefill->writes_left) return false;
     int64_t end = ((int64_t)r->max_device_len + ps - 1) / ps * ps; /* whole pages */
     int64_t need = end - handle.cached_len;
     if (need + reserved > rig__admissible(cache)) return false;
@@ -102,7 +107,7 @@ int32_t rig_prefill_schedule(struct rig_prefill *prefill, struct rig_cache *cach
     for (int32_t i = 0; i < prefill->count && selected < out_max && budget > 0; i++) {
         struct rig_request *r = prefill->queue[i];
         if (r->state == RIG_REQUEST_PENDING) {
-            if (!rig__prefill_admit(prefill, cache, table, reserved, r)) break;
+            if (!rig__prefill_admit(prefill, cache, table, reserved, budget, r)) break;
             r->state = RIG_REQUEST_CHUNKED;
         }
         RIG_ASSERT(r->state == RIG_REQUEST_CHUNKED && r->device_len == r->cached_len);
@@ -112,6 +117,9 @@ int32_t rig_prefill_schedule(struct rig_prefill *prefill, struct rig_cache *cach
         budget -= chunk;
         reserved += (int64_t)remain + (r->max_device_len - r->input_len);
         r->device_len = r->cached_len + chunk;
+        /* Entries from what the devices hold to the end of the chunk's last page. */
+        int32_t ps = cache->page_size;
+        prefill->writes_left -= (int64_t)(r->device_len + ps - 1) / ps * ps - r->synced_len;
         out[selected++] = r;
         if (chunk == remain) finished_prompts++;
     }

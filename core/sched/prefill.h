@@ -13,6 +13,11 @@
  * budget-sized chunk and stays at the head of the queue (state CHUNKED) until its last
  * chunk is scheduled.
  *
+ * Table writes: a newly admitted request's whole row up to its chunk's end (cached prefix
+ * included) must be sent to the devices, so many requests sharing a long cached prefix can
+ * cost far more page-table entries than they compute tokens. `writes_left` bounds that per
+ * batch (the metadata buffers are sized for it); admission stops before exceeding it.
+ *
  * Ownership: the queue holds pointers into the request pool; admission takes rows from the
  * table manager and locks handles in the cache manager. Threads: the scheduler thread.
  */
@@ -32,6 +37,8 @@ struct rig_prefill {
     int32_t capacity;
     int32_t *match_slots;       /* (max_seq_len) scratch for matched slots */
     int64_t admitted;           /* admissions so far: the admission sequence numbers */
+    int64_t writes_left;        /* page-table entries the batch may still send to the
+                                   devices (set by the caller; INT64_MAX = no limit) */
 };
 
 enum rig_status rig_prefill_init(struct rig_prefill *prefill, int32_t capacity,

@@ -49,6 +49,10 @@ static int32_t rig__schedule(struct rig_engine *e, struct rig__batch *b)
         memcpy(b->reqs, e->decode.running, (size_t)decodes * sizeof *b->reqs);
     }
     if (policy != RIG_POLICY_DECODE_FIRST || decodes == 0) {
+        /* Table writes this batch may still carry: the layout's capacity less the pending
+         * rewrites and one page per decode request. */
+        e->prefill.writes_left = (int64_t)e->layout.writes_max - e->rewrite_count -
+                                 (int64_t)decodes * e->cache.page_size;
         prefills = rig_prefill_schedule(&e->prefill, &e->cache, &e->table, budget - decodes,
                                         reserved, b->reqs + decodes, rmax - decodes);
     }
