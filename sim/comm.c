@@ -1,6 +1,7 @@
 /* comm.c — the TP world: barrier, rank-ordered reduction, all-gather, see comm.h. */
 #include "sim/comm.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,7 @@ struct rig_sim_world *rig_sim_world_create(int32_t size)
         free(world);
         return NULL;
     }
+    atomic_init(&world->generation, 0);
     world->size = size;
     world->refs = size;
     return world;
@@ -117,6 +119,22 @@ static void rig__complete(struct rig_sim_world *world, const struct rig_sim_prof
     world->end_ns = earliest + rig_sim_cost_op_ns(profile, op, world->size);
 }
 
+/* Waits until the world's generation moves past `generation`: polls (yielding the CPU to the
+ * ranks still on their way) before sleeping on the condition variable. */
+static void rig__wait_generation(struct rig_sim_world *world, uint64_t generation)
+{
+    for (int32_t i = 0; i < RIG_SIM_WORLD_POLLS; i++) {
+        if (atomic_load_explicit(&world->generation, memory_order_acquire) != generation) return;
+        sched_yield();
+    }
+    RIG_ASSERT(pthread_mutex_lock(&world->mutex) == 0);
+    world->sleepers++;
+    while (atomic_load_explicit(&world->generation, memory_order_acquire) == generation)
+        RIG_ASSERT(pthread_cond_wait(&world->cond, &world->mutex) == 0);
+    world->sleepers--;
+    RIG_ASSERT(pthread_mutex_unlock(&world->mutex) == 0);
+}
+
 int64_t rig_sim_world_collective(struct rig_sim_world *world, const struct rig_sim_profile *profile,
                                  int32_t rank, const struct rig_op *op, int64_t earliest_ns,
                                  bool phantom)
@@ -127,21 +145,22 @@ int64_t rig_sim_world_collective(struct rig_sim_world *world, const struct rig_s
     world->arrivals[rank] = (struct rig_sim_arrival){*op, earliest_ns, phantom};
     world->arrived++;
     RIG_ASSERT(world->arrived <= world->size);
+    uint64_t generation = atomic_load_explicit(&world->generation, memory_order_relaxed);
     if (world->arrived == world->size) {
         rig__complete(world, profile);
         world->arrived = 0;
-        world->generation++;
-        RIG_ASSERT(pthread_cond_broadcast(&world->cond) == 0);
-    } else {
-        /* end_ns of this generation stays put until every rank (this one included) has
-         * arrived at the next collective, so it is still ours when we wake. */
-        uint64_t generation = world->generation;
-        while (world->generation == generation)
-            RIG_ASSERT(pthread_cond_wait(&world->cond, &world->mutex) == 0);
+        /* release: end_ns and the results are visible to whoever sees the new generation */
+        atomic_store_explicit(&world->generation, generation + 1, memory_order_release);
+        if (world->sleepers > 0) RIG_ASSERT(pthread_cond_broadcast(&world->cond) == 0);
+        int64_t end = world->end_ns;
+        RIG_ASSERT(pthread_mutex_unlock(&world->mutex) == 0);
+        return end;
     }
-    int64_t end = world->end_ns;
     RIG_ASSERT(pthread_mutex_unlock(&world->mutex) == 0);
-    return end;
+    rig__wait_generation(world, generation);
+    /* end_ns of this generation stays put until every rank (this one included) has arrived at
+     * the next collective, so it is still ours. */
+    return world->end_ns;
 }
 
 enum rig_status rig_sim_comm_create(struct rig_device **devices, int32_t count,

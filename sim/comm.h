@@ -1,7 +1,9 @@
 /* comm.h — tensor parallelism on the simulator: the ranks of one process meet in a world.
  *
  * rig_hal_open(count) creates one world shared by its `count` devices; comms link to it.
- * A collective is a barrier (mutex + condition variable + generation counter): each rank's
+ * A collective is a barrier (mutex + condition variable + atomic generation counter; a waiting
+ * rank first polls the counter, yielding the CPU, and only then sleeps — a decode step has
+ * ~130 collectives, so wake-up latency would dominate a timing-only run): each rank's
  * thread arrives with its op and the earliest time its stream could start it; the last to
  * arrive does the whole collective for everyone —
  *   all-reduce: element by element, sum the ranks in order 0..n-1 in fp32, round once (bf16)
@@ -20,10 +22,13 @@
 #define RIG_SIM_COMM_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "hal/hal_impl.h"
 #include "sim/profile.h"
+
+#define RIG_SIM_WORLD_POLLS 2000 /* yields before a waiting rank sleeps */
 
 struct rig_sim_arrival {
     struct rig_op op;    /* the rank's collective */
@@ -36,7 +41,8 @@ struct rig_sim_world {
     pthread_cond_t cond;
     int32_t size;                                     /* ranks */
     int32_t refs;                                     /* devices still open */
-    uint64_t generation;                              /* completed collectives */
+    _Atomic uint64_t generation;                      /* completed collectives */
+    int32_t sleepers;                                 /* ranks blocked on `cond` */
     int32_t arrived;                                  /* ranks waiting in this generation */
     struct rig_sim_arrival arrivals[RIG_DEVICES_MAX]; /* (size) this generation's ops */
     int64_t end_ns;                                   /* end time of the last completed one */
