@@ -6,7 +6,8 @@
  * kernels of two streams one at a time; events and cross-stream waits order a copy after a
  * kernel; stream and event synchronisation move the host; host work and wait_until move the
  * host exactly; a GEMM with twice the rows takes twice as long, decode attention scales with
- * the KV length; graph replay charges the host once instead of per kernel. Large shapes run
+ * the KV length; graph replay charges the host once instead of per kernel; timing-only mode
+ * gives the same timestamps as real mode. Large shapes run
  * in timing-only mode (phantom buffers, no math), so every test is fast.
  */
 #include <stdlib.h>
@@ -328,6 +329,38 @@ static void test_graph_replay_cheaper_on_host(void **state)
     rig__close(&f);
 }
 
+/* The clock never depends on the mode: the same small sequence (real math in one, phantom
+ * buffers in the other) gives the same timestamps, so timing-only runs predict real ones. */
+static void test_timing_only_same_times(void **state)
+{
+    (void)state;
+    int64_t times[2][3];
+    for (int32_t mode = 0; mode < 2; mode++) {
+        struct rig__fixture f;
+        rig__open(&f, mode == 1);
+        char *b = f.base;
+        static uint16_t host[4096];
+        assert_int_equal(rig_hal_buffer_upload(f.stream, f.big, 0, host, sizeof host), RIG_OK);
+        struct rig_op gemm = rig__gemm_op(b, b + 65536, b + 131072, 16, 64, 128);
+        struct rig_op norm = {.kind = RIG_OP_RMS_NORM};
+        norm.u.rms_norm = (struct rig_op_rms_norm){rig_tensor_2d(b, RIG_DTYPE_BF16, 16, 64),
+                                                   rig_tensor_2d(b, RIG_DTYPE_BF16, 16, 64),
+                                                   rig_tensor_1d(b + 8192, RIG_DTYPE_BF16, 64),
+                                                   1e-6f};
+        assert_int_equal(rig_hal_op(f.stream, &gemm), RIG_OK);
+        times[mode][0] = rig_hal_now_ns(f.device);
+        assert_int_equal(rig_hal_op(f.stream, &norm), RIG_OK);
+        assert_int_equal(rig_hal_buffer_fill(f.stream, f.big, 0, 0, 1024), RIG_OK);
+        times[mode][1] = rig_hal_now_ns(f.device);
+        assert_int_equal(rig_hal_buffer_download(f.stream, f.big, 0, host, sizeof host), RIG_OK);
+        assert_int_equal(rig_hal_stream_synchronize(f.stream), RIG_OK);
+        times[mode][2] = rig_hal_now_ns(f.device);
+        rig__close(&f);
+    }
+    assert_memory_equal(times[0], times[1], sizeof times[0]);
+    assert_true(times[0][2] > times[0][1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -339,6 +372,7 @@ int main(void)
         cmocka_unit_test(test_gemm_cost_scales_with_rows),
         cmocka_unit_test(test_attention_cost_scales_with_kv_len),
         cmocka_unit_test(test_graph_replay_cheaper_on_host),
+        cmocka_unit_test(test_timing_only_same_times),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
