@@ -12,6 +12,7 @@ struct rig_command {
 
 int rig_cmd_selftest(int argc, char **argv);
 int rig_cmd_run(int argc, char **argv);
+int rig_cmd_bench(int argc, char **argv);
 int rig_cmd_generate(int argc, char **argv);
 int rig_cmd_tokenize(int argc, char **argv);
 int rig_cmd_detokenize(int argc, char **argv);

@@ -1,0 +1,226 @@
+/* test_bench.c — `rig bench`'s drivers (core/bench/) on the simulator, timing-only.
+ *
+ * Checks the helpers against hand-computed values (median, benchmark names, the prefill
+ * FLOP formula, the idle fraction of synthetic step records), then runs every benchmark
+ * at --quick sizes on the simulated H100 and checks what the cost model implies: the copy
+ * floor is the profile's copy efficiency x HBM bandwidth, the GEMM rate stays under the
+ * profile's peak, no step beats its floor, graphs are no slower than eager launches,
+ * a cached prefix costs time, overlap leaves less idle time than no overlap, and the same
+ * options give the same report. Invalid inputs (no benchmark, unknown backend or model,
+ * an unwritable output) fail with a status and a message, not a crash.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/bench/bench.h"
+#include "core/model/model.h"
+#include "sim/profile.h"
+#include "tests/support/test_support.h"
+#include "tools/rig/commands.h"
+
+static struct rig_bench_report rig__report, rig__again;
+
+static void rig__quick(struct rig_bench_options *o)
+{
+    rig_bench_options_default(o);
+    o->quick = true;
+    o->repeats = 3;
+}
+
+static void test_kind_parse(void **state)
+{
+    (void)state;
+    assert_int_equal(rig_bench_kind_parse("decode"), RIG_BENCH_DECODE);
+    assert_int_equal(rig_bench_kind_parse("online"), RIG_BENCH_ONLINE);
+    assert_int_equal(rig_bench_kind_parse("all"), RIG_BENCH_ALL);
+    assert_int_equal(rig_bench_kind_parse("Decode"), 0);
+    assert_int_equal(rig_bench_kind_parse(""), 0);
+    assert_int_equal(rig_bench_kind_parse(NULL), 0);
+}
+
+static void test_median(void **state)
+{
+    (void)state;
+    double odd[] = {5.0, 1.0, 3.0};
+    assert_true(rig_bench_median(odd, 3) == 3.0);
+    double even[] = {4.0, 1.0, 3.0, 2.0};
+    assert_true(rig_bench_median(even, 4) == 2.5);
+    double one[] = {7.5};
+    assert_true(rig_bench_median(one, 1) == 7.5);
+}
+
+static void test_prefill_flops(void **state)
+{
+    (void)state;
+    struct rig_model_config c;
+    assert_int_equal(rig_model_config_preset("qwen3-0.6b", &c), RIG_OK);
+    double q = (double)c.num_heads * c.head_dim, kv = (double)c.num_kv_heads * c.head_dim;
+    double h = c.hidden_size, linear = h * (q + 2 * kv) + q * h + 3.0 * c.intermediate_size * h;
+    /* one token, no prefix: every linear weight twice, one attended pair, the LM head */
+    double one = c.num_layers * (2.0 * linear + 4.0 * q) + 2.0 * h * c.vocab_size;
+    assert_true(fabs(rig_bench_prefill_flops("qwen3-0.6b", 1, 0) - one) < 1e-6 * one);
+    /* a prefix of P adds 4 q x chunk x P per layer and nothing else */
+    double a = rig_bench_prefill_flops("qwen3-0.6b", 100, 0);
+    double b = rig_bench_prefill_flops("qwen3-0.6b", 100, 50);
+    assert_true(fabs((b - a) - c.num_layers * 4.0 * q * 100 * 50) < 1e-9 * b);
+    assert_true(rig_bench_prefill_flops("no-such-model", 1, 0) < 0);
+}
+
+static void test_idle_fraction(void **state)
+{
+    (void)state;
+    struct rig_results r;
+    assert_int_equal(rig_results_init(&r, 1, 1, 8, 8), RIG_OK);
+    assert_true(rig_bench_idle_fraction(&r) == 0.0); /* no steps */
+    /* prefill 0-10, decode 12-20, decode 25-30 (5 idle), decode 29-40 (overlap: 0 idle) */
+    const int64_t t[4][3] = {{RIG_STEP_PREFILL, 0, 10}, {RIG_STEP_DECODE, 12, 20},
+                             {RIG_STEP_DECODE, 25, 30}, {RIG_STEP_DECODE, 29, 40}};
+    for (int i = 0; i < 4; i++) {
+        struct rig_results_step s = {.phase = (int32_t)t[i][0], .batch_size = 1,
+                                     .start_ns = t[i][1], .end_ns = t[i][2]};
+        assert_int_equal(rig_results_add_step(&r, &s, NULL, 0), RIG_OK);
+    }
+    /* pairs (1,2) and (2,3): idle 5 + 0 over span (30 - 20) + (40 - 30) */
+    assert_true(fabs(rig_bench_idle_fraction(&r) - 5.0 / 20.0) < 1e-12);
+    rig_results_free(&r);
+}
+
+static void test_floors_follow_profile(void **state)
+{
+    (void)state;
+    struct rig_bench_options o;
+    rig__quick(&o);
+    char error[256] = "";
+    memset(&rig__report, 0, sizeof rig__report);
+    assert_int_equal(rig_bench_floors(&o, &rig__report, error, sizeof error), RIG_OK);
+    struct rig_sim_profile p;
+    assert_int_equal(rig_sim_profile_load("h100", &p, error, sizeof error), RIG_OK);
+    const struct rig_bench_floors *f = &rig__report.floors;
+    double copy = p.hbm_bytes_per_s * p.efficiency[RIG_SIM_OP_CLASS_COPY];
+    assert_true(fabs(f->bandwidth - copy) < 0.01 * copy);
+    assert_true(fabs(f->bandwidth - 2.0 * (double)f->copy_bytes / (f->copy_ns * 1e-9)) <
+                1e-6 * f->bandwidth);
+    assert_true(f->gemm_flops > 0.1 * p.peak_bf16_flops);
+    assert_true(f->gemm_flops <= p.peak_bf16_flops * p.efficiency[RIG_SIM_OP_CLASS_GEMM]);
+    assert_true(rig__report.predicted);
+    assert_string_equal(rig__report.backend, "sim");
+    assert_int_equal(f->gemm_size, 1024);
+}
+
+static void test_steps_no_faster_than_floor(void **state)
+{
+    (void)state;
+    struct rig_bench_options o;
+    rig__quick(&o);
+    char error[256] = "";
+    memset(&rig__report, 0, sizeof rig__report);
+    int32_t kinds = RIG_BENCH_DECODE | RIG_BENCH_PREFILL | RIG_BENCH_ATTENTION;
+    assert_int_equal(rig_bench_run(&o, kinds, &rig__report, error, sizeof error), RIG_OK);
+    assert_int_equal(rig__report.decode_count, 2);
+    for (int32_t i = 0; i < rig__report.decode_count; i++) {
+        const struct rig_bench_decode_row *d = &rig__report.decode[i];
+        assert_true(d->graph_ns > 0 && d->graph_ns <= d->eager_ns);
+        assert_true(d->ratio >= 1.0 && d->ratio < 10.0);
+        assert_true(d->kv_bytes == (double)d->batch * d->context * 28 * 2 * 8 * 128 * 2);
+    }
+    assert_true(rig__report.decode[1].graph_ns >= rig__report.decode[0].graph_ns);
+    assert_int_equal(rig__report.prefill_count, 4);
+    for (int32_t i = 0; i < 4; i += 2) {
+        const struct rig_bench_prefill_row *cold = &rig__report.prefill[i];
+        assert_int_equal(cold[1].prefix, cold[0].chunk);
+        assert_true(cold[1].ns > cold[0].ns && cold[1].flops > cold[0].flops);
+        assert_true(cold[0].mfu > 0.0 && cold[0].mfu <= 1.0);
+        assert_true(cold[0].ns >= cold[0].floor_ns);
+    }
+    assert_int_equal(rig__report.attention_count, 2);
+    assert_string_equal(rig__report.attention[0].op, "decode");
+    assert_string_equal(rig__report.attention[1].op, "prefill");
+    for (int32_t i = 0; i < 2; i++)
+        assert_true(rig__report.attention[i].ratio > 0.2 && rig__report.attention[i].ratio <= 1.0);
+}
+
+static void test_serving_and_determinism(void **state)
+{
+    (void)state;
+    struct rig_bench_options o;
+    rig__quick(&o);
+    char error[256] = "";
+    int32_t kinds = RIG_BENCH_OFFLINE | RIG_BENCH_ONLINE;
+    assert_int_equal(rig_bench_run(&o, kinds, &rig__report, error, sizeof error), RIG_OK);
+    assert_int_equal(rig__report.serving_count, 3);
+    const struct rig_bench_serving_row *on = &rig__report.serving[0];
+    const struct rig_bench_serving_row *off = &rig__report.serving[1];
+    assert_string_equal(on->name, "offline");
+    assert_string_equal(off->name, "offline-no-overlap");
+    assert_true(on->overlap && !off->overlap);
+    assert_true(on->metrics.completed == 16 && off->metrics.completed == 16);
+    assert_true(on->metrics.total_output == off->metrics.total_output);
+    assert_true(on->idle_fraction < off->idle_fraction);
+    assert_true(on->floor_ratio > 0.0 && on->floor_ratio <= 1.0);
+    assert_true(on->decode_steps > 0 && on->decode_steps < on->steps);
+    assert_true(rig__report.serving[2].rate == 16.0 && rig__report.serving[2].floor_s == 0.0);
+    assert_string_equal(on->path, ""); /* no out_dir: no files */
+    assert_int_equal(rig_bench_run(&o, kinds, &rig__again, error, sizeof error), RIG_OK);
+    assert_memory_equal(&rig__report, &rig__again, sizeof rig__report);
+}
+
+static void test_invalid_inputs(void **state)
+{
+    (void)state;
+    struct rig_bench_options o;
+    rig__quick(&o);
+    char error[256] = "";
+    assert_int_equal(rig_bench_run(&o, 0, &rig__report, error, sizeof error), RIG_E_INVALID);
+    assert_string_equal(error, "no benchmark selected");
+    o.backend = "tpu";
+    assert_true(rig_bench_run(&o, RIG_BENCH_FLOORS, &rig__report, error, sizeof error) < 0);
+    assert_non_null(strstr(error, "tpu"));
+    rig__quick(&o);
+    o.model = "no-such-model";
+    error[0] = '\0';
+    assert_int_equal(rig_bench_run(&o, RIG_BENCH_DECODE, &rig__report, error, sizeof error),
+                     RIG_E_NOT_FOUND);
+    assert_non_null(strstr(error, "no-such-model"));
+    assert_true(rig__report.have_floors && rig__report.decode_count == 0);
+}
+
+static void test_write_h5(void **state)
+{
+    (void)state;
+    struct rig_bench_options o;
+    rig__quick(&o);
+    char error[256] = "", path[64];
+    assert_int_equal(rig_bench_run(&o, RIG_BENCH_DECODE, &rig__report, error, sizeof error),
+                     RIG_OK);
+    snprintf(path, sizeof path, "test_bench_%ld.h5", (long)getpid());
+    assert_int_equal(rig_bench_write_h5(&rig__report, path, error, sizeof error), RIG_OK);
+    FILE *file = fopen(path, "rb");
+    assert_non_null(file);
+    fseek(file, 0, SEEK_END);
+    assert_true(ftell(file) > 1000);
+    fclose(file);
+    remove(path);
+    assert_int_equal(rig_bench_write_h5(&rig__report, "/nonexistent-dir/x.h5", error,
+                                        sizeof error), RIG_E_IO);
+    assert_non_null(strstr(error, "/nonexistent-dir/x.h5"));
+}
+
+int main(void)
+{
+    rig_backends_register();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kind_parse),
+        cmocka_unit_test(test_median),
+        cmocka_unit_test(test_prefill_flops),
+        cmocka_unit_test(test_idle_fraction),
+        cmocka_unit_test(test_floors_follow_profile),
+        cmocka_unit_test(test_steps_no_faster_than_floor),
+        cmocka_unit_test(test_serving_and_determinism),
+        cmocka_unit_test(test_invalid_inputs),
+        cmocka_unit_test(test_write_h5),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

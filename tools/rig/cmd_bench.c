@@ -1,0 +1,341 @@
+/* cmd_bench.c — `rig bench`: performance against the hardware's own floors (issue 8,
+ * core/bench/bench.h, docs/performance.md).
+ *
+ * Runs the chosen benchmarks (all by default) on --backend sim (the cost model's
+ * predictions on a virtual clock, labelled as such) or cuda (device events), prints one
+ * table per benchmark and the issue's targets with the measured ratio beside each, and
+ * writes <out>/bench.h5 (the tables) plus one results file per serving run. A progress bar
+ * is drawn on stderr only when stderr is a terminal. Exit status: 0 the benchmarks ran
+ * (a missed target is a result, not an error), 1 a run error, 2 a usage error.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/bench/bench.h"
+#include "core/version.h"
+#include "tools/rig/commands.h"
+
+struct rig__bench_args {
+    struct rig_bench_options options;
+    int32_t kinds;
+    const char *out; /* directory; "none": no files */
+};
+
+static void rig__bench_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: rig bench [BENCHMARK...] [options]\n\n"
+            "Measures rig against the hardware floors measured in the same process\n"
+            "(docs/performance.md). BENCHMARK: floors, decode, prefill, attention, offline,\n"
+            "online, all (default: all; floors always run, everything is divided by them).\n\n"
+            "options:\n"
+            "  --backend sim|cuda   sim: cost-model predictions on the virtual clock (timing\n"
+            "                       only); cuda: measured with device events (default sim)\n"
+            "  --profile NAME       simulator device profile (default h100)\n"
+            "  --model PRESET       model shape with dummy weights (default qwen3-0.6b)\n"
+            "  --out DIR            tables in DIR/bench.h5, serving runs in DIR/<run>.h5\n"
+            "                       (default out/bench; 'none': no files)\n"
+            "  --quick              small sizes, for a smoke test\n"
+            "  --repeats N          timed repeats per measurement, median (default 10)\n"
+            "  --rates R1,R2,...    online arrival rates in requests/s (default 4,8,16,32,64)\n"
+            "  --requests N         requests per online rate (default 128)\n");
+}
+
+static const char *rig__arg(int argc, char **argv, int *i)
+{
+    if (*i + 1 < argc) return argv[++*i];
+    fprintf(stderr, "rig bench: %s needs a value\n", argv[*i]);
+    return NULL;
+}
+
+/* "4,8,16" into options->online_rates; returns -1 to continue, else the exit status. */
+static int rig__parse_rates(const char *text, struct rig_bench_options *o)
+{
+    const char *p = text;
+    o->online_rate_count = 0;
+    for (int32_t n = 0; n < RIG_BENCH_SERVING_MAX - 2; n++) {
+        char *end = NULL;
+        double rate = strtod(p, &end);
+        if (end == p || !(rate > 0.0) || isinf(rate) || (*end != ',' && *end != '\0')) break;
+        o->online_rates[o->online_rate_count++] = rate;
+        if (*end == '\0') return -1;
+        p = end + 1;
+    }
+    fprintf(stderr, "rig bench: --rates takes up to %d positive numbers separated by commas, "
+            "not '%s'\n", RIG_BENCH_SERVING_MAX - 2, text);
+    return 2;
+}
+
+/* A positive integer option value in [1, max]; -1 when it is not one. */
+static int32_t rig__count(const char *value, int32_t max)
+{
+    char *end = NULL;
+    long v = strtol(value, &end, 10);
+    return end != value && *end == '\0' && v >= 1 && v <= max ? (int32_t)v : -1;
+}
+
+/* Option with a value; returns -1 to continue, else the exit status. */
+static int rig__option(int argc, char **argv, int *i, struct rig__bench_args *a)
+{
+    const char *arg = argv[*i], *v = rig__arg(argc, argv, i);
+    struct rig_bench_options *o = &a->options;
+    if (v == NULL) return 2;
+    if (strcmp(arg, "--backend") == 0) o->backend = v;
+    else if (strcmp(arg, "--profile") == 0) o->profile = v;
+    else if (strcmp(arg, "--model") == 0) o->model = v;
+    else if (strcmp(arg, "--out") == 0 || strcmp(arg, "-o") == 0) a->out = v;
+    else if (strcmp(arg, "--rates") == 0) return rig__parse_rates(v, o);
+    else if (strcmp(arg, "--repeats") == 0 || strcmp(arg, "--requests") == 0) {
+        bool repeats = strcmp(arg, "--repeats") == 0;
+        int32_t n = rig__count(v, repeats ? RIG_BENCH_REPEATS_MAX : 1 << 20);
+        if (n < 0) {
+            fprintf(stderr, "rig bench: %s takes a number from 1 to %d, not '%s'\n", arg,
+                    repeats ? RIG_BENCH_REPEATS_MAX : 1 << 20, v);
+            return 2;
+        }
+        if (repeats) o->repeats = n;
+        else o->online_requests = n;
+    }
+    return -1;
+}
+
+static bool rig__takes_value(const char *arg)
+{
+    static const char *const names[] = {"--backend", "--profile", "--model", "--out",  "-o",
+                                        "--rates",   "--repeats", "--requests"};
+    for (size_t i = 0; i < RIG_ARRAY_LEN(names); i++)
+        if (strcmp(arg, names[i]) == 0) return true;
+    return false;
+}
+
+/* Returns -1 to continue, else the exit status. */
+static int rig__parse(int argc, char **argv, struct rig__bench_args *a)
+{
+    memset(a, 0, sizeof *a);
+    rig_bench_options_default(&a->options);
+    a->out = "out/bench";
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        int32_t kind = rig_bench_kind_parse(arg);
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            rig__bench_usage(stdout);
+            return 0;
+        } else if (strcmp(arg, "--quick") == 0) {
+            a->options.quick = true;
+        } else if (rig__takes_value(arg)) {
+            int status = rig__option(argc, argv, &i, a);
+            if (status >= 0) return status;
+        } else if (kind != 0) {
+            a->kinds |= kind;
+        } else {
+            fprintf(stderr, "rig bench: unexpected argument '%s'\n\n", arg);
+            rig__bench_usage(stderr);
+            return 2;
+        }
+    }
+    if (a->kinds == 0) a->kinds = RIG_BENCH_ALL;
+    if (strcmp(a->options.backend, "sim") != 0 && strcmp(a->options.backend, "cuda") != 0) {
+        fprintf(stderr, "rig bench: --backend takes sim or cuda, not '%s'\n",
+                a->options.backend);
+        return 2;
+    }
+    a->options.out_dir = strcmp(a->out, "none") == 0 ? NULL : a->out;
+    return -1;
+}
+
+static void rig__bar(void *user, const char *what, int64_t done, int64_t total)
+{
+    (void)user;
+    int filled = total > 0 ? (int)(30 * done / total) : 0;
+    char bar[31];
+    for (int i = 0; i < 30; i++) bar[i] = i < filled ? '#' : '.';
+    bar[30] = '\0';
+    fprintf(stderr, "\r  %-20s [%s] %lld/%lld ", what, bar, (long long)done, (long long)total);
+    fflush(stderr);
+}
+
+static void rig__print_floors(const struct rig_bench_report *r)
+{
+    const struct rig_bench_floors *f = &r->floors;
+    printf("floors (same process, median of %d)\n", r->repeats);
+    printf("  copy bandwidth  %8.3f TB/s   device-to-device copy of %lld MiB, read + written\n",
+           f->bandwidth * 1e-12, (long long)(f->copy_bytes >> 20));
+    printf("  bf16 GEMM       %8.1f TFLOP/s %d x %d x %d, random data, fp32 accumulation\n\n",
+           f->gemm_flops * 1e-12, f->gemm_size, f->gemm_size, f->gemm_size);
+}
+
+static void rig__print_decode(const struct rig_bench_report *r)
+{
+    if (r->decode_count == 0) return;
+    printf("decode step (model forward, one token per request)\n");
+    printf("  %6s %8s %10s %10s %10s %8s\n", "batch", "context", "eager_ms", "graph_ms",
+           "floor_ms", "x_floor");
+    for (int32_t i = 0; i < r->decode_count; i++) {
+        const struct rig_bench_decode_row *d = &r->decode[i];
+        char graph[16] = "-";
+        if (d->graph_ns >= 0) snprintf(graph, sizeof graph, "%.4f", d->graph_ns * 1e-6);
+        printf("  %6d %8d %10.4f %10s %10.4f %8.2f\n", d->batch, d->context,
+               d->eager_ns * 1e-6, graph, d->floor_ns * 1e-6, d->ratio);
+    }
+    printf("  floor = max((weights + KV read) / copy bandwidth, FLOPs / GEMM rate); x_floor "
+           "= best time / floor\n\n");
+}
+
+static void rig__print_prefill(const struct rig_bench_report *r)
+{
+    if (r->prefill_count == 0) return;
+    printf("prefill (one request, model forward)\n");
+    printf("  %6s %7s %10s %10s %9s %6s\n", "chunk", "prefix", "ms", "floor_ms", "TFLOP/s",
+           "MFU");
+    for (int32_t i = 0; i < r->prefill_count; i++) {
+        const struct rig_bench_prefill_row *p = &r->prefill[i];
+        printf("  %6d %7d %10.3f %10.3f %9.1f %6.3f\n", p->chunk, p->prefix, p->ns * 1e-6,
+               p->floor_ns * 1e-6, p->flops_per_s * 1e-12, p->mfu);
+    }
+    printf("  MFU = model FLOP/s / measured GEMM FLOP/s\n\n");
+}
+
+static void rig__print_attention(const struct rig_bench_report *r)
+{
+    if (r->attention_count == 0) return;
+    printf("attention op (one layer)\n");
+    printf("  %-8s %6s %8s %10s %14s %9s\n", "op", "batch", "context", "us", "rate",
+           "of_floor");
+    for (int32_t i = 0; i < r->attention_count; i++) {
+        const struct rig_bench_attention_row *a = &r->attention[i];
+        bool decode = strcmp(a->op, "decode") == 0;
+        char rate[32];
+        if (decode) snprintf(rate, sizeof rate, "%.3f TB/s", a->bytes / a->ns * 1e-3);
+        else snprintf(rate, sizeof rate, "%.1f TFLOP/s", a->flops / a->ns * 1e-3);
+        printf("  %-8s %6d %8d %10.2f %14s %9.3f\n", a->op, a->batch, a->context, a->ns * 1e-3,
+               rate, a->ratio);
+    }
+    printf("  of_floor: decode = KV bytes read / time / copy bandwidth; prefill = causal FLOP/s"
+           " / GEMM rate\n\n");
+}
+
+static void rig__print_serving(const struct rig_bench_report *r)
+{
+    if (r->serving_count == 0) return;
+    printf("serving (scheduler + model; sglang.bench_serving metrics, ms)\n");
+    printf("  %-19s %6s %5s %8s %9s %9s %8s %8s %7s %7s %7s %8s %9s %6s %6s\n", "run", "rate",
+           "reqs", "dur_s", "out_tok/s", "tot_tok/s", "ttft_p50", "ttft_p99", "tpot_50",
+           "tpot_99", "itl_p99", "e2e_p50", "e2e_p99", "floor", "idle");
+    for (int32_t i = 0; i < r->serving_count; i++) {
+        const struct rig_bench_serving_row *s = &r->serving[i];
+        const struct rig_metrics *m = &s->metrics;
+        char rate[16], floor[16];
+        snprintf(rate, sizeof rate, isinf(s->rate) ? "inf" : "%.4g", s->rate);
+        snprintf(floor, sizeof floor, s->floor_s > 0 ? "%.3f" : "-", s->floor_ratio);
+        printf("  %-19s %6s %5d %8.3f %9.0f %9.0f %8.1f %8.1f %7.2f %7.2f %7.2f %8.0f %9.0f %6s "
+               "%5.1f%%\n", s->name, rate, s->requests, m->duration_s, m->output_throughput,
+               m->total_throughput, m->ttft.median * 1e3, m->ttft.p99 * 1e3,
+               m->tpot.median * 1e3, m->tpot.p99 * 1e3, m->itl.p99 * 1e3, m->e2e.median * 1e3,
+               m->e2e.p99 * 1e3, floor, 100.0 * s->idle_fraction);
+    }
+    printf("  floor: (decode steps x weights + KV bytes read) / bandwidth + prefill FLOPs / "
+           "GEMM rate, over the duration\n  idle: device idle between consecutive decode "
+           "steps / their span (step records)\n\n");
+}
+
+static const char *rig__verdict(bool met)
+{
+    return met ? "met" : "MISSED";
+}
+
+/* The issue's targets, each with the measured value beside it (when it was run). */
+static void rig__print_targets(const struct rig_bench_report *r)
+{
+    printf("targets (issue 8)\n");
+    for (int32_t i = 0; i < r->decode_count; i++) {
+        const struct rig_bench_decode_row *d = &r->decode[i];
+        if (d->batch == 1 && d->context == 512)
+            printf("  decode batch 1, context 512 <= 1.5 x floor:        %6.2f x   %s\n",
+                   d->ratio, rig__verdict(d->ratio <= 1.5));
+    }
+    for (int32_t i = 0; i < r->prefill_count; i++) {
+        const struct rig_bench_prefill_row *p = &r->prefill[i];
+        if (p->chunk == 8192 && p->prefix == 0)
+            printf("  prefill 8192-token chunk >= 50 %% of GEMM rate:    %6.1f %%   %s\n",
+                   100.0 * p->mfu, rig__verdict(p->mfu >= 0.5));
+    }
+    for (int32_t i = 0; i < r->attention_count; i++) {
+        const struct rig_bench_attention_row *a = &r->attention[i];
+        if (strcmp(a->op, "decode") == 0 && a->batch == 256 && a->context == 1024)
+            printf("  decode attention 256 x 1024 >= 75 %% of bandwidth: %6.1f %%   %s\n",
+                   100.0 * a->ratio, rig__verdict(a->ratio >= 0.75));
+    }
+    for (int32_t i = 0; i < r->serving_count; i++) {
+        const struct rig_bench_serving_row *s = &r->serving[i];
+        if (strcmp(s->name, "offline") == 0) {
+            printf("  offline >= 75 %% of its floor:                     %6.1f %%   %s"
+                   "  (%.0f output tok/s)\n", 100.0 * s->floor_ratio,
+                   rig__verdict(s->floor_ratio >= 0.75), s->metrics.output_throughput);
+            printf("  GPU idle between decode steps < 5 %% (overlap on):  %6.2f %%   %s\n",
+                   100.0 * s->idle_fraction, rig__verdict(s->idle_fraction < 0.05));
+        }
+        if (strcmp(s->name, "offline-no-overlap") == 0)
+            printf("  (overlap off, for comparison:                     %6.2f %%)\n",
+                   100.0 * s->idle_fraction);
+    }
+}
+
+static void rig__print_report(const struct rig_bench_report *r)
+{
+    printf("============ rig bench: %s on %s (%s) ============\n", r->model, r->device,
+           r->predicted ? "PREDICTED by the simulator's cost model, virtual clock"
+                        : "measured, device events");
+    printf("rig %s, commit %s, backend %s\n\n", rig_version_string, rig_git_commit,
+           r->backend);
+    if (r->have_floors) rig__print_floors(r);
+    rig__print_decode(r);
+    rig__print_prefill(r);
+    rig__print_attention(r);
+    rig__print_serving(r);
+    rig__print_targets(r);
+}
+
+int rig_cmd_bench(int argc, char **argv)
+{
+    struct rig__bench_args args;
+    int exit_status = rig__parse(argc, argv, &args);
+    if (exit_status >= 0) return exit_status;
+    if (args.options.out_dir != NULL && mkdir(args.options.out_dir, 0777) != 0 &&
+        errno != EEXIST) {
+        fprintf(stderr, "rig bench: cannot create %s: %s\n", args.options.out_dir,
+                strerror(errno));
+        return 1;
+    }
+    bool bar = isatty(STDERR_FILENO);
+    if (bar) args.options.progress = rig__bar;
+    static struct rig_bench_report report; /* ~30 KB: off the stack */
+    char error[512] = "";
+    enum rig_status status = rig_bench_run(&args.options, args.kinds, &report, error,
+                                           sizeof error);
+    if (bar) fprintf(stderr, "\r%70s\r", "");
+    rig__print_report(&report);
+    exit_status = 0;
+    if (status < 0) {
+        fprintf(stderr, "rig bench: %s\n", error);
+        exit_status = 1;
+    }
+    if (args.options.out_dir != NULL) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/bench.h5", args.options.out_dir);
+        if (rig_bench_write_h5(&report, path, error, sizeof error) < 0) {
+            fprintf(stderr, "rig bench: %s\n", error);
+            exit_status = 1;
+        } else {
+            printf("\nResults: %s (tables)", path);
+            for (int32_t i = 0; i < report.serving_count; i++)
+                printf(", %s", report.serving[i].path);
+            printf("\n");
+        }
+    }
+    return exit_status;
+}
