@@ -115,8 +115,8 @@ static enum rig_status rig__host_init(struct rig_engine *e)
     e->check_refs = malloc((size_t)e->cache.tree.nodes_max * sizeof(int32_t));
     e->check_slots = malloc((size_t)L * sizeof(int32_t));
     e->check_running = malloc((size_t)c->max_requests * sizeof(bool));
-    bool ok = e->rewrites && e->scratch_rewritten && e->scratch_uids && e->releasing && e->check_page_owner &&
-              e->check_refs && e->check_slots && e->check_running;
+    bool ok = e->rewrites && e->scratch_rewritten && e->scratch_uids && e->releasing &&
+              e->check_page_owner && e->check_refs && e->check_slots && e->check_running;
     for (int32_t i = 0; i < RIG__SLOTS && ok; i++) {
         struct rig__batch *b = &e->batches[i];
         b->reqs = calloc((size_t)rmax, sizeof *b->reqs);

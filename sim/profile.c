@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 
 #include "core/embedded.h"
 
@@ -183,10 +184,36 @@ static enum rig_status rig__read_mapping(const char *file, struct fy_node *root,
 
 /* Builds the document with diagnostics collected (not printed), so a YAML syntax error
  * comes back as one message with its position. */
+/* Why profiles are checked for UTF-8 before libfyaml sees them: Debian 12's libfyaml 0.8
+ * loops forever on some invalid bytes ("%\xa6", found by tests/fuzz/fuzz_sim_profile.c).
+ * Returns RIG_OK or RIG_E_PARSE with the line and column of the first bad byte. */
+static enum rig_status rig__check_utf8(const char *file, const char *text, size_t size,
+                                       char *error, size_t error_size)
+{
+    const utf8proc_uint8_t *bytes = (const utf8proc_uint8_t *)text;
+    int32_t line = 1, column = 1;
+    for (size_t done = 0; done < size;) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t n = utf8proc_iterate(bytes + done, (utf8proc_ssize_t)(size - done), &cp);
+        if (n <= 0) {
+            snprintf(error, error_size, "%s:%d:%d: the text is not valid UTF-8", file, line,
+                     column);
+            return RIG_E_PARSE;
+        }
+        column = cp == '\n' ? 1 : column + 1;
+        line += cp == '\n';
+        done += (size_t)n;
+    }
+    return RIG_OK;
+}
+
 static enum rig_status rig__build(const char *file, const char *text, size_t size,
                                   struct fy_diag *diag, struct fy_document **out, char *error,
                                   size_t error_size)
 {
+    *out = NULL;
+    enum rig_status utf8 = rig__check_utf8(file, text, size, error, error_size);
+    if (utf8 != RIG_OK) return utf8;
     struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG, .diag = diag};
     *out = fy_document_build_from_string(&cfg, text, size);
     if (*out != NULL && !fy_diag_got_error(diag)) return RIG_OK;

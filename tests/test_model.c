@@ -7,13 +7,16 @@
  * phantom memory; batches over the limits fail with RIG_E_CAPACITY; bad limits, a TP
  * degree the heads do not split over, a failed device allocation, a checkpoint missing a
  * tensor, with a tensor of the wrong shape, or truncated are refused with a message naming
- * the problem (and the tensor) while no device memory stays allocated; and the real
- * scheduler (core/engine.h, overlap on, radix cache) reproduces the golden greedy tokens.
+ * the problem (and the tensor) while no device memory stays allocated; a checkpoint
+ * rewritten with F32 matrices and F16 vectors gives the bf16 checkpoint's logits bit for
+ * bit; and the real scheduler (core/engine.h, overlap on, radix cache) reproduces the
+ * golden greedy tokens at TP 1 and 2.
  */
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/engine.h"
+#include "core/model/safetensors.h"
 #include "sim/sim.h"
 #include "tests/test_model_harness.h"
 
@@ -189,7 +192,7 @@ static void test_limits_and_capacity(void **state)
 static void write_config(const char *dir, const char *source_dir, const char *from,
                          const char *to)
 {
-    char path[512], text[8192];
+    char path[1100], text[8192];
     snprintf(path, sizeof path, "%s/config.json", source_dir);
     FILE *f = fopen(path, "r");
     assert_non_null(f);
@@ -207,7 +210,7 @@ static void write_config(const char *dir, const char *source_dir, const char *fr
 
 static void link_file(const char *dir, const char *source_dir, const char *name)
 {
-    char from[512], to[512];
+    char from[1100], to[1100];
     snprintf(from, sizeof from, "%s/%s", source_dir, name);
     snprintf(to, sizeof to, "%s/%s", dir, name);
     assert_int_equal(symlink(from, to), 0);
@@ -235,6 +238,94 @@ static void expect_create_fails(const char *dir, enum rig_status status, const c
     assert_int_equal(stats.bytes_allocated, 0);
     rig_hal_stream_destroy(stream);
     rig_hal_close(device);
+}
+
+/* Rewrites the golden Qwen2 checkpoint with matrices as F32 and 1-D tensors as F16 (both
+ * hold every bf16 value of these tensors exactly) into `dir`/model.safetensors. */
+static void write_wide_checkpoint(const char *dir, const char *source_dir)
+{
+    struct rig_safetensors *st = NULL;
+    char error[256], path[1100];
+    assert_int_equal(rig_safetensors_open(source_dir, &st, error, sizeof error), RIG_OK);
+    json_t *header = json_object();
+    size_t offset = 0;
+    int32_t count = rig_safetensors_count(st);
+    for (int32_t i = 0; i < count; i++) {
+        const struct rig_safetensors_tensor *t = rig_safetensors_at(st, i);
+        size_t numel = t->bytes / 2, width = t->ndim == 1 ? 2 : 4;
+        json_t *shape = json_array();
+        for (int32_t d = 0; d < t->ndim; d++)
+            json_array_append_new(shape, json_integer(t->shape[d]));
+        json_object_set_new(header, t->name,
+                            json_pack("{s:s, s:o, s:[I, I]}", "dtype",
+                                      width == 2 ? "F16" : "F32", "shape", shape,
+                                      "data_offsets", (json_int_t)offset,
+                                      (json_int_t)(offset + numel * width)));
+        offset += numel * width;
+    }
+    char *text = json_dumps(header, JSON_COMPACT);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    uint64_t length = strlen(text);
+    fwrite(&length, 8, 1, f); /* little-endian, as this machine */
+    fwrite(text, 1, length, f);
+    for (int32_t i = 0; i < count; i++) {
+        const struct rig_safetensors_tensor *t = rig_safetensors_at(st, i);
+        for (size_t k = 0; k < t->bytes / 2; k++) {
+            uint16_t bf;
+            memcpy(&bf, t->data + 2 * k, 2);
+            float x = rig_bf16_to_f32(bf);
+            uint16_t half = rig_f32_to_f16(x);
+            assert_true(t->ndim != 1 || rig_f16_to_f32(half) == x);
+            if (t->ndim == 1) fwrite(&half, 2, 1, f);
+            else fwrite(&x, 4, 1, f);
+        }
+    }
+    fclose(f);
+    free(text);
+    json_decref(header);
+    rig_safetensors_close(st);
+}
+
+/* F32 and F16 checkpoints load to the same bf16 weights: the same logits, bit for bit. */
+static void test_wide_dtypes(void **state)
+{
+    (void)state;
+    const char *qwen2 = RIG_TEST_DATA_DIR "/golden/qwen2";
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/wide", rig__dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    write_config(dir, qwen2, "\"vocab_size\"", "\"vocab_size\"");
+    write_wide_checkpoint(dir, qwen2);
+    struct rig_safetensors *st = NULL;
+    char error[256];
+    assert_int_equal(rig_safetensors_open(dir, &st, error, sizeof error), RIG_OK);
+    assert_int_equal(rig_safetensors_find(st, "model.embed_tokens.weight")->dtype, RIG_DTYPE_F32);
+    assert_int_equal(rig_safetensors_find(st, "model.norm.weight")->dtype, RIG_DTYPE_F16);
+    rig_safetensors_close(st);
+    struct golden g;
+    golden_load(&g, "qwen2");
+    float *logits[2];
+    for (int which = 0; which < 2; which++) {
+        struct group *grp = calloc(1, sizeof *grp);
+        assert_non_null(grp);
+        struct rig_weights_source source = {.path = which == 0 ? g.dir : dir};
+        group_open(grp, &g.config, &source, 1, false);
+        batch_begin(&grp->host, RIG_BATCH_PREFILL, true);
+        for (int p = 0; p < PROMPTS; p++)
+            batch_add(&grp->host, p, 0, g.prompt_len[p], g.prompts[p], 0);
+        group_forward(grp);
+        logits[which] = malloc(sizeof(float) * PROMPTS * (size_t)g.vocab);
+        assert_non_null(logits[which]);
+        memcpy(logits[which], grp->logits, sizeof(float) * PROMPTS * (size_t)g.vocab);
+        group_close(grp);
+        free(grp);
+    }
+    assert_memory_equal(logits[0], logits[1], sizeof(float) * PROMPTS * (size_t)g.vocab);
+    free(logits[0]);
+    free(logits[1]);
+    free(g.logits);
 }
 
 static void test_checkpoint_errors(void **state)
@@ -357,6 +448,7 @@ int main(void)
         cmocka_unit_test(test_timing_only_large),
         cmocka_unit_test(test_limits_and_capacity),
         cmocka_unit_test(test_checkpoint_errors),
+        cmocka_unit_test(test_wide_dtypes),
         cmocka_unit_test(test_engine_golden),
     };
     return cmocka_run_group_tests(tests, rig__setup, rig__teardown);

@@ -4,9 +4,9 @@
  * swarm fail within a stated number of seeds, with the expected kind of failure, and the same
  * seed must pass with the plant off (so the failure is the plant's). Seeds run in a forked
  * child (an assertion in the engine is a CRASH verdict, its message on stderr). Measured
- * first failing seeds (faults on, from seed 1): skip-unlock 1, free-shared-page 2,
- * release-in-flight 72, admit-free-only 6 (liveness: a deadlock on a full cache); the bounds
- * below leave room for the engine to change.
+ * first failing seeds (faults on, from seed 1): skip-unlock 3, free-shared-page 3,
+ * release-in-flight 6, admit-free-only 7 (liveness: a deadlock on a full cache); of seeds
+ * 1..200, 121, 47, 39 and 38 fail. The bounds below leave room for the engine to change.
  * Also: shrinking a planted failure keeps it failing with no more requests than it started
  * with, and the shrunk case still writes a scenario that loads.
  */
@@ -75,7 +75,7 @@ static void test_plant_free_shared_page(void **state)
 static void test_plant_release_inflight(void **state)
 {
     (void)state;
-    rig__expect_found(RIG_PLANT_RELEASE_INFLIGHT, 400, true);
+    rig__expect_found(RIG_PLANT_RELEASE_INFLIGHT, 60, true);
 }
 
 /* Admission that forgets evictable slots: a cache full of cached prefixes blocks forever. */
@@ -123,6 +123,9 @@ static void test_shrink_planted_failure(void **state)
     assert_int_equal(s.request_count, c->request_count);
     rig_scenario_free(&s);
     unlink(path);
+    char model[sizeof path + 16];
+    snprintf(model, sizeof model, "%s.model.json", path);
+    unlink(model); /* written beside it when the vocabulary is not the preset's */
     free(c);
 }
 

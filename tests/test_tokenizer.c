@@ -379,31 +379,36 @@ static void test_load_errors(void **state)
         RIG_E_PARSE);
 }
 
-/* With split_special_tokens, special tokens written in the text are plain text. */
+/* With split_special_tokens, special tokens written in the text are plain text (on the small
+ * GPT-2-style variant: <|endoftext|> is special, [R] is added but not special). */
 static void test_split_special_tokens(void **state)
 {
     (void)state;
     char path[] = "/tmp/rig_tokenizer_config_XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);
-    write_file(path, "{\"split_special_tokens\": true, \"eos_token\": \"<|im_end|>\"}");
+    write_file(path, "{\"split_special_tokens\": true, \"eos_token\": \"<|endoftext|>\"}");
     struct rig_tokenizer *split;
-    assert_int_equal(rig_tokenizer_load_files(QWEN3_DIR "/tokenizer.json", path, &split), RIG_OK);
+    assert_int_equal(rig_tokenizer_load_files(VARIANTS_DIR "/gpt2/tokenizer.json", path, &split),
+                     RIG_OK);
     remove(path);
-    const char *text = "a<|im_end|>b<think>";
+    int32_t endoftext = rig_tokenizer_token_id(split, "<|endoftext|>");
+    int32_t marker = rig_tokenizer_token_id(split, "[R]");
+    assert_true(rig_tokenizer_is_special(split, endoftext));
+    assert_false(rig_tokenizer_is_special(split, marker));
+    const char *text = "a<|endoftext|>b[R] c";
     struct rig_tokenizer_ids ids = {0};
     struct rig_tokenizer_text decoded = {0};
     assert_int_equal(rig_tokenizer_encode(split, NULL, text, strlen(text), true, &ids), RIG_OK);
-    bool has_im_end = false, has_think = false;
-    for (size_t i = 0; i < ids.count; i++) {
-        has_im_end |= ids.ids[i] == 151645;
-        has_think |= ids.ids[i] == rig_tokenizer_token_id(split, "<think>");
-    }
-    assert_false(has_im_end);
-    assert_true(has_think); /* <think> is an added token but not special */
+    /* HF with encode_special_tokens=True; without it, [264, 2256, 293, 2258, 272]. */
+    const int32_t want[] = {264, 27, 91, 408, 78, 723, 427, 91, 29, 65, 2258, 272};
+    assert_int_equal(ids.count, RIG_ARRAY_LEN(want));
+    assert_memory_equal(ids.ids, want, sizeof want);
+    assert_int_equal(endoftext, 2256);
+    assert_int_equal(marker, 2258);
     assert_int_equal(rig_tokenizer_decode(split, ids.ids, ids.count, true, &decoded), RIG_OK);
-    assert_string_equal(decoded.data, text);
-    assert_int_equal(rig_tokenizer_specials(split).eos_id, 151645);
+    assert_string_equal(decoded.data, " a<|endoftext|>b[R] c");
+    assert_int_equal(rig_tokenizer_specials(split).eos_id, endoftext);
     rig_tokenizer_ids_free(&ids);
     rig_tokenizer_text_free(&decoded);
     rig_tokenizer_free(split);
@@ -418,7 +423,7 @@ static void *encode_corpus_thread(void *arg)
         return NULL;
     }
     struct rig_tokenizer_ids ids = {0};
-    for (int round = 0; round < 3; round++) {
+    for (int round = 0; round < 2; round++) {
         size_t index;
         const json_t *row;
         json_array_foreach(corpus, index, row)
@@ -458,7 +463,7 @@ static void test_threads_share_one_tokenizer(void **state)
 static void test_pathological_inputs(void **state)
 {
     (void)state;
-    size_t n = 200000;
+    size_t n = 100000;
     char *text = malloc(n + 2);
     const char fills[] = {' ', 'a', '\n', '7'};
     struct rig_tokenizer_ids ids = {0};

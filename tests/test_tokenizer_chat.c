@@ -3,10 +3,12 @@
  * Every rendering in tests/data/tokenizer/chat.jsonl (written by
  * tools/tokenizer/make_reference.py: transformers' apply_chat_template for Qwen3 — system
  * prompts, multi-turn, <think> splitting, reasoning_content, tool turns, add_generation_prompt,
- * enable_thinking undefined/true/false — and transformers' Jinja renderer with the Meta-Llama-3
- * template) is reproduced byte for byte, and the Qwen3 renderings tokenise to HF's ids. Also:
- * template recognition from tokenizer_config.json (known, unknown, absent), the ChatML fallback,
- * and invalid conversations rejected with the output left as it was.
+ * enable_thinking undefined/true/false, tool definitions and assistant tool calls with every JSON
+ * value kind, Python float reprs and control-character escapes — and transformers' Jinja
+ * renderer with the Meta-Llama-3 template) is reproduced byte for byte, and the Qwen3 renderings
+ * tokenise to HF's ids. Also: template recognition from tokenizer_config.json (known, unknown,
+ * absent), the ChatML fallback, and invalid conversations, tools and tool calls rejected with the
+ * output left as it was.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -17,6 +19,8 @@
 #include "tests/support/test_support.h"
 
 #define DATA RIG_TEST_DATA_DIR "/tokenizer"
+/* The small Llama-3-style variant: quick to load, for the configuration cases. */
+#define LLAMA3_JSON DATA "/variants/llama3/tokenizer.json"
 
 static struct rig_tokenizer *qwen3, *llama3;
 
@@ -48,18 +52,25 @@ static void check_row(const json_t *row, size_t index)
     const json_t *messages_json = json_object_get(row, "messages");
     size_t count = json_array_size(messages_json);
     struct rig_chat_message messages[16];
+    char *tool_calls[16] = {0}; /* JSON text handed to the renderer, as a server would */
     assert_true(count <= 16);
     for (size_t i = 0; i < count; i++) {
         const json_t *message = json_array_get(messages_json, i);
+        const json_t *calls = json_object_get(message, "tool_calls");
+        tool_calls[i] = calls ? json_dumps(calls, JSON_COMPACT) : NULL;
         messages[i] = (struct rig_chat_message){
             .role = json_string_value(json_object_get(message, "role")),
             .content = json_string_value(json_object_get(message, "content")),
-            .reasoning_content = json_string_value(json_object_get(message, "reasoning_content"))};
+            .reasoning_content = json_string_value(json_object_get(message, "reasoning_content")),
+            .tool_calls_json = tool_calls[i]};
     }
     const json_t *thinking = json_object_get(row, "enable_thinking");
+    const json_t *tools = json_object_get(row, "tools");
+    char *tools_json = json_is_array(tools) ? json_dumps(tools, JSON_COMPACT) : NULL;
     struct rig_chat_options options = {
         .add_generation_prompt = json_is_true(json_object_get(row, "add_generation_prompt")),
-        .enable_thinking = !json_is_false(thinking)};
+        .enable_thinking = !json_is_false(thinking),
+        .tools_json = tools_json};
     struct rig_tokenizer_text text = {0};
     assert_int_equal(rig_tokenizer_chat_render(tok, rig_tokenizer_chat_template(tok), messages,
                                                count, &options, &text),
@@ -79,6 +90,9 @@ static void check_row(const json_t *row, size_t index)
         rig_tokenizer_ids_free(&ids);
     }
     rig_tokenizer_text_free(&text);
+    for (size_t i = 0; i < count; i++)
+        free(tool_calls[i]);
+    free(tools_json);
 }
 
 static void test_renderings_match_transformers(void **state)
@@ -113,10 +127,10 @@ static void test_template_recognition(void **state)
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     FILE *file = fdopen(fd, "w");
-    fputs("{\"eos_token\": \"<|im_end|>\", \"chat_template\": \"{{ messages }} \"}", file);
+    fputs("{\"eos_token\": \"<|eot_id|>\", \"chat_template\": \"{{ messages }} \"}", file);
     fclose(file);
     struct rig_tokenizer *tok;
-    assert_int_equal(rig_tokenizer_load_files(DATA "/qwen3/tokenizer.json", path, &tok), RIG_OK);
+    assert_int_equal(rig_tokenizer_load_files(LLAMA3_JSON, path, &tok), RIG_OK);
     assert_int_equal(rig_tokenizer_chat_template(tok), RIG_CHAT_TEMPLATE_UNKNOWN);
     struct rig_chat_message message = {.role = "user", .content = "hi"};
     struct rig_chat_options options = {.add_generation_prompt = true, .enable_thinking = true};
@@ -136,13 +150,13 @@ static void test_template_recognition(void **state)
     file = fopen(path, "w");
     fputs("{\"eos_token\": {\"content\": \"<no-such-token>\"}}", file);
     fclose(file);
-    assert_int_equal(rig_tokenizer_load_files(DATA "/qwen3/tokenizer.json", path, &tok),
-                     RIG_E_PARSE);
+    assert_int_equal(rig_tokenizer_load_files(LLAMA3_JSON, path, &tok), RIG_E_PARSE);
     assert_non_null(strstr(rig_tokenizer_last_error(), "eos_token"));
     remove(path);
-    assert_int_equal(rig_tokenizer_load_files(DATA "/qwen3/tokenizer.json", NULL, &tok), RIG_OK);
+    assert_int_equal(rig_tokenizer_load_files(LLAMA3_JSON, NULL, &tok), RIG_OK);
     assert_int_equal(rig_tokenizer_chat_template(tok), RIG_CHAT_TEMPLATE_NONE);
     assert_int_equal(rig_tokenizer_specials(tok).eos_id, -1);
+    assert_int_equal(rig_tokenizer_specials(tok).bos_id, -1);
     rig_tokenizer_free(tok);
     rig_tokenizer_text_free(&text);
 }
@@ -171,6 +185,37 @@ static void test_invalid_conversations(void **state)
         RIG_E_INVALID);
     assert_int_equal(kept.len, len);
     assert_int_equal(strlen(kept.data), len);
+    /* Tools and tool calls must be the JSON the template expects; nothing is appended if not. */
+    struct rig_chat_options with_tools = options;
+    const char *bad_tools[] = {"{\"name\": \"x\"}", "[1,", "\"text\""};
+    for (size_t i = 0; i < RIG_ARRAY_LEN(bad_tools); i++) {
+        with_tools.tools_json = bad_tools[i];
+        assert_int_equal(
+            rig_tokenizer_chat_render(qwen3, RIG_CHAT_TEMPLATE_QWEN3, bad, 1, &with_tools, &kept),
+            RIG_E_INVALID);
+        assert_int_equal(kept.len, len);
+    }
+    struct rig_chat_message calls[] = {
+        {.role = "user", .content = "q"},
+        {.role = "assistant", .content = "", .tool_calls_json = "[{\"name\": \"f\"}]"}};
+    assert_int_equal(
+        rig_tokenizer_chat_render(qwen3, RIG_CHAT_TEMPLATE_QWEN3, calls, 2, &options, &kept),
+        RIG_E_INVALID);
+    assert_non_null(strstr(rig_tokenizer_last_error(), "arguments"));
+    assert_int_equal(kept.len, len);
+    /* Arguments nested deeper than the renderer's bound are refused, not truncated. */
+    char deep[300] = "[{\"name\": \"f\", \"arguments\": ";
+    size_t at = strlen(deep);
+    for (int i = 0; i < 70; i++)
+        deep[at++] = '[';
+    for (int i = 0; i < 70; i++)
+        deep[at++] = ']';
+    memcpy(deep + at, "}]", 3);
+    calls[1].tool_calls_json = deep;
+    assert_int_equal(
+        rig_tokenizer_chat_render(qwen3, RIG_CHAT_TEMPLATE_QWEN3, calls, 2, &options, &kept),
+        RIG_E_CAPACITY);
+    assert_int_equal(kept.len, len);
     rig_tokenizer_text_free(&text);
     rig_tokenizer_text_free(&kept);
 }

@@ -46,7 +46,7 @@ struct rig__batch {
     int64_t step;
     enum rig_batch_phase phase;
     int32_t count;               /* R */
-    int32_t prefill_count;       /* the first `prefill_count`... see order below */
+    int32_t prefill_count;       /* the last prefill_count of reqs are prefill (chunks) */
     int32_t tokens;              /* T */
     int32_t padded;              /* R' */
     int32_t padded_tokens;       /* T' */

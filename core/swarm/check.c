@@ -134,9 +134,33 @@ int32_t rig_swarm_shrink(struct rig_swarm_case *c, enum rig_swarm_verdict verdic
     return runs;
 }
 
-static void rig__write_engine(FILE *f, const struct rig_swarm_case *c)
+/* The tiny preset with the case's vocabulary, as a config.json the scenario can name. */
+static enum rig_status rig__write_model(const struct rig_swarm_case *c, const char *path)
 {
-    fprintf(f, "model: {preset: tiny, dummy_weights: true}\n");
+    struct rig_model_config m;
+    enum rig_status s = rig_model_config_preset("tiny", &m);
+    RIG_ASSERT(s == RIG_OK);
+    FILE *f = fopen(path, "w");
+    if (f == NULL) return RIG_E_IO;
+    fprintf(f, "{\"architectures\": [\"Qwen3ForCausalLM\"], \"model_type\": \"qwen3\",\n"
+               " \"vocab_size\": %d, \"hidden_size\": %d, \"intermediate_size\": %d,\n"
+               " \"num_hidden_layers\": %d, \"num_attention_heads\": %d, "
+               "\"num_key_value_heads\": %d,\n \"head_dim\": %d, \"rms_norm_eps\": %g, "
+               "\"max_position_embeddings\": %d,\n \"rope_theta\": %g, "
+               "\"tie_word_embeddings\": %s, \"bos_token_id\": %d, \"eos_token_id\": %d}\n",
+            c->vocab_size, m.hidden_size, m.intermediate_size, m.num_layers, m.num_heads,
+            m.num_kv_heads, m.head_dim, (double)m.rms_norm_eps, m.max_position,
+            (double)m.rope.theta, m.tie_word_embeddings ? "true" : "false", m.bos_token_id,
+            m.eos_token_ids[0]);
+    return fclose(f) == 0 ? RIG_OK : RIG_E_IO;
+}
+
+static void rig__write_engine(FILE *f, const struct rig_swarm_case *c, const char *model)
+{
+    if (model == NULL)
+        fprintf(f, "model: {preset: tiny, dummy_weights: true}\n");
+    else
+        fprintf(f, "model: {config: \"%s\"}\n", model);
     fprintf(f, "sim: {timing_only: true}\n");
     fprintf(f, "seed: %llu\n", (unsigned long long)c->seed);
     fprintf(f, "engine: {num_pages: %d, page_size: %d, max_running_req: %d, max_seq_len: %d,\n"
@@ -160,6 +184,11 @@ static void rig__write_request(FILE *f, const struct rig_swarm_case *c, int32_t 
                "    top_k: %d\n    ignore_eos: %s\n", i, (long long)q->arrival_ns, max_tokens,
             (double)q->temperature, q->top_k, q->ignore_eos ? "true" : "false");
     if (abort_ns >= 0) fprintf(f, "    abort_at: %lldns\n", (long long)abort_ns);
+    if (q->stop_count > 0) {
+        fprintf(f, "    stop_token_ids: [%d", q->stop_ids[0]);
+        for (int32_t k = 1; k < q->stop_count; k++) fprintf(f, ", %d", q->stop_ids[k]);
+        fprintf(f, "]\n");
+    }
     fprintf(f, "    tokens: [");
     for (int32_t t = 0; t < q->prompt_len; t++)
         fprintf(f, "%s%d", t == 0 ? "" : ", ", c->tokens[q->prompt_offset + t]);
@@ -176,6 +205,12 @@ enum rig_status rig_swarm_write_scenario(const struct rig_swarm_case *c, const c
         const struct rig_swarm_request *q = &c->requests[i];
         if (c->faults && q->abort == RIG_SWARM_ABORT_AT_TIME) abort_ns[i] = q->abort_ns;
     }
+    /* Another vocabulary than the preset's: a config.json beside the scenario. */
+    char model[1024];
+    int n = snprintf(model, sizeof model, "%s.model.json", path);
+    if (n < 0 || (size_t)n >= sizeof model) return RIG_E_INVALID;
+    bool preset = c->vocab_size == 1024;
+    if (!preset && rig__write_model(c, model) != RIG_OK) return RIG_E_IO;
     FILE *f = fopen(path, "w");
     if (f == NULL) return RIG_E_IO;
     char line[256];
@@ -187,7 +222,7 @@ enum rig_status rig_swarm_write_scenario(const struct rig_swarm_case *c, const c
                "failing start-up\n# allocation, a stalled stream) has no scenario form.\n",
             (unsigned long long)c->seed, c->faults ? "on" : "off");
     fprintf(f, "name: swarm-%llu\n", (unsigned long long)c->seed);
-    rig__write_engine(f, c);
+    rig__write_engine(f, c, preset ? NULL : model);
     fprintf(f, "requests:\n");
     for (int32_t i = 0; i < c->request_count; i++) rig__write_request(f, c, i, abort_ns[i]);
     fprintf(f, "expect:\n  - {pages_leaked: 0, invariant_violations: 0}\n");

@@ -46,6 +46,8 @@ static void rig__draw_config(struct rig__rng *rng, struct rig_swarm_case *c)
 {
     static const int32_t tps[] = {1, 1, 1, 2, 4};
     static const int32_t page_sizes[] = {1, 1, 1, 2, 4, 16};
+    static const int32_t vocabs[] = {1024, 64, 61, 13};
+    c->vocab_size = vocabs[rig__int(rng, 0, 3)];
     c->tp_size = tps[rig__int(rng, 0, 4)];
     c->page_size = page_sizes[rig__int(rng, 0, 5)];
     c->max_running_req = rig__skewed(rng, 1, 24);
@@ -96,7 +98,7 @@ static void rig__draw_prompt(struct rig__rng *rng, struct rig_swarm_case *c, int
         memcpy(out, c->tokens + other->prompt_offset, (size_t)shared * sizeof *out);
     }
     /* A small alphabet makes accidental overlaps (and node splits) common too. */
-    int32_t alphabet = rig__chance(rng, 50) ? 4 : 1000;
+    int32_t alphabet = rig__chance(rng, 50) ? 4 : c->vocab_size - 3;
     for (int32_t t = shared; t < len; t++) out[t] = 3 + rig__int(rng, 0, alphabet - 1);
     c->requests[index].prompt_offset = c->token_count;
     c->requests[index].prompt_len = len;
@@ -135,6 +137,9 @@ static void rig__draw_request(struct rig__rng *rng, struct rig_swarm_case *c, in
     r->temperature = rig__chance(rng, 50) ? 0.0f : 0.7f;
     r->top_k = rig__chance(rng, 50) ? -1 : rig__int(rng, 1, 50);
     r->ignore_eos = rig__chance(rng, 70);
+    r->stop_count = rig__chance(rng, 25) ? rig__int(rng, 1, 2) : 0;
+    for (int32_t i = 0; i < r->stop_count; i++)
+        r->stop_ids[i] = rig__int(rng, 3, c->vocab_size - 1);
     rig__draw_abort(rng, c, r);
 }
 
@@ -150,16 +155,19 @@ void rig_swarm_draw(uint64_t seed, bool faults, struct rig_swarm_case *out)
     out->request_count = rig__skewed(&rng, 1, RIG_SWARM_REQUESTS_MAX);
     int64_t clock_ns = 0;
     for (int32_t i = 0; i < out->request_count; i++) rig__draw_request(&rng, out, i, &clock_ns);
+    /* Drawn last, so adding it left every earlier seed's trace as it was. */
+    out->max_requests = rig__chance(&rng, 50) ? out->request_count
+                                              : rig__int(&rng, 1, out->request_count);
     RIG_ASSERT(out->token_count <= RIG_SWARM_TOKENS_MAX);
 }
 
 void rig_swarm_describe(const struct rig_swarm_case *c, char *out, size_t len)
 {
     snprintf(out, len,
-             "tp%d ps%d pages%d rows%d seq%d budget%d %s %s overlap=%d graphs=%d(%d) "
-             "requests=%d fail_alloc_at=%lld stall=%lld",
-             c->tp_size, c->page_size, c->num_pages, c->max_running_req, c->max_seq_len,
-             c->prefill_budget, rig_policy_name(c->policy), rig_cache_type_name(c->cache),
-             c->overlap, c->graphs, c->graph_max_bs, c->request_count,
+             "vocab%d tp%d ps%d pages%d rows%d seq%d budget%d %s %s overlap=%d graphs=%d(%d) "
+             "requests=%d/%d fail_alloc_at=%lld stall=%lld",
+             c->vocab_size, c->tp_size, c->page_size, c->num_pages, c->max_running_req,
+             c->max_seq_len,             c->prefill_budget, rig_policy_name(c->policy), rig_cache_type_name(c->cache),
+             c->overlap, c->graphs, c->graph_max_bs, c->request_count, c->max_requests,
              (long long)c->fail_alloc_at, (long long)c->stall_op_at);
 }

@@ -22,6 +22,7 @@ struct rig__drive {
     struct rig_swarm_result *out;
     struct rig_engine *engine;
     bool timing_only;
+    int32_t eos_id;            /* the model's end-of-sequence token */
     int64_t step;
     uint8_t state[RIG_SWARM_REQUESTS_MAX];
     int32_t ends[RIG_SWARM_REQUESTS_MAX];
@@ -59,8 +60,56 @@ static void rig__on_token(void *ctx, uint64_t uid, int32_t index, int32_t token,
                   d->outputs[uid]);
         return;
     }
+    if (token < 0 || token >= d->c->vocab_size)
+        rig__fail(d, RIG_SWARM_LIFECYCLE, "request %llu: token %d outside the vocabulary",
+                  (unsigned long long)uid, token);
     d->tokens[uid][index] = token;
     d->outputs[uid]++;
+}
+
+/* Why the request should stop after output token `i` (an oracle independent of the
+ * scheduler's), or RIG_END_NONE. */
+static enum rig_request_end rig__expected_stop(const struct rig__drive *d, int32_t uid,
+                                               int32_t i)
+{
+    const struct rig_swarm_request *q = &d->c->requests[uid];
+    int32_t token = d->tokens[uid][i];
+    if (!q->ignore_eos && token == d->eos_id) return RIG_END_EOS;
+    for (int32_t k = 0; k < q->stop_count; k++)
+        if (token == q->stop_ids[k]) return RIG_END_STOP_TOKEN;
+    if (q->max_tokens > 0 && i + 1 >= q->max_tokens) return RIG_END_LENGTH;
+    if (q->max_tokens == 0 && q->prompt_len + i + 1 >= d->c->max_seq_len) return RIG_END_CONTEXT;
+    return RIG_END_NONE;
+}
+
+/* The end reason and the times of an ended request agree with its token stream. */
+static void rig__check_end(struct rig__drive *d, int32_t uid, const struct rig_request_result *r)
+{
+    int32_t n = d->outputs[uid];
+    for (int32_t i = 0; i + 1 < n; i++) {
+        enum rig_request_end early = rig__expected_stop(d, uid, i);
+        if (early != RIG_END_NONE)
+            rig__fail(d, RIG_SWARM_LIFECYCLE, "request %d should have stopped (%s) at output "
+                      "%d of %d", uid, rig_request_end_name(early), i, n);
+    }
+    bool generated = r->reason != RIG_END_ABORT && r->reason != RIG_END_REJECTED;
+    enum rig_request_end last = n > 0 ? rig__expected_stop(d, uid, n - 1) : RIG_END_NONE;
+    if (generated && last != r->reason)
+        rig__fail(d, RIG_SWARM_LIFECYCLE, "request %d ended as %s after %d tokens; its tokens "
+                  "say %s", uid, rig_request_end_name(r->reason), n, rig_request_end_name(last));
+    if (r->reason == RIG_END_REJECTED) return;
+    bool ordered = r->arrival_ns <= r->finish_ns &&
+                   (r->first_scheduled_ns < 0 || r->arrival_ns <= r->first_scheduled_ns) &&
+                   (r->first_token_ns < 0 || (r->first_scheduled_ns >= 0 &&
+                                              r->first_scheduled_ns <= r->first_token_ns &&
+                                              r->first_token_ns <= r->finish_ns));
+    for (int32_t i = 1; i < r->output_len && ordered; i++)
+        ordered = r->token_times_ns[i - 1] <= r->token_times_ns[i];
+    if (!ordered)
+        rig__fail(d, RIG_SWARM_LIFECYCLE, "request %d: times out of order (arrival %lld, "
+                  "scheduled %lld, first token %lld, finish %lld)", uid,
+                  (long long)r->arrival_ns, (long long)r->first_scheduled_ns,
+                  (long long)r->first_token_ns, (long long)r->finish_ns);
 }
 
 static void rig__on_finish(void *ctx, const struct rig_request_result *r)
@@ -85,6 +134,7 @@ static void rig__on_finish(void *ctx, const struct rig_request_result *r)
     if (r->reason == RIG_END_LENGTH && q->max_tokens > 0 && r->output_len != q->max_tokens)
         rig__fail(d, RIG_SWARM_LIFECYCLE, "request %d ended by length after %d of %d tokens",
                   uid, r->output_len, q->max_tokens);
+    if (d->ends[uid] == 1) rig__check_end(d, uid, r);
     if (r->reason == RIG_END_REJECTED) d->out->rejected++;
     else if (r->reason == RIG_END_ABORT) d->out->aborted++;
     else d->out->finished++;
@@ -103,6 +153,7 @@ static void rig__config(const struct rig_swarm_case *c, bool timing_only,
     rig_engine_config_default(e);
     enum rig_status s = rig_model_config_preset("tiny", &e->model);
     RIG_ASSERT(s == RIG_OK);
+    e->model.vocab_size = c->vocab_size;
     e->backend = "sim";
     e->device.timing_only = timing_only;
     e->device.seed = c->seed;
@@ -113,7 +164,7 @@ static void rig__config(const struct rig_swarm_case *c, bool timing_only,
     e->max_running_req = c->max_running_req;
     e->max_seq_len = c->max_seq_len;
     e->prefill_budget = c->prefill_budget;
-    e->max_requests = c->request_count;
+    e->max_requests = c->max_requests;
     e->cache_type = c->cache;
     e->policy = c->policy;
     e->overlap = c->overlap;
@@ -129,6 +180,8 @@ static struct rig_sampling_params rig__sampling(const struct rig_swarm_request *
     p.temperature = q->temperature;
     p.top_k = q->top_k;
     p.ignore_eos = q->ignore_eos;
+    p.stop_token_count = q->stop_count;
+    for (int32_t i = 0; i < q->stop_count; i++) p.stop_token_ids[i] = q->stop_ids[i];
     return p;
 }
 
@@ -170,10 +223,15 @@ static void rig__set_faults(struct rig__drive *d, bool fault_phase)
     }
 }
 
+/* Aborts `uid`, then again: the second must find no live request (ends exactly once). */
 static void rig__abort(struct rig__drive *d, int32_t uid)
 {
-    if (rig_engine_abort(d->engine, (uint64_t)uid) == RIG_OK)
-        d->abort_issued_ns[uid] = rig_engine_now_ns(d->engine);
+    if (rig_engine_abort(d->engine, (uint64_t)uid) != RIG_OK) return;
+    d->abort_issued_ns[uid] = rig_engine_now_ns(d->engine);
+    enum rig_status again = rig_engine_abort(d->engine, (uint64_t)uid);
+    if (again != RIG_E_NOT_FOUND)
+        rig__fail(d, RIG_SWARM_LIFECYCLE, "request %d aborted twice: %s", uid,
+                  rig_status_message(again));
 }
 
 /* Whether request `uid`'s planned abort is due now (the request is live). */
@@ -197,8 +255,54 @@ static bool rig__abort_due(const struct rig__drive *d, int32_t uid)
     return false;
 }
 
-/* Submits what has arrived; an AT_TIME abort due before the arrival means never submitted.
- * Returns the index of the next request to arrive. */
+/* Fault-phase probes of submission: a token outside the vocabulary, then (once request `uid`
+ * is live) its uid again — both must be refused as RIG_E_INVALID and change nothing. */
+static void rig__probe_submit(struct rig__drive *d, const struct rig_submit *good, bool live)
+{
+    struct rig_engine_stats before, after;
+    rig_engine_stats(d->engine, &before);
+    int32_t bad_prompt[2] = {good->prompt[0], rig_engine_get_config(d->engine)->model.vocab_size};
+    struct rig_submit bad = *good;
+    bad.uid = good->uid + 1000;
+    bad.prompt = bad_prompt;
+    bad.prompt_len = 2;
+    char reason[256] = "";
+    enum rig_status s = rig_engine_submit(d->engine, &bad, reason, sizeof reason);
+    if (s != RIG_E_INVALID)
+        rig__fail(d, RIG_SWARM_LIFECYCLE, "a token outside the vocabulary: %s, not refused",
+                  rig_status_message(s));
+    if (live && (s = rig_engine_submit(d->engine, good, reason, sizeof reason)) != RIG_E_INVALID)
+        rig__fail(d, RIG_SWARM_LIFECYCLE, "uid %llu submitted twice: %s, not refused",
+                  (unsigned long long)good->uid, rig_status_message(s));
+    rig_engine_stats(d->engine, &after);
+    if (after.submitted != before.submitted || after.pending != before.pending)
+        rig__fail(d, RIG_SWARM_LIFECYCLE, "a refused submission changed the engine");
+}
+
+/* Submits request `uid`. Returns RIG_E_CAPACITY when the engine is full (retry later). */
+static enum rig_status rig__submit(struct rig__drive *d, int32_t uid, bool fault_phase)
+{
+    const struct rig_swarm_request *q = &d->c->requests[uid];
+    struct rig_submit submit = {(uint64_t)uid, d->c->tokens + q->prompt_offset, q->prompt_len,
+                                rig__sampling(q), q->arrival_ns};
+    char reason[256] = "";
+    d->state[uid] = RIG__LIVE; /* before the call: a rejection ends it inside */
+    enum rig_status s = rig_engine_submit(d->engine, &submit, reason, sizeof reason);
+    if (s == RIG_E_CAPACITY) {
+        d->state[uid] = RIG__WAITING;
+        return s;
+    }
+    if (s == RIG_E_RANGE && d->state[uid] != RIG__ENDED)
+        rig__fail(d, RIG_SWARM_LIFECYCLE, "request %d rejected without an end: %s", uid,
+                  reason);
+    if (s != RIG_OK && s != RIG_E_RANGE)
+        rig__fail(d, RIG_SWARM_ERROR, "submit %d: %s (%s)", uid, rig_status_message(s), reason);
+    if (fault_phase && uid % 5 == 2) rig__probe_submit(d, &submit, s == RIG_OK);
+    return s;
+}
+
+/* Submits what has arrived (until the engine is full); an AT_TIME abort due before the
+ * arrival means never submitted; fires the aborts due. Returns the next request to submit. */
 static int32_t rig__feed(struct rig__drive *d, int32_t next, bool fault_phase)
 {
     int64_t now = rig_engine_now_ns(d->engine);
@@ -210,20 +314,7 @@ static int32_t rig__feed(struct rig__drive *d, int32_t next, bool fault_phase)
             d->out->aborted++;
             continue;
         }
-        struct rig_submit submit = {(uint64_t)next, d->c->tokens + q->prompt_offset,
-                                    q->prompt_len, rig__sampling(q), q->arrival_ns};
-        char reason[256] = "";
-        d->state[next] = RIG__LIVE; /* before the call: a rejection ends it inside */
-        enum rig_status s = rig_engine_submit(d->engine, &submit, reason, sizeof reason);
-        if (s == RIG_E_RANGE && d->state[next] != RIG__ENDED)
-            rig__fail(d, RIG_SWARM_LIFECYCLE, "request %d rejected without an end: %s", next,
-                      reason);
-        if (s != RIG_OK && s != RIG_E_RANGE) {
-            rig__fail(d, RIG_SWARM_ERROR, "submit %d: %s (%s)", next, rig_status_message(s),
-                      reason);
-            d->state[next] = RIG__WAITING;
-            break;
-        }
+        if (rig__submit(d, next, fault_phase) == RIG_E_CAPACITY) break;
     }
     if (!fault_phase) return next;
     for (int32_t uid = 0; uid < next; uid++)
@@ -263,10 +354,14 @@ static bool rig__step(struct rig__drive *d, int32_t next)
         return false;
     }
     rig__check(d);
-    if (!progress && next >= d->c->request_count && !rig_engine_idle(d->engine))
-        rig__fail(d, RIG_SWARM_LIVENESS, "the engine is stuck: no progress with work queued");
-    if (!progress && next < d->c->request_count)
+    if (progress) return d->out->verdict == RIG_SWARM_PASS;
+    /* No progress: fine while the next arrival lies ahead (jump to it); with everything
+     * arrived (or waiting for room in a full engine) it is stuck. */
+    int64_t now = rig_engine_now_ns(d->engine);
+    if (next < d->c->request_count && d->c->requests[next].arrival_ns > now)
         rig_engine_wait_until_ns(d->engine, d->c->requests[next].arrival_ns);
+    else if (!rig_engine_idle(d->engine))
+        rig__fail(d, RIG_SWARM_LIVENESS, "the engine is stuck: no progress with work queued");
     return d->out->verdict == RIG_SWARM_PASS;
 }
 
@@ -343,6 +438,8 @@ static enum rig_swarm_verdict rig__drive(struct rig__drive *d, const struct rig_
     for (int32_t i = 0; i < RIG_SWARM_REQUESTS_MAX; i++) d->abort_issued_ns[i] = -1;
     struct rig_engine_config config;
     rig__config(c, timing_only, &config);
+    RIG_ASSERT(config.model.eos_count == 1);
+    d->eos_id = config.model.eos_token_ids[0];
     struct rig_engine_observer observer = {d, rig__on_token, rig__on_finish, NULL};
     if (rig__create(d, &config, &observer) == RIG_OK) {
         rig__loop(d);

@@ -6,12 +6,16 @@
  * random depth, duplicate prompts, prompts up to and beyond the context limit, max_tokens 1,
  * large or "up to the context", random sampling) plus a fault plan (a device allocation
  * failing while the engine starts, a stalled stream, aborts at the worst moments — queued,
- * mid-chunk, mid-decode, with the last token in flight, a client gone before its first token).
+ * mid-chunk, mid-decode, with the last token in flight, a client gone before its first token;
+ * a second abort of the same request, a duplicate uid and malformed submissions, all of which
+ * must be refused without effect).
  * rig_swarm_draw is a pure function of (seed, faults): a failure is replayed from its seed.
  *
  * Checks of a run (rig_swarm_run, timing-only simulator): the engine's invariant checker
  * after every step; request lifecycle (every request ends exactly once, tokens streamed in
- * order, never after the end, lengths as promised); no device allocation in the step loop;
+ * order, never after the end, lengths as promised, the end reason the one the token stream
+ * implies — first EOS, stop id, max_tokens or context limit — and times in order); no device
+ * allocation in the step loop;
  * liveness (after the fault phase, a fault-free drain in which everything ends within a bound
  * of steps); conservation (at the end every slot free or cached-unlocked, every row free).
  * Equivalence (rig_swarm_equivalence, real tiny model): a request's tokens are identical with
@@ -56,6 +60,8 @@ struct rig_swarm_request {
     float temperature;      /* 0 = greedy */
     int32_t top_k;
     bool ignore_eos;
+    int32_t stop_count;
+    int32_t stop_ids[2];    /* (stop_count) stop token ids */
     enum rig_swarm_abort abort;
     int32_t abort_after;    /* MID_DECODE: output tokens first */
     int64_t abort_ns;       /* AT_TIME */
@@ -65,6 +71,8 @@ struct rig_swarm_case {
     uint64_t seed;
     bool faults;
     /* configuration */
+    int32_t vocab_size;     /* the tiny model's, overridden: small ones make EOS and stop tokens
+                               frequent, odd ones are not divisible by the TP degree */
     int32_t tp_size;
     int32_t page_size;
     int32_t num_pages;
@@ -76,6 +84,7 @@ struct rig_swarm_case {
     bool overlap;
     bool graphs;
     int32_t graph_max_bs;
+    int32_t max_requests;   /* live requests the engine accepts: back-pressure below the count */
     /* fault plan (faults on) */
     int64_t fail_alloc_at;  /* n-th device allocation while the engine starts fails; -1 */
     int32_t stall_rank;

@@ -236,6 +236,76 @@ static size_t rig__qwen3_last_query(const struct rig_chat_message *messages, siz
     return count - 1;
 }
 
+/* {%- if message.tool_calls %}: one <tool_call> block per call; `content` is the template's
+ * `content` variable (after the </think> split), whose truthiness decides the first newline. */
+static enum rig_status rig__qwen3_tool_calls(const char *json_text, struct rig__span content,
+                                             struct rig_tokenizer_text *out)
+{
+    if (json_text == NULL) return RIG_OK;
+    json_error_t error;
+    json_t *calls = json_loads(json_text, JSON_DECODE_ANY, &error);
+    enum rig_status status = RIG_OK;
+    if (!json_is_array(calls))
+        status = rig__tokenizer_fail(RIG_E_INVALID, "tool_calls_json: expected a JSON array");
+    size_t index;
+    json_t *call;
+    json_array_foreach(calls, index, call)
+    {
+        if (status != RIG_OK) break;
+        const json_t *function = json_object_get(call, "function");
+        if (json_is_object(function) && json_object_size(function) > 0) call = (json_t *)function;
+        const json_t *name = json_object_get(call, "name");
+        const json_t *arguments = json_object_get(call, "arguments");
+        if (!json_is_object(call) || (name != NULL && !json_is_string(name)) || !arguments) {
+            status = rig__tokenizer_fail(RIG_E_INVALID,
+                                         "tool_calls_json[%zu]: needs a string "
+                                         "\"name\" and \"arguments\"",
+                                         index);
+            break;
+        }
+        if (index > 0 || content.len > 0) status = RIG__PUT(out, RIG__S("\n"));
+        if (status == RIG_OK)
+            status = RIG__PUT(out, RIG__S("<tool_call>\n{\"name\": \""),
+                              rig__span_of(name ? json_string_value(name) : ""),
+                              RIG__S("\", \"arguments\": "));
+        if (status == RIG_OK && json_is_string(arguments))
+            status =
+                rig__text_append(out, json_string_value(arguments), json_string_length(arguments));
+        else if (status == RIG_OK)
+            status = rig__python_json_dumps(arguments, out);
+        if (status == RIG_OK) status = RIG__PUT(out, RIG__S("}\n</tool_call>"));
+    }
+    json_decref(calls);
+    return status;
+}
+
+/* {%- if tools %}: the system turn listing the tools (with the system message, if first). */
+static enum rig_status rig__qwen3_tools(const struct rig_chat_message *messages,
+                                        const json_t *tools, struct rig_tokenizer_text *out)
+{
+    enum rig_status status = RIG__PUT(out, RIG__S("<|im_start|>system\n"));
+    if (status == RIG_OK && rig__role_is(&messages[0], "system"))
+        status = RIG__PUT(out, rig__span_of(messages[0].content), RIG__S("\n\n"));
+    if (status == RIG_OK)
+        status = RIG__PUT(out, RIG__S("# Tools\n\nYou may call one or more functions to assist "
+                                      "with the user query.\n\nYou are provided with function "
+                                      "signatures within <tools></tools> XML tags:\n<tools>"));
+    size_t index;
+    const json_t *tool;
+    json_array_foreach((json_t *)tools, index, tool)
+    {
+        if (status == RIG_OK) status = RIG__PUT(out, RIG__S("\n"));
+        if (status == RIG_OK) status = rig__python_json_dumps(tool, out);
+    }
+    if (status == RIG_OK)
+        status = RIG__PUT(out, RIG__S("\n</tools>\n\nFor each function call, return a json "
+                                      "object with function name and arguments within "
+                                      "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": "
+                                      "<function-name>, \"arguments\": <args-json-object>}\n"
+                                      "</tool_call><|im_end|>\n"));
+    return status;
+}
+
 static enum rig_status rig__qwen3_assistant(const struct rig_chat_message *message, bool last,
                                             bool after_query, struct rig_tokenizer_text *out)
 {
@@ -266,6 +336,7 @@ static enum rig_status rig__qwen3_assistant(const struct rig_chat_message *messa
                           rig__strip_byte(content, '\n', true, false));
     else
         status = RIG__PUT(out, RIG__S("<|im_start|>assistant\n"), content);
+    if (status == RIG_OK) status = rig__qwen3_tool_calls(message->tool_calls_json, content, out);
     return status == RIG_OK ? RIG__PUT(out, RIG__S("<|im_end|>\n")) : status;
 }
 
@@ -288,9 +359,21 @@ static enum rig_status rig__render_qwen3(const struct rig_chat_message *messages
                                          struct rig_tokenizer_text *out)
 {
     enum rig_status status = RIG_OK;
-    if (rig__role_is(&messages[0], "system"))
+    json_t *tools = NULL;
+    if (options->tools_json != NULL) {
+        json_error_t error;
+        tools = json_loads(options->tools_json, JSON_DECODE_ANY, &error);
+        if (!json_is_array(tools)) {
+            json_decref(tools);
+            return rig__tokenizer_fail(RIG_E_INVALID, "tools_json: expected a JSON array");
+        }
+    }
+    if (json_array_size(tools) > 0) /* {%- if tools %}: an empty list is false */
+        status = rig__qwen3_tools(messages, tools, out);
+    else if (rig__role_is(&messages[0], "system"))
         status = RIG__PUT(out, RIG__S("<|im_start|>system\n"), rig__span_of(messages[0].content),
                           RIG__S("<|im_end|>\n"));
+    json_decref(tools);
     size_t last_query = rig__qwen3_last_query(messages, count);
     for (size_t i = 0; i < count && status == RIG_OK; i++) {
         const struct rig_chat_message *message = &messages[i];

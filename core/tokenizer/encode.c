@@ -148,7 +148,6 @@ _Static_assert(RIG__CACHE_SHARDS == 64, "the shard is the top 6 bits of the hash
 
 /* ---- BPE of one piece ------------------------------------------------------------------ */
 
-#if RIG_VERIFY_ON
 /* Whether the decoded bytes of ids are exactly bytes: BPE only ever regroups the bytes. */
 static bool rig__ids_spell(const struct rig_tokenizer *tok, const int32_t *ids, size_t count,
                            const uint8_t *bytes, size_t len)
@@ -161,7 +160,6 @@ static bool rig__ids_spell(const struct rig_tokenizer *tok, const int32_t *ids, 
     }
     return at == len;
 }
-#endif
 
 /* With ignore_merges, a piece whose byte-level text is a token is that token. */
 static int32_t rig__whole_piece(const struct rig_tokenizer *tok, const uint8_t *bytes, size_t len)

@@ -149,11 +149,14 @@ struct rig_chat_message {
     const char *role;              /* "system", "user", "assistant", "tool" */
     const char *content;           /* UTF-8 text */
     const char *reasoning_content; /* assistant reasoning, or NULL (Qwen3 only) */
+    const char *tool_calls_json;   /* assistant tool calls: a JSON array of {"name",
+                                    * "arguments"} or OpenAI's {"function": {...}}, or NULL */
 };
 
 struct rig_chat_options {
     bool add_generation_prompt; /* open an assistant turn at the end */
     bool enable_thinking;       /* Qwen3: false writes an empty <think></think> block */
+    const char *tools_json;     /* Qwen3: a JSON array of tool definitions, or NULL */
 };
 
 /* Which template the tokenizer's config carries. Can't fail. */
@@ -163,7 +166,9 @@ const char *rig_chat_template_name(enum rig_chat_template kind);
 /* Renders `messages` with `kind` (pass rig_tokenizer_chat_template(tokenizer) for the model's
  * own) and appends the text to `out`, equal to transformers' apply_chat_template(...,
  * tokenize=False). RIG_E_UNSUPPORTED for NONE/UNKNOWN (render CHATML explicitly as the
- * fallback), RIG_E_INVALID for an empty conversation or a message without role or content. */
+ * fallback), RIG_E_INVALID for an empty conversation, a message without role or content, or
+ * tools / tool calls that are not the JSON described above; `out` is then as it was. Tools and
+ * tool calls are rendered by the Qwen3 template only (the others have no place for them). */
 enum rig_status rig_tokenizer_chat_render(const struct rig_tokenizer *tokenizer,
                                           enum rig_chat_template kind,
                                           const struct rig_chat_message *messages, size_t count,

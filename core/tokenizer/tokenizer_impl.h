@@ -172,6 +172,11 @@ struct rig__bpe_merge {
 size_t rig__bpe_piece(const struct rig_tokenizer *tokenizer, const uint8_t *bytes, size_t len,
                       struct rig__bpe_symbol *symbols, struct rig__bpe_merge *heap, int32_t *out);
 
+/* Appends `value` as Python's json.dumps(value, ensure_ascii=False) writes it (transformers'
+ * `tojson`). RIG_E_CAPACITY for nesting deeper than 64. */
+struct json_t;
+enum rig_status rig__python_json_dumps(const struct json_t *value, struct rig_tokenizer_text *out);
+
 /* Reads a whole file into a NUL-terminated malloc'd buffer (RIG_E_IO when it cannot). */
 enum rig_status rig__tokenizer_read_file(const char *path, char **data, size_t *len);
 

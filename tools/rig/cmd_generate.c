@@ -40,6 +40,9 @@ struct rig__generate_args {
     float top_p;
     uint64_t seed;
     bool ignore_eos;
+    const char *stop_text;                     /* "7,8" or NULL */
+    int32_t stop[RIG_STOP_TOKENS_MAX];         /* (stop_count) parsed from stop_text */
+    int32_t stop_count;
     const char *logits_out;
     bool json;
 };
@@ -75,10 +78,11 @@ static void rig__generate_usage(FILE *out)
             "  --top-p P            1 = off (default 1)\n"
             "  --seed S             sampling and dummy-weight seed (default 0)\n"
             "  --ignore-eos         do not stop at the model's EOS tokens\n"
+            "  --stop-token-ids IDS comma-separated ids that end a request (at most %d)\n"
             "  --logits-out FILE    first step's last-position logits: float32 little-endian\n"
             "                       [prompts, vocab] (see docs/model.md)\n"
             "  --json               one JSON object per prompt: ids and finish reason\n",
-            RIG__PROMPTS_MAX);
+            RIG__PROMPTS_MAX, RIG_STOP_TOKENS_MAX);
 }
 
 static const char *rig__gen_value(int argc, char **argv, int *i)
@@ -113,6 +117,7 @@ static bool rig__generate_option(struct rig__generate_args *a, const char *arg,
     else if (strcmp(arg, "--preset") == 0) a->preset = v;
     else if (strcmp(arg, "--backend") == 0) a->backend = v;
     else if (strcmp(arg, "--logits-out") == 0) a->logits_out = v;
+    else if (strcmp(arg, "--stop-token-ids") == 0) a->stop_text = v;
     else if (strcmp(arg, "--tp") == 0) {
         if (!rig__number(arg, v, 1, RIG_DEVICES_MAX, &x)) return false;
         a->tp = (int32_t)x;
@@ -176,7 +181,8 @@ static int rig__generate_parse(int argc, char **argv, struct rig__generate_args 
 }
 
 /* "1, 2,3" → ids; false (with a message) on an empty list, a non-number or too many. */
-static bool rig__parse_ids(const char *text, int32_t *ids, int32_t capacity, int32_t *count)
+static bool rig__parse_ids(const char *text, int32_t *ids, int32_t capacity,
+                           int32_t *count)
 {
     *count = 0;
     const char *p = text;
@@ -192,8 +198,8 @@ static bool rig__parse_ids(const char *text, int32_t *ids, int32_t capacity, int
         if (*end != ',') break;
         p = end + 1;
     }
-    fprintf(stderr, "rig generate: --prompt-ids '%s': expected comma-separated token ids "
-                    "(1 to %d of them)\n", text, capacity);
+    fprintf(stderr, "rig generate: '%s': expected comma-separated token ids (1 to %d of "
+                    "them)\n", text, capacity);
     return false;
 }
 
@@ -299,7 +305,7 @@ static void rig__generate_print(const struct rig__generate_args *a,
     }
 }
 
-/* Submits every prompt; 0 when all were accepted. */
+/* Submits every prompt; 0 when all were accepted, 1 (with a message) otherwise. */
 static int rig__generate_submit(struct rig_engine *engine, const struct rig__generate_args *a,
                                 int32_t *const *prompts, const int32_t *lengths)
 {
@@ -312,6 +318,8 @@ static int rig__generate_submit(struct rig_engine *engine, const struct rig__gen
         r.sampling.top_p = a->top_p;
         r.sampling.max_tokens = a->max_tokens;
         r.sampling.ignore_eos = a->ignore_eos;
+        memcpy(r.sampling.stop_token_ids, a->stop, sizeof(int32_t) * (size_t)a->stop_count);
+        r.sampling.stop_token_count = a->stop_count;
         char reason[256] = "";
         enum rig_status s = rig_engine_submit(engine, &r, reason, sizeof reason);
         if (s != RIG_OK) {
@@ -368,6 +376,9 @@ int rig_cmd_generate(int argc, char **argv)
     memset(&st, 0, sizeof st);
     st.first_batch_size = -1;
     st.capacity = a.max_tokens;
+    if (a.stop_text != NULL &&
+        !rig__parse_ids(a.stop_text, a.stop, RIG_STOP_TOKENS_MAX, &a.stop_count))
+        return 2;
     for (int32_t i = 0; i < a.prompt_count; i++) {
         prompts[i] = ids[i];
         if (!rig__parse_ids(a.prompt_text[i], ids[i], RIG__PROMPT_TOKENS_MAX, &lengths[i]))

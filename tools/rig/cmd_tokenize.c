@@ -1,11 +1,13 @@
 /* cmd_tokenize.c — `rig tokenize` and `rig detokenize`: the tokenizer from the command line.
  *
- *   rig tokenize --tokenizer DIR [--chat] [--no-special] [--tokens] TEXT|-
+ *   rig tokenize --tokenizer DIR [--chat [--no-thinking] [--tools JSON]] [--no-special]
+ *                [--tokens] TEXT|-
  *   rig tokenize --tokenizer DIR --bench FILE [--seconds S]
  *   rig detokenize --tokenizer DIR [--skip-special] [--stream] IDS|-
  *
  * TEXT "-" reads standard input. With --chat the text is one user message (or, when it starts
- * with '[', a JSON array of {"role", "content"[, "reasoning_content"]}) rendered with the
+ * with '[', a JSON array of {"role", "content"[, "reasoning_content", "tool_calls"]}) and the
+ * --tools definitions (a JSON array) rendered with the
  * model's chat template and an assistant prompt, as transformers' apply_chat_template(...,
  * add_generation_prompt=True) followed by tokenisation. --bench measures single-threaded
  * encode throughput over a JSON-lines file of {"text": ...} documents (docs/performance.md,
@@ -24,6 +26,7 @@ struct rig__tokenize_args {
     const char *dir;
     const char *input;      /* TEXT, IDS or "-" */
     const char *bench_path; /* --bench FILE */
+    const char *tools_json; /* --tools JSON: tool definitions for --chat */
     double bench_seconds;
     bool chat, no_special, tokens, no_thinking, skip_special, stream;
 };
@@ -70,6 +73,8 @@ static int rig__parse_args(int argc, char **argv, struct rig__tokenize_args *arg
             args->dir = argv[++i];
         else if (strcmp(arg, "--bench") == 0 && has_value)
             args->bench_path = argv[++i];
+        else if (strcmp(arg, "--tools") == 0 && has_value)
+            args->tools_json = argv[++i];
         else if (strcmp(arg, "--seconds") == 0 && has_value)
             args->bench_seconds = atof(argv[++i]);
         else if (strcmp(arg, "--chat") == 0)
@@ -118,33 +123,46 @@ static char *rig__input(const char *input, size_t *len)
     return data;
 }
 
+#define RIG__CHAT_MESSAGES_MAX 256
+
+/* Messages of a JSON conversation; tool calls are handed on as JSON text (freed by caller). */
+static size_t rig__chat_messages(const json_t *parsed, struct rig_chat_message *messages,
+                                 char **tool_calls)
+{
+    size_t index;
+    const json_t *message;
+    json_array_foreach((json_t *)parsed, index, message)
+    {
+        const json_t *calls = json_object_get(message, "tool_calls");
+        tool_calls[index] = calls ? json_dumps(calls, JSON_COMPACT) : NULL;
+        messages[index] = (struct rig_chat_message){
+            .role = json_string_value(json_object_get(message, "role")),
+            .content = json_string_value(json_object_get(message, "content")),
+            .reasoning_content = json_string_value(json_object_get(message, "reasoning_content")),
+            .tool_calls_json = tool_calls[index]};
+    }
+    return json_array_size(parsed);
+}
+
 /* Renders `text` as a conversation with the model's template (ChatML when unknown). */
 static int rig__render_chat(const struct rig_tokenizer *tok, const struct rig__tokenize_args *args,
                             const char *text, struct rig_tokenizer_text *out)
 {
-    struct rig_chat_message messages[256];
-    size_t count = 0;
+    struct rig_chat_message messages[RIG__CHAT_MESSAGES_MAX];
+    char *tool_calls[RIG__CHAT_MESSAGES_MAX] = {0};
+    size_t count = 1;
     json_t *parsed = NULL;
+    messages[0] = (struct rig_chat_message){.role = "user", .content = text};
     if (text[0] == '[') {
         json_error_t error;
         parsed = json_loads(text, 0, &error);
-        if (!json_is_array(parsed) || json_array_size(parsed) > RIG_ARRAY_LEN(messages)) {
-            fprintf(stderr, "rig: --chat: expected a JSON array of at most 256 messages\n");
+        if (!json_is_array(parsed) || json_array_size(parsed) > RIG__CHAT_MESSAGES_MAX) {
+            fprintf(stderr, "rig: --chat: expected a JSON array of at most %d messages\n",
+                    RIG__CHAT_MESSAGES_MAX);
             json_decref(parsed);
             return 2;
         }
-        size_t index;
-        json_t *message;
-        json_array_foreach(parsed, index, message)
-        {
-            messages[count++] = (struct rig_chat_message){
-                .role = json_string_value(json_object_get(message, "role")),
-                .content = json_string_value(json_object_get(message, "content")),
-                .reasoning_content =
-                    json_string_value(json_object_get(message, "reasoning_content"))};
-        }
-    } else {
-        messages[count++] = (struct rig_chat_message){.role = "user", .content = text};
+        count = rig__chat_messages(parsed, messages, tool_calls);
     }
     enum rig_chat_template kind = rig_tokenizer_chat_template(tok);
     if (kind == RIG_CHAT_TEMPLATE_NONE || kind == RIG_CHAT_TEMPLATE_UNKNOWN) {
@@ -153,8 +171,11 @@ static int rig__render_chat(const struct rig_tokenizer *tok, const struct rig__t
         kind = RIG_CHAT_TEMPLATE_CHATML;
     }
     struct rig_chat_options options = {.add_generation_prompt = true,
-                                       .enable_thinking = !args->no_thinking};
+                                       .enable_thinking = !args->no_thinking,
+                                       .tools_json = args->tools_json};
     enum rig_status status = rig_tokenizer_chat_render(tok, kind, messages, count, &options, out);
+    for (size_t i = 0; i < RIG__CHAT_MESSAGES_MAX; i++)
+        free(tool_calls[i]);
     json_decref(parsed);
     if (status != RIG_OK) fprintf(stderr, "rig: --chat: %s\n", rig_tokenizer_last_error());
     return status == RIG_OK ? 0 : 1;
@@ -270,9 +291,9 @@ int rig_cmd_tokenize(int argc, char **argv)
 {
     struct rig__tokenize_args args;
     if (argc == 2 && strcmp(argv[1], "--help") == 0) {
-        printf("usage: rig tokenize --tokenizer DIR [--chat [--no-thinking]] [--no-special] "
-               "[--tokens] TEXT|-\n       rig tokenize --tokenizer DIR --bench FILE "
-               "[--seconds S]\n");
+        printf("usage: rig tokenize --tokenizer DIR [--chat [--no-thinking] [--tools JSON]] "
+               "[--no-special] [--tokens] TEXT|-\n       rig tokenize --tokenizer DIR --bench "
+               "FILE.jsonl [--seconds S]\n");
         return 0;
     }
     if (rig__parse_args(argc, argv, &args) != 0) {

@@ -9,7 +9,7 @@ Outputs (committed, under tests/data/tokenizer/):
                 Qwen3 tokenizer's ids for `text` (HF tokenizers, add_special_tokens=True) and the
                 decodes of those ids with skip_special_tokens False / True.
   chat.jsonl    {"template", "messages", "add_generation_prompt", "enable_thinking"|null,
-                 "text", "ids" (Qwen3 only: the rendering tokenised)} — renderings by transformers' apply_chat_template (Qwen3) and by
+                 "tools"|null, "text", "ids" (Qwen3 only: the rendering tokenised)} — renderings by transformers' apply_chat_template (Qwen3) and by
                 transformers' own Jinja renderer with the Llama-3 template (Llama-3).
   variants/     small tokenizers derived from Qwen3's (first merges only) that exercise the
                 other loader paths (GPT-2 style ByteLevel regex and prefix space, normaliser
@@ -156,7 +156,43 @@ def chat_cases():
     for conv in convs:
         for gen in (False, True):
             for thinking in (None, True, False):
-                yield conv, gen, thinking
+                yield conv, gen, thinking, None
+
+
+def tool_cases():
+    """Qwen3 conversations with tool definitions and assistant tool calls."""
+    weather = {"type": "function", "function": {
+        "name": "get_weather",
+        "description": "Weather for a city, in °C — «quoted» \"x\" \\ /\n",
+        "parameters": {"type": "object", "properties": {
+            "city": {"type": "string"}, "days": {"type": "integer", "minimum": 1, "maximum": 14},
+            "threshold": {"type": "number", "default": 0.1}, "big": {"default": 1e20},
+            "small": {"default": 1.5e-07}, "fixed": {"default": 1e15}, "neg0": {"default": -0.0},
+            "third": {"default": 1 / 3}, "ctrl": {"description": "\u001b\u000b tab\t\u007f\u2028"},
+            "flags": [True, False, None], "empty": {}, "list": []}, "required": ["city"]}}}
+    search = {"name": "search", "description": "Search the web 🔎",
+              "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}
+    call_weather = {"type": "function", "function": {
+        "name": "get_weather", "arguments": {"city": "Paris", "days": 3, "threshold": 2.5}}}
+    call_search = {"function": {"name": "search", "arguments": "{\"q\": \"rig\"}"}}
+    call_direct = {"name": "get_weather", "arguments": {"city": "東京", "days": 100000000000}}
+    sys_msg = {"role": "system", "content": "You are a helpful assistant."}
+    u1 = {"role": "user", "content": "Weather in Paris?"}
+    a_call = {"role": "assistant", "content": "", "tool_calls": [call_weather]}
+    a_call2 = {"role": "assistant", "content": "Let me check.",
+               "tool_calls": [call_search, call_direct]}
+    a_think_call = {"role": "assistant", "content": "<think>\nplan\n</think>\n\n",
+                    "tool_calls": [call_weather]}
+    tool1 = {"role": "tool", "content": "{\"temperature\": 21}"}
+    tool2 = {"role": "tool", "content": "sunny"}
+    a2 = {"role": "assistant", "content": "It is 21 °C."}
+    tools = [weather, search]
+    convs = [([sys_msg, u1], tools), ([u1], tools), ([sys_msg, u1, a_call, tool1, a2], tools),
+             ([u1, a_call2, tool1, tool2, a_think_call], tools), ([u1, a_call], None),
+             ([sys_msg, u1], []), ([u1, a_think_call, tool1], [search])]
+    for conv, tool_list in convs:
+        for gen in (False, True):
+            yield conv, gen, None, tool_list
 
 
 def make_chat():
@@ -164,14 +200,15 @@ def make_chat():
     from transformers.utils.chat_template_utils import render_jinja_template
     qwen = AutoTokenizer.from_pretrained(QWEN)
     rows = []
-    for messages, gen, thinking in chat_cases():
+    import itertools
+    for messages, gen, thinking, tools in itertools.chain(chat_cases(), tool_cases()):
         kwargs = {} if thinking is None else {"enable_thinking": thinking}
         text = qwen.apply_chat_template(messages, tokenize=False, add_generation_prompt=gen,
-                                        **kwargs)
+                                        tools=tools, **kwargs)
         ids = qwen.backend_tokenizer.encode(text, add_special_tokens=False).ids
         rows.append({"template": "qwen3", "messages": messages, "add_generation_prompt": gen,
-                     "enable_thinking": thinking, "text": text, "ids": ids})
-        if thinking is not None:
+                     "enable_thinking": thinking, "tools": tools, "text": text, "ids": ids})
+        if thinking is not None or tools is not None or any("tool_calls" in m for m in messages):
             continue
         llama_messages = [{k: v for k, v in m.items() if k != "reasoning_content"}
                           for m in messages]
