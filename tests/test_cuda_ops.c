@@ -815,7 +815,9 @@ static void test_sample(void **state)
 
 /* --- graphs, errors, devices ------------------------------------------------------------- */
 
-/* Decode attention + sample captured once, replayed on new inputs: equals eager runs. */
+/* Decode attention (split-KV, combine) and a biased GEMM (cuBLAS, scratch) captured once,
+ * replayed on new inputs: attention bit for bit equal to eager runs and close to the
+ * simulator; the GEMM equal to the eager GEMM to rounding. */
 static void test_graph_replay(void **state)
 {
     (void)state;
@@ -836,33 +838,63 @@ static void test_graph_replay(void **state)
     a->table_idx = rig_tensor_1d(table_idx, RIG_DTYPE_I32, requests);
     a->kv_len = rig_tensor_1d(kv_len, RIG_DTYPE_I32, requests);
     a->scale = 0.088f;
+    /* A biased GEMM after it: cuBLAS and the fp32 scratch under capture. */
+    int64_t gm = requests, gn = 512, gk = 256;
+    struct rig__pair *ga = rig__pair_new((size_t)(gm * gk * 2));
+    struct rig__pair *gb = rig__pair_new((size_t)(gn * gk * 2));
+    struct rig__pair *gbias = rig__pair_new((size_t)gn * 2);
+    struct rig__pair *gc = rig__pair_new((size_t)(gm * gn * 2));
+    rig__bf16_random(gb, (size_t)(gn * gk), -1, 1);
+    rig__bf16_random(gbias, (size_t)gn, -1, 1);
+    struct rig_op gemm = {.kind = RIG_OP_GEMM};
+    gemm.u.gemm.out = rig_tensor_2d(gc->host, RIG_DTYPE_BF16, gm, gn);
+    gemm.u.gemm.a = rig_tensor_2d(ga->host, RIG_DTYPE_BF16, gm, gk);
+    gemm.u.gemm.b = rig_tensor_2d(gb->host, RIG_DTYPE_BF16, gn, gk);
+    gemm.u.gemm.bias = rig_tensor_1d(gbias->host, RIG_DTYPE_BF16, gn);
     struct rig_op device_op = rig__to_device(&op);
+    struct rig_op gemm_device = rig__to_device(&gemm);
     struct rig_graph *graph = NULL;
     assert_int_equal(rig_hal_graph_capture_begin(rig__stream), RIG_OK);
     assert_int_equal(rig_hal_buffer_upload(rig__stream, q->buffer, 0, q->host, 4), RIG_E_STATE);
     assert_int_equal(rig_hal_op(rig__stream, &device_op), RIG_OK);
+    assert_int_equal(rig_hal_op(rig__stream, &gemm_device), RIG_OK);
     assert_int_equal(rig_hal_graph_capture_end(rig__stream, &graph), RIG_OK);
-    assert_int_equal(rig_hal_graph_op_count(graph), 1);
+    assert_int_equal(rig_hal_graph_op_count(graph), 2);
     void *replayed = malloc(out->bytes);
+    void *replayed_gemm = malloc(gc->bytes);
     assert_non_null(replayed);
+    assert_non_null(replayed_gemm);
     for (int round = 0; round < 3; round++) {
         rig__bf16_random(q, (size_t)(requests * hq * d), -2, 2);
         for (int64_t r = 0; r < requests; r++) {
             table_idx[r] = (int32_t)r;
             kv_len[r] = (int32_t)rig_test_rng_int(&rig__rng, 1, max_len);
         }
+        rig__bf16_random(ga, (size_t)(gm * gk), -1, 1);
         rig__run_both(&op, &out, 1); /* eager on the GPU, then the reference */
+        assert_int_equal(rig_hal_op(rig__stream, &gemm_device), RIG_OK); /* eager GEMM */
+        assert_int_equal(rig_hal_buffer_download(rig__stream, gc->buffer, 0, gc->result, gc->bytes),
+                         RIG_OK);
         assert_int_equal(
             rig_hal_buffer_fill(rig__stream, out->buffer, 0, 0xffffffffu, out->bytes / 4), RIG_OK);
+        assert_int_equal(
+            rig_hal_buffer_fill(rig__stream, gc->buffer, 0, 0xffffffffu, gc->bytes / 4), RIG_OK);
         assert_int_equal(rig_hal_graph_launch(graph, rig__stream), RIG_OK);
         assert_int_equal(rig_hal_buffer_download(rig__stream, out->buffer, 0, replayed, out->bytes),
                          RIG_OK);
+        assert_int_equal(
+            rig_hal_buffer_download(rig__stream, gc->buffer, 0, replayed_gemm, gc->bytes), RIG_OK);
         assert_int_equal(rig_hal_stream_synchronize(rig__stream), RIG_OK);
         assert_memory_equal(replayed, out->result, out->bytes);
+        /* cuBLAS may pick another algorithm under capture: equal to rounding, not bits. */
+        struct rig__pair gemm_replay = {gc->result, replayed_gemm, NULL, gc->bytes};
+        rig__expect_close("graph GEMM vs eager GEMM", &gemm_replay, RIG_DTYPE_BF16,
+                          (size_t)(gm * gn), 1e-6);
         rig__expect_close("graph round vs simulator", out, RIG_DTYPE_BF16,
                           (size_t)(requests * hq * d), 2e-5);
     }
     free(replayed);
+    free(replayed_gemm);
     rig_hal_graph_destroy(graph);
 }
 
