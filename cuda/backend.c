@@ -97,14 +97,15 @@ static enum rig_status rig__open(const struct rig_device_config *config, int32_t
         return RIG_E_UNSUPPORTED;
     }
     if (first < 0 || count > available - first) {
-        fprintf(stderr, "rig: cuda: asked for GPUs %d..%d, %d present\n", first,
-                first + count - 1, available);
+        fprintf(stderr, "rig: cuda: asked for GPUs %d..%d, %d present\n", first, first + count - 1,
+                available);
         return RIG_E_NOT_FOUND;
     }
     for (int32_t i = 0; i < count; i++) {
         enum rig_status status = rig__open_one(first + i, devices[i]);
         if (status != RIG_OK) {
-            for (int32_t j = 0; j < i; j++) rig__close(devices[j]);
+            for (int32_t j = 0; j < i; j++)
+                rig__close(devices[j]);
             return status;
         }
     }
@@ -185,8 +186,8 @@ static enum rig_status rig__stream_setup(struct rig_cuda_stream *s)
     /* An explicit workspace: cuBLAS then never allocates, in capture or out of it. */
     RIG_CUBLAS_TRY(cublasSetWorkspace(s->blas, s->blas_workspace, RIG_CUDA_BLAS_WORKSPACE_BYTES));
     /* fp32 accumulation, no reduced-precision reductions: the simulator's semantics. */
-    RIG_CUBLAS_TRY(cublasSetMathMode(s->blas, CUBLAS_DEFAULT_MATH |
-                                                  CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
+    RIG_CUBLAS_TRY(cublasSetMathMode(
+        s->blas, CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
     return RIG_OK;
 }
 
@@ -285,8 +286,8 @@ static enum rig_status rig__graph_capture_begin(struct rig_stream *stream)
     enum rig_status status = rig__select(stream->device);
     if (status != RIG_OK) return status;
     /* Thread-local: another rank's thread may allocate or synchronise meanwhile. */
-    RIG_CUDA_TRY(cudaStreamBeginCapture(rig__stream(stream)->stream,
-                                        cudaStreamCaptureModeThreadLocal));
+    RIG_CUDA_TRY(
+        cudaStreamBeginCapture(rig__stream(stream)->stream, cudaStreamCaptureModeThreadLocal));
     return RIG_OK;
 }
 
@@ -333,8 +334,7 @@ static void rig__graph_destroy(struct rig_graph *graph)
 
 /* --- ops, clock ---------------------------------------------------------------------------- */
 
-enum rig_status rig_cuda_op_dispatch(const struct rig_cuda_launch *launch,
-                                     const struct rig_op *op);
+enum rig_status rig_cuda_op_dispatch(const struct rig_cuda_launch *launch, const struct rig_op *op);
 enum rig_status rig_cuda_comm_create(struct rig_device **devices, int32_t count,
                                      struct rig_comm **comms);
 void rig_cuda_comm_destroy(struct rig_comm *comm);

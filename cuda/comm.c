@@ -29,13 +29,15 @@ enum rig_status rig_cuda_comm_create(struct rig_device **devices, int32_t count,
         ordinals[i] = ((const struct rig_cuda_device *)devices[i]->context)->ordinal;
         contexts[i] = calloc(1, sizeof *contexts[i]);
         if (contexts[i] == NULL) {
-            for (int32_t j = 0; j < i; j++) free(contexts[j]);
+            for (int32_t j = 0; j < i; j++)
+                free(contexts[j]);
             return RIG_E_NO_MEMORY;
         }
     }
     ncclResult_t result = ncclCommInitAll(handles, count, ordinals);
     if (result != ncclSuccess) {
-        for (int32_t i = 0; i < count; i++) free(contexts[i]);
+        for (int32_t i = 0; i < count; i++)
+            free(contexts[i]);
         RIG_NCCL_TRY(result);
     }
     for (int32_t i = 0; i < count; i++) {

@@ -13,7 +13,9 @@
  *           a scratch area for split-KV attention partials;
  *   event   a timing cudaEvent_t;
  *   graph   a captured cudaGraph_t and its instantiated exec (thread-local capture mode, so
- *           other ranks' threads may keep working while one captures);
+ *           other ranks' threads may keep working while one captures). A graph's kernels use
+ *           the cuBLAS workspace and scratch of the stream it was captured on: replay it on
+ *           that stream, or on another only when the capture stream is idle meanwhile;
  *   comm    an ncclComm_t from ncclCommInitAll over the group's ordinals (one process).
  * Copies: host memory given to upload/download may be pageable; such copies are staged by
  * the driver and synchronous with respect to the host buffer. Overlapping copies with compute

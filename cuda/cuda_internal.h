@@ -26,19 +26,19 @@ extern "C" {
  * advice for Hopper (32 MiB); the scratch holds split-KV partial results:
  * R * Hq * splits * (D + 2) floats, which bounds the split count at launch. */
 #define RIG_CUDA_BLAS_WORKSPACE_BYTES ((size_t)32 << 20)
-#define RIG_CUDA_SCRATCH_BYTES ((size_t)64 << 20)
+#define RIG_CUDA_SCRATCH_BYTES        ((size_t)64 << 20)
 
 struct rig_cuda_device {
-    int32_t ordinal;             /* CUDA device index */
-    int32_t sm_count;            /* multiprocessors */
-    size_t shared_optin_bytes;   /* largest dynamic shared memory a block may opt into */
+    int32_t ordinal;           /* CUDA device index */
+    int32_t sm_count;          /* multiprocessors */
+    size_t shared_optin_bytes; /* largest dynamic shared memory a block may opt into */
 };
 
 struct rig_cuda_stream {
     cudaStream_t stream;
-    cublasHandle_t blas;         /* bound to `stream` and to `blas_workspace` */
-    void *blas_workspace;        /* (RIG_CUDA_BLAS_WORKSPACE_BYTES) device bytes */
-    void *scratch;               /* (RIG_CUDA_SCRATCH_BYTES) device bytes */
+    cublasHandle_t blas;  /* bound to `stream` and to `blas_workspace` */
+    void *blas_workspace; /* (RIG_CUDA_BLAS_WORKSPACE_BYTES) device bytes */
+    void *scratch;        /* (RIG_CUDA_SCRATCH_BYTES) device bytes */
 };
 
 struct rig_cuda_event {
@@ -58,7 +58,7 @@ struct rig_cuda_comm {
 struct rig_cuda_launch {
     cudaStream_t stream;
     cublasHandle_t blas;
-    void *scratch;               /* (scratch_bytes) device bytes, owned by the stream */
+    void *scratch; /* (scratch_bytes) device bytes, owned by the stream */
     size_t scratch_bytes;
     int32_t sm_count;
     size_t shared_optin_bytes;
@@ -68,28 +68,28 @@ struct rig_cuda_launch {
 enum rig_status rig_cuda_report(enum rig_status status, const char *file, int line,
                                 const char *call, const char *message);
 
-#define RIG_CUDA_TRY(call)                                                                 \
-    do {                                                                                   \
-        cudaError_t rig__cuda_error = (call);                                              \
-        if (rig__cuda_error != cudaSuccess)                                                \
-            return rig_cuda_report(RIG_E_DEVICE, __FILE__, __LINE__, #call,                \
-                                   cudaGetErrorString(rig__cuda_error));                   \
+#define RIG_CUDA_TRY(call)                                                                         \
+    do {                                                                                           \
+        cudaError_t rig__cuda_error = (call);                                                      \
+        if (rig__cuda_error != cudaSuccess)                                                        \
+            return rig_cuda_report(RIG_E_DEVICE, __FILE__, __LINE__, #call,                        \
+                                   cudaGetErrorString(rig__cuda_error));                           \
     } while (0)
 
-#define RIG_CUBLAS_TRY(call)                                                               \
-    do {                                                                                   \
-        cublasStatus_t rig__blas_status = (call);                                          \
-        if (rig__blas_status != CUBLAS_STATUS_SUCCESS)                                     \
-            return rig_cuda_report(RIG_E_DEVICE, __FILE__, __LINE__, #call,                \
-                                   cublasGetStatusString(rig__blas_status));               \
+#define RIG_CUBLAS_TRY(call)                                                                       \
+    do {                                                                                           \
+        cublasStatus_t rig__blas_status = (call);                                                  \
+        if (rig__blas_status != CUBLAS_STATUS_SUCCESS)                                             \
+            return rig_cuda_report(RIG_E_DEVICE, __FILE__, __LINE__, #call,                        \
+                                   cublasGetStatusString(rig__blas_status));                       \
     } while (0)
 
-#define RIG_NCCL_TRY(call)                                                                 \
-    do {                                                                                   \
-        ncclResult_t rig__nccl_result = (call);                                            \
-        if (rig__nccl_result != ncclSuccess)                                               \
-            return rig_cuda_report(RIG_E_DEVICE, __FILE__, __LINE__, #call,                \
-                                   ncclGetErrorString(rig__nccl_result));                  \
+#define RIG_NCCL_TRY(call)                                                                         \
+    do {                                                                                           \
+        ncclResult_t rig__nccl_result = (call);                                                    \
+        if (rig__nccl_result != ncclSuccess)                                                       \
+            return rig_cuda_report(RIG_E_DEVICE, __FILE__, __LINE__, #call,                        \
+                                   ncclGetErrorString(rig__nccl_result));                          \
     } while (0)
 
 /* After a kernel launch: a bad configuration shows up here, not at the launch. */

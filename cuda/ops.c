@@ -20,21 +20,17 @@ enum rig_status rig_cuda_op_all_reduce(const struct rig_cuda_launch *launch,
                                        const struct rig_op_all_reduce *p);
 enum rig_status rig_cuda_op_all_gather(const struct rig_cuda_launch *launch,
                                        const struct rig_op_all_gather *p);
-enum rig_status rig_cuda_op_dispatch(const struct rig_cuda_launch *launch,
-                                     const struct rig_op *op);
+enum rig_status rig_cuda_op_dispatch(const struct rig_cuda_launch *launch, const struct rig_op *op);
 
-enum rig_status rig_cuda_op_dispatch(const struct rig_cuda_launch *launch,
-                                     const struct rig_op *op)
+enum rig_status rig_cuda_op_dispatch(const struct rig_cuda_launch *launch, const struct rig_op *op)
 {
     RIG_ASSERT(launch != NULL && op != NULL);
     switch (op->kind) {
-#define RIG__OP_CASE(upper, lower)                                                         \
-    case RIG_OP_##upper:                                                                   \
-        return rig_cuda_op_##lower(launch, &op->u.lower);
+#define RIG__OP_CASE(upper, lower)                                                                 \
+    case RIG_OP_##upper: return rig_cuda_op_##lower(launch, &op->u.lower);
         RIG_OP_MAP(RIG__OP_CASE)
 #undef RIG__OP_CASE
-    case RIG_OP_COUNT:
-        break;
+    case RIG_OP_COUNT: break;
     }
     return RIG_E_INVALID;
 }

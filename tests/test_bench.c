@@ -5,7 +5,8 @@
  * at --quick sizes on the simulated H100 and checks what the cost model implies: the copy
  * floor is the profile's copy efficiency x HBM bandwidth, the GEMM rate stays under the
  * profile's peak, no step beats its floor, graphs are no slower than eager launches,
- * a cached prefix costs time, overlap leaves less idle time than no overlap, and the same
+ * a cached prefix costs time, the ops of a decode step timed alone add up to the step,
+ * overlap leaves less idle time than no overlap, and the same
  * options give the same report. Invalid inputs (no benchmark, unknown backend or model,
  * an unwritable output) fail with a status and a message, not a crash.
  */
@@ -76,11 +77,13 @@ static void test_idle_fraction(void **state)
     assert_int_equal(rig_results_init(&r, 1, 1, 8, 8), RIG_OK);
     assert_true(rig_bench_idle_fraction(&r) == 0.0); /* no steps */
     /* prefill 0-10, decode 12-20, decode 25-30 (5 idle), decode 29-40 (overlap: 0 idle) */
-    const int64_t t[4][3] = {{RIG_STEP_PREFILL, 0, 10}, {RIG_STEP_DECODE, 12, 20},
-                             {RIG_STEP_DECODE, 25, 30}, {RIG_STEP_DECODE, 29, 40}};
+    const int64_t t[4][3] = {{RIG_STEP_PREFILL, 0, 10},
+                             {RIG_STEP_DECODE, 12, 20},
+                             {RIG_STEP_DECODE, 25, 30},
+                             {RIG_STEP_DECODE, 29, 40}};
     for (int i = 0; i < 4; i++) {
-        struct rig_results_step s = {.phase = (int32_t)t[i][0], .batch_size = 1,
-                                     .start_ns = t[i][1], .end_ns = t[i][2]};
+        struct rig_results_step s = {
+            .phase = (int32_t)t[i][0], .batch_size = 1, .start_ns = t[i][1], .end_ns = t[i][2]};
         assert_int_equal(rig_results_add_step(&r, &s, NULL, 0), RIG_OK);
     }
     /* pairs (1,2) and (2,3): idle 5 + 0 over span (30 - 20) + (40 - 30) */
@@ -140,6 +143,37 @@ static void test_steps_no_faster_than_floor(void **state)
     assert_string_equal(rig__report.attention[1].op, "prefill");
     for (int32_t i = 0; i < 2; i++)
         assert_true(rig__report.attention[i].ratio > 0.2 && rig__report.attention[i].ratio <= 1.0);
+}
+
+/* Every op of a decode step timed alone: the per-batch shares sum to 1, and on the simulator
+ * (where a graph's cost is the sum of its nodes) the ops of batch 1 add up to the decode
+ * benchmark's graph step at the same shape. */
+static void test_ops_add_up_to_the_step(void **state)
+{
+    (void)state;
+    struct rig_bench_options o;
+    rig__quick(&o);
+    char error[256] = "";
+    int32_t kinds = RIG_BENCH_DECODE | RIG_BENCH_OPS;
+    assert_int_equal(rig_bench_run(&o, kinds, &rig__report, error, sizeof error), RIG_OK);
+    assert_int_equal(rig__report.op_count, 30);
+    double share[2] = {0.0, 0.0}, step_ns = 0.0;
+    int32_t attention = -1, issued = 0;
+    for (int32_t i = 0; i < rig__report.op_count; i++) {
+        const struct rig_bench_op_row *p = &rig__report.ops[i];
+        assert_true(p->ns > 0.0 && p->count >= 1 && p->context == 512);
+        share[p->batch == 1 ? 0 : 1] += p->share;
+        if (p->batch == 1) step_ns += p->ns * p->count;
+        if (p->batch == 1) issued += p->count;
+        if (p->batch == 8 && strcmp(p->op, "attention_decode") == 0) attention = i;
+    }
+    assert_true(fabs(share[0] - 1.0) < 1e-9 && fabs(share[1] - 1.0) < 1e-9);
+    assert_int_equal(issued, 28 * 12 + 5); /* what rig_model_forward issues at TP 1 */
+    assert_true(attention >= 15 && rig__report.ops[attention].count == 28);
+    assert_true(rig__report.ops[attention].ns > rig__report.ops[attention - 15].ns);
+    const struct rig_bench_decode_row *d = &rig__report.decode[0];
+    assert_true(d->batch == 1 && d->context == 512);
+    assert_true(fabs(step_ns - d->graph_ns) < 0.01 * d->graph_ns);
 }
 
 static void test_serving_and_determinism(void **state)
@@ -203,8 +237,8 @@ static void test_write_h5(void **state)
     assert_true(ftell(file) > 1000);
     fclose(file);
     remove(path);
-    assert_int_equal(rig_bench_write_h5(&rig__report, "/nonexistent-dir/x.h5", error,
-                                        sizeof error), RIG_E_IO);
+    assert_int_equal(rig_bench_write_h5(&rig__report, "/nonexistent-dir/x.h5", error, sizeof error),
+                     RIG_E_IO);
     assert_non_null(strstr(error, "/nonexistent-dir/x.h5"));
 }
 
@@ -218,6 +252,7 @@ int main(void)
         cmocka_unit_test(test_idle_fraction),
         cmocka_unit_test(test_floors_follow_profile),
         cmocka_unit_test(test_steps_no_faster_than_floor),
+        cmocka_unit_test(test_ops_add_up_to_the_step),
         cmocka_unit_test(test_serving_and_determinism),
         cmocka_unit_test(test_invalid_inputs),
         cmocka_unit_test(test_write_h5),

@@ -179,6 +179,8 @@ static void test_refusals(void **state)
         {", \"bos_token_id\": 100", RIG_E_RANGE, "bos_token_id"},
         {", \"rms_norm_eps\": -1", RIG_E_RANGE, "rms_norm_eps"},
         {", \"head_dim\": 16.5", RIG_E_PARSE, "head_dim"},
+        {", \"layer_types\": [\"full_attention\", \"sliding_attention\"]", RIG_E_UNSUPPORTED,
+         "layer 1 is 'sliding_attention'"},
     };
     for (size_t i = 0; i < RIG_ARRAY_LEN(cases); i++) {
         struct rig_model_config c;

@@ -18,6 +18,7 @@
  * exits 77, which ctest counts as skipped: CI has the toolkit but no GPU.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,9 +59,8 @@ static struct rig__pair *rig__pair_new(size_t bytes)
     p->result = calloc(1, p->bytes);
     assert_non_null(p->host);
     assert_non_null(p->result);
-    assert_int_equal(rig_hal_buffer_alloc(rig__device, p->bytes, RIG_MEMORY_ACTIVATIONS,
-                                          &p->buffer),
-                     RIG_OK);
+    assert_int_equal(
+        rig_hal_buffer_alloc(rig__device, p->bytes, RIG_MEMORY_ACTIVATIONS, &p->buffer), RIG_OK);
     return p;
 }
 
@@ -97,49 +97,101 @@ static struct rig_op rig__to_device(const struct rig_op *host)
 {
     struct rig_op op = *host;
     switch (op.kind) {
-    case RIG_OP_EMBEDDING: rig__map(&op.u.embedding.out); rig__map(&op.u.embedding.table);
-        rig__map(&op.u.embedding.ids); break;
-    case RIG_OP_RMS_NORM: rig__map(&op.u.rms_norm.out); rig__map(&op.u.rms_norm.in);
-        rig__map(&op.u.rms_norm.weight); break;
-    case RIG_OP_ADD_RMS_NORM: rig__map(&op.u.add_rms_norm.out);
-        rig__map(&op.u.add_rms_norm.residual); rig__map(&op.u.add_rms_norm.in);
-        rig__map(&op.u.add_rms_norm.weight); break;
-    case RIG_OP_GEMM: rig__map(&op.u.gemm.out); rig__map(&op.u.gemm.a); rig__map(&op.u.gemm.b);
-        rig__map(&op.u.gemm.bias); break;
-    case RIG_OP_HEAD_RMS_NORM: rig__map(&op.u.head_rms_norm.x);
-        rig__map(&op.u.head_rms_norm.weight); break;
-    case RIG_OP_ROPE: rig__map(&op.u.rope.q); rig__map(&op.u.rope.k);
-        rig__map(&op.u.rope.positions); break;
-    case RIG_OP_STORE_KV: rig__map(&op.u.store_kv.k_cache); rig__map(&op.u.store_kv.v_cache);
-        rig__map(&op.u.store_kv.k); rig__map(&op.u.store_kv.v); rig__map(&op.u.store_kv.out_loc);
+    case RIG_OP_EMBEDDING:
+        rig__map(&op.u.embedding.out);
+        rig__map(&op.u.embedding.table);
+        rig__map(&op.u.embedding.ids);
+        break;
+    case RIG_OP_RMS_NORM:
+        rig__map(&op.u.rms_norm.out);
+        rig__map(&op.u.rms_norm.in);
+        rig__map(&op.u.rms_norm.weight);
+        break;
+    case RIG_OP_ADD_RMS_NORM:
+        rig__map(&op.u.add_rms_norm.out);
+        rig__map(&op.u.add_rms_norm.residual);
+        rig__map(&op.u.add_rms_norm.in);
+        rig__map(&op.u.add_rms_norm.weight);
+        break;
+    case RIG_OP_GEMM:
+        rig__map(&op.u.gemm.out);
+        rig__map(&op.u.gemm.a);
+        rig__map(&op.u.gemm.b);
+        rig__map(&op.u.gemm.bias);
+        break;
+    case RIG_OP_HEAD_RMS_NORM:
+        rig__map(&op.u.head_rms_norm.x);
+        rig__map(&op.u.head_rms_norm.weight);
+        break;
+    case RIG_OP_ROPE:
+        rig__map(&op.u.rope.q);
+        rig__map(&op.u.rope.k);
+        rig__map(&op.u.rope.positions);
+        break;
+    case RIG_OP_STORE_KV:
+        rig__map(&op.u.store_kv.k_cache);
+        rig__map(&op.u.store_kv.v_cache);
+        rig__map(&op.u.store_kv.k);
+        rig__map(&op.u.store_kv.v);
+        rig__map(&op.u.store_kv.out_loc);
         break;
     case RIG_OP_ATTENTION_PREFILL: {
         struct rig_op_attention_prefill *a = &op.u.attention_prefill;
-        rig__map(&a->out); rig__map(&a->q); rig__map(&a->k_cache); rig__map(&a->v_cache);
-        rig__map(&a->page_table); rig__map(&a->table_idx); rig__map(&a->cu_q);
+        rig__map(&a->out);
+        rig__map(&a->q);
+        rig__map(&a->k_cache);
+        rig__map(&a->v_cache);
+        rig__map(&a->page_table);
+        rig__map(&a->table_idx);
+        rig__map(&a->cu_q);
         rig__map(&a->kv_len);
         break;
     }
     case RIG_OP_ATTENTION_DECODE: {
         struct rig_op_attention_decode *a = &op.u.attention_decode;
-        rig__map(&a->out); rig__map(&a->q); rig__map(&a->k_cache); rig__map(&a->v_cache);
-        rig__map(&a->page_table); rig__map(&a->table_idx); rig__map(&a->kv_len);
+        rig__map(&a->out);
+        rig__map(&a->q);
+        rig__map(&a->k_cache);
+        rig__map(&a->v_cache);
+        rig__map(&a->page_table);
+        rig__map(&a->table_idx);
+        rig__map(&a->kv_len);
         break;
     }
-    case RIG_OP_SILU_MUL: rig__map(&op.u.silu_mul.out); rig__map(&op.u.silu_mul.in); break;
-    case RIG_OP_GATHER_ROWS: rig__map(&op.u.gather_rows.out); rig__map(&op.u.gather_rows.in);
-        rig__map(&op.u.gather_rows.idx); break;
-    case RIG_OP_INDEX_GATHER: rig__map(&op.u.index_gather.out);
-        rig__map(&op.u.index_gather.src); rig__map(&op.u.index_gather.idx); break;
-    case RIG_OP_INDEX_SCATTER: rig__map(&op.u.index_scatter.dst);
-        rig__map(&op.u.index_scatter.src); rig__map(&op.u.index_scatter.idx); break;
+    case RIG_OP_SILU_MUL:
+        rig__map(&op.u.silu_mul.out);
+        rig__map(&op.u.silu_mul.in);
+        break;
+    case RIG_OP_GATHER_ROWS:
+        rig__map(&op.u.gather_rows.out);
+        rig__map(&op.u.gather_rows.in);
+        rig__map(&op.u.gather_rows.idx);
+        break;
+    case RIG_OP_INDEX_GATHER:
+        rig__map(&op.u.index_gather.out);
+        rig__map(&op.u.index_gather.src);
+        rig__map(&op.u.index_gather.idx);
+        break;
+    case RIG_OP_INDEX_SCATTER:
+        rig__map(&op.u.index_scatter.dst);
+        rig__map(&op.u.index_scatter.src);
+        rig__map(&op.u.index_scatter.idx);
+        break;
     case RIG_OP_SAMPLE: {
         struct rig_op_sample *s = &op.u.sample;
-        rig__map(&s->tokens); rig__map(&s->logits); rig__map(&s->temperature);
-        rig__map(&s->top_k); rig__map(&s->top_p); rig__map(&s->seed); rig__map(&s->position);
+        rig__map(&s->tokens);
+        rig__map(&s->logits);
+        rig__map(&s->temperature);
+        rig__map(&s->top_k);
+        rig__map(&s->top_p);
+        rig__map(&s->seed);
+        rig__map(&s->position);
         break;
     }
-    case RIG_OP_COPY: rig__map(&op.u.copy.out); rig__map(&op.u.copy.in); break;
+    case RIG_OP_COPY:
+        rig__map(&op.u.copy.out);
+        rig__map(&op.u.copy.in);
+        break;
     default: fail_msg("op kind %d not mapped", (int)op.kind);
     }
     return op;
@@ -162,8 +214,8 @@ static void rig__run_both(const struct rig_op *host_op, struct rig__pair **outpu
     }
     struct rig_op device_op = rig__to_device(host_op);
     enum rig_status status = rig_hal_op(rig__stream, &device_op);
-    if (status != RIG_OK) fail_msg("rig_hal_op: %s (%s)", rig_status_name(status),
-                                   rig_hal_last_error());
+    if (status != RIG_OK)
+        fail_msg("rig_hal_op: %s (%s)", rig_status_name(status), rig_hal_last_error());
     for (int32_t i = 0; i < rig__pair_count; i++) {
         assert_int_equal(rig_hal_buffer_download(rig__stream, rig__pairs[i].buffer, 0,
                                                  rig__pairs[i].result, rig__pairs[i].bytes),
@@ -185,13 +237,14 @@ static float *rig__widen(const void *data, enum rig_dtype dtype, size_t n)
 }
 
 /* GPU result of `p` against the simulator's, n elements of `dtype`, NMSE <= tolerance. */
-static void rig__expect_close(const char *what, const struct rig__pair *p,
-                              enum rig_dtype dtype, size_t n, double tolerance)
+static void rig__expect_close(const char *what, const struct rig__pair *p, enum rig_dtype dtype,
+                              size_t n, double tolerance)
 {
     float *gpu = rig__widen(p->result, dtype, n);
     float *ref = rig__widen(p->host, dtype, n);
     size_t nan_count = 0;
-    for (size_t i = 0; i < n; i++) nan_count += isnan(gpu[i]) != isnan(ref[i]);
+    for (size_t i = 0; i < n; i++)
+        nan_count += isnan(gpu[i]) != isnan(ref[i]);
     double nmse = rig_test_nmse(gpu, ref, n);
     printf("    %-44s nmse %.3g (max |d| %.3g)\n", what, nmse, rig_test_max_abs_diff(gpu, ref, n));
     free(gpu);
@@ -204,8 +257,8 @@ static void rig__expect_close(const char *what, const struct rig__pair *p,
 static void rig__expect_close_rows(const char *what, const struct rig__pair *p, int64_t rows,
                                    int64_t cols, int64_t stride, double tolerance)
 {
-    struct rig__pair packed = {malloc((size_t)(rows * cols) * 2),
-                               malloc((size_t)(rows * cols) * 2), NULL, (size_t)(rows * cols) * 2};
+    struct rig__pair packed = {malloc((size_t)(rows * cols) * 2), malloc((size_t)(rows * cols) * 2),
+                               NULL, (size_t)(rows * cols) * 2};
     assert_non_null(packed.host);
     assert_non_null(packed.result);
     for (int64_t r = 0; r < rows; r++) {
@@ -429,7 +482,8 @@ static void test_gather_and_index(void **state)
     struct rig__pair *values = rig__pair_new((size_t)n * 4);
     struct rig__pair *flat = rig__pair_new((size_t)m * 4);
     struct rig__pair *idx = rig__pair_new((size_t)n * 4);
-    for (int64_t i = 0; i < m; i++) ((int32_t *)flat->host)[i] = (int32_t)(i * 7 + 3);
+    for (int64_t i = 0; i < m; i++)
+        ((int32_t *)flat->host)[i] = (int32_t)(i * 7 + 3);
     for (int64_t i = 0; i < n; i++) {
         ((int32_t *)idx->host)[i] = (int32_t)((i * 4999) % m); /* distinct: 4999, m coprime */
         ((int32_t *)values->host)[i] = (int32_t)rig_test_rng_int(&rig__rng, -1000, 1000);
@@ -498,8 +552,8 @@ static void rig__gemm_case(int64_t m, int64_t n, int64_t k, bool bias, bool f32,
     op.u.gemm.bias = bias ? rig_tensor_1d(bias_pair->host, RIG_DTYPE_BF16, n) : rig_tensor_none();
     rig__run_both(&op, &c, 1);
     char what[64];
-    snprintf(what, sizeof what, "gemm %lldx%lldx%lld%s%s", (long long)m, (long long)n,
-             (long long)k, bias ? " bias" : "", f32 ? " f32" : "");
+    snprintf(what, sizeof what, "gemm %lldx%lldx%lld%s%s", (long long)m, (long long)n, (long long)k,
+             bias ? " bias" : "", f32 ? " f32" : "");
     rig__expect_close(what, c, f32 ? RIG_DTYPE_F32 : RIG_DTYPE_BF16, (size_t)(m * n),
                       f32 ? 1e-9 : 1e-6);
 }
@@ -507,13 +561,13 @@ static void rig__gemm_case(int64_t m, int64_t n, int64_t k, bool bias, bool f32,
 static void test_gemm(void **state)
 {
     (void)state;
-    static const int64_t shapes[][3] = {{1, 64, 64}, {257, 1000, 1000}, {1, 1000, 4096},
-                                        {16, 151, 96}, {257, 64, 40}};
+    static const int64_t shapes[][3] = {
+        {1, 64, 64}, {257, 1000, 1000}, {1, 1000, 4096}, {16, 151, 96}, {257, 64, 40}};
     for (size_t s = 0; s < RIG_ARRAY_LEN(shapes); s++) {
         for (int variant = 0; variant < 4; variant++) {
             rig__reset(800 + s * 10 + (uint64_t)variant);
-            rig__gemm_case(shapes[s][0], shapes[s][1], shapes[s][2], variant % 2 == 1,
-                           variant >= 2, variant == 0 ? 8 : 0);
+            rig__gemm_case(shapes[s][0], shapes[s][1], shapes[s][2], variant % 2 == 1, variant >= 2,
+                           variant == 0 ? 8 : 0);
         }
     }
 }
@@ -526,8 +580,7 @@ struct rig__kv_world {
     struct rig__pair *k_cache, *v_cache, *page_table;
 };
 
-static struct rig__kv_world rig__kv_world(int64_t heads_kv, int64_t dim, int64_t rows,
-                                          int64_t cols)
+static struct rig__kv_world rig__kv_world(int64_t heads_kv, int64_t dim, int64_t rows, int64_t cols)
 {
     struct rig__kv_world w = {rows * cols + 7, heads_kv, dim, rows, cols, NULL, NULL, NULL};
     size_t cache_values = (size_t)(w.slots * heads_kv * dim);
@@ -538,7 +591,8 @@ static struct rig__kv_world rig__kv_world(int64_t heads_kv, int64_t dim, int64_t
     rig__bf16_random(w.v_cache, cache_values, -1, 1);
     int32_t *table = w.page_table->host;
     /* A random permutation of the slots, so positions scatter over the cache. */
-    for (int64_t i = 0; i < rows * cols; i++) table[i] = (int32_t)i;
+    for (int64_t i = 0; i < rows * cols; i++)
+        table[i] = (int32_t)i;
     for (int64_t i = rows * cols - 1; i > 0; i--) {
         int64_t j = rig_test_rng_int(&rig__rng, 0, i);
         int32_t swap = table[i];
@@ -563,7 +617,8 @@ static void test_store_kv(void **state)
         rig__bf16_random(vc, (size_t)(slots * hk * d), -1, 1);
         rig__bf16_random(k, (size_t)(t * hk * d), -1, 1);
         rig__bf16_random(v, (size_t)(t * hk * d), -1, 1);
-        for (int64_t i = 0; i < t; i++) ((int32_t *)loc->host)[i] = (int32_t)((i * 37 + 5) % slots);
+        for (int64_t i = 0; i < t; i++)
+            ((int32_t *)loc->host)[i] = (int32_t)((i * 37 + 5) % slots);
         struct rig_op op = {.kind = RIG_OP_STORE_KV};
         op.u.store_kv.k_cache = rig_tensor_3d(kc->host, RIG_DTYPE_BF16, slots, hk, d);
         op.u.store_kv.v_cache = rig_tensor_3d(vc->host, RIG_DTYPE_BF16, slots, hk, d);
@@ -603,8 +658,7 @@ static void rig__prefill_case(const char *what, int64_t requests, const int64_t 
     struct rig_op op = {.kind = RIG_OP_ATTENTION_PREFILL};
     struct rig_op_attention_prefill *a = &op.u.attention_prefill;
     a->out = rig_tensor_3d(out->host, RIG_DTYPE_BF16, tokens, hq, d);
-    a->q = rig_tensor_3d((uint16_t *)q->host + (misalign ? 1 : 0), RIG_DTYPE_BF16, tokens, hq,
-                         d);
+    a->q = rig_tensor_3d((uint16_t *)q->host + (misalign ? 1 : 0), RIG_DTYPE_BF16, tokens, hq, d);
     a->k_cache = rig_tensor_3d(w.k_cache->host, RIG_DTYPE_BF16, w.slots, hk, d);
     a->v_cache = rig_tensor_3d(w.v_cache->host, RIG_DTYPE_BF16, w.slots, hk, d);
     a->page_table = rig_tensor_2d(w.page_table->host, RIG_DTYPE_I32, w.rows, w.cols);
@@ -643,12 +697,11 @@ static void test_attention_prefill(void **state)
     rig__prefill_case("prefill context 1", 1, one, none, 4, 1, 128, false);
     rig__reset(1201);
     int64_t last[] = {1}, all_but_one[] = {4095};
-    rig__prefill_case("prefill cached all-but-one (4096)", 1, last, all_but_one, 16, 2, 128,
-                      false);
+    rig__prefill_case("prefill cached all-but-one (4096)", 1, last, all_but_one, 16, 2, 128, false);
     rig__reset(1202);
     int64_t long_q[] = {8}, long_cached[] = {40952};
-    rig__prefill_case("prefill 8 after 40952 cached (context 40960)", 1, long_q, long_cached, 8,
-                      1, 128, false);
+    rig__prefill_case("prefill 8 after 40952 cached (context 40960)", 1, long_q, long_cached, 8, 1,
+                      128, false);
 }
 
 static void rig__decode_case(const char *what, int64_t requests, int64_t max_len, int64_t hq,
@@ -709,7 +762,8 @@ static void rig__sample_case(int64_t rows, int64_t vocab, uint64_t seed)
     struct rig__pair *tokens = rig__pair_new((size_t)rows * 4);
     struct rig__pair *params = rig__pair_new((size_t)rows * 4 * 6);
     float *l = logits->host;
-    for (int64_t i = 0; i < rows * vocab; i++) l[i] = rig_test_rng_float(&rig__rng, -8, 8);
+    for (int64_t i = 0; i < rows * vocab; i++)
+        l[i] = rig_test_rng_float(&rig__rng, -8, 8);
     if (rows > 1 && vocab > 5) l[vocab + 3] = l[vocab + 5] = 30.0f; /* row 1: a tie at the top */
     float *temperature = params->host, *top_p = temperature + rows;
     int32_t *top_k = (int32_t *)(top_p + rows), *position = top_k + rows;
@@ -720,6 +774,10 @@ static void rig__sample_case(int64_t rows, int64_t vocab, uint64_t seed)
         top_k[r] = kind == 2 ? (int32_t)rig_test_rng_int(&rig__rng, 1, 50) : (kind == 4 ? 40 : 0);
         top_p[r] = kind == 3 || kind == 4 ? rig_test_rng_float(&rig__rng, 0.05f, 0.95f) : 1.0f;
         if (kind == 5) top_p[r] = 1e-6f; /* tiny top-p: greedy over z */
+        if (kind == 3 && r % 12 == 9) {  /* a peaked row: the nucleus sits in a few hundred */
+            for (int64_t j = 0; j < vocab && j < 300; j++)
+                l[r * vocab + (j * 7919) % vocab] += 12.0f;
+        }
         seeds[r] = rig_test_rng_next(&rig__rng);
         position[r] = (int32_t)rig_test_rng_int(&rig__rng, 0, 5000);
     }
@@ -757,7 +815,9 @@ static void test_sample(void **state)
 
 /* --- graphs, errors, devices ------------------------------------------------------------- */
 
-/* Decode attention + sample captured once, replayed on new inputs: equals eager runs. */
+/* Decode attention (split-KV, combine) and a biased GEMM (cuBLAS, scratch) captured once,
+ * replayed on new inputs: attention bit for bit equal to eager runs and close to the
+ * simulator; the GEMM equal to the eager GEMM to rounding. */
 static void test_graph_replay(void **state)
 {
     (void)state;
@@ -778,34 +838,155 @@ static void test_graph_replay(void **state)
     a->table_idx = rig_tensor_1d(table_idx, RIG_DTYPE_I32, requests);
     a->kv_len = rig_tensor_1d(kv_len, RIG_DTYPE_I32, requests);
     a->scale = 0.088f;
+    /* A biased GEMM after it: cuBLAS and the fp32 scratch under capture. */
+    int64_t gm = requests, gn = 512, gk = 256;
+    struct rig__pair *ga = rig__pair_new((size_t)(gm * gk * 2));
+    struct rig__pair *gb = rig__pair_new((size_t)(gn * gk * 2));
+    struct rig__pair *gbias = rig__pair_new((size_t)gn * 2);
+    struct rig__pair *gc = rig__pair_new((size_t)(gm * gn * 2));
+    rig__bf16_random(gb, (size_t)(gn * gk), -1, 1);
+    rig__bf16_random(gbias, (size_t)gn, -1, 1);
+    struct rig_op gemm = {.kind = RIG_OP_GEMM};
+    gemm.u.gemm.out = rig_tensor_2d(gc->host, RIG_DTYPE_BF16, gm, gn);
+    gemm.u.gemm.a = rig_tensor_2d(ga->host, RIG_DTYPE_BF16, gm, gk);
+    gemm.u.gemm.b = rig_tensor_2d(gb->host, RIG_DTYPE_BF16, gn, gk);
+    gemm.u.gemm.bias = rig_tensor_1d(gbias->host, RIG_DTYPE_BF16, gn);
     struct rig_op device_op = rig__to_device(&op);
+    struct rig_op gemm_device = rig__to_device(&gemm);
     struct rig_graph *graph = NULL;
     assert_int_equal(rig_hal_graph_capture_begin(rig__stream), RIG_OK);
     assert_int_equal(rig_hal_buffer_upload(rig__stream, q->buffer, 0, q->host, 4), RIG_E_STATE);
     assert_int_equal(rig_hal_op(rig__stream, &device_op), RIG_OK);
+    assert_int_equal(rig_hal_op(rig__stream, &gemm_device), RIG_OK);
     assert_int_equal(rig_hal_graph_capture_end(rig__stream, &graph), RIG_OK);
-    assert_int_equal(rig_hal_graph_op_count(graph), 1);
+    assert_int_equal(rig_hal_graph_op_count(graph), 2);
     void *replayed = malloc(out->bytes);
+    void *replayed_gemm = malloc(gc->bytes);
     assert_non_null(replayed);
+    assert_non_null(replayed_gemm);
     for (int round = 0; round < 3; round++) {
         rig__bf16_random(q, (size_t)(requests * hq * d), -2, 2);
         for (int64_t r = 0; r < requests; r++) {
             table_idx[r] = (int32_t)r;
             kv_len[r] = (int32_t)rig_test_rng_int(&rig__rng, 1, max_len);
         }
+        rig__bf16_random(ga, (size_t)(gm * gk), -1, 1);
         rig__run_both(&op, &out, 1); /* eager on the GPU, then the reference */
-        assert_int_equal(rig_hal_buffer_fill(rig__stream, out->buffer, 0, 0xffffffffu,
-                                             out->bytes / 4), RIG_OK);
+        assert_int_equal(rig_hal_op(rig__stream, &gemm_device), RIG_OK); /* eager GEMM */
+        assert_int_equal(rig_hal_buffer_download(rig__stream, gc->buffer, 0, gc->result, gc->bytes),
+                         RIG_OK);
+        assert_int_equal(
+            rig_hal_buffer_fill(rig__stream, out->buffer, 0, 0xffffffffu, out->bytes / 4), RIG_OK);
+        assert_int_equal(
+            rig_hal_buffer_fill(rig__stream, gc->buffer, 0, 0xffffffffu, gc->bytes / 4), RIG_OK);
         assert_int_equal(rig_hal_graph_launch(graph, rig__stream), RIG_OK);
-        assert_int_equal(rig_hal_buffer_download(rig__stream, out->buffer, 0, replayed,
-                                                 out->bytes), RIG_OK);
+        assert_int_equal(rig_hal_buffer_download(rig__stream, out->buffer, 0, replayed, out->bytes),
+                         RIG_OK);
+        assert_int_equal(
+            rig_hal_buffer_download(rig__stream, gc->buffer, 0, replayed_gemm, gc->bytes), RIG_OK);
         assert_int_equal(rig_hal_stream_synchronize(rig__stream), RIG_OK);
         assert_memory_equal(replayed, out->result, out->bytes);
+        /* cuBLAS may pick another algorithm under capture: equal to rounding, not bits. */
+        struct rig__pair gemm_replay = {gc->result, replayed_gemm, NULL, gc->bytes};
+        rig__expect_close("graph GEMM vs eager GEMM", &gemm_replay, RIG_DTYPE_BF16,
+                          (size_t)(gm * gn), 1e-6);
         rig__expect_close("graph round vs simulator", out, RIG_DTYPE_BF16,
                           (size_t)(requests * hq * d), 2e-5);
     }
     free(replayed);
+    free(replayed_gemm);
     rig_hal_graph_destroy(graph);
+}
+
+/* --- TP collectives over NCCL (needs two GPUs; passes vacuously on one) ------------------ */
+
+#define RIG__TP_ELEMENTS 4099 /* not a multiple of anything NCCL tiles by */
+
+struct rig__rank {
+    struct rig_device *device;
+    struct rig_stream *stream;
+    struct rig_comm *comm;
+    struct rig_buffer *data;     /* (RIG__TP_ELEMENTS) f32, all-reduced in place */
+    struct rig_buffer *gathered; /* (ranks * RIG__TP_ELEMENTS) f32 */
+    float host[RIG__TP_ELEMENTS];
+    enum rig_status status;
+};
+
+/* One rank's thread: all-reduce then all-gather, as the scheduler thread of a TP rank would. */
+static void *rig__rank_main(void *arg)
+{
+    struct rig__rank *rank = arg;
+    int32_t ranks = rig_hal_comm_size(rank->comm);
+    struct rig_op reduce = {.kind = RIG_OP_ALL_REDUCE};
+    reduce.u.all_reduce.data =
+        rig_tensor_1d(rig_hal_buffer_ptr(rank->data), RIG_DTYPE_F32, RIG__TP_ELEMENTS);
+    reduce.u.all_reduce.comm = rank->comm;
+    struct rig_op gather = {.kind = RIG_OP_ALL_GATHER};
+    gather.u.all_gather.in = reduce.u.all_reduce.data;
+    gather.u.all_gather.out =
+        rig_tensor_2d(rig_hal_buffer_ptr(rank->gathered), RIG_DTYPE_F32, ranks, RIG__TP_ELEMENTS);
+    gather.u.all_gather.comm = rank->comm;
+    rank->status =
+        rig_hal_buffer_upload(rank->stream, rank->data, 0, rank->host, sizeof rank->host);
+    if (rank->status == RIG_OK) rank->status = rig_hal_op(rank->stream, &reduce);
+    if (rank->status == RIG_OK) rank->status = rig_hal_op(rank->stream, &gather);
+    if (rank->status == RIG_OK) rank->status = rig_hal_stream_synchronize(rank->stream);
+    return NULL;
+}
+
+static void test_tp_collectives(void **state)
+{
+    (void)state;
+    int32_t ranks = rig_cuda_device_count() >= 2 ? 2 : 0;
+    if (ranks == 0) {
+        printf("    one GPU: TP collectives not exercised\n");
+        return;
+    }
+    struct rig_device *devices[2];
+    struct rig_comm *comms[2];
+    struct rig_device_config config = {.first_ordinal = 0};
+    assert_int_equal(rig_hal_open("cuda", &config, ranks, devices), RIG_OK);
+    assert_int_equal(rig_hal_comm_create(devices, ranks, comms), RIG_OK);
+    static struct rig__rank rank[2];
+    pthread_t threads[2];
+    for (int32_t i = 0; i < ranks; i++) {
+        rank[i].device = devices[i];
+        rank[i].comm = comms[i];
+        assert_int_equal(rig_hal_stream_create(devices[i], &rank[i].stream), RIG_OK);
+        assert_int_equal(rig_hal_buffer_alloc(devices[i], sizeof rank[i].host,
+                                              RIG_MEMORY_ACTIVATIONS, &rank[i].data),
+                         RIG_OK);
+        assert_int_equal(rig_hal_buffer_alloc(devices[i], 2 * sizeof rank[i].host,
+                                              RIG_MEMORY_ACTIVATIONS, &rank[i].gathered),
+                         RIG_OK);
+        for (int32_t e = 0; e < RIG__TP_ELEMENTS; e++)
+            rank[i].host[e] = (float)((e % 97) * (i + 1)); /* exact in f32 when summed */
+    }
+    for (int32_t i = 0; i < ranks; i++)
+        assert_int_equal(pthread_create(&threads[i], NULL, rig__rank_main, &rank[i]), 0);
+    for (int32_t i = 0; i < ranks; i++)
+        assert_int_equal(pthread_join(threads[i], NULL), 0);
+    for (int32_t i = 0; i < ranks; i++) {
+        assert_int_equal(rank[i].status, RIG_OK);
+        static float gathered[2 * RIG__TP_ELEMENTS];
+        assert_int_equal(
+            rig_hal_buffer_download(rank[i].stream, rank[i].gathered, 0, gathered, sizeof gathered),
+            RIG_OK);
+        assert_int_equal(rig_hal_stream_synchronize(rank[i].stream), RIG_OK);
+        for (int32_t e = 0; e < 2 * RIG__TP_ELEMENTS; e++) {
+            float expected = (float)((e % RIG__TP_ELEMENTS) % 97 * 3); /* 1x + 2x */
+            if (gathered[e] != expected)
+                fail_msg("rank %d element %d: %g, expected %g", i, e, gathered[e], expected);
+        }
+    }
+    for (int32_t i = 0; i < ranks; i++) {
+        rig_hal_buffer_free(rank[i].data);
+        rig_hal_buffer_free(rank[i].gathered);
+        rig_hal_stream_destroy(rank[i].stream);
+        rig_hal_comm_destroy(comms[i]);
+        rig_hal_close(devices[i]);
+    }
+    printf("    all_reduce + all_gather over 2 GPUs: exact\n");
 }
 
 static void test_errors_and_events(void **state)
@@ -828,7 +1009,8 @@ static void test_errors_and_events(void **state)
     int64_t ns = -1;
     assert_int_equal(rig_hal_event_elapsed_ns(start, end, &ns), RIG_OK);
     assert_true(ns >= 0);
-    for (int i = 0; i < 1024; i++) assert_int_equal(((uint32_t *)p->result)[i], 0x12345678u);
+    for (int i = 0; i < 1024; i++)
+        assert_int_equal(((uint32_t *)p->result)[i], 0x12345678u);
     rig_hal_event_destroy(start);
     rig_hal_event_destroy(end);
     int64_t t0 = rig_hal_now_ns(rig__device);
@@ -903,7 +1085,8 @@ static void rig__time_prefill(int64_t q_len, int64_t cached)
     struct rig__pair *vc = rig__random_device_bf16((size_t)(kv * hk * d));
     struct rig__pair *meta = rig__pair_new((size_t)(kv + 4) * 4);
     int32_t *m = meta->host; /* page table row [kv], table_idx, kv_len, cu_q[2] */
-    for (int64_t i = 0; i < kv; i++) m[i] = (int32_t)((i * 7919) % kv);
+    for (int64_t i = 0; i < kv; i++)
+        m[i] = (int32_t)((i * 7919) % kv);
     m[kv] = 0, m[kv + 1] = (int32_t)kv, m[kv + 2] = 0, m[kv + 3] = (int32_t)q_len;
     assert_int_equal(rig_hal_buffer_upload(rig__stream, meta->buffer, 0, m, meta->bytes), RIG_OK);
     struct rig_op op = {.kind = RIG_OP_ATTENTION_PREFILL};
@@ -935,7 +1118,8 @@ static void rig__time_decode(int64_t requests, int64_t context)
     struct rig__pair *vc = rig__filled_device_bf16((size_t)(slots * hk * d));
     struct rig__pair *meta = rig__pair_new((size_t)(slots + 2 * requests) * 4);
     int32_t *m = meta->host;
-    for (int64_t i = 0; i < slots; i++) m[i] = (int32_t)((i * 7919) % slots);
+    for (int64_t i = 0; i < slots; i++)
+        m[i] = (int32_t)((i * 7919) % slots);
     for (int64_t r = 0; r < requests; r++) {
         m[slots + r] = (int32_t)r;
         m[slots + requests + r] = (int32_t)context;
@@ -980,7 +1164,8 @@ static void rig__time_sample(int64_t rows, int64_t vocab, int32_t top_k, float t
     struct rig__pair *logits = rig__pair_new((size_t)(rows * vocab) * 4);
     struct rig__pair *params = rig__pair_new((size_t)rows * 4 * 6);
     float *l = logits->host;
-    for (int64_t i = 0; i < rows * vocab; i++) l[i] = rig_test_rng_float(&rig__rng, -8, 8);
+    for (int64_t i = 0; i < rows * vocab; i++)
+        l[i] = rig_test_rng_float(&rig__rng, -8, 8);
     float *temperature = params->host, *p = temperature + rows;
     int32_t *k = (int32_t *)(p + rows), *position = k + rows;
     for (int64_t r = 0; r < rows; r++) {
@@ -989,9 +1174,10 @@ static void rig__time_sample(int64_t rows, int64_t vocab, int32_t top_k, float t
         k[r] = top_k;
         position[r] = (int32_t)r;
     }
-    assert_int_equal(rig_hal_buffer_upload(rig__stream, logits->buffer, 0, l, logits->bytes), RIG_OK);
-    assert_int_equal(rig_hal_buffer_upload(rig__stream, params->buffer, 0, params->host,
-                                           params->bytes), RIG_OK);
+    assert_int_equal(rig_hal_buffer_upload(rig__stream, logits->buffer, 0, l, logits->bytes),
+                     RIG_OK);
+    assert_int_equal(
+        rig_hal_buffer_upload(rig__stream, params->buffer, 0, params->host, params->bytes), RIG_OK);
     struct rig_op op = {.kind = RIG_OP_SAMPLE};
     struct rig_op_sample *s = &op.u.sample;
     s->tokens = rig_tensor_1d(position, RIG_DTYPE_I32, rows); /* overwritten: fine for timing */
@@ -1020,6 +1206,7 @@ static void test_timing(void **state)
     rig__time_decode(1, 32768);
     rig__time_sample(64, 151936, 0, 1.0f);
     rig__time_sample(64, 151936, 50, 0.9f);
+    rig__time_sample(64, 151936, 0, 0.9f); /* flat logits: the nucleus is large (slow path) */
     rig__reset(2100);
 }
 
@@ -1050,13 +1237,21 @@ int main(void)
         return 77;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_embedding),        cmocka_unit_test(test_rms_norm),
-        cmocka_unit_test(test_head_rms_norm),    cmocka_unit_test(test_rope),
-        cmocka_unit_test(test_silu_mul),         cmocka_unit_test(test_gather_and_index),
-        cmocka_unit_test(test_copy),             cmocka_unit_test(test_gemm),
-        cmocka_unit_test(test_store_kv),         cmocka_unit_test(test_attention_prefill),
-        cmocka_unit_test(test_attention_decode), cmocka_unit_test(test_sample),
-        cmocka_unit_test(test_graph_replay),     cmocka_unit_test(test_errors_and_events),
+        cmocka_unit_test(test_embedding),
+        cmocka_unit_test(test_rms_norm),
+        cmocka_unit_test(test_head_rms_norm),
+        cmocka_unit_test(test_rope),
+        cmocka_unit_test(test_silu_mul),
+        cmocka_unit_test(test_gather_and_index),
+        cmocka_unit_test(test_copy),
+        cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_store_kv),
+        cmocka_unit_test(test_attention_prefill),
+        cmocka_unit_test(test_attention_decode),
+        cmocka_unit_test(test_sample),
+        cmocka_unit_test(test_graph_replay),
+        cmocka_unit_test(test_errors_and_events),
+        cmocka_unit_test(test_tp_collectives),
         cmocka_unit_test(test_timing),
     };
     return cmocka_run_group_tests(tests, rig__setup, rig__teardown);

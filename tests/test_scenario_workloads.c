@@ -213,6 +213,27 @@ static void test_trace_replay(void **state)
     assert_non_null(strstr(error, "cannot open trace"));
 }
 
+static void test_set_reaches_list_items_and_new_sections(void **state)
+{
+    (void)state;
+    const char *text = HEAD "workloads:\n  - {kind: random, count: 50}\n"
+                            "  - {kind: shared_prefix, groups: 2, per_group: 2}\n";
+    const char *sets[] = {"workloads.0.count=5", "workloads.1.per_group=3",
+                          "sim.timing_only=true", "workloads.0.input_len=[7, 7]"};
+    struct rig_scenario s;
+    assert_int_equal(rig_scenario_load_string(text, "w.yaml", sets, 4, &s, error, sizeof error),
+                     RIG_OK);
+    assert_int_equal(s.request_count, 5 + 6);
+    assert_true(s.sim.timing_only);
+    assert_int_equal(s.requests[0].input_len, 7);
+    rig_scenario_free(&s);
+    const char *out_of_range[] = {"workloads.2.count=5"};
+    assert_int_equal(rig_scenario_load_string(text, "w.yaml", out_of_range, 1, &s, error,
+                                              sizeof error),
+                     RIG_E_INVALID);
+    assert_non_null(strstr(error, "does not lead to a mapping"));
+}
+
 static void test_workload_errors(void **state)
 {
     (void)state;
@@ -247,6 +268,7 @@ int main(void)
         cmocka_unit_test(test_shared_prefix),
         cmocka_unit_test(test_poisson_arrivals),
         cmocka_unit_test(test_trace_replay),
+        cmocka_unit_test(test_set_reaches_list_items_and_new_sections),
         cmocka_unit_test(test_workload_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,6 +12,7 @@
 #   env: RIG_BUNDLE_BUILD  build folder (default <repo>/build-bundle)
 #        RIG_BUNDLE_JOBS   ninja jobs (default 2)
 #        RIG_BUNDLE_BUILD_TYPE  CMake build type (default Release)
+#        RIG_BUNDLE_ALL_TESTS   1: bundle every test binary, not only the GPU tests
 #        RIG_BUNDLE_CMAKE_ARGS  extra cmake arguments (word-split)
 # Then, on the GPU machine: OUT/run-gpu-tests.sh   (all GPU tests, one summary)
 #                           OUT/run.sh bin/rig ...  (anything else, environment set)
@@ -22,6 +23,9 @@ out=${1:-$root/bundle}
 build=${RIG_BUNDLE_BUILD:-$root/build-bundle}
 jobs=${RIG_BUNDLE_JOBS:-2}
 
+mkdir -p "$build"
+log=$build/bundle-cmake.log
+
 # Release compiles RIG_VERIFY out, which can leave verification-only helpers unused or
 # values seemingly uninitialised; CI (RelWithDebInfo) keeps those warnings errors, the bundle
 # only needs to run, so here they stay warnings.
@@ -30,10 +34,10 @@ relaxed+=" -Wno-error=unused-but-set-variable -Wno-error=maybe-uninitialized"
 # shellcheck disable=SC2086 # RIG_BUNDLE_CMAKE_ARGS is a word list on purpose
 cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE="${RIG_BUNDLE_BUILD_TYPE:-Release}" \
       -DRIG_CUDA=ON -DRIG_SANITIZE=OFF -DCMAKE_C_FLAGS="$relaxed" ${RIG_BUNDLE_CMAKE_ARGS:-} \
-      >"$build.cmake.log" 2>&1 || { cat "$build.cmake.log"; exit 1; }
-if ! grep -q "rig: CUDA backend ON" "$build.cmake.log"; then
+      >"$log" 2>&1 || { cat "$log"; exit 1; }
+if ! grep -q "rig: CUDA backend ON" "$log"; then
     echo "bundle.sh: the CUDA backend is not configured (toolkit or NCCL missing):" >&2
-    grep "rig: CUDA backend" "$build.cmake.log" >&2 || true
+    grep "rig: CUDA backend" "$log" >&2 || true
     exit 1
 fi
 ninja -C "$build" -j "$jobs"
@@ -41,13 +45,19 @@ ninja -C "$build" -j "$jobs"
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib" "$out/tests"
 cp "$build/rig" "$out/bin/"
-for test in "$build"/tests/test_*; do
+# GPU tests only by default: the device tool carries at most 64 MiB with the checkout, and
+# the CPU tests run in CI anyway. RIG_BUNDLE_ALL_TESTS=1 takes every test binary.
+pattern='test_cuda_*'
+if [[ ${RIG_BUNDLE_ALL_TESTS:-0} == 1 ]]; then pattern='test_*'; fi
+for test in "$build"/tests/$pattern; do
     if [[ -f $test && -x $test ]]; then cp "$test" "$out/tests/"; fi
 done
 
 # Libraries the GPU machine lacks: all that ldd resolves, except glibc, the compiler
 # runtime and CUDA/NCCL (taken from the GPU machine itself).
-skip='^(libc|libm|libdl|libpthread|librt|libresolv|libutil|ld-linux-x86-64|libgcc_s|libstdc\+\+|libcuda|libcudart|libcublas|libcublasLt|libnccl|libnvidia-.*)\.so'
+system='libc|libm|libdl|libpthread|librt|libresolv|libutil|ld-linux-x86-64|libgcc_s|libstdc\+\+'
+cuda='libcuda|libcudart|libcublas|libcublasLt|libnccl|libnvidia-.*'
+skip="^($system|$cuda)\\.so"
 for binary in "$out"/bin/* "$out"/tests/*; do
     ldd "$binary" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }'
 done | sort -u | while read -r lib; do
@@ -56,12 +66,16 @@ done | sort -u | while read -r lib; do
     cp -L "$lib" "$out/lib/$name"
 done
 
+# Scenarios, for end-to-end runs with --backend cuda (models are presets built into rig).
+cp -r "$root/scenarios" "$out/scenarios"
+
 cat >"$out/run.sh" <<'RUN'
 #!/usr/bin/env bash
 # run.sh — runs a command from this bundle with its libraries found: rig's own from lib/,
 # CUDA's and NCCL's from the GPU machine. Example: ./run.sh bin/rig --version
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-export LD_LIBRARY_PATH="$here/lib:/usr/local/cuda/lib64:/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+libs=$here/lib:/usr/local/cuda/lib64:/usr/lib/x86_64-linux-gnu
+export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export NCCL_NVLS_ENABLE=0 # never NVLink multicast on shared hosts
 cmd=$1
 shift
@@ -72,7 +86,8 @@ RUN
 cat >"$out/run-gpu-tests.sh" <<'TESTS'
 #!/usr/bin/env bash
 # run-gpu-tests.sh — runs every GPU test of this bundle (tests/test_cuda_*), or with --all
-# every test binary, and prints one summary line per test and a total. Logs go to
+# every test binary, then the scenarios in RIG_GPU_SCENARIOS (default: quickstart) with
+# `rig run --backend cuda`, and prints one summary line per item and a total. Logs go to
 # $RIG_LOG_DIR (default: ./gpu-test-logs). Exit status 0 only when nothing failed.
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 logs=${RIG_LOG_DIR:-$PWD/gpu-test-logs}
@@ -98,6 +113,29 @@ for test in "$here"/tests/$pattern; do
     esac
     summary+=("$(printf '%-28s %-16s %8s s' "$name" "$verdict" "$seconds")")
     if [[ $rc -ne 0 && $rc -ne 77 ]]; then
+        echo "== $name failed; last lines of $logs/$name.log:"
+        tail -n 40 "$logs/$name.log"
+    fi
+done
+# End to end: scenarios on the CUDA backend; their expectations (cache hits, outputs equal
+# where the scenario says so, no leaked pages) must hold. RIG_GPU_SCENARIOS overrides the list.
+for scenario in ${RIG_GPU_SCENARIOS:-quickstart}; do
+    name=scenario_$scenario
+    start=$(date +%s%N)
+    "$here/run.sh" bin/rig run "$here/scenarios/$scenario.yaml" --backend cuda --out none \
+        >"$logs/$name.log" 2>&1
+    rc=$?
+    ms=$((($(date +%s%N) - start) / 1000000))
+    seconds=$(printf '%d.%03d' $((ms / 1000)) $((ms % 1000)))
+    if [[ $rc -eq 0 ]]; then
+        verdict=PASS
+        pass=$((pass + 1))
+    else
+        verdict="FAIL (exit $rc)"
+        fail=$((fail + 1))
+    fi
+    summary+=("$(printf '%-28s %-16s %8s s' "$name" "$verdict" "$seconds")")
+    if [[ $rc -ne 0 ]]; then
         echo "== $name failed; last lines of $logs/$name.log:"
         tail -n 40 "$logs/$name.log"
     fi

@@ -16,9 +16,9 @@
 #include "core/model/model.h"
 
 struct rig__attn {
-    struct rig_buffer *kv;      /* [2, S, Hk, D] bf16: K then V */
-    struct rig_buffer *act;     /* [2, T, Hq, D] bf16: q then out */
-    struct rig_buffer *meta;    /* page table [rows, L], table_idx, kv_len, cu_q */
+    struct rig_buffer *kv;   /* [2, S, Hk, D] bf16: K then V */
+    struct rig_buffer *act;  /* [2, T, Hq, D] bf16: q then out */
+    struct rig_buffer *meta; /* page table [rows, L], table_idx, kv_len, cu_q */
     struct rig_op op;
 };
 
@@ -37,9 +37,9 @@ static void rig__attn_free(struct rig__attn *a)
 
 /* Allocates and fills the buffers for R requests of `len` positions each (slots r * len +
  * p) with T query rows; stages metadata (cu_q: T / R rows per request). */
-static enum rig_status rig__attn_alloc(struct rig__bench_dev *dev,
-                                       const struct rig_model_config *c, struct rig__attn *a,
-                                       int32_t R, int32_t len, int32_t T, int32_t *host)
+static enum rig_status rig__attn_alloc(struct rig__bench_dev *dev, const struct rig_model_config *c,
+                                       struct rig__attn *a, int32_t R, int32_t len, int32_t T,
+                                       int32_t *host)
 {
     size_t slots = (size_t)R * (size_t)len;
     size_t kv_bytes = 2 * slots * (size_t)(c->num_kv_heads * c->head_dim) * 2;
@@ -49,17 +49,17 @@ static enum rig_status rig__attn_alloc(struct rig__bench_dev *dev,
     if (status == RIG_OK)
         status = rig_hal_buffer_alloc(dev->device, act_bytes, RIG_MEMORY_ACTIVATIONS, &a->act);
     if (status == RIG_OK)
-        status = rig_hal_buffer_alloc(dev->device, meta_words * 4, RIG_MEMORY_METADATA,
-                                      &a->meta);
+        status = rig_hal_buffer_alloc(dev->device, meta_words * 4, RIG_MEMORY_METADATA, &a->meta);
     if (status == RIG_OK && !dev->timing_only) /* bf16 0.0078: finite, no NaN from junk */
         status = rig_hal_buffer_fill(dev->stream, a->kv, 0, 0x3c003c00u, kv_bytes / 4);
     if (status == RIG_OK && !dev->timing_only)
         status = rig_hal_buffer_fill(dev->stream, a->act, 0, 0x3c003c00u, act_bytes / 4);
-    for (size_t s = 0; s < slots; s++) host[s] = (int32_t)s;
+    for (size_t s = 0; s < slots; s++)
+        host[s] = (int32_t)s;
     for (int32_t r = 0; r < R; r++) {
-        host[slots + (size_t)r] = r;                                   /* table_idx */
-        host[slots + (size_t)R + (size_t)r] = len;                     /* kv_len */
-        host[slots + 2 * (size_t)R + (size_t)r] = r * (T / R);         /* cu_q */
+        host[slots + (size_t)r] = r;                           /* table_idx */
+        host[slots + (size_t)R + (size_t)r] = len;             /* kv_len */
+        host[slots + 2 * (size_t)R + (size_t)r] = r * (T / R); /* cu_q */
     }
     host[slots + 3 * (size_t)R] = T;
     if (status == RIG_OK)
@@ -69,8 +69,8 @@ static enum rig_status rig__attn_alloc(struct rig__bench_dev *dev,
 }
 
 /* The op's tensors over the buffers allocated by rig__attn_alloc. */
-static void rig__attn_tensors(const struct rig_model_config *c, struct rig__attn *a,
-                              int32_t R, int32_t len, int32_t T, bool decode)
+static void rig__attn_tensors(const struct rig_model_config *c, struct rig__attn *a, int32_t R,
+                              int32_t len, int32_t T, bool decode)
 {
     int64_t S = (int64_t)R * len, Hq = c->num_heads, Hk = c->num_kv_heads, D = c->head_dim;
     uint8_t *kv = rig_hal_buffer_ptr(a->kv), *act = rig_hal_buffer_ptr(a->act);
@@ -78,8 +78,7 @@ static void rig__attn_tensors(const struct rig_model_config *c, struct rig__attn
     struct rig_tensor k = rig_tensor_3d(kv, RIG_DTYPE_BF16, S, Hk, D);
     struct rig_tensor v = rig_tensor_3d(kv + S * Hk * D * 2, RIG_DTYPE_BF16, S, Hk, D);
     struct rig_tensor q = rig_tensor_3d(act, RIG_DTYPE_BF16, T, Hq, D);
-    struct rig_tensor out = rig_tensor_3d(act + (int64_t)T * Hq * D * 2, RIG_DTYPE_BF16, T,
-                                          Hq, D);
+    struct rig_tensor out = rig_tensor_3d(act + (int64_t)T * Hq * D * 2, RIG_DTYPE_BF16, T, Hq, D);
     struct rig_tensor table = rig_tensor_2d(meta, RIG_DTYPE_I32, R, len);
     struct rig_tensor table_idx = rig_tensor_1d(meta + S, RIG_DTYPE_I32, R);
     struct rig_tensor kv_len = rig_tensor_1d(meta + S + R, RIG_DTYPE_I32, R);
@@ -88,17 +87,16 @@ static void rig__attn_tensors(const struct rig_model_config *c, struct rig__attn
     memset(&a->op, 0, sizeof a->op);
     if (decode) {
         a->op.kind = RIG_OP_ATTENTION_DECODE;
-        a->op.u.attention_decode = (struct rig_op_attention_decode){
-            out, q, k, v, table, table_idx, kv_len, scale};
+        a->op.u.attention_decode =
+            (struct rig_op_attention_decode){out, q, k, v, table, table_idx, kv_len, scale};
     } else {
         a->op.kind = RIG_OP_ATTENTION_PREFILL;
-        a->op.u.attention_prefill = (struct rig_op_attention_prefill){
-            out, q, k, v, table, table_idx, cu_q, kv_len, scale};
+        a->op.u.attention_prefill =
+            (struct rig_op_attention_prefill){out, q, k, v, table, table_idx, cu_q, kv_len, scale};
     }
 }
 
-static enum rig_status rig__attn_row(const struct rig_bench_options *o,
-                                     struct rig__bench_dev *dev,
+static enum rig_status rig__attn_row(const struct rig_bench_options *o, struct rig__bench_dev *dev,
                                      const struct rig_model_config *c,
                                      const struct rig_bench_floors *fl, bool decode, int32_t R,
                                      int32_t len, struct rig_bench_attention_row *row)
@@ -129,8 +127,7 @@ static enum rig_status rig__attn_row(const struct rig_bench_options *o,
 }
 
 enum rig_status rig_bench_attention(const struct rig_bench_options *o,
-                                    struct rig_bench_report *report, char *error,
-                                    size_t error_len)
+                                    struct rig_bench_report *report, char *error, size_t error_len)
 {
     RIG_ASSERT(report->have_floors);
     struct rig_model_config c;
@@ -148,8 +145,8 @@ enum rig_status rig_bench_attention(const struct rig_bench_options *o,
     for (int32_t i = 0; i < 2 && status == RIG_OK; i++) {
         rig__bench_progress(o, "attention", i, 2);
         struct rig_bench_attention_row *row = &report->attention[report->attention_count];
-        status = rig__attn_row(o, &dev, &c, &report->floors, i == 0, shapes[i][0],
-                               shapes[i][1], row);
+        status =
+            rig__attn_row(o, &dev, &c, &report->floors, i == 0, shapes[i][0], shapes[i][1], row);
         if (status == RIG_OK) report->attention_count++;
     }
     rig__bench_progress(o, "attention", 2, 2);

@@ -27,8 +27,8 @@ struct rig__bench_dev {
 /* Opens one device of options->backend (timing-only on the simulator), its stream and
  * `repeats` event pairs. On error returns a negative status, a message in `error`, and
  * leaves nothing open. */
-enum rig_status rig__bench_open(const struct rig_bench_options *options,
-                                struct rig__bench_dev *dev, char *error, size_t error_len);
+enum rig_status rig__bench_open(const struct rig_bench_options *options, struct rig__bench_dev *dev,
+                                char *error, size_t error_len);
 void rig__bench_close(struct rig__bench_dev *dev);
 
 /* Issues the timed work on a stream; returns its status. */

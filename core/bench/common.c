@@ -26,7 +26,7 @@ int32_t rig_bench_kind_parse(const char *name)
     } kinds[] = {{"floors", RIG_BENCH_FLOORS},   {"decode", RIG_BENCH_DECODE},
                  {"prefill", RIG_BENCH_PREFILL}, {"attention", RIG_BENCH_ATTENTION},
                  {"offline", RIG_BENCH_OFFLINE}, {"online", RIG_BENCH_ONLINE},
-                 {"all", RIG_BENCH_ALL}};
+                 {"ops", RIG_BENCH_OPS},         {"all", RIG_BENCH_ALL}};
     for (size_t i = 0; name != NULL && i < RIG_ARRAY_LEN(kinds); i++)
         if (strcmp(name, kinds[i].name) == 0) return kinds[i].kind;
     return 0;
@@ -78,13 +78,12 @@ void rig__bench_close(struct rig__bench_dev *dev)
     memset(dev, 0, sizeof *dev);
 }
 
-enum rig_status rig__bench_open(const struct rig_bench_options *options,
-                                struct rig__bench_dev *dev, char *error, size_t error_len)
+enum rig_status rig__bench_open(const struct rig_bench_options *options, struct rig__bench_dev *dev,
+                                char *error, size_t error_len)
 {
     RIG_ASSERT(options->repeats >= 1 && options->repeats <= RIG_BENCH_REPEATS_MAX);
     memset(dev, 0, sizeof *dev);
-    struct rig_device_config config = {.first_ordinal = 0, .profile = options->profile,
-                                       .seed = 1};
+    struct rig_device_config config = {.first_ordinal = 0, .profile = options->profile, .seed = 1};
     config.timing_only = strcmp(options->backend, "sim") == 0;
     enum rig_status status = rig_hal_open(options->backend, &config, 1, &dev->device);
     if (status < 0) {
@@ -99,8 +98,10 @@ enum rig_status rig__bench_open(const struct rig_bench_options *options,
         status = rig_hal_event_create(dev->device, &dev->start[i]);
         if (status != RIG_OK) break;
         status = rig_hal_event_create(dev->device, &dev->end[i]);
-        if (status != RIG_OK) rig_hal_event_destroy(dev->start[i]);
-        else dev->events++;
+        if (status != RIG_OK)
+            rig_hal_event_destroy(dev->start[i]);
+        else
+            dev->events++;
     }
     if (status < 0) {
         rig__bench_close(dev);
@@ -115,7 +116,8 @@ enum rig_status rig__bench_time(struct rig__bench_dev *dev, int32_t warmup, int3
     RIG_ASSERT(repeats >= 1 && repeats <= dev->events);
     RIG_ASSERT(warmup >= 0);
     enum rig_status status = RIG_OK;
-    for (int32_t i = 0; i < warmup && status == RIG_OK; i++) status = fn(ctx, dev->stream);
+    for (int32_t i = 0; i < warmup && status == RIG_OK; i++)
+        status = fn(ctx, dev->stream);
     if (status == RIG_OK) status = rig_hal_stream_synchronize(dev->stream);
     for (int32_t i = 0; i < repeats && status == RIG_OK; i++) {
         status = rig_hal_event_record(dev->start[i], dev->stream);
@@ -185,6 +187,8 @@ enum rig_status rig_bench_run(const struct rig_bench_options *options, int32_t k
         status = rig_bench_decode(options, report, error, error_len);
     if (status == RIG_OK && (kinds & RIG_BENCH_PREFILL))
         status = rig_bench_prefill(options, report, error, error_len);
+    if (status == RIG_OK && (kinds & RIG_BENCH_OPS))
+        status = rig_bench_ops(options, report, error, error_len);
     if (status == RIG_OK && (kinds & RIG_BENCH_ATTENTION))
         status = rig_bench_attention(options, report, error, error_len);
     if (status == RIG_OK && (kinds & RIG_BENCH_OFFLINE))

@@ -13,10 +13,10 @@
 
 #include "core/bench/bench_impl.h"
 
-#define RIG__COPY_BYTES ((size_t)1 << 30)
+#define RIG__COPY_BYTES       ((size_t)1 << 30)
 #define RIG__COPY_BYTES_QUICK ((size_t)64 << 20)
-#define RIG__GEMM_SIZE 8192
-#define RIG__GEMM_SIZE_QUICK 1024
+#define RIG__GEMM_SIZE        8192
+#define RIG__GEMM_SIZE_QUICK  1024
 
 struct rig__copy {
     struct rig_buffer *src, *dst;
@@ -47,8 +47,8 @@ static enum rig_status rig__random_bf16(struct rig__bench_dev *dev, struct rig_b
         s = s * 6364136223846793005ull + 1442695040888963407ull;
         host[i] = rig_f32_to_bf16((float)(s >> 40) * (2.0f / 16777216.0f) - 1.0f);
     }
-    enum rig_status status = rig_hal_buffer_upload(dev->stream, buffer, 0, host,
-                                                   count * sizeof *host);
+    enum rig_status status =
+        rig_hal_buffer_upload(dev->stream, buffer, 0, host, count * sizeof *host);
     if (status == RIG_OK) status = rig_hal_stream_synchronize(dev->stream);
     free(host);
     return status;
@@ -59,8 +59,8 @@ static enum rig_status rig__measure_copy(struct rig__bench_dev *dev,
                                          struct rig_bench_floors *f)
 {
     struct rig__copy c = {.bytes = o->quick ? RIG__COPY_BYTES_QUICK : RIG__COPY_BYTES};
-    enum rig_status status = rig_hal_buffer_alloc(dev->device, c.bytes,
-                                                  RIG_MEMORY_ACTIVATIONS, &c.src);
+    enum rig_status status =
+        rig_hal_buffer_alloc(dev->device, c.bytes, RIG_MEMORY_ACTIVATIONS, &c.src);
     if (status == RIG_OK)
         status = rig_hal_buffer_alloc(dev->device, c.bytes, RIG_MEMORY_ACTIVATIONS, &c.dst);
     if (status == RIG_OK && !dev->timing_only)
@@ -94,15 +94,15 @@ static enum rig_status rig__measure_gemm(struct rig__bench_dev *dev,
             .bias = rig_tensor_none()};
         status = rig__bench_time(dev, 2, o->repeats, rig__gemm_once, &gemm, &f->gemm_ns);
     }
-    for (int32_t i = 0; i < 3; i++) rig_hal_buffer_free(buffers[i]);
+    for (int32_t i = 0; i < 3; i++)
+        rig_hal_buffer_free(buffers[i]);
     f->gemm_size = (int32_t)n;
     if (status == RIG_OK) f->gemm_flops = 2.0 * (double)n * n * n / (f->gemm_ns * 1e-9);
     return status;
 }
 
 enum rig_status rig_bench_floors(const struct rig_bench_options *options,
-                                 struct rig_bench_report *report, char *error,
-                                 size_t error_len)
+                                 struct rig_bench_report *report, char *error, size_t error_len)
 {
     struct rig__bench_dev dev;
     enum rig_status status = rig__bench_open(options, &dev, error, error_len);

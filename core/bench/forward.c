@@ -31,10 +31,10 @@ struct rig__fwd {
     struct rig__bench_dev dev;
     struct rig_model_config config;
     struct rig_model *model;
-    struct rig_buffer *meta;  /* (meta_bytes) the batch's device metadata */
-    uint8_t *host;            /* (meta_bytes) its host staging copy */
+    struct rig_buffer *meta; /* (meta_bytes) the batch's device metadata */
+    uint8_t *host;           /* (meta_bytes) its host staging copy */
     size_t meta_bytes;
-    size_t used;              /* bump offset while carving */
+    size_t used; /* bump offset while carving */
     int32_t tokens_max, requests_max, slots_max;
     struct rig_forward_batch batch;
     struct rig_graph *graph;
@@ -47,8 +47,8 @@ static struct rig_tensor rig__carve(struct rig__fwd *f, enum rig_dtype dtype, in
 {
     size_t bytes = (size_t)(n0 * n1) * rig_dtype_size(dtype);
     RIG_ASSERT(f->used + bytes <= f->meta_bytes);
-    struct rig_tensor t = n1 == 1 ? rig_tensor_1d(NULL, dtype, n0)
-                                  : rig_tensor_2d(NULL, dtype, n0, n1);
+    struct rig_tensor t =
+        n1 == 1 ? rig_tensor_1d(NULL, dtype, n0) : rig_tensor_2d(NULL, dtype, n0, n1);
     t.data = (uint8_t *)rig_hal_buffer_ptr(f->meta) + f->used;
     f->used += (bytes + 255) / 256 * 256;
     return t;
@@ -94,12 +94,11 @@ static enum rig_status rig__fwd_open(const struct rig_bench_options *o, struct r
     f->slots_max = (int32_t)table_entries + 1;
     struct rig_model_limits limits = {tokens, requests, f->slots_max};
     struct rig_weights_source weights = {.path = NULL, .dummy_seed = 1};
-    status = rig_model_create(&f->config, &weights, &limits, f->dev.device, f->dev.stream,
-                              NULL, &f->model, error, error_len);
+    status = rig_model_create(&f->config, &weights, &limits, f->dev.device, f->dev.stream, NULL,
+                              &f->model, error, error_len);
     f->meta_bytes = rig__meta_bytes(tokens, requests, table_entries);
     if (status == RIG_OK) {
-        status = rig_hal_buffer_alloc(f->dev.device, f->meta_bytes, RIG_MEMORY_METADATA,
-                                      &f->meta);
+        status = rig_hal_buffer_alloc(f->dev.device, f->meta_bytes, RIG_MEMORY_METADATA, &f->meta);
         if (status < 0) rig__bench_fail(status, "metadata buffer", error, error_len);
     }
     if (status == RIG_OK && (f->host = calloc(f->meta_bytes, 1)) == NULL) {
@@ -111,8 +110,7 @@ static enum rig_status rig__fwd_open(const struct rig_bench_options *o, struct r
 }
 
 /* Carves the batch's tensors for R requests, T tokens and rows x L page-table entries. */
-static void rig__carve_batch(struct rig__fwd *f, int32_t R, int32_t T, int32_t rows,
-                             int32_t L)
+static void rig__carve_batch(struct rig__fwd *f, int32_t R, int32_t T, int32_t rows, int32_t L)
 {
     struct rig_forward_batch *b = &f->batch;
     f->used = 0;
@@ -149,8 +147,7 @@ static void rig__stage_request(struct rig__fwd *f, int32_t r, int32_t row, int32
 
 static enum rig_status rig__upload(struct rig__fwd *f)
 {
-    enum rig_status status = rig_hal_buffer_upload(f->dev.stream, f->meta, 0, f->host,
-                                                   f->used);
+    enum rig_status status = rig_hal_buffer_upload(f->dev.stream, f->meta, 0, f->host, f->used);
     return status == RIG_OK ? rig_hal_stream_synchronize(f->dev.stream) : status;
 }
 
@@ -168,7 +165,8 @@ static enum rig_status rig__stage_decode(struct rig__fwd *f, int32_t B, int32_t 
         loc[r] = r * C + C - 1;
         cu[r] = r;
         rig__stage_request(f, r, r, C, r);
-        for (int32_t p = 0; p < C; p++) table[(int64_t)r * C + p] = r * C + p;
+        for (int32_t p = 0; p < C; p++)
+            table[(int64_t)r * C + p] = r * C + p;
     }
     cu[B] = B;
     b->phase = RIG_BATCH_DECODE;
@@ -193,7 +191,8 @@ static enum rig_status rig__stage_prefill(struct rig__fwd *f, int32_t N, int32_t
         pos[t] = P + t;
         loc[t] = P + t;
     }
-    for (int32_t p = 0; p < P + N; p++) table[p] = p;
+    for (int32_t p = 0; p < P + N; p++)
+        table[p] = p;
     cu[0] = 0;
     cu[1] = N;
     rig__stage_request(f, 0, 0, P + N, N - 1);
@@ -230,8 +229,10 @@ static enum rig_status rig__capture(struct rig__fwd *f)
     struct rig_graph *graph = NULL;
     enum rig_status end = rig_hal_graph_capture_end(f->dev.stream, &graph);
     if (status == RIG_OK) status = end;
-    if (status == RIG_OK) f->graph = graph;
-    else if (graph != NULL) rig_hal_graph_destroy(graph);
+    if (status == RIG_OK)
+        f->graph = graph;
+    else if (graph != NULL)
+        rig_hal_graph_destroy(graph);
     return status;
 }
 
@@ -267,8 +268,7 @@ static enum rig_status rig__decode_row(const struct rig_bench_options *o, struct
     if (status == RIG_OK) {
         status = rig__capture(f);
         if (status == RIG_OK)
-            status = rig__bench_time(&f->dev, 2, o->repeats, rig__graph_once, f,
-                                     &row->graph_ns);
+            status = rig__bench_time(&f->dev, 2, o->repeats, rig__graph_once, f, &row->graph_ns);
         else if (status == RIG_E_UNSUPPORTED)
             status = RIG_OK;
     }
@@ -278,15 +278,14 @@ static enum rig_status rig__decode_row(const struct rig_bench_options *o, struct
     double bytes_ns = (row->weight_bytes + row->kv_bytes) / fl->bandwidth * 1e9;
     double flops_ns = row->flops / fl->gemm_flops * 1e9;
     row->floor_ns = bytes_ns > flops_ns ? bytes_ns : flops_ns;
-    double best = row->graph_ns > 0 && row->graph_ns < row->eager_ns ? row->graph_ns
-                                                                     : row->eager_ns;
+    double best =
+        row->graph_ns > 0 && row->graph_ns < row->eager_ns ? row->graph_ns : row->eager_ns;
     row->ratio = best / row->floor_ns;
     return status;
 }
 
-enum rig_status rig_bench_decode(const struct rig_bench_options *o,
-                                 struct rig_bench_report *report, char *error,
-                                 size_t error_len)
+enum rig_status rig_bench_decode(const struct rig_bench_options *o, struct rig_bench_report *report,
+                                 char *error, size_t error_len)
 {
     RIG_ASSERT(report->have_floors);
     const int32_t *batches = o->quick ? rig__decode_batches_quick : rig__decode_batches;
@@ -295,8 +294,8 @@ enum rig_status rig_bench_decode(const struct rig_bench_options *o,
     int32_t B_max = batches[nb - 1], C_max = contexts[nc - 1];
     _Static_assert(4 * 2 <= RIG_BENCH_DECODE_MAX, "decode rows fit the report");
     struct rig__fwd f;
-    enum rig_status status = rig__fwd_open(o, &f, B_max, B_max, (int64_t)B_max * C_max,
-                                           error, error_len);
+    enum rig_status status =
+        rig__fwd_open(o, &f, B_max, B_max, (int64_t)B_max * C_max, error, error_len);
     if (status < 0) return status;
     for (int32_t c = 0; c < nc && status == RIG_OK; c++) {
         for (int32_t i = 0; i < nb && status == RIG_OK; i++) {
@@ -313,16 +312,14 @@ enum rig_status rig_bench_decode(const struct rig_bench_options *o,
 }
 
 enum rig_status rig_bench_prefill(const struct rig_bench_options *o,
-                                  struct rig_bench_report *report, char *error,
-                                  size_t error_len)
+                                  struct rig_bench_report *report, char *error, size_t error_len)
 {
     RIG_ASSERT(report->have_floors);
     const int32_t *chunks = o->quick ? rig__prefill_chunks_quick : rig__prefill_chunks;
     int32_t n = o->quick ? 2 : 6, N_max = chunks[n - 1];
     _Static_assert(6 * 2 <= RIG_BENCH_PREFILL_MAX, "prefill rows fit the report");
     struct rig__fwd f;
-    enum rig_status status = rig__fwd_open(o, &f, N_max, 1, 2 * (int64_t)N_max, error,
-                                           error_len);
+    enum rig_status status = rig__fwd_open(o, &f, N_max, 1, 2 * (int64_t)N_max, error, error_len);
     if (status < 0) return status;
     const struct rig_bench_floors *fl = &report->floors;
     for (int32_t k = 0; k < 2 * n && status == RIG_OK; k++) {

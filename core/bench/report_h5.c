@@ -3,7 +3,7 @@
  * Layout (docs/performance.md): root attributes rig_version, git_commit, backend, device,
  * model, predicted (1 when the times are cost-model predictions on a virtual clock),
  * repeats, units; compound datasets /floors (one row), /decode, /prefill, /attention,
- * /serving with one row per measurement. Columns are the report's fields by name; times of
+ * /ops, /serving with one row per measurement. Columns are the report's fields by name; times of
  * the step benchmarks are nanoseconds (float64), serving metrics seconds. The serving
  * runs' full records live in their own files (column `path`).
  *
@@ -27,8 +27,14 @@ struct rig__column {
     size_t size; /* RIG__TEXT: bytes of the fixed-length string */
 };
 
-#define RIG__COL(type, field, kind) {#field, offsetof(type, field), kind, 0}
-#define RIG__NAMED(name, type, field, kind) {name, offsetof(type, field), kind, 0}
+#define RIG__COL(type, field, kind)                                                                \
+    {                                                                                              \
+#field, offsetof(type, field), kind, 0                                                     \
+    }
+#define RIG__NAMED(name, type, field, kind)                                                        \
+    {                                                                                              \
+        name, offsetof(type, field), kind, 0                                                       \
+    }
 
 struct rig__h5 {
     hid_t file, dcpl, gcpl;
@@ -122,18 +128,20 @@ static void rig__write_steps(struct rig__h5 *w, const struct rig_bench_report *r
     typedef struct rig_bench_attention_row A;
     static const struct rig__column attention[] = {
         {"op", offsetof(A, op), RIG__TEXT, sizeof(((A *)0)->op)},
-        RIG__COL(A, batch, RIG__I32),    RIG__COL(A, context, RIG__I32),
-        RIG__COL(A, ns, RIG__F64),       RIG__COL(A, bytes, RIG__F64),
-        RIG__COL(A, flops, RIG__F64),    RIG__COL(A, floor_ns, RIG__F64),
+        RIG__COL(A, batch, RIG__I32),
+        RIG__COL(A, context, RIG__I32),
+        RIG__COL(A, ns, RIG__F64),
+        RIG__COL(A, bytes, RIG__F64),
+        RIG__COL(A, flops, RIG__F64),
+        RIG__COL(A, floor_ns, RIG__F64),
         RIG__COL(A, ratio, RIG__F64)};
     if (r->have_floors)
         rig__table(w, "floors", floors, RIG_ARRAY_LEN(floors), sizeof(F), 1, &r->floors);
-    rig__table(w, "decode", decode, RIG_ARRAY_LEN(decode), sizeof(D), r->decode_count,
-               r->decode);
+    rig__table(w, "decode", decode, RIG_ARRAY_LEN(decode), sizeof(D), r->decode_count, r->decode);
     rig__table(w, "prefill", prefill, RIG_ARRAY_LEN(prefill), sizeof(P), r->prefill_count,
                r->prefill);
-    rig__table(w, "attention", attention, RIG_ARRAY_LEN(attention), sizeof(A),
-               r->attention_count, r->attention);
+    rig__table(w, "attention", attention, RIG_ARRAY_LEN(attention), sizeof(A), r->attention_count,
+               r->attention);
 }
 
 static void rig__write_serving(struct rig__h5 *w, const struct rig_bench_report *r)
@@ -141,8 +149,10 @@ static void rig__write_serving(struct rig__h5 *w, const struct rig_bench_report 
     typedef struct rig_bench_serving_row S;
     static const struct rig__column serving[] = {
         {"name", offsetof(S, name), RIG__TEXT, sizeof(((S *)0)->name)},
-        RIG__COL(S, rate, RIG__F64), RIG__COL(S, overlap, RIG__BOOL),
-        RIG__COL(S, requests, RIG__I32), RIG__COL(S, steps, RIG__I64),
+        RIG__COL(S, rate, RIG__F64),
+        RIG__COL(S, overlap, RIG__BOOL),
+        RIG__COL(S, requests, RIG__I32),
+        RIG__COL(S, steps, RIG__I64),
         RIG__COL(S, decode_steps, RIG__I64),
         RIG__NAMED("duration", S, metrics.duration_s, RIG__F64),
         RIG__NAMED("completed", S, metrics.completed, RIG__F64),
@@ -158,9 +168,19 @@ static void rig__write_serving(struct rig__h5 *w, const struct rig_bench_report 
         RIG__NAMED("itl_p99", S, metrics.itl.p99, RIG__F64),
         RIG__NAMED("e2e_median", S, metrics.e2e.median, RIG__F64),
         RIG__NAMED("e2e_p99", S, metrics.e2e.p99, RIG__F64),
-        RIG__COL(S, floor_s, RIG__F64), RIG__COL(S, floor_ratio, RIG__F64),
+        RIG__COL(S, floor_s, RIG__F64),
+        RIG__COL(S, floor_ratio, RIG__F64),
         RIG__COL(S, idle_fraction, RIG__F64),
         {"path", offsetof(S, path), RIG__TEXT, sizeof(((S *)0)->path)}};
+    typedef struct rig_bench_op_row O;
+    static const struct rig__column ops[] = {
+        {"op", offsetof(O, op), RIG__TEXT, sizeof(((O *)0)->op)},
+        RIG__COL(O, batch, RIG__I32),
+        RIG__COL(O, context, RIG__I32),
+        RIG__COL(O, count, RIG__I32),
+        RIG__COL(O, ns, RIG__F64),
+        RIG__COL(O, share, RIG__F64)};
+    rig__table(w, "ops", ops, RIG_ARRAY_LEN(ops), sizeof(O), r->op_count, r->ops);
     rig__table(w, "serving", serving, RIG_ARRAY_LEN(serving), sizeof(S), r->serving_count,
                r->serving);
 }
@@ -190,9 +210,10 @@ enum rig_status rig_bench_write_h5(const struct rig_bench_report *report, const 
     rig__attr_text(&w, "model", report->model);
     rig__attr_i64(&w, "predicted", report->predicted);
     rig__attr_i64(&w, "repeats", report->repeats);
-    rig__attr_text(&w, "units", "*_ns: nanoseconds; bytes; flops: FLOP; bandwidth: B/s "
-                                "(read + written); *_flops, flops_per_s: FLOP/s; serving "
-                                "times: seconds; throughputs: tokens/s");
+    rig__attr_text(&w, "units",
+                   "*_ns: nanoseconds; bytes; flops: FLOP; bandwidth: B/s "
+                   "(read + written); *_flops, flops_per_s: FLOP/s; serving "
+                   "times: seconds; throughputs: tokens/s");
     rig__write_steps(&w, report);
     rig__write_serving(&w, report);
     if (w.file >= 0 && H5Fclose(w.file) < 0) w.failed = true;

@@ -29,7 +29,7 @@
 
 static const double rig__online_rates[] = {4.0, 8.0, 16.0, 32.0, 64.0};
 #define RIG__ONLINE_REQUESTS 128
-#define RIG__QUICK_REQUESTS 16
+#define RIG__QUICK_REQUESTS  16
 
 struct rig__progress {
     const struct rig_bench_options *options;
@@ -46,8 +46,8 @@ static void rig__run_progress(void *user, int64_t steps, int32_t ended, int32_t 
 }
 
 /* The scenario text of one serving run: `workload` is a flow mapping. */
-static void rig__scenario_text(const struct rig_bench_options *o, const char *name,
-                               bool overlap, const char *workload, char *text, size_t len)
+static void rig__scenario_text(const struct rig_bench_options *o, const char *name, bool overlap,
+                               const char *workload, char *text, size_t len)
 {
     bool sim = strcmp(o->backend, "sim") == 0;
     char sim_section[RIG_SCENARIO_NAME_MAX + 64] = "";
@@ -82,8 +82,7 @@ static double rig__offline_floor(const struct rig_bench_options *o,
         double in = q->input_len, n = q->output_len - 1.0;
         kv += slot * (n * in + n * (n + 1.0) / 2.0);
         int32_t chunk = q->input_len - q->cached_len;
-        if (chunk >= 1) flops += rig_bench_prefill_flops(rig__bench_model(o), chunk,
-                                                         q->cached_len);
+        if (chunk >= 1) flops += rig_bench_prefill_flops(rig__bench_model(o), chunk, q->cached_len);
     }
     double weights = (double)rig_model_weight_bytes(&c, 1) * (double)decode_steps;
     return (weights + kv) / fl->bandwidth + flops / fl->gemm_flops;
@@ -92,23 +91,23 @@ static double rig__offline_floor(const struct rig_bench_options *o,
 /* Runs one scenario text, fills `row` from its records, writes its HDF5 file. */
 static enum rig_status rig__serve(const struct rig_bench_options *o,
                                   struct rig_bench_report *report, const char *text,
-                                  struct rig_bench_serving_row *row, char *error,
-                                  size_t error_len)
+                                  struct rig_bench_serving_row *row, char *error, size_t error_len)
 {
     struct rig_scenario s;
-    enum rig_status status = rig_scenario_load_string(text, row->name, NULL, 0, &s, error,
-                                                      error_len);
+    enum rig_status status =
+        rig_scenario_load_string(text, row->name, NULL, 0, &s, error, error_len);
     if (status < 0) return status;
     struct rig__progress progress = {o, row->name};
-    struct rig_run_options run = {.check = RIG_RUN_CHECK_END, .progress = rig__run_progress,
-                                  .user = &progress, .progress_every = 16};
+    struct rig_run_options run = {.check = RIG_RUN_CHECK_END,
+                                  .progress = rig__run_progress,
+                                  .user = &progress,
+                                  .progress_every = 16};
     struct rig_results results;
     status = rig_scenario_run(&s, &run, &results, error, error_len);
     if (status == RIG_OK) status = rig_metrics_compute(&results, &row->metrics);
     if (status == RIG_OK && (results.invariant_violations > 0 || results.pages_leaked > 0)) {
-        snprintf(error, error_len, "%s: %lld invariant violations, %lld pages leaked",
-                 row->name, (long long)results.invariant_violations,
-                 (long long)results.pages_leaked);
+        snprintf(error, error_len, "%s: %lld invariant violations, %lld pages leaked", row->name,
+                 (long long)results.invariant_violations, (long long)results.pages_leaked);
         status = RIG_E_STATE;
     }
     if (status == RIG_OK) {
@@ -135,8 +134,8 @@ static enum rig_status rig__serve(const struct rig_bench_options *o,
 
 static enum rig_status rig__serve_row(const struct rig_bench_options *o,
                                       struct rig_bench_report *report, const char *name,
-                                      double rate, bool overlap, const char *workload,
-                                      char *error, size_t error_len)
+                                      double rate, bool overlap, const char *workload, char *error,
+                                      size_t error_len)
 {
     if (report->serving_count == RIG_BENCH_SERVING_MAX) {
         snprintf(error, error_len, "more than %d serving runs", RIG_BENCH_SERVING_MAX);
@@ -163,8 +162,7 @@ static enum rig_status rig__make_out_dir(const struct rig_bench_options *o, char
 }
 
 enum rig_status rig_bench_offline(const struct rig_bench_options *o,
-                                  struct rig_bench_report *report, char *error,
-                                  size_t error_len)
+                                  struct rig_bench_report *report, char *error, size_t error_len)
 {
     RIG_ASSERT(report->have_floors);
     enum rig_status status = rig__make_out_dir(o, error, error_len);
@@ -172,23 +170,21 @@ enum rig_status rig_bench_offline(const struct rig_bench_options *o,
     snprintf(workload, sizeof workload, "{kind: minisgl_offline, count: %d}",
              o->quick ? RIG__QUICK_REQUESTS : 256);
     if (status == RIG_OK)
-        status = rig__serve_row(o, report, "offline", INFINITY, true, workload, error,
-                                error_len);
+        status = rig__serve_row(o, report, "offline", INFINITY, true, workload, error, error_len);
     if (status == RIG_OK)
-        status = rig__serve_row(o, report, "offline-no-overlap", INFINITY, false, workload,
-                                error, error_len);
+        status = rig__serve_row(o, report, "offline-no-overlap", INFINITY, false, workload, error,
+                                error_len);
     return status;
 }
 
-enum rig_status rig_bench_online(const struct rig_bench_options *o,
-                                 struct rig_bench_report *report, char *error,
-                                 size_t error_len)
+enum rig_status rig_bench_online(const struct rig_bench_options *o, struct rig_bench_report *report,
+                                 char *error, size_t error_len)
 {
     RIG_ASSERT(report->have_floors);
     double quick_rate = 16.0;
     const double *rates = o->online_rate_count > 0 ? o->online_rates
-                          : o->quick              ? &quick_rate
-                                                  : rig__online_rates;
+                          : o->quick               ? &quick_rate
+                                                   : rig__online_rates;
     int32_t count = o->online_rate_count > 0 ? o->online_rate_count
                     : o->quick               ? 1
                                              : (int32_t)RIG_ARRAY_LEN(rig__online_rates);

@@ -249,6 +249,14 @@ static enum rig_status rig__refuse_unsupported(struct rig__config_parse *ctx, co
     if (flag)
         return rig__config_fail(ctx, RIG_E_UNSUPPORTED, "use_sliding_window",
                                 "sliding-window attention is not supported");
+    const json_t *types = json_object_get(root, "layer_types"); /* transformers 5 */
+    for (size_t i = 0; json_is_array(types) && i < json_array_size(types); i++) {
+        const char *type = json_string_value(json_array_get(types, i));
+        if (type == NULL || strcmp(type, "full_attention") != 0)
+            return rig__config_fail(ctx, RIG_E_UNSUPPORTED, "layer_types",
+                                    "layer %zu is '%s'; only full_attention is supported", i,
+                                    type != NULL ? type : "?");
+    }
     const json_t *window = json_object_get(root, "sliding_window");
     bool gated = json_object_get(root, "use_sliding_window") != NULL; /* Qwen2/3: off above */
     if (!gated && window != NULL && !json_is_null(window) &&

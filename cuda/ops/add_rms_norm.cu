@@ -25,8 +25,8 @@ static __global__ void rig__add_rms_norm_kernel(uint16_t *out, int64_t out_strid
         }
         rig_cuda_store_bf16<VEC>(r + i, rv);
     }
-    rig_cuda_norm_write<VEC>(out + (int64_t)blockIdx.x * out_stride, r, weight, n, eps,
-                             sum_squares, shared);
+    rig_cuda_norm_write<VEC>(out + (int64_t)blockIdx.x * out_stride, r, weight, n, eps, sum_squares,
+                             shared);
 }
 
 enum rig_status rig_cuda_op_add_rms_norm(const struct rig_cuda_launch *launch,
@@ -42,15 +42,15 @@ enum rig_status rig_cuda_op_add_rms_norm(const struct rig_cuda_launch *launch,
                rig_cuda_rows_vec8(residual, p->residual.stride[0], n) &&
                rig_cuda_rows_vec8(in, p->in.stride[0], n) && rig_cuda_aligned(weight, 16);
     if (vec) {
-        rig__add_rms_norm_kernel<8><<<(unsigned)rows, rig_cuda_norm_threads(n, 8), 0,
-                                      launch->stream>>>(out, p->out.stride[0], residual,
-                                                        p->residual.stride[0], in,
-                                                        p->in.stride[0], weight, n, p->eps);
+        rig__add_rms_norm_kernel<8>
+            <<<(unsigned)rows, rig_cuda_norm_threads(n, 8), 0, launch->stream>>>(
+                out, p->out.stride[0], residual, p->residual.stride[0], in, p->in.stride[0], weight,
+                n, p->eps);
     } else {
-        rig__add_rms_norm_kernel<1><<<(unsigned)rows, rig_cuda_norm_threads(n, 1), 0,
-                                      launch->stream>>>(out, p->out.stride[0], residual,
-                                                        p->residual.stride[0], in,
-                                                        p->in.stride[0], weight, n, p->eps);
+        rig__add_rms_norm_kernel<1>
+            <<<(unsigned)rows, rig_cuda_norm_threads(n, 1), 0, launch->stream>>>(
+                out, p->out.stride[0], residual, p->residual.stride[0], in, p->in.stride[0], weight,
+                n, p->eps);
     }
     RIG_CUDA_LAUNCHED();
     return RIG_OK;

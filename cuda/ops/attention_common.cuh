@@ -1,13 +1,12 @@
-/* attention_common.cuh — what the two attention ops share (CUDA C++ only): the paged-KV
- * view, where a query row sits (request, position), and the split-KV kernel that serves
- * decode and, for head dims the tensor-core prefill does not take, prefill too.
- *
- * A "query row" is one token with all its heads. For decode, row r is request r and attends
- * to kv_len[r] keys. For prefill (cu_q given), row t belongs to the request r with
- * cu_q[r] <= t < cu_q[r+1] and attends causally to kv_len[r] - q_len + (t - cu_q[r]) + 1
- * keys. Key position j of request r lives at slot page_table[table_idx[r], j]. A row with no
- * keys (a padded request) writes zeros. Slots and table rows are trusted (the simulator
- * asserts them), except that a table row outside the table is treated as an empty request.
+/* attention_common.cuh — what the two attention ops share (CUDA C++ only): the paged-KV view,
+ * where a query row sits (request, position), and the split-KV kernel that serves decode and, for
+ * head dims the tensor-core prefill does not take, prefill too. A "query row" is one token with
+ * all its heads. For decode, row r is request r and attends to kv_len[r] keys. For prefill (cu_q
+ * given), row t belongs to the request r with cu_q[r] <= t < cu_q[r+1] and attends causally to
+ * kv_len[r] - q_len + (t - cu_q[r]) + 1 keys. Key position j of request r lives at slot
+ * page_table[table_idx[r], j]. A row with no keys (a padded request) writes zeros. Slots and table
+ * rows are trusted (the simulator asserts them), except that a table row outside the table is
+ * treated as an empty request.
  */
 #ifndef RIG_CUDA_OPS_ATTENTION_COMMON_CUH
 #define RIG_CUDA_OPS_ATTENTION_COMMON_CUH
@@ -15,20 +14,20 @@
 #include "cuda/ops/common.cuh"
 
 struct rig_cuda_attention_args {
-    uint16_t *out;              /* [Q, Hq, D] */
+    uint16_t *out; /* [Q, Hq, D] */
     int64_t out_stride_t, out_stride_h;
-    const uint16_t *q;          /* [Q, Hq, D] */
+    const uint16_t *q; /* [Q, Hq, D] */
     int64_t q_stride_t, q_stride_h;
-    const uint16_t *k_cache;    /* [S, Hk, D] */
-    const uint16_t *v_cache;    /* [S, Hk, D] */
+    const uint16_t *k_cache;                /* [S, Hk, D] */
+    const uint16_t *v_cache;                /* [S, Hk, D] */
     int64_t cache_stride_s, cache_stride_h; /* k_cache's and v_cache's (checked equal) */
-    const int32_t *page_table;  /* [rows, L] */
+    const int32_t *page_table;              /* [rows, L] */
     int64_t page_table_stride, page_table_rows, page_table_cols;
-    const int32_t *table_idx;   /* [R] */
-    const int32_t *kv_len;      /* [R] */
-    const int32_t *cu_q;        /* [R + 1]; NULL for decode (one row per request) */
+    const int32_t *table_idx; /* [R] */
+    const int32_t *kv_len;    /* [R] */
+    const int32_t *cu_q;      /* [R + 1]; NULL for decode (one row per request) */
     int64_t requests;
-    int64_t rows;               /* Q */
+    int64_t rows; /* Q */
     int64_t heads_q, heads_kv, head_dim;
     float scale;
 };
@@ -38,7 +37,7 @@ struct rig_cuda_attention_args {
 struct rig_cuda_attention_place {
     const int32_t *slots; /* (keys) page-table row of the request */
     int64_t keys;
-    int64_t position;     /* of the query token: keys - 1 */
+    int64_t position; /* of the query token: keys - 1 */
 };
 
 static __device__ __forceinline__ struct rig_cuda_attention_place
@@ -51,7 +50,10 @@ rig_cuda_attention_locate(const struct rig_cuda_attention_args *a, int64_t row)
         int64_t lo = 0, hi = a->requests; /* largest r with cu_q[r] <= row */
         while (hi - lo > 1) {
             int64_t mid = (lo + hi) / 2;
-            if (a->cu_q[mid] <= row) lo = mid; else hi = mid;
+            if (a->cu_q[mid] <= row)
+                lo = mid;
+            else
+                hi = mid;
         }
         r = lo;
         int64_t q_len = a->cu_q[r + 1] - a->cu_q[r];
@@ -77,11 +79,12 @@ bool rig_cuda_attention_caches_alike(const struct rig_tensor *k_cache,
                                      const struct rig_tensor *v_cache);
 
 /* Fills the argument block from an op's tensors (cu_q NULL for decode). */
-struct rig_cuda_attention_args rig_cuda_attention_args_make(
-    const struct rig_tensor *out, const struct rig_tensor *q, const struct rig_tensor *k_cache,
-    const struct rig_tensor *v_cache, const struct rig_tensor *page_table,
-    const struct rig_tensor *table_idx, const struct rig_tensor *kv_len,
-    const struct rig_tensor *cu_q, float scale);
+struct rig_cuda_attention_args
+rig_cuda_attention_args_make(const struct rig_tensor *out, const struct rig_tensor *q,
+                             const struct rig_tensor *k_cache, const struct rig_tensor *v_cache,
+                             const struct rig_tensor *page_table,
+                             const struct rig_tensor *table_idx, const struct rig_tensor *kv_len,
+                             const struct rig_tensor *cu_q, float scale);
 
 /* Split-KV flash attention over every query row (attention_decode.cu). Splits the keys of
  * each row over enough blocks to fill the GPU when rows are few, bounded by the stream's

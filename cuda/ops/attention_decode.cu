@@ -19,44 +19,61 @@
 #include "cuda/ops/attention_common.cuh"
 #include "cuda/ops/attention_decode.cuh"
 
-#define RIG__TILE 32
+#define RIG__TILE         32
 #define RIG__HEAD_DIM_MAX 512
-#define RIG__SPLITS_MAX 64
+#define RIG__SPLITS_MAX   64
 
 struct rig__partials {
-    float *values;  /* [Q, Hq, splits, D] normalised partial outputs */
-    float *lse;     /* [Q, Hq, splits] log-sum-exp of the split's scores; -inf when empty */
+    float *values; /* [Q, Hq, splits, D] normalised partial outputs */
+    float *lse;    /* [Q, Hq, splits] log-sum-exp of the split's scores; -inf when empty */
     int32_t splits;
 };
 
-/* Row pitch (in halves) of a staged K or V row: >= D and 2 mod 4. */
-static inline __host__ __device__ int64_t rig__pitch(int64_t dim)
+/* Row pitch (in halves) of a staged K or V row. VEC 8 (16-byte path): D + 8, so rows stay
+ * 16-byte aligned for cp.async and the 8 lanes of a 16-byte shared load phase hit distinct
+ * bank groups. VEC 2: >= D and 2 mod 4, so 32 lanes reading 4-byte words of 32 rows hit 32
+ * banks. */
+static inline __host__ __device__ int64_t rig__pitch(int64_t dim, int vec)
 {
+    if (vec == 8) return dim + 8;
     int64_t pitch = dim;
-    while (pitch % 4 != 2) pitch++;
+    while (pitch % 4 != 2)
+        pitch++;
     return pitch;
 }
 
-struct rig__layout {
-    float *q;         /* [G][D] query heads of the group, fp32 */
-    float *acc;       /* [G][D] unnormalised output */
-    float *m;         /* [G] running max */
-    float *l;         /* [G] running sum */
-    float *p;         /* [warps][32] probabilities of the current tile */
-    int32_t *slots;   /* [32] */
-    uint16_t *k;      /* [32][pitch] */
-    uint16_t *v;      /* [32][pitch] */
-};
-
-static __host__ __device__ size_t rig__shared_bytes(int64_t group, int64_t dim, int warps,
-                                                    int64_t pitch)
+/* K/V stages: two (double buffering through cp.async) on the 16-byte path, one otherwise. */
+static inline __host__ __device__ int rig__stages(int vec)
 {
-    return (size_t)(2 * group * dim + 2 * group + warps * RIG__TILE) * sizeof(float) +
-           RIG__TILE * sizeof(int32_t) + 2 * RIG__TILE * pitch * sizeof(uint16_t);
+    return vec == 8 ? 2 : 1;
 }
 
-static __device__ struct rig__layout rig__carve(char *base, int64_t group, int64_t dim,
-                                                int warps)
+struct rig__layout {
+    float *q;       /* [G][D] query heads of the group, fp32 */
+    float *acc;     /* [G][D] unnormalised output */
+    float *m;       /* [G] running max */
+    float *l;       /* [G] running sum */
+    float *p;       /* [warps][32] probabilities of the current tile */
+    int32_t *slots; /* [32] (VEC 2 only) */
+    uint16_t *k;    /* [stages][32][pitch] */
+    uint16_t *v;    /* [stages][32][pitch] */
+};
+
+/* Floats before the K/V stages, rounded up to 16 bytes. */
+static __host__ __device__ int64_t rig__head_floats(int64_t group, int64_t dim, int warps)
+{
+    int64_t floats = 2 * group * dim + 2 * group + warps * RIG__TILE + RIG__TILE;
+    return (floats + 3) / 4 * 4;
+}
+
+static __host__ __device__ size_t rig__shared_bytes(int64_t group, int64_t dim, int warps, int vec)
+{
+    return (size_t)rig__head_floats(group, dim, warps) * sizeof(float) +
+           (size_t)rig__stages(vec) * 2 * RIG__TILE * rig__pitch(dim, vec) * sizeof(uint16_t);
+}
+
+template <int VEC>
+static __device__ struct rig__layout rig__carve(char *base, int64_t group, int64_t dim, int warps)
 {
     struct rig__layout s;
     s.q = reinterpret_cast<float *>(base);
@@ -65,58 +82,105 @@ static __device__ struct rig__layout rig__carve(char *base, int64_t group, int64
     s.l = s.m + group;
     s.p = s.l + group;
     s.slots = reinterpret_cast<int32_t *>(s.p + warps * RIG__TILE);
-    s.k = reinterpret_cast<uint16_t *>(s.slots + RIG__TILE);
-    s.v = s.k + RIG__TILE * rig__pitch(dim);
+    s.k = reinterpret_cast<uint16_t *>(s.q + rig__head_floats(group, dim, warps));
+    s.v = s.k + rig__stages(VEC) * RIG__TILE * rig__pitch(dim, VEC);
     return s;
 }
 
-/* Stages K and V of keys [first, first + n) into shared memory; rows past n are zeros. */
-template <int VEC>
-static __device__ void rig__stage_tile(const struct rig_cuda_attention_args *a,
-                                       const struct rig__layout *s, int64_t kv_head,
-                                       int64_t pitch, int64_t n)
+/* 16 bytes global -> shared, asynchronously; zero-filled when !valid. */
+static __device__ __forceinline__ void rig__cp_async16(void *dst, const void *src, bool valid)
 {
-    int64_t chunks = a->head_dim / VEC;
+    uint32_t address = (uint32_t)__cvta_generic_to_shared(dst);
+    int bytes = valid ? 16 : 0;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(address), "l"(src),
+                 "r"(bytes));
+}
+
+/* Starts copying K and V of keys [first, first + n) into stage `stage` (VEC 8 path); rows
+ * past n are zero-filled. Slots come straight from the page-table row. */
+static __device__ void rig__stage_async(const struct rig_cuda_attention_args *a,
+                                        const struct rig__layout *s, const int32_t *slots,
+                                        int64_t kv_head, int64_t first, int64_t n, int stage)
+{
+    int64_t chunks = a->head_dim / 8, pitch = rig__pitch(a->head_dim, 8);
+    uint16_t *k = s->k + stage * RIG__TILE * pitch, *v = s->v + stage * RIG__TILE * pitch;
     for (int64_t c = threadIdx.x; c < 2 * RIG__TILE * chunks; c += blockDim.x) {
         bool is_v = c >= RIG__TILE * chunks;
         int64_t local = is_v ? c - RIG__TILE * chunks : c;
-        int64_t j = local / chunks, d = (local % chunks) * VEC;
-        uint16_t values[VEC] = {0};
+        int64_t j = local / chunks, d = (local % chunks) * 8;
+        int64_t slot = j < n ? slots[first + j] : 0;
+        const uint16_t *src = (is_v ? a->v_cache : a->k_cache) + slot * a->cache_stride_s +
+                              kv_head * a->cache_stride_h + d;
+        rig__cp_async16((is_v ? v : k) + j * pitch + d, src, j < n);
+    }
+    asm volatile("cp.async.commit_group;\n" ::);
+}
+
+/* Stages K and V of keys [first, first + n) synchronously (VEC 2 path, one stage, slots
+ * already in s->slots); rows past n are zeros. */
+static __device__ void rig__stage_tile(const struct rig_cuda_attention_args *a,
+                                       const struct rig__layout *s, int64_t kv_head, int64_t pitch,
+                                       int64_t n)
+{
+    int64_t chunks = a->head_dim / 2;
+    for (int64_t c = threadIdx.x; c < 2 * RIG__TILE * chunks; c += blockDim.x) {
+        bool is_v = c >= RIG__TILE * chunks;
+        int64_t local = is_v ? c - RIG__TILE * chunks : c;
+        int64_t j = local / chunks, d = (local % chunks) * 2;
+        uint16_t values[2] = {0, 0};
         if (j < n) {
             const uint16_t *cache = is_v ? a->v_cache : a->k_cache;
-            int64_t offset = (int64_t)s->slots[j] * a->cache_stride_s +
-                             kv_head * a->cache_stride_h + d;
-            rig_cuda_load_bf16<VEC>(cache + offset, values);
+            int64_t offset =
+                (int64_t)s->slots[j] * a->cache_stride_s + kv_head * a->cache_stride_h + d;
+            rig_cuda_load_bf16<2>(cache + offset, values);
         }
         uint16_t *dst = (is_v ? s->v : s->k) + j * pitch + d;
-#pragma unroll
-        for (int i = 0; i < VEC; i += 2) {
-            uint32_t pair = (uint32_t)values[i] | ((uint32_t)values[i + 1] << 16);
-            *reinterpret_cast<uint32_t *>(dst + i) = pair;
-        }
+        *reinterpret_cast<uint32_t *>(dst) = (uint32_t)values[0] | ((uint32_t)values[1] << 16);
     }
 }
 
-/* One warp's online-softmax update of query head g over the staged tile of n keys. */
+/* q . k over D for one staged key row: 16-byte reads on the VEC 8 path, 4-byte otherwise. */
+template <int VEC>
+static __device__ __forceinline__ float rig__dot(const float *q, const uint16_t *k, int64_t dim)
+{
+    float dot = 0.0f;
+    if constexpr (VEC == 8) {
+        const uint4 *k8 = reinterpret_cast<const uint4 *>(k);
+        const float4 *q4 = reinterpret_cast<const float4 *>(q);
+        for (int64_t w = 0; w < dim / 8; w++) {
+            uint4 packed = k8[w];
+            float4 lo = q4[2 * w], hi = q4[2 * w + 1];
+            uint32_t words[4] = {packed.x, packed.y, packed.z, packed.w};
+            float qs[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                dot += qs[2 * e] * rig_cuda_bf16((uint16_t)(words[e] & 0xffffu));
+                dot += qs[2 * e + 1] * rig_cuda_bf16((uint16_t)(words[e] >> 16));
+            }
+        }
+    } else {
+        const uint32_t *k2 = reinterpret_cast<const uint32_t *>(k);
+        const float2 *q2 = reinterpret_cast<const float2 *>(q);
+        for (int64_t w = 0; w < dim / 2; w++) {
+            uint32_t pair = k2[w];
+            float2 qv = q2[w];
+            dot += qv.x * rig_cuda_bf16((uint16_t)(pair & 0xffffu));
+            dot += qv.y * rig_cuda_bf16((uint16_t)(pair >> 16));
+        }
+    }
+    return dot;
+}
+
+/* One warp's online-softmax update of query head g over a staged tile of n keys. */
+template <int VEC>
 static __device__ void rig__attend_tile(const struct rig_cuda_attention_args *a,
-                                        const struct rig__layout *s, int64_t g, int64_t pitch,
-                                        int64_t n)
+                                        const struct rig__layout *s, const uint16_t *k_tile,
+                                        const uint16_t *v_tile, int64_t g, int64_t pitch, int64_t n)
 {
     int lane = threadIdx.x % RIG_CUDA_WARP, warp = threadIdx.x / RIG_CUDA_WARP;
     int64_t dim = a->head_dim;
     float score = -INFINITY;
-    if (lane < n) {
-        const uint32_t *k = reinterpret_cast<const uint32_t *>(s->k + lane * pitch);
-        const float2 *q = reinterpret_cast<const float2 *>(s->q + g * dim);
-        float dot = 0.0f;
-        for (int64_t w = 0; w < dim / 2; w++) {
-            uint32_t pair = k[w];
-            float2 qv = q[w];
-            dot += qv.x * rig_cuda_bf16((uint16_t)(pair & 0xffffu));
-            dot += qv.y * rig_cuda_bf16((uint16_t)(pair >> 16));
-        }
-        score = dot * a->scale;
-    }
+    if (lane < n) score = rig__dot<VEC>(s->q + g * dim, k_tile + lane * pitch, dim) * a->scale;
     float m_old = s->m[g];
     float m_new = fmaxf(m_old, rig_cuda_warp_max(score));
     float p = lane < n ? expf(score - m_new) : 0.0f;
@@ -131,7 +195,8 @@ static __device__ void rig__attend_tile(const struct rig_cuda_attention_args *a,
     }
     for (int64_t d = lane; d < dim; d += RIG_CUDA_WARP) {
         float acc = s->acc[g * dim + d] * alpha;
-        for (int64_t j = 0; j < n; j++) acc += p_warp[j] * rig_cuda_bf16(s->v[j * pitch + d]);
+        for (int64_t j = 0; j < n; j++)
+            acc += p_warp[j] * rig_cuda_bf16(v_tile[j * pitch + d]);
         s->acc[g * dim + d] = acc;
     }
     __syncwarp();
@@ -168,13 +233,17 @@ static __global__ void rig__split_kv_kernel(struct rig_cuda_attention_args a,
 {
     extern __shared__ __align__(16) char rig__shared[];
     int64_t row = blockIdx.x, kv_head = blockIdx.y;
-    int64_t group = a.heads_q / a.heads_kv, dim = a.head_dim, pitch = rig__pitch(dim);
+    int64_t group = a.heads_q / a.heads_kv, dim = a.head_dim, pitch = rig__pitch(dim, VEC);
     int warps = blockDim.x / RIG_CUDA_WARP, warp = threadIdx.x / RIG_CUDA_WARP;
-    struct rig__layout s = rig__carve(rig__shared, group, dim, warps);
+    struct rig__layout s = rig__carve<VEC>(rig__shared, group, dim, warps);
     struct rig_cuda_attention_place place = rig_cuda_attention_locate(&a, row);
     int64_t share = rig_cuda_div_up(place.keys, part.splits);
     int64_t begin = share * blockIdx.z;
     int64_t end = begin + share < place.keys ? begin + share : place.keys;
+    int64_t tiles = end > begin ? rig_cuda_div_up(end - begin, RIG__TILE) : 0;
+    if (VEC == 8 && tiles > 0)
+        rig__stage_async(&a, &s, place.slots, kv_head, begin,
+                         end - begin < RIG__TILE ? end - begin : RIG__TILE, 0);
     const uint16_t *q = a.q + row * a.q_stride_t + kv_head * group * a.q_stride_h;
     for (int64_t i = threadIdx.x; i < group * dim; i += blockDim.x) {
         s.q[i] = rig_cuda_bf16(q[(i / dim) * a.q_stride_h + i % dim]);
@@ -184,14 +253,33 @@ static __global__ void rig__split_kv_kernel(struct rig_cuda_attention_args a,
         s.m[g] = -INFINITY;
         s.l[g] = 0.0f;
     }
-    for (int64_t first = begin; first < end; first += RIG__TILE) {
+    for (int64_t tile = 0; tile < tiles; tile++) {
+        int64_t first = begin + tile * RIG__TILE;
         int64_t n = end - first < RIG__TILE ? end - first : RIG__TILE;
-        __syncthreads(); /* the previous tile is consumed; q and state are initialised */
-        if (threadIdx.x < RIG__TILE) s.slots[threadIdx.x] = threadIdx.x < n ? place.slots[first + threadIdx.x] : 0;
-        __syncthreads();
-        rig__stage_tile<VEC>(&a, &s, kv_head, pitch, n);
-        __syncthreads();
-        for (int64_t g = warp; g < group; g += warps) rig__attend_tile(&a, &s, g, pitch, n);
+        int stage = VEC == 8 ? (int)(tile & 1) : 0;
+        if constexpr (VEC == 8) {
+            if (tile + 1 < tiles) {
+                int64_t next = first + RIG__TILE;
+                rig__stage_async(&a, &s, place.slots, kv_head, next,
+                                 end - next < RIG__TILE ? end - next : RIG__TILE, 1 - stage);
+                asm volatile("cp.async.wait_group 1;\n" ::);
+            } else {
+                asm volatile("cp.async.wait_group 0;\n" ::);
+            }
+            __syncthreads(); /* the stage has landed; q and the state are initialised */
+        } else {
+            __syncthreads(); /* the previous tile is consumed; q and state are initialised */
+            if (threadIdx.x < RIG__TILE)
+                s.slots[threadIdx.x] = threadIdx.x < n ? place.slots[first + threadIdx.x] : 0;
+            __syncthreads();
+            rig__stage_tile(&a, &s, kv_head, pitch, n);
+            __syncthreads();
+        }
+        const uint16_t *k_tile = s.k + stage * RIG__TILE * pitch;
+        const uint16_t *v_tile = s.v + stage * RIG__TILE * pitch;
+        for (int64_t g = warp; g < group; g += warps)
+            rig__attend_tile<VEC>(&a, &s, k_tile, v_tile, g, pitch, n);
+        if constexpr (VEC == 8) __syncthreads(); /* the stage is refilled two tiles on */
     }
     __syncthreads();
     rig__finish(&a, &s, part, row, kv_head, group);
@@ -203,7 +291,8 @@ static __global__ void rig__combine_kernel(struct rig_cuda_attention_args a,
     int64_t row = blockIdx.x, head = blockIdx.y, dim = a.head_dim;
     int64_t base = (row * a.heads_q + head) * part.splits;
     float lse_max = -INFINITY;
-    for (int32_t i = 0; i < part.splits; i++) lse_max = fmaxf(lse_max, part.lse[base + i]);
+    for (int32_t i = 0; i < part.splits; i++)
+        lse_max = fmaxf(lse_max, part.lse[base + i]);
     uint16_t *out = a.out + row * a.out_stride_t + head * a.out_stride_h;
     for (int64_t d = threadIdx.x; d < dim; d += blockDim.x) {
         float numerator = 0.0f, denominator = 0.0f;
@@ -225,7 +314,8 @@ static int32_t rig__choose_splits(const struct rig_cuda_launch *launch,
     if (splits > tiles) splits = tiles;
     if (splits > RIG__SPLITS_MAX) splits = RIG__SPLITS_MAX;
     size_t per_split = (size_t)(a->rows * a->heads_q) * (size_t)(a->head_dim + 1) * sizeof(float);
-    while (splits > 1 && (size_t)splits * per_split > launch->scratch_bytes) splits--;
+    while (splits > 1 && (size_t)splits * per_split > launch->scratch_bytes)
+        splits--;
     return splits < 1 ? 1 : (int32_t)splits;
 }
 
@@ -235,9 +325,8 @@ static enum rig_status rig__launch(const struct rig_cuda_launch *launch,
                                    struct rig__partials part, int warps, size_t shared)
 {
     if (shared > 48 * 1024)
-        RIG_CUDA_TRY(cudaFuncSetAttribute(rig__split_kv_kernel<VEC>,
-                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          (int)shared));
+        RIG_CUDA_TRY(cudaFuncSetAttribute(
+            rig__split_kv_kernel<VEC>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared));
     dim3 grid((unsigned)a->rows, (unsigned)a->heads_kv, (unsigned)part.splits);
     rig__split_kv_kernel<VEC><<<grid, warps * RIG_CUDA_WARP, shared, launch->stream>>>(*a, part);
     RIG_CUDA_LAUNCHED();
@@ -256,18 +345,20 @@ enum rig_status rig_cuda_attention_split_kv(const struct rig_cuda_launch *launch
         return RIG_E_UNSUPPORTED;
     }
     int warps = group < 4 ? (int)group : 4;
-    size_t shared = rig__shared_bytes(group, dim, warps, rig__pitch(dim));
+    bool vec = dim % 8 == 0 && a->cache_stride_s % 8 == 0 && a->cache_stride_h % 8 == 0 &&
+               rig_cuda_aligned(a->k_cache, 16) && rig_cuda_aligned(a->v_cache, 16);
+    size_t shared = rig__shared_bytes(group, dim, warps, vec ? 8 : 2);
     if (shared > launch->shared_optin_bytes) {
-        fprintf(stderr, "rig: cuda: attention: %lld query heads per KV head need %zu bytes of "
-                        "shared memory\n", (long long)group, shared);
+        fprintf(stderr,
+                "rig: cuda: attention: %lld query heads per KV head need %zu bytes of "
+                "shared memory\n",
+                (long long)group, shared);
         return RIG_E_UNSUPPORTED;
     }
     struct rig__partials part;
     part.splits = rig__choose_splits(launch, a);
     part.values = (float *)launch->scratch;
     part.lse = part.values + (size_t)a->rows * a->heads_q * part.splits * dim;
-    bool vec = dim % 8 == 0 && a->cache_stride_s % 8 == 0 && a->cache_stride_h % 8 == 0 &&
-               rig_cuda_aligned(a->k_cache, 16) && rig_cuda_aligned(a->v_cache, 16);
     enum rig_status status = vec ? rig__launch<8>(launch, a, part, warps, shared)
                                  : rig__launch<2>(launch, a, part, warps, shared);
     if (status != RIG_OK || part.splits == 1) return status;
@@ -286,11 +377,12 @@ bool rig_cuda_attention_caches_alike(const struct rig_tensor *k_cache,
     return false;
 }
 
-struct rig_cuda_attention_args rig_cuda_attention_args_make(
-    const struct rig_tensor *out, const struct rig_tensor *q, const struct rig_tensor *k_cache,
-    const struct rig_tensor *v_cache, const struct rig_tensor *page_table,
-    const struct rig_tensor *table_idx, const struct rig_tensor *kv_len,
-    const struct rig_tensor *cu_q, float scale)
+struct rig_cuda_attention_args
+rig_cuda_attention_args_make(const struct rig_tensor *out, const struct rig_tensor *q,
+                             const struct rig_tensor *k_cache, const struct rig_tensor *v_cache,
+                             const struct rig_tensor *page_table,
+                             const struct rig_tensor *table_idx, const struct rig_tensor *kv_len,
+                             const struct rig_tensor *cu_q, float scale)
 {
     struct rig_cuda_attention_args a;
     memset(&a, 0, sizeof a);

@@ -1,7 +1,8 @@
-/* attention_decode.cuh — Decode attention: split-KV flash decoding with GQA grouping, then a combine pass.
- * Launcher of the HAL op `attention_decode` (semantics: hal/ops.h, struct rig_op_attention_decode). Enqueues on
- * launch->stream; never allocates or synchronises, so it can be captured into a graph.
- * Returns RIG_OK, or RIG_E_DEVICE when a launch fails (reported on stderr).
+/* attention_decode.cuh — Decode attention: split-KV flash decoding with GQA grouping, then a
+ * combine pass. Launcher of the HAL op `attention_decode` (semantics: hal/ops.h, struct
+ * rig_op_attention_decode). Enqueues on launch->stream; never allocates or synchronises, so it can
+ * be captured into a graph. Returns RIG_OK, or RIG_E_DEVICE when a launch fails (reported on
+ * stderr).
  */
 #ifndef RIG_CUDA_OPS_ATTENTION_DECODE_CUH
 #define RIG_CUDA_OPS_ATTENTION_DECODE_CUH
@@ -13,7 +14,7 @@ extern "C" {
 #endif
 
 enum rig_status rig_cuda_op_attention_decode(const struct rig_cuda_launch *launch,
-                                  const struct rig_op_attention_decode *p);
+                                             const struct rig_op_attention_decode *p);
 
 #ifdef __cplusplus
 }

@@ -26,9 +26,9 @@
 
 using namespace nvcuda;
 
-#define RIG__BM 64      /* packed query rows per block */
-#define RIG__BN 64      /* keys per tile */
-#define RIG__WARPS 4    /* 16 rows each */
+#define RIG__BM      64 /* packed query rows per block */
+#define RIG__BN      64 /* keys per tile */
+#define RIG__WARPS   4  /* 16 rows each */
 #define RIG__DIM_MAX 256
 
 struct rig__tiles {
@@ -98,7 +98,8 @@ static __device__ void rig__load_q(const struct rig_cuda_attention_args *a,
             int64_t token = q_begin + rho / group, head = kv_head * group + rho % group;
             const uint16_t *src = a->q + token * a->q_stride_t + head * a->q_stride_h + d;
 #pragma unroll
-            for (int j = 0; j < 8; j++) values[j] = src[j];
+            for (int j = 0; j < 8; j++)
+                values[j] = src[j];
         }
         rig_cuda_store_bf16<8>(reinterpret_cast<uint16_t *>(t->q + i * (dim + 8) + d), values);
     }
@@ -106,7 +107,8 @@ static __device__ void rig__load_q(const struct rig_cuda_attention_args *a,
         t->m[i] = -INFINITY;
         t->l[i] = 0.0f;
     }
-    for (int64_t i = threadIdx.x; i < RIG__BM * (dim + 4); i += blockDim.x) t->o[i] = 0.0f;
+    for (int64_t i = threadIdx.x; i < RIG__BM * (dim + 4); i += blockDim.x)
+        t->o[i] = 0.0f;
 }
 
 /* Stages K and V of keys [first, first + n) (n <= BN); rows past n are zeros. */
@@ -129,12 +131,12 @@ static __device__ void rig__stage_kv(const struct rig_cuda_attention_args *a,
             } else {
                 rig_cuda_load_bf16<1>(src, values);
 #pragma unroll
-                for (int i = 1; i < 8; i++) values[i] = src[i];
+                for (int i = 1; i < 8; i++)
+                    values[i] = src[i];
             }
         }
-        rig_cuda_store_bf16<8>(reinterpret_cast<uint16_t *>((is_v ? t->v : t->k) +
-                                                             j * (dim + 8) + d),
-                               values);
+        rig_cuda_store_bf16<8>(
+            reinterpret_cast<uint16_t *>((is_v ? t->v : t->k) + j * (dim + 8) + d), values);
     }
 }
 
@@ -180,7 +182,8 @@ static __device__ void rig__softmax(const struct rig_cuda_attention_args *a,
     for (int c = 0; c < 32; c++) {
         int64_t key = key0 + half * 32 + c;
         float value = 0.0f;
-        if (key - key0 < n && key <= position) value = rig_bf16_round(expf(s[c] * a->scale - m_new));
+        if (key - key0 < n && key <= position)
+            value = rig_bf16_round(expf(s[c] * a->scale - m_new));
         sum += value;
         p[c] = __float2bfloat16_rn(value);
     }
@@ -192,7 +195,8 @@ static __device__ void rig__softmax(const struct rig_cuda_attention_args *a,
     }
     float scale_o = m_new == -INFINITY ? 1.0f : alpha;
     float *o = t->o + i * (dim + 4);
-    for (int64_t d = half * (dim / 2); d < (half + 1) * (dim / 2); d++) o[d] *= scale_o;
+    for (int64_t d = half * (dim / 2); d < (half + 1) * (dim / 2); d++)
+        o[d] *= scale_o;
     __syncwarp();
 }
 
@@ -215,9 +219,8 @@ static __device__ void rig__accumulate(const struct rig__tiles *t, int64_t dim, 
 }
 
 static __device__ void rig__write_out(const struct rig_cuda_attention_args *a,
-                                      const struct rig__tiles *t, int64_t kv_head,
-                                      int64_t group, int64_t row0, int64_t q_begin,
-                                      int64_t packed_rows)
+                                      const struct rig__tiles *t, int64_t kv_head, int64_t group,
+                                      int64_t row0, int64_t q_begin, int64_t packed_rows)
 {
     int64_t dim = a->head_dim;
     for (int64_t c = threadIdx.x; c < RIG__BM * dim; c += blockDim.x) {
@@ -230,7 +233,7 @@ static __device__ void rig__write_out(const struct rig_cuda_attention_args *a,
     }
 }
 
-static __global__ void __launch_bounds__(RIG__WARPS * RIG_CUDA_WARP)
+static __global__ void __launch_bounds__(RIG__WARPS *RIG_CUDA_WARP)
     rig__prefill_kernel(struct rig_cuda_attention_args a, bool vec)
 {
     extern __shared__ __align__(128) char rig__shared[];
@@ -293,8 +296,7 @@ static __device__ __forceinline__ void rig__cp_async_commit(void)
     asm volatile("cp.async.commit_group;\n" ::);
 }
 
-template <int N>
-static __device__ __forceinline__ void rig__cp_async_wait(void)
+template <int N> static __device__ __forceinline__ void rig__cp_async_wait(void)
 {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
@@ -314,8 +316,8 @@ static __device__ __forceinline__ void rig__ldmatrix_x4_trans(uint32_t (&r)[4], 
 }
 
 /* c += a . b over one 16x8x16 bf16 tile, fp32 accumulate. */
-static __device__ __forceinline__ void rig__mma(float (&c)[4], const uint32_t (&a)[4],
-                                                uint32_t b0, uint32_t b1)
+static __device__ __forceinline__ void rig__mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                                uint32_t b1)
 {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
                  "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
@@ -338,10 +340,9 @@ static __host__ __device__ constexpr size_t rig__fa_shared_bytes(int dim)
 
 /* Gathers keys [key0, key0 + BN) of K and V into one stage; keys >= `keys` are zeros. */
 template <int D>
-static __device__ __forceinline__ void rig__fa_load_kv(const struct rig_cuda_attention_args *a,
-                                                       uint16_t *k_stage, uint16_t *v_stage,
-                                                       const int32_t *slots, int64_t kv_head,
-                                                       int64_t key0, int64_t keys)
+static __device__ __forceinline__ void
+rig__fa_load_kv(const struct rig_cuda_attention_args *a, uint16_t *k_stage, uint16_t *v_stage,
+                const int32_t *slots, int64_t kv_head, int64_t key0, int64_t keys)
 {
     constexpr int P = D + 8, CHUNKS = D / 8;
     for (int c = threadIdx.x; c < 2 * RIG__BN * CHUNKS; c += RIG__WARPS * RIG_CUDA_WARP) {
@@ -357,10 +358,9 @@ static __device__ __forceinline__ void rig__fa_load_kv(const struct rig_cuda_att
 }
 
 template <int D>
-static __device__ __forceinline__ void rig__fa_load_q(const struct rig_cuda_attention_args *a,
-                                                      uint16_t *q_tile, int64_t kv_head,
-                                                      int64_t group, int64_t row0,
-                                                      int64_t q_begin, int64_t packed_rows)
+static __device__ __forceinline__ void
+rig__fa_load_q(const struct rig_cuda_attention_args *a, uint16_t *q_tile, int64_t kv_head,
+               int64_t group, int64_t row0, int64_t q_begin, int64_t packed_rows)
 {
     constexpr int P = D + 8, CHUNKS = D / 8;
     for (int c = threadIdx.x; c < RIG__BM * CHUNKS; c += RIG__WARPS * RIG_CUDA_WARP) {
@@ -376,17 +376,17 @@ static __device__ __forceinline__ void rig__fa_load_q(const struct rig_cuda_atte
 
 /* Running softmax state of the thread's two rows (g and g + 8 of its warp's 16). */
 struct rig__fa_rows {
-    float m[2];        /* running max, in log2 units of scale * score */
-    float l[2];        /* this thread's share of the running sum */
+    float m[2];          /* running max, in log2 units of scale * score */
+    float l[2];          /* this thread's share of the running sum */
     int64_t position[2]; /* query position of the row; -1 for a padding row */
 };
 
 /* Masks, scales (into log2 units) and exponentiates one 16x64 score tile in place, updates
  * the running max and sums, and returns the factors the output rows must be rescaled by. */
 static __device__ __forceinline__ void rig__fa_softmax(float (&s)[RIG__BN / 8][4],
-                                                       struct rig__fa_rows *rows,
-                                                       int64_t key0, int64_t keys,
-                                                       float scale_log2, float (&alpha)[2])
+                                                       struct rig__fa_rows *rows, int64_t key0,
+                                                       int64_t keys, float scale_log2,
+                                                       float (&alpha)[2])
 {
     int tig = threadIdx.x % 4;
     float tile_max[2] = {-INFINITY, -INFINITY};
@@ -424,7 +424,7 @@ static __device__ __forceinline__ void rig__fa_softmax(float (&s)[RIG__BN / 8][4
 }
 
 template <int D>
-static __global__ void __launch_bounds__(RIG__WARPS * RIG_CUDA_WARP)
+static __global__ void __launch_bounds__(RIG__WARPS *RIG_CUDA_WARP)
     rig__fa_kernel(struct rig_cuda_attention_args a)
 {
     constexpr int P = D + 8;
@@ -461,7 +461,8 @@ static __global__ void __launch_bounds__(RIG__WARPS * RIG_CUDA_WARP)
     }
     float o[D / 8][4];
 #pragma unroll
-    for (int t = 0; t < D / 8; t++) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.0f;
+    for (int t = 0; t < D / 8; t++)
+        o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.0f;
     const float scale_log2 = a.scale * 1.4426950408889634f;
 
     for (int64_t tile = 0; tile < tiles; tile++) {
@@ -480,12 +481,13 @@ static __global__ void __launch_bounds__(RIG__WARPS * RIG_CUDA_WARP)
         const uint16_t *v_tile = v_tiles + stage * RIG__BN * P;
         float s[RIG__BN / 8][4];
 #pragma unroll
-        for (int j = 0; j < RIG__BN / 8; j++) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+        for (int j = 0; j < RIG__BN / 8; j++)
+            s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
 #pragma unroll
         for (int kk = 0; kk < D / 16; kk++) {
             uint32_t qa[4];
-            rig__ldmatrix_x4(qa, rig__smem(q_tile + (warp * 16 + (lane & 15)) * P + kk * 16 +
-                                           (lane >> 4) * 8));
+            rig__ldmatrix_x4(
+                qa, rig__smem(q_tile + (warp * 16 + (lane & 15)) * P + kk * 16 + (lane >> 4) * 8));
 #pragma unroll
             for (int jp = 0; jp < RIG__BN / 16; jp++) {
                 uint32_t kb[4];
@@ -514,10 +516,9 @@ static __global__ void __launch_bounds__(RIG__WARPS * RIG_CUDA_WARP)
 #pragma unroll
             for (int dp = 0; dp < D / 16; dp++) {
                 uint32_t vb[4];
-                rig__ldmatrix_x4_trans(vb, rig__smem(v_tile +
-                                                     (kk * 16 + (lane & 7) +
-                                                      ((lane >> 3) & 1) * 8) * P +
-                                                     dp * 16 + (lane >> 4) * 8));
+                rig__ldmatrix_x4_trans(
+                    vb, rig__smem(v_tile + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * P +
+                                  dp * 16 + (lane >> 4) * 8));
                 rig__mma(o[2 * dp], pa, vb[0], vb[1]);
                 rig__mma(o[2 * dp + 1], pa, vb[2], vb[3]);
             }
@@ -577,8 +578,8 @@ enum rig_status rig_cuda_op_attention_prefill(const struct rig_cuda_launch *laun
     int64_t dim = a.head_dim, group = a.heads_q / a.heads_kv;
     size_t shared = rig__shared_bytes(dim);
     bool tensor_cores = dim % 16 == 0 && dim <= RIG__DIM_MAX &&
-                        shared <= launch->shared_optin_bytes &&
-                        a.q_stride_t % 8 == 0 && a.q_stride_h % 8 == 0;
+                        shared <= launch->shared_optin_bytes && a.q_stride_t % 8 == 0 &&
+                        a.q_stride_h % 8 == 0;
     if (!tensor_cores) return rig_cuda_attention_split_kv(launch, &a);
     int64_t tiles = rig_cuda_div_up(a.rows * group, RIG__BM) + a.requests;
     dim3 grid((unsigned)tiles, (unsigned)a.heads_kv);

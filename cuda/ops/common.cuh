@@ -1,11 +1,9 @@
-/* common.cuh — device helpers shared by the op kernels (CUDA C++ only, header-only).
- *
- * bf16 values travel as uint16_t, converted with hal/tensor.h's rig_bf16_to_f32 /
- * rig_f32_to_bf16 (round to nearest even, NaN kept quiet), the very functions the simulator
- * uses, so a kernel and its reference round identically. Reductions are warp shuffles then
- * one shared-memory pass; their order is fixed by the launch shape, so results are
- * deterministic run to run (they differ from the simulator's sequential order only by fp32
- * rounding).
+/* common.cuh — device helpers shared by the op kernels (CUDA C++ only, header-only). bf16 values
+ * travel as uint16_t, converted with hal/tensor.h's rig_bf16_to_f32 / rig_f32_to_bf16 (round to
+ * nearest even, NaN kept quiet), the very functions the simulator uses, so a kernel and its
+ * reference round identically. Reductions are warp shuffles then one shared-memory pass; their
+ * order is fixed by the launch shape, so results are deterministic run to run (they differ from
+ * the simulator's sequential order only by fp32 rounding).
  */
 #ifndef RIG_CUDA_OPS_COMMON_CUH
 #define RIG_CUDA_OPS_COMMON_CUH
@@ -43,7 +41,8 @@ static __device__ __forceinline__ uint16_t rig_cuda_to_bf16(float f)
 static __device__ __forceinline__ float rig_cuda_warp_sum(float v)
 {
 #pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+    for (int offset = 16; offset > 0; offset >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, offset);
     return v;
 }
 
@@ -66,7 +65,8 @@ static __device__ __forceinline__ float rig_cuda_block_sum(float v, float *share
     if (lane == 0) shared[warp] = v;
     __syncthreads();
     float total = 0.0f;
-    for (int w = 0; w < warps; w++) total += shared[w]; /* same order in every thread */
+    for (int w = 0; w < warps; w++)
+        total += shared[w]; /* same order in every thread */
     __syncthreads();
     return total;
 }
@@ -81,7 +81,8 @@ static __device__ __forceinline__ void rig_cuda_load_bf16(const uint16_t *src, u
         memcpy(dst, &v, sizeof v);
     } else {
 #pragma unroll
-        for (int i = 0; i < VEC; i++) dst[i] = src[i];
+        for (int i = 0; i < VEC; i++)
+            dst[i] = src[i];
     }
 }
 
@@ -94,7 +95,8 @@ static __device__ __forceinline__ void rig_cuda_store_bf16(uint16_t *dst, const 
         *reinterpret_cast<uint4 *>(dst) = v;
     } else {
 #pragma unroll
-        for (int i = 0; i < VEC; i++) dst[i] = src[i];
+        for (int i = 0; i < VEC; i++)
+            dst[i] = src[i];
     }
 }
 

@@ -16,14 +16,14 @@ struct rig__copy_shape {
     int64_t shape[RIG_TENSOR_DIMS_MAX]; /* unused dims: 1 */
 };
 
-static __device__ __forceinline__ void rig__copy_element(char *dst, int32_t dst_dtype,
-                                                         const char *src, int32_t src_dtype,
-                                                         int32_t size)
+static __device__ __forceinline__ void
+rig__copy_element(char *dst, int32_t dst_dtype, const char *src, int32_t src_dtype, int32_t size)
 {
     if (src_dtype == RIG_DTYPE_BF16 && dst_dtype == RIG_DTYPE_F32) {
         *reinterpret_cast<float *>(dst) = rig_cuda_bf16(*reinterpret_cast<const uint16_t *>(src));
     } else if (src_dtype == RIG_DTYPE_F32 && dst_dtype == RIG_DTYPE_BF16) {
-        *reinterpret_cast<uint16_t *>(dst) = rig_cuda_to_bf16(*reinterpret_cast<const float *>(src));
+        *reinterpret_cast<uint16_t *>(dst) =
+            rig_cuda_to_bf16(*reinterpret_cast<const float *>(src));
     } else if (size == 8) {
         *reinterpret_cast<uint64_t *>(dst) = *reinterpret_cast<const uint64_t *>(src);
     } else if (size == 4) {
@@ -48,8 +48,8 @@ static __global__ void rig__copy_kernel(struct rig__copy_view out, struct rig__c
         out_offset += index * out.stride[d];
         in_offset += index * in.stride[d];
     }
-    rig__copy_element(out.data + out_offset * out.size, out.dtype,
-                      in.data + in_offset * in.size, in.dtype, in.size);
+    rig__copy_element(out.data + out_offset * out.size, out.dtype, in.data + in_offset * in.size,
+                      in.dtype, in.size);
 }
 
 static struct rig__copy_view rig__view(const struct rig_tensor *t)
@@ -57,14 +57,14 @@ static struct rig__copy_view rig__view(const struct rig_tensor *t)
     struct rig__copy_view view;
     memset(&view, 0, sizeof view);
     view.data = (char *)t->data;
-    for (int32_t d = 0; d < t->ndim; d++) view.stride[d] = t->stride[d];
+    for (int32_t d = 0; d < t->ndim; d++)
+        view.stride[d] = t->stride[d];
     view.size = (int32_t)rig_dtype_size(t->dtype);
     view.dtype = (int32_t)t->dtype;
     return view;
 }
 
-enum rig_status rig_cuda_op_copy(const struct rig_cuda_launch *launch,
-                                 const struct rig_op_copy *p)
+enum rig_status rig_cuda_op_copy(const struct rig_cuda_launch *launch, const struct rig_op_copy *p)
 {
     int64_t total = rig_tensor_numel(&p->out);
     if (total == 0) return RIG_OK;

@@ -7,8 +7,8 @@
 template <int VEC>
 static __global__ void rig__embedding_kernel(uint16_t *out, int64_t out_stride,
                                              const uint16_t *table, int64_t table_stride,
-                                             int64_t vocab, const int32_t *ids,
-                                             int64_t vocab_start, int64_t hidden)
+                                             int64_t vocab, const int32_t *ids, int64_t vocab_start,
+                                             int64_t hidden)
 {
     int64_t t = blockIdx.x;
     int64_t row = (int64_t)ids[t] - vocab_start;

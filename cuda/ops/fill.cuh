@@ -1,5 +1,5 @@
-/* fill.cuh — fills 32-bit words on a stream (the runtime API has only a byte memset).
- * Backs rig_hal_buffer_fill. Enqueues only; RIG_E_DEVICE when the launch fails.
+/* fill.cuh — fills 32-bit words on a stream (the runtime API has only a byte memset). Backs
+ * rig_hal_buffer_fill. Enqueues only; RIG_E_DEVICE when the launch fails.
  */
 #ifndef RIG_CUDA_OPS_FILL_CUH
 #define RIG_CUDA_OPS_FILL_CUH

@@ -5,10 +5,9 @@
 #include "cuda/ops/gather_rows.cuh"
 
 template <typename UNIT>
-static __global__ void rig__gather_rows_kernel(char *out, int64_t out_stride_bytes,
-                                               const char *in, int64_t in_stride_bytes,
-                                               int64_t in_rows, const int32_t *idx,
-                                               int64_t units)
+static __global__ void rig__gather_rows_kernel(char *out, int64_t out_stride_bytes, const char *in,
+                                               int64_t in_stride_bytes, int64_t in_rows,
+                                               const int32_t *idx, int64_t units)
 {
     int64_t r = blockIdx.x;
     int64_t source = idx[r];

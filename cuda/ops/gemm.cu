@@ -40,16 +40,16 @@ static int rig__ld(const struct rig_tensor *t)
 }
 
 /* out[0..m) = a[0..m) . b^T, out of `out_type` with leading dimension ld_out. */
-static enum rig_status rig__gemm(const struct rig_cuda_launch *launch,
-                                 const struct rig_op_gemm *p, int64_t m, const void *a,
-                                 void *out, cudaDataType_t out_type, int ld_out)
+static enum rig_status rig__gemm(const struct rig_cuda_launch *launch, const struct rig_op_gemm *p,
+                                 int64_t m, const void *a, void *out, cudaDataType_t out_type,
+                                 int ld_out)
 {
     float alpha = 1.0f, beta = 0.0f;
     int64_t n = p->out.shape[1], k = p->a.shape[1];
     RIG_CUBLAS_TRY(cublasGemmEx(launch->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m, (int)k,
                                 &alpha, p->b.data, CUDA_R_16BF, rig__ld(&p->b), a, CUDA_R_16BF,
-                                rig__ld(&p->a), &beta, out, out_type, ld_out,
-                                CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                                rig__ld(&p->a), &beta, out, out_type, ld_out, CUBLAS_COMPUTE_32F,
+                                CUBLAS_GEMM_DEFAULT));
     return RIG_OK;
 }
 
@@ -64,12 +64,11 @@ static enum rig_status rig__gemm_bias(const struct rig_cuda_launch *launch,
     const uint16_t *bias = (const uint16_t *)p->bias.data;
     if (p->out.dtype == RIG_DTYPE_F32) {
         float *out = (float *)p->out.data;
-        enum rig_status status = rig__gemm(launch, p, m, p->a.data, out, CUDA_R_32F,
-                                           rig__ld(&p->out));
+        enum rig_status status =
+            rig__gemm(launch, p, m, p->a.data, out, CUDA_R_32F, rig__ld(&p->out));
         if (status != RIG_OK) return status;
-        rig__bias_kernel<float><<<(unsigned)rig_cuda_div_up(m * n, 256), 256, 0,
-                                  launch->stream>>>(out, p->out.stride[0], out,
-                                                    p->out.stride[0], bias, m, n);
+        rig__bias_kernel<float><<<(unsigned)rig_cuda_div_up(m * n, 256), 256, 0, launch->stream>>>(
+            out, p->out.stride[0], out, p->out.stride[0], bias, m, n);
         RIG_CUDA_LAUNCHED();
         return RIG_OK;
     }
@@ -82,16 +81,15 @@ static enum rig_status rig__gemm_bias(const struct rig_cuda_launch *launch,
         enum rig_status status = rig__gemm(launch, p, rows, a, sum, CUDA_R_32F, (int)n);
         if (status != RIG_OK) return status;
         uint16_t *out = (uint16_t *)p->out.data + m0 * p->out.stride[0];
-        rig__bias_kernel<uint16_t><<<(unsigned)rig_cuda_div_up(rows * n, 256), 256, 0,
-                                     launch->stream>>>(out, p->out.stride[0], sum, n, bias,
-                                                       rows, n);
+        rig__bias_kernel<uint16_t>
+            <<<(unsigned)rig_cuda_div_up(rows * n, 256), 256, 0, launch->stream>>>(
+                out, p->out.stride[0], sum, n, bias, rows, n);
         RIG_CUDA_LAUNCHED();
     }
     return RIG_OK;
 }
 
-enum rig_status rig_cuda_op_gemm(const struct rig_cuda_launch *launch,
-                                 const struct rig_op_gemm *p)
+enum rig_status rig_cuda_op_gemm(const struct rig_cuda_launch *launch, const struct rig_op_gemm *p)
 {
     int64_t m = p->out.shape[0], n = p->out.shape[1], k = p->a.shape[1];
     if (m == 0 || n == 0) return RIG_OK;

@@ -1,7 +1,7 @@
-/* gemm.cuh — GEMM out = a . b^T (+ bias) through cuBLAS, bf16 in, fp32 accumulate, bf16 or f32 out.
- * Launcher of the HAL op `gemm` (semantics: hal/ops.h, struct rig_op_gemm). Enqueues on
- * launch->stream; never allocates or synchronises, so it can be captured into a graph.
- * Returns RIG_OK, or RIG_E_DEVICE when a launch fails (reported on stderr).
+/* gemm.cuh — GEMM out = a . b^T (+ bias) through cuBLAS, bf16 in, fp32 accumulate, bf16 or f32
+ * out. Launcher of the HAL op `gemm` (semantics: hal/ops.h, struct rig_op_gemm). Enqueues on
+ * launch->stream; never allocates or synchronises, so it can be captured into a graph. Returns
+ * RIG_OK, or RIG_E_DEVICE when a launch fails (reported on stderr).
  */
 #ifndef RIG_CUDA_OPS_GEMM_CUH
 #define RIG_CUDA_OPS_GEMM_CUH
@@ -12,8 +12,7 @@
 extern "C" {
 #endif
 
-enum rig_status rig_cuda_op_gemm(const struct rig_cuda_launch *launch,
-                                  const struct rig_op_gemm *p);
+enum rig_status rig_cuda_op_gemm(const struct rig_cuda_launch *launch, const struct rig_op_gemm *p);
 
 #ifdef __cplusplus
 }

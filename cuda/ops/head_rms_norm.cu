@@ -5,10 +5,9 @@
 
 #define RIG__WARPS_PER_BLOCK 4
 
-static __global__ void rig__head_rms_norm_kernel(uint16_t *x, int64_t stride_t,
-                                                 int64_t stride_h, int64_t heads,
-                                                 int64_t vectors, const uint16_t *weight,
-                                                 int64_t dim, float eps)
+static __global__ void rig__head_rms_norm_kernel(uint16_t *x, int64_t stride_t, int64_t stride_h,
+                                                 int64_t heads, int64_t vectors,
+                                                 const uint16_t *weight, int64_t dim, float eps)
 {
     int64_t vector = (int64_t)blockIdx.x * RIG__WARPS_PER_BLOCK + threadIdx.x / RIG_CUDA_WARP;
     int lane = threadIdx.x % RIG_CUDA_WARP;
@@ -34,10 +33,9 @@ enum rig_status rig_cuda_op_head_rms_norm(const struct rig_cuda_launch *launch,
     if (vectors == 0 || p->x.shape[2] == 0) return RIG_OK;
     int64_t blocks = rig_cuda_div_up(vectors, RIG__WARPS_PER_BLOCK);
     rig__head_rms_norm_kernel<<<(unsigned)blocks, RIG__WARPS_PER_BLOCK * RIG_CUDA_WARP, 0,
-                                launch->stream>>>((uint16_t *)p->x.data, p->x.stride[0],
-                                                  p->x.stride[1], p->x.shape[1], vectors,
-                                                  (const uint16_t *)p->weight.data,
-                                                  p->x.shape[2], p->eps);
+                                launch->stream>>>(
+        (uint16_t *)p->x.data, p->x.stride[0], p->x.stride[1], p->x.shape[1], vectors,
+        (const uint16_t *)p->weight.data, p->x.shape[2], p->eps);
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
 }

@@ -4,9 +4,8 @@
 #include "cuda/ops/index_gather.cuh"
 
 static __global__ void rig__index_gather_kernel(int32_t *out, int64_t out_stride,
-                                                const int32_t *src, int64_t src_stride,
-                                                int64_t m, const int32_t *idx,
-                                                int64_t idx_stride, int64_t n)
+                                                const int32_t *src, int64_t src_stride, int64_t m,
+                                                const int32_t *idx, int64_t idx_stride, int64_t n)
 {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
@@ -22,8 +21,8 @@ enum rig_status rig_cuda_op_index_gather(const struct rig_cuda_launch *launch,
     /* A 1-D tensor's only stride is its innermost one, which op_check requires to be 1;
      * it is still honoured here. */
     rig__index_gather_kernel<<<(unsigned)rig_cuda_div_up(n, 256), 256, 0, launch->stream>>>(
-        (int32_t *)p->out.data, p->out.stride[0], (const int32_t *)p->src.data,
-        p->src.stride[0], p->src.shape[0], (const int32_t *)p->idx.data, p->idx.stride[0], n);
+        (int32_t *)p->out.data, p->out.stride[0], (const int32_t *)p->src.data, p->src.stride[0],
+        p->src.shape[0], (const int32_t *)p->idx.data, p->idx.stride[0], n);
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
 }

@@ -6,8 +6,7 @@
 
 static __global__ void rig__index_scatter_kernel(int32_t *dst, int64_t dst_stride, int64_t m,
                                                  const int32_t *src, int64_t src_stride,
-                                                 const int32_t *idx, int64_t idx_stride,
-                                                 int64_t n)
+                                                 const int32_t *idx, int64_t idx_stride, int64_t n)
 {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;

@@ -1,7 +1,7 @@
-/* norm_row.cuh — the RMSNorm of one row by one block, shared by rms_norm.cu and
- * add_rms_norm.cu (CUDA C++ only). The rounding is Hugging Face's, as the simulator's:
- * out = bf16(w * bf16(x * (1 / sqrt(mean(x^2) + eps)))), fp32 in between. Each thread
- * reads back only the elements it read before, so `out` may alias the input row.
+/* norm_row.cuh — the RMSNorm of one row by one block, shared by rms_norm.cu and add_rms_norm.cu
+ * (CUDA C++ only). The rounding is Hugging Face's, as the simulator's: out = bf16(w * bf16(x * (1
+ * / sqrt(mean(x^2) + eps)))), fp32 in between. Each thread reads back only the elements it read
+ * before, so `out` may alias the input row.
  */
 #ifndef RIG_CUDA_OPS_NORM_ROW_CUH
 #define RIG_CUDA_OPS_NORM_ROW_CUH
@@ -18,10 +18,9 @@ static inline unsigned rig_cuda_norm_threads(int64_t n, int vec)
 
 /* `sum_squares` is this thread's share of sum(x^2) over the row; the block reduces it. */
 template <int VEC>
-static __device__ __forceinline__ void rig_cuda_norm_write(uint16_t *out, const uint16_t *x,
-                                                           const uint16_t *weight, int64_t n,
-                                                           float eps, float sum_squares,
-                                                           float *shared)
+static __device__ __forceinline__ void
+rig_cuda_norm_write(uint16_t *out, const uint16_t *x, const uint16_t *weight, int64_t n, float eps,
+                    float sum_squares, float *shared)
 {
     float total = rig_cuda_block_sum(sum_squares, shared);
     float inverse_rms = 1.0f / sqrtf(total / (float)n + eps);

@@ -3,9 +3,9 @@
 #include "cuda/ops/rms_norm.cuh"
 
 template <int VEC>
-static __global__ void rig__rms_norm_kernel(uint16_t *out, int64_t out_stride,
-                                            const uint16_t *in, int64_t in_stride,
-                                            const uint16_t *weight, int64_t n, float eps)
+static __global__ void rig__rms_norm_kernel(uint16_t *out, int64_t out_stride, const uint16_t *in,
+                                            int64_t in_stride, const uint16_t *weight, int64_t n,
+                                            float eps)
 {
     __shared__ float shared[RIG_CUDA_WARP];
     const uint16_t *x = in + (int64_t)blockIdx.x * in_stride;
@@ -14,10 +14,11 @@ static __global__ void rig__rms_norm_kernel(uint16_t *out, int64_t out_stride,
         uint16_t v[VEC];
         rig_cuda_load_bf16<VEC>(x + i, v);
 #pragma unroll
-        for (int j = 0; j < VEC; j++) sum_squares += rig_cuda_bf16(v[j]) * rig_cuda_bf16(v[j]);
+        for (int j = 0; j < VEC; j++)
+            sum_squares += rig_cuda_bf16(v[j]) * rig_cuda_bf16(v[j]);
     }
-    rig_cuda_norm_write<VEC>(out + (int64_t)blockIdx.x * out_stride, x, weight, n, eps,
-                             sum_squares, shared);
+    rig_cuda_norm_write<VEC>(out + (int64_t)blockIdx.x * out_stride, x, weight, n, eps, sum_squares,
+                             shared);
 }
 
 enum rig_status rig_cuda_op_rms_norm(const struct rig_cuda_launch *launch,
@@ -31,13 +32,11 @@ enum rig_status rig_cuda_op_rms_norm(const struct rig_cuda_launch *launch,
     bool vec = rig_cuda_rows_vec8(out, p->out.stride[0], n) &&
                rig_cuda_rows_vec8(in, p->in.stride[0], n) && rig_cuda_aligned(weight, 16);
     if (vec) {
-        rig__rms_norm_kernel<8><<<(unsigned)rows, rig_cuda_norm_threads(n, 8), 0,
-                                  launch->stream>>>(out, p->out.stride[0], in, p->in.stride[0],
-                                                    weight, n, p->eps);
+        rig__rms_norm_kernel<8><<<(unsigned)rows, rig_cuda_norm_threads(n, 8), 0, launch->stream>>>(
+            out, p->out.stride[0], in, p->in.stride[0], weight, n, p->eps);
     } else {
-        rig__rms_norm_kernel<1><<<(unsigned)rows, rig_cuda_norm_threads(n, 1), 0,
-                                  launch->stream>>>(out, p->out.stride[0], in, p->in.stride[0],
-                                                    weight, n, p->eps);
+        rig__rms_norm_kernel<1><<<(unsigned)rows, rig_cuda_norm_threads(n, 1), 0, launch->stream>>>(
+            out, p->out.stride[0], in, p->in.stride[0], weight, n, p->eps);
     }
     RIG_CUDA_LAUNCHED();
     return RIG_OK;

@@ -1,7 +1,7 @@
 /* rms_norm.cuh — RMSNorm as Hugging Face rounds it: one block per row, fp32 sum of squares.
  * Launcher of the HAL op `rms_norm` (semantics: hal/ops.h, struct rig_op_rms_norm). Enqueues on
- * launch->stream; never allocates or synchronises, so it can be captured into a graph.
- * Returns RIG_OK, or RIG_E_DEVICE when a launch fails (reported on stderr).
+ * launch->stream; never allocates or synchronises, so it can be captured into a graph. Returns
+ * RIG_OK, or RIG_E_DEVICE when a launch fails (reported on stderr).
  */
 #ifndef RIG_CUDA_OPS_RMS_NORM_CUH
 #define RIG_CUDA_OPS_RMS_NORM_CUH
@@ -13,7 +13,7 @@ extern "C" {
 #endif
 
 enum rig_status rig_cuda_op_rms_norm(const struct rig_cuda_launch *launch,
-                                  const struct rig_op_rms_norm *p);
+                                     const struct rig_op_rms_norm *p);
 
 #ifdef __cplusplus
 }

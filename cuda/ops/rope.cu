@@ -45,8 +45,7 @@ static __global__ void rig__rope_kernel(struct rig__rope_tensor q, struct rig__r
     v[i + half] = rig_cuda_to_bf16(x2 * cosine + x1 * sine);
 }
 
-enum rig_status rig_cuda_op_rope(const struct rig_cuda_launch *launch,
-                                 const struct rig_op_rope *p)
+enum rig_status rig_cuda_op_rope(const struct rig_cuda_launch *launch, const struct rig_op_rope *p)
 {
     int64_t tokens = p->q.shape[0], head_dim = p->q.shape[2], half = head_dim / 2;
     if (half > RIG__ROPE_HALF_MAX) {

@@ -39,7 +39,7 @@ static __device__ __forceinline__ uint64_t rig__key(float z, int64_t index)
 {
     uint32_t bits = __float_as_uint(z);
     uint32_t ordered = (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
-    return ((uint64_t)ordered << 32) | (uint32_t)~(uint32_t)index;
+    return ((uint64_t)ordered << 32) | (uint32_t) ~(uint32_t)index;
 }
 
 /* Block-wide (count, mass) of candidates with key >= cut and key >= floor. */
@@ -48,8 +48,7 @@ struct rig__tally {
     double mass;
 };
 
-static __device__ struct rig__tally rig__block_tally(struct rig__tally v,
-                                                     struct rig__tally *shared)
+static __device__ struct rig__tally rig__block_tally(struct rig__tally v, struct rig__tally *shared)
 {
     int lane = threadIdx.x % RIG_CUDA_WARP, warp = threadIdx.x / RIG_CUDA_WARP;
 #pragma unroll
@@ -77,8 +76,7 @@ struct rig__row {
 };
 
 static __device__ struct rig__tally rig__tally_above(const struct rig__row *row, uint64_t cut,
-                                                     bool want_mass,
-                                                     struct rig__tally *shared)
+                                                     bool want_mass, struct rig__tally *shared)
 {
     struct rig__tally mine = {0, 0.0};
     for (int64_t i = threadIdx.x; i < row->vocab; i += blockDim.x) {
@@ -94,8 +92,8 @@ static __device__ struct rig__tally rig__tally_above(const struct rig__row *row,
 /* The largest key c with count(key >= c) >= 1 and (count >= want_count, or mass >=
  * want_mass when by_mass): bit by bit from the top, keeping a bit when the predicate holds.
  * Index bits above index_bits are 1 in every key, so they are set without a pass. */
-static __device__ uint64_t rig__search(const struct rig__row *row, int32_t index_bits,
-                                       bool by_mass, int64_t want_count, double want_mass,
+static __device__ uint64_t rig__search(const struct rig__row *row, int32_t index_bits, bool by_mass,
+                                       int64_t want_count, double want_mass,
                                        struct rig__tally *shared)
 {
     uint64_t cut = 0;
@@ -119,9 +117,8 @@ static __device__ int64_t rig__block_argmax(float score, int64_t index, float *s
     for (int offset = 16; offset > 0; offset >>= 1) {
         float other_score = __shfl_xor_sync(0xffffffffu, score, offset);
         int64_t other_index = __shfl_xor_sync(0xffffffffu, index, offset);
-        bool better = other_index >= 0 &&
-                      (index < 0 || other_score > score ||
-                       (other_score == score && other_index < index));
+        bool better = other_index >= 0 && (index < 0 || other_score > score ||
+                                           (other_score == score && other_index < index));
         if (better) {
             score = other_score;
             index = other_index;
@@ -146,12 +143,203 @@ static __device__ int64_t rig__block_argmax(float score, int64_t index, float *s
     return best;
 }
 
+/* Up to this many candidates are kept in shared memory, sorted, and scanned. */
+#define RIG__CANDIDATES 2048
+
+struct rig__shared {
+    struct rig__tally tally[RIG_CUDA_WARP];
+    float score[RIG_CUDA_WARP];
+    int64_t index[RIG_CUDA_WARP];
+    uint32_t histogram[256];
+    uint64_t keys[RIG__CANDIDATES];   /* candidates, sorted descending once gathered */
+    double mass[RIG__SAMPLE_THREADS]; /* per-thread sums, then their inclusive scan */
+    int64_t above;
+    int32_t bucket;
+    int32_t count;
+    int32_t cut;
+};
+
+/* The k-th largest key among the row's keys >= row->floor (1 <= k <= their count): radix
+ * select over the 64-bit key, 8 bits a pass from the top, counting into 256 bins. */
+static __device__ uint64_t rig__select(const struct rig__row *row, int64_t k,
+                                       struct rig__shared *sh)
+{
+    uint64_t prefix = 0, mask = 0;
+    for (int shift = 56; shift >= 0; shift -= 8) {
+        for (int b = threadIdx.x; b < 256; b += blockDim.x)
+            sh->histogram[b] = 0;
+        __syncthreads();
+        for (int64_t i = threadIdx.x; i < row->vocab; i += blockDim.x) {
+            uint64_t key = rig__key(row->logits[i] / row->temperature, i);
+            if (key < row->floor || (key & mask) != prefix) continue;
+            atomicAdd(&sh->histogram[(key >> shift) & 255u], 1u);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            int64_t above = 0;
+            int b = 255;
+            for (; b > 0 && above + sh->histogram[b] < k; b--)
+                above += sh->histogram[b];
+            sh->bucket = b;
+            sh->above = above;
+        }
+        __syncthreads();
+        k -= sh->above;
+        prefix |= (uint64_t)sh->bucket << shift;
+        mask |= 0xffull << shift;
+        __syncthreads(); /* everyone has read bucket and above before they change */
+    }
+    return prefix;
+}
+
+/* Gathers the keys >= cut (at most RIG__CANDIDATES of them, the caller's guarantee) and
+ * sorts them descending (bitonic); returns their count. Order of arrival does not matter:
+ * the keys are distinct and end sorted. */
+static __device__ int32_t rig__gather_sorted(const struct rig__row *row, uint64_t cut,
+                                             struct rig__shared *sh)
+{
+    if (threadIdx.x == 0) sh->count = 0;
+    __syncthreads();
+    for (int64_t i = threadIdx.x; i < row->vocab; i += blockDim.x) {
+        uint64_t key = rig__key(row->logits[i] / row->temperature, i);
+        if (key >= cut && key >= row->floor) sh->keys[atomicAdd(&sh->count, 1)] = key;
+    }
+    __syncthreads();
+    int32_t count = sh->count, n = 1;
+    while (n < count)
+        n <<= 1;
+    for (int32_t i = count + (int32_t)threadIdx.x; i < n; i += blockDim.x)
+        sh->keys[i] = 0;
+    __syncthreads();
+    for (int32_t size = 2; size <= n; size <<= 1) {
+        for (int32_t stride = size >> 1; stride > 0; stride >>= 1) {
+            for (int32_t i = threadIdx.x; i < n; i += blockDim.x) {
+                int32_t j = i ^ stride;
+                if (j <= i) continue;
+                uint64_t x = sh->keys[i], y = sh->keys[j];
+                bool descending = (i & size) == 0;
+                if (descending ? x < y : x > y) {
+                    sh->keys[i] = y;
+                    sh->keys[j] = x;
+                }
+            }
+            __syncthreads();
+        }
+    }
+    return count;
+}
+
+static __device__ __forceinline__ int64_t rig__key_index(uint64_t key)
+{
+    return (int64_t)(uint32_t) ~(uint32_t)key;
+}
+
+/* Softmax mass of the sorted candidates accumulated in order; returns the first position
+ * whose cumulative mass reaches `target` (count when none does) and sets *total to the
+ * mass of all of them. Thread t owns positions 2t and 2t + 1; the scan order is fixed. */
+static __device__ int32_t rig__mass_cut(const struct rig__row *row, int32_t count, double target,
+                                        bool target_is_fraction, double *total,
+                                        struct rig__shared *sh)
+{
+    int32_t first = 2 * (int32_t)threadIdx.x;
+    double w[2] = {0.0, 0.0};
+    for (int e = 0; e < 2; e++) {
+        if (first + e >= count) continue;
+        int64_t i = rig__key_index(sh->keys[first + e]);
+        w[e] = exp((double)(row->logits[i] / row->temperature) - (double)row->z_max);
+    }
+    sh->mass[threadIdx.x] = w[0] + w[1];
+    if (threadIdx.x == 0) sh->cut = count;
+    __syncthreads();
+    for (int offset = 1; offset < (int)blockDim.x; offset <<= 1) {
+        double add = threadIdx.x >= (unsigned)offset ? sh->mass[threadIdx.x - offset] : 0.0;
+        __syncthreads();
+        sh->mass[threadIdx.x] += add;
+        __syncthreads();
+    }
+    *total = sh->mass[blockDim.x - 1];
+    if (target_is_fraction) target *= *total;
+    double cumulative = threadIdx.x > 0 ? sh->mass[threadIdx.x - 1] : 0.0;
+    for (int e = 0; e < 2; e++) {
+        cumulative += w[e];
+        if (first + e < count && cumulative >= target) {
+            atomicMin(&sh->cut, first + e);
+            break;
+        }
+    }
+    __syncthreads();
+    return sh->cut;
+}
+
+/* Gumbel-max over sorted candidates 0..last. */
+static __device__ int64_t rig__gumbel_candidates(const struct rig__row *row, int32_t last,
+                                                 uint64_t seed, uint32_t position,
+                                                 struct rig__shared *sh)
+{
+    float best = -INFINITY;
+    int64_t best_index = -1;
+    for (int32_t q = threadIdx.x; q <= last; q += blockDim.x) {
+        int64_t i = rig__key_index(sh->keys[q]);
+        float z = row->logits[i] / row->temperature;
+        float score = z + -logf(-logf(rig_philox_uniform(seed, position, (uint32_t)i)));
+        if (best_index < 0 || score > best || (score == best && i < best_index)) {
+            best = score;
+            best_index = i;
+        }
+    }
+    return rig__block_argmax(best, best_index, sh->score, sh->index);
+}
+
+/* Gumbel-max over the whole row, keys >= row->floor. */
+static __device__ int64_t rig__gumbel_row(const struct rig__row *row, uint64_t seed,
+                                          uint32_t position, struct rig__shared *sh)
+{
+    float best = -INFINITY;
+    int64_t best_index = -1;
+    for (int64_t i = threadIdx.x; i < row->vocab; i += blockDim.x) {
+        float z = row->logits[i] / row->temperature;
+        if (rig__key(z, i) < row->floor) continue;
+        float score = z + -logf(-logf(rig_philox_uniform(seed, position, (uint32_t)i)));
+        if (best_index < 0 || score > best) {
+            best = score;
+            best_index = i;
+        }
+    }
+    return rig__block_argmax(best, best_index, sh->score, sh->index);
+}
+
+/* Non-greedy row: top-k, top-p, Gumbel-max. The common cases (a top-k of at most
+ * RIG__CANDIDATES, or a nucleus inside the top RIG__CANDIDATES) run on a sorted candidate
+ * list in shared memory; the rest scan the row once per bit of the cut-off (slow, exact). */
+static __device__ int64_t rig__sample_row(struct rig__row *row, int32_t top_k, float top_p,
+                                          uint64_t seed, uint32_t position, int32_t index_bits,
+                                          struct rig__shared *sh)
+{
+    int64_t kept = top_k > 0 && top_k < row->vocab ? top_k : row->vocab;
+    bool nucleus = top_p < 1.0f;
+    if (kept < row->vocab) row->floor = rig__select(row, kept, sh);
+    double total = 0.0;
+    if (kept <= RIG__CANDIDATES) {
+        int32_t count = rig__gather_sorted(row, 0, sh);
+        int32_t cut =
+            nucleus ? rig__mass_cut(row, count, (double)top_p, true, &total, sh) : count - 1;
+        return rig__gumbel_candidates(row, cut < count ? cut : count - 1, seed, position, sh);
+    }
+    if (!nucleus) return rig__gumbel_row(row, seed, position, sh);
+    struct rig__tally all = rig__tally_above(row, 0, true, sh->tally);
+    double target = (double)top_p * all.mass;
+    uint64_t cap = rig__select(row, RIG__CANDIDATES, sh);
+    int32_t count = rig__gather_sorted(row, cap, sh);
+    int32_t cut = rig__mass_cut(row, count, target, false, &total, sh);
+    if (cut < count) return rig__gumbel_candidates(row, cut, seed, position, sh);
+    row->floor = rig__search(row, index_bits, true, 0, target, sh->tally); /* a flat nucleus */
+    return rig__gumbel_row(row, seed, position, sh);
+}
+
 static __global__ void __launch_bounds__(RIG__SAMPLE_THREADS)
     rig__sample_kernel(struct rig__sample_args a)
 {
-    __shared__ struct rig__tally shared_tally[RIG_CUDA_WARP];
-    __shared__ float shared_score[RIG_CUDA_WARP];
-    __shared__ int64_t shared_index[RIG_CUDA_WARP];
+    __shared__ struct rig__shared sh;
     int64_t r = blockIdx.x;
     struct rig__row row = {a.logits + r * a.logits_stride, a.vocab, a.temperature[r], 0.0f, 0};
     int32_t top_k = a.top_k[r];
@@ -165,32 +353,11 @@ static __global__ void __launch_bounds__(RIG__SAMPLE_THREADS)
             best_index = i;
         }
     }
-    int64_t token = rig__block_argmax(best, best_index, shared_score, shared_index);
+    int64_t token = rig__block_argmax(best, best_index, sh.score, sh.index);
     if (!greedy) {
         row.z_max = row.logits[token] / row.temperature;
-        if (top_k > 0 && top_k < a.vocab)
-            row.floor = rig__search(&row, a.index_bits, false, top_k, 0.0, shared_tally);
-        float top_p = a.top_p[r];
-        if (top_p < 1.0f) {
-            struct rig__tally all = rig__tally_above(&row, 0, true, shared_tally);
-            row.floor = rig__search(&row, a.index_bits, true, 0, (double)top_p * all.mass,
-                                    shared_tally);
-        }
-        uint64_t seed = a.seed[r];
-        uint32_t position = (uint32_t)a.position[r];
-        best = -INFINITY;
-        best_index = -1;
-        for (int64_t i = threadIdx.x; i < a.vocab; i += blockDim.x) {
-            float z = row.logits[i] / row.temperature;
-            if (rig__key(z, i) < row.floor) continue;
-            float u = rig_philox_uniform(seed, position, (uint32_t)i);
-            float score = z + -logf(-logf(u));
-            if (best_index < 0 || score > best) {
-                best = score;
-                best_index = i;
-            }
-        }
-        token = rig__block_argmax(best, best_index, shared_score, shared_index);
+        token = rig__sample_row(&row, top_k, a.top_p[r], a.seed[r], (uint32_t)a.position[r],
+                                a.index_bits, &sh);
     }
     if (threadIdx.x == 0) a.tokens[r] = (int32_t)token;
 }
@@ -207,7 +374,8 @@ enum rig_status rig_cuda_op_sample(const struct rig_cuda_launch *launch,
     a.logits_stride = p->logits.stride[0];
     a.vocab = p->logits.shape[1];
     a.index_bits = 1;
-    while (a.index_bits < 31 && (1ll << a.index_bits) < a.vocab) a.index_bits++;
+    while (a.index_bits < 31 && (1ll << a.index_bits) < a.vocab)
+        a.index_bits++;
     a.temperature = (const float *)p->temperature.data;
     a.top_k = (const int32_t *)p->top_k.data;
     a.top_p = (const float *)p->top_p.data;

@@ -4,9 +4,8 @@
 #include "cuda/ops/silu_mul.cuh"
 
 template <int VEC>
-static __global__ void rig__silu_mul_kernel(uint16_t *out, int64_t out_stride,
-                                            const uint16_t *in, int64_t in_stride,
-                                            int64_t tokens, int64_t inter)
+static __global__ void rig__silu_mul_kernel(uint16_t *out, int64_t out_stride, const uint16_t *in,
+                                            int64_t in_stride, int64_t tokens, int64_t inter)
 {
     int64_t chunks = inter / VEC;
     int64_t index = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -37,11 +36,11 @@ enum rig_status rig_cuda_op_silu_mul(const struct rig_cuda_launch *launch,
     int64_t chunks = tokens * (vec ? inter / 8 : inter);
     unsigned blocks = (unsigned)rig_cuda_div_up(chunks, 256);
     if (vec) {
-        rig__silu_mul_kernel<8><<<blocks, 256, 0, launch->stream>>>(
-            out, p->out.stride[0], in, p->in.stride[0], tokens, inter);
+        rig__silu_mul_kernel<8><<<blocks, 256, 0, launch->stream>>>(out, p->out.stride[0], in,
+                                                                    p->in.stride[0], tokens, inter);
     } else {
-        rig__silu_mul_kernel<1><<<blocks, 256, 0, launch->stream>>>(
-            out, p->out.stride[0], in, p->in.stride[0], tokens, inter);
+        rig__silu_mul_kernel<1><<<blocks, 256, 0, launch->stream>>>(out, p->out.stride[0], in,
+                                                                    p->in.stride[0], tokens, inter);
     }
     RIG_CUDA_LAUNCHED();
     return RIG_OK;

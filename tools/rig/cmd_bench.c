@@ -32,7 +32,8 @@ static void rig__bench_usage(FILE *out)
             "usage: rig bench [BENCHMARK...] [options]\n\n"
             "Measures rig against the hardware floors measured in the same process\n"
             "(docs/performance.md). BENCHMARK: floors, decode, prefill, attention, offline,\n"
-            "online, all (default: all; floors always run, everything is divided by them).\n\n"
+            "online, ops (a decode step taken apart, op by op), all (default: all; floors\n"
+            "always run, everything is divided by them).\n\n"
             "options:\n"
             "  --backend sim|cuda   sim: cost-model predictions on the virtual clock (timing\n"
             "                       only); cuda: measured with device events (default sim)\n"
@@ -66,8 +67,10 @@ static int rig__parse_rates(const char *text, struct rig_bench_options *o)
         if (*end == '\0') return -1;
         p = end + 1;
     }
-    fprintf(stderr, "rig bench: --rates takes up to %d positive numbers separated by commas, "
-            "not '%s'\n", RIG_BENCH_SERVING_MAX - 2, text);
+    fprintf(stderr,
+            "rig bench: --rates takes up to %d positive numbers separated by commas, "
+            "not '%s'\n",
+            RIG_BENCH_SERVING_MAX - 2, text);
     return 2;
 }
 
@@ -85,11 +88,16 @@ static int rig__option(int argc, char **argv, int *i, struct rig__bench_args *a)
     const char *arg = argv[*i], *v = rig__arg(argc, argv, i);
     struct rig_bench_options *o = &a->options;
     if (v == NULL) return 2;
-    if (strcmp(arg, "--backend") == 0) o->backend = v;
-    else if (strcmp(arg, "--profile") == 0) o->profile = v;
-    else if (strcmp(arg, "--model") == 0) o->model = v;
-    else if (strcmp(arg, "--out") == 0 || strcmp(arg, "-o") == 0) a->out = v;
-    else if (strcmp(arg, "--rates") == 0) return rig__parse_rates(v, o);
+    if (strcmp(arg, "--backend") == 0)
+        o->backend = v;
+    else if (strcmp(arg, "--profile") == 0)
+        o->profile = v;
+    else if (strcmp(arg, "--model") == 0)
+        o->model = v;
+    else if (strcmp(arg, "--out") == 0 || strcmp(arg, "-o") == 0)
+        a->out = v;
+    else if (strcmp(arg, "--rates") == 0)
+        return rig__parse_rates(v, o);
     else if (strcmp(arg, "--repeats") == 0 || strcmp(arg, "--requests") == 0) {
         bool repeats = strcmp(arg, "--repeats") == 0;
         int32_t n = rig__count(v, repeats ? RIG_BENCH_REPEATS_MAX : 1 << 20);
@@ -98,16 +106,18 @@ static int rig__option(int argc, char **argv, int *i, struct rig__bench_args *a)
                     repeats ? RIG_BENCH_REPEATS_MAX : 1 << 20, v);
             return 2;
         }
-        if (repeats) o->repeats = n;
-        else o->online_requests = n;
+        if (repeats)
+            o->repeats = n;
+        else
+            o->online_requests = n;
     }
     return -1;
 }
 
 static bool rig__takes_value(const char *arg)
 {
-    static const char *const names[] = {"--backend", "--profile", "--model", "--out",  "-o",
-                                        "--rates",   "--repeats", "--requests"};
+    static const char *const names[] = {"--backend", "--profile", "--model",   "--out",
+                                        "-o",        "--rates",   "--repeats", "--requests"};
     for (size_t i = 0; i < RIG_ARRAY_LEN(names); i++)
         if (strcmp(arg, names[i]) == 0) return true;
     return false;
@@ -140,8 +150,7 @@ static int rig__parse(int argc, char **argv, struct rig__bench_args *a)
     }
     if (a->kinds == 0) a->kinds = RIG_BENCH_ALL;
     if (strcmp(a->options.backend, "sim") != 0 && strcmp(a->options.backend, "cuda") != 0) {
-        fprintf(stderr, "rig bench: --backend takes sim or cuda, not '%s'\n",
-                a->options.backend);
+        fprintf(stderr, "rig bench: --backend takes sim or cuda, not '%s'\n", a->options.backend);
         return 2;
     }
     a->options.out_dir = strcmp(a->out, "none") == 0 ? NULL : a->out;
@@ -153,7 +162,8 @@ static void rig__bar(void *user, const char *what, int64_t done, int64_t total)
     (void)user;
     int filled = total > 0 ? (int)(30 * done / total) : 0;
     char bar[31];
-    for (int i = 0; i < 30; i++) bar[i] = i < filled ? '#' : '.';
+    for (int i = 0; i < 30; i++)
+        bar[i] = i < filled ? '#' : '.';
     bar[30] = '\0';
     fprintf(stderr, "\r  %-20s [%s] %lld/%lld ", what, bar, (long long)done, (long long)total);
     fflush(stderr);
@@ -173,14 +183,14 @@ static void rig__print_decode(const struct rig_bench_report *r)
 {
     if (r->decode_count == 0) return;
     printf("decode step (model forward, one token per request)\n");
-    printf("  %6s %8s %10s %10s %10s %8s\n", "batch", "context", "eager_ms", "graph_ms",
-           "floor_ms", "x_floor");
+    printf("  %6s %8s %10s %10s %10s %8s\n", "batch", "context", "eager_ms", "graph_ms", "floor_ms",
+           "x_floor");
     for (int32_t i = 0; i < r->decode_count; i++) {
         const struct rig_bench_decode_row *d = &r->decode[i];
         char graph[16] = "-";
         if (d->graph_ns >= 0) snprintf(graph, sizeof graph, "%.4f", d->graph_ns * 1e-6);
-        printf("  %6d %8d %10.4f %10s %10.4f %8.2f\n", d->batch, d->context,
-               d->eager_ns * 1e-6, graph, d->floor_ns * 1e-6, d->ratio);
+        printf("  %6d %8d %10.4f %10s %10.4f %8.2f\n", d->batch, d->context, d->eager_ns * 1e-6,
+               graph, d->floor_ns * 1e-6, d->ratio);
     }
     printf("  floor = max((weights + KV read) / copy bandwidth, FLOPs / GEMM rate); x_floor "
            "= best time / floor\n\n");
@@ -190,8 +200,7 @@ static void rig__print_prefill(const struct rig_bench_report *r)
 {
     if (r->prefill_count == 0) return;
     printf("prefill (one request, model forward)\n");
-    printf("  %6s %7s %10s %10s %9s %6s\n", "chunk", "prefix", "ms", "floor_ms", "TFLOP/s",
-           "MFU");
+    printf("  %6s %7s %10s %10s %9s %6s\n", "chunk", "prefix", "ms", "floor_ms", "TFLOP/s", "MFU");
     for (int32_t i = 0; i < r->prefill_count; i++) {
         const struct rig_bench_prefill_row *p = &r->prefill[i];
         printf("  %6d %7d %10.3f %10.3f %9.1f %6.3f\n", p->chunk, p->prefix, p->ns * 1e-6,
@@ -204,14 +213,15 @@ static void rig__print_attention(const struct rig_bench_report *r)
 {
     if (r->attention_count == 0) return;
     printf("attention op (one layer)\n");
-    printf("  %-8s %6s %8s %10s %14s %9s\n", "op", "batch", "context", "us", "rate",
-           "of_floor");
+    printf("  %-8s %6s %8s %10s %14s %9s\n", "op", "batch", "context", "us", "rate", "of_floor");
     for (int32_t i = 0; i < r->attention_count; i++) {
         const struct rig_bench_attention_row *a = &r->attention[i];
         bool decode = strcmp(a->op, "decode") == 0;
         char rate[32];
-        if (decode) snprintf(rate, sizeof rate, "%.3f TB/s", a->bytes / a->ns * 1e-3);
-        else snprintf(rate, sizeof rate, "%.1f TFLOP/s", a->flops / a->ns * 1e-3);
+        if (decode)
+            snprintf(rate, sizeof rate, "%.3f TB/s", a->bytes / a->ns * 1e-3);
+        else
+            snprintf(rate, sizeof rate, "%.1f TFLOP/s", a->flops / a->ns * 1e-3);
         printf("  %-8s %6d %8d %10.2f %14s %9.3f\n", a->op, a->batch, a->context, a->ns * 1e-3,
                rate, a->ratio);
     }
@@ -219,13 +229,32 @@ static void rig__print_attention(const struct rig_bench_report *r)
            " / GEMM rate\n\n");
 }
 
+static void rig__print_ops(const struct rig_bench_report *r)
+{
+    if (r->op_count == 0) return;
+    printf("decode step taken apart (each op alone, replayed, context %d)\n", r->ops[0].context);
+    printf("  %-18s %6s %6s %10s %11s %7s\n", "op", "batch", "count", "us", "us/step", "share");
+    double step = 0.0;
+    for (int32_t i = 0; i < r->op_count; i++) {
+        const struct rig_bench_op_row *p = &r->ops[i];
+        step += p->ns * p->count;
+        printf("  %-18s %6d %6d %10.2f %11.1f %6.1f%%\n", p->op, p->batch, p->count, p->ns * 1e-3,
+               p->ns * p->count * 1e-3, 100.0 * p->share);
+        if (i + 1 == r->op_count || r->ops[i + 1].batch != p->batch) {
+            printf("  %-18s %6d %6s %10s %11.1f\n", "sum", p->batch, "", "", step * 1e-3);
+            step = 0.0;
+        }
+    }
+    printf("  us: one issue inside a graph of 20 issues; share: count x us / the step's sum\n\n");
+}
+
 static void rig__print_serving(const struct rig_bench_report *r)
 {
     if (r->serving_count == 0) return;
     printf("serving (scheduler + model; sglang.bench_serving metrics, ms)\n");
     printf("  %-19s %6s %5s %8s %9s %9s %8s %8s %7s %7s %7s %8s %9s %6s %6s\n", "run", "rate",
-           "reqs", "dur_s", "out_tok/s", "tot_tok/s", "ttft_p50", "ttft_p99", "tpot_50",
-           "tpot_99", "itl_p99", "e2e_p50", "e2e_p99", "floor", "idle");
+           "reqs", "dur_s", "out_tok/s", "tot_tok/s", "ttft_p50", "ttft_p99", "tpot_50", "tpot_99",
+           "itl_p99", "e2e_p50", "e2e_p99", "floor", "idle");
     for (int32_t i = 0; i < r->serving_count; i++) {
         const struct rig_bench_serving_row *s = &r->serving[i];
         const struct rig_metrics *m = &s->metrics;
@@ -233,10 +262,11 @@ static void rig__print_serving(const struct rig_bench_report *r)
         snprintf(rate, sizeof rate, isinf(s->rate) ? "inf" : "%.4g", s->rate);
         snprintf(floor, sizeof floor, s->floor_s > 0 ? "%.3f" : "-", s->floor_ratio);
         printf("  %-19s %6s %5d %8.3f %9.0f %9.0f %8.1f %8.1f %7.2f %7.2f %7.2f %8.0f %9.0f %6s "
-               "%5.1f%%\n", s->name, rate, s->requests, m->duration_s, m->output_throughput,
-               m->total_throughput, m->ttft.median * 1e3, m->ttft.p99 * 1e3,
-               m->tpot.median * 1e3, m->tpot.p99 * 1e3, m->itl.p99 * 1e3, m->e2e.median * 1e3,
-               m->e2e.p99 * 1e3, floor, 100.0 * s->idle_fraction);
+               "%5.1f%%\n",
+               s->name, rate, s->requests, m->duration_s, m->output_throughput, m->total_throughput,
+               m->ttft.median * 1e3, m->ttft.p99 * 1e3, m->tpot.median * 1e3, m->tpot.p99 * 1e3,
+               m->itl.p99 * 1e3, m->e2e.median * 1e3, m->e2e.p99 * 1e3, floor,
+               100.0 * s->idle_fraction);
     }
     printf("  floor: (decode steps x weights + KV bytes read) / bandwidth + prefill FLOPs / "
            "GEMM rate, over the duration\n  idle: device idle between consecutive decode "
@@ -255,8 +285,8 @@ static void rig__print_targets(const struct rig_bench_report *r)
     for (int32_t i = 0; i < r->decode_count; i++) {
         const struct rig_bench_decode_row *d = &r->decode[i];
         if (d->batch == 1 && d->context == 512)
-            printf("  decode batch 1, context 512 <= 1.5 x floor:        %6.2f x   %s\n",
-                   d->ratio, rig__verdict(d->ratio <= 1.5));
+            printf("  decode batch 1, context 512 <= 1.5 x floor:        %6.2f x   %s\n", d->ratio,
+                   rig__verdict(d->ratio <= 1.5));
     }
     for (int32_t i = 0; i < r->prefill_count; i++) {
         const struct rig_bench_prefill_row *p = &r->prefill[i];
@@ -274,8 +304,9 @@ static void rig__print_targets(const struct rig_bench_report *r)
         const struct rig_bench_serving_row *s = &r->serving[i];
         if (strcmp(s->name, "offline") == 0) {
             printf("  offline >= 75 %% of its floor:                     %6.1f %%   %s"
-                   "  (%.0f output tok/s)\n", 100.0 * s->floor_ratio,
-                   rig__verdict(s->floor_ratio >= 0.75), s->metrics.output_throughput);
+                   "  (%.0f output tok/s)\n",
+                   100.0 * s->floor_ratio, rig__verdict(s->floor_ratio >= 0.75),
+                   s->metrics.output_throughput);
             printf("  GPU idle between decode steps < 5 %% (overlap on):  %6.2f %%   %s\n",
                    100.0 * s->idle_fraction, rig__verdict(s->idle_fraction < 0.05));
         }
@@ -290,12 +321,12 @@ static void rig__print_report(const struct rig_bench_report *r)
     printf("============ rig bench: %s on %s (%s) ============\n", r->model, r->device,
            r->predicted ? "PREDICTED by the simulator's cost model, virtual clock"
                         : "measured, device events");
-    printf("rig %s, commit %s, backend %s\n\n", rig_version_string, rig_git_commit,
-           r->backend);
+    printf("rig %s, commit %s, backend %s\n\n", rig_version_string, rig_git_commit, r->backend);
     if (r->have_floors) rig__print_floors(r);
     rig__print_decode(r);
     rig__print_prefill(r);
     rig__print_attention(r);
+    rig__print_ops(r);
     rig__print_serving(r);
     rig__print_targets(r);
 }
@@ -305,18 +336,15 @@ int rig_cmd_bench(int argc, char **argv)
     struct rig__bench_args args;
     int exit_status = rig__parse(argc, argv, &args);
     if (exit_status >= 0) return exit_status;
-    if (args.options.out_dir != NULL && mkdir(args.options.out_dir, 0777) != 0 &&
-        errno != EEXIST) {
-        fprintf(stderr, "rig bench: cannot create %s: %s\n", args.options.out_dir,
-                strerror(errno));
+    if (args.options.out_dir != NULL && mkdir(args.options.out_dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "rig bench: cannot create %s: %s\n", args.options.out_dir, strerror(errno));
         return 1;
     }
     bool bar = isatty(STDERR_FILENO);
     if (bar) args.options.progress = rig__bar;
     static struct rig_bench_report report; /* ~30 KB: off the stack */
     char error[512] = "";
-    enum rig_status status = rig_bench_run(&args.options, args.kinds, &report, error,
-                                           sizeof error);
+    enum rig_status status = rig_bench_run(&args.options, args.kinds, &report, error, sizeof error);
     if (bar) fprintf(stderr, "\r%70s\r", "");
     rig__print_report(&report);
     exit_status = 0;
