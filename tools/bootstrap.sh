@@ -51,8 +51,12 @@ fi
 if [ ! -x build/venv/bin/python3 ]; then
     python3 -m venv --system-site-packages build/venv >/dev/null
 fi
+# pip trusts the system's certificate store (Debian's, with any local CA) rather than its own.
+if [ -z "${PIP_CERT:-}" ] && [ -f /etc/ssl/certs/ca-certificates.crt ]; then
+    export PIP_CERT=/etc/ssl/certs/ca-certificates.crt
+fi
 if ! build/venv/bin/python3 -c 'import tokenizers' 2>/dev/null; then
-    build/venv/bin/pip install -q tokenizers >/dev/null 2>&1 ||
+    build/venv/bin/pip install -q tokenizers==0.23.3 >/dev/null 2>&1 ||
         echo "bootstrap: could not install tokenizers (differential tests will skip)"
 fi
 export PATH="$PWD/build/venv/bin:$PATH"
