@@ -401,19 +401,17 @@ static enum rig_status rig__loop(struct rig__run *run, char *error, size_t error
 }
 
 static void rig__meta(const struct rig_scenario *s, const struct rig_engine_config *c,
-                      struct rig_results *r)
+                      struct rig_engine *engine, struct rig_results *r)
 {
     struct rig_results_meta *m = &r->meta;
     snprintf(m->scenario, sizeof m->scenario, "%s", s->name);
     snprintf(m->scenario_path, sizeof m->scenario_path, "%s", s->path);
     snprintf(m->backend, sizeof m->backend, "%s", c->backend);
-    if (s->backend == RIG_SCENARIO_BACKEND_SIM)
-        snprintf(m->device, sizeof m->device, "sim:%s%s",
-                 c->device.profile != NULL ? c->device.profile : "default",
-                 c->device.timing_only ? " (timing only)" : "");
-    else
-        snprintf(m->device, sizeof m->device, "cuda (%d GPU%s)", c->tp_size,
-                 c->tp_size > 1 ? "s" : "");
+    /* The device's own name ("sim:h100", "NVIDIA H100 80GB HBM3"), as the backend reports it. */
+    const struct rig_device_info *info =
+        rig_hal_device_info(rig_model_device(rig_engine_model(engine, 0)));
+    snprintf(m->device, sizeof m->device, "%s%s x%d", info->name,
+             info->timing_only ? " (timing only)" : "", c->tp_size);
     snprintf(m->model, sizeof m->model, "%s", c->model.name);
     snprintf(m->policy, sizeof m->policy, "%s", rig_policy_name(c->policy));
     snprintf(m->cache, sizeof m->cache, "%s", rig_cache_type_name(c->cache_type));
@@ -460,7 +458,7 @@ enum rig_status rig_scenario_run(const struct rig_scenario *scenario,
     if (status == RIG_OK)
         status = rig_engine_create(&config, &observer, &run.engine, error, error_len);
     if (status == RIG_OK) {
-        rig__meta(scenario, &config, results);
+        rig__meta(scenario, &config, run.engine, results);
         /* Scenario time 0 is when the engine is ready (weights loaded, graphs captured). */
         run.origin_ns = rig_engine_now_ns(run.engine);
         status = rig__loop(&run, error, error_len);
