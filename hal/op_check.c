@@ -172,7 +172,8 @@ static enum rig_status rig__check_cache(const char *op, const struct rig_tensor 
 {
     RIG__TRY(rig__tensor(op, "k_cache", k_cache, 3, RIG_DTYPE_BF16));
     RIG__TRY(rig__tensor(op, "v_cache", v_cache, 3, RIG_DTYPE_BF16));
-    for (int32_t d = 0; d < 3; d++) RIG__TRY(rig__dim(op, "v_cache", v_cache, d, k_cache->shape[d]));
+    for (int32_t d = 0; d < 3; d++)
+        RIG__TRY(rig__dim(op, "v_cache", v_cache, d, k_cache->shape[d]));
     RIG__TRY(rig__dim(op, "k_cache", k_cache, 1, heads_kv));
     RIG__TRY(rig__dim(op, "k_cache", k_cache, 2, head_dim));
     return RIG_OK;
@@ -298,7 +299,8 @@ static enum rig_status rig__check_copy(const struct rig_op_copy *p)
         return rig__fail(RIG_E_INVALID, op, "out/in", "missing data");
     if (p->in.ndim != p->out.ndim || p->in.ndim < 1 || p->in.ndim > RIG_TENSOR_DIMS_MAX)
         return rig__fail(RIG_E_SHAPE, op, "in", "rank differs from out");
-    for (int32_t d = 0; d < p->in.ndim; d++) RIG__TRY(rig__dim(op, "in", &p->in, d, p->out.shape[d]));
+    for (int32_t d = 0; d < p->in.ndim; d++)
+        RIG__TRY(rig__dim(op, "in", &p->in, d, p->out.shape[d]));
     bool float_pair = (p->in.dtype == RIG_DTYPE_BF16 || p->in.dtype == RIG_DTYPE_F32) &&
                       (p->out.dtype == RIG_DTYPE_BF16 || p->out.dtype == RIG_DTYPE_F32);
     if (p->in.dtype != p->out.dtype && !float_pair)
@@ -327,7 +329,8 @@ static enum rig_status rig__check_all_gather(const struct rig_op_all_gather *p)
     if (p->out.ndim != p->in.ndim + 1)
         return rig__fail(RIG_E_SHAPE, op, "out", "must be [ranks, ...in shape]");
     RIG__TRY(rig__dim(op, "out", &p->out, 0, p->comm->size));
-    for (int32_t d = 0; d < p->in.ndim; d++) RIG__TRY(rig__dim(op, "out", &p->out, d + 1, p->in.shape[d]));
+    for (int32_t d = 0; d < p->in.ndim; d++)
+        RIG__TRY(rig__dim(op, "out", &p->out, d + 1, p->in.shape[d]));
     return RIG_OK;
 }
 

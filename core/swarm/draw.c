@@ -167,7 +167,8 @@ void rig_swarm_describe(const struct rig_swarm_case *c, char *out, size_t len)
              "vocab%d tp%d ps%d pages%d rows%d seq%d budget%d %s %s overlap=%d graphs=%d(%d) "
              "requests=%d/%d fail_alloc_at=%lld stall=%lld",
              c->vocab_size, c->tp_size, c->page_size, c->num_pages, c->max_running_req,
-             c->max_seq_len,             c->prefill_budget, rig_policy_name(c->policy), rig_cache_type_name(c->cache),
+             c->max_seq_len, c->prefill_budget, rig_policy_name(c->policy),
+             rig_cache_type_name(c->cache),
              c->overlap, c->graphs, c->graph_max_bs, c->request_count, c->max_requests,
              (long long)c->fail_alloc_at, (long long)c->stall_op_at);
 }
