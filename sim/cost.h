@@ -6,8 +6,8 @@
  * decode attention, elementwise, copy) and floor min_kernel_ns (graph nodes: graph_node_ns).
  * FLOPs and bytes come from the op's shapes; attention reads the per-request lengths
  * (kv_len, cu_q) from their tensors, which are host memory on the simulator (METADATA
- * buffers, real even in timing-only mode). Copies over PCIe cost latency + bytes / bandwidth; collectives use the ring formulas of nccl-tests' "bus
- * bandwidth". Results are integer nanoseconds, rounded up, a pure function of the profile
+ * buffers, real even in timing-only mode). Copies over PCIe cost latency + bytes /
+ * bandwidth; collectives use the ring formulas of nccl-tests' "bus bandwidth". Results are integer nanoseconds, rounded up, a pure function of the profile
  * and the op (determinism). Thread safety: pure functions.
  */
 #ifndef RIG_SIM_COST_H
