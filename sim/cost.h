@@ -7,8 +7,9 @@
  * FLOPs and bytes come from the op's shapes; attention reads the per-request lengths
  * (kv_len, cu_q) from their tensors, which are host memory on the simulator (METADATA
  * buffers, real even in timing-only mode). Copies over PCIe cost latency + bytes /
- * bandwidth; collectives use the ring formulas of nccl-tests' "bus bandwidth". Results are integer nanoseconds, rounded up, a pure function of the profile
- * and the op (determinism). Thread safety: pure functions.
+ * bandwidth; collectives use the ring formulas of nccl-tests' "bus bandwidth". Results
+ * are integer nanoseconds, rounded up, a pure function of the profile and the op
+ * (determinism). Thread safety: pure functions.
  */
 #ifndef RIG_SIM_COST_H
 #define RIG_SIM_COST_H
