@@ -82,6 +82,7 @@ static struct rig_sim_work rig__work_gemm(const struct rig_op_gemm *p)
     double m = (double)p->a.shape[0], k = (double)p->a.shape[1], n = (double)p->b.shape[0];
     struct rig_sim_work work = {.op_class = RIG_SIM_OP_CLASS_GEMM};
     work.blocks = ceil(m / RIG__GEMM_TILE) * ceil(n / RIG__GEMM_TILE);
+    work.depth = k;
     work.flops = 2.0 * m * n * k;
     work.bytes = rig__bytes(&p->a) + rig__bytes(&p->b) + rig__bytes(&p->out);
     if (p->bias.data != NULL) work.bytes += rig__bytes(&p->bias);
@@ -186,15 +187,18 @@ static double rig__occupancy(const struct rig_sim_profile *profile,
 }
 
 /* The roofline time of `work`, never less than `floor_ns`. GEMMs use
- * gemm_compute_efficiency for FLOPs and efficiency[GEMM] for bytes; both scale by the
- * occupancy. */
+ * gemm_compute_efficiency x K / (K + gemm_k_half) for FLOPs and efficiency[GEMM] for bytes;
+ * both scale by the occupancy. */
 static int64_t rig__roofline_ns(const struct rig_sim_profile *profile,
                                 const struct rig_sim_work *work, int64_t floor_ns)
 {
     double efficiency = profile->efficiency[work->op_class];
     RIG_ASSERT(efficiency > 0 && efficiency <= 1);
-    double compute_efficiency =
-        work->op_class == RIG_SIM_OP_CLASS_GEMM ? profile->gemm_compute_efficiency : efficiency;
+    double compute_efficiency = efficiency;
+    if (work->op_class == RIG_SIM_OP_CLASS_GEMM) { /* a tile's prologue and epilogue over K */
+        double k = work->depth > 1 ? work->depth : 1;
+        compute_efficiency = profile->gemm_compute_efficiency * k / (k + profile->gemm_k_half);
+    }
     double occupancy = rig__occupancy(profile, work);
     double compute_s = work->flops / (profile->peak_bf16_flops * compute_efficiency * occupancy);
     double memory_s = work->bytes / (profile->hbm_bytes_per_s * efficiency * occupancy);
@@ -260,7 +264,7 @@ int64_t rig_sim_cost_copy_ns(const struct rig_sim_profile *profile, enum rig_cop
     case RIG_COPY_DEVICE_TO_HOST:
         return profile->d2h_latency_ns + rig__ceil_ns((double)bytes / profile->d2h_bytes_per_s);
     case RIG_COPY_DEVICE_TO_DEVICE: {
-        struct rig_sim_work work = {0, 2.0 * (double)bytes, RIG_SIM_OP_CLASS_COPY, 0};
+        struct rig_sim_work work = {0, 2.0 * (double)bytes, RIG_SIM_OP_CLASS_COPY, 0, 0};
         return rig__roofline_ns(profile, &work, profile->min_kernel_ns);
     }
     }
@@ -270,6 +274,6 @@ int64_t rig_sim_cost_copy_ns(const struct rig_sim_profile *profile, enum rig_cop
 int64_t rig_sim_cost_fill_ns(const struct rig_sim_profile *profile, size_t bytes)
 {
     RIG_ASSERT(profile != NULL);
-    struct rig_sim_work work = {0, (double)bytes, RIG_SIM_OP_CLASS_COPY, 0};
+    struct rig_sim_work work = {0, (double)bytes, RIG_SIM_OP_CLASS_COPY, 0, 0};
     return rig__roofline_ns(profile, &work, profile->min_kernel_ns);
 }

@@ -67,6 +67,7 @@ static const struct rig__key rig__keys[] = {
     {"all_gather_bytes_per_s", RIG__KEY_RATE, RIG__AT(all_gather_bytes_per_s)},
     {"all_gather_latency_ns", RIG__KEY_COUNT, RIG__AT(all_gather_latency_ns)},
     {"gemm_compute_efficiency", RIG__KEY_FRACTION, RIG__AT(gemm_compute_efficiency)},
+    {"gemm_k_half", RIG__KEY_COUNT, RIG__AT(gemm_k_half)},
     {"gemm_latency_ns", RIG__KEY_COUNT, RIG__LATENCY(RIG_SIM_OP_CLASS_GEMM)},
     {"attention_latency_ns", RIG__KEY_COUNT, RIG__LATENCY(RIG_SIM_OP_CLASS_ATTENTION)},
     {"decode_attention_latency_ns", RIG__KEY_COUNT,

@@ -125,13 +125,14 @@ static void test_eager_kernel_times(void **state)
     char *b = f.base;
     struct rig_op op = rig__gemm_op(b, b + (64 << 20), b + (128 << 20), 512, 4096, 4096);
     int64_t cost = rig_sim_cost_op_ns(&p, &op, 1);
-    /* compute bound: the GEMM latency, FLOPs at gemm_compute_efficiency scaled by the
-     * occupancy of 4 x 32 output tiles, and the eager launch over a graph node */
+    /* compute bound: the GEMM latency, FLOPs at gemm_compute_efficiency x K / (K + k_half)
+     * scaled by the occupancy of 4 x 32 output tiles, and the eager launch over a node */
     double occupancy = 1.0, full = (double)p.full_blocks[RIG_SIM_OP_CLASS_GEMM];
     if (full > 4 * 32)
         occupancy = pow(4 * 32 / full, p.occupancy_exponent[RIG_SIM_OP_CLASS_GEMM]);
     double flops = 2.0 * 512 * 4096 * 4096;
-    double rate = p.peak_bf16_flops * p.gemm_compute_efficiency * occupancy;
+    double rate = p.peak_bf16_flops * p.gemm_compute_efficiency * occupancy * 4096.0 /
+                  (4096.0 + (double)p.gemm_k_half);
     int64_t expected = p.latency_ns[RIG_SIM_OP_CLASS_GEMM] + p.min_kernel_ns -
                        p.graph_node_ns + (int64_t)(flops / rate * 1e9);
     assert_true(cost >= expected && cost <= expected + 1);

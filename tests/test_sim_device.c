@@ -511,7 +511,7 @@ static const char *const rig__profile_lines[] = {
     "gemm_compute_efficiency: 0.7\n", "gemm_latency_ns: 0\n", "attention_latency_ns: 0\n",
     "decode_attention_latency_ns: 0\n", "elementwise_latency_ns: 0\n", "copy_latency_ns: 0\n",
     "gemm_full_blocks: 0\n", "gemm_occupancy_exponent: 1\n", "attention_full_blocks: 0\n",
-    "attention_occupancy_exponent: 1\n", "decode_attention_full_blocks: 0\n",
+    "attention_occupancy_exponent: 1\n", "decode_attention_full_blocks: 0\n", "gemm_k_half: 0\n",
     "decode_attention_occupancy_exponent: 1\n",
 };
 
