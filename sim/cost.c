@@ -21,6 +21,11 @@ static int32_t rig__i32(const struct rig_tensor *t, int64_t i)
     return value;
 }
 
+/* Output tile edge of a GEMM and packed query rows per block of prefill attention (rig's
+ * CUDA kernels; cuBLAS tiles are of this order): they give an op's thread-block count. */
+#define RIG__GEMM_TILE    128.0
+#define RIG__PREFILL_ROWS 64.0
+
 static int64_t rig__ceil_ns(double seconds)
 {
     double ns = ceil(seconds * 1e9);
@@ -33,18 +38,21 @@ static int64_t rig__ceil_ns(double seconds)
  * its kv_len positions of K and V once. */
 static struct rig_sim_work rig__work_prefill(const struct rig_op_attention_prefill *p)
 {
-    double pairs = 0, kv_positions = 0;
+    double pairs = 0, kv_positions = 0, tiles = 0;
     int64_t requests = p->table_idx.shape[0];
+    double group = (double)p->q.shape[1] / (double)p->k_cache.shape[1];
     for (int64_t r = 0; r < requests; r++) {
         double q_len = (double)(rig__i32(&p->cu_q, r + 1) - rig__i32(&p->cu_q, r));
         double kv_len = (double)rig__i32(&p->kv_len, r);
         RIG_ASSERT(q_len >= 0 && kv_len >= q_len);
         pairs += q_len * (kv_len - q_len) + q_len * (q_len + 1) / 2;
         kv_positions += kv_len;
+        tiles += ceil(q_len * group / RIG__PREFILL_ROWS); /* GQA: a block packs the group */
     }
     double heads_q = (double)p->q.shape[1], heads_kv = (double)p->k_cache.shape[1];
     double dim = (double)p->q.shape[2];
     struct rig_sim_work work = {.op_class = RIG_SIM_OP_CLASS_ATTENTION};
+    work.blocks = tiles * heads_kv;
     work.flops = 4.0 * pairs * heads_q * dim; /* QK^T and PV, 2 FLOPs per MAC each */
     work.bytes =
         rig__bytes(&p->q) + rig__bytes(&p->out) + kv_positions * (2.0 * heads_kv * dim * 2.0 + 4.0);
@@ -62,6 +70,7 @@ static struct rig_sim_work rig__work_decode(const struct rig_op_attention_decode
     double heads_q = (double)p->q.shape[1], heads_kv = (double)p->k_cache.shape[1];
     double dim = (double)p->q.shape[2];
     struct rig_sim_work work = {.op_class = RIG_SIM_OP_CLASS_DECODE_ATTENTION};
+    work.blocks = (double)p->table_idx.shape[0] * heads_kv;
     work.flops = 4.0 * kv_positions * heads_q * dim;
     work.bytes =
         rig__bytes(&p->q) + rig__bytes(&p->out) + kv_positions * (2.0 * heads_kv * dim * 2.0 + 4.0);
@@ -72,6 +81,8 @@ static struct rig_sim_work rig__work_gemm(const struct rig_op_gemm *p)
 {
     double m = (double)p->a.shape[0], k = (double)p->a.shape[1], n = (double)p->b.shape[0];
     struct rig_sim_work work = {.op_class = RIG_SIM_OP_CLASS_GEMM};
+    work.blocks = ceil(m / RIG__GEMM_TILE) * ceil(n / RIG__GEMM_TILE);
+    work.depth = k;
     work.flops = 2.0 * m * n * k;
     work.bytes = rig__bytes(&p->a) + rig__bytes(&p->b) + rig__bytes(&p->out);
     if (p->bias.data != NULL) work.bytes += rig__bytes(&p->bias);
@@ -158,14 +169,39 @@ struct rig_sim_work rig_sim_cost_work(const struct rig_op *op)
     }
 }
 
-/* The roofline time of `work`, never less than `floor_ns`. */
+/* An op whose kernel launches fewer thread blocks than fill the GPU (profile full_blocks)
+ * reaches a smaller fraction of peak: eff x (blocks / full)^exponent. Fitted to rig's
+ * kernels on the H100 (docs/simulator.md, "Calibration"); the block counts follow their
+ * tiling (RIG__GEMM_TILE, RIG__PREFILL_ROWS below). */
+static double rig__occupancy(const struct rig_sim_profile *profile,
+                             const struct rig_sim_work *work)
+{
+    enum rig_sim_op_class c = work->op_class;
+    if (c != RIG_SIM_OP_CLASS_GEMM && c != RIG_SIM_OP_CLASS_ATTENTION &&
+        c != RIG_SIM_OP_CLASS_DECODE_ATTENTION)
+        return 1.0;
+    double full = (double)profile->full_blocks[c];
+    if (full <= 0 || work->blocks >= full) return 1.0;
+    double blocks = work->blocks > 1 ? work->blocks : 1;
+    return pow(blocks / full, profile->occupancy_exponent[c]);
+}
+
+/* The roofline time of `work`, never less than `floor_ns`. GEMMs use
+ * gemm_compute_efficiency x K / (K + gemm_k_half) for FLOPs and efficiency[GEMM] for bytes;
+ * both scale by the occupancy. */
 static int64_t rig__roofline_ns(const struct rig_sim_profile *profile,
                                 const struct rig_sim_work *work, int64_t floor_ns)
 {
     double efficiency = profile->efficiency[work->op_class];
     RIG_ASSERT(efficiency > 0 && efficiency <= 1);
-    double compute_s = work->flops / (profile->peak_bf16_flops * efficiency);
-    double memory_s = work->bytes / (profile->hbm_bytes_per_s * efficiency);
+    double compute_efficiency = efficiency;
+    if (work->op_class == RIG_SIM_OP_CLASS_GEMM) { /* a tile's prologue and epilogue over K */
+        double k = work->depth > 1 ? work->depth : 1;
+        compute_efficiency = profile->gemm_compute_efficiency * k / (k + profile->gemm_k_half);
+    }
+    double occupancy = rig__occupancy(profile, work);
+    double compute_s = work->flops / (profile->peak_bf16_flops * compute_efficiency * occupancy);
+    double memory_s = work->bytes / (profile->hbm_bytes_per_s * efficiency * occupancy);
     int64_t ns = rig__ceil_ns(compute_s > memory_s ? compute_s : memory_s);
     return ns > floor_ns ? ns : floor_ns;
 }
@@ -183,8 +219,10 @@ int64_t rig_sim_cost_collective_ns(const struct rig_sim_profile *profile, enum r
            rig__ceil_ns(share * bytes / profile->all_gather_bytes_per_s);
 }
 
+/* A kernel of rig's: its class's fixed latency plus the roofline, at least the shortest
+ * graph node. Collectives: the transfer formula. */
 static int64_t rig__op_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
-                          int32_t ranks, int64_t floor_ns)
+                          int32_t ranks)
 {
     RIG_ASSERT(profile != NULL && op != NULL);
     if (op->kind == RIG_OP_ALL_REDUCE)
@@ -194,19 +232,26 @@ static int64_t rig__op_ns(const struct rig_sim_profile *profile, const struct ri
         return rig_sim_cost_collective_ns(profile, op->kind, rig__bytes(&op->u.all_gather.out),
                                           ranks);
     struct rig_sim_work work = rig_sim_cost_work(op);
-    return rig__roofline_ns(profile, &work, floor_ns);
+    int64_t ns = profile->latency_ns[work.op_class] + rig__roofline_ns(profile, &work, 0);
+    return ns > profile->graph_node_ns ? ns : profile->graph_node_ns;
 }
 
+/* Eagerly launched, a kernel also pays the per-launch processing a graph node skips: the
+ * measured difference of the two shortest kernels, min_kernel_ns - graph_node_ns. */
 int64_t rig_sim_cost_op_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
                            int32_t ranks)
 {
-    return rig__op_ns(profile, op, ranks, profile->min_kernel_ns);
+    int64_t ns = rig__op_ns(profile, op, ranks);
+    if (op->kind == RIG_OP_ALL_REDUCE || op->kind == RIG_OP_ALL_GATHER) return ns;
+    int64_t launch = profile->min_kernel_ns - profile->graph_node_ns;
+    ns += launch > 0 ? launch : 0;
+    return ns > profile->min_kernel_ns ? ns : profile->min_kernel_ns;
 }
 
 int64_t rig_sim_cost_node_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
                              int32_t ranks)
 {
-    return rig__op_ns(profile, op, ranks, profile->graph_node_ns);
+    return rig__op_ns(profile, op, ranks);
 }
 
 int64_t rig_sim_cost_copy_ns(const struct rig_sim_profile *profile, enum rig_copy_kind kind,
@@ -219,7 +264,7 @@ int64_t rig_sim_cost_copy_ns(const struct rig_sim_profile *profile, enum rig_cop
     case RIG_COPY_DEVICE_TO_HOST:
         return profile->d2h_latency_ns + rig__ceil_ns((double)bytes / profile->d2h_bytes_per_s);
     case RIG_COPY_DEVICE_TO_DEVICE: {
-        struct rig_sim_work work = {0, 2.0 * (double)bytes, RIG_SIM_OP_CLASS_COPY};
+        struct rig_sim_work work = {0, 2.0 * (double)bytes, RIG_SIM_OP_CLASS_COPY, 0, 0};
         return rig__roofline_ns(profile, &work, profile->min_kernel_ns);
     }
     }
@@ -229,6 +274,6 @@ int64_t rig_sim_cost_copy_ns(const struct rig_sim_profile *profile, enum rig_cop
 int64_t rig_sim_cost_fill_ns(const struct rig_sim_profile *profile, size_t bytes)
 {
     RIG_ASSERT(profile != NULL);
-    struct rig_sim_work work = {0, (double)bytes, RIG_SIM_OP_CLASS_COPY};
+    struct rig_sim_work work = {0, (double)bytes, RIG_SIM_OP_CLASS_COPY, 0, 0};
     return rig__roofline_ns(profile, &work, profile->min_kernel_ns);
 }

@@ -22,6 +22,8 @@ struct rig_sim_work {
     double flops;
     double bytes;
     enum rig_sim_op_class op_class;
+    double blocks; /* thread blocks the op's kernel would launch (0: not modelled) */
+    double depth;  /* GEMM: the reduction length K (0 for other ops) */
 };
 
 /* FLOPs, bytes and class of a validated, non-collective op. Attention ops read kv_len and

@@ -35,6 +35,12 @@ struct rig__key {
 #define RIG__AT(field) offsetof(struct rig_sim_profile, field)
 #define RIG__EFF(class)                                                                            \
     (offsetof(struct rig_sim_profile, efficiency) + (size_t)(class) * sizeof(double))
+#define RIG__LATENCY(class)                                                                        \
+    (offsetof(struct rig_sim_profile, latency_ns) + (size_t)(class) * sizeof(int64_t))
+#define RIG__BLOCKS(class)                                                                         \
+    (offsetof(struct rig_sim_profile, full_blocks) + (size_t)(class) * sizeof(int64_t))
+#define RIG__EXPONENT(class)                                                                       \
+    (offsetof(struct rig_sim_profile, occupancy_exponent) + (size_t)(class) * sizeof(double))
 
 static const struct rig__key rig__keys[] = {
     {"name", RIG__KEY_NAME, RIG__AT(name)},
@@ -60,6 +66,23 @@ static const struct rig__key rig__keys[] = {
     {"all_reduce_latency_ns", RIG__KEY_COUNT, RIG__AT(all_reduce_latency_ns)},
     {"all_gather_bytes_per_s", RIG__KEY_RATE, RIG__AT(all_gather_bytes_per_s)},
     {"all_gather_latency_ns", RIG__KEY_COUNT, RIG__AT(all_gather_latency_ns)},
+    {"gemm_compute_efficiency", RIG__KEY_FRACTION, RIG__AT(gemm_compute_efficiency)},
+    {"gemm_k_half", RIG__KEY_COUNT, RIG__AT(gemm_k_half)},
+    {"gemm_latency_ns", RIG__KEY_COUNT, RIG__LATENCY(RIG_SIM_OP_CLASS_GEMM)},
+    {"attention_latency_ns", RIG__KEY_COUNT, RIG__LATENCY(RIG_SIM_OP_CLASS_ATTENTION)},
+    {"decode_attention_latency_ns", RIG__KEY_COUNT,
+     RIG__LATENCY(RIG_SIM_OP_CLASS_DECODE_ATTENTION)},
+    {"elementwise_latency_ns", RIG__KEY_COUNT, RIG__LATENCY(RIG_SIM_OP_CLASS_ELEMENTWISE)},
+    {"copy_latency_ns", RIG__KEY_COUNT, RIG__LATENCY(RIG_SIM_OP_CLASS_COPY)},
+    {"gemm_full_blocks", RIG__KEY_COUNT, RIG__BLOCKS(RIG_SIM_OP_CLASS_GEMM)},
+    {"gemm_occupancy_exponent", RIG__KEY_FRACTION, RIG__EXPONENT(RIG_SIM_OP_CLASS_GEMM)},
+    {"attention_full_blocks", RIG__KEY_COUNT, RIG__BLOCKS(RIG_SIM_OP_CLASS_ATTENTION)},
+    {"attention_occupancy_exponent", RIG__KEY_FRACTION,
+     RIG__EXPONENT(RIG_SIM_OP_CLASS_ATTENTION)},
+    {"decode_attention_full_blocks", RIG__KEY_COUNT,
+     RIG__BLOCKS(RIG_SIM_OP_CLASS_DECODE_ATTENTION)},
+    {"decode_attention_occupancy_exponent", RIG__KEY_FRACTION,
+     RIG__EXPONENT(RIG_SIM_OP_CLASS_DECODE_ATTENTION)},
 };
 #define RIG__KEY_COUNT_ALL ((int32_t)RIG_ARRAY_LEN(rig__keys))
 _Static_assert(RIG_ARRAY_LEN(rig__keys) < 64, "seen-keys mask is a uint64_t");

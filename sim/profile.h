@@ -38,6 +38,13 @@ struct rig_sim_profile {
     double peak_bf16_flops;                    /* dense bf16 tensor-core FLOP/s */
     double hbm_bytes_per_s;                    /* HBM bandwidth */
     double efficiency[RIG_SIM_OP_CLASS_COUNT]; /* (0, 1] achievable fraction */
+    double gemm_compute_efficiency;            /* (0, 1] GEMM FLOP term; efficiency[GEMM]: bytes */
+    int64_t gemm_k_half; /* GEMM FLOP term x K / (K + this): short reductions run slower */
+    int64_t latency_ns[RIG_SIM_OP_CLASS_COUNT]; /* fixed time per op, added to its roofline */
+    /* Occupancy (gemm, attention, decode attention; 0 for the others): an op with fewer
+     * thread blocks than full_blocks runs at eff x (blocks / full_blocks)^exponent. */
+    int64_t full_blocks[RIG_SIM_OP_CLASS_COUNT]; /* 0: no occupancy term */
+    double occupancy_exponent[RIG_SIM_OP_CLASS_COUNT]; /* (0, 1] */
     int64_t kernel_launch_host_ns;             /* host CPU time per kernel launch */
     int64_t kernel_launch_latency_ns;          /* launch call to earliest start */
     int64_t graph_launch_host_ns;              /* host CPU time per graph launch */

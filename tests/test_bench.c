@@ -107,7 +107,7 @@ static void test_floors_follow_profile(void **state)
     assert_true(fabs(f->bandwidth - 2.0 * (double)f->copy_bytes / (f->copy_ns * 1e-9)) <
                 1e-6 * f->bandwidth);
     assert_true(f->gemm_flops > 0.1 * p.peak_bf16_flops);
-    assert_true(f->gemm_flops <= p.peak_bf16_flops * p.efficiency[RIG_SIM_OP_CLASS_GEMM]);
+    assert_true(f->gemm_flops <= p.peak_bf16_flops * p.gemm_compute_efficiency);
     assert_true(rig__report.predicted);
     assert_string_equal(rig__report.backend, "sim");
     assert_int_equal(f->gemm_size, 1024);
@@ -142,7 +142,7 @@ static void test_steps_no_faster_than_floor(void **state)
     assert_string_equal(rig__report.attention[0].op, "decode");
     assert_string_equal(rig__report.attention[1].op, "prefill");
     for (int32_t i = 0; i < 2; i++)
-        assert_true(rig__report.attention[i].ratio > 0.2 && rig__report.attention[i].ratio <= 1.0);
+        assert_true(rig__report.attention[i].ratio > 0.1 && rig__report.attention[i].ratio <= 1.0);
 }
 
 /* Every op of a decode step timed alone: the per-batch shares sum to 1, and on the simulator

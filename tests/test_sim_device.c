@@ -508,6 +508,11 @@ static const char *const rig__profile_lines[] = {
     "all_reduce_latency_ns: 12000\n",
     "all_gather_bytes_per_s: 3.5e11\n",
     "all_gather_latency_ns: 10000\n", "decode_attention_efficiency: 0.75\n",
+    "gemm_compute_efficiency: 0.7\n", "gemm_latency_ns: 0\n", "attention_latency_ns: 0\n",
+    "decode_attention_latency_ns: 0\n", "elementwise_latency_ns: 0\n", "copy_latency_ns: 0\n",
+    "gemm_full_blocks: 0\n", "gemm_occupancy_exponent: 1\n", "attention_full_blocks: 0\n",
+    "attention_occupancy_exponent: 1\n", "decode_attention_full_blocks: 0\n", "gemm_k_half: 0\n",
+    "decode_attention_occupancy_exponent: 1\n",
 };
 
 /* The profile with line `skip` left out (-1: none) and `extra` inserted before line `at`. */
@@ -547,6 +552,10 @@ static void test_profile_errors(void **state)
     rig__profile_text(text, sizeof text, 4, 4, "gemm_efficiency: 1.5\n");
     assert_int_equal(rig__parse(text, error), RIG_E_RANGE);
     assert_string_equal(error, "t.yaml:5:18: key 'gemm_efficiency': 1.5 must be in (0, 1]");
+    rig__profile_text(text, sizeof text, 29, 29, "gemm_occupancy_exponent: 0\n");
+    assert_int_equal(rig__parse(text, error), RIG_E_RANGE);
+    assert_string_equal(error,
+                        "t.yaml:30:26: key 'gemm_occupancy_exponent': 0 must be in (0, 1]");
     rig__profile_text(text, sizeof text, 8, 8, "kernel_launch_host_ns: 2.5\n");
     assert_int_equal(rig__parse(text, error), RIG_E_RANGE);
     assert_non_null(strstr(error, "t.yaml:9:24: key 'kernel_launch_host_ns'"));
