@@ -64,7 +64,11 @@ MODELS = {
 
 def build(name, seed, attn):
     config_class, kwargs, _ = MODELS[name]
-    config = config_class(**kwargs)
+    return build_from_config(config_class(**kwargs), seed, attn)
+
+
+def build_from_config(config, seed, attn):
+    """The seeded bf16 model of `config` (also used by tools/gpu/hf_check.py)."""
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config, attn_implementation=attn)
     generator = torch.Generator().manual_seed(seed + 1)

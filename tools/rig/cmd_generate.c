@@ -6,11 +6,16 @@
  * Output: one line per prompt with its generated ids, space separated; with --json one
  * object per line: {"index", "prompt_len", "ids", "finish_reason"}.
  *
- * --logits-out FILE writes the logits of the first forward step (the prefill), last
- * position of each prompt: float32 little-endian, row-major [prompts, vocab_size], row i
- * for the i-th --prompt-ids, the full vocabulary (no TP padding). Reading them needs the
- * batch's results settled before the next forward, so overlap scheduling is turned off
- * for that run (the tokens do not change: they never depend on overlap).
+ * --prefill-budget N and --max-running N replace the raised limits: prompts longer than N
+ * are prefilled in chunks, and prompts admitted after an earlier one's prompt completed
+ * find its prefix in the radix cache (--json reports each prompt's cached_len).
+ *
+ * --logits-out FILE writes, for each prompt, the logits at its last prompt position (those
+ * of the step that completed its prefill, whether that was the first step, a chunk or a
+ * prefix-cache hit): float32 little-endian, row-major [prompts, vocab_size], row i for the
+ * i-th --prompt-ids, the full vocabulary (no TP padding). Reading them needs each batch's
+ * results settled before the next forward, so overlap scheduling is turned off for that
+ * run (the tokens do not change: they never depend on overlap).
  *
  * Exit status: 0 success, 1 a run error or a rejected prompt, 2 a usage error.
  */
@@ -45,6 +50,8 @@ struct rig__generate_args {
     int32_t stop_count;
     const char *logits_out;
     bool json;
+    int32_t prefill_budget;                    /* 0: raised to fit every prompt */
+    int32_t max_running;                       /* 0: raised to the prompt count */
 };
 
 /* What the observer collects, per prompt (uid = index + 1). */
@@ -53,8 +60,11 @@ struct rig__generate_state {
     int32_t output_len[RIG__PROMPTS_MAX];
     enum rig_request_end reason[RIG__PROMPTS_MAX];
     bool ended[RIG__PROMPTS_MAX];
-    int32_t first_batch_size;            /* requests in the first forward; -1 before it */
+    int32_t cached_len[RIG__PROMPTS_MAX];
     int32_t capacity;                    /* max_tokens */
+    uint64_t step_uids[RIG__PROMPTS_MAX]; /* (step_size) the last step's requests, batch order */
+    int32_t step_size;
+    bool first_token[RIG__PROMPTS_MAX];  /* got its first token in the last step */
 };
 
 static void rig__generate_usage(FILE *out)
@@ -81,7 +91,11 @@ static void rig__generate_usage(FILE *out)
             "  --stop-token-ids IDS comma-separated ids that end a request (at most %d)\n"
             "  --logits-out FILE    first step's last-position logits: float32 little-endian\n"
             "                       [prompts, vocab] (see docs/model.md)\n"
-            "  --json               one JSON object per prompt: ids and finish reason\n",
+            "  --json               one JSON object per prompt: ids, finish reason, cached_len\n"
+            "  --prefill-budget N   tokens per prefill batch (default: all prompts at once;\n"
+            "                       smaller: chunked prefill)\n"
+            "  --max-running N      requests running at once (default: all prompts; 1: one\n"
+            "                       after another, so shared prefixes hit the radix cache)\n",
             RIG__PROMPTS_MAX, RIG_STOP_TOKENS_MAX);
 }
 
@@ -121,6 +135,12 @@ static bool rig__generate_option(struct rig__generate_args *a, const char *arg,
     else if (strcmp(arg, "--tp") == 0) {
         if (!rig__number(arg, v, 1, RIG_DEVICES_MAX, &x)) return false;
         a->tp = (int32_t)x;
+    } else if (strcmp(arg, "--prefill-budget") == 0) {
+        if (!rig__number(arg, v, 1, 1 << 24, &x)) return false;
+        a->prefill_budget = (int32_t)x;
+    } else if (strcmp(arg, "--max-running") == 0) {
+        if (!rig__number(arg, v, 1, RIG__PROMPTS_MAX, &x)) return false;
+        a->max_running = (int32_t)x;
     } else if (strcmp(arg, "--max-tokens") == 0) {
         if (!rig__number(arg, v, 1, 1 << 20, &x)) return false;
         a->max_tokens = (int32_t)x;
@@ -212,13 +232,26 @@ static void rig__on_finish(void *ctx, const struct rig_request_result *result)
     memcpy(st->outputs[index], result->output_ids, sizeof(int32_t) * (size_t)n);
     st->output_len[index] = n;
     st->reason[index] = result->reason;
+    st->cached_len[index] = result->cached_len;
     st->ended[index] = true;
+}
+
+static void rig__on_token(void *ctx, uint64_t uid, int32_t index, int32_t token, int64_t t_ns)
+{
+    (void)token;
+    (void)t_ns;
+    struct rig__generate_state *st = ctx;
+    int64_t i = (int64_t)uid - 1;
+    RIG_ASSERT(i >= 0 && i < RIG__PROMPTS_MAX);
+    if (index == 0) st->first_token[i] = true;
 }
 
 static void rig__on_step(void *ctx, const struct rig_step_record *record)
 {
     struct rig__generate_state *st = ctx;
-    if (st->first_batch_size < 0) st->first_batch_size = record->batch_size;
+    RIG_ASSERT(record->batch_size >= 0 && record->batch_size <= RIG__PROMPTS_MAX);
+    st->step_size = record->batch_size;
+    memcpy(st->step_uids, record->uids, sizeof(uint64_t) * (size_t)record->batch_size);
 }
 
 /* The engine configuration for the arguments: sized so that every prompt fits the first
@@ -244,10 +277,12 @@ static int rig__generate_config(const struct rig__generate_args *a, int64_t prom
     c->max_running_req = a->prompt_count > c->max_running_req ? a->prompt_count
                                                               : c->max_running_req;
     c->max_requests = c->max_running_req;
+    if (a->max_running > 0) c->max_running_req = a->max_running;
     int64_t slots = prompt_tokens + (int64_t)a->prompt_count * a->max_tokens + 1;
     c->num_pages = slots > c->num_pages ? (int32_t)slots : c->num_pages;
     c->prefill_budget = prompt_tokens > c->prefill_budget ? (int32_t)prompt_tokens
                                                           : c->prefill_budget;
+    if (a->prefill_budget > 0) c->prefill_budget = a->prefill_budget;
     /* A context just long enough (the engine wants it above max_running_req + 1); the
      * engine rejects a prompt that does not fit the model's own limit. */
     int64_t need = (int64_t)longest + a->max_tokens + 1;
@@ -257,33 +292,52 @@ static int rig__generate_config(const struct rig__generate_args *a, int64_t prom
     return -1;
 }
 
-/* Steps until the first forward has run, then writes its logits to `path`. */
+/* The rows of the last step's logits that belong to prompts which got their first token
+ * in it (their prefill completed) go to their rows of `out` [prompts, vocab]. */
+static enum rig_status rig__collect_logits(struct rig_model *model, struct rig_stream *stream,
+                                           struct rig__generate_state *st, float *step_rows,
+                                           float *out, int32_t vocab)
+{
+    bool any = false;
+    for (int32_t i = 0; i < st->step_size; i++) any = any || st->first_token[st->step_uids[i] - 1];
+    if (!any) return RIG_OK;
+    enum rig_status s = rig_model_download_logits(model, stream, st->step_size, step_rows);
+    for (int32_t i = 0; i < st->step_size && s == RIG_OK; i++) {
+        uint64_t index = st->step_uids[i] - 1;
+        if (!st->first_token[index]) continue;
+        st->first_token[index] = false;
+        memcpy(out + index * (size_t)vocab, step_rows + (size_t)i * (size_t)vocab,
+               sizeof(float) * (size_t)vocab);
+    }
+    return s;
+}
+
+/* Runs the engine to the end, keeping each prompt's last-position logits, then writes them
+ * to `path`. */
 static int rig__logits_out(struct rig_engine *engine, struct rig__generate_state *st,
                            int32_t prompts, const char *path)
 {
-    for (int64_t step = 0; st->first_batch_size < 0 && !rig_engine_idle(engine); step++) {
-        RIG_ASSERT(step < 1000000);
-        if (rig_engine_step(engine, NULL) != RIG_OK) return 1;
-    }
-    if (st->first_batch_size != prompts) {
-        fprintf(stderr, "rig generate: the first step ran %d of %d prompts; no logits written\n",
-                st->first_batch_size, prompts);
-        return 1;
-    }
     struct rig_model *model = rig_engine_model(engine, 0);
     int32_t vocab = rig_model_get_config(model)->vocab_size;
-    float *logits = malloc(sizeof(float) * (size_t)prompts * (size_t)vocab);
+    size_t count = (size_t)prompts * (size_t)vocab;
+    float *logits = calloc(count, sizeof(float));
+    float *step_rows = malloc(sizeof(float) * count);
     struct rig_stream *stream = NULL;
-    enum rig_status s = logits != NULL ? rig_hal_stream_create(rig_model_device(model), &stream)
-                                       : RIG_E_NO_MEMORY;
-    if (s == RIG_OK) s = rig_model_download_logits(model, stream, prompts, logits);
+    enum rig_status s = logits != NULL && step_rows != NULL
+                            ? rig_hal_stream_create(rig_model_device(model), &stream)
+                            : RIG_E_NO_MEMORY;
+    for (int64_t step = 0; s == RIG_OK && !rig_engine_idle(engine); step++) {
+        RIG_ASSERT(step < 100000000);
+        s = rig_engine_step(engine, NULL);
+        if (s == RIG_OK) s = rig__collect_logits(model, stream, st, step_rows, logits, vocab);
+    }
     rig_hal_stream_destroy(stream);
     rig_model_keep_logits(model, false);
     FILE *f = s == RIG_OK ? fopen(path, "wb") : NULL;
-    size_t count = (size_t)prompts * (size_t)vocab;
     bool written = f != NULL && fwrite(logits, sizeof(float), count, f) == count;
     if (f != NULL && fclose(f) != 0) written = false;
     free(logits);
+    free(step_rows);
     if (written) return -1;
     fprintf(stderr, "rig generate: cannot write logits to %s: %s\n", path,
             s != RIG_OK ? rig_status_message(s) : strerror(errno));
@@ -300,7 +354,8 @@ static void rig__generate_print(const struct rig__generate_args *a,
             printf(a->json ? "%s%d" : "%s%d", k == 0 ? "" : a->json ? ", " : " ",
                    st->outputs[i][k]);
         if (a->json)
-            printf("], \"finish_reason\": \"%s\"}", rig_request_end_name(st->reason[i]));
+            printf("], \"finish_reason\": \"%s\", \"cached_len\": %d}",
+                   rig_request_end_name(st->reason[i]), st->cached_len[i]);
         printf("\n");
     }
 }
@@ -344,7 +399,7 @@ static int rig__generate_run(const struct rig__generate_args *a, int32_t *const 
     int rc = rig__generate_config(a, total, longest, &config);
     if (rc >= 0) return rc;
     struct rig_engine_observer observer = {.ctx = st, .on_finish = rig__on_finish,
-                                           .on_step = rig__on_step};
+                                           .on_step = rig__on_step, .on_token = rig__on_token};
     struct rig_engine *engine = NULL;
     char error[512];
     if (rig_engine_create(&config, &observer, &engine, error, sizeof error) != RIG_OK) {
@@ -374,7 +429,6 @@ int rig_cmd_generate(int argc, char **argv)
     static int32_t ids[RIG__PROMPTS_MAX][RIG__PROMPT_TOKENS_MAX];
     int32_t *prompts[RIG__PROMPTS_MAX], lengths[RIG__PROMPTS_MAX];
     memset(&st, 0, sizeof st);
-    st.first_batch_size = -1;
     st.capacity = a.max_tokens;
     if (a.stop_text != NULL &&
         !rig__parse_ids(a.stop_text, a.stop, RIG_STOP_TOKENS_MAX, &a.stop_count))
