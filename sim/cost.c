@@ -173,8 +173,7 @@ struct rig_sim_work rig_sim_cost_work(const struct rig_op *op)
  * reaches a smaller fraction of peak: eff x (blocks / full)^exponent. Fitted to rig's
  * kernels on the H100 (docs/simulator.md, "Calibration"); the block counts follow their
  * tiling (RIG__GEMM_TILE, RIG__PREFILL_ROWS below). */
-static double rig__occupancy(const struct rig_sim_profile *profile,
-                             const struct rig_sim_work *work)
+static double rig__occupancy(const struct rig_sim_profile *profile, const struct rig_sim_work *work)
 {
     enum rig_sim_op_class c = work->op_class;
     if (c != RIG_SIM_OP_CLASS_GEMM && c != RIG_SIM_OP_CLASS_ATTENTION &&

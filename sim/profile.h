@@ -43,14 +43,14 @@ struct rig_sim_profile {
     int64_t latency_ns[RIG_SIM_OP_CLASS_COUNT]; /* fixed time per op, added to its roofline */
     /* Occupancy (gemm, attention, decode attention; 0 for the others): an op with fewer
      * thread blocks than full_blocks runs at eff x (blocks / full_blocks)^exponent. */
-    int64_t full_blocks[RIG_SIM_OP_CLASS_COUNT]; /* 0: no occupancy term */
+    int64_t full_blocks[RIG_SIM_OP_CLASS_COUNT];       /* 0: no occupancy term */
     double occupancy_exponent[RIG_SIM_OP_CLASS_COUNT]; /* (0, 1] */
-    int64_t kernel_launch_host_ns;             /* host CPU time per kernel launch */
-    int64_t kernel_launch_latency_ns;          /* launch call to earliest start */
-    int64_t graph_launch_host_ns;              /* host CPU time per graph launch */
-    int64_t graph_node_ns;                     /* shortest graph node, launch included */
-    int64_t min_kernel_ns;                     /* shortest possible kernel */
-    double h2d_bytes_per_s;                    /* host to device (PCIe) */
+    int64_t kernel_launch_host_ns;                     /* host CPU time per kernel launch */
+    int64_t kernel_launch_latency_ns;                  /* launch call to earliest start */
+    int64_t graph_launch_host_ns;                      /* host CPU time per graph launch */
+    int64_t graph_node_ns;                             /* shortest graph node, launch included */
+    int64_t min_kernel_ns;                             /* shortest possible kernel */
+    double h2d_bytes_per_s;                            /* host to device (PCIe) */
     int64_t h2d_latency_ns;
     double d2h_bytes_per_s; /* device to host (PCIe) */
     int64_t d2h_latency_ns;

@@ -5,10 +5,11 @@
  * starts at host + launch latency and ends after its modelled cost; the compute engine runs
  * kernels of two streams one at a time; events and cross-stream waits order a copy after a
  * kernel; stream and event synchronisation move the host; host work and wait_until move the
- * host exactly; a GEMM with twice the rows takes twice as long, decode attention scales with
- * the KV length; graph replay charges the host once instead of per kernel; timing-only mode
- * gives the same timestamps as real mode. Large shapes run
- * in timing-only mode (phantom buffers, no math), so every test is fast.
+ * host exactly; a GEMM with twice the rows takes twice as long (beyond its fixed latency),
+ * decode attention scales with the KV length, prefill attention of a short chunk pays the
+ * occupancy term; graph replay charges the host once instead of per kernel; timing-only mode
+ * gives the same timestamps as real mode. Large shapes run in timing-only mode (phantom
+ * buffers, no math), so every test is fast.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -128,13 +129,12 @@ static void test_eager_kernel_times(void **state)
     /* compute bound: the GEMM latency, FLOPs at gemm_compute_efficiency x K / (K + k_half)
      * scaled by the occupancy of 4 x 32 output tiles, and the eager launch over a node */
     double occupancy = 1.0, full = (double)p.full_blocks[RIG_SIM_OP_CLASS_GEMM];
-    if (full > 4 * 32)
-        occupancy = pow(4 * 32 / full, p.occupancy_exponent[RIG_SIM_OP_CLASS_GEMM]);
+    if (full > 4 * 32) occupancy = pow(4 * 32 / full, p.occupancy_exponent[RIG_SIM_OP_CLASS_GEMM]);
     double flops = 2.0 * 512 * 4096 * 4096;
     double rate = p.peak_bf16_flops * p.gemm_compute_efficiency * occupancy * 4096.0 /
                   (4096.0 + (double)p.gemm_k_half);
-    int64_t expected = p.latency_ns[RIG_SIM_OP_CLASS_GEMM] + p.min_kernel_ns -
-                       p.graph_node_ns + (int64_t)(flops / rate * 1e9);
+    int64_t expected = p.latency_ns[RIG_SIM_OP_CLASS_GEMM] + p.min_kernel_ns - p.graph_node_ns +
+                       (int64_t)(flops / rate * 1e9);
     assert_true(cost >= expected && cost <= expected + 1);
     assert_int_equal(rig_hal_now_ns(f.device), 0);
     assert_int_equal(rig_hal_event_record(begin, f.stream), RIG_OK);
@@ -299,6 +299,58 @@ static void test_attention_cost_scales_with_kv_len(void **state)
     assert_true(ratio > 1.99 && ratio < 2.01);
 }
 
+/* Prefill attention of one causal chunk of T tokens (16 query heads, 8 KV heads, D 128): a
+ * graph node costs the class latency plus the FLOPs at attention_efficiency, slowed by the
+ * occupancy term while the chunk has fewer blocks (T / 64 packed row tiles x 2 query heads per
+ * KV head x 8 KV heads) than attention_full_blocks. */
+static int64_t rig__prefill_ns(const struct rig_sim_profile *p, int32_t tokens)
+{
+    static int32_t meta[3][2];
+    char *b = (char *)(uintptr_t)4096;
+    meta[0][0] = 0;                      /* table_idx */
+    meta[1][0] = 0, meta[1][1] = tokens; /* cu_q */
+    meta[2][0] = tokens;                 /* kv_len */
+    struct rig_op op = {.kind = RIG_OP_ATTENTION_PREFILL};
+    struct rig_op_attention_prefill *a = &op.u.attention_prefill;
+    a->out = rig_tensor_3d(b, RIG_DTYPE_BF16, tokens, 16, 128);
+    a->q = a->out;
+    a->k_cache = rig_tensor_3d(b, RIG_DTYPE_BF16, 1 << 20, 8, 128);
+    a->v_cache = a->k_cache;
+    a->page_table = rig_tensor_2d(b, RIG_DTYPE_I32, 1, 32768);
+    a->table_idx = rig_tensor_1d(meta[0], RIG_DTYPE_I32, 1);
+    a->cu_q = rig_tensor_1d(meta[1], RIG_DTYPE_I32, 2);
+    a->kv_len = rig_tensor_1d(meta[2], RIG_DTYPE_I32, 1);
+    a->scale = 0.088f;
+    assert_int_equal(rig_hal_op_check(&op), RIG_OK);
+    return rig_sim_cost_node_ns(p, &op, 1);
+}
+
+static void test_prefill_attention_occupancy(void **state)
+{
+    (void)state;
+    struct rig_sim_profile p = rig__h100();
+    enum rig_sim_op_class c = RIG_SIM_OP_CLASS_ATTENTION;
+    int32_t sizes[2] = {512, 8192};
+    for (int32_t i = 0; i < 2; i++) {
+        double t = sizes[i], blocks = t * 2 / 64 * 8, occupancy = 1.0;
+        if (blocks < (double)p.full_blocks[c])
+            occupancy = pow(blocks / (double)p.full_blocks[c], p.occupancy_exponent[c]);
+        double flops = 4.0 * 16 * 128 * t * (t + 1) / 2;
+        double bytes = 2 * (t * 16 * 128 * 2) + t * (4.0 * 8 * 128 + 4); /* q, out; K, V */
+        double compute_s = flops / (p.peak_bf16_flops * p.efficiency[c] * occupancy);
+        double memory_s = bytes / (p.hbm_bytes_per_s * p.efficiency[c] * occupancy);
+        double s = compute_s > memory_s ? compute_s : memory_s;
+        int64_t expected = p.latency_ns[c] + (int64_t)ceil(s * 1e9);
+        int64_t got = rig__prefill_ns(&p, sizes[i]);
+        assert_true(got >= expected - 1 && got <= expected + 1);
+    }
+    /* the h100 profile has the term: the short chunk runs at a lower FLOP rate */
+    assert_true(p.full_blocks[c] > 512 * 2 / 64 * 8);
+    double short_rate = 512.0 * 513 / (double)rig__prefill_ns(&p, 512);
+    double long_rate = 8192.0 * 8193 / (double)rig__prefill_ns(&p, 8192);
+    assert_true(short_rate < 0.8 * long_rate);
+}
+
 /* 20 small kernels: eagerly the host pays 20 launches, as a graph it pays one. */
 static void test_graph_replay_cheaper_on_host(void **state)
 {
@@ -393,6 +445,7 @@ int main(void)
         cmocka_unit_test(test_host_work_and_wait_until),
         cmocka_unit_test(test_gemm_cost_scales_with_rows),
         cmocka_unit_test(test_attention_cost_scales_with_kv_len),
+        cmocka_unit_test(test_prefill_attention_occupancy),
         cmocka_unit_test(test_graph_replay_cheaper_on_host),
         cmocka_unit_test(test_timing_only_same_times),
     };
