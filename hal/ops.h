@@ -227,6 +227,14 @@ struct rig_op {
     } u;
 };
 
+#define RIG_OP_TENSORS_MAX 9
+
+/* Pointers to every tensor argument of `op` (absent optional ones included), in the order of
+ * the fields of its params struct; returns how many (1 .. RIG_OP_TENSORS_MAX). For code that
+ * treats all tensors alike: the simulator's phantom checks, tests that remap addresses.
+ * The pointers point into `op`. A kind outside the enum is a bug (asserts). */
+int32_t rig_op_tensors(const struct rig_op *op, const struct rig_tensor **list);
+
 /* Name of an op kind ("attention_prefill"); "?" outside the enum. Can't fail. */
 const char *rig_op_name(enum rig_op_kind kind);
 

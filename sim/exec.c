@@ -17,70 +17,12 @@
 #include "sim/graph.h"
 #include "sim/kernels.h"
 
-#define RIG__OP_TENSORS_MAX 9
-
-#define RIG__AT(field) offsetof(struct rig_op, u.field)
-
-/* Where each op kind keeps its tensor arguments (absent optional ones included); a list ends
- * at the first 0 (no tensor sits at offset 0: the kind does). Order matters only for SAMPLE
- * (rig__run_math reads its bits by position). */
-static const size_t rig__tensor_offsets[RIG_OP_COUNT][RIG__OP_TENSORS_MAX] = {
-    [RIG_OP_EMBEDDING] = {RIG__AT(embedding.out), RIG__AT(embedding.table), RIG__AT(embedding.ids)},
-    [RIG_OP_RMS_NORM] = {RIG__AT(rms_norm.out), RIG__AT(rms_norm.in), RIG__AT(rms_norm.weight)},
-    [RIG_OP_ADD_RMS_NORM] = {RIG__AT(add_rms_norm.out), RIG__AT(add_rms_norm.residual),
-                             RIG__AT(add_rms_norm.in), RIG__AT(add_rms_norm.weight)},
-    [RIG_OP_GEMM] = {RIG__AT(gemm.out), RIG__AT(gemm.a), RIG__AT(gemm.b), RIG__AT(gemm.bias)},
-    [RIG_OP_HEAD_RMS_NORM] = {RIG__AT(head_rms_norm.x), RIG__AT(head_rms_norm.weight)},
-    [RIG_OP_ROPE] = {RIG__AT(rope.q), RIG__AT(rope.k), RIG__AT(rope.positions)},
-    [RIG_OP_STORE_KV] = {RIG__AT(store_kv.k_cache), RIG__AT(store_kv.v_cache), RIG__AT(store_kv.k),
-                         RIG__AT(store_kv.v), RIG__AT(store_kv.out_loc)},
-    [RIG_OP_ATTENTION_PREFILL] = {RIG__AT(attention_prefill.out), RIG__AT(attention_prefill.q),
-                                  RIG__AT(attention_prefill.k_cache),
-                                  RIG__AT(attention_prefill.v_cache),
-                                  RIG__AT(attention_prefill.page_table),
-                                  RIG__AT(attention_prefill.table_idx),
-                                  RIG__AT(attention_prefill.cu_q),
-                                  RIG__AT(attention_prefill.kv_len)},
-    [RIG_OP_ATTENTION_DECODE] = {RIG__AT(attention_decode.out), RIG__AT(attention_decode.q),
-                                 RIG__AT(attention_decode.k_cache),
-                                 RIG__AT(attention_decode.v_cache),
-                                 RIG__AT(attention_decode.page_table),
-                                 RIG__AT(attention_decode.table_idx),
-                                 RIG__AT(attention_decode.kv_len)},
-    [RIG_OP_SILU_MUL] = {RIG__AT(silu_mul.out), RIG__AT(silu_mul.in)},
-    [RIG_OP_GATHER_ROWS] = {RIG__AT(gather_rows.out), RIG__AT(gather_rows.in),
-                            RIG__AT(gather_rows.idx)},
-    [RIG_OP_INDEX_GATHER] = {RIG__AT(index_gather.out), RIG__AT(index_gather.src),
-                             RIG__AT(index_gather.idx)},
-    [RIG_OP_INDEX_SCATTER] = {RIG__AT(index_scatter.dst), RIG__AT(index_scatter.src),
-                              RIG__AT(index_scatter.idx)},
-    [RIG_OP_SAMPLE] = {RIG__AT(sample.tokens), RIG__AT(sample.logits), RIG__AT(sample.temperature),
-                       RIG__AT(sample.top_k), RIG__AT(sample.top_p), RIG__AT(sample.seed),
-                       RIG__AT(sample.position)},
-    [RIG_OP_COPY] = {RIG__AT(copy.out), RIG__AT(copy.in)},
-    [RIG_OP_ALL_REDUCE] = {RIG__AT(all_reduce.data)},
-    [RIG_OP_ALL_GATHER] = {RIG__AT(all_gather.out), RIG__AT(all_gather.in)},
-};
-
-/* Pointers to every tensor argument of `op`; returns how many. */
-static int32_t rig__op_tensors(const struct rig_op *op, const struct rig_tensor **list)
-{
-    RIG_ASSERT(op->kind >= 0 && op->kind < RIG_OP_COUNT);
-    int32_t n = 0;
-    while (n < RIG__OP_TENSORS_MAX && rig__tensor_offsets[op->kind][n] != 0) {
-        list[n] = (const struct rig_tensor *)((const char *)op + rig__tensor_offsets[op->kind][n]);
-        n++;
-    }
-    RIG_ASSERT(n > 0);
-    return n;
-}
-
 /* Phantom tensors of `op`, as a bit mask over rig__op_tensors' order. */
 static uint32_t rig__phantom_mask(const struct rig_sim_device *device, const struct rig_op *op)
 {
     if (!device->timing_only) return 0;
-    const struct rig_tensor *list[RIG__OP_TENSORS_MAX];
-    int32_t n = rig__op_tensors(op, list);
+    const struct rig_tensor *list[RIG_OP_TENSORS_MAX];
+    int32_t n = rig_op_tensors(op, list);
     uint32_t mask = 0;
     for (int32_t i = 0; i < n; i++) {
         if (rig_sim_memory_is_phantom(&device->memory, list[i]->data)) mask |= 1u << i;
@@ -130,8 +72,8 @@ static int64_t rig__stall_ns(struct rig_sim_device *device)
 static int64_t rig__collective(struct rig_sim_device *device, const struct rig_op *op,
                                int64_t start)
 {
-    const struct rig_tensor *list[RIG__OP_TENSORS_MAX];
-    int32_t n = rig__op_tensors(op, list);
+    const struct rig_tensor *list[RIG_OP_TENSORS_MAX];
+    int32_t n = rig_op_tensors(op, list);
     bool phantom = false;
     for (int32_t i = 0; i < n; i++)
         phantom = phantom || rig_sim_memory_is_phantom(&device->memory, list[i]->data);

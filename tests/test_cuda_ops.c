@@ -96,104 +96,10 @@ static void rig__map(struct rig_tensor *t)
 static struct rig_op rig__to_device(const struct rig_op *host)
 {
     struct rig_op op = *host;
-    switch (op.kind) {
-    case RIG_OP_EMBEDDING:
-        rig__map(&op.u.embedding.out);
-        rig__map(&op.u.embedding.table);
-        rig__map(&op.u.embedding.ids);
-        break;
-    case RIG_OP_RMS_NORM:
-        rig__map(&op.u.rms_norm.out);
-        rig__map(&op.u.rms_norm.in);
-        rig__map(&op.u.rms_norm.weight);
-        break;
-    case RIG_OP_ADD_RMS_NORM:
-        rig__map(&op.u.add_rms_norm.out);
-        rig__map(&op.u.add_rms_norm.residual);
-        rig__map(&op.u.add_rms_norm.in);
-        rig__map(&op.u.add_rms_norm.weight);
-        break;
-    case RIG_OP_GEMM:
-        rig__map(&op.u.gemm.out);
-        rig__map(&op.u.gemm.a);
-        rig__map(&op.u.gemm.b);
-        rig__map(&op.u.gemm.bias);
-        break;
-    case RIG_OP_HEAD_RMS_NORM:
-        rig__map(&op.u.head_rms_norm.x);
-        rig__map(&op.u.head_rms_norm.weight);
-        break;
-    case RIG_OP_ROPE:
-        rig__map(&op.u.rope.q);
-        rig__map(&op.u.rope.k);
-        rig__map(&op.u.rope.positions);
-        break;
-    case RIG_OP_STORE_KV:
-        rig__map(&op.u.store_kv.k_cache);
-        rig__map(&op.u.store_kv.v_cache);
-        rig__map(&op.u.store_kv.k);
-        rig__map(&op.u.store_kv.v);
-        rig__map(&op.u.store_kv.out_loc);
-        break;
-    case RIG_OP_ATTENTION_PREFILL: {
-        struct rig_op_attention_prefill *a = &op.u.attention_prefill;
-        rig__map(&a->out);
-        rig__map(&a->q);
-        rig__map(&a->k_cache);
-        rig__map(&a->v_cache);
-        rig__map(&a->page_table);
-        rig__map(&a->table_idx);
-        rig__map(&a->cu_q);
-        rig__map(&a->kv_len);
-        break;
-    }
-    case RIG_OP_ATTENTION_DECODE: {
-        struct rig_op_attention_decode *a = &op.u.attention_decode;
-        rig__map(&a->out);
-        rig__map(&a->q);
-        rig__map(&a->k_cache);
-        rig__map(&a->v_cache);
-        rig__map(&a->page_table);
-        rig__map(&a->table_idx);
-        rig__map(&a->kv_len);
-        break;
-    }
-    case RIG_OP_SILU_MUL:
-        rig__map(&op.u.silu_mul.out);
-        rig__map(&op.u.silu_mul.in);
-        break;
-    case RIG_OP_GATHER_ROWS:
-        rig__map(&op.u.gather_rows.out);
-        rig__map(&op.u.gather_rows.in);
-        rig__map(&op.u.gather_rows.idx);
-        break;
-    case RIG_OP_INDEX_GATHER:
-        rig__map(&op.u.index_gather.out);
-        rig__map(&op.u.index_gather.src);
-        rig__map(&op.u.index_gather.idx);
-        break;
-    case RIG_OP_INDEX_SCATTER:
-        rig__map(&op.u.index_scatter.dst);
-        rig__map(&op.u.index_scatter.src);
-        rig__map(&op.u.index_scatter.idx);
-        break;
-    case RIG_OP_SAMPLE: {
-        struct rig_op_sample *s = &op.u.sample;
-        rig__map(&s->tokens);
-        rig__map(&s->logits);
-        rig__map(&s->temperature);
-        rig__map(&s->top_k);
-        rig__map(&s->top_p);
-        rig__map(&s->seed);
-        rig__map(&s->position);
-        break;
-    }
-    case RIG_OP_COPY:
-        rig__map(&op.u.copy.out);
-        rig__map(&op.u.copy.in);
-        break;
-    default: fail_msg("op kind %d not mapped", (int)op.kind);
-    }
+    const struct rig_tensor *list[RIG_OP_TENSORS_MAX];
+    int32_t n = rig_op_tensors(&op, list);
+    /* The pointers point into the local copy `op`, which is not const. */
+    for (int32_t i = 0; i < n; i++) rig__map((struct rig_tensor *)list[i]);
     return op;
 }
 
