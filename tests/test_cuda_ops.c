@@ -101,7 +101,8 @@ static struct rig_op rig__to_device(const struct rig_op *host)
     const struct rig_tensor *list[RIG_OP_TENSORS_MAX];
     int32_t n = rig_op_tensors(&op, list);
     /* The pointers point into the local copy `op`, which is not const. */
-    for (int32_t i = 0; i < n; i++) rig__map((struct rig_tensor *)list[i]);
+    for (int32_t i = 0; i < n; i++)
+        rig__map((struct rig_tensor *)list[i]);
     return op;
 }
 
@@ -734,20 +735,31 @@ static void test_attention_prefill(void **state)
                               128);
 }
 
-static void rig__decode_case(const char *what, int64_t requests, int64_t max_len, int64_t hq,
-                             int64_t hk, int64_t d)
+/* One decode batch: `requests` rows whose key counts are drawn from [len_min, len_max] (row 0
+ * gets len_max, row 1 a single key when len_min is 1), reading `table_rows` page-table rows
+ * (requests may share one, which keeps the cache small) `cols` wide (at least len_max: a wider
+ * table makes the kernel choose splits for keys that are not there). */
+struct rig__decode_shape {
+    int64_t requests, table_rows, len_min, len_max, cols, hq, hk, d;
+};
+
+static void rig__decode_case(const char *what, struct rig__decode_shape c)
 {
-    struct rig__kv_world w = rig__kv_world(hk, d, requests, max_len);
+    int64_t requests = c.requests, hq = c.hq, hk = c.hk, d = c.d;
+    assert_true(c.len_min >= 1 && c.len_min <= c.len_max && c.len_max <= c.cols);
+    assert_true(c.table_rows >= 1 && c.table_rows <= requests);
+    struct rig__kv_world w = rig__kv_world(hk, d, c.table_rows, c.cols);
     struct rig__pair *q = rig__pair_new((size_t)(requests * hq * d * 2));
     struct rig__pair *out = rig__pair_new((size_t)(requests * hq * d * 2));
     struct rig__pair *meta = rig__pair_new((size_t)(2 * requests) * 4);
     rig__bf16_random(q, (size_t)(requests * hq * d), -2, 2);
     int32_t *table_idx = meta->host, *kv_len = table_idx + requests;
     for (int64_t r = 0; r < requests; r++) {
-        table_idx[r] = (int32_t)((r * 5 + 3) % requests);
-        kv_len[r] = r == 0 ? (int32_t)max_len : (int32_t)rig_test_rng_int(&rig__rng, 1, max_len);
+        table_idx[r] = (int32_t)((r * 5 + 3) % c.table_rows);
+        kv_len[r] = r == 0 ? (int32_t)c.len_max
+                           : (int32_t)rig_test_rng_int(&rig__rng, c.len_min, c.len_max);
     }
-    if (requests > 2) kv_len[1] = 1;
+    if (requests > 2 && c.len_min == 1) kv_len[1] = 1;
     struct rig_op op = {.kind = RIG_OP_ATTENTION_DECODE};
     struct rig_op_attention_decode *a = &op.u.attention_decode;
     a->out = rig_tensor_3d(out->host, RIG_DTYPE_BF16, requests, hq, d);
@@ -762,6 +774,10 @@ static void rig__decode_case(const char *what, int64_t requests, int64_t max_len
     rig__expect_close(what, out, RIG_DTYPE_BF16, (size_t)(requests * hq * d), 1e-6);
 }
 
+/* Decode against the simulator: the register path (D 64/128/256, GQA 1/2/4/8) at the shapes
+ * the performance work targets (256 x 1024 and 1 x 512 / 2048 with Qwen3-0.6B's 16/8 heads),
+ * mixed lengths, single requests that split, a table much wider than the keys (empty splits),
+ * and the staged fallback (odd head dims, GQA 16). */
 static void test_attention_decode(void **state)
 {
     (void)state;
@@ -770,17 +786,48 @@ static void test_attention_decode(void **state)
     for (size_t g = 0; g < RIG_ARRAY_LEN(ratios); g++) {
         rig__reset(1300 + g);
         snprintf(what, sizeof what, "decode 257 requests GQA %lld", (long long)ratios[g]);
-        rig__decode_case(what, 257, 600, 8, 8 / ratios[g], 128);
+        rig__decode_case(what,
+                         (struct rig__decode_shape){257, 257, 1, 600, 600, 8, 8 / ratios[g], 128});
         rig__reset(1310 + g);
         snprintf(what, sizeof what, "decode 1 request GQA %lld (splits)", (long long)ratios[g]);
-        rig__decode_case(what, 1, 3000, 16, 16 / ratios[g], 128);
+        rig__decode_case(what,
+                         (struct rig__decode_shape){1, 1, 1, 3000, 3000, 16, 16 / ratios[g], 128});
+        static const int64_t dims[] = {64, 256};
+        for (size_t i = 0; i < RIG_ARRAY_LEN(dims); i++) {
+            rig__reset(1330 + g * 10 + i);
+            snprintf(what, sizeof what, "decode 33 requests GQA %lld D%lld", (long long)ratios[g],
+                     (long long)dims[i]);
+            rig__decode_case(
+                what, (struct rig__decode_shape){33, 33, 1, 700, 700, 8, 8 / ratios[g], dims[i]});
+        }
     }
     rig__reset(1320);
-    rig__decode_case("decode context 1", 1, 1, 4, 4, 64);
+    rig__decode_case("decode context 1", (struct rig__decode_shape){1, 1, 1, 1, 1, 4, 4, 64});
     rig__reset(1321);
-    rig__decode_case("decode context 40960", 1, 40960, 8, 1, 128);
+    rig__decode_case("decode context 40960",
+                     (struct rig__decode_shape){1, 1, 1, 40960, 40960, 8, 1, 128});
     rig__reset(1322);
-    rig__decode_case("decode D40", 3, 100, 4, 2, 40);
+    rig__decode_case("decode D40", (struct rig__decode_shape){3, 3, 1, 100, 100, 4, 2, 40});
+    rig__reset(1323);
+    rig__decode_case("decode D80", (struct rig__decode_shape){5, 5, 1, 300, 300, 8, 2, 80});
+    rig__reset(1324);
+    rig__decode_case("decode GQA 16 (staged path)",
+                     (struct rig__decode_shape){4, 4, 1, 500, 500, 16, 1, 128});
+    rig__reset(1325);
+    rig__decode_case("decode 256 x 1024, 16/8 heads",
+                     (struct rig__decode_shape){256, 16, 1024, 1024, 1024, 16, 8, 128});
+    rig__reset(1326);
+    rig__decode_case("decode 1 x 512, 16/8 heads",
+                     (struct rig__decode_shape){1, 1, 512, 512, 512, 16, 8, 128});
+    rig__reset(1327);
+    rig__decode_case("decode 1 x 2048, 16/8 heads",
+                     (struct rig__decode_shape){1, 1, 2048, 2048, 2048, 16, 8, 128});
+    rig__reset(1328);
+    rig__decode_case("decode 96 mixed 1 .. 2000, 16/8 heads",
+                     (struct rig__decode_shape){96, 16, 1, 2000, 2000, 16, 8, 128});
+    rig__reset(1329);
+    rig__decode_case("decode 3 x <= 100 in a 4096-wide table",
+                     (struct rig__decode_shape){3, 3, 1, 100, 4096, 16, 8, 128});
 }
 
 /* --- sampling ------------------------------------------------------------------------------ */
