@@ -29,8 +29,9 @@
  * and changes between graph replays: each block takes ceil(keys / splits) keys of its row,
  * and a block left with none writes lse = -inf. With one split a block writes bf16 output;
  * otherwise it writes its normalised partial output and log-sum-exp to the stream's scratch
- * and a combine kernel merges them. Math is fp32 with scores scale * (q . k) and expf, as in
- * the simulator (sim/kernels/attention.c); only the summation order differs. The reduction
+ * and a combine kernel merges them (weights from the log-sum-exps once per head, then
+ * unrolled independent loads over the splits). Math is fp32 with scores scale * (q . k) and expf,
+ * as in the simulator (sim/kernels/attention.c); only the summation order differs. The reduction
  * order is fixed by the launch shape, so results are deterministic run to run.
  */
 #include <math.h>
@@ -304,23 +305,38 @@ static __global__ void rig__split_kv_kernel(struct rig_cuda_attention_args a,
     rig__finish(&a, &s, part, row, kv_head, group);
 }
 
+/* Merges the splits of one (row, query head): warp 0 turns the splits' log-sum-exps into
+ * weights in shared memory, then every thread sums its dims over the splits with unrolled,
+ * independent loads (64 dependent L2 round trips would cost microseconds at batch 1). */
 static __global__ void rig__combine_kernel(struct rig_cuda_attention_args a,
                                            struct rig__partials part)
 {
+    __shared__ float weight[RIG__SPLITS_MAX];
+    __shared__ float total;
     int64_t row = blockIdx.x, head = blockIdx.y, dim = a.head_dim;
     int64_t base = (row * a.heads_q + head) * part.splits;
-    float lse_max = -INFINITY;
-    for (int32_t i = 0; i < part.splits; i++)
-        lse_max = fmaxf(lse_max, part.lse[base + i]);
-    uint16_t *out = a.out + row * a.out_stride_t + head * a.out_stride_h;
-    for (int64_t d = threadIdx.x; d < dim; d += blockDim.x) {
-        float numerator = 0.0f, denominator = 0.0f;
-        for (int32_t i = 0; lse_max != -INFINITY && i < part.splits; i++) {
-            float w = part.lse[base + i] == -INFINITY ? 0.0f : expf(part.lse[base + i] - lse_max);
-            numerator += w * part.values[(base + i) * dim + d];
-            denominator += w;
+    if (threadIdx.x < RIG_CUDA_WARP) {
+        float lse_max = -INFINITY, sum = 0.0f;
+        for (int32_t i = threadIdx.x; i < part.splits; i += RIG_CUDA_WARP)
+            lse_max = fmaxf(lse_max, part.lse[base + i]);
+        lse_max = rig_cuda_warp_max(lse_max);
+        for (int32_t i = threadIdx.x; i < part.splits; i += RIG_CUDA_WARP) {
+            float lse = part.lse[base + i];
+            weight[i] = lse == -INFINITY ? 0.0f : expf(lse - lse_max);
+            sum += weight[i];
         }
-        out[d] = rig_cuda_to_bf16(denominator > 0.0f ? numerator / denominator : 0.0f);
+        sum = rig_cuda_warp_sum(sum);
+        if (threadIdx.x == 0) total = sum;
+    }
+    __syncthreads();
+    uint16_t *out = a.out + row * a.out_stride_t + head * a.out_stride_h;
+    const float *values = part.values + base * dim;
+    for (int64_t d = threadIdx.x; d < dim; d += blockDim.x) {
+        float numerator = 0.0f;
+#pragma unroll 8
+        for (int32_t i = 0; i < part.splits; i++)
+            numerator += weight[i] * values[i * dim + d];
+        out[d] = rig_cuda_to_bf16(total > 0.0f ? numerator / total : 0.0f);
     }
 }
 
@@ -394,7 +410,10 @@ enum rig_status rig_cuda_attention_split_kv(const struct rig_cuda_launch *launch
  * RIG_DECODE_KEYS        keys loaded per key row and step for one query head per KV head; with
  *                        G heads a row loads max(1, KEYS / G) keys, so that K/V registers plus
  *                        the G heads' q and o stay near 100 per thread whatever the group.
- * RIG_DECODE_BLOCKS_PER_SM  split-KV target: blocks per multiprocessor before splitting stops. */
+ * RIG_DECODE_BLOCKS_PER_SM  split-KV target: blocks per multiprocessor before splitting stops.
+ * RIG_DECODE_GROUP_MAX   largest G the register path takes (1, 2, 4 or 8); larger groups go
+ *                        to the staged path. At G = 8 q and o alone take 128 registers, so
+ *                        only ~2 blocks fit per SM with one key per row in flight. */
 #ifndef RIG_DECODE_WARPS
 #define RIG_DECODE_WARPS 4
 #endif
@@ -403,6 +422,9 @@ enum rig_status rig_cuda_attention_split_kv(const struct rig_cuda_launch *launch
 #endif
 #ifndef RIG_DECODE_BLOCKS_PER_SM
 #define RIG_DECODE_BLOCKS_PER_SM 4
+#endif
+#ifndef RIG_DECODE_GROUP_MAX
+#define RIG_DECODE_GROUP_MAX 8
 #endif
 static_assert(RIG_DECODE_WARPS >= 1 && RIG_DECODE_WARPS <= 32, "1 to 32 warps");
 static_assert(RIG_DECODE_KEYS >= 1 && RIG_DECODE_KEYS <= 16, "1 to 16 keys in flight");
@@ -705,14 +727,15 @@ static enum rig_status rig__decode_launch_group(const struct rig_cuda_launch *la
     }
 }
 
-/* True when the register path takes these arguments: D 64, 128 or 256; G 1, 2, 4 or 8;
- * every K/V row 16-byte aligned; the merge buffer fits in shared memory. */
+/* True when the register path takes these arguments: D 64, 128 or 256; G 1, 2, 4 or 8 (at
+ * most RIG_DECODE_GROUP_MAX); every K/V row 16-byte aligned; the merge fits in shared memory. */
 static bool rig__decode_fits(const struct rig_cuda_launch *launch,
                              const struct rig_cuda_attention_args *a)
 {
     int64_t dim = a->head_dim, group = a->heads_q / a->heads_kv;
     if (dim != 64 && dim != 128 && dim != 256) return false;
     if (group != 1 && group != 2 && group != 4 && group != 8) return false;
+    if (group > RIG_DECODE_GROUP_MAX) return false;
     if (a->heads_q != group * a->heads_kv) return false;
     if (a->cache_stride_s % 8 != 0 || a->cache_stride_h % 8 != 0) return false;
     if (!rig_cuda_aligned(a->k_cache, 16) || !rig_cuda_aligned(a->v_cache, 16)) return false;
