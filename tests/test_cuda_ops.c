@@ -738,9 +738,10 @@ static void test_attention_prefill(void **state)
 /* One decode batch: `requests` rows whose key counts are drawn from [len_min, len_max] (row 0
  * gets len_max, row 1 a single key when len_min is 1), reading `table_rows` page-table rows
  * (requests may share one, which keeps the cache small) `cols` wide (at least len_max: a wider
- * table makes the kernel choose splits for keys that are not there). */
+ * table makes the kernel choose splits for keys that are not there). The caches start
+ * `cache_offset` values into their buffers (4: not 16-byte aligned, the staged path). */
 struct rig__decode_shape {
-    int64_t requests, table_rows, len_min, len_max, cols, hq, hk, d;
+    int64_t requests, table_rows, len_min, len_max, cols, hq, hk, d, cache_offset;
 };
 
 static void rig__decode_case(const char *what, struct rig__decode_shape c)
@@ -764,8 +765,12 @@ static void rig__decode_case(const char *what, struct rig__decode_shape c)
     struct rig_op_attention_decode *a = &op.u.attention_decode;
     a->out = rig_tensor_3d(out->host, RIG_DTYPE_BF16, requests, hq, d);
     a->q = rig_tensor_3d(q->host, RIG_DTYPE_BF16, requests, hq, d);
-    a->k_cache = rig_tensor_3d(w.k_cache->host, RIG_DTYPE_BF16, w.slots, hk, d);
-    a->v_cache = rig_tensor_3d(w.v_cache->host, RIG_DTYPE_BF16, w.slots, hk, d);
+    /* An offset cache loses its last slot; the table's slots stop 7 short of the end. */
+    int64_t slots = w.slots - (c.cache_offset > 0 ? 1 : 0);
+    a->k_cache =
+        rig_tensor_3d((uint16_t *)w.k_cache->host + c.cache_offset, RIG_DTYPE_BF16, slots, hk, d);
+    a->v_cache =
+        rig_tensor_3d((uint16_t *)w.v_cache->host + c.cache_offset, RIG_DTYPE_BF16, slots, hk, d);
     a->page_table = rig_tensor_2d(w.page_table->host, RIG_DTYPE_I32, w.rows, w.cols);
     a->table_idx = rig_tensor_1d(table_idx, RIG_DTYPE_I32, requests);
     a->kv_len = rig_tensor_1d(kv_len, RIG_DTYPE_I32, requests);
@@ -777,7 +782,7 @@ static void rig__decode_case(const char *what, struct rig__decode_shape c)
 /* Decode against the simulator: the register path (D 64/128/256, GQA 1/2/4/8) at the shapes
  * the performance work targets (256 x 1024 and 1 x 512 / 2048 with Qwen3-0.6B's 16/8 heads),
  * mixed lengths, single requests that split, a table much wider than the keys (empty splits),
- * and the staged fallback (odd head dims, GQA 16). */
+ * and the staged fallback (odd head dims, GQA 16, caches not 16-byte aligned). */
 static void test_attention_decode(void **state)
 {
     (void)state;
@@ -786,48 +791,51 @@ static void test_attention_decode(void **state)
     for (size_t g = 0; g < RIG_ARRAY_LEN(ratios); g++) {
         rig__reset(1300 + g);
         snprintf(what, sizeof what, "decode 257 requests GQA %lld", (long long)ratios[g]);
-        rig__decode_case(what,
-                         (struct rig__decode_shape){257, 257, 1, 600, 600, 8, 8 / ratios[g], 128});
+        rig__decode_case(
+            what, (struct rig__decode_shape){257, 257, 1, 600, 600, 8, 8 / ratios[g], 128, 0});
         rig__reset(1310 + g);
         snprintf(what, sizeof what, "decode 1 request GQA %lld (splits)", (long long)ratios[g]);
-        rig__decode_case(what,
-                         (struct rig__decode_shape){1, 1, 1, 3000, 3000, 16, 16 / ratios[g], 128});
+        rig__decode_case(
+            what, (struct rig__decode_shape){1, 1, 1, 3000, 3000, 16, 16 / ratios[g], 128, 0});
         static const int64_t dims[] = {64, 256};
         for (size_t i = 0; i < RIG_ARRAY_LEN(dims); i++) {
             rig__reset(1330 + g * 10 + i);
             snprintf(what, sizeof what, "decode 33 requests GQA %lld D%lld", (long long)ratios[g],
                      (long long)dims[i]);
-            rig__decode_case(
-                what, (struct rig__decode_shape){33, 33, 1, 700, 700, 8, 8 / ratios[g], dims[i]});
+            rig__decode_case(what, (struct rig__decode_shape){33, 33, 1, 700, 700, 8, 8 / ratios[g],
+                                                              dims[i], 0});
         }
     }
     rig__reset(1320);
-    rig__decode_case("decode context 1", (struct rig__decode_shape){1, 1, 1, 1, 1, 4, 4, 64});
+    rig__decode_case("decode context 1", (struct rig__decode_shape){1, 1, 1, 1, 1, 4, 4, 64, 0});
     rig__reset(1321);
     rig__decode_case("decode context 40960",
-                     (struct rig__decode_shape){1, 1, 1, 40960, 40960, 8, 1, 128});
+                     (struct rig__decode_shape){1, 1, 1, 40960, 40960, 8, 1, 128, 0});
     rig__reset(1322);
-    rig__decode_case("decode D40", (struct rig__decode_shape){3, 3, 1, 100, 100, 4, 2, 40});
+    rig__decode_case("decode D40", (struct rig__decode_shape){3, 3, 1, 100, 100, 4, 2, 40, 0});
     rig__reset(1323);
-    rig__decode_case("decode D80", (struct rig__decode_shape){5, 5, 1, 300, 300, 8, 2, 80});
+    rig__decode_case("decode D80", (struct rig__decode_shape){5, 5, 1, 300, 300, 8, 2, 80, 0});
     rig__reset(1324);
     rig__decode_case("decode GQA 16 (staged path)",
-                     (struct rig__decode_shape){4, 4, 1, 500, 500, 16, 1, 128});
+                     (struct rig__decode_shape){4, 4, 1, 500, 500, 16, 1, 128, 0});
     rig__reset(1325);
     rig__decode_case("decode 256 x 1024, 16/8 heads",
-                     (struct rig__decode_shape){256, 16, 1024, 1024, 1024, 16, 8, 128});
+                     (struct rig__decode_shape){256, 16, 1024, 1024, 1024, 16, 8, 128, 0});
     rig__reset(1326);
     rig__decode_case("decode 1 x 512, 16/8 heads",
-                     (struct rig__decode_shape){1, 1, 512, 512, 512, 16, 8, 128});
+                     (struct rig__decode_shape){1, 1, 512, 512, 512, 16, 8, 128, 0});
     rig__reset(1327);
     rig__decode_case("decode 1 x 2048, 16/8 heads",
-                     (struct rig__decode_shape){1, 1, 2048, 2048, 2048, 16, 8, 128});
+                     (struct rig__decode_shape){1, 1, 2048, 2048, 2048, 16, 8, 128, 0});
     rig__reset(1328);
     rig__decode_case("decode 96 mixed 1 .. 2000, 16/8 heads",
-                     (struct rig__decode_shape){96, 16, 1, 2000, 2000, 16, 8, 128});
+                     (struct rig__decode_shape){96, 16, 1, 2000, 2000, 16, 8, 128, 0});
+    rig__reset(1390);
+    rig__decode_case("decode caches 8 bytes off (staged path)",
+                     (struct rig__decode_shape){7, 7, 1, 300, 300, 16, 8, 128, 4});
     rig__reset(1329);
     rig__decode_case("decode 3 x <= 100 in a 4096-wide table",
-                     (struct rig__decode_shape){3, 3, 1, 100, 4096, 16, 8, 128});
+                     (struct rig__decode_shape){3, 3, 1, 100, 4096, 16, 8, 128, 0});
 }
 
 /* --- sampling ------------------------------------------------------------------------------ */
