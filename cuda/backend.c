@@ -181,6 +181,10 @@ static enum rig_status rig__stream_setup(struct rig_cuda_stream *s)
     RIG_CUDA_TRY(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
     RIG_CUDA_TRY(cudaMalloc(&s->blas_workspace, RIG_CUDA_BLAS_WORKSPACE_BYTES));
     RIG_CUDA_TRY(cudaMalloc(&s->scratch, RIG_CUDA_SCRATCH_BYTES));
+    /* The counters start zeroed, once, before any op (and outside any capture) on the stream. */
+    RIG_CUDA_TRY(cudaMemsetAsync((char *)s->scratch + RIG_CUDA_SCRATCH_BYTES -
+                                     RIG_CUDA_COUNTER_BYTES,
+                                 0, RIG_CUDA_COUNTER_BYTES, s->stream));
     RIG_CUBLAS_TRY(cublasCreate(&s->blas));
     RIG_CUBLAS_TRY(cublasSetStream(s->blas, s->stream));
     /* An explicit workspace: cuBLAS then never allocates, in capture or out of it. */
@@ -349,7 +353,9 @@ static enum rig_status rig__op(struct rig_stream *stream, const struct rig_op *o
         .stream = s->stream,
         .blas = s->blas,
         .scratch = s->scratch,
-        .scratch_bytes = RIG_CUDA_SCRATCH_BYTES,
+        .scratch_bytes = RIG_CUDA_SCRATCH_BYTES - RIG_CUDA_COUNTER_BYTES,
+        .counters = (uint32_t *)((char *)s->scratch + RIG_CUDA_SCRATCH_BYTES -
+                                 RIG_CUDA_COUNTER_BYTES),
         .sm_count = d->sm_count,
         .shared_optin_bytes = d->shared_optin_bytes,
     };

@@ -27,6 +27,11 @@ extern "C" {
  * R * Hq * splits * (D + 2) floats, which bounds the split count at launch. */
 #define RIG_CUDA_BLAS_WORKSPACE_BYTES ((size_t)32 << 20)
 #define RIG_CUDA_SCRATCH_BYTES        ((size_t)64 << 20)
+/* The last RIG_CUDA_COUNTER_BYTES of the scratch are arrival counters (uint32), zeroed once
+ * when the stream is created and zero again whenever no kernel runs: a kernel that counts in
+ * them (decode attention's split merge) resets what it used before it ends. Ops get the rest
+ * as `scratch`, so nothing else writes there. */
+#define RIG_CUDA_COUNTER_BYTES ((size_t)64 << 10)
 
 struct rig_cuda_device {
     int32_t ordinal;           /* CUDA device index */
@@ -60,6 +65,7 @@ struct rig_cuda_launch {
     cublasHandle_t blas;
     void *scratch; /* (scratch_bytes) device bytes, owned by the stream */
     size_t scratch_bytes;
+    uint32_t *counters; /* (RIG_CUDA_COUNTER_BYTES / 4) zero between kernels, see above */
     int32_t sm_count;
     size_t shared_optin_bytes;
 };

@@ -838,6 +838,73 @@ static void test_attention_decode(void **state)
                      (struct rig__decode_shape){3, 3, 1, 100, 4096, 16, 8, 128, 0});
 }
 
+/* One decode op captured into a graph once (batch `requests`, a 4096-wide table: the most
+ * splits) and replayed at kv_len 512, 37, 4096, 1, 2000, 64: every replay runs a different
+ * number of active splits per row, so a split-merge arrival counter left non-zero by one
+ * launch would make the next one merge too early or never (poisoned output). Each replay
+ * must equal the eager run bit for bit and match the simulator. */
+static void rig__decode_graph_case(const char *what, int64_t requests, int64_t hq, int64_t hk)
+{
+    static const int32_t lengths[] = {512, 37, 4096, 1, 2000, 64};
+    int64_t d = 128, cols = 4096;
+    struct rig__kv_world w = rig__kv_world(hk, d, requests, cols);
+    struct rig__pair *q = rig__pair_new((size_t)(requests * hq * d * 2));
+    struct rig__pair *out = rig__pair_new((size_t)(requests * hq * d * 2));
+    struct rig__pair *meta = rig__pair_new((size_t)(2 * requests) * 4);
+    int32_t *table_idx = meta->host, *kv_len = table_idx + requests;
+    struct rig_op op = {.kind = RIG_OP_ATTENTION_DECODE};
+    struct rig_op_attention_decode *a = &op.u.attention_decode;
+    a->out = rig_tensor_3d(out->host, RIG_DTYPE_BF16, requests, hq, d);
+    a->q = rig_tensor_3d(q->host, RIG_DTYPE_BF16, requests, hq, d);
+    a->k_cache = rig_tensor_3d(w.k_cache->host, RIG_DTYPE_BF16, w.slots, hk, d);
+    a->v_cache = rig_tensor_3d(w.v_cache->host, RIG_DTYPE_BF16, w.slots, hk, d);
+    a->page_table = rig_tensor_2d(w.page_table->host, RIG_DTYPE_I32, w.rows, w.cols);
+    a->table_idx = rig_tensor_1d(table_idx, RIG_DTYPE_I32, requests);
+    a->kv_len = rig_tensor_1d(kv_len, RIG_DTYPE_I32, requests);
+    a->scale = 1.0f / sqrtf((float)d);
+    struct rig_op device_op = rig__to_device(&op);
+    struct rig_graph *graph = NULL;
+    assert_int_equal(rig_hal_graph_capture_begin(rig__stream), RIG_OK);
+    assert_int_equal(rig_hal_op(rig__stream, &device_op), RIG_OK);
+    assert_int_equal(rig_hal_graph_capture_end(rig__stream, &graph), RIG_OK);
+    void *replayed = malloc(out->bytes);
+    assert_non_null(replayed);
+    char line[96];
+    for (size_t round = 0; round < RIG_ARRAY_LEN(lengths); round++) {
+        rig__bf16_random(q, (size_t)(requests * hq * d), -2, 2);
+        for (int64_t r = 0; r < requests; r++) {
+            table_idx[r] = (int32_t)(requests - 1 - r);
+            /* Row 0 at the round's length, the others at lengths derived from it. */
+            kv_len[r] = (int32_t)((lengths[round] + 977 * r - 1) % cols + 1);
+        }
+        rig__run_both(&op, &out, 1); /* eager on the GPU, then the reference */
+        assert_int_equal(
+            rig_hal_buffer_fill(rig__stream, out->buffer, 0, 0xffffffffu, out->bytes / 4), RIG_OK);
+        assert_int_equal(rig_hal_graph_launch(graph, rig__stream), RIG_OK);
+        assert_int_equal(rig_hal_buffer_download(rig__stream, out->buffer, 0, replayed, out->bytes),
+                         RIG_OK);
+        assert_int_equal(rig_hal_stream_synchronize(rig__stream), RIG_OK);
+        assert_memory_equal(replayed, out->result, out->bytes);
+        snprintf(line, sizeof line, "%s, kv_len %d", what, lengths[round]);
+        rig__expect_close(line, out, RIG_DTYPE_BF16, (size_t)(requests * hq * d), 1e-6);
+    }
+    free(replayed);
+    rig_hal_graph_destroy(graph);
+}
+
+/* The decode graph replayed at changing kv_len: batch 1 (Qwen3's 16/8 heads and a GQA-8
+ * group), and 3 rows of different lengths. */
+static void test_attention_decode_graph(void **state)
+{
+    (void)state;
+    rig__reset(1395);
+    rig__decode_graph_case("decode graph 1 x 16/8", 1, 16, 8);
+    rig__reset(1396);
+    rig__decode_graph_case("decode graph 1 x 32/4", 1, 32, 4);
+    rig__reset(1397);
+    rig__decode_graph_case("decode graph 3 x 16/8", 3, 16, 8);
+}
+
 /* --- sampling ------------------------------------------------------------------------------ */
 
 static void rig__sample_case(int64_t rows, int64_t vocab, uint64_t seed)
@@ -1333,6 +1400,7 @@ int main(void)
         cmocka_unit_test(test_store_kv),
         cmocka_unit_test(test_attention_prefill),
         cmocka_unit_test(test_attention_decode),
+        cmocka_unit_test(test_attention_decode_graph),
         cmocka_unit_test(test_sample),
         cmocka_unit_test(test_graph_replay),
         cmocka_unit_test(test_errors_and_events),

@@ -31,9 +31,16 @@
  * (row count, page-table width, scratch size), never from kv_len, which lives on the device
  * and changes between graph replays: each block takes ceil(keys / splits) keys of its row,
  * and a block left with none writes lse = -inf. With one split a block writes bf16 output;
- * otherwise it writes its normalised partial output and log-sum-exp to the stream's scratch
- * and a combine kernel merges them (weights from the log-sum-exps once per head, then
- * unrolled independent loads over the splits). Math is fp32 with scores scale * (q . k) and expf,
+ * otherwise it writes its normalised partial output and log-sum-exp to the stream's scratch.
+ * The staged path merges them in a combine kernel (weights from the log-sum-exps once per
+ * head, then unrolled independent loads over the splits). The register path merges in the
+ * same launch (one graph node, no second launch latency at batch 1): the kernel first
+ * narrows the host's split count for the row's kv_len (whole steps, at least
+ * RIG_DECODE_SPLIT_STEPS per split; splits past the keys exit at once, so a short row runs
+ * few one-step blocks), then each block counts its arrival in a per-(row, KV head) counter
+ * (the stream's counters, zeroed at stream creation, cuda_internal.h) and the last one to
+ * arrive merges the partials in split order and resets the counter to 0 for the next launch
+ * or graph replay. Math is fp32 with scores scale * (q . k) and expf,
  * as in the simulator (sim/kernels/attention.c); only the summation order differs. The reduction
  * order is fixed by the launch shape, so results are deterministic run to run.
  */
@@ -47,8 +54,9 @@
 #define RIG__SPLITS_MAX   64
 
 struct rig__partials {
-    float *values; /* [Q, Hq, splits, D] normalised partial outputs */
-    float *lse;    /* [Q, Hq, splits] log-sum-exp of the split's scores; -inf when empty */
+    float *values;      /* [Q, Hq, splits, D] normalised partial outputs */
+    float *lse;         /* [Q, Hq, splits] log-sum-exp of the split's scores; -inf when empty */
+    uint32_t *counters; /* [Q, Hk] arrivals (register path); zero between launches */
     int32_t splits;
 };
 
@@ -395,6 +403,7 @@ enum rig_status rig_cuda_attention_split_kv(const struct rig_cuda_launch *launch
     }
     struct rig__partials part;
     part.splits = rig__choose_splits(launch, a);
+    part.counters = NULL; /* the staged path merges in rig__combine_kernel */
     part.values = (float *)launch->scratch;
     part.lse = part.values + (size_t)a->rows * a->heads_q * part.splits * dim;
     enum rig_status status = vec ? rig__launch<8>(launch, a, part, warps, shared)
@@ -419,6 +428,8 @@ enum rig_status rig_cuda_attention_split_kv(const struct rig_cuda_launch *launch
  *                        fetches the bytes once). At most 32 / (D / 8) slices fit in a warp,
  *                        so D = 256 keeps all G heads per thread.
  * RIG_DECODE_BLOCKS_PER_SM  split-KV target: blocks per multiprocessor before splitting stops.
+ * RIG_DECODE_SPLIT_STEPS least steps (of keys_per_step keys) a split takes when the row's
+ *                        kv_len is short for the host's split count: fewer, longer splits.
  * RIG_DECODE_GROUP_MAX   largest G the register path takes (1, 2, 4 or 8); larger groups go
  *                        to the staged path. */
 #ifndef RIG_DECODE_WARPS
@@ -436,6 +447,10 @@ enum rig_status rig_cuda_attention_split_kv(const struct rig_cuda_launch *launch
 #ifndef RIG_DECODE_GROUP_MAX
 #define RIG_DECODE_GROUP_MAX 8
 #endif
+#ifndef RIG_DECODE_SPLIT_STEPS
+#define RIG_DECODE_SPLIT_STEPS 1
+#endif
+static_assert(RIG_DECODE_SPLIT_STEPS >= 1, "a split takes at least one step");
 static_assert(RIG_DECODE_WARPS >= 1 && RIG_DECODE_WARPS <= 32, "1 to 32 warps");
 static_assert(RIG_DECODE_KEYS >= 1 && RIG_DECODE_KEYS <= 16, "1 to 16 keys in flight");
 static_assert(RIG_DECODE_HEADS == 1 || RIG_DECODE_HEADS == 2 || RIG_DECODE_HEADS == 4 ||
@@ -590,11 +605,12 @@ static __device__ __forceinline__ void rig__decode_merge_warp(float (&m)[H], flo
 }
 
 /* Merges the warps' states through shared memory (log-sum-exp) and writes the block's G
- * heads: bf16 output with one split, else the normalised partial and its log-sum-exp. */
+ * heads: bf16 output when the row has one active split, else the normalised partial and its
+ * log-sum-exp. */
 template <int D, int G, int H, int SLICES>
 static __device__ void rig__decode_finish(const struct rig_cuda_attention_args *a,
                                           struct rig__partials part, int64_t row, int64_t kv_head,
-                                          const float (&m)[H], const float (&l)[H],
+                                          int32_t active, const float (&m)[H], const float (&l)[H],
                                           const float (&o)[H][8])
 {
     extern __shared__ __align__(16) char rig__shared[];
@@ -631,7 +647,7 @@ static __device__ void rig__decode_finish(const struct rig_cuda_attention_args *
         }
         float value = sum > 0.0f ? acc / sum : 0.0f;
         int64_t head = kv_head * G + g;
-        if (part.splits == 1) {
+        if (active == 1) {
             a->out[row * a->out_stride_t + head * a->out_stride_h + d] = rig_cuda_to_bf16(value);
             continue;
         }
@@ -639,6 +655,92 @@ static __device__ void rig__decode_finish(const struct rig_cuda_attention_args *
         part.values[slot * D + d] = value;
         if (d == 0) part.lse[slot] = sum > 0.0f ? m_max + logf(sum) : -INFINITY;
     }
+}
+
+/* True in the last block of (row, KV head) to arrive, once every block of the row has
+ * written its partial. The fence before the count publishes this block's partials; the one
+ * after it orders the last block's reads of the others' partials after their counts. The last
+ * block puts the counter back to 0: no other block of this launch touches it again, and the
+ * next launch (a graph replay included) starts from zero. */
+static __device__ bool rig__decode_arrive(const struct rig_cuda_attention_args *a,
+                                          struct rig__partials part, int64_t row, int64_t kv_head,
+                                          int32_t active)
+{
+    __shared__ bool last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        uint32_t *counter = part.counters + row * a->heads_kv + kv_head;
+        last = atomicAdd(counter, 1u) == (uint32_t)active - 1u;
+        if (last) atomicExch(counter, 0u);
+    }
+    __syncthreads();
+    if (last) __threadfence();
+    return last;
+}
+
+/* The last block of (row, KV head) merges the `active` splits of its G heads: one warp per
+ * head turns log-sum-exps into weights in shared memory, then each thread sums 4 dims over
+ * the splits in split order (fixed, so the result does not depend on which block came last)
+ * with independent 16-byte L2 loads (__ldcg: the partials were written by other SMs). */
+template <int D, int G>
+static __device__ void rig__decode_merge_splits(const struct rig_cuda_attention_args *a,
+                                                struct rig__partials part, int64_t row,
+                                                int64_t kv_head, int32_t active)
+{
+    __shared__ float weight[G][RIG__SPLITS_MAX];
+    __shared__ float total[G];
+    int lane = threadIdx.x % RIG_CUDA_WARP, warp = threadIdx.x / RIG_CUDA_WARP;
+    int64_t head0 = (row * a->heads_q + kv_head * G) * part.splits; /* [.., G, splits] */
+    for (int g = warp; g < G; g += RIG_DECODE_WARPS) {
+        const float *lse = part.lse + head0 + g * part.splits;
+        float lse_max = -INFINITY, sum = 0.0f;
+        for (int i = lane; i < active; i += RIG_CUDA_WARP)
+            lse_max = fmaxf(lse_max, __ldcg(lse + i));
+        lse_max = rig_cuda_warp_max(lse_max);
+        for (int i = lane; i < active; i += RIG_CUDA_WARP) {
+            float value = __ldcg(lse + i);
+            weight[g][i] = value == -INFINITY ? 0.0f : expf(value - lse_max);
+            sum += weight[g][i];
+        }
+        sum = rig_cuda_warp_sum(sum);
+        if (lane == 0) total[g] = sum;
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < G * D / 4; e += blockDim.x) {
+        int g = e / (D / 4), d = e % (D / 4) * 4;
+        const float4 *values =
+            reinterpret_cast<const float4 *>(part.values + (head0 + g * part.splits) * D + d);
+        float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 16
+        for (int i = 0; i < active; i++) {
+            float4 v = __ldcg(values + i * (D / 4));
+            float w = weight[g][i];
+            acc.x += w * v.x;
+            acc.y += w * v.y;
+            acc.z += w * v.z;
+            acc.w += w * v.w;
+        }
+        float sum = total[g];
+        uint16_t *out = a->out + row * a->out_stride_t + (kv_head * G + g) * a->out_stride_h + d;
+        out[0] = rig_cuda_to_bf16(sum > 0.0f ? acc.x / sum : 0.0f);
+        out[1] = rig_cuda_to_bf16(sum > 0.0f ? acc.y / sum : 0.0f);
+        out[2] = rig_cuda_to_bf16(sum > 0.0f ? acc.z / sum : 0.0f);
+        out[3] = rig_cuda_to_bf16(sum > 0.0f ? acc.w / sum : 0.0f);
+    }
+}
+
+/* Keys per split of a row with `keys` keys: an equal share over the launch's splits, but at
+ * least RIG_DECODE_SPLIT_STEPS steps, in whole steps. Decided on the device from kv_len, so a
+ * short row in a wide table (or a graph replayed at another length) runs few full splits
+ * instead of many nearly empty ones and merges fewer partials; splits past the keys exit. */
+template <int KEYS_PER_STEP>
+static __device__ __forceinline__ int64_t rig__decode_share(int64_t keys, int32_t splits)
+{
+    int64_t share = rig_cuda_div_up(keys, splits);
+    int64_t least = (int64_t)RIG_DECODE_SPLIT_STEPS * KEYS_PER_STEP;
+    if (share < least) share = least;
+    return rig_cuda_div_up(share, KEYS_PER_STEP) * KEYS_PER_STEP;
 }
 
 /* Grid (rows, KV heads, splits), RIG_DECODE_WARPS warps. See the file header. */
@@ -652,7 +754,9 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP)
     int slice = lane_group % S::slices, key_row = lane_group / S::slices;
     int64_t row = blockIdx.x, kv_head = blockIdx.y;
     struct rig_cuda_attention_place place = rig_cuda_attention_locate(&a, row);
-    int64_t share = rig_cuda_div_up(place.keys, part.splits);
+    int64_t share = rig__decode_share<S::keys_per_step>(place.keys, part.splits);
+    int32_t active = place.keys > share ? (int32_t)rig_cuda_div_up(place.keys, share) : 1;
+    if ((int32_t)blockIdx.z >= active) return; /* the whole block: no key of the row left */
     int64_t begin = share * blockIdx.z;
     int64_t end = begin + share < place.keys ? begin + share : place.keys;
     int64_t steps = end > begin ? rig_cuda_div_up(end - begin, S::keys_per_step) : 0;
@@ -695,21 +799,26 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP)
         rig__decode_update<H, U>(m, l, o, s, v);
     }
     rig__decode_merge_warp<D, H, S::slices>(m, l, o);
-    rig__decode_finish<D, G, H, S::slices>(&a, part, row, kv_head, m, l, o);
+    rig__decode_finish<D, G, H, S::slices>(&a, part, row, kv_head, active, m, l, o);
+    if (active > 1 && rig__decode_arrive(&a, part, row, kv_head, active))
+        rig__decode_merge_splits<D, G>(&a, part, row, kv_head, active);
 }
 
 /* Splits for the register path: enough blocks for RIG_DECODE_BLOCKS_PER_SM per
- * multiprocessor, at least one step of keys per split at the page-table width, at most
- * RIG__SPLITS_MAX, and within the stream's scratch. Host values only (graph-safe). */
+ * multiprocessor, at least RIG_DECODE_SPLIT_STEPS steps of keys per split at the page-table
+ * width, at most RIG__SPLITS_MAX, within the stream's scratch, and one when (row, KV head)
+ * pairs outnumber the arrival counters. Host values only (graph-safe); the kernel may use
+ * fewer for a short row (rig__decode_share). */
 static int32_t rig__decode_splits(const struct rig_cuda_launch *launch,
                                   const struct rig_cuda_attention_args *a, int64_t keys_per_step)
 {
     int64_t blocks = a->rows * a->heads_kv;
     int64_t target = (int64_t)RIG_DECODE_BLOCKS_PER_SM * launch->sm_count;
     int64_t splits = rig_cuda_div_up(target, blocks > 0 ? blocks : 1);
-    int64_t steps = rig_cuda_div_up(a->page_table_cols, keys_per_step);
+    int64_t steps = rig_cuda_div_up(a->page_table_cols, keys_per_step * RIG_DECODE_SPLIT_STEPS);
     if (splits > steps) splits = steps;
     if (splits > RIG__SPLITS_MAX) splits = RIG__SPLITS_MAX;
+    if (blocks > (int64_t)(RIG_CUDA_COUNTER_BYTES / sizeof(uint32_t))) splits = 1;
     size_t per_split = (size_t)(a->rows * a->heads_q) * (size_t)(a->head_dim + 1) * sizeof(float);
     while (splits > 1 && (size_t)splits * per_split > launch->scratch_bytes)
         splits--;
@@ -729,12 +838,9 @@ static enum rig_status rig__decode_launch(const struct rig_cuda_launch *launch,
     part.splits = rig__decode_splits(launch, a, S::keys_per_step);
     part.values = (float *)launch->scratch;
     part.lse = part.values + (size_t)a->rows * a->heads_q * part.splits * D;
+    part.counters = launch->counters;
     dim3 grid((unsigned)a->rows, (unsigned)a->heads_kv, (unsigned)part.splits);
     rig__decode_kernel<D, G><<<grid, S::threads, shared, launch->stream>>>(*a, part);
-    RIG_CUDA_LAUNCHED();
-    if (part.splits == 1) return RIG_OK;
-    dim3 combine((unsigned)a->rows, (unsigned)a->heads_q);
-    rig__combine_kernel<<<combine, 128, 0, launch->stream>>>(*a, part);
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
 }

@@ -1,6 +1,6 @@
-/* attention_decode.cuh — Decode attention: split-KV flash decoding with GQA grouping, then a
- * combine pass. Launcher of the HAL op `attention_decode` (semantics: hal/ops.h, struct
- * rig_op_attention_decode). Enqueues on launch->stream; never allocates or synchronises, so it can
+/* attention_decode.cuh — Decode attention: split-KV flash decoding with GQA grouping, the
+ * splits merged in the same launch (or, on the staged path, a combine pass). Launcher of the
+ * HAL op `attention_decode` (semantics: hal/ops.h, struct rig_op_attention_decode). Enqueues on launch->stream; never allocates or synchronises, so it can
  * be captured into a graph. Returns RIG_OK, or RIG_E_DEVICE when a launch fails (reported on
  * stderr).
  */
