@@ -1,8 +1,8 @@
 /* attention_decode.cuh — Decode attention: split-KV flash decoding with GQA grouping, the
  * splits merged in the same launch (or, on the staged path, a combine pass). Launcher of the
- * HAL op `attention_decode` (semantics: hal/ops.h, struct rig_op_attention_decode). Enqueues on launch->stream; never allocates or synchronises, so it can
- * be captured into a graph. Returns RIG_OK, or RIG_E_DEVICE when a launch fails (reported on
- * stderr).
+ * HAL op `attention_decode` (semantics: hal/ops.h, struct rig_op_attention_decode). Enqueues
+ * on launch->stream; never allocates or synchronises, so it can be captured into a graph.
+ * Returns RIG_OK, or RIG_E_DEVICE when a launch fails (reported on stderr).
  */
 #ifndef RIG_CUDA_OPS_ATTENTION_DECODE_CUH
 #define RIG_CUDA_OPS_ATTENTION_DECODE_CUH
