@@ -840,28 +840,34 @@ static void test_attention_decode(void **state)
 
 /* --- sampling ------------------------------------------------------------------------------ */
 
-static void rig__sample_case(int64_t rows, int64_t vocab, uint64_t seed)
+/* One sample case: rows of logits uniform in [-8, 8] (`stride` floats apart, >= vocab: a
+ * padded stride takes the kernels' scalar path), row r of kind (first_kind + r) % 6:
+ * 0 greedy, 1 temperature only, 2 top-k, 3 top-p (every other one peaked: the nucleus in a
+ * few hundred tokens), 4 top-k 40 + top-p, 5 tiny top-p (greedy over z). Row 1 has a tie at
+ * the top. Tokens must equal the simulator's. */
+static void rig__sample_case(int64_t rows, int64_t vocab, int64_t stride, int first_kind,
+                             uint64_t seed)
 {
     rig__reset(seed);
-    struct rig__pair *logits = rig__pair_new((size_t)(rows * vocab) * 4);
+    struct rig__pair *logits = rig__pair_new((size_t)(rows * stride) * 4);
     struct rig__pair *tokens = rig__pair_new((size_t)rows * 4);
     struct rig__pair *params = rig__pair_new((size_t)rows * 4 * 6);
     float *l = logits->host;
-    for (int64_t i = 0; i < rows * vocab; i++)
+    for (int64_t i = 0; i < rows * stride; i++)
         l[i] = rig_test_rng_float(&rig__rng, -8, 8);
-    if (rows > 1 && vocab > 5) l[vocab + 3] = l[vocab + 5] = 30.0f; /* row 1: a tie at the top */
+    if (rows > 1 && vocab > 5) l[stride + 3] = l[stride + 5] = 30.0f; /* a tie at the top */
     float *temperature = params->host, *top_p = temperature + rows;
     int32_t *top_k = (int32_t *)(top_p + rows), *position = top_k + rows;
     uint64_t *seeds = (uint64_t *)(position + rows);
     for (int64_t r = 0; r < rows; r++) {
-        int kind = (int)(r % 6);
+        int kind = (int)((r + first_kind) % 6);
         temperature[r] = kind == 0 ? 0.0f : rig_test_rng_float(&rig__rng, 0.3f, 1.5f);
         top_k[r] = kind == 2 ? (int32_t)rig_test_rng_int(&rig__rng, 1, 50) : (kind == 4 ? 40 : 0);
         top_p[r] = kind == 3 || kind == 4 ? rig_test_rng_float(&rig__rng, 0.05f, 0.95f) : 1.0f;
         if (kind == 5) top_p[r] = 1e-6f; /* tiny top-p: greedy over z */
-        if (kind == 3 && r % 12 == 9) {  /* a peaked row: the nucleus sits in a few hundred */
+        if (kind == 3 && (r + first_kind) % 12 == 9) { /* a peaked row */
             for (int64_t j = 0; j < vocab && j < 300; j++)
-                l[r * vocab + (j * 7919) % vocab] += 12.0f;
+                l[r * stride + (j * 7919) % vocab] += 12.0f;
         }
         seeds[r] = rig_test_rng_next(&rig__rng);
         position[r] = (int32_t)rig_test_rng_int(&rig__rng, 0, 5000);
@@ -870,6 +876,7 @@ static void rig__sample_case(int64_t rows, int64_t vocab, uint64_t seed)
     struct rig_op_sample *s = &op.u.sample;
     s->tokens = rig_tensor_1d(tokens->host, RIG_DTYPE_I32, rows);
     s->logits = rig_tensor_2d(l, RIG_DTYPE_F32, rows, vocab);
+    s->logits.stride[0] = stride;
     s->temperature = rig_tensor_1d(temperature, RIG_DTYPE_F32, rows);
     s->top_k = rig_tensor_1d(top_k, RIG_DTYPE_I32, rows);
     s->top_p = rig_tensor_1d(top_p, RIG_DTYPE_F32, rows);
@@ -885,17 +892,25 @@ static void rig__sample_case(int64_t rows, int64_t vocab, uint64_t seed)
             differ++;
         }
     }
-    printf("    sample %lld x %lld: %lld rows differ\n", (long long)rows, (long long)vocab,
-           (long long)differ);
+    printf("    sample %lld x %lld (stride %lld, kinds from %d): %lld rows differ\n",
+           (long long)rows, (long long)vocab, (long long)stride, first_kind, (long long)differ);
     assert_int_equal(differ, 0);
 }
 
 static void test_sample(void **state)
 {
     (void)state;
-    rig__sample_case(257, 1000, 1400);
-    rig__sample_case(1, 7, 1401);
-    rig__sample_case(24, 151936, 1402);
+    rig__sample_case(257, 1000, 1000, 0, 1400);
+    rig__sample_case(1, 7, 7, 0, 1401);
+    rig__sample_case(24, 151936, 151936, 0, 1402);
+    /* Batch 1 over Qwen3's vocabulary, each kind alone: the many-chunk pass 1. */
+    for (int kind = 0; kind < 6; kind++)
+        rig__sample_case(1, 151936, 151936, kind, 1410 + (uint64_t)kind);
+    rig__sample_case(256, 151936, 151936, 0, 1403); /* a full decode batch, mixed kinds */
+    rig__sample_case(3, 1000, 1000, 1, 1404);       /* vocab under one chunk */
+    rig__sample_case(6, 1000, 1003, 0, 1405);       /* padded rows: the scalar pass 1 */
+    rig__sample_case(1, 7, 7, 1, 1406);             /* tiny, sampled */
+    rig__sample_case(6, 5000, 5001, 0, 1407);       /* padded rows, several chunks */
 }
 
 /* --- graphs, errors, devices ------------------------------------------------------------- */
