@@ -547,6 +547,83 @@ static void test_store_kv(void **state)
     }
 }
 
+/* The fused q/k norm + RoPE + K/V store on q, k, v views of one qkv buffer (rows `pad` values
+ * longer than the heads: pad 0 takes the 16-byte path, pad 3 the scalar one). q and k must be
+ * close to the simulator's (norm reductions and sincosf differ by fp32 rounding), v and every
+ * slot not written bit-equal, k_cache close. Caches are not poisoned (their untouched slots
+ * are compared too): a slot the kernel forgot holds its old random values and fails. */
+static void rig__fused_case(int64_t hq, int64_t hk, int64_t d, int64_t t, bool norm, bool llama3,
+                            int64_t pad)
+{
+    int64_t width = (hq + 2 * hk) * d + pad, slots = 2 * t + 5;
+    struct rig__pair *qkv = rig__pair_new((size_t)(t * width * 2));
+    struct rig__pair *kc = rig__pair_new((size_t)(slots * hk * d * 2));
+    struct rig__pair *vc = rig__pair_new((size_t)(slots * hk * d * 2));
+    struct rig__pair *w = rig__pair_new((size_t)(2 * d * 2));
+    struct rig__pair *pos = rig__pair_new((size_t)t * 4);
+    struct rig__pair *loc = rig__pair_new((size_t)t * 4);
+    rig__bf16_random(qkv, (size_t)(t * width), -3, 3);
+    rig__bf16_random(kc, (size_t)(slots * hk * d), -1, 1);
+    rig__bf16_random(vc, (size_t)(slots * hk * d), -1, 1);
+    rig__bf16_random(w, (size_t)(2 * d), 0.5f, 1.5f);
+    for (int64_t i = 0; i < t; i++) {
+        ((int32_t *)pos->host)[i] = (int32_t)rig_test_rng_int(&rig__rng, 0, 40960);
+        ((int32_t *)loc->host)[i] = (int32_t)((i * 7 + 3) % slots); /* distinct */
+    }
+    struct rig_op op = {.kind = RIG_OP_QK_NORM_ROPE_STORE};
+    struct rig_op_qk_norm_rope_store *p = &op.u.qk_norm_rope_store;
+    uint16_t *base = qkv->host;
+    p->q = rig_tensor_3d(base, RIG_DTYPE_BF16, t, hq, d);
+    p->k = rig_tensor_3d(base + hq * d, RIG_DTYPE_BF16, t, hk, d);
+    p->v = rig_tensor_3d(base + (hq + hk) * d, RIG_DTYPE_BF16, t, hk, d);
+    p->q.stride[0] = p->k.stride[0] = p->v.stride[0] = width;
+    p->k_cache = rig_tensor_3d(kc->host, RIG_DTYPE_BF16, slots, hk, d);
+    p->v_cache = rig_tensor_3d(vc->host, RIG_DTYPE_BF16, slots, hk, d);
+    p->q_norm = norm ? rig_tensor_1d(w->host, RIG_DTYPE_BF16, d) : rig_tensor_none();
+    p->k_norm =
+        norm ? rig_tensor_1d((uint16_t *)w->host + d, RIG_DTYPE_BF16, d) : rig_tensor_none();
+    p->positions = rig_tensor_1d(pos->host, RIG_DTYPE_I32, t);
+    p->out_loc = rig_tensor_1d(loc->host, RIG_DTYPE_I32, t);
+    p->eps = 1e-6f;
+    p->params.theta = llama3 ? 500000.0f : 1000000.0f;
+    if (llama3) {
+        p->params.scaling = RIG_ROPE_SCALING_LLAMA3;
+        p->params.factor = 8.0f;
+        p->params.low_freq_factor = 1.0f;
+        p->params.high_freq_factor = 4.0f;
+        p->params.original_max_position = 8192;
+    }
+    printf("  qk_norm_rope_store Hq %lld Hk %lld D %lld T %lld norm %d llama3 %d pad %lld\n",
+           (long long)hq, (long long)hk, (long long)d, (long long)t, norm, llama3, (long long)pad);
+    rig__run_both(&op, NULL, 0);
+    rig__expect_close("q, k in place (v and padding kept)", qkv, RIG_DTYPE_BF16,
+                      (size_t)(t * width), 1e-6);
+    for (int64_t i = 0; i < t; i++) { /* v and the padding: copies, untouched */
+        size_t at = (size_t)(i * width + (hq + hk) * d);
+        if (memcmp((uint16_t *)qkv->result + at, (uint16_t *)qkv->host + at,
+                   (size_t)(hk * d + pad) * 2) != 0)
+            fail_msg("qk_norm_rope_store: v of token %lld changed", (long long)i);
+    }
+    rig__expect_close("k_cache", kc, RIG_DTYPE_BF16, (size_t)(slots * hk * d), 1e-6);
+    rig__expect_equal("v_cache", vc);
+}
+
+static void test_qk_norm_rope_store(void **state)
+{
+    (void)state;
+    for (int variant = 0; variant < 16; variant++) {
+        rig__reset(1500 + (uint64_t)variant);
+        bool d128 = variant % 2 == 0, norm = (variant / 2) % 2 == 0;
+        int64_t t = (variant / 4) % 2 == 0 ? 1 : 300;
+        bool llama3 = variant >= 8;
+        int64_t pad = variant % 3 == 0 ? 3 : 0;
+        if (d128)
+            rig__fused_case(16, 8, 128, t, norm, llama3, pad); /* Qwen3-0.6B's heads */
+        else
+            rig__fused_case(8, 1, 64, t, norm, llama3, pad); /* GQA 8, D 64 */
+    }
+}
+
 /* A prefill batch on host twins: request r has q_len[r] new tokens after cached[r] cached
  * ones, page-table rows out of order. `misalign` shifts q by one element: the kernels must
  * not assume 16-byte alignment (the tensor-core paths then fall back to the WMMA kernel). */
@@ -1346,6 +1423,7 @@ int main(void)
         cmocka_unit_test(test_copy),
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_store_kv),
+        cmocka_unit_test(test_qk_norm_rope_store),
         cmocka_unit_test(test_attention_prefill),
         cmocka_unit_test(test_attention_decode),
         cmocka_unit_test(test_sample),
