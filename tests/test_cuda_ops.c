@@ -12,7 +12,9 @@
  * kernel forgot to write fails the comparison. Shapes sweep the odd cases: batch 1 and 257,
  * context 1 and 40960, cached prefix 0 and all-but-one, GQA ratios 1/2/4/8, head dims 64,
  * 128, 80 and 40 (the last takes the split-KV fallback in prefill), vocabularies that are
- * not a multiple of any tile, strided (row-padded) views.
+ * not a multiple of any tile, strided (row-padded) views. Prefill batches too big for the
+ * simulator (an 8192-token chunk) are checked on sampled tokens, recomputed by the simulator
+ * as one-token requests over the same cache (exact by the op's cached-prefix semantics).
  *
  * Without a GPU (no driver, no device, or a build without the CUDA backend) the program
  * exits 77, which ctest counts as skipped: CI has the toolkit but no GPU.
@@ -99,14 +101,15 @@ static struct rig_op rig__to_device(const struct rig_op *host)
     const struct rig_tensor *list[RIG_OP_TENSORS_MAX];
     int32_t n = rig_op_tensors(&op, list);
     /* The pointers point into the local copy `op`, which is not const. */
-    for (int32_t i = 0; i < n; i++) rig__map((struct rig_tensor *)list[i]);
+    for (int32_t i = 0; i < n; i++)
+        rig__map((struct rig_tensor *)list[i]);
     return op;
 }
 
 /* Uploads every pair, poisons the pairs in `outputs` on the device, runs the op on the GPU,
- * downloads every pair into `result`, then runs the reference on the host copies. */
-static void rig__run_both(const struct rig_op *host_op, struct rig__pair **outputs,
-                          int32_t output_count)
+ * downloads every pair into `result`. */
+static void rig__run_gpu(const struct rig_op *host_op, struct rig__pair **outputs,
+                         int32_t output_count)
 {
     for (int32_t i = 0; i < rig__pair_count; i++) {
         assert_int_equal(rig_hal_buffer_upload(rig__stream, rig__pairs[i].buffer, 0,
@@ -128,6 +131,13 @@ static void rig__run_both(const struct rig_op *host_op, struct rig__pair **outpu
                          RIG_OK);
     }
     assert_int_equal(rig_hal_stream_synchronize(rig__stream), RIG_OK);
+}
+
+/* rig__run_gpu, then the reference on the host copies. */
+static void rig__run_both(const struct rig_op *host_op, struct rig__pair **outputs,
+                          int32_t output_count)
+{
+    rig__run_gpu(host_op, outputs, output_count);
     assert_int_equal(rig_sim_op_run(host_op), RIG_OK);
 }
 
@@ -704,12 +714,95 @@ static void test_store_kv(void **state)
     }
 }
 
-/* One prefill batch: request r has q_len[r] new tokens after cached[r] cached ones. */
-/* `misalign` shifts q by one element: the kernels must not assume 16-byte alignment (the
- * tensor-core paths then fall back to the WMMA kernel). */
-static void rig__prefill_case(const char *what, int64_t requests, const int64_t *q_len,
-                              const int64_t *cached, int64_t hq, int64_t hk, int64_t d,
-                              bool misalign)
+/* The fused q/k norm + RoPE + K/V store on q, k, v views of one qkv buffer (rows `pad` values
+ * longer than the heads: pad 0 takes the 16-byte path, pad 3 the scalar one). q and k must be
+ * close to the simulator's (norm reductions and sincosf differ by fp32 rounding), v and every
+ * slot not written bit-equal, k_cache close. Caches are not poisoned (their untouched slots
+ * are compared too): a slot the kernel forgot holds its old random values and fails. */
+static void rig__fused_case(int64_t hq, int64_t hk, int64_t d, int64_t t, bool norm, bool llama3,
+                            int64_t pad)
+{
+    int64_t width = (hq + 2 * hk) * d + pad, slots = 2 * t + 5;
+    struct rig__pair *qkv = rig__pair_new((size_t)(t * width * 2));
+    struct rig__pair *kc = rig__pair_new((size_t)(slots * hk * d * 2));
+    struct rig__pair *vc = rig__pair_new((size_t)(slots * hk * d * 2));
+    struct rig__pair *w = rig__pair_new((size_t)(2 * d * 2));
+    struct rig__pair *pos = rig__pair_new((size_t)t * 4);
+    struct rig__pair *loc = rig__pair_new((size_t)t * 4);
+    rig__bf16_random(qkv, (size_t)(t * width), -3, 3);
+    rig__bf16_random(kc, (size_t)(slots * hk * d), -1, 1);
+    rig__bf16_random(vc, (size_t)(slots * hk * d), -1, 1);
+    rig__bf16_random(w, (size_t)(2 * d), 0.5f, 1.5f);
+    for (int64_t i = 0; i < t; i++) {
+        ((int32_t *)pos->host)[i] = (int32_t)rig_test_rng_int(&rig__rng, 0, 40960);
+        ((int32_t *)loc->host)[i] = (int32_t)((i * 7 + 3) % slots); /* distinct */
+    }
+    struct rig_op op = {.kind = RIG_OP_QK_NORM_ROPE_STORE};
+    struct rig_op_qk_norm_rope_store *p = &op.u.qk_norm_rope_store;
+    uint16_t *base = qkv->host;
+    p->q = rig_tensor_3d(base, RIG_DTYPE_BF16, t, hq, d);
+    p->k = rig_tensor_3d(base + hq * d, RIG_DTYPE_BF16, t, hk, d);
+    p->v = rig_tensor_3d(base + (hq + hk) * d, RIG_DTYPE_BF16, t, hk, d);
+    p->q.stride[0] = p->k.stride[0] = p->v.stride[0] = width;
+    p->k_cache = rig_tensor_3d(kc->host, RIG_DTYPE_BF16, slots, hk, d);
+    p->v_cache = rig_tensor_3d(vc->host, RIG_DTYPE_BF16, slots, hk, d);
+    p->q_norm = norm ? rig_tensor_1d(w->host, RIG_DTYPE_BF16, d) : rig_tensor_none();
+    p->k_norm =
+        norm ? rig_tensor_1d((uint16_t *)w->host + d, RIG_DTYPE_BF16, d) : rig_tensor_none();
+    p->positions = rig_tensor_1d(pos->host, RIG_DTYPE_I32, t);
+    p->out_loc = rig_tensor_1d(loc->host, RIG_DTYPE_I32, t);
+    p->eps = 1e-6f;
+    p->params.theta = llama3 ? 500000.0f : 1000000.0f;
+    if (llama3) {
+        p->params.scaling = RIG_ROPE_SCALING_LLAMA3;
+        p->params.factor = 8.0f;
+        p->params.low_freq_factor = 1.0f;
+        p->params.high_freq_factor = 4.0f;
+        p->params.original_max_position = 8192;
+    }
+    printf("  qk_norm_rope_store Hq %lld Hk %lld D %lld T %lld norm %d llama3 %d pad %lld\n",
+           (long long)hq, (long long)hk, (long long)d, (long long)t, norm, llama3, (long long)pad);
+    rig__run_both(&op, NULL, 0);
+    rig__expect_close("q, k in place (v and padding kept)", qkv, RIG_DTYPE_BF16,
+                      (size_t)(t * width), 1e-6);
+    for (int64_t i = 0; i < t; i++) { /* v and the padding: copies, untouched */
+        size_t at = (size_t)(i * width + (hq + hk) * d);
+        if (memcmp((uint16_t *)qkv->result + at, (uint16_t *)qkv->host + at,
+                   (size_t)(hk * d + pad) * 2) != 0)
+            fail_msg("qk_norm_rope_store: v of token %lld changed", (long long)i);
+    }
+    rig__expect_close("k_cache", kc, RIG_DTYPE_BF16, (size_t)(slots * hk * d), 1e-6);
+    rig__expect_equal("v_cache", vc);
+}
+
+static void test_qk_norm_rope_store(void **state)
+{
+    (void)state;
+    for (int variant = 0; variant < 16; variant++) {
+        rig__reset(1500 + (uint64_t)variant);
+        bool d128 = variant % 2 == 0, norm = (variant / 2) % 2 == 0;
+        int64_t t = (variant / 4) % 2 == 0 ? 1 : 300;
+        bool llama3 = variant >= 8;
+        int64_t pad = variant % 3 == 0 ? 3 : 0;
+        if (d128)
+            rig__fused_case(16, 8, 128, t, norm, llama3, pad); /* Qwen3-0.6B's heads */
+        else
+            rig__fused_case(8, 1, 64, t, norm, llama3, pad); /* GQA 8, D 64 */
+    }
+}
+
+/* A prefill batch on host twins: request r has q_len[r] new tokens after cached[r] cached
+ * ones, page-table rows out of order. `misalign` shifts q by one element: the kernels must
+ * not assume 16-byte alignment (the tensor-core paths then fall back to the WMMA kernel). */
+struct rig__prefill_batch {
+    struct rig_op op;
+    struct rig__pair *out; /* [tokens, hq, d] */
+    int64_t tokens;
+};
+
+static struct rig__prefill_batch rig__prefill_batch(int64_t requests, const int64_t *q_len,
+                                                    const int64_t *cached, int64_t hq, int64_t hk,
+                                                    int64_t d, bool misalign)
 {
     int64_t cols = 0, tokens = 0;
     for (int64_t r = 0; r < requests; r++) {
@@ -728,8 +821,8 @@ static void rig__prefill_case(const char *what, int64_t requests, const int64_t 
         kv_len[r] = (int32_t)(q_len[r] + cached[r]);
         cu_q[r + 1] = cu_q[r] + (int32_t)q_len[r];
     }
-    struct rig_op op = {.kind = RIG_OP_ATTENTION_PREFILL};
-    struct rig_op_attention_prefill *a = &op.u.attention_prefill;
+    struct rig__prefill_batch b = {{.kind = RIG_OP_ATTENTION_PREFILL}, out, tokens};
+    struct rig_op_attention_prefill *a = &b.op.u.attention_prefill;
     a->out = rig_tensor_3d(out->host, RIG_DTYPE_BF16, tokens, hq, d);
     a->q = rig_tensor_3d((uint16_t *)q->host + (misalign ? 1 : 0), RIG_DTYPE_BF16, tokens, hq, d);
     a->k_cache = rig_tensor_3d(w.k_cache->host, RIG_DTYPE_BF16, w.slots, hk, d);
@@ -739,8 +832,90 @@ static void rig__prefill_case(const char *what, int64_t requests, const int64_t 
     a->kv_len = rig_tensor_1d(kv_len, RIG_DTYPE_I32, requests);
     a->cu_q = rig_tensor_1d(cu_q, RIG_DTYPE_I32, requests + 1);
     a->scale = 1.0f / sqrtf((float)d);
-    rig__run_both(&op, &out, 1);
-    rig__expect_close(what, out, RIG_DTYPE_BF16, (size_t)(tokens * hq * d), 2e-5);
+    return b;
+}
+
+/* The whole batch on the GPU against the whole batch in the simulator. */
+static void rig__prefill_case(const char *what, int64_t requests, const int64_t *q_len,
+                              const int64_t *cached, int64_t hq, int64_t hk, int64_t d,
+                              bool misalign)
+{
+    struct rig__prefill_batch b = rig__prefill_batch(requests, q_len, cached, hq, hk, d, misalign);
+    rig__run_both(&b.op, &b.out, 1);
+    rig__expect_close(what, b.out, RIG_DTYPE_BF16, (size_t)(b.tokens * hq * d), 2e-5);
+}
+
+#define RIG__SAMPLES_MAX 64
+
+/* Which tokens a sampled case checks: per request its first and last, those on each side of
+ * the 64- and 128-row tile edges near the start and the middle, and 8 drawn at random.
+ * Returns the count; token[i] is the batch token, offset[i] its index in its request. */
+static int64_t rig__prefill_samples(int64_t requests, const int64_t *q_len, int64_t *token,
+                                    int64_t *request, int64_t *offset)
+{
+    int64_t n = 0, q_begin = 0;
+    for (int64_t r = 0; r < requests; r++) {
+        int64_t half = q_len[r] / 2, last = q_len[r] - 1;
+        int64_t picks[17] = {0, 31, 32, 63, 64, 127, 128, half, half + 1, last - 1, last};
+        for (int32_t i = 11; i < 17; i++)
+            picks[i] = q_len[r] > 0 ? rig_test_rng_int(&rig__rng, 0, q_len[r] - 1) : 0;
+        for (int32_t i = 0; i < 17; i++) {
+            if (picks[i] < 0 || picks[i] >= q_len[r]) continue;
+            assert_true(n < RIG__SAMPLES_MAX);
+            token[n] = q_begin + picks[i];
+            request[n] = r;
+            offset[n] = picks[i];
+            n++;
+        }
+        q_begin += q_len[r];
+    }
+    return n;
+}
+
+/* For batches too big for the simulator to redo whole (an 8192-token chunk is ~10^11 flops
+ * on one core): the whole batch runs on the GPU (every output must be written: no NaN left
+ * of the poison), and the simulator recomputes sampled tokens as a batch of one-token
+ * requests over the same page-table rows with kv_len = position + 1, which by the op's
+ * cached-prefix semantics is exactly that token's attention in the big batch. */
+static void rig__prefill_sampled_case(const char *what, int64_t requests, const int64_t *q_len,
+                                      const int64_t *cached, int64_t hq, int64_t hk, int64_t d)
+{
+    struct rig__prefill_batch b = rig__prefill_batch(requests, q_len, cached, hq, hk, d, false);
+    rig__run_gpu(&b.op, &b.out, 1);
+    const struct rig_op_attention_prefill *a = &b.op.u.attention_prefill;
+    size_t row = (size_t)(hq * d), nan_count = 0;
+    for (size_t i = 0; i < (size_t)b.tokens * row; i++)
+        nan_count += isnan(rig_bf16_to_f32(((const uint16_t *)b.out->result)[i]));
+    if (nan_count != 0) fail_msg("%s: %zu outputs NaN (unwritten?)", what, nan_count);
+    int64_t token[RIG__SAMPLES_MAX], request[RIG__SAMPLES_MAX], offset[RIG__SAMPLES_MAX];
+    int64_t n = rig__prefill_samples(requests, q_len, token, request, offset);
+    uint16_t *q = malloc((size_t)n * row * 2), *out = malloc((size_t)n * row * 2);
+    struct rig__pair gpu = {out, malloc((size_t)n * row * 2), NULL, (size_t)n * row * 2};
+    int32_t *meta = malloc((size_t)(3 * n + 1) * 4);
+    assert_true(q != NULL && out != NULL && gpu.result != NULL && meta != NULL);
+    int32_t *table_idx = meta, *kv_len = meta + n, *cu_q = meta + 2 * n;
+    for (int64_t i = 0; i <= n; i++)
+        cu_q[i] = (int32_t)i;
+    for (int64_t i = 0; i < n; i++) {
+        memcpy(q + (size_t)i * row, (const uint16_t *)a->q.data + (size_t)token[i] * row, row * 2);
+        memcpy((uint16_t *)gpu.result + (size_t)i * row,
+               (const uint16_t *)b.out->result + (size_t)token[i] * row, row * 2);
+        table_idx[i] = ((const int32_t *)a->table_idx.data)[request[i]];
+        kv_len[i] = (int32_t)(cached[request[i]] + offset[i] + 1);
+    }
+    struct rig_op ref = b.op;
+    struct rig_op_attention_prefill *r = &ref.u.attention_prefill;
+    r->out = rig_tensor_3d(out, RIG_DTYPE_BF16, n, hq, d);
+    r->q = rig_tensor_3d(q, RIG_DTYPE_BF16, n, hq, d);
+    r->table_idx = rig_tensor_1d(table_idx, RIG_DTYPE_I32, n);
+    r->kv_len = rig_tensor_1d(kv_len, RIG_DTYPE_I32, n);
+    r->cu_q = rig_tensor_1d(cu_q, RIG_DTYPE_I32, n + 1);
+    assert_int_equal(rig_sim_op_run(&ref), RIG_OK);
+    rig__expect_close(what, &gpu, RIG_DTYPE_BF16, (size_t)n * row, 2e-5);
+    free(q);
+    free(out);
+    free(gpu.result);
+    free(meta);
 }
 
 static void test_attention_prefill(void **state)
@@ -758,6 +933,16 @@ static void test_attention_prefill(void **state)
                  (long long)ratios[g]);
         rig__prefill_case(what, 4, q_len, cached, 8, 8 / ratios[g], 128, true);
     }
+    /* Lengths off every row-tile multiple (64 and 128 packed rows) in one batch, cached
+     * prefixes 0 / 1 / 777 (777 puts the causal diagonal mid key tile), and a request with
+     * no new tokens (it owns no row tile). */
+    static const int64_t odd_q[] = {1, 63, 65, 127, 129, 1000, 0};
+    static const int64_t odd_cached[] = {777, 0, 1, 777, 0, 1, 5};
+    for (size_t g = 0; g < RIG_ARRAY_LEN(ratios); g++) {
+        rig__reset(1020 + g);
+        snprintf(what, sizeof what, "prefill odd lengths GQA %lld D128", (long long)ratios[g]);
+        rig__prefill_case(what, 7, odd_q, odd_cached, 8, 8 / ratios[g], 128, false);
+    }
     static const int64_t dims[] = {64, 80, 40, 256};
     for (size_t i = 0; i < RIG_ARRAY_LEN(dims); i++) {
         rig__reset(1100 + i);
@@ -765,6 +950,10 @@ static void test_attention_prefill(void **state)
         snprintf(what, sizeof what, "prefill D%lld GQA 4", (long long)dims[i]);
         rig__prefill_case(what, 2, q_len, cached, 8, 2, dims[i], false);
     }
+    rig__reset(1110);
+    rig__prefill_case("prefill odd lengths GQA 2 D64", 7, odd_q, odd_cached, 4, 2, 64, false);
+    rig__reset(1111);
+    rig__prefill_case("prefill odd lengths GQA 2 D256", 7, odd_q, odd_cached, 4, 2, 256, false);
     rig__reset(1200);
     int64_t one[] = {1}, none[] = {0};
     rig__prefill_case("prefill context 1", 1, one, none, 4, 1, 128, false);
@@ -775,28 +964,57 @@ static void test_attention_prefill(void **state)
     int64_t long_q[] = {8}, long_cached[] = {40952};
     rig__prefill_case("prefill 8 after 40952 cached (context 40960)", 1, long_q, long_cached, 8, 1,
                       128, false);
+    /* Serving sizes at Qwen3-0.6B heads (16 / 8, D 128), sampled against the simulator. */
+    rig__reset(1300);
+    int64_t chunk[] = {8192}, fresh[] = {0};
+    rig__prefill_sampled_case("prefill 8192 chunk 16/8 heads (sampled)", 1, chunk, fresh, 16, 8,
+                              128);
+    rig__reset(1301);
+    int64_t second[] = {2048}, prefix[] = {2048};
+    rig__prefill_sampled_case("prefill 2048 after 2048 cached (sampled)", 1, second, prefix, 16, 8,
+                              128);
+    rig__reset(1302);
+    int64_t pair_q[] = {2500, 700}, pair_cached[] = {123, 3000};
+    rig__prefill_sampled_case("prefill 2500+700 GQA 4 (sampled)", 2, pair_q, pair_cached, 16, 4,
+                              128);
 }
 
-static void rig__decode_case(const char *what, int64_t requests, int64_t max_len, int64_t hq,
-                             int64_t hk, int64_t d)
+/* One decode batch: `requests` rows whose key counts are drawn from [len_min, len_max] (row 0
+ * gets len_max, row 1 a single key when len_min is 1), reading `table_rows` page-table rows
+ * (requests may share one, which keeps the cache small) `cols` wide (at least len_max: a wider
+ * table makes the kernel choose splits for keys that are not there). The caches start
+ * `cache_offset` values into their buffers (4: not 16-byte aligned, the staged path). */
+struct rig__decode_shape {
+    int64_t requests, table_rows, len_min, len_max, cols, hq, hk, d, cache_offset;
+};
+
+static void rig__decode_case(const char *what, struct rig__decode_shape c)
 {
-    struct rig__kv_world w = rig__kv_world(hk, d, requests, max_len);
+    int64_t requests = c.requests, hq = c.hq, hk = c.hk, d = c.d;
+    assert_true(c.len_min >= 1 && c.len_min <= c.len_max && c.len_max <= c.cols);
+    assert_true(c.table_rows >= 1 && c.table_rows <= requests);
+    struct rig__kv_world w = rig__kv_world(hk, d, c.table_rows, c.cols);
     struct rig__pair *q = rig__pair_new((size_t)(requests * hq * d * 2));
     struct rig__pair *out = rig__pair_new((size_t)(requests * hq * d * 2));
     struct rig__pair *meta = rig__pair_new((size_t)(2 * requests) * 4);
     rig__bf16_random(q, (size_t)(requests * hq * d), -2, 2);
     int32_t *table_idx = meta->host, *kv_len = table_idx + requests;
     for (int64_t r = 0; r < requests; r++) {
-        table_idx[r] = (int32_t)((r * 5 + 3) % requests);
-        kv_len[r] = r == 0 ? (int32_t)max_len : (int32_t)rig_test_rng_int(&rig__rng, 1, max_len);
+        table_idx[r] = (int32_t)((r * 5 + 3) % c.table_rows);
+        kv_len[r] = r == 0 ? (int32_t)c.len_max
+                           : (int32_t)rig_test_rng_int(&rig__rng, c.len_min, c.len_max);
     }
-    if (requests > 2) kv_len[1] = 1;
+    if (requests > 2 && c.len_min == 1) kv_len[1] = 1;
     struct rig_op op = {.kind = RIG_OP_ATTENTION_DECODE};
     struct rig_op_attention_decode *a = &op.u.attention_decode;
     a->out = rig_tensor_3d(out->host, RIG_DTYPE_BF16, requests, hq, d);
     a->q = rig_tensor_3d(q->host, RIG_DTYPE_BF16, requests, hq, d);
-    a->k_cache = rig_tensor_3d(w.k_cache->host, RIG_DTYPE_BF16, w.slots, hk, d);
-    a->v_cache = rig_tensor_3d(w.v_cache->host, RIG_DTYPE_BF16, w.slots, hk, d);
+    /* An offset cache loses its last slot; the table's slots stop 7 short of the end. */
+    int64_t slots = w.slots - (c.cache_offset > 0 ? 1 : 0);
+    a->k_cache =
+        rig_tensor_3d((uint16_t *)w.k_cache->host + c.cache_offset, RIG_DTYPE_BF16, slots, hk, d);
+    a->v_cache =
+        rig_tensor_3d((uint16_t *)w.v_cache->host + c.cache_offset, RIG_DTYPE_BF16, slots, hk, d);
     a->page_table = rig_tensor_2d(w.page_table->host, RIG_DTYPE_I32, w.rows, w.cols);
     a->table_idx = rig_tensor_1d(table_idx, RIG_DTYPE_I32, requests);
     a->kv_len = rig_tensor_1d(kv_len, RIG_DTYPE_I32, requests);
@@ -805,6 +1023,10 @@ static void rig__decode_case(const char *what, int64_t requests, int64_t max_len
     rig__expect_close(what, out, RIG_DTYPE_BF16, (size_t)(requests * hq * d), 1e-6);
 }
 
+/* Decode against the simulator: the register path (D 64/128/256, GQA 1/2/4/8) at the shapes
+ * the performance work targets (256 x 1024 and 1 x 512 / 2048 with Qwen3-0.6B's 16/8 heads),
+ * mixed lengths, single requests that split, a table much wider than the keys (empty splits),
+ * and the staged fallback (odd head dims, GQA 16, caches not 16-byte aligned). */
 static void test_attention_decode(void **state)
 {
     (void)state;
@@ -813,17 +1035,51 @@ static void test_attention_decode(void **state)
     for (size_t g = 0; g < RIG_ARRAY_LEN(ratios); g++) {
         rig__reset(1300 + g);
         snprintf(what, sizeof what, "decode 257 requests GQA %lld", (long long)ratios[g]);
-        rig__decode_case(what, 257, 600, 8, 8 / ratios[g], 128);
+        rig__decode_case(
+            what, (struct rig__decode_shape){257, 257, 1, 600, 600, 8, 8 / ratios[g], 128, 0});
         rig__reset(1310 + g);
         snprintf(what, sizeof what, "decode 1 request GQA %lld (splits)", (long long)ratios[g]);
-        rig__decode_case(what, 1, 3000, 16, 16 / ratios[g], 128);
+        rig__decode_case(
+            what, (struct rig__decode_shape){1, 1, 1, 3000, 3000, 16, 16 / ratios[g], 128, 0});
+        static const int64_t dims[] = {64, 256};
+        for (size_t i = 0; i < RIG_ARRAY_LEN(dims); i++) {
+            rig__reset(1330 + g * 10 + i);
+            snprintf(what, sizeof what, "decode 33 requests GQA %lld D%lld", (long long)ratios[g],
+                     (long long)dims[i]);
+            rig__decode_case(what, (struct rig__decode_shape){33, 33, 1, 700, 700, 8, 8 / ratios[g],
+                                                              dims[i], 0});
+        }
     }
     rig__reset(1320);
-    rig__decode_case("decode context 1", 1, 1, 4, 4, 64);
+    rig__decode_case("decode context 1", (struct rig__decode_shape){1, 1, 1, 1, 1, 4, 4, 64, 0});
     rig__reset(1321);
-    rig__decode_case("decode context 40960", 1, 40960, 8, 1, 128);
+    rig__decode_case("decode context 40960",
+                     (struct rig__decode_shape){1, 1, 1, 40960, 40960, 8, 1, 128, 0});
     rig__reset(1322);
-    rig__decode_case("decode D40", 3, 100, 4, 2, 40);
+    rig__decode_case("decode D40", (struct rig__decode_shape){3, 3, 1, 100, 100, 4, 2, 40, 0});
+    rig__reset(1323);
+    rig__decode_case("decode D80", (struct rig__decode_shape){5, 5, 1, 300, 300, 8, 2, 80, 0});
+    rig__reset(1324);
+    rig__decode_case("decode GQA 16 (staged path)",
+                     (struct rig__decode_shape){4, 4, 1, 500, 500, 16, 1, 128, 0});
+    rig__reset(1325);
+    rig__decode_case("decode 256 x 1024, 16/8 heads",
+                     (struct rig__decode_shape){256, 16, 1024, 1024, 1024, 16, 8, 128, 0});
+    rig__reset(1326);
+    rig__decode_case("decode 1 x 512, 16/8 heads",
+                     (struct rig__decode_shape){1, 1, 512, 512, 512, 16, 8, 128, 0});
+    rig__reset(1327);
+    rig__decode_case("decode 1 x 2048, 16/8 heads",
+                     (struct rig__decode_shape){1, 1, 2048, 2048, 2048, 16, 8, 128, 0});
+    rig__reset(1328);
+    rig__decode_case("decode 96 mixed 1 .. 2000, 16/8 heads",
+                     (struct rig__decode_shape){96, 16, 1, 2000, 2000, 16, 8, 128, 0});
+    rig__reset(1390);
+    rig__decode_case("decode caches 8 bytes off (staged path)",
+                     (struct rig__decode_shape){7, 7, 1, 300, 300, 16, 8, 128, 4});
+    rig__reset(1329);
+    rig__decode_case("decode 3 x <= 100 in a 4096-wide table",
+                     (struct rig__decode_shape){3, 3, 1, 100, 4096, 16, 8, 128, 0});
 }
 
 /* --- sampling ------------------------------------------------------------------------------ */
@@ -1390,6 +1646,7 @@ int main(void)
         cmocka_unit_test(test_gemm_small_batch),
         cmocka_unit_test(test_gemm_graph),
         cmocka_unit_test(test_store_kv),
+        cmocka_unit_test(test_qk_norm_rope_store),
         cmocka_unit_test(test_attention_prefill),
         cmocka_unit_test(test_attention_decode),
         cmocka_unit_test(test_sample),

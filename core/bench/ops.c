@@ -2,14 +2,14 @@
  * on the model's shapes, with how many times a step issues it (profile before tuning).
  *
  * For each batch (1 and 256; quick: 1 and 8) at context 512, the ops of one layer (norms,
- * the four GEMMs, q/k norm, RoPE, store K/V, decode attention, SiLU·mul) and of the step's
- * ends (embedding, last-row gather, LM head, sampling) run on buffers of their real shapes
- * (q and k are strided views of the fused QKV rows, as in the model). `share` is
- * count x time / the sum over the step's ops: where a graph-replayed step's time goes. Each
- * time is one issue of the op inside a graph of 20 issues of it (graph node overhead
- * included, host launch time not; eager where the backend has no graphs), so the sum is
- * comparable with the decode rows' graph time. Buffers are filled with a finite bf16 constant on a
- * real device.
+ * the four GEMMs, q/k norm + RoPE + store K/V as one fused op, decode attention, SiLU·mul)
+ * and of the step's ends (embedding, last-row gather, LM head, sampling) run on buffers of
+ * their real shapes (q, k and v are strided views of the fused QKV rows, as in the model).
+ * `share` is count x time / the sum over the step's ops: where a graph-replayed step's time
+ * goes. Each time is one issue of the op inside a graph of 20 issues of it (graph node
+ * overhead included, host launch time not; eager where the backend has no graphs), so the sum
+ * is comparable with the decode rows' graph time. Buffers are filled with a finite bf16
+ * constant on a real device.
  */
 #include <math.h>
 #include <stdio.h>
@@ -149,13 +149,11 @@ static int32_t rig__op_list(const struct rig__ops *s, const struct rig_model_con
         RIG__OP(ADD_RMS_NORM, add_rms_norm, s->h, s->res, s->x, s->norm, eps)};
     e[n++] =
         (struct rig__op_entry){"gemm qkv", L, RIG__OP(GEMM, gemm, s->qkv, s->h, s->wqkv, none)};
-    e[n++] = (struct rig__op_entry){"head_rms_norm q", L,
-                                    RIG__OP(HEAD_RMS_NORM, head_rms_norm, s->q, s->qk_norm, eps)};
-    e[n++] = (struct rig__op_entry){"head_rms_norm k", L,
-                                    RIG__OP(HEAD_RMS_NORM, head_rms_norm, s->k, s->qk_norm, eps)};
-    e[n++] = (struct rig__op_entry){"rope", L, RIG__OP(ROPE, rope, s->q, s->k, s->pos, c->rope)};
-    e[n++] = (struct rig__op_entry){"store_kv", L,
-                                    RIG__OP(STORE_KV, store_kv, s->kc, s->vc, s->k, s->v, s->loc)};
+    struct rig_tensor q_norm = c->qk_norm ? s->qk_norm : none;
+    e[n++] =
+        (struct rig__op_entry){"qk_norm_rope_store", L,
+                               RIG__OP(QK_NORM_ROPE_STORE, qk_norm_rope_store, s->q, s->k, s->v,
+                                       s->kc, s->vc, q_norm, q_norm, s->pos, s->loc, eps, c->rope)};
     e[n++] =
         (struct rig__op_entry){"attention_decode", L,
                                RIG__OP(ATTENTION_DECODE, attention_decode, s->attn, s->q, s->kc,

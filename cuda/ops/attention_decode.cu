@@ -1,18 +1,41 @@
-/* attention_decode.cu — decode attention by split-KV flash decoding (see
- * attention_decode.cuh), and the split-KV kernel shared with prefill (attention_common.cuh).
+/* attention_decode.cu — decode attention (see attention_decode.cuh), and the staged split-KV
+ * kernel shared with prefill (attention_common.cuh).
  *
- * Grid (query rows, KV heads, splits). A block takes one KV head and the G = Hq/Hk query
- * heads that read it (GQA grouping: each K/V tile is loaded once for the whole group), over
- * one contiguous share of the row's keys. Per tile of 32 keys the block stages K and V in
- * shared memory (gathered through the page table, 16-byte loads), then each warp takes one
- * query head at a time: lane j scores key j, the warp updates its online-softmax state
- * (max, sum, fp32 accumulator in shared memory) and adds p_j * v_j. With one split the
- * block writes bf16 output directly; otherwise it writes the normalised partial output and
- * its log-sum-exp, and a combine kernel merges the splits. The number of splits is chosen
- * on the host from the row count alone (key lengths live on the device, so a captured graph
- * stays valid): enough blocks for two per multiprocessor, bounded by the page-table width
- * and the stream's scratch. Shared-memory rows are padded to 2 mod 4 halves so the 32
- * lanes reading 32 different key rows hit 32 different banks.
+ * Decode reads every key and value of every request once and does about G flops per byte: it is
+ * bound by HBM bandwidth, so the kernel's job is to keep enough bytes in flight and to spend
+ * as little issue time per key as possible. Two paths:
+ *
+ * 1. The register path (rig__decode_kernel; D 64/128/256, G = Hq/Hk 1/2/4/8, 16-byte aligned
+ *    K/V rows). Grid (request, KV head, split), RIG_DECODE_WARPS warps. D/8 consecutive lanes
+ *    (a lane group) hold one key row, 8 dims (one 16-byte load) each, so a warp holds
+ *    32/(D/8) lane groups (2 for D = 128). Each lane keeps H query heads of the group (fp32,
+ *    its 8 dims) and their online-softmax state (max, sum, 8 fp32 output dims per head) in
+ *    REGISTERS: no shared-memory traffic per key. H = G up to RIG_DECODE_HEADS; a larger
+ *    group is cut into slices held by neighbouring lane groups of one warp that read the same
+ *    key in the same load instruction (fetched once), which keeps registers near 100 (G = 8,
+ *    D = 128: 121 instead of 190). One step: every key row takes `unroll` keys
+ *    (max(1, RIG_DECODE_KEYS / H)), issues all their K and V loads at once (their slots were
+ *    fetched during the previous step), scores them against its heads (8 FMAs, then a
+ *    butterfly over the row's lanes, so all lanes agree on the score), and folds them into
+ *    its state with one rescale per step. At the end the rows of a warp merge by shuffles and
+ *    the warps through shared memory (log-sum-exp). Bytes in flight: 32 * unroll per thread,
+ *    ~80 KB per SM at D = 128, G = 2 (96 registers, 5 blocks of 128 threads per SM).
+ * 2. The staged path (rig__split_kv_kernel): any even D up to 512, any G, unaligned caches,
+ *    and prefill for head dims the tensor-core kernel does not take. Per tile of 32 keys the
+ *    block stages K and V in shared memory (cp.async double buffering on the 16-byte path);
+ *    each warp takes one query head: lane j scores key j and the output accumulates in fp32
+ *    in shared memory. Shared rows are padded so 32 lanes reading 32 rows hit 32 banks.
+ *
+ * Both split the keys of a row over blocks (flash decoding) when rows x KV heads would not
+ * fill the GPU. The number of splits is chosen on the HOST from values fixed at capture time
+ * (row count, page-table width, scratch size), never from kv_len, which lives on the device
+ * and changes between graph replays: each block takes ceil(keys / splits) keys of its row,
+ * and a block left with none writes lse = -inf. With one split a block writes bf16 output;
+ * otherwise it writes its normalised partial output and log-sum-exp to the stream's scratch
+ * and a combine kernel merges them (weights from the log-sum-exps once per head, then
+ * unrolled independent loads over the splits). Math is fp32 with scores scale * (q . k) and expf,
+ * as in the simulator (sim/kernels/attention.c); only the summation order differs. The reduction
+ * order is fixed by the launch shape, so results are deterministic run to run.
  */
 #include <math.h>
 
@@ -285,23 +308,38 @@ static __global__ void rig__split_kv_kernel(struct rig_cuda_attention_args a,
     rig__finish(&a, &s, part, row, kv_head, group);
 }
 
+/* Merges the splits of one (row, query head): warp 0 turns the splits' log-sum-exps into
+ * weights in shared memory, then every thread sums its dims over the splits with unrolled,
+ * independent loads (64 dependent L2 round trips would cost microseconds at batch 1). */
 static __global__ void rig__combine_kernel(struct rig_cuda_attention_args a,
                                            struct rig__partials part)
 {
+    __shared__ float weight[RIG__SPLITS_MAX];
+    __shared__ float total;
     int64_t row = blockIdx.x, head = blockIdx.y, dim = a.head_dim;
     int64_t base = (row * a.heads_q + head) * part.splits;
-    float lse_max = -INFINITY;
-    for (int32_t i = 0; i < part.splits; i++)
-        lse_max = fmaxf(lse_max, part.lse[base + i]);
-    uint16_t *out = a.out + row * a.out_stride_t + head * a.out_stride_h;
-    for (int64_t d = threadIdx.x; d < dim; d += blockDim.x) {
-        float numerator = 0.0f, denominator = 0.0f;
-        for (int32_t i = 0; lse_max != -INFINITY && i < part.splits; i++) {
-            float w = part.lse[base + i] == -INFINITY ? 0.0f : expf(part.lse[base + i] - lse_max);
-            numerator += w * part.values[(base + i) * dim + d];
-            denominator += w;
+    if (threadIdx.x < RIG_CUDA_WARP) {
+        float lse_max = -INFINITY, sum = 0.0f;
+        for (int32_t i = threadIdx.x; i < part.splits; i += RIG_CUDA_WARP)
+            lse_max = fmaxf(lse_max, part.lse[base + i]);
+        lse_max = rig_cuda_warp_max(lse_max);
+        for (int32_t i = threadIdx.x; i < part.splits; i += RIG_CUDA_WARP) {
+            float lse = part.lse[base + i];
+            weight[i] = lse == -INFINITY ? 0.0f : expf(lse - lse_max);
+            sum += weight[i];
         }
-        out[d] = rig_cuda_to_bf16(denominator > 0.0f ? numerator / denominator : 0.0f);
+        sum = rig_cuda_warp_sum(sum);
+        if (threadIdx.x == 0) total = sum;
+    }
+    __syncthreads();
+    uint16_t *out = a.out + row * a.out_stride_t + head * a.out_stride_h;
+    const float *values = part.values + base * dim;
+    for (int64_t d = threadIdx.x; d < dim; d += blockDim.x) {
+        float numerator = 0.0f;
+#pragma unroll 8
+        for (int32_t i = 0; i < part.splits; i++)
+            numerator += weight[i] * values[i * dim + d];
+        out[d] = rig_cuda_to_bf16(total > 0.0f ? numerator / total : 0.0f);
     }
 }
 
@@ -368,6 +406,380 @@ enum rig_status rig_cuda_attention_split_kv(const struct rig_cuda_launch *launch
     return RIG_OK;
 }
 
+/* --- the register path: decode at the bandwidth limit -------------------------------------- */
+
+/* Compile-time knobs of the register path (the lead may measure others with -D):
+ * RIG_DECODE_WARPS       warps per block; each warp holds 32 / (D / 8) key rows at a time.
+ * RIG_DECODE_KEYS        keys loaded per key row and step for one query head per thread; with
+ *                        H heads a thread loads max(1, KEYS / H) keys, so that K/V registers
+ *                        plus the H heads' q and o stay near 100 per thread whatever the group.
+ * RIG_DECODE_HEADS       query heads per thread wanted: a larger group is cut into slices of
+ *                        this many heads, held by neighbouring lane groups of the same warp
+ *                        that load the same key (one warp load instruction: the coalescer
+ *                        fetches the bytes once). At most 32 / (D / 8) slices fit in a warp,
+ *                        so D = 256 keeps all G heads per thread.
+ * RIG_DECODE_BLOCKS_PER_SM  split-KV target: blocks per multiprocessor before splitting stops.
+ * RIG_DECODE_GROUP_MAX   largest G the register path takes (1, 2, 4 or 8); larger groups go
+ *                        to the staged path. */
+#ifndef RIG_DECODE_WARPS
+#define RIG_DECODE_WARPS 4
+#endif
+#ifndef RIG_DECODE_KEYS
+#define RIG_DECODE_KEYS 8
+#endif
+#ifndef RIG_DECODE_HEADS
+#define RIG_DECODE_HEADS 2
+#endif
+#ifndef RIG_DECODE_BLOCKS_PER_SM
+#define RIG_DECODE_BLOCKS_PER_SM 4
+#endif
+#ifndef RIG_DECODE_GROUP_MAX
+#define RIG_DECODE_GROUP_MAX 8
+#endif
+static_assert(RIG_DECODE_WARPS >= 1 && RIG_DECODE_WARPS <= 32, "1 to 32 warps");
+static_assert(RIG_DECODE_KEYS >= 1 && RIG_DECODE_KEYS <= 16, "1 to 16 keys in flight");
+static_assert(RIG_DECODE_HEADS == 1 || RIG_DECODE_HEADS == 2 || RIG_DECODE_HEADS == 4 ||
+                  RIG_DECODE_HEADS == 8,
+              "heads per thread: a power of two up to 8");
+
+/* The thread layout for head dim D and group G: `lanes` consecutive threads (a lane group)
+ * hold one key row, 8 dims each, for `heads` query heads; `slices` consecutive lane groups
+ * (same warp) hold the G / heads slices of the group for the same key; `rows` key rows per
+ * block; `unroll` keys per row and step. */
+template <int D, int G> struct rig__decode_shape {
+    static constexpr int lanes = D / 8;
+    static constexpr int groups_per_warp = RIG_CUDA_WARP / lanes;
+    static constexpr int wanted = G > RIG_DECODE_HEADS ? G / RIG_DECODE_HEADS : 1;
+    static constexpr int slices = wanted < groups_per_warp ? wanted : groups_per_warp;
+    static constexpr int heads = G / slices;
+    static constexpr int rows = RIG_DECODE_WARPS * groups_per_warp / slices;
+    static constexpr int unroll = heads >= RIG_DECODE_KEYS ? 1 : RIG_DECODE_KEYS / heads;
+    static constexpr int keys_per_step = rows * unroll;
+    static constexpr int threads = RIG_DECODE_WARPS * RIG_CUDA_WARP;
+    static_assert(heads * slices == G && groups_per_warp % slices == 0, "slices tile a warp");
+};
+
+/* Shared bytes of the end-of-block merge: per warp and head, max, sum and D accumulators. */
+static size_t rig__decode_shared_bytes(int64_t group, int64_t dim)
+{
+    return (size_t)RIG_DECODE_WARPS * (size_t)group * (size_t)(dim + 2) * sizeof(float);
+}
+
+/* Eight bf16 values packed in 16 bytes (element 0 in the low half of .x) as floats. */
+static __device__ __forceinline__ void rig__unpack8(uint4 w, float *f)
+{
+    uint32_t words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        f[2 * e] = __uint_as_float(words[e] << 16);
+        f[2 * e + 1] = __uint_as_float(words[e] & 0xffff0000u);
+    }
+}
+
+/* The slots of this key row's keys first, first + rows, ... (U of them); 0 past `end`, where
+ * nothing will be loaded. */
+template <int U, int ROWS>
+static __device__ __forceinline__ void rig__decode_slots(const int32_t *table, int64_t first,
+                                                         int64_t end, int32_t *slot)
+{
+#pragma unroll
+    for (int u = 0; u < U; u++)
+        slot[u] = first + u * ROWS < end ? __ldg(table + first + u * ROWS) : 0;
+}
+
+/* Online-softmax update of one lane's state with U scored keys and their V (8 dims). Lanes
+ * of a key row hold identical scores, so m and l agree across the row. */
+template <int H, int U>
+static __device__ __forceinline__ void rig__decode_update(float (&m)[H], float (&l)[H],
+                                                          float (&o)[H][8], const float (&s)[H][U],
+                                                          const uint4 (&v)[U])
+{
+    float vf[U][8];
+#pragma unroll
+    for (int u = 0; u < U; u++)
+        rig__unpack8(v[u], vf[u]);
+#pragma unroll
+    for (int g = 0; g < H; g++) {
+        float m_new = m[g];
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            m_new = fmaxf(m_new, s[g][u]);
+        if (m_new == -INFINITY) continue; /* no key yet: exp(-inf - -inf) would be NaN */
+        float alpha = expf(m[g] - m_new); /* 0 while m[g] is -inf */
+        float p[U], sum = 0.0f;
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            p[u] = expf(s[g][u] - m_new); /* 0 for a masked key (-inf) */
+            sum += p[u];
+        }
+        l[g] = l[g] * alpha + sum;
+        m[g] = m_new;
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            float acc = o[g][i] * alpha;
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                acc += p[u] * vf[u][i];
+            o[g][i] = acc;
+        }
+    }
+}
+
+/* Scores of U keys for the thread's H heads: 8 products per lane, then a butterfly over the
+ * row's lanes (every lane ends with the same sum); masked keys score -inf. */
+template <int D, int H, int U>
+static __device__ __forceinline__ void
+rig__decode_scores(const float (&q)[H][8], const uint4 (&k)[U], const bool (&valid)[U], float scale,
+                   float (&s)[H][U])
+{
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        float kf[8];
+        rig__unpack8(k[u], kf);
+#pragma unroll
+        for (int g = 0; g < H; g++) {
+            float dot = 0.0f;
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                dot += q[g][i] * kf[i];
+            s[g][u] = dot;
+        }
+    }
+#pragma unroll
+    for (int offset = D / 16; offset > 0; offset >>= 1) {
+#pragma unroll
+        for (int g = 0; g < H; g++) {
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                s[g][u] += __shfl_xor_sync(0xffffffffu, s[g][u], offset);
+        }
+    }
+#pragma unroll
+    for (int g = 0; g < H; g++) {
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            s[g][u] = valid[u] ? s[g][u] * scale : -INFINITY;
+    }
+}
+
+/* Merges the online-softmax states of the key rows of one warp into its first row (per
+ * slice: lane groups 0 .. SLICES - 1) by a butterfly over rows of the same slice; the other
+ * rows end with partial merges. */
+template <int D, int H, int SLICES>
+static __device__ __forceinline__ void rig__decode_merge_warp(float (&m)[H], float (&l)[H],
+                                                              float (&o)[H][8])
+{
+#pragma unroll
+    for (int offset = D / 8 * SLICES; offset < RIG_CUDA_WARP; offset <<= 1) {
+#pragma unroll
+        for (int g = 0; g < H; g++) {
+            float m_other = __shfl_xor_sync(0xffffffffu, m[g], offset);
+            float l_other = __shfl_xor_sync(0xffffffffu, l[g], offset);
+            float m_new = fmaxf(m[g], m_other);
+            float a_self = m[g] == -INFINITY ? 0.0f : expf(m[g] - m_new);
+            float a_other = m_other == -INFINITY ? 0.0f : expf(m_other - m_new);
+            l[g] = l[g] * a_self + l_other * a_other;
+            m[g] = m_new;
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                float o_other = __shfl_xor_sync(0xffffffffu, o[g][i], offset);
+                o[g][i] = o[g][i] * a_self + o_other * a_other;
+            }
+        }
+    }
+}
+
+/* Merges the warps' states through shared memory (log-sum-exp) and writes the block's G
+ * heads: bf16 output with one split, else the normalised partial and its log-sum-exp. */
+template <int D, int G, int H, int SLICES>
+static __device__ void rig__decode_finish(const struct rig_cuda_attention_args *a,
+                                          struct rig__partials part, int64_t row, int64_t kv_head,
+                                          const float (&m)[H], const float (&l)[H],
+                                          const float (&o)[H][8])
+{
+    extern __shared__ __align__(16) char rig__shared[];
+    float *m_s = reinterpret_cast<float *>(rig__shared); /* [warps][G] */
+    float *l_s = m_s + RIG_DECODE_WARPS * G;             /* [warps][G] */
+    float *o_s = l_s + RIG_DECODE_WARPS * G;             /* [warps][G][D] */
+    int in_warp = threadIdx.x % RIG_CUDA_WARP, warp = threadIdx.x / RIG_CUDA_WARP;
+    int lane = in_warp % (D / 8), slice = in_warp / (D / 8);
+    if (slice < SLICES) { /* the first key row of the warp, every slice */
+#pragma unroll
+        for (int h = 0; h < H; h++) {
+            int g = slice * H + h;
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                o_s[(warp * G + g) * D + lane * 8 + i] = o[h][i];
+            if (lane == 0) {
+                m_s[warp * G + g] = m[h];
+                l_s[warp * G + g] = l[h];
+            }
+        }
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < G * D; e += blockDim.x) {
+        int g = e / D, d = e % D;
+        float m_max = -INFINITY;
+        for (int w = 0; w < RIG_DECODE_WARPS; w++)
+            m_max = fmaxf(m_max, m_s[w * G + g]);
+        float sum = 0.0f, acc = 0.0f;
+        for (int w = 0; m_max != -INFINITY && w < RIG_DECODE_WARPS; w++) {
+            float m_w = m_s[w * G + g];
+            float scale = m_w == -INFINITY ? 0.0f : expf(m_w - m_max);
+            sum += l_s[w * G + g] * scale;
+            acc += o_s[(w * G + g) * D + d] * scale;
+        }
+        float value = sum > 0.0f ? acc / sum : 0.0f;
+        int64_t head = kv_head * G + g;
+        if (part.splits == 1) {
+            a->out[row * a->out_stride_t + head * a->out_stride_h + d] = rig_cuda_to_bf16(value);
+            continue;
+        }
+        int64_t slot = (row * a->heads_q + head) * part.splits + blockIdx.z;
+        part.values[slot * D + d] = value;
+        if (d == 0) part.lse[slot] = sum > 0.0f ? m_max + logf(sum) : -INFINITY;
+    }
+}
+
+/* Grid (rows, KV heads, splits), RIG_DECODE_WARPS warps. See the file header. */
+template <int D, int G>
+static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP)
+    rig__decode_kernel(struct rig_cuda_attention_args a, struct rig__partials part)
+{
+    using S = rig__decode_shape<D, G>;
+    constexpr int U = S::unroll, H = S::heads;
+    int lane = threadIdx.x % S::lanes, lane_group = threadIdx.x / S::lanes;
+    int slice = lane_group % S::slices, key_row = lane_group / S::slices;
+    int64_t row = blockIdx.x, kv_head = blockIdx.y;
+    struct rig_cuda_attention_place place = rig_cuda_attention_locate(&a, row);
+    int64_t share = rig_cuda_div_up(place.keys, part.splits);
+    int64_t begin = share * blockIdx.z;
+    int64_t end = begin + share < place.keys ? begin + share : place.keys;
+    int64_t steps = end > begin ? rig_cuda_div_up(end - begin, S::keys_per_step) : 0;
+    int32_t slot[U];
+    rig__decode_slots<U, S::rows>(place.slots, begin + key_row, end, slot);
+    float q[H][8], m[H], l[H], o[H][8];
+    int64_t first_head = kv_head * G + slice * H;
+    const uint16_t *q_row = a.q + row * a.q_stride_t + first_head * a.q_stride_h + lane * 8;
+#pragma unroll
+    for (int g = 0; g < H; g++) {
+        m[g] = -INFINITY;
+        l[g] = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            q[g][i] = rig_cuda_bf16(q_row[g * a.q_stride_h + i]);
+            o[g][i] = 0.0f;
+        }
+    }
+    const uint16_t *k_head = a.k_cache + kv_head * a.cache_stride_h + lane * 8;
+    const uint16_t *v_head = a.v_cache + kv_head * a.cache_stride_h + lane * 8;
+    for (int64_t step = 0; step < steps; step++) {
+        int64_t first = begin + step * S::keys_per_step + key_row;
+        uint4 k[U], v[U];
+        bool valid[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            valid[u] = first + u * S::rows < end;
+            k[u] = make_uint4(0, 0, 0, 0);
+            v[u] = make_uint4(0, 0, 0, 0);
+            if (valid[u]) {
+                int64_t offset = (int64_t)slot[u] * a.cache_stride_s;
+                k[u] = __ldg(reinterpret_cast<const uint4 *>(k_head + offset));
+                v[u] = __ldg(reinterpret_cast<const uint4 *>(v_head + offset));
+            }
+        }
+        /* The next step's slots load while this step's K and V are in flight. */
+        rig__decode_slots<U, S::rows>(place.slots, first + S::keys_per_step, end, slot);
+        float s[H][U];
+        rig__decode_scores<D, H, U>(q, k, valid, a.scale, s);
+        rig__decode_update<H, U>(m, l, o, s, v);
+    }
+    rig__decode_merge_warp<D, H, S::slices>(m, l, o);
+    rig__decode_finish<D, G, H, S::slices>(&a, part, row, kv_head, m, l, o);
+}
+
+/* Splits for the register path: enough blocks for RIG_DECODE_BLOCKS_PER_SM per
+ * multiprocessor, at least one step of keys per split at the page-table width, at most
+ * RIG__SPLITS_MAX, and within the stream's scratch. Host values only (graph-safe). */
+static int32_t rig__decode_splits(const struct rig_cuda_launch *launch,
+                                  const struct rig_cuda_attention_args *a, int64_t keys_per_step)
+{
+    int64_t blocks = a->rows * a->heads_kv;
+    int64_t target = (int64_t)RIG_DECODE_BLOCKS_PER_SM * launch->sm_count;
+    int64_t splits = rig_cuda_div_up(target, blocks > 0 ? blocks : 1);
+    int64_t steps = rig_cuda_div_up(a->page_table_cols, keys_per_step);
+    if (splits > steps) splits = steps;
+    if (splits > RIG__SPLITS_MAX) splits = RIG__SPLITS_MAX;
+    size_t per_split = (size_t)(a->rows * a->heads_q) * (size_t)(a->head_dim + 1) * sizeof(float);
+    while (splits > 1 && (size_t)splits * per_split > launch->scratch_bytes)
+        splits--;
+    return splits < 1 ? 1 : (int32_t)splits;
+}
+
+template <int D, int G>
+static enum rig_status rig__decode_launch(const struct rig_cuda_launch *launch,
+                                          const struct rig_cuda_attention_args *a)
+{
+    using S = rig__decode_shape<D, G>;
+    size_t shared = rig__decode_shared_bytes(G, D);
+    if (shared > 48 * 1024)
+        RIG_CUDA_TRY(cudaFuncSetAttribute(
+            rig__decode_kernel<D, G>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared));
+    struct rig__partials part;
+    part.splits = rig__decode_splits(launch, a, S::keys_per_step);
+    part.values = (float *)launch->scratch;
+    part.lse = part.values + (size_t)a->rows * a->heads_q * part.splits * D;
+    dim3 grid((unsigned)a->rows, (unsigned)a->heads_kv, (unsigned)part.splits);
+    rig__decode_kernel<D, G><<<grid, S::threads, shared, launch->stream>>>(*a, part);
+    RIG_CUDA_LAUNCHED();
+    if (part.splits == 1) return RIG_OK;
+    dim3 combine((unsigned)a->rows, (unsigned)a->heads_q);
+    rig__combine_kernel<<<combine, 128, 0, launch->stream>>>(*a, part);
+    RIG_CUDA_LAUNCHED();
+    return RIG_OK;
+}
+
+template <int D>
+static enum rig_status rig__decode_launch_group(const struct rig_cuda_launch *launch,
+                                                const struct rig_cuda_attention_args *a,
+                                                int64_t group)
+{
+    switch (group) {
+    case 1: return rig__decode_launch<D, 1>(launch, a);
+    case 2: return rig__decode_launch<D, 2>(launch, a);
+    case 4: return rig__decode_launch<D, 4>(launch, a);
+    default: RIG_ASSERT(group == 8); return rig__decode_launch<D, 8>(launch, a);
+    }
+}
+
+/* True when the register path takes these arguments: D 64, 128 or 256; G 1, 2, 4 or 8 (at
+ * most RIG_DECODE_GROUP_MAX); every K/V row 16-byte aligned; the merge fits in shared memory. */
+static bool rig__decode_fits(const struct rig_cuda_launch *launch,
+                             const struct rig_cuda_attention_args *a)
+{
+    int64_t dim = a->head_dim, group = a->heads_q / a->heads_kv;
+    if (dim != 64 && dim != 128 && dim != 256) return false;
+    if (group != 1 && group != 2 && group != 4 && group != 8) return false;
+    if (group > RIG_DECODE_GROUP_MAX) return false;
+    if (a->heads_q != group * a->heads_kv) return false;
+    if (a->cache_stride_s % 8 != 0 || a->cache_stride_h % 8 != 0) return false;
+    if (!rig_cuda_aligned(a->k_cache, 16) || !rig_cuda_aligned(a->v_cache, 16)) return false;
+    return rig__decode_shared_bytes(group, dim) <= launch->shared_optin_bytes;
+}
+
+/* The register path for decode when it fits, else the staged split-KV kernel. */
+static enum rig_status rig__decode(const struct rig_cuda_launch *launch,
+                                   const struct rig_cuda_attention_args *a)
+{
+    if (a->rows == 0 || a->heads_q == 0) return RIG_OK;
+    if (!rig__decode_fits(launch, a)) return rig_cuda_attention_split_kv(launch, a);
+    switch (a->head_dim) {
+    case 64: return rig__decode_launch_group<64>(launch, a, a->heads_q / a->heads_kv);
+    case 128: return rig__decode_launch_group<128>(launch, a, a->heads_q / a->heads_kv);
+    default: return rig__decode_launch_group<256>(launch, a, a->heads_q / a->heads_kv);
+    }
+}
+
 bool rig_cuda_attention_caches_alike(const struct rig_tensor *k_cache,
                                      const struct rig_tensor *v_cache)
 {
@@ -419,5 +831,5 @@ enum rig_status rig_cuda_op_attention_decode(const struct rig_cuda_launch *launc
     struct rig_cuda_attention_args a =
         rig_cuda_attention_args_make(&p->out, &p->q, &p->k_cache, &p->v_cache, &p->page_table,
                                      &p->table_idx, &p->kv_len, NULL, p->scale);
-    return rig_cuda_attention_split_kv(launch, &a);
+    return rig__decode(launch, &a);
 }

@@ -26,10 +26,17 @@ Tolerances (docs/model.md, "The check against transformers"):
   * logits: relative L2 ||rig - ref|| / ||ref|| per prompt; the mean over the prompts must
     be <= 1.2 x transformers-bf16's mean over the same prompts, and every prompt <= 1.5 x
     transformers-bf16's worst over all prompts and steps;
-  * greedy tokens equal the reference's, except near-ties: at the first step where rig's
-    token differs, the reference's logit for rig's token must lie within 4 x RMS(rig - ref)
-    (the prompt's last-position RMS error) of the reference's maximum; the prompt is not
-    compared past it; at most 5 % of all compared steps may be such ties.
+  * greedy tokens, teacher-forced: wherever rig's tokens leave the reference's, the fp32
+    model is run again along rig's own tokens, so every step of every prompt is compared on
+    the same prefix. At each step rig's token must be the reference's argmax, or a near-tie:
+    the reference's logit for it within 4 x the bf16 RMS logit error of the maximum — the
+    larger of rig's (measured at the prompt's last position, the one step whose logits rig
+    writes) and transformers-bf16's at that step (bf16 error grows along the tokens). Near-ties may be at most max(5 %, 2 x transformers-bf16's own
+    share) of the steps, where transformers-bf16's share is measured the same way (its
+    argmax on the fp32 reference's prefix differing from the fp32 token). A seeded random
+    model at 28 layers has flat logits (top-2 gaps of ~1e-3), so near-ties are frequent and
+    free-running sequences drift apart after the first one; comparing only up to the first
+    difference, as the small golden models do, would leave most steps unchecked.
 
 Usage:
   python3 tools/gpu/hf_check.py --preset qwen3-0.6b --backend cuda \
@@ -60,7 +67,8 @@ import make_golden  # noqa: E402  (seeded init, sharpening, greedy loop)
 MEAN_FACTOR = 1.2     # rig's mean error over transformers-bf16's mean (docs/model.md)
 WORST_FACTOR = 1.5    # any prompt over transformers-bf16's worst step
 TIE_RMS = 4.0         # near-tie: within 4 x RMS(rig - ref) of the reference's maximum
-TIE_SHARE = 0.05      # at most 5 % of compared steps
+TIE_SHARE = 0.05      # near-tie steps: at most max(5 %, TIE_HF x transformers-bf16's share)
+TIE_HF = 2.0
 
 
 def load_config(preset, layers):
@@ -108,11 +116,14 @@ def reference(model, prompts, device, steps):
         tokens, logits = make_golden.greedy(exact, ids, device)
         _, bf16_logits = make_golden.greedy(bf16, ids, device, forced=tokens)
         err = make_golden.rel_l2(bf16_logits, logits)
-        out.append({"tokens": tokens, "logits": logits, "hf_bf16_rel_l2": err})
+        flips = sum(int(torch.argmax(row)) != t for row, t in zip(bf16_logits, tokens))
+        rms = (bf16_logits - logits).pow(2).mean(dim=-1).sqrt().tolist()
+        out.append({"tokens": tokens, "logits": logits, "hf_bf16_rel_l2": err, "hf_bf16_rms": rms,
+                    "hf_bf16_flips": flips, "ids": ids, "forced": {}})
         print(f"  reference {name:12s} {len(ids):6d} tokens: HF bf16 step-0 error "
-              f"{err[0]:.4f}, worst {max(err):.4f} ({time.time() - t0:.1f} s)", flush=True)
-    del exact
-    return out
+              f"{err[0]:.4f}, worst {max(err):.4f}, argmax flips {flips}/{len(tokens)} "
+              f"({time.time() - t0:.1f} s)", flush=True)
+    return out, exact
 
 
 def run_rig(rig, backend, model_dir, prompts, steps, extra, logits_path, timeout):
@@ -135,17 +146,41 @@ def run_rig(rig, backend, model_dir, prompts, steps, extra, logits_path, timeout
     return rows, logits, seconds
 
 
-def compare_tokens(rig_ids, ref, rms):
-    """(compared steps, first differing step or None, is it a near-tie, gap, allowance)."""
-    for s, (mine, theirs) in enumerate(zip(rig_ids, ref["tokens"])):
-        if mine != theirs:
-            row = ref["logits"][s]
-            gap = float(row.max() - row[mine])
-            return s + 1, s, gap <= TIE_RMS * rms, gap, TIE_RMS * rms
-    return len(ref["tokens"]), None, False, 0.0, TIE_RMS * rms
+def forced_logits(exact, ref, rig_ids, device):
+    """fp32 reference logits along rig's tokens (cached: the runs often agree)."""
+    key = tuple(rig_ids)
+    if key == tuple(ref["tokens"]):
+        return ref["logits"]
+    if key not in ref["forced"]:
+        ref["forced"][key] = make_golden.greedy(exact, ref["ids"], device, forced=rig_ids)[1]
+    return ref["forced"][key]
 
 
-def check_run(label, rows, logits, prompts, refs, hf_mean, hf_worst, check_cache):
+def compare_tokens(exact, rig_ids, ref, rms, device):
+    """(compared steps, near-tie steps, first step beyond the allowance or None, its gap,
+    allowance): every step of rig's tokens against the fp32 argmax on the same prefix. The
+    allowance at step s is TIE_RMS x the larger of rig's RMS error (measured at the prompt's
+    last position) and transformers-bf16's RMS error at step s: bf16 error grows along the
+    generated tokens, and rig's logits are only read out at the first step."""
+    logits = forced_logits(exact, ref, rig_ids, device)
+    ties, worst, allow = 0, None, TIE_RMS * rms
+    for s, mine in enumerate(rig_ids):
+        row = logits[s]
+        gap = float(row.max() - row[mine])
+        allow = TIE_RMS * max(rms, ref["hf_bf16_rms"][s])
+        if int(torch.argmax(row)) == mine:
+            continue
+        if gap <= allow:
+            ties += 1
+        elif worst is None:
+            worst = (s, gap, allow)
+    if worst is None:
+        return len(rig_ids), ties, None, 0.0, TIE_RMS * rms
+    return len(rig_ids), ties, worst[0], worst[1], worst[2]
+
+
+def check_run(label, rows, logits, prompts, refs, hf, check_cache, exact, device):
+    hf_mean, hf_worst, hf_share = hf
     result = {"run": label, "prompts": [], "failures": []}
     errors, compared, ties = [], 0, 0
     for i, ((name, ids, shared), row, ref) in enumerate(zip(prompts, rows, refs)):
@@ -154,24 +189,28 @@ def check_run(label, rows, logits, prompts, refs, hf_mean, hf_worst, check_cache
         err = float(diff.norm() / want.norm())
         rms = float(diff.pow(2).mean().sqrt())
         errors.append(err)
-        n, first, tie, gap, allow = compare_tokens(row["ids"], ref, rms)
+        n, tie_steps, bad, gap, allow = compare_tokens(exact, row["ids"], ref, rms, device)
         compared += n
-        ties += first is not None and tie
+        ties += tie_steps
+        first = next((s for s, (a, b) in enumerate(zip(row["ids"], ref["tokens"])) if a != b),
+                     None)
         entry = {"name": name, "prompt_len": len(ids), "cached_len": row["cached_len"],
                  "rel_l2": err, "rms": rms, "tokens_equal": first is None,
-                 "first_diff": first, "near_tie": tie, "gap": gap, "tie_allowance": allow}
+                 "first_diff": first, "near_tie_steps": tie_steps, "beyond_allowance": bad,
+                 "gap": gap, "tie_allowance": allow}
         if err > WORST_FACTOR * hf_worst:
             result["failures"].append(f"{name}: rel L2 {err:.4f} > {WORST_FACTOR} x {hf_worst:.4f}")
-        if first is not None and not tie:
-            result["failures"].append(f"{name}: token {first} differs, gap {gap:.4g} > {allow:.4g}")
+        if bad is not None:
+            result["failures"].append(f"{name}: token {bad} differs, gap {gap:.4g} > {allow:.4g}")
         if check_cache and row["cached_len"] < shared:
             result["failures"].append(f"{name}: cached_len {row['cached_len']} < shared {shared}")
         result["prompts"].append(entry)
     mean = sum(errors) / len(errors)
     if mean > MEAN_FACTOR * hf_mean:
         result["failures"].append(f"mean rel L2 {mean:.4f} > {MEAN_FACTOR} x {hf_mean:.4f}")
-    if ties > TIE_SHARE * compared:
-        result["failures"].append(f"{ties} near-ties in {compared} steps (> {TIE_SHARE:.0%})")
+    share = max(TIE_SHARE, TIE_HF * hf_share)
+    if ties > share * compared:
+        result["failures"].append(f"{ties} near-ties in {compared} steps (> {share:.1%})")
     result.update(mean_rel_l2=mean, near_ties=ties, compared_steps=compared,
                   passed=not result["failures"])
     return result
@@ -185,9 +224,10 @@ def print_table(result, hf_err0):
     for p, hf in zip(result["prompts"], hf_err0):
         if p["tokens_equal"]:
             tok = "equal"
+        elif p["beyond_allowance"] is not None:
+            tok = f"DIFFER at {p['beyond_allowance']}"
         else:
-            kind = "near-tie" if p["near_tie"] else "DIFFER"
-            tok = f"{kind} at {p['first_diff']}"
+            tok = f"apart at {p['first_diff']}, {p['near_tie_steps']} tie(s)"
         print(f"{p['name']:12s} {p['prompt_len']:6d} {p['cached_len']:6d} {p['rel_l2']:8.4f} "
               f"{hf:8.4f} {tok:>22s}")
     for f in result["failures"]:
@@ -231,13 +271,17 @@ def main():
           f"parameters, saved to {model_dir} ({time.time() - t0:.1f} s)", flush=True)
     short = [int(n) for n in args.short.split(",") if n]
     prompts = make_prompts(config.vocab_size, args.seed, short, args.mid, args.long)
-    refs = reference(model, prompts, device, args.steps)
-    del model  # rig runs next, in its own process: give it the GPU memory back
+    refs, exact = reference(model, prompts, device, args.steps)
+    del model  # rig runs next, in its own process: give it the bf16 model's memory back
     if device.type == "cuda":
         torch.cuda.empty_cache()
     hf_err0 = [r["hf_bf16_rel_l2"][0] for r in refs]
     hf_mean = sum(hf_err0) / len(hf_err0)
     hf_worst = max(max(r["hf_bf16_rel_l2"]) for r in refs)
+    hf_flips = sum(r["hf_bf16_flips"] for r in refs)
+    hf_share = hf_flips / (len(refs) * args.steps)
+    print(f"transformers-bf16 argmax flips on the fp32 prefix: {hf_flips} of "
+          f"{len(refs) * args.steps} steps ({hf_share:.1%})")
     budget = str(args.prefill_budget)
     runs = [("batch", [], False),
             ("serial", ["--max-running", "1", "--prefill-budget", budget], True),
@@ -248,7 +292,8 @@ def main():
         extra = extra + shlex.split(args.rig_extra)
         rows, logits, seconds = run_rig(args.rig, args.backend, model_dir, prompts, args.steps,
                                         extra, path, args.timeout)
-        result = check_run(label, rows, logits, prompts, refs, hf_mean, hf_worst, check_cache)
+        result = check_run(label, rows, logits, prompts, refs, (hf_mean, hf_worst, hf_share),
+                           check_cache, exact, device)
         result["seconds"] = seconds
         result["rig_args"] = extra
         print_table(result, hf_err0)
@@ -261,7 +306,9 @@ def main():
         "prefill_budget": args.prefill_budget,
         "prompt_lengths": {n: len(ids) for n, ids, _ in prompts},
         "hf_bf16_step0_rel_l2": hf_err0, "hf_bf16_mean": hf_mean, "hf_bf16_worst": hf_worst,
-        "bounds": {"mean": MEAN_FACTOR * hf_mean, "worst": WORST_FACTOR * hf_worst},
+        "hf_bf16_flips": hf_flips, "hf_bf16_flip_share": hf_share,
+        "bounds": {"mean": MEAN_FACTOR * hf_mean, "worst": WORST_FACTOR * hf_worst,
+                   "near_tie_share": max(TIE_SHARE, TIE_HF * hf_share)},
         "runs": results, "torch": torch.__version__, "transformers": transformers.__version__,
         "seconds": time.time() - t0,
     }
