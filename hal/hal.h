@@ -158,6 +158,8 @@ enum rig_status rig_hal_head_rms_norm(struct rig_stream *s,
                                       const struct rig_op_head_rms_norm *p);
 enum rig_status rig_hal_rope(struct rig_stream *s, const struct rig_op_rope *p);
 enum rig_status rig_hal_store_kv(struct rig_stream *s, const struct rig_op_store_kv *p);
+enum rig_status rig_hal_qk_norm_rope_store(struct rig_stream *s,
+                                           const struct rig_op_qk_norm_rope_store *p);
 enum rig_status rig_hal_attention_prefill(struct rig_stream *s,
                                           const struct rig_op_attention_prefill *p);
 enum rig_status rig_hal_attention_decode(struct rig_stream *s,

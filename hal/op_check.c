@@ -144,6 +144,22 @@ static enum rig_status rig__check_head_rms_norm(const struct rig_op_head_rms_nor
     return rig__check_norm_weight(op, &p->weight, p->x.shape[2], p->eps);
 }
 
+/* Even head dim of q, positive theta, known scaling with sane llama3 parameters. */
+static enum rig_status rig__check_rope_params(const char *op, const struct rig_tensor *q,
+                                              const struct rig_rope_params *params)
+{
+    if (q->shape[2] % 2 != 0) return rig__fail(RIG_E_SHAPE, op, "q", "head dim must be even");
+    if (!(params->theta > 0.0f)) return rig__fail(RIG_E_INVALID, op, "theta", "must be > 0");
+    if (params->scaling == RIG_ROPE_SCALING_LLAMA3) {
+        if (!(params->factor > 0.0f) || !(params->high_freq_factor > params->low_freq_factor) ||
+            params->original_max_position <= 0)
+            return rig__fail(RIG_E_INVALID, op, "params", "bad llama3 scaling parameters");
+    } else if (params->scaling != RIG_ROPE_SCALING_NONE) {
+        return rig__fail(RIG_E_INVALID, op, "params", "unknown scaling type");
+    }
+    return RIG_OK;
+}
+
 static enum rig_status rig__check_rope(const struct rig_op_rope *p)
 {
     const char *op = "rope";
@@ -153,16 +169,7 @@ static enum rig_status rig__check_rope(const struct rig_op_rope *p)
     RIG__TRY(rig__dim(op, "k", &p->k, 0, p->q.shape[0]));
     RIG__TRY(rig__dim(op, "k", &p->k, 2, p->q.shape[2]));
     RIG__TRY(rig__dim(op, "positions", &p->positions, 0, p->q.shape[0]));
-    if (p->q.shape[2] % 2 != 0) return rig__fail(RIG_E_SHAPE, op, "q", "head dim must be even");
-    if (!(p->params.theta > 0.0f)) return rig__fail(RIG_E_INVALID, op, "theta", "must be > 0");
-    if (p->params.scaling == RIG_ROPE_SCALING_LLAMA3) {
-        if (!(p->params.factor > 0.0f) || !(p->params.high_freq_factor > p->params.low_freq_factor)
-            || p->params.original_max_position <= 0)
-            return rig__fail(RIG_E_INVALID, op, "params", "bad llama3 scaling parameters");
-    } else if (p->params.scaling != RIG_ROPE_SCALING_NONE) {
-        return rig__fail(RIG_E_INVALID, op, "params", "unknown scaling type");
-    }
-    return RIG_OK;
+    return rig__check_rope_params(op, &p->q, &p->params);
 }
 
 /* Shared checks of the KV cache pair against the head layout of k (or q). */
@@ -188,6 +195,37 @@ static enum rig_status rig__check_store_kv(const struct rig_op_store_kv *p)
     for (int32_t d = 0; d < 3; d++) RIG__TRY(rig__dim(op, "v", &p->v, d, p->k.shape[d]));
     RIG__TRY(rig__dim(op, "out_loc", &p->out_loc, 0, p->k.shape[0]));
     return rig__check_cache(op, &p->k_cache, &p->v_cache, p->k.shape[1], p->k.shape[2]);
+}
+
+/* q, k, v: heads agree (GQA: Hq a multiple of Hk), norm weights both present or both absent. */
+static enum rig_status rig__check_qk_norm_rope_store(const struct rig_op_qk_norm_rope_store *p)
+{
+    const char *op = "qk_norm_rope_store";
+    RIG__TRY(rig__tensor(op, "q", &p->q, 3, RIG_DTYPE_BF16));
+    RIG__TRY(rig__tensor(op, "k", &p->k, 3, RIG_DTYPE_BF16));
+    RIG__TRY(rig__tensor(op, "v", &p->v, 3, RIG_DTYPE_BF16));
+    RIG__TRY(rig__dim(op, "k", &p->k, 0, p->q.shape[0]));
+    RIG__TRY(rig__dim(op, "k", &p->k, 2, p->q.shape[2]));
+    for (int32_t d = 0; d < 3; d++)
+        RIG__TRY(rig__dim(op, "v", &p->v, d, p->k.shape[d]));
+    if (p->k.shape[1] <= 0 || p->q.shape[1] % p->k.shape[1] != 0)
+        return rig__fail(RIG_E_SHAPE, op, "q", "%lld query heads not a multiple of %lld KV heads",
+                         (long long)p->q.shape[1], (long long)p->k.shape[1]);
+    RIG__TRY(rig__check_cache(op, &p->k_cache, &p->v_cache, p->k.shape[1], p->k.shape[2]));
+    RIG__TRY(rig__tensor(op, "positions", &p->positions, 1, RIG_DTYPE_I32));
+    RIG__TRY(rig__tensor(op, "out_loc", &p->out_loc, 1, RIG_DTYPE_I32));
+    RIG__TRY(rig__dim(op, "positions", &p->positions, 0, p->q.shape[0]));
+    RIG__TRY(rig__dim(op, "out_loc", &p->out_loc, 0, p->q.shape[0]));
+    if ((p->q_norm.data == NULL) != (p->k_norm.data == NULL))
+        return rig__fail(RIG_E_INVALID, op, "q_norm/k_norm", "both present or both absent");
+    if (p->q_norm.data != NULL) {
+        RIG__TRY(rig__tensor(op, "q_norm", &p->q_norm, 1, RIG_DTYPE_BF16));
+        RIG__TRY(rig__tensor(op, "k_norm", &p->k_norm, 1, RIG_DTYPE_BF16));
+        RIG__TRY(rig__dim(op, "q_norm", &p->q_norm, 0, p->q.shape[2]));
+        RIG__TRY(rig__dim(op, "k_norm", &p->k_norm, 0, p->q.shape[2]));
+        if (!(p->eps > 0.0f)) return rig__fail(RIG_E_INVALID, op, "eps", "must be > 0");
+    }
+    return rig__check_rope_params(op, &p->q, &p->params);
 }
 
 /* Shared checks of attention: q/out heads, GQA ratio, cache, page table, per-request meta. */
@@ -346,6 +384,7 @@ enum rig_status rig_hal_op_check(const struct rig_op *op)
     case RIG_OP_HEAD_RMS_NORM: return rig__check_head_rms_norm(&op->u.head_rms_norm);
     case RIG_OP_ROPE: return rig__check_rope(&op->u.rope);
     case RIG_OP_STORE_KV: return rig__check_store_kv(&op->u.store_kv);
+    case RIG_OP_QK_NORM_ROPE_STORE: return rig__check_qk_norm_rope_store(&op->u.qk_norm_rope_store);
     case RIG_OP_ATTENTION_PREFILL: return rig__check_attention_prefill(&op->u.attention_prefill);
     case RIG_OP_ATTENTION_DECODE: return rig__check_attention_decode(&op->u.attention_decode);
     case RIG_OP_SILU_MUL: return rig__check_silu_mul(&op->u.silu_mul);

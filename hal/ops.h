@@ -34,6 +34,7 @@ struct rig_comm;
     X(HEAD_RMS_NORM, head_rms_norm)                                                        \
     X(ROPE, rope)                                                                          \
     X(STORE_KV, store_kv)                                                                  \
+    X(QK_NORM_ROPE_STORE, qk_norm_rope_store)                                              \
     X(ATTENTION_PREFILL, attention_prefill)                                                \
     X(ATTENTION_DECODE, attention_decode)                                                  \
     X(SILU_MUL, silu_mul)                                                                  \
@@ -125,6 +126,28 @@ struct rig_op_store_kv {
     struct rig_tensor k;       /* [T, Hk, D] bf16 */
     struct rig_tensor v;       /* [T, Hk, D] bf16 */
     struct rig_tensor out_loc; /* [T] i32 slot indices */
+};
+
+/* head_rms_norm(q, q_norm), head_rms_norm(k, k_norm), rope(q, k), store_kv(k, v) as one op,
+ * with exactly their semantics and rounding points: for each token t,
+ *   q[t, h] = rope(bf16(q_norm * bf16(q[t, h] / rms)))   for every query head, in place;
+ *   k[t, h] likewise with k_norm, in place;
+ *   k_cache[out_loc[t], h] = k[t, h] (normed and rotated), v_cache[out_loc[t], h] = v[t, h].
+ * Without norm weights (q_norm and k_norm both absent: Llama, Qwen2) it is rope + store_kv.
+ * q, k and v are usually strided views of the fused QKV rows and must not overlap each other
+ * or the caches. One kernel instead of four: a decode step is launch bound at small batches. */
+struct rig_op_qk_norm_rope_store {
+    struct rig_tensor q;         /* [T, Hq, D] bf16, read and written */
+    struct rig_tensor k;         /* [T, Hk, D] bf16, read and written */
+    struct rig_tensor v;         /* [T, Hk, D] bf16 */
+    struct rig_tensor k_cache;   /* [S, Hk, D] bf16 */
+    struct rig_tensor v_cache;   /* [S, Hk, D] bf16 */
+    struct rig_tensor q_norm;    /* [D] bf16, or absent (then k_norm is absent too) */
+    struct rig_tensor k_norm;    /* [D] bf16, or absent */
+    struct rig_tensor positions; /* [T] i32 */
+    struct rig_tensor out_loc;   /* [T] i32 slot indices */
+    float eps;                   /* of the norms; unused without them */
+    struct rig_rope_params params;
 };
 
 /* Causal attention of new tokens over a cached prefix plus themselves. Request r owns query

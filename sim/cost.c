@@ -89,6 +89,24 @@ static struct rig_sim_work rig__work_gemm(const struct rig_op_gemm *p)
     return work;
 }
 
+/* One pass over the layer's new q, k, v: reads q, k, v (and the norm weights, positions,
+ * out_loc), writes q and k back and k, v into the cache. FLOPs: the norm's 4 and RoPE's 6
+ * per q/k element; an element-wise kernel (latency class ELEMENTWISE), launched once. */
+static struct rig_sim_work rig__work_qk_norm_rope_store(const struct rig_op_qk_norm_rope_store *p)
+{
+    struct rig_sim_work work = {.op_class = RIG_SIM_OP_CLASS_ELEMENTWISE};
+    double qk = rig__bytes(&p->q) + rig__bytes(&p->k), v = rig__bytes(&p->v);
+    work.bytes = 2.0 * qk + rig__bytes(&p->k) + 2.0 * v + rig__bytes(&p->positions) +
+                 rig__bytes(&p->out_loc);
+    double norm_flops = 0.0;
+    if (p->q_norm.data != NULL) {
+        work.bytes += rig__bytes(&p->q_norm) + rig__bytes(&p->k_norm);
+        norm_flops = 4.0;
+    }
+    work.flops = (norm_flops + 6.0) * (rig__numel(&p->q) + rig__numel(&p->k));
+    return work;
+}
+
 /* Memory-bound ops: bytes read + written, a few FLOPs per element (never the bound). */
 static struct rig_sim_work rig__work_elementwise(const struct rig_op *op)
 {
@@ -116,6 +134,9 @@ static struct rig_sim_work rig__work_elementwise(const struct rig_op *op)
         work.bytes = 2.0 * (rig__bytes(&op->u.rope.q) + rig__bytes(&op->u.rope.k)) +
                      rig__bytes(&op->u.rope.positions);
         work.flops = 6.0 * (rig__numel(&op->u.rope.q) + rig__numel(&op->u.rope.k));
+        break;
+    case RIG_OP_QK_NORM_ROPE_STORE:
+        work = rig__work_qk_norm_rope_store(&op->u.qk_norm_rope_store);
         break;
     case RIG_OP_SILU_MUL:
         work.bytes = rig__bytes(&op->u.silu_mul.in) + rig__bytes(&op->u.silu_mul.out);

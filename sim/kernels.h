@@ -19,6 +19,7 @@ void rig_sim_op_gemm(const struct rig_op_gemm *p);
 void rig_sim_op_head_rms_norm(const struct rig_op_head_rms_norm *p);
 void rig_sim_op_rope(const struct rig_op_rope *p);
 void rig_sim_op_store_kv(const struct rig_op_store_kv *p);
+void rig_sim_op_qk_norm_rope_store(const struct rig_op_qk_norm_rope_store *p);
 void rig_sim_op_attention_prefill(const struct rig_op_attention_prefill *p);
 void rig_sim_op_attention_decode(const struct rig_op_attention_decode *p);
 void rig_sim_op_silu_mul(const struct rig_op_silu_mul *p);

@@ -80,6 +80,15 @@ static void rig__valid_layer_ops(struct rig_op *op)
             rig__t(BF16, 3, S, HK, D), rig__t(BF16, 3, S, HK, D), rig__t(BF16, 3, T, HK, D),
             rig__t(BF16, 3, T, HK, D), rig__t(I32, 1, T, 1, 1)};
         break;
+    case RIG_OP_QK_NORM_ROPE_STORE:
+        op->u.qk_norm_rope_store =
+            (struct rig_op_qk_norm_rope_store){rig__t(BF16, 3, T, HQ, D), rig__t(BF16, 3, T, HK, D),
+                                               rig__t(BF16, 3, T, HK, D), rig__t(BF16, 3, S, HK, D),
+                                               rig__t(BF16, 3, S, HK, D), rig__t(BF16, 1, D, 1, 1),
+                                               rig__t(BF16, 1, D, 1, 1),  rig__t(I32, 1, T, 1, 1),
+                                               rig__t(I32, 1, T, 1, 1),   1e-6f,
+                                               {.theta = 10000.0f}};
+        break;
     case RIG_OP_SILU_MUL:
         op->u.silu_mul =
             (struct rig_op_silu_mul){rig__t(BF16, 2, T, I, 1), rig__t(BF16, 2, T, 2 * I, 1)};
@@ -203,6 +212,31 @@ static const struct rig__case rig__cases[] = {
      "store_kv: v_cache: dim 0 is 17, expected 16"},
     {K(STORE_KV), AT(store_kv.k_cache), B_DTYPE, RIG_E_DTYPE,
      "store_kv: k_cache: is u8, expected bf16"},
+    {K(QK_NORM_ROPE_STORE), AT(qk_norm_rope_store.k), B_DIM0, RIG_E_SHAPE,
+     "qk_norm_rope_store: k: dim 0 is 5, expected 4"},
+    {K(QK_NORM_ROPE_STORE), AT(qk_norm_rope_store.v), B_DIM2, RIG_E_SHAPE,
+     "qk_norm_rope_store: v: dim 2 is 5, expected 4"},
+    {K(QK_NORM_ROPE_STORE), AT(qk_norm_rope_store.k), B_DIM1, RIG_E_SHAPE,
+     "qk_norm_rope_store: v: dim 1 is 2, expected 3"},
+    {K(QK_NORM_ROPE_STORE), AT(qk_norm_rope_store.q), B_DIM1, RIG_E_SHAPE,
+     "qk_norm_rope_store: q: 5 query heads not a multiple of 2 KV heads"},
+    {K(QK_NORM_ROPE_STORE), AT(qk_norm_rope_store.k_cache), B_DIM2, RIG_E_SHAPE,
+     "qk_norm_rope_store: v_cache: dim 2 is 4, expected 5"},
+    {K(QK_NORM_ROPE_STORE), AT(qk_norm_rope_store.v_cache), B_DTYPE, RIG_E_DTYPE,
+     "qk_norm_rope_store: v_cache: is u8, expected bf16"},
+    {K(QK_NORM_ROPE_STORE), AT(qk_norm_rope_store.q_norm), B_NULL, RIG_E_INVALID,
+     "qk_norm_rope_store: q_norm/k_norm: both present or both absent"},
+    {K(QK_NORM_ROPE_STORE), AT(qk_norm_rope_store.k_norm), B_DIM0, RIG_E_SHAPE,
+     "qk_norm_rope_store: k_norm: dim 0 is 5, expected 4"},
+    {K(QK_NORM_ROPE_STORE), AT(qk_norm_rope_store.q_norm), B_DTYPE, RIG_E_DTYPE,
+     "qk_norm_rope_store: q_norm: is u8, expected bf16"},
+    {K(QK_NORM_ROPE_STORE), AT(qk_norm_rope_store.positions), B_DIM0, RIG_E_SHAPE,
+     "qk_norm_rope_store: positions: dim 0 is 5, expected 4"},
+    {K(QK_NORM_ROPE_STORE), AT(qk_norm_rope_store.out_loc), B_DTYPE, RIG_E_DTYPE,
+     "qk_norm_rope_store: out_loc: is u8, expected i32"},
+    {K(QK_NORM_ROPE_STORE), AT(qk_norm_rope_store.q), B_STRIDE, RIG_E_SHAPE,
+     "qk_norm_rope_store: q: innermost stride must be 1"},
+    {K(QK_NORM_ROPE_STORE), 0, B_SCALAR, RIG_E_INVALID, "qk_norm_rope_store: eps: must be > 0"},
     {K(ATTENTION_PREFILL), AT(attention_prefill.q), B_DIM0, RIG_E_SHAPE,
      "attention_prefill: out: dim 0 is 4, expected 5"},
     {K(ATTENTION_PREFILL), AT(attention_prefill.k_cache), B_DIM1, RIG_E_SHAPE,
@@ -290,6 +324,7 @@ static void rig__break_scalar(struct rig_op *op)
     case RIG_OP_GEMM: op->u.gemm.bias = rig__t(BF16, 1, 3, 1, 1); break;
     case RIG_OP_HEAD_RMS_NORM: op->u.head_rms_norm.eps = -1.0f; break;
     case RIG_OP_ROPE: op->u.rope.params.theta = 0.0f; break;
+    case RIG_OP_QK_NORM_ROPE_STORE: op->u.qk_norm_rope_store.eps = 0.0f; break;
     case RIG_OP_ATTENTION_PREFILL: op->u.attention_prefill.scale = 0.0f; break;
     case RIG_OP_ATTENTION_DECODE: /* table_idx and kv_len agree but not with q */
         op->u.attention_decode.table_idx.shape[0] = 3;
@@ -380,12 +415,51 @@ static void test_unknown_op_and_null_arguments(void **state)
     (void)state;
     struct rig_op op = {.kind = RIG_OP_COUNT};
     assert_int_equal(rig_hal_op(rig__stream, &op), RIG_E_INVALID);
-    assert_string_equal(rig_hal_last_error(), "op: kind: unknown op kind 17");
+    assert_string_equal(rig_hal_last_error(), "op: kind: unknown op kind 18");
     op = rig__valid(RIG_OP_GEMM);
     assert_int_equal(rig_hal_op(NULL, &op), RIG_E_HANDLE);
     assert_int_equal(rig_hal_op(rig__stream, NULL), RIG_E_HANDLE);
     assert_int_equal(rig_hal_gemm(rig__stream, NULL), RIG_E_INVALID);
     assert_int_equal(rig_hal_op_check(NULL), RIG_E_INVALID);
+}
+
+/* The fused op without q/k norm (Llama, Qwen2) is valid with both weights absent, whatever
+ * eps is; its RoPE parameters are checked as rope's are. */
+static void test_qk_norm_rope_store_variants(void **state)
+{
+    (void)state;
+    struct rig_op op = rig__valid(RIG_OP_QK_NORM_ROPE_STORE);
+    struct rig_op_qk_norm_rope_store *p = &op.u.qk_norm_rope_store;
+    p->q_norm = rig_tensor_none();
+    p->k_norm = rig_tensor_none();
+    p->eps = 0.0f;
+    assert_int_equal(rig_hal_op_check(&op), RIG_OK);
+    p->params = (struct rig_rope_params){.theta = 500000.0f,
+                                         .scaling = RIG_ROPE_SCALING_LLAMA3,
+                                         .factor = 8.0f,
+                                         .low_freq_factor = 1.0f,
+                                         .high_freq_factor = 4.0f,
+                                         .original_max_position = 8192};
+    assert_int_equal(rig_hal_op_check(&op), RIG_OK);
+    p->params.high_freq_factor = 1.0f;
+    assert_int_equal(rig_hal_op_check(&op), RIG_E_INVALID);
+    assert_string_equal(rig_hal_last_error(),
+                        "qk_norm_rope_store: params: bad llama3 scaling parameters");
+    op = rig__valid(RIG_OP_QK_NORM_ROPE_STORE);
+    p->k_norm = rig_tensor_none();
+    assert_int_equal(rig_hal_op_check(&op), RIG_E_INVALID);
+    op = rig__valid(RIG_OP_QK_NORM_ROPE_STORE);
+    p->params.theta = -1.0f;
+    assert_int_equal(rig_hal_op_check(&op), RIG_E_INVALID);
+    assert_string_equal(rig_hal_last_error(), "qk_norm_rope_store: theta: must be > 0");
+    op = rig__valid(RIG_OP_QK_NORM_ROPE_STORE);
+    for (int32_t i = 0; i < 3; i++) { /* an odd head dim everywhere */
+        struct rig_tensor *t = i == 0 ? &p->q : i == 1 ? &p->k : &p->v;
+        t->shape[2] = 3;
+    }
+    p->k_cache.shape[2] = p->v_cache.shape[2] = p->q_norm.shape[0] = p->k_norm.shape[0] = 3;
+    assert_int_equal(rig_hal_op_check(&op), RIG_E_SHAPE);
+    assert_string_equal(rig_hal_last_error(), "qk_norm_rope_store: q: head dim must be even");
 }
 
 /* Objects of one device used with another device's stream are refused. */
@@ -556,6 +630,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_op_rejects_bad_arguments),
         cmocka_unit_test(test_unknown_op_and_null_arguments),
+        cmocka_unit_test(test_qk_norm_rope_store_variants),
         cmocka_unit_test(test_handles_of_another_device),
         cmocka_unit_test(test_copy_ranges),
         cmocka_unit_test(test_capture_state),

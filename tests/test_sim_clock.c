@@ -7,9 +7,10 @@
  * kernel; stream and event synchronisation move the host; host work and wait_until move the
  * host exactly; a GEMM with twice the rows takes twice as long (beyond its fixed latency),
  * decode attention scales with the KV length, prefill attention of a short chunk pays the
- * occupancy term; graph replay charges the host once instead of per kernel; timing-only mode
- * gives the same timestamps as real mode. Large shapes run in timing-only mode (phantom
- * buffers, no math), so every test is fast.
+ * occupancy term; the fused q/k norm + RoPE + K/V store moves one pass of bytes and costs
+ * less than the four ops it replaces; graph replay charges the host once instead of per kernel;
+ * timing-only mode gives the same timestamps as real mode. Large shapes run in timing-only mode
+ * (phantom buffers, no math), so every test is fast.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -261,6 +262,58 @@ static void test_gemm_cost_scales_with_rows(void **state)
         assert_true(skinny_ns > memory_ns);
 }
 
+/* The fused q/k norm + RoPE + K/V store of a Qwen3-0.6B layer: its work is the bytes of one
+ * pass (read q, k, v; write q, k back and k, v into the cache) in the element-wise class,
+ * and at batch 1 one graph node of it costs less than the four ops it replaces (one fixed
+ * latency instead of four); at 8192 tokens it is bandwidth bound. */
+static void test_fused_qk_norm_rope_store_cost(void **state)
+{
+    (void)state;
+    struct rig_sim_profile p = rig__h100();
+    char *b = (char *)(uintptr_t)4096; /* shapes only: the cost model reads no tensor data */
+    for (int64_t tokens = 1; tokens <= 8192; tokens *= 8192) {
+        struct rig_tensor q = rig_tensor_3d(b, RIG_DTYPE_BF16, tokens, 16, 128);
+        struct rig_tensor k = rig_tensor_3d(b, RIG_DTYPE_BF16, tokens, 8, 128);
+        struct rig_tensor cache = rig_tensor_3d(b, RIG_DTYPE_BF16, 65536, 8, 128);
+        struct rig_tensor w = rig_tensor_1d(b, RIG_DTYPE_BF16, 128);
+        struct rig_tensor meta = rig_tensor_1d(b, RIG_DTYPE_I32, tokens);
+        struct rig_rope_params rope = {.theta = 1000000.0f};
+        struct rig_op ops[5] = {
+            {.kind = RIG_OP_QK_NORM_ROPE_STORE,
+             .u.qk_norm_rope_store = {q, k, k, cache, cache, w, w, meta, meta, 1e-6f, rope}},
+            {.kind = RIG_OP_HEAD_RMS_NORM, .u.head_rms_norm = {q, w, 1e-6f}},
+            {.kind = RIG_OP_HEAD_RMS_NORM, .u.head_rms_norm = {k, w, 1e-6f}},
+            {.kind = RIG_OP_ROPE, .u.rope = {q, k, meta, rope}},
+            {.kind = RIG_OP_STORE_KV, .u.store_kv = {cache, cache, k, k, meta}},
+        };
+        struct rig_sim_work work = rig_sim_cost_work(&ops[0]);
+        double qk = (double)tokens * 24 * 128 * 2, kv = (double)tokens * 8 * 128 * 2;
+        assert_int_equal(work.op_class, RIG_SIM_OP_CLASS_ELEMENTWISE);
+        assert_true(work.bytes == 2 * qk + kv + 2 * kv + 8.0 * (double)tokens + 2 * 256);
+        assert_true(work.flops == 10.0 * (double)tokens * 24 * 128);
+        int64_t fused_ns = rig_sim_cost_node_ns(&p, &ops[0], 1), parts_ns = 0;
+        for (int i = 1; i < 5; i++)
+            parts_ns += rig_sim_cost_node_ns(&p, &ops[i], 1);
+        assert_true(fused_ns < parts_ns);
+        double eff = p.hbm_bytes_per_s * p.efficiency[RIG_SIM_OP_CLASS_ELEMENTWISE];
+        int64_t want =
+            p.latency_ns[RIG_SIM_OP_CLASS_ELEMENTWISE] + (int64_t)ceil(work.bytes / eff * 1e9);
+        if (want < p.graph_node_ns) want = p.graph_node_ns;
+        assert_true(llabs(fused_ns - want) <= 1);
+        if (tokens == 1) assert_true(parts_ns - fused_ns >= 2 * p.graph_node_ns);
+    }
+    /* without q/k norm: no weight bytes, RoPE's FLOPs only */
+    struct rig_tensor x = rig_tensor_3d(b, RIG_DTYPE_BF16, 4, 2, 64);
+    struct rig_tensor ids = rig_tensor_1d(b, RIG_DTYPE_I32, 4), none = rig_tensor_none();
+    struct rig_op op = {.kind = RIG_OP_QK_NORM_ROPE_STORE};
+    struct rig_rope_params rope = {.theta = 10000.0f};
+    op.u.qk_norm_rope_store =
+        (struct rig_op_qk_norm_rope_store){x, x, x, x, x, none, none, ids, ids, 0.0f, rope};
+    struct rig_sim_work work = rig_sim_cost_work(&op);
+    assert_true(work.flops == 6.0 * 2 * 4 * 2 * 64);
+    assert_true(work.bytes == 7.0 * 4 * 2 * 64 * 2 + 32); /* 2|q| + 3|k| + 2|v| + metadata */
+}
+
 /* Decode attention reads the KV lengths from (real) metadata: time grows with them. */
 static void test_attention_cost_scales_with_kv_len(void **state)
 {
@@ -444,6 +497,7 @@ int main(void)
         cmocka_unit_test(test_cross_stream_wait_orders_copy),
         cmocka_unit_test(test_host_work_and_wait_until),
         cmocka_unit_test(test_gemm_cost_scales_with_rows),
+        cmocka_unit_test(test_fused_qk_norm_rope_store_cost),
         cmocka_unit_test(test_attention_cost_scales_with_kv_len),
         cmocka_unit_test(test_prefill_attention_occupancy),
         cmocka_unit_test(test_graph_replay_cheaper_on_host),

@@ -11,6 +11,9 @@
  * two chunks, embedding vocabulary shards, top-k = 1 / tiny top-p / temperature 0 equal to
  * greedy, sampling frequencies against the softmax, llama3 RoPE frequencies, RMSNorm eps,
  * GEMM bias and f32 output, copies through permuted views, and rig_sim_op_run's dispatch.
+ * The fused qk_norm_rope_store must equal head_rms_norm, head_rms_norm, rope and store_kv
+ * run in sequence bit for bit (with and without norms, GQA 1/2/7/8, D 64/128, T 1 and 300,
+ * strided views of one qkv buffer, llama3 RoPE).
  * Invalid index values (a slot outside the cache, a table row or gather index out of range,
  * more queries than keys) are caller bugs: a forked child runs the kernel and must abort.
  */
@@ -438,6 +441,125 @@ static void test_rope(void **state)
     struct rig_rope_params plain = {.theta = 1000000.0f, .scaling = RIG_ROPE_SCALING_NONE};
     check_rope(&plain);
     check_rope(&LLAMA3_ROPE);
+}
+
+/* --- qk_norm_rope_store: the fused op equals the three ops it replaces ------------------- */
+
+struct fused_shape {
+    int heads_q, heads_kv, dim, tokens;
+    bool norm;
+    const struct rig_rope_params *rope;
+};
+
+/* One qkv buffer [T, Hq + 2 Hk, D] with rows `pad` values longer than the heads (the model's
+ * q/k/v are views with row stride qkv_width), caches of S slots, T distinct random slots. */
+static void check_fused(const struct fused_shape *c, int pad, uint64_t seed)
+{
+    int T = c->tokens, D = c->dim, heads = c->heads_q + 2 * c->heads_kv, S = 2 * T + 3;
+    size_t row = (size_t)heads * D + (size_t)pad, qkv_n = (size_t)T * row;
+    size_t cache_n = (size_t)S * c->heads_kv * D;
+    struct rig_test_rng rng;
+    rig_test_rng_seed(&rng, seed);
+    uint16_t *qkv[2] = {random_bf16(&rng, qkv_n, -3.0f, 3.0f), xcalloc(qkv_n, 2)};
+    uint16_t *kc[2] = {random_bf16(&rng, cache_n, -1.0f, 1.0f), xcalloc(cache_n, 2)};
+    uint16_t *vc[2] = {random_bf16(&rng, cache_n, -1.0f, 1.0f), xcalloc(cache_n, 2)};
+    uint16_t *before = xcalloc(qkv_n, 2);
+    uint16_t *weights = random_bf16(&rng, 2 * (size_t)D, 0.5f, 1.5f);
+    memcpy(before, qkv[0], qkv_n * 2);
+    memcpy(qkv[1], qkv[0], qkv_n * 2);
+    memcpy(kc[1], kc[0], cache_n * 2);
+    memcpy(vc[1], vc[0], cache_n * 2);
+    int32_t *positions = xcalloc((size_t)T, 4), *out_loc = xcalloc((size_t)T, 4);
+    for (int t = 0; t < T; t++) {
+        positions[t] = (int32_t)rig_test_rng_int(&rng, 0, 40960);
+        out_loc[t] = (int32_t)((t * 7 + 3) % S); /* distinct: 7 does not divide S */
+    }
+    struct rig_tensor views[2][3]; /* [run][q, k, v] */
+    for (int r = 0; r < 2; r++) {
+        for (int j = 0; j < 3; j++) {
+            int first = j == 0 ? 0 : c->heads_q + (j - 1) * c->heads_kv;
+            int count = j == 0 ? c->heads_q : c->heads_kv;
+            views[r][j] = rig_tensor_3d(qkv[r] + (size_t)first * D, RIG_DTYPE_BF16, T, count, D);
+            views[r][j].stride[0] = (int64_t)row;
+        }
+    }
+    struct rig_tensor q_norm = rig_tensor_1d(weights, RIG_DTYPE_BF16, D);
+    struct rig_tensor k_norm = rig_tensor_1d(weights + D, RIG_DTYPE_BF16, D);
+    struct rig_tensor pos_t = rig_tensor_1d(positions, RIG_DTYPE_I32, T);
+    struct rig_tensor loc_t = rig_tensor_1d(out_loc, RIG_DTYPE_I32, T);
+    struct rig_tensor caches[2][2];
+    for (int r = 0; r < 2; r++) {
+        caches[r][0] = rig_tensor_3d(kc[r], RIG_DTYPE_BF16, S, c->heads_kv, D);
+        caches[r][1] = rig_tensor_3d(vc[r], RIG_DTYPE_BF16, S, c->heads_kv, D);
+    }
+    /* run 0: the three ops, through rig_sim_op_run as the simulator issues them */
+    struct rig_op ops[4] = {
+        {.kind = RIG_OP_HEAD_RMS_NORM, .u.head_rms_norm = {views[0][0], q_norm, 1e-6f}},
+        {.kind = RIG_OP_HEAD_RMS_NORM, .u.head_rms_norm = {views[0][1], k_norm, 1e-6f}},
+        {.kind = RIG_OP_ROPE, .u.rope = {views[0][0], views[0][1], pos_t, *c->rope}},
+        {.kind = RIG_OP_STORE_KV,
+         .u.store_kv = {caches[0][0], caches[0][1], views[0][1], views[0][2], loc_t}},
+    };
+    for (int i = c->norm ? 0 : 2; i < 4; i++) {
+        assert_int_equal(rig_hal_op_check(&ops[i]), RIG_OK);
+        assert_int_equal(rig_sim_op_run(&ops[i]), RIG_OK);
+    }
+    /* run 1: the fused op */
+    struct rig_op fused = {.kind = RIG_OP_QK_NORM_ROPE_STORE};
+    struct rig_op_qk_norm_rope_store *p = &fused.u.qk_norm_rope_store;
+    p->q = views[1][0];
+    p->k = views[1][1];
+    p->v = views[1][2];
+    p->k_cache = caches[1][0];
+    p->v_cache = caches[1][1];
+    p->q_norm = c->norm ? q_norm : rig_tensor_none();
+    p->k_norm = c->norm ? k_norm : rig_tensor_none();
+    p->positions = pos_t;
+    p->out_loc = loc_t;
+    p->eps = 1e-6f;
+    p->params = *c->rope;
+    assert_int_equal(rig_hal_op_check(&fused), RIG_OK);
+    assert_int_equal(rig_sim_op_run(&fused), RIG_OK);
+    assert_memory_equal(qkv[1], qkv[0], qkv_n * 2);
+    assert_memory_equal(kc[1], kc[0], cache_n * 2);
+    assert_memory_equal(vc[1], vc[0], cache_n * 2);
+    /* not vacuous: q and k changed, v and the row padding did not, the slots hold k and v */
+    assert_true(memcmp(qkv[1], before, (size_t)c->heads_q * D * 2) != 0);
+    for (int t = 0; t < T; t++) {
+        size_t v_at = (size_t)t * row + (size_t)(c->heads_q + c->heads_kv) * D;
+        assert_memory_equal(qkv[1] + v_at, before + v_at, ((size_t)c->heads_kv * D + pad) * 2);
+        size_t k_at = v_at - (size_t)c->heads_kv * D;
+        size_t slot_at = (size_t)out_loc[t] * c->heads_kv * D;
+        assert_memory_equal(kc[1] + slot_at, qkv[1] + k_at, (size_t)c->heads_kv * D * 2);
+        assert_memory_equal(vc[1] + slot_at, before + v_at, (size_t)c->heads_kv * D * 2);
+    }
+    for (int r = 0; r < 2; r++) {
+        free(qkv[r]);
+        free(kc[r]);
+        free(vc[r]);
+    }
+    free(before);
+    free(weights);
+    free(positions);
+    free(out_loc);
+}
+
+static void test_qk_norm_rope_store_equals_composition(void **state)
+{
+    (void)state;
+    static const struct rig_rope_params qwen = {.theta = 1000000.0f};
+    const struct fused_shape shapes[] = {
+        {16, 8, 128, 1, true, &qwen},           /* Qwen3-0.6B decode at batch 1 */
+        {16, 8, 128, 300, true, &qwen},         /* a prefill chunk */
+        {32, 4, 128, 300, false, &LLAMA3_ROPE}, /* Llama-style: GQA 8, no q/k norm, llama3 */
+        {8, 1, 64, 1, true, &LLAMA3_ROPE},      /* GQA 8, D 64 */
+        {4, 4, 64, 300, false, &qwen},          /* MHA, D 64 */
+        {14, 2, 64, 300, true, &LLAMA3_ROPE},   /* GQA 7 */
+    };
+    for (size_t i = 0; i < RIG_ARRAY_LEN(shapes); i++) {
+        check_fused(&shapes[i], 0, 100 + i);
+        check_fused(&shapes[i], 24, 200 + i);
+    }
 }
 
 /* --- store_kv and attention --------------------------------------------------------------- */
@@ -1169,6 +1291,7 @@ static void test_exact_cases(void **state)
 
 enum bad_case {
     BAD_STORE_SLOT,
+    BAD_FUSED_SLOT,
     BAD_DECODE_ROW,
     BAD_DECODE_KV_LEN,
     BAD_DECODE_EMPTY,
@@ -1202,6 +1325,22 @@ static void run_bad_case(enum bad_case which, bool corrupt)
         if (corrupt) idx[1] = S;
         rig_sim_op_store_kv(&(struct rig_op_store_kv){kc, vc, k, k, idx_t});
         break;
+    case BAD_FUSED_SLOT: {
+        if (corrupt) idx[0] = -1;
+        struct rig_op_qk_norm_rope_store fused = {.q = k,
+                                                  .k = k,
+                                                  .v = k,
+                                                  .k_cache = kc,
+                                                  .v_cache = vc,
+                                                  .q_norm = rig_tensor_none(),
+                                                  .k_norm = rig_tensor_none(),
+                                                  .positions = len_t,
+                                                  .out_loc = idx_t,
+                                                  .eps = 1e-6f,
+                                                  .params = {.theta = 10000.0f}};
+        rig_sim_op_qk_norm_rope_store(&fused);
+        break;
+    }
     case BAD_DECODE_ROW:
         if (corrupt) idx[0] = 2;
         rig_sim_op_attention_decode(&decode);
@@ -1395,6 +1534,7 @@ int main(void)
         cmocka_unit_test(test_gemm_strided_a),
         cmocka_unit_test(test_rope_inv_freq),
         cmocka_unit_test(test_rope),
+        cmocka_unit_test(test_qk_norm_rope_store_equals_composition),
         cmocka_unit_test(test_store_kv_strided),
         cmocka_unit_test(test_attention_prefill_gqa),
         cmocka_unit_test(test_attention_chunks_views_decode),

@@ -287,8 +287,8 @@ static enum rig_status rig__all_reduce(struct rig_model *m, struct rig_stream *s
     return rig_hal_all_reduce(s, &p);
 }
 
-/* Attention block of layer `l`: QKV, q/k norm, RoPE, store K/V, attention, o_proj. The
- * result (before the residual add) is left in m->proj. */
+/* Attention block of layer `l`: QKV, q/k norm + RoPE + store K/V (one op), attention,
+ * o_proj. The result (before the residual add) is left in m->proj. */
 static enum rig_status rig__attention(struct rig_model *m, struct rig_stream *s,
                                       const struct rig_forward_batch *b, int32_t l)
 {
@@ -300,19 +300,21 @@ static enum rig_status rig__attention(struct rig_model *m, struct rig_stream *s,
     struct rig_tensor q = rig__heads(m, T, 0, m->dims.q_heads);
     struct rig_tensor k = rig__heads(m, T, m->dims.q_heads, m->dims.kv_heads);
     struct rig_tensor v = rig__heads(m, T, m->dims.q_heads + m->dims.kv_heads, m->dims.kv_heads);
-    float eps = m->config.rms_norm_eps;
-    if (m->config.qk_norm) {
-        struct rig_op_head_rms_norm qn = {.x = q, .weight = w->q_norm, .eps = eps};
-        struct rig_op_head_rms_norm kn = {.x = k, .weight = w->k_norm, .eps = eps};
-        RIG__TRY(rig_hal_head_rms_norm(s, &qn));
-        RIG__TRY(rig_hal_head_rms_norm(s, &kn));
-    }
-    struct rig_op_rope rope = {.q = q, .k = k, .positions = b->positions,
-                               .params = m->config.rope};
-    RIG__TRY(rig_hal_rope(s, &rope));
-    struct rig_op_store_kv store = {.k_cache = w->k_cache, .v_cache = w->v_cache, .k = k,
-                                    .v = v, .out_loc = b->out_loc};
-    RIG__TRY(rig_hal_store_kv(s, &store));
+    /* q/k norm (Qwen3), RoPE and the K/V store in one kernel: at small batches a decode
+     * step is bound by per-kernel latency, not bytes. */
+    bool qk_norm = m->config.qk_norm;
+    struct rig_op_qk_norm_rope_store fused = {.q = q,
+                                              .k = k,
+                                              .v = v,
+                                              .k_cache = w->k_cache,
+                                              .v_cache = w->v_cache,
+                                              .q_norm = qk_norm ? w->q_norm : rig_tensor_none(),
+                                              .k_norm = qk_norm ? w->k_norm : rig_tensor_none(),
+                                              .positions = b->positions,
+                                              .out_loc = b->out_loc,
+                                              .eps = m->config.rms_norm_eps,
+                                              .params = m->config.rope};
+    RIG__TRY(rig_hal_qk_norm_rope_store(s, &fused));
     float scale = 1.0f / sqrtf((float)m->dims.head_dim);
     struct rig_tensor out = rig__rows(&m->attn, T);
     if (b->phase == RIG_BATCH_DECODE) {

@@ -13,10 +13,10 @@
 #include <math.h>
 
 #include "sim/kernels/access.h"
+#include "sim/kernels/head.h"
 
-/* out[0..n) = bf16(weight * bf16(in * rsqrt(mean(in^2) + eps))); out may equal in. */
-static void rig__rms_norm_vector(uint16_t *out, const uint16_t *in, const uint16_t *weight,
-                                 int64_t n, float eps)
+void rig_sim_rms_norm_vector(uint16_t *out, const uint16_t *in, const uint16_t *weight, int64_t n,
+                             float eps)
 {
     RIG_ASSERT(n > 0);
     float sum_squares = 0.0f;
@@ -44,8 +44,8 @@ void rig_sim_op_rms_norm(const struct rig_op_rms_norm *p)
     int64_t hidden = p->out.shape[1];
     const uint16_t *weight = rig__weight(&p->weight);
     for (int64_t t = 0; t < tokens; t++) {
-        rig__rms_norm_vector(rig_sim_row_bf16(&p->out, t), rig_sim_row_bf16(&p->in, t), weight,
-                             hidden, p->eps);
+        rig_sim_rms_norm_vector(rig_sim_row_bf16(&p->out, t), rig_sim_row_bf16(&p->in, t), weight,
+                                hidden, p->eps);
     }
 }
 
@@ -62,7 +62,7 @@ void rig_sim_op_add_rms_norm(const struct rig_op_add_rms_norm *p)
         for (int64_t i = 0; i < hidden; i++) {
             residual[i] = rig_f32_to_bf16(rig_bf16_to_f32(residual[i]) + rig_bf16_to_f32(in[i]));
         }
-        rig__rms_norm_vector(rig_sim_row_bf16(&p->out, t), residual, weight, hidden, p->eps);
+        rig_sim_rms_norm_vector(rig_sim_row_bf16(&p->out, t), residual, weight, hidden, p->eps);
     }
 }
 
@@ -75,7 +75,7 @@ void rig_sim_op_head_rms_norm(const struct rig_op_head_rms_norm *p)
     for (int64_t t = 0; t < tokens; t++) {
         for (int64_t h = 0; h < heads; h++) {
             uint16_t *x = rig_sim_vec_bf16(&p->x, t, h);
-            rig__rms_norm_vector(x, x, weight, head_dim, p->eps);
+            rig_sim_rms_norm_vector(x, x, weight, head_dim, p->eps);
         }
     }
 }

@@ -18,6 +18,7 @@
 #include <math.h>
 
 #include "sim/kernels/access.h"
+#include "sim/kernels/head.h"
 
 /* 2π, as Python's math.pi * 2 (M_PI is not in strict C11). */
 #define RIG__TWO_PI 6.283185307179586
@@ -47,18 +48,25 @@ float rig_sim_rope_inv_freq(const struct rig_rope_params *params, int32_t i, int
     return inv_freq;
 }
 
-/* Rotates every head of token t of `x` ([T, heads, D]) by the given cos/sin tables. */
-static void rig__rotate(const struct rig_tensor *x, int64_t t, const float *cosines,
-                        const float *sines, int64_t half)
+void rig_sim_rope_angles(const float *inv_freq, int32_t position, int64_t half, float *cosines,
+                         float *sines)
 {
-    for (int64_t h = 0; h < x->shape[1]; h++) {
-        uint16_t *v = rig_sim_vec_bf16(x, t, h);
-        for (int64_t i = 0; i < half; i++) {
-            float x1 = rig_bf16_to_f32(v[i]);
-            float x2 = rig_bf16_to_f32(v[i + half]);
-            v[i] = rig_f32_to_bf16(x1 * cosines[i] - x2 * sines[i]);
-            v[i + half] = rig_f32_to_bf16(x2 * cosines[i] + x1 * sines[i]);
-        }
+    RIG_ASSERT_MSG(position >= 0, "rope: negative position");
+    RIG_ASSERT(half >= 0 && half <= RIG_SIM_HEAD_DIM_MAX / 2);
+    for (int64_t i = 0; i < half; i++) {
+        float angle = (float)position * inv_freq[i];
+        cosines[i] = cosf(angle);
+        sines[i] = sinf(angle);
+    }
+}
+
+void rig_sim_rope_vector(uint16_t *v, const float *cosines, const float *sines, int64_t half)
+{
+    for (int64_t i = 0; i < half; i++) {
+        float x1 = rig_bf16_to_f32(v[i]);
+        float x2 = rig_bf16_to_f32(v[i + half]);
+        v[i] = rig_f32_to_bf16(x1 * cosines[i] - x2 * sines[i]);
+        v[i + half] = rig_f32_to_bf16(x2 * cosines[i] + x1 * sines[i]);
     }
 }
 
@@ -72,16 +80,12 @@ void rig_sim_op_rope(const struct rig_op_rope *p)
         inv_freq[i] = rig_sim_rope_inv_freq(&p->params, (int32_t)i, (int32_t)head_dim);
     }
     for (int64_t t = 0; t < p->q.shape[0]; t++) {
-        int32_t position = rig_sim_get_i32(&p->positions, t);
-        RIG_ASSERT_MSG(position >= 0, "rope: negative position");
         float cosines[RIG_SIM_HEAD_DIM_MAX / 2]; /* (D/2) */
         float sines[RIG_SIM_HEAD_DIM_MAX / 2];   /* (D/2) */
-        for (int64_t i = 0; i < half; i++) {
-            float angle = (float)position * inv_freq[i];
-            cosines[i] = cosf(angle);
-            sines[i] = sinf(angle);
-        }
-        rig__rotate(&p->q, t, cosines, sines, half);
-        rig__rotate(&p->k, t, cosines, sines, half);
+        rig_sim_rope_angles(inv_freq, rig_sim_get_i32(&p->positions, t), half, cosines, sines);
+        for (int64_t h = 0; h < p->q.shape[1]; h++)
+            rig_sim_rope_vector(rig_sim_vec_bf16(&p->q, t, h), cosines, sines, half);
+        for (int64_t h = 0; h < p->k.shape[1]; h++)
+            rig_sim_rope_vector(rig_sim_vec_bf16(&p->k, t, h), cosines, sines, half);
     }
 }

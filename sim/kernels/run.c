@@ -13,6 +13,9 @@ enum rig_status rig_sim_op_run(const struct rig_op *op)
     case RIG_OP_HEAD_RMS_NORM: rig_sim_op_head_rms_norm(&op->u.head_rms_norm); return RIG_OK;
     case RIG_OP_ROPE: rig_sim_op_rope(&op->u.rope); return RIG_OK;
     case RIG_OP_STORE_KV: rig_sim_op_store_kv(&op->u.store_kv); return RIG_OK;
+    case RIG_OP_QK_NORM_ROPE_STORE:
+        rig_sim_op_qk_norm_rope_store(&op->u.qk_norm_rope_store);
+        return RIG_OK;
     case RIG_OP_ATTENTION_PREFILL:
         rig_sim_op_attention_prefill(&op->u.attention_prefill);
         return RIG_OK;

@@ -1,0 +1,202 @@
+/* qk_norm_rope_store.cu — head_rms_norm(q), head_rms_norm(k), rope(q, k) and store_kv(k, v) as
+ * one kernel (see qk_norm_rope_store.cuh): at small batches a decode step is bound by
+ * per-kernel latency, and this replaces four launches per layer with one.
+ *
+ * Grid: one row of blocks per token (blockIdx.x), each block RIG__WARPS warps, one warp per
+ * head: q heads, then k heads, then v heads (blockIdx.y picks the group of RIG__WARPS). A block
+ * first computes its token's cos/sin table into shared memory (D/2 values; the inverse
+ * frequencies are the simulator's rig_sim_rope_inv_freq, passed by value as rope.cu does).
+ * A q or k warp reads its head (16-byte vectors when every view allows), reduces the sum of
+ * squares with shuffles, and rewrites each rotary pair (i, i + D/2) — lane c owns pairs
+ * c*VEC .. c*VEC+VEC-1 of both halves, so a lane reads every value it writes itself and the
+ * update in place needs no barrier. A k warp also writes the result to k_cache, a v warp
+ * copies its head to v_cache. Rounding is the three ops': bf16(w * bf16(x * inv_rms)) stored,
+ * then rotated from that bf16 value and rounded again. A slot outside [0, S) stores nothing
+ * (q and k are still written), as store_kv.cu does for padded batches.
+ */
+#include "cuda/ops/common.cuh"
+#include "cuda/ops/qk_norm_rope_store.cuh"
+extern "C" {
+#include "sim/kernels.h" /* rig_sim_rope_inv_freq: C */
+}
+
+#define RIG__WARPS    4
+#define RIG__HALF_MAX 256
+
+struct rig__qkrs_table {
+    float inv_freq[RIG__HALF_MAX]; /* (D/2) */
+};
+
+/* A [T, heads, D] view, or a [S, Hk, D] cache. */
+struct rig__qkrs_view {
+    uint16_t *data;
+    int64_t stride_0, stride_1;
+};
+
+struct rig__qkrs_args {
+    struct rig__qkrs_view q, k, v, k_cache, v_cache;
+    const uint16_t *q_norm, *k_norm; /* (D) each, or both NULL */
+    const int32_t *positions;        /* (T) */
+    const int32_t *out_loc;          /* (T) */
+    int64_t heads_q, heads_kv, slots, half;
+    float eps;
+};
+
+static __device__ __forceinline__ uint16_t *rig__at(const struct rig__qkrs_view &view, int64_t i0,
+                                                    int64_t i1)
+{
+    return view.data + i0 * view.stride_0 + i1 * view.stride_1;
+}
+
+/* Sum of squares of one head vector x of 2 * half values over the warp (every lane gets it). */
+template <int VEC>
+static __device__ __forceinline__ float rig__sum_squares(const uint16_t *x, int64_t half, int lane)
+{
+    float sum = 0.0f;
+    for (int64_t i = (int64_t)lane * VEC; i < half; i += RIG_CUDA_WARP * VEC) {
+        uint16_t lo[VEC], hi[VEC];
+        rig_cuda_load_bf16<VEC>(x + i, lo);
+        rig_cuda_load_bf16<VEC>(x + half + i, hi);
+#pragma unroll
+        for (int j = 0; j < VEC; j++) {
+            float a = rig_cuda_bf16(lo[j]), b = rig_cuda_bf16(hi[j]);
+            sum += a * a + b * b;
+        }
+    }
+    return rig_cuda_warp_sum(sum);
+}
+
+/* bf16(w * bf16(x * inverse_rms)) as the float the next step reads; x itself without norm. */
+static __device__ __forceinline__ float rig__normed(uint16_t x, uint16_t w, bool norm,
+                                                    float inverse_rms)
+{
+    if (!norm) return rig_cuda_bf16(x);
+    float normalised = rig_bf16_round(rig_cuda_bf16(x) * inverse_rms);
+    return rig_cuda_bf16(rig_cuda_to_bf16(rig_cuda_bf16(w) * normalised));
+}
+
+/* Norm (when w is given), rotate, write back to x and, when cache is not NULL, to cache. */
+template <int VEC>
+static __device__ void rig__norm_rope_head(uint16_t *x, uint16_t *cache, const uint16_t *w,
+                                           const float *cosines, const float *sines, int64_t half,
+                                           float eps, int lane)
+{
+    bool norm = w != NULL;
+    float inverse_rms = 1.0f;
+    if (norm) {
+        float total = rig__sum_squares<VEC>(x, half, lane);
+        inverse_rms = 1.0f / sqrtf(total / (float)(2 * half) + eps);
+    }
+    for (int64_t i = (int64_t)lane * VEC; i < half; i += RIG_CUDA_WARP * VEC) {
+        uint16_t lo[VEC], hi[VEC], w_lo[VEC] = {0}, w_hi[VEC] = {0};
+        rig_cuda_load_bf16<VEC>(x + i, lo);
+        rig_cuda_load_bf16<VEC>(x + half + i, hi);
+        if (norm) {
+            rig_cuda_load_bf16<VEC>(w + i, w_lo);
+            rig_cuda_load_bf16<VEC>(w + half + i, w_hi);
+        }
+#pragma unroll
+        for (int j = 0; j < VEC; j++) {
+            float x1 = rig__normed(lo[j], w_lo[j], norm, inverse_rms);
+            float x2 = rig__normed(hi[j], w_hi[j], norm, inverse_rms);
+            lo[j] = rig_cuda_to_bf16(x1 * cosines[i + j] - x2 * sines[i + j]);
+            hi[j] = rig_cuda_to_bf16(x2 * cosines[i + j] + x1 * sines[i + j]);
+        }
+        rig_cuda_store_bf16<VEC>(x + i, lo);
+        rig_cuda_store_bf16<VEC>(x + half + i, hi);
+        if (cache != NULL) {
+            rig_cuda_store_bf16<VEC>(cache + i, lo);
+            rig_cuda_store_bf16<VEC>(cache + half + i, hi);
+        }
+    }
+}
+
+template <int VEC>
+static __global__ void __launch_bounds__(RIG__WARPS * RIG_CUDA_WARP)
+    rig__qk_norm_rope_store_kernel(const struct rig__qkrs_args a,
+                                   const struct rig__qkrs_table table)
+{
+    __shared__ float cosines[RIG__HALF_MAX], sines[RIG__HALF_MAX];
+    int64_t t = blockIdx.x;
+    float position = (float)a.positions[t];
+    for (int64_t i = threadIdx.x; i < a.half; i += blockDim.x)
+        sincosf(position * table.inv_freq[i], &sines[i], &cosines[i]);
+    __syncthreads();
+    int64_t head = (int64_t)blockIdx.y * RIG__WARPS + threadIdx.x / RIG_CUDA_WARP;
+    int lane = threadIdx.x % RIG_CUDA_WARP;
+    int64_t slot = a.out_loc[t];
+    bool store = slot >= 0 && slot < a.slots;
+    if (head < a.heads_q) {
+        rig__norm_rope_head<VEC>(rig__at(a.q, t, head), NULL, a.q_norm, cosines, sines, a.half,
+                                 a.eps, lane);
+        return;
+    }
+    head -= a.heads_q;
+    if (head < a.heads_kv) {
+        uint16_t *cache = store ? rig__at(a.k_cache, slot, head) : NULL;
+        rig__norm_rope_head<VEC>(rig__at(a.k, t, head), cache, a.k_norm, cosines, sines, a.half,
+                                 a.eps, lane);
+        return;
+    }
+    head -= a.heads_kv;
+    if (head >= a.heads_kv || !store) return; /* a whole warp leaves together */
+    const uint16_t *v = rig__at(a.v, t, head);
+    uint16_t *cache = rig__at(a.v_cache, slot, head);
+    for (int64_t i = (int64_t)lane * VEC; i < 2 * a.half; i += RIG_CUDA_WARP * VEC) {
+        uint16_t value[VEC];
+        rig_cuda_load_bf16<VEC>(v + i, value);
+        rig_cuda_store_bf16<VEC>(cache + i, value);
+    }
+}
+
+static struct rig__qkrs_view rig__view(const struct rig_tensor *t)
+{
+    return (struct rig__qkrs_view){(uint16_t *)t->data, t->stride[0], t->stride[1]};
+}
+
+/* 16-byte vectors need every row and head of the view 16-byte aligned and D/2 a multiple of 8
+ * (a lane's vectors start at i and i + D/2). */
+static bool rig__vec8_view(const struct rig_tensor *t)
+{
+    return t->shape[2] % 16 == 0 && t->stride[0] % 8 == 0 && t->stride[1] % 8 == 0 &&
+           rig_cuda_aligned(t->data, 16);
+}
+
+static bool rig__vec8(const struct rig_op_qk_norm_rope_store *p)
+{
+    bool weights = p->q_norm.data == NULL ||
+                   (rig_cuda_aligned(p->q_norm.data, 16) && rig_cuda_aligned(p->k_norm.data, 16));
+    return weights && rig__vec8_view(&p->q) && rig__vec8_view(&p->k) && rig__vec8_view(&p->v) &&
+           rig__vec8_view(&p->k_cache) && rig__vec8_view(&p->v_cache);
+}
+
+enum rig_status rig_cuda_op_qk_norm_rope_store(const struct rig_cuda_launch *launch,
+                                               const struct rig_op_qk_norm_rope_store *p)
+{
+    int64_t tokens = p->q.shape[0], head_dim = p->q.shape[2], half = head_dim / 2;
+    if (half > RIG__HALF_MAX) {
+        fprintf(stderr, "rig: cuda: qk_norm_rope_store: head dim %lld above %d\n",
+                (long long)head_dim, 2 * RIG__HALF_MAX);
+        return RIG_E_UNSUPPORTED;
+    }
+    int64_t heads = p->q.shape[1] + 2 * p->k.shape[1];
+    if (tokens == 0 || half == 0 || heads == 0) return RIG_OK;
+    struct rig__qkrs_table table;
+    memset(&table, 0, sizeof table);
+    for (int64_t i = 0; i < half; i++)
+        table.inv_freq[i] = rig_sim_rope_inv_freq(&p->params, (int32_t)i, (int32_t)head_dim);
+    struct rig__qkrs_args a = {
+        rig__view(&p->q), rig__view(&p->k), rig__view(&p->v), rig__view(&p->k_cache),
+        rig__view(&p->v_cache), (const uint16_t *)p->q_norm.data,
+        (const uint16_t *)p->k_norm.data, (const int32_t *)p->positions.data,
+        (const int32_t *)p->out_loc.data, p->q.shape[1], p->k.shape[1], p->k_cache.shape[0],
+        half, p->eps};
+    dim3 grid((unsigned)tokens, (unsigned)rig_cuda_div_up(heads, RIG__WARPS));
+    unsigned threads = RIG__WARPS * RIG_CUDA_WARP;
+    if (rig__vec8(p))
+        rig__qk_norm_rope_store_kernel<8><<<grid, threads, 0, launch->stream>>>(a, table);
+    else
+        rig__qk_norm_rope_store_kernel<1><<<grid, threads, 0, launch->stream>>>(a, table);
+    RIG_CUDA_LAUNCHED();
+    return RIG_OK;
+}
