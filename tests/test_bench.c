@@ -151,9 +151,10 @@ static void test_steps_no_faster_than_floor(void **state)
         assert_true(rig__report.attention[i].ratio > 0.1 && rig__report.attention[i].ratio <= 1.0);
 }
 
-/* Every op of a decode step timed alone: the per-batch shares sum to 1, and on the simulator
- * (where a graph's cost is the sum of its nodes) the ops of batch 1 add up to the decode
- * benchmark's graph step at the same shape. */
+/* Every op of a decode step and of a prefill step timed alone: the per-step shares sum to 1,
+ * and on the simulator (where a graph's cost is the sum of its nodes) the ops of batch 1 add
+ * up to the decode benchmark's graph step at the same shape; the prefill step issues prefill
+ * attention in place of decode attention. */
 static void test_ops_add_up_to_the_step(void **state)
 {
     (void)state;
@@ -162,21 +163,29 @@ static void test_ops_add_up_to_the_step(void **state)
     char error[256] = "";
     int32_t kinds = RIG_BENCH_DECODE | RIG_BENCH_OPS;
     assert_int_equal(rig_bench_run(&o, kinds, &rig__report, error, sizeof error), RIG_OK);
-    assert_int_equal(rig__report.op_count, 24); /* 12 ops (q/k norm + RoPE + store fused) x 2 */
-    double share[2] = {0.0, 0.0}, step_ns = 0.0;
-    int32_t attention = -1, issued = 0;
+    assert_int_equal(rig__report.op_count, 36); /* 12 ops x (decode 1, decode 8, prefill 512) */
+    double share[3] = {0.0, 0.0, 0.0}, step_ns = 0.0;
+    int32_t attention = -1, prefill_attention = -1, issued = 0;
     for (int32_t i = 0; i < rig__report.op_count; i++) {
         const struct rig_bench_op_row *p = &rig__report.ops[i];
-        assert_true(p->ns > 0.0 && p->count >= 1 && p->context == 512);
-        share[p->batch == 1 ? 0 : 1] += p->share;
-        if (p->batch == 1) step_ns += p->ns * p->count;
-        if (p->batch == 1) issued += p->count;
-        if (p->batch == 8 && strcmp(p->op, "attention_decode") == 0) attention = i;
+        int32_t step = i / 12;
+        assert_true(p->ns > 0.0 && p->count >= 1);
+        assert_int_equal(p->batch, step == 1 ? 8 : 1);
+        assert_int_equal(p->tokens, step == 2 ? 512 : p->batch);
+        assert_int_equal(p->context, 512);
+        share[step] += p->share;
+        if (step == 0) step_ns += p->ns * p->count;
+        if (step == 0) issued += p->count;
+        if (step == 1 && strcmp(p->op, "attention_decode") == 0) attention = i;
+        if (step == 2 && strcmp(p->op, "attention_prefill") == 0) prefill_attention = i;
     }
-    assert_true(fabs(share[0] - 1.0) < 1e-9 && fabs(share[1] - 1.0) < 1e-9);
+    for (int32_t k = 0; k < 3; k++)
+        assert_true(fabs(share[k] - 1.0) < 1e-9);
     assert_int_equal(issued, 28 * 9 + 5); /* what rig_model_forward issues at TP 1 */
     assert_true(attention >= 12 && rig__report.ops[attention].count == 28);
     assert_true(rig__report.ops[attention].ns > rig__report.ops[attention - 12].ns);
+    assert_true(prefill_attention == attention + 12);
+    assert_int_equal(rig__report.ops[prefill_attention].count, 28);
     const struct rig_bench_decode_row *d = &rig__report.decode[0];
     assert_true(d->batch == 1 && d->context == 512);
     assert_true(fabs(step_ns - d->graph_ns) < 0.01 * d->graph_ns);

@@ -451,41 +451,208 @@ static void test_copy(void **state)
 
 /* --- GEMM ---------------------------------------------------------------------------------- */
 
-static void rig__gemm_case(int64_t m, int64_t n, int64_t k, bool bias, bool f32, int64_t pad)
+/* One GEMM case: out [m, n] (row stride n + out_pad) = a [m, k] (row stride k + a_pad) . b^T
+ * (+ bias). Up to 16 rows with aligned a take the small-batch kernel (cuda/ops/gemv.cu), the
+ * rest cuBLAS; both must match the simulator. */
+struct rig__gemm_shape {
+    int64_t m, n, k;
+    bool bias, f32;
+    int64_t a_pad, out_pad;
+};
+
+/* The first `cols` elements of each of `rows` rows of the pair (row stride `stride`) packed,
+ * GPU and simulator side, and compared by NMSE. */
+static void rig__expect_close_strided(const char *what, const struct rig__pair *p,
+                                      enum rig_dtype dtype, int64_t rows, int64_t cols,
+                                      int64_t stride, double tolerance)
 {
-    int64_t lda = k + pad;
-    struct rig__pair *a = rig__pair_new((size_t)(m * lda * 2));
-    struct rig__pair *b = rig__pair_new((size_t)(n * k * 2));
-    struct rig__pair *c = rig__pair_new((size_t)(m * n * (f32 ? 4 : 2)));
-    struct rig__pair *bias_pair = rig__pair_new((size_t)n * 2);
-    rig__bf16_random(a, (size_t)(m * lda), -1, 1);
-    rig__bf16_random(b, (size_t)(n * k), -1, 1);
-    rig__bf16_random(bias_pair, (size_t)n, -1, 1);
-    struct rig_op op = {.kind = RIG_OP_GEMM};
-    op.u.gemm.out = rig_tensor_2d(c->host, f32 ? RIG_DTYPE_F32 : RIG_DTYPE_BF16, m, n);
-    op.u.gemm.a = rig__t2(a, RIG_DTYPE_BF16, m, k, lda);
-    op.u.gemm.b = rig_tensor_2d(b->host, RIG_DTYPE_BF16, n, k);
-    op.u.gemm.bias = bias ? rig_tensor_1d(bias_pair->host, RIG_DTYPE_BF16, n) : rig_tensor_none();
-    rig__run_both(&op, &c, 1);
-    char what[64];
-    snprintf(what, sizeof what, "gemm %lldx%lldx%lld%s%s", (long long)m, (long long)n, (long long)k,
-             bias ? " bias" : "", f32 ? " f32" : "");
-    rig__expect_close(what, c, f32 ? RIG_DTYPE_F32 : RIG_DTYPE_BF16, (size_t)(m * n),
-                      f32 ? 1e-9 : 1e-6);
+    size_t size = rig_dtype_size(dtype), row_bytes = (size_t)cols * size;
+    struct rig__pair packed = {malloc((size_t)rows * row_bytes), malloc((size_t)rows * row_bytes),
+                               NULL, (size_t)rows * row_bytes};
+    assert_non_null(packed.host);
+    assert_non_null(packed.result);
+    for (int64_t r = 0; r < rows; r++) {
+        size_t from = (size_t)(r * stride) * size, to = (size_t)r * row_bytes;
+        memcpy((char *)packed.host + to, (char *)p->host + from, row_bytes);
+        memcpy((char *)packed.result + to, (char *)p->result + from, row_bytes);
+    }
+    rig__expect_close(what, &packed, dtype, (size_t)(rows * cols), tolerance);
+    free(packed.host);
+    free(packed.result);
 }
 
+/* Builds the case's op over fresh random pairs (a, b, out, bias); returns the out pair. */
+static struct rig__pair *rig__gemm_build(const struct rig__gemm_shape *g, struct rig_op *op)
+{
+    int64_t lda = g->k + g->a_pad, ldo = g->n + g->out_pad;
+    size_t out_size = g->f32 ? 4 : 2;
+    struct rig__pair *a = rig__pair_new((size_t)(g->m * lda * 2));
+    struct rig__pair *b = rig__pair_new((size_t)(g->n * g->k * 2));
+    struct rig__pair *c = rig__pair_new((size_t)(g->m * ldo) * out_size);
+    struct rig__pair *bias = rig__pair_new((size_t)g->n * 2);
+    rig__bf16_random(a, (size_t)(g->m * lda), -1, 1);
+    rig__bf16_random(b, (size_t)(g->n * g->k), -1, 1);
+    rig__bf16_random(bias, (size_t)g->n, -1, 1);
+    *op = (struct rig_op){.kind = RIG_OP_GEMM};
+    op->u.gemm.out = rig__t2(c, g->f32 ? RIG_DTYPE_F32 : RIG_DTYPE_BF16, g->m, g->n, ldo);
+    op->u.gemm.a = rig__t2(a, RIG_DTYPE_BF16, g->m, g->k, lda);
+    op->u.gemm.b = rig_tensor_2d(b->host, RIG_DTYPE_BF16, g->n, g->k);
+    op->u.gemm.bias = g->bias ? rig_tensor_1d(bias->host, RIG_DTYPE_BF16, g->n) : rig_tensor_none();
+    return c;
+}
+
+static void rig__gemm_case(const struct rig__gemm_shape *g)
+{
+    struct rig_op op;
+    struct rig__pair *c = rig__gemm_build(g, &op);
+    rig__run_both(&op, &c, 1);
+    char what[96];
+    snprintf(what, sizeof what, "gemm %lldx%lldx%lld%s%s%s%s", (long long)g->m, (long long)g->n,
+             (long long)g->k, g->bias ? " bias" : "", g->f32 ? " f32" : "",
+             g->a_pad != 0 ? " a-strided" : "", g->out_pad != 0 ? " out-strided" : "");
+    rig__expect_close_strided(what, c, g->f32 ? RIG_DTYPE_F32 : RIG_DTYPE_BF16, g->m, g->n,
+                              g->n + g->out_pad, g->f32 ? 1e-9 : 1e-6);
+}
+
+/* General shapes through both paths: odd N (a partial 8-column tile), K not a multiple of 32,
+ * strided a (pad 8 keeps the small-batch kernel, pad 1 misaligns rows: cuBLAS). */
 static void test_gemm(void **state)
 {
     (void)state;
     static const int64_t shapes[][3] = {
-        {1, 64, 64}, {257, 1000, 1000}, {1, 1000, 4096}, {16, 151, 96}, {257, 64, 40}};
+        {1, 64, 64}, {257, 1000, 1000}, {1, 1000, 4096}, {16, 151, 96}, {257, 64, 40},
+        {3, 999, 1000}, {9, 17, 40}, {2, 1, 8}, {5, 33, 1001}};
     for (size_t s = 0; s < RIG_ARRAY_LEN(shapes); s++) {
         for (int variant = 0; variant < 4; variant++) {
             rig__reset(800 + s * 10 + (uint64_t)variant);
-            rig__gemm_case(shapes[s][0], shapes[s][1], shapes[s][2], variant % 2 == 1, variant >= 2,
-                           variant == 0 ? 8 : 0);
+            struct rig__gemm_shape g = {shapes[s][0], shapes[s][1], shapes[s][2],
+                                        variant % 2 == 1, variant >= 2, variant == 0 ? 8 : 0,
+                                        variant == 3 ? 5 : 0};
+            rig__gemm_case(&g);
+        }
+        rig__reset(890 + s);
+        struct rig__gemm_shape misaligned = {shapes[s][0], shapes[s][1], shapes[s][2], true,
+                                             false, 1, 0};
+        rig__gemm_case(&misaligned);
+    }
+}
+
+/* Qwen3-0.6B's decode GEMMs (qkv 1024->4096, o 2048->1024, gate_up 1024->6144, down
+ * 3072->1024) at 1, 2, 3, 8, 16 rows (the small-batch kernel, both row groups) and 17
+ * (cuBLAS), with and without bias; the LM head (f32 out) at a vocabulary of 999 columns and
+ * the full 151936. */
+static void test_gemm_decode_shapes(void **state)
+{
+    (void)state;
+    static const int64_t layers[][2] = {{4096, 1024}, {1024, 2048}, {6144, 1024}, {1024, 3072}};
+    static const int64_t rows[] = {1, 2, 3, 8, 16, 17};
+    for (size_t l = 0; l < RIG_ARRAY_LEN(layers); l++) {
+        for (size_t r = 0; r < RIG_ARRAY_LEN(rows); r++) {
+            for (int bias = 0; bias < 2; bias++) {
+                rig__reset(2200 + l * 100 + r * 10 + (uint64_t)bias);
+                struct rig__gemm_shape g = {rows[r], layers[l][0], layers[l][1], bias == 1,
+                                            false, r == 2 ? 8 : 0, 0};
+                rig__gemm_case(&g);
+            }
         }
     }
+    for (size_t r = 0; r < RIG_ARRAY_LEN(rows); r++) {
+        rig__reset(2700 + r);
+        struct rig__gemm_shape g = {rows[r], 999, 1024, r % 2 == 1, true, 0, 0};
+        rig__gemm_case(&g);
+    }
+    static const int64_t head_rows[] = {1, 16};
+    for (size_t r = 0; r < RIG_ARRAY_LEN(head_rows); r++) {
+        rig__reset(2800 + r);
+        struct rig__gemm_shape g = {head_rows[r], 151936, 1024, false, true, 0, 0};
+        rig__gemm_case(&g);
+    }
+}
+
+/* The small-batch kernel's promises: the same bits on a second run, and a row's result does
+ * not depend on how many rows share the batch (row 0 of 16 rows == the 1-row result, bit for
+ * bit). */
+static void test_gemm_small_batch(void **state)
+{
+    (void)state;
+    rig__reset(2900);
+    struct rig__gemm_shape g = {16, 1024, 2048, true, false, 0, 0};
+    struct rig_op op16;
+    struct rig__pair *c16 = rig__gemm_build(&g, &op16);
+    struct rig_op op1 = op16;
+    op1.u.gemm.a.shape[0] = 1;
+    op1.u.gemm.out.shape[0] = 1;
+    struct rig__pair *c1 = rig__pair_new(c16->bytes);
+    op1.u.gemm.out.data = c1->host;
+    rig__run_both(&op16, &c16, 1);
+    rig__expect_close("gemm 16 rows", c16, RIG_DTYPE_BF16, (size_t)(16 * 1024), 1e-6);
+    void *first = malloc(c16->bytes);
+    assert_non_null(first);
+    memcpy(first, c16->result, c16->bytes);
+    rig__run_both(&op16, &c16, 1);
+    assert_memory_equal(first, c16->result, c16->bytes);
+    rig__run_both(&op1, &c1, 1);
+    rig__expect_close("gemm 1 row", c1, RIG_DTYPE_BF16, 1024, 1e-6);
+    assert_memory_equal(c1->result, c16->result, 1024 * 2); /* row 0 */
+    free(first);
+}
+
+/* Both GEMM paths captured into one graph (biased bf16 out: the small-batch kernel at 8 rows,
+ * cuBLAS plus the stream's fp32 scratch at 17): the replay gives the small-batch kernel's
+ * eager bits exactly and cuBLAS's to rounding (it may pick another algorithm under
+ * capture); both match the simulator. */
+static void test_gemm_graph(void **state)
+{
+    (void)state;
+    rig__reset(2950);
+    struct rig__gemm_shape shapes[2] = {{8, 1024, 2048, true, false, 0, 0},
+                                        {17, 512, 256, true, false, 0, 0}};
+    struct rig_op ops[2], device_ops[2];
+    struct rig__pair *outs[2];
+    for (int i = 0; i < 2; i++)
+        outs[i] = rig__gemm_build(&shapes[i], &ops[i]);
+    struct rig_graph *graph = NULL;
+    assert_int_equal(rig_hal_graph_capture_begin(rig__stream), RIG_OK);
+    for (int i = 0; i < 2; i++) {
+        device_ops[i] = rig__to_device(&ops[i]);
+        assert_int_equal(rig_hal_op(rig__stream, &device_ops[i]), RIG_OK);
+    }
+    assert_int_equal(rig_hal_graph_capture_end(rig__stream, &graph), RIG_OK);
+    assert_int_equal(rig_hal_graph_op_count(graph), 2);
+    rig__run_both(&ops[0], outs, 2); /* eager small-batch GEMM, uploads, both references */
+    assert_int_equal(rig_sim_op_run(&ops[1]), RIG_OK);
+    assert_int_equal(rig_hal_op(rig__stream, &device_ops[1]), RIG_OK); /* eager cuBLAS */
+    void *eager[2];
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(rig_hal_buffer_download(rig__stream, outs[i]->buffer, 0, outs[i]->result,
+                                                 outs[i]->bytes),
+                         RIG_OK);
+        assert_int_equal(rig_hal_stream_synchronize(rig__stream), RIG_OK);
+        eager[i] = malloc(outs[i]->bytes);
+        assert_non_null(eager[i]);
+        memcpy(eager[i], outs[i]->result, outs[i]->bytes);
+        assert_int_equal(rig_hal_buffer_fill(rig__stream, outs[i]->buffer, 0, 0xffffffffu,
+                                             outs[i]->bytes / 4),
+                         RIG_OK);
+    }
+    assert_int_equal(rig_hal_graph_launch(graph, rig__stream), RIG_OK);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(rig_hal_buffer_download(rig__stream, outs[i]->buffer, 0, outs[i]->result,
+                                                 outs[i]->bytes),
+                         RIG_OK);
+    }
+    assert_int_equal(rig_hal_stream_synchronize(rig__stream), RIG_OK);
+    assert_memory_equal(eager[0], outs[0]->result, outs[0]->bytes);
+    struct rig__pair cublas = {eager[1], outs[1]->result, NULL, outs[1]->bytes};
+    rig__expect_close("graph cuBLAS GEMM vs eager", &cublas, RIG_DTYPE_BF16,
+                      (size_t)(17 * 512), 1e-6);
+    rig__expect_close("graph small-batch GEMM vs simulator", outs[0], RIG_DTYPE_BF16,
+                      (size_t)(8 * 1024), 1e-6);
+    rig__expect_close("graph cuBLAS GEMM vs simulator", outs[1], RIG_DTYPE_BF16,
+                      (size_t)(17 * 512), 1e-6);
+    free(eager[0]);
+    free(eager[1]);
+    rig_hal_graph_destroy(graph);
 }
 
 /* --- KV cache and attention ---------------------------------------------------------------- */
@@ -926,28 +1093,34 @@ static void test_attention_decode(void **state)
 
 /* --- sampling ------------------------------------------------------------------------------ */
 
-static void rig__sample_case(int64_t rows, int64_t vocab, uint64_t seed)
+/* One sample case: rows of logits uniform in [-8, 8] (`stride` floats apart, >= vocab: a
+ * padded stride takes the kernels' scalar path), row r of kind (first_kind + r) % 6:
+ * 0 greedy, 1 temperature only, 2 top-k, 3 top-p (every other one peaked: the nucleus in a
+ * few hundred tokens), 4 top-k 40 + top-p, 5 tiny top-p (greedy over z). Row 1 has a tie at
+ * the top. Tokens must equal the simulator's. */
+static void rig__sample_case(int64_t rows, int64_t vocab, int64_t stride, int first_kind,
+                             uint64_t seed)
 {
     rig__reset(seed);
-    struct rig__pair *logits = rig__pair_new((size_t)(rows * vocab) * 4);
+    struct rig__pair *logits = rig__pair_new((size_t)(rows * stride) * 4);
     struct rig__pair *tokens = rig__pair_new((size_t)rows * 4);
     struct rig__pair *params = rig__pair_new((size_t)rows * 4 * 6);
     float *l = logits->host;
-    for (int64_t i = 0; i < rows * vocab; i++)
+    for (int64_t i = 0; i < rows * stride; i++)
         l[i] = rig_test_rng_float(&rig__rng, -8, 8);
-    if (rows > 1 && vocab > 5) l[vocab + 3] = l[vocab + 5] = 30.0f; /* row 1: a tie at the top */
+    if (rows > 1 && vocab > 5) l[stride + 3] = l[stride + 5] = 30.0f; /* a tie at the top */
     float *temperature = params->host, *top_p = temperature + rows;
     int32_t *top_k = (int32_t *)(top_p + rows), *position = top_k + rows;
     uint64_t *seeds = (uint64_t *)(position + rows);
     for (int64_t r = 0; r < rows; r++) {
-        int kind = (int)(r % 6);
+        int kind = (int)((r + first_kind) % 6);
         temperature[r] = kind == 0 ? 0.0f : rig_test_rng_float(&rig__rng, 0.3f, 1.5f);
         top_k[r] = kind == 2 ? (int32_t)rig_test_rng_int(&rig__rng, 1, 50) : (kind == 4 ? 40 : 0);
         top_p[r] = kind == 3 || kind == 4 ? rig_test_rng_float(&rig__rng, 0.05f, 0.95f) : 1.0f;
         if (kind == 5) top_p[r] = 1e-6f; /* tiny top-p: greedy over z */
-        if (kind == 3 && r % 12 == 9) {  /* a peaked row: the nucleus sits in a few hundred */
+        if (kind == 3 && (r + first_kind) % 12 == 9) { /* a peaked row */
             for (int64_t j = 0; j < vocab && j < 300; j++)
-                l[r * vocab + (j * 7919) % vocab] += 12.0f;
+                l[r * stride + (j * 7919) % vocab] += 12.0f;
         }
         seeds[r] = rig_test_rng_next(&rig__rng);
         position[r] = (int32_t)rig_test_rng_int(&rig__rng, 0, 5000);
@@ -956,6 +1129,7 @@ static void rig__sample_case(int64_t rows, int64_t vocab, uint64_t seed)
     struct rig_op_sample *s = &op.u.sample;
     s->tokens = rig_tensor_1d(tokens->host, RIG_DTYPE_I32, rows);
     s->logits = rig_tensor_2d(l, RIG_DTYPE_F32, rows, vocab);
+    s->logits.stride[0] = stride;
     s->temperature = rig_tensor_1d(temperature, RIG_DTYPE_F32, rows);
     s->top_k = rig_tensor_1d(top_k, RIG_DTYPE_I32, rows);
     s->top_p = rig_tensor_1d(top_p, RIG_DTYPE_F32, rows);
@@ -971,17 +1145,25 @@ static void rig__sample_case(int64_t rows, int64_t vocab, uint64_t seed)
             differ++;
         }
     }
-    printf("    sample %lld x %lld: %lld rows differ\n", (long long)rows, (long long)vocab,
-           (long long)differ);
+    printf("    sample %lld x %lld (stride %lld, kinds from %d): %lld rows differ\n",
+           (long long)rows, (long long)vocab, (long long)stride, first_kind, (long long)differ);
     assert_int_equal(differ, 0);
 }
 
 static void test_sample(void **state)
 {
     (void)state;
-    rig__sample_case(257, 1000, 1400);
-    rig__sample_case(1, 7, 1401);
-    rig__sample_case(24, 151936, 1402);
+    rig__sample_case(257, 1000, 1000, 0, 1400);
+    rig__sample_case(1, 7, 7, 0, 1401);
+    rig__sample_case(24, 151936, 151936, 0, 1402);
+    /* Batch 1 over Qwen3's vocabulary, each kind alone: the many-chunk pass 1. */
+    for (int kind = 0; kind < 6; kind++)
+        rig__sample_case(1, 151936, 151936, kind, 1410 + (uint64_t)kind);
+    rig__sample_case(256, 151936, 151936, 0, 1403); /* a full decode batch, mixed kinds */
+    rig__sample_case(3, 1000, 1000, 1, 1404);       /* vocab under one chunk */
+    rig__sample_case(6, 1000, 1003, 0, 1405);       /* padded rows: the scalar pass 1 */
+    rig__sample_case(1, 7, 7, 1, 1406);             /* tiny, sampled */
+    rig__sample_case(6, 5000, 5001, 0, 1407);       /* padded rows, several chunks */
 }
 
 /* --- graphs, errors, devices ------------------------------------------------------------- */
@@ -1329,6 +1511,74 @@ static void rig__time_gemm(int64_t m, int64_t n, int64_t k)
            (long long)n, (long long)k, ms, 2.0 * (double)m * (double)n * (double)k / (ms * 1e9));
 }
 
+/* Small-batch GEMM at decode sizes, as a decode step sees it: one issue inside a graph of
+ * RIG__GEMV_ISSUES issues (launch overhead of a graph node included, host launch time not),
+ * each issue reading its own copy of the weight until 128 MB are in use, so the weight comes
+ * from HBM, not from the 50 MB L2. Prints the time, the weight bytes per second and the time
+ * those bytes take at 3.0 TB/s. */
+#define RIG__GEMV_ISSUES 20
+
+static void rig__time_gemv(int64_t m, int64_t n, int64_t k, bool f32)
+{
+    rig__reset(2100 + (uint64_t)m);
+    size_t weight = (size_t)(n * k);
+    size_t window = (size_t)128 << 20;
+    int64_t copies = (int64_t)((window + weight * 2 - 1) / (weight * 2));
+    if (copies > RIG__GEMV_ISSUES) copies = RIG__GEMV_ISSUES;
+    struct rig__pair *a = rig__random_device_bf16((size_t)(m * k));
+    struct rig__pair *b = rig__filled_device_bf16(weight * (size_t)copies);
+    struct rig__pair *c = rig__pair_new((size_t)(m * n) * (f32 ? 4 : 2));
+    struct rig_graph *graph = NULL;
+    assert_int_equal(rig_hal_graph_capture_begin(rig__stream), RIG_OK);
+    for (int i = 0; i < RIG__GEMV_ISSUES; i++) {
+        struct rig_op op = {.kind = RIG_OP_GEMM};
+        op.u.gemm.out = rig_tensor_2d(c->host, f32 ? RIG_DTYPE_F32 : RIG_DTYPE_BF16, m, n);
+        op.u.gemm.a = rig_tensor_2d(a->host, RIG_DTYPE_BF16, m, k);
+        op.u.gemm.b = rig_tensor_2d((uint16_t *)b->host + (size_t)(i % copies) * weight,
+                                    RIG_DTYPE_BF16, n, k);
+        struct rig_op device_op = rig__to_device(&op);
+        assert_int_equal(rig_hal_op(rig__stream, &device_op), RIG_OK);
+    }
+    assert_int_equal(rig_hal_graph_capture_end(rig__stream, &graph), RIG_OK);
+    struct rig_event *start = NULL, *end = NULL;
+    assert_int_equal(rig_hal_event_create(rig__device, &start), RIG_OK);
+    assert_int_equal(rig_hal_event_create(rig__device, &end), RIG_OK);
+    double best_ms = 1e30;
+    for (int rep = 0; rep < 7; rep++) { /* the first two warm up */
+        assert_int_equal(rig_hal_event_record(start, rig__stream), RIG_OK);
+        assert_int_equal(rig_hal_graph_launch(graph, rig__stream), RIG_OK);
+        assert_int_equal(rig_hal_event_record(end, rig__stream), RIG_OK);
+        assert_int_equal(rig_hal_event_synchronize(end), RIG_OK);
+        int64_t ns = 0;
+        assert_int_equal(rig_hal_event_elapsed_ns(start, end, &ns), RIG_OK);
+        double ms = (double)ns * 1e-6 / RIG__GEMV_ISSUES;
+        if (rep >= 2 && ms < best_ms) best_ms = ms;
+    }
+    double bytes = (double)weight * 2.0;
+    printf("    gemm %2lld x %6lld x %4lld %s: %7.2f us %6.0f GB/s of weight"
+           " (3.0 TB/s: %6.2f us)\n",
+           (long long)m, (long long)n, (long long)k, f32 ? "f32 " : "bf16", best_ms * 1e3,
+           bytes / (best_ms * 1e6), bytes / 3.0e12 * 1e6);
+    rig_hal_event_destroy(start);
+    rig_hal_event_destroy(end);
+    rig_hal_graph_destroy(graph);
+}
+
+/* Qwen3-0.6B's decode GEMMs at 1, 8 and 16 rows (the small-batch kernel) and 17 (cuBLAS, for
+ * comparison), and its LM head. Asserts only that they run. */
+static void test_gemm_decode_timing(void **state)
+{
+    (void)state;
+    static const int64_t layers[][2] = {{4096, 1024}, {1024, 2048}, {6144, 1024}, {1024, 3072}};
+    static const int64_t rows[] = {1, 8, 16, 17};
+    for (size_t r = 0; r < RIG_ARRAY_LEN(rows); r++) {
+        for (size_t l = 0; l < RIG_ARRAY_LEN(layers); l++)
+            rig__time_gemv(rows[r], layers[l][0], layers[l][1], false);
+        rig__time_gemv(rows[r], 151936, 1024, true);
+    }
+    rig__reset(2150);
+}
+
 static void rig__time_sample(int64_t rows, int64_t vocab, int32_t top_k, float top_p)
 {
     rig__reset(2000);
@@ -1416,6 +1666,9 @@ int main(void)
         cmocka_unit_test(test_gather_and_index),
         cmocka_unit_test(test_copy),
         cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_gemm_decode_shapes),
+        cmocka_unit_test(test_gemm_small_batch),
+        cmocka_unit_test(test_gemm_graph),
         cmocka_unit_test(test_store_kv),
         cmocka_unit_test(test_qk_norm_rope_store),
         cmocka_unit_test(test_attention_prefill),
@@ -1425,6 +1678,7 @@ int main(void)
         cmocka_unit_test(test_errors_and_events),
         cmocka_unit_test(test_tp_collectives),
         cmocka_unit_test(test_timing),
+        cmocka_unit_test(test_gemm_decode_timing),
     };
     return cmocka_run_group_tests(tests, rig__setup, rig__teardown);
 }

@@ -20,8 +20,9 @@
  *              `minisgl_offline` workload), overlap on and off: throughput, the floor of
  *              all the KV and weight bytes the run must read plus its prefill FLOPs, and
  *              the GPU idle fraction between consecutive decode steps;
- *   ops        every op of a decode step timed alone on the model's shapes, with how
- *              often a step issues it (batch 1 and 256, context 512);
+ *   ops        every op of a decode step (batch 1 and 256, context 512) and of a prefill
+ *              step (one causal 8192-token chunk) timed alone on the model's shapes, with
+ *              how often a step issues it;
  *   online     the `random` workload with Poisson arrivals over a sweep of rates: TTFT,
  *              TPOT, ITL, E2E percentiles (sglang.bench_serving definitions).
  *
@@ -46,7 +47,7 @@
 #define RIG_BENCH_PREFILL_MAX   16
 #define RIG_BENCH_ATTENTION_MAX 4
 #define RIG_BENCH_SERVING_MAX   16
-#define RIG_BENCH_OPS_MAX       40
+#define RIG_BENCH_OPS_MAX       48
 #define RIG_BENCH_REPEATS_MAX   64
 #define RIG_BENCH_TEXT_MAX      128
 
@@ -135,11 +136,12 @@ struct rig_bench_serving_row {
     char path[RIG_BENCH_TEXT_MAX * 2]; /* the run's HDF5 file, "" when none */
 };
 
-/* One op of a decode step timed alone (ops.c): where an eager step's time goes. */
+/* One op of a decode or prefill step timed alone (ops.c): where a step's time goes. */
 struct rig_bench_op_row {
     char op[24];            /* "gemm qkv", "attention_decode", ... */
-    int32_t batch, context; /* requests; KV positions each attends to */
-    int32_t count;          /* times one decode step issues it */
+    int32_t batch, tokens;  /* requests; tokens of the step (decode: = batch) */
+    int32_t context;        /* KV positions each request attends to */
+    int32_t count;          /* times one step issues it */
     double ns;              /* median device time of one issue */
     double share;           /* count x ns / the same summed over the step's ops */
 };

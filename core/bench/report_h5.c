@@ -176,6 +176,7 @@ static void rig__write_serving(struct rig__h5 *w, const struct rig_bench_report 
     static const struct rig__column ops[] = {
         {"op", offsetof(O, op), RIG__TEXT, sizeof(((O *)0)->op)},
         RIG__COL(O, batch, RIG__I32),
+        RIG__COL(O, tokens, RIG__I32),
         RIG__COL(O, context, RIG__I32),
         RIG__COL(O, count, RIG__I32),
         RIG__COL(O, ns, RIG__F64),

@@ -6,6 +6,10 @@
  * (ld = out's row stride), m = N, n = M, k = K. Row-strided views (q/k/v slices of a fused
  * buffer) work through the leading dimensions.
  *
+ * Up to 16 rows of a (a decode step), with aligned operands, the op runs gemv.cu's kernel
+ * instead: it streams the weight at the memory's bandwidth, where cuBLAS's tiles lose 2x at
+ * these sizes (see gemv.cuh). Everything else comes here.
+ *
  * bf16 in, fp32 accumulate (CUBLAS_COMPUTE_32F), bf16 or f32 out. A bias is added to the fp32
  * sum by a small kernel before the one rounding, bf16(sum + bias), as the simulator rounds
  * (rig__gemm_bias). The handle is the stream's own, bound to an explicit workspace
@@ -13,6 +17,7 @@
  */
 #include "cuda/ops/common.cuh"
 #include "cuda/ops/gemm.cuh"
+#include "cuda/ops/gemv.cuh"
 
 /* out[r, c] = OUT(sum[r, c] + bias[c]): the bias added in fp32 to the fp32 sum, then one
  * rounding (none for f32 out), exactly as the simulator stores. `sum` may be `out` (f32). */
@@ -94,6 +99,7 @@ enum rig_status rig_cuda_op_gemm(const struct rig_cuda_launch *launch, const str
     int64_t m = p->out.shape[0], n = p->out.shape[1], k = p->a.shape[1];
     if (m == 0 || n == 0) return RIG_OK;
     if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) return RIG_E_RANGE;
+    if (rig_cuda_gemv_accepts(p)) return rig_cuda_gemv_launch(launch, p);
     if (p->bias.data != NULL) return rig__gemm_bias(launch, p);
     cudaDataType_t out_type = p->out.dtype == RIG_DTYPE_F32 ? CUDA_R_32F : CUDA_R_16BF;
     return rig__gemm(launch, p, m, p->a.data, p->out.data, out_type, rig__ld(&p->out));

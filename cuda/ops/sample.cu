@@ -1,18 +1,32 @@
 /* sample.cu — one token per row of logits, the simulator's algorithm (hal/ops.h,
  * sim/kernels/sample.c) without a sort (see sample.cuh).
  *
- * One block per row. Candidates are ranked by a 64-bit key: the order-preserving bits of
- * z = logit / temperature in the high word and ~index in the low word, so "z descending,
- * lower index first on ties" is "key descending" and every key is distinct. The top-k set
- * is {key >= c_k} with c_k the k-th largest key; the top-p set is {key >= c_p} with c_p the
- * largest key whose prefix (key >= c_p within top-k) has softmax mass >= top_p * total. Both
- * cut-offs are found by the same bitwise search over the key (the largest c with a monotone
- * predicate true), one block-wide count/sum per bit: no sort and no scratch memory. Masses
- * are float64, as the simulator's; only their summation order differs, so a row whose
- * cumulative mass lands within rounding of top_p * total could keep one token more or less
- * than the simulator (never seen with continuous random logits; documented in docs/gpu.md).
- * The token is the argmax over the kept set of z + g, g = -log(-log(u)) from Philox, ties to
- * the lower index. Greedy rows (temperature <= 0 or top_k == 1) take the first maximum.
+ * Two kernels, so that a row is streamed by many multiprocessors, not one (batch 1 is
+ * latency-bound: a single block reads 0.6 MB of Qwen3 logits at a few hundred GB/s):
+ *  - pass 1, a grid of rows x chunks blocks of RIG__CHUNK_THREADS: each block scans one chunk
+ *    of its row (16-byte loads when aligned) and writes to the stream's scratch its chunk's
+ *    first maximum — of the logit for greedy rows, of z = logit / temperature for sampled
+ *    rows — and, for rows sampled over the whole vocabulary (no top-k, no top-p), its first
+ *    maximum of z + g (Gumbel noise from Philox). The chunk count is chosen on the host from
+ *    rows, vocab and the multiprocessor count (never from the per-row parameters, which
+ *    live on the device and may change between graph replays);
+ *  - pass 2, one block per row: greedy and whole-vocabulary rows reduce their chunks'
+ *    partials (first maximum: ties to the lower index, as the simulator's scan) and are done.
+ *    Top-k / top-p rows take z_max from the partials and run the cut-off search below over
+ *    their row (several passes from one block: exact, the slower path).
+ * Scratch: rows x chunks partials of 16 bytes, written by pass 1 and read by pass 2 on the
+ * same stream; no counters, nothing to reset, so replays are independent.
+ *
+ * The cut-off search. Candidates are ranked by a 64-bit key: the order-preserving bits of
+ * z in the high word and ~index in the low word, so "z descending, lower index first on
+ * ties" is "key descending" and every key is distinct. The top-k set is {key >= c_k} with
+ * c_k the k-th largest key (radix select); the top-p set is the shortest prefix of the
+ * top-k set, sorted, whose softmax mass reaches top_p * total. Masses are float64, as the
+ * simulator's; only their summation order differs, so a row whose cumulative mass lands
+ * within rounding of top_p * total could keep one token more or less than the simulator
+ * (never seen with continuous random logits; documented in docs/gpu.md). The token is the
+ * argmax over the kept set of z + g, g = -log(-log(u)) from Philox, ties to the lower index.
+ * Greedy rows (temperature <= 0 or top_k == 1) take the first maximum of the raw logits.
  */
 #include <float.h>
 
@@ -21,6 +35,9 @@
 #include "hal/philox.h"
 
 #define RIG__SAMPLE_THREADS 1024
+#define RIG__CHUNK_THREADS  256
+#define RIG__CHUNK_MIN      2048 /* logits: 8 a thread of a chunk block */
+#define RIG__CHUNK_WAVES    8    /* chunk blocks per multiprocessor aimed at */
 
 struct rig__sample_args {
     int32_t *tokens;
@@ -336,30 +353,152 @@ static __device__ int64_t rig__sample_row(struct rig__row *row, int32_t top_k, f
     return rig__gumbel_row(row, seed, position, sh);
 }
 
+/* What a row needs: decided from its parameters on the device, so a captured graph follows
+ * them from replay to replay. */
+enum rig__kind { RIG__GREEDY, RIG__WHOLE, RIG__CUT };
+
+static __device__ __forceinline__ enum rig__kind rig__row_kind(float temperature, int32_t top_k,
+                                                              float top_p, int64_t vocab)
+{
+    if (!(temperature > 0.0f) || top_k == 1) return RIG__GREEDY;
+    bool top_k_active = top_k > 0 && top_k < vocab;
+    return top_k_active || top_p < 1.0f ? RIG__CUT : RIG__WHOLE;
+}
+
+/* One chunk's result, pass 1 -> pass 2. value: the chunk's largest logit (greedy rows) or
+ * z (sampled rows) at its first index; gumbel: the largest z + g at its first index
+ * (RIG__WHOLE rows only). */
+struct rig__partial {
+    float value;
+    int32_t index;
+    float gumbel;
+    int32_t gumbel_index;
+};
+
+/* Running (score, index) maximum of one thread; indices arrive in increasing order, so a
+ * strict comparison keeps the first maximum. */
+struct rig__best {
+    float value;
+    int64_t index;
+    float gumbel;
+    int64_t gumbel_index;
+};
+
+static __device__ __forceinline__ void rig__visit(struct rig__best *b, enum rig__kind kind,
+                                                  float logit, int64_t i, float temperature,
+                                                  uint64_t seed, uint32_t position)
+{
+    float v = kind == RIG__GREEDY ? logit : logit / temperature;
+    if (b->index < 0 || v > b->value) {
+        b->value = v;
+        b->index = i;
+    }
+    if (kind != RIG__WHOLE) return;
+    float score = v + -logf(-logf(rig_philox_uniform(seed, position, (uint32_t)i)));
+    if (b->gumbel_index < 0 || score > b->gumbel) {
+        b->gumbel = score;
+        b->gumbel_index = i;
+    }
+}
+
+/* Pass 1: block (r, c) scans chunk c of row r. VEC4: the row and the chunk start are 16-byte
+ * aligned (the host checked), so four logits travel in one load. */
+template <bool VEC4>
+static __global__ void __launch_bounds__(RIG__CHUNK_THREADS)
+    rig__sample_chunk_kernel(struct rig__sample_args a, struct rig__partial *part, int32_t chunk,
+                             int32_t chunks)
+{
+    __shared__ float shared_score[RIG_CUDA_WARP];
+    __shared__ int64_t shared_index[RIG_CUDA_WARP];
+    int64_t r = blockIdx.x / chunks;
+    int32_t c = (int32_t)(blockIdx.x % chunks);
+    const float *logits = a.logits + r * a.logits_stride;
+    float temperature = a.temperature[r];
+    enum rig__kind kind = rig__row_kind(temperature, a.top_k[r], a.top_p[r], a.vocab);
+    uint64_t seed = a.seed[r];
+    uint32_t position = (uint32_t)a.position[r];
+    int64_t begin = (int64_t)c * chunk;
+    int64_t end = begin + chunk < a.vocab ? begin + chunk : a.vocab;
+    struct rig__best b = {-INFINITY, -1, -INFINITY, -1};
+    if (VEC4) {
+#pragma unroll 4
+        for (int64_t i = begin + 4 * (int64_t)threadIdx.x; i < end; i += 4 * RIG__CHUNK_THREADS) {
+            if (i + 3 < end) {
+                float4 v = *reinterpret_cast<const float4 *>(logits + i);
+                rig__visit(&b, kind, v.x, i, temperature, seed, position);
+                rig__visit(&b, kind, v.y, i + 1, temperature, seed, position);
+                rig__visit(&b, kind, v.z, i + 2, temperature, seed, position);
+                rig__visit(&b, kind, v.w, i + 3, temperature, seed, position);
+            } else {
+                for (int64_t j = i; j < end; j++)
+                    rig__visit(&b, kind, logits[j], j, temperature, seed, position);
+            }
+        }
+    } else {
+        for (int64_t i = begin + threadIdx.x; i < end; i += RIG__CHUNK_THREADS)
+            rig__visit(&b, kind, logits[i], i, temperature, seed, position);
+    }
+    int64_t index = rig__block_argmax(b.value, b.index, shared_score, shared_index);
+    int64_t gumbel_index = -1;
+    if (kind == RIG__WHOLE)
+        gumbel_index = rig__block_argmax(b.gumbel, b.gumbel_index, shared_score, shared_index);
+    /* The winners' scores are recomputed from their indices: the same expressions, so the
+     * same bits as in rig__visit. */
+    if (threadIdx.x != 0) return;
+    struct rig__partial out = {-INFINITY, (int32_t)index, -INFINITY, (int32_t)gumbel_index};
+    out.value = kind == RIG__GREEDY ? logits[index] : logits[index] / temperature;
+    if (kind == RIG__WHOLE) {
+        float z = logits[gumbel_index] / temperature;
+        out.gumbel = z + -logf(-logf(rig_philox_uniform(seed, position, (uint32_t)gumbel_index)));
+    }
+    part[r * chunks + c] = out;
+}
+
+/* Pass 2: one block per row. Greedy and RIG__WHOLE rows reduce their chunks' partials (in
+ * chunk order, ties to the lower index: the first maximum, as the simulator's scan). Top-k /
+ * top-p rows take z_max from the partials and run the cut-off search over the row. */
 static __global__ void __launch_bounds__(RIG__SAMPLE_THREADS)
-    rig__sample_kernel(struct rig__sample_args a)
+    rig__sample_finish_kernel(struct rig__sample_args a, const struct rig__partial *part,
+                              int32_t chunks)
 {
     __shared__ struct rig__shared sh;
     int64_t r = blockIdx.x;
     struct rig__row row = {a.logits + r * a.logits_stride, a.vocab, a.temperature[r], 0.0f, 0};
     int32_t top_k = a.top_k[r];
-    bool greedy = !(row.temperature > 0.0f) || top_k == 1;
+    float top_p = a.top_p[r];
+    enum rig__kind kind = rig__row_kind(row.temperature, top_k, top_p, a.vocab);
+    bool whole = kind == RIG__WHOLE;
     float best = -INFINITY;
     int64_t best_index = -1;
-    for (int64_t i = threadIdx.x; i < a.vocab; i += blockDim.x) {
-        float v = greedy ? row.logits[i] : row.logits[i] / row.temperature;
+    for (int32_t c = threadIdx.x; c < chunks; c += blockDim.x) {
+        struct rig__partial p = part[r * chunks + c];
+        float v = whole ? p.gumbel : p.value;
+        int64_t i = whole ? p.gumbel_index : p.index;
         if (best_index < 0 || v > best) {
             best = v;
             best_index = i;
         }
     }
     int64_t token = rig__block_argmax(best, best_index, sh.score, sh.index);
-    if (!greedy) {
+    if (kind == RIG__CUT) {
         row.z_max = row.logits[token] / row.temperature;
-        token = rig__sample_row(&row, top_k, a.top_p[r], a.seed[r], (uint32_t)a.position[r],
+        token = rig__sample_row(&row, top_k, top_p, a.seed[r], (uint32_t)a.position[r],
                                 a.index_bits, &sh);
     }
     if (threadIdx.x == 0) a.tokens[r] = (int32_t)token;
+}
+
+/* Chunks per row: enough blocks for RIG__CHUNK_WAVES per multiprocessor over the batch, no
+ * chunk under RIG__CHUNK_MIN logits, and the partials within the stream's scratch. */
+static int32_t rig__chunk_count(int64_t rows, int64_t vocab, int32_t sm_count,
+                                size_t scratch_bytes)
+{
+    int64_t want = rig_cuda_div_up((int64_t)(sm_count > 0 ? sm_count : 1) * RIG__CHUNK_WAVES, rows);
+    int64_t most = rig_cuda_div_up(vocab, RIG__CHUNK_MIN);
+    int64_t chunks = want < most ? want : most;
+    while (chunks > 1 && (size_t)(rows * chunks) * sizeof(struct rig__partial) > scratch_bytes)
+        chunks--;
+    return (int32_t)chunks;
 }
 
 enum rig_status rig_cuda_op_sample(const struct rig_cuda_launch *launch,
@@ -381,7 +520,25 @@ enum rig_status rig_cuda_op_sample(const struct rig_cuda_launch *launch,
     a.top_p = (const float *)p->top_p.data;
     a.seed = (const uint64_t *)p->seed.data;
     a.position = (const int32_t *)p->position.data;
-    rig__sample_kernel<<<(unsigned)rows, RIG__SAMPLE_THREADS, 0, launch->stream>>>(a);
+    int32_t chunks = rig__chunk_count(rows, a.vocab, launch->sm_count, launch->scratch_bytes);
+    if ((size_t)(rows * chunks) * sizeof(struct rig__partial) > launch->scratch_bytes ||
+        rows * chunks > INT32_MAX)
+        return RIG_E_RANGE;
+    /* A multiple of 4 keeps every chunk start as aligned as the row. */
+    int32_t chunk = (int32_t)(rig_cuda_div_up(rig_cuda_div_up(a.vocab, chunks), 4) * 4);
+    chunks = (int32_t)rig_cuda_div_up(a.vocab, chunk);
+    bool vec4 = rig_cuda_aligned(a.logits, 16) && a.logits_stride % 4 == 0;
+    struct rig__partial *part = (struct rig__partial *)launch->scratch;
+    unsigned blocks = (unsigned)(rows * chunks);
+    if (vec4)
+        rig__sample_chunk_kernel<true>
+            <<<blocks, RIG__CHUNK_THREADS, 0, launch->stream>>>(a, part, chunk, chunks);
+    else
+        rig__sample_chunk_kernel<false>
+            <<<blocks, RIG__CHUNK_THREADS, 0, launch->stream>>>(a, part, chunk, chunks);
+    RIG_CUDA_LAUNCHED();
+    rig__sample_finish_kernel<<<(unsigned)rows, RIG__SAMPLE_THREADS, 0, launch->stream>>>(
+        a, part, chunks);
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
 }

@@ -32,8 +32,8 @@ static void rig__bench_usage(FILE *out)
             "usage: rig bench [BENCHMARK...] [options]\n\n"
             "Measures rig against the hardware floors measured in the same process\n"
             "(docs/performance.md). BENCHMARK: floors, decode, prefill, attention, offline,\n"
-            "online, ops (a decode step taken apart, op by op), all (default: all; floors\n"
-            "always run, everything is divided by them).\n\n"
+            "online, ops (a decode and a prefill step taken apart, op by op), all (default:\n"
+            "all; floors always run, everything is divided by them).\n\n"
             "options:\n"
             "  --backend sim|cuda   sim: cost-model predictions on the virtual clock (timing\n"
             "                       only); cuda: measured with device events (default sim)\n"
@@ -232,16 +232,19 @@ static void rig__print_attention(const struct rig_bench_report *r)
 static void rig__print_ops(const struct rig_bench_report *r)
 {
     if (r->op_count == 0) return;
-    printf("decode step taken apart (each op alone, replayed, context %d)\n", r->ops[0].context);
-    printf("  %-18s %6s %6s %10s %11s %7s\n", "op", "batch", "count", "us", "us/step", "share");
+    printf("decode and prefill steps taken apart (each op alone, replayed)\n");
+    printf("  %-18s %6s %6s %7s %6s %10s %11s %7s\n", "op", "batch", "tokens", "context", "count",
+           "us", "us/step", "share");
     double step = 0.0;
     for (int32_t i = 0; i < r->op_count; i++) {
         const struct rig_bench_op_row *p = &r->ops[i];
         step += p->ns * p->count;
-        printf("  %-18s %6d %6d %10.2f %11.1f %6.1f%%\n", p->op, p->batch, p->count, p->ns * 1e-3,
-               p->ns * p->count * 1e-3, 100.0 * p->share);
-        if (i + 1 == r->op_count || r->ops[i + 1].batch != p->batch) {
-            printf("  %-18s %6d %6s %10s %11.1f\n", "sum", p->batch, "", "", step * 1e-3);
+        printf("  %-18s %6d %6d %7d %6d %10.2f %11.1f %6.1f%%\n", p->op, p->batch, p->tokens,
+               p->context, p->count, p->ns * 1e-3, p->ns * p->count * 1e-3, 100.0 * p->share);
+        const struct rig_bench_op_row *next = i + 1 < r->op_count ? &r->ops[i + 1] : NULL;
+        if (next == NULL || next->tokens != p->tokens || next->context != p->context) {
+            printf("  %-18s %6d %6d %7d %6s %10s %11.1f\n", "sum", p->batch, p->tokens,
+                   p->context, "", "", step * 1e-3);
             step = 0.0;
         }
     }
