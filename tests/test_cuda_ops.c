@@ -954,6 +954,15 @@ static void test_attention_prefill(void **state)
     rig__prefill_case("prefill odd lengths GQA 2 D64", 7, odd_q, odd_cached, 4, 2, 64, false);
     rig__reset(1111);
     rig__prefill_case("prefill odd lengths GQA 2 D256", 7, odd_q, odd_cached, 4, 2, 256, false);
+    /* Key counts at the edges of the K/V pipeline (BN 64): exactly 1, 2 and 3 whole key
+     * tiles, and 2 tiles with one key in the second: the first tile's separate K and V
+     * groups, the last tile's empty groups, and slots reused from the K copy for the V copy. */
+    rig__reset(1120);
+    static const int64_t edge_q[] = {64, 64, 1, 65}, edge_cached[] = {0, 64, 191, 0};
+    rig__prefill_case("prefill key-tile edges GQA 2 D128", 4, edge_q, edge_cached, 16, 8, 128,
+                      false);
+    rig__reset(1121);
+    rig__prefill_case("prefill key-tile edges GQA 2 D64", 4, edge_q, edge_cached, 4, 2, 64, false);
     rig__reset(1200);
     int64_t one[] = {1}, none[] = {0};
     rig__prefill_case("prefill context 1", 1, one, none, 4, 1, 128, false);
