@@ -1528,10 +1528,48 @@ static void rig__time_prefill(int64_t q_len, int64_t cached)
            (long long)q_len, (long long)cached, ms, 4.0 * pairs * hq * d / (ms * 1e9));
 }
 
-static void rig__time_decode(int64_t requests, int64_t context)
+/* Median device time of `layers` copies of `op` captured in one graph and replayed, per copy:
+ * what a model's decode step pays per layer (launch gaps inside a graph included). */
+static double rig__time_op_graph(const struct rig_op *op, int layers)
+{
+    struct rig_graph *graph = NULL;
+    assert_int_equal(rig_hal_graph_capture_begin(rig__stream), RIG_OK);
+    for (int i = 0; i < layers; i++)
+        assert_int_equal(rig_hal_op(rig__stream, op), RIG_OK);
+    assert_int_equal(rig_hal_graph_capture_end(rig__stream, &graph), RIG_OK);
+    struct rig_event *start = NULL, *end = NULL;
+    assert_int_equal(rig_hal_event_create(rig__device, &start), RIG_OK);
+    assert_int_equal(rig_hal_event_create(rig__device, &end), RIG_OK);
+    double times[5];
+    for (int i = -2; i < 5; i++) {
+        assert_int_equal(rig_hal_event_record(start, rig__stream), RIG_OK);
+        assert_int_equal(rig_hal_graph_launch(graph, rig__stream), RIG_OK);
+        assert_int_equal(rig_hal_event_record(end, rig__stream), RIG_OK);
+        assert_int_equal(rig_hal_event_synchronize(end), RIG_OK);
+        int64_t ns = 0;
+        assert_int_equal(rig_hal_event_elapsed_ns(start, end, &ns), RIG_OK);
+        if (i >= 0) times[i] = (double)ns * 1e-6 / layers;
+    }
+    for (int i = 1; i < 5; i++) { /* insertion sort of 5 */
+        for (int j = i; j > 0 && times[j] < times[j - 1]; j--) {
+            double swap = times[j];
+            times[j] = times[j - 1];
+            times[j - 1] = swap;
+        }
+    }
+    rig_hal_event_destroy(start);
+    rig_hal_event_destroy(end);
+    rig_hal_graph_destroy(graph);
+    return times[2];
+}
+
+/* Decode at `requests` x `context` with hq/hk heads, D 128: eager, or (graph) per op of 28
+ * captured in one graph (Qwen3-0.6B's layer count). */
+static void rig__time_decode_heads(int64_t requests, int64_t context, int64_t hq, int64_t hk,
+                                   bool graph)
 {
     rig__reset(1800 + (uint64_t)requests);
-    int64_t hq = 32, hk = 8, d = 128, slots = requests * context;
+    int64_t d = 128, slots = requests * context;
     struct rig__pair *q = rig__random_device_bf16((size_t)(requests * hq * d));
     struct rig__pair *out = rig__pair_new((size_t)(requests * hq * d * 2));
     struct rig__pair *kc = rig__filled_device_bf16((size_t)(slots * hk * d));
@@ -1556,10 +1594,16 @@ static void rig__time_decode(int64_t requests, int64_t context)
     a->kv_len = rig_tensor_1d(m + slots + requests, RIG_DTYPE_I32, requests);
     a->scale = 0.088f;
     struct rig_op device_op = rig__to_device(&op);
-    double ms = rig__time_op(&device_op, 5);
+    double ms = graph ? rig__time_op_graph(&device_op, 28) : rig__time_op(&device_op, 5);
     double bytes = 2.0 * (double)slots * (double)(hk * d * 2);
-    printf("    decode %4lld x %5lld context, 32/8 heads, D128: %8.3f ms %6.0f GB/s of K/V\n",
-           (long long)requests, (long long)context, ms, bytes / (ms * 1e6));
+    printf("    decode %4lld x %5lld, %lld/%lld heads, D128%s: %8.4f ms %6.0f GB/s of K/V\n",
+           (long long)requests, (long long)context, (long long)hq, (long long)hk,
+           graph ? " (graph, per op)" : "", ms, bytes / (ms * 1e6));
+}
+
+static void rig__time_decode(int64_t requests, int64_t context)
+{
+    rig__time_decode_heads(requests, context, 32, 8, false);
 }
 
 static void rig__time_gemm(int64_t m, int64_t n, int64_t k)
@@ -1692,6 +1736,10 @@ static void test_timing(void **state)
     rig__time_decode(64, 4096);
     rig__time_decode(256, 1024);
     rig__time_decode(1, 32768);
+    rig__time_decode_heads(1, 512, 16, 8, true);
+    rig__time_decode_heads(256, 512, 16, 8, true);
+    rig__time_decode_heads(256, 1024, 16, 8, false);
+    rig__time_decode_heads(1, 512, 32, 4, true);
     rig__time_sample(64, 151936, 0, 1.0f);
     rig__time_sample(64, 151936, 50, 0.9f);
     rig__time_sample(64, 151936, 0, 0.9f); /* flat logits: the nucleus is large (slow path) */
