@@ -7,8 +7,7 @@
  * buffer) work through the leading dimensions.
  *
  * Up to 16 rows of a (a decode step), with aligned operands, the op runs gemv.cu's kernel
- * instead: it streams the weight at the memory's bandwidth, where cuBLAS's tiles lose 2x at
- * these sizes (see gemv.cuh). Everything else comes here.
+ * instead where it measured faster than cuBLAS (rig__gemv_pays). Everything else comes here.
  *
  * bf16 in, fp32 accumulate (CUBLAS_COMPUTE_32F), bf16 or f32 out. A bias is added to the fp32
  * sum by a small kernel before the one rounding, bf16(sum + bias), as the simulator rounds
@@ -94,12 +93,25 @@ static enum rig_status rig__gemm_bias(const struct rig_cuda_launch *launch,
     return RIG_OK;
 }
 
+/* Where the small-batch kernel beats cuBLAS, measured on the H100 at 230f6e2
+ * (test_gemm_decode_timing, weights from HBM; docs/performance.md): it wins when a block has
+ * a long run of K to stream (K >= 2048: o 1024 x 2048 4.2 vs 5.5 us, down 1024 x 3072 5.1 vs
+ * 7.3 us) or when the grid is many waves deep (the LM head, N = 151936: 102 vs 118 us). With
+ * K = 1024 and a few thousand columns each block is one latency-bound batch of loads and
+ * cuBLAS is faster (qkv 4096 x 1024: 6.1 vs 5.1 us; gate_up 6144 x 1024: 7.2 vs 6.8 us). */
+static bool rig__gemv_pays(const struct rig_cuda_launch *launch, const struct rig_op_gemm *p)
+{
+    int64_t n = p->out.shape[1], k = p->a.shape[1];
+    return k >= 2048 || n >= 32 * 8 * (int64_t)launch->sm_count;
+}
+
 enum rig_status rig_cuda_op_gemm(const struct rig_cuda_launch *launch, const struct rig_op_gemm *p)
 {
     int64_t m = p->out.shape[0], n = p->out.shape[1], k = p->a.shape[1];
     if (m == 0 || n == 0) return RIG_OK;
     if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) return RIG_E_RANGE;
-    if (rig_cuda_gemv_accepts(p)) return rig_cuda_gemv_launch(launch, p);
+    if (rig_cuda_gemv_accepts(p) && rig__gemv_pays(launch, p))
+        return rig_cuda_gemv_launch(launch, p);
     if (p->bias.data != NULL) return rig__gemm_bias(launch, p);
     cudaDataType_t out_type = p->out.dtype == RIG_DTYPE_F32 ? CUDA_R_32F : CUDA_R_16BF;
     return rig__gemm(launch, p, m, p->a.data, p->out.data, out_type, rig__ld(&p->out));
