@@ -23,6 +23,12 @@ enum rig_status rig_cuda_report(enum rig_status status, const char *file, int li
 
 int32_t rig_cuda_device_count(void)
 {
+    /* Every kernel loaded when the context is created, not at its first launch: with lazy
+     * loading (CUDA's default) the first step that meets a new kernel stalls for module loads,
+     * which on a wall-clock scenario moved a request's arrival past its prefix's prefill
+     * (quickstart on the H100: bob's TTFT 9.5 ms, dave found no cached prefix, once in four
+     * runs). This is the first CUDA call rig makes; a value the user set is kept. */
+    setenv("CUDA_MODULE_LOADING", "EAGER", 0);
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess) {
         (void)cudaGetLastError(); /* clear: "no driver" must not poison later calls */
