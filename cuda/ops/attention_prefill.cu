@@ -10,26 +10,25 @@
  * The main path (rig__fa_kernel<D, WARPS, MT>: head dims 64, 128, 256, 16-byte aligned
  * tensors) is FA2 with mma.sync m16n8k16 (bf16 in, fp32 accumulate):
  *  - block shape: WARPS warps, each owning MT consecutive 16-row MMA tiles, BM = 16 WARPS MT
- *    packed rows; key tiles of BN = 64. D 128 defaults to 8 warps x 1 row tile (BM 128) with
- *    Q in registers: measured faster on the H100 than FA2's 4 x 2 (where every K and V
- *    fragment feeds two MMAs but Q is re-read from shared memory and registers run out).
- *    224 registers, no spills, 104 KB of shared memory: 1 block of 8 warps per SM. D 64
- *    keeps 4 x 2 (232 registers); D 256 keeps 4 x 1 (its O alone is 128 registers).
+ *    packed rows; key tiles of BN = 64. D 128 defaults to 8 warps x 1 row tile (BM 128, Q in
+ *    registers, 191 registers, 1 block of 256 threads per SM), D 64 to 4 warps x 2 row tiles
+ *    (BM 128, FA2's shape: every K and V fragment read by ldmatrix feeds two MMAs). Measured on
+ *    the H100 at D 128, one causal 8192-token chunk, 16/8 heads (docs/performance.md): 8 x 1
+ *    1151-1171 us, 4 x 2 (255 registers, 2 blocks per SM) 1186-1284 us. A later variant with
+ *    K and V in separate cp.async groups and slots kept in registers (224 registers) measured
+ *    1402-1502 us and was not kept. D 256 keeps 4 x 1 (its O alone is 128 registers).
  *  - Q is staged once into shared memory; with one row tile per warp its fragments are then
  *    held in registers for the whole key loop, with two they are re-read by ldmatrix (each Q
  *    fragment feeds BN/8 MMAs, so that costs a quarter of the K reads).
- *  - K and V tiles are gathered through the page table by cp.async (16 bytes) into two stages
- *    each, in separate groups (FA2's order): S = Q K^T waits for K alone, so V's copy overlaps
- *    the scores and the softmax; the next K is issued right after this tile's first barrier,
- *    the next V after its second. A thread copies the same keys of K and V, so the page-table
- *    slots it read for K stay in registers for V. Rows are padded by 16 bytes so the eight
- *    rows one ldmatrix reads hit distinct banks. Keys past the block's last are zero-filled,
- *    so masked (exactly 0) probabilities never meet NaN.
+ *  - K and V tiles are gathered through the page table by cp.async (16 bytes, one slot read
+ *    for both caches) into two stages: the next tile's copy is in flight during this tile's
+ *    math. Rows are padded by 16 bytes so the eight rows one ldmatrix reads hit distinct banks.
+ *    Keys past the block's last are zero-filled, so masked (exactly 0) probabilities never meet
+ *    NaN.
  *  - S and O stay in registers as accumulators; P goes from the S accumulators straight into
  *    A fragments (the layouts line up), V fragments come by ldmatrix.trans.
- *  - online softmax in fp32, log2 units: the row max over raw scores, then one FFMA per score
- *    folds scale * log2 e and the max into ex2.approx's argument; row max and sum over the 4
- *    lanes of a row by 2 shuffles. Key tiles every row of the block
+ *  - online softmax in fp32, log2 units (scale * log2 e folded into one multiply, ex2.approx),
+ *    row max and sum over the 4 lanes of a row by 2 shuffles. Key tiles every row of the block
  *    sees whole (below the causal diagonal of the block's first row) run unmasked; only the
  *    diagonal tiles (2 or 3 per block) pay for the mask, in 32-bit index math.
  *  - grid: 1-D, KV head fastest, row tiles in reverse so the bottom (longest) causal tiles of
@@ -299,16 +298,11 @@ static __global__ void __launch_bounds__(RIG__WARPS *RIG_CUDA_WARP)
 /* --- the mma.sync path (head dims 64, 128, 256) ---------------------------------------------
  * See the file header. Compile-time knobs (-D on the nvcc line) for measuring alternatives:
  *   RIG_PREFILL_D128_WARPS, RIG_PREFILL_D128_ROW_TILES  warps per block and 16-row MMA tiles
- *       per warp at head dim 128 (default 8 x 1 with Q in registers: 128 rows, measured
- *       1151-1171 us on the 8192 bench against 1186-1284 us for FA2's 4 x 2);
+ *       per warp at head dim 128 (default 8 x 1, measured fastest; 4 x 2 is FA2's 128-row
+ *       shape, 4 x 1 the old 64-row one);
  *   RIG_PREFILL_D64_WARPS, RIG_PREFILL_D64_ROW_TILES    the same at head dim 64 (default 4 x 2);
  *   RIG_PREFILL_Q_IN_REGISTERS  1 keeps the Q fragments in registers for the whole key loop
- *       when a warp has one row tile (default 1; with two row tiles they would not fit);
- *   RIG_PREFILL_MIN_BLOCKS  the minimum blocks per SM of __launch_bounds__ (default 1; 2 caps
- *       8 x 1 at 128 registers: 2 blocks per SM, ptxas spills 552 bytes with Q in registers,
- *       120 with -DRIG_PREFILL_Q_IN_REGISTERS=0);
- *   RIG_PREFILL_SPLIT_KV_WAIT  1 (default) waits for K alone before S = Q K^T so V's copy
- *       overlaps the scores and the softmax; 0 waits for both together (the first pass).
+ *       when a warp has one row tile (default 1; with two row tiles they would not fit).
  * Head dim 256 keeps 4 warps x 1 (64 rows): its O accumulators alone take 128 registers. */
 
 #ifndef RIG_PREFILL_D128_WARPS
@@ -325,12 +319,6 @@ static __global__ void __launch_bounds__(RIG__WARPS *RIG_CUDA_WARP)
 #endif
 #ifndef RIG_PREFILL_Q_IN_REGISTERS
 #define RIG_PREFILL_Q_IN_REGISTERS 1
-#endif
-#ifndef RIG_PREFILL_MIN_BLOCKS
-#define RIG_PREFILL_MIN_BLOCKS 1
-#endif
-#ifndef RIG_PREFILL_SPLIT_KV_WAIT
-#define RIG_PREFILL_SPLIT_KV_WAIT 1
 #endif
 
 #define RIG__FA_BN 64 /* keys per tile */
@@ -458,41 +446,26 @@ static __device__ void rig__fa_find(const struct rig_cuda_attention_args *a, int
         usable ? min(max(open, 0), (int)rig_cuda_div_up(place->keys, RIG__FA_BN)) : 0;
 }
 
-/* Page-table slots a thread gathers per key tile: its rounds of 16-byte chunks. */
-template <int D, int WARPS, int MT> struct rig__fa_gather {
-    static constexpr int ROUNDS = RIG__FA_BN * (D / 8) / (WARPS * RIG_CUDA_WARP);
-    static constexpr bool KEEP = ROUNDS <= 4; /* slots stay in registers from K to V */
-    int32_t slot[KEEP ? ROUNDS : 1];          /* [ROUNDS] slot of each round's key; -1: none */
-};
-
-/* Gathers keys [key0, key0 + BN) of one cache (K when !IS_V) into one stage; keys >= `keys`
- * are zeros (so a masked probability, exactly 0, never meets a NaN). The K pass reads the
- * page-table slots and, when they fit, keeps them in `g` for the V pass of the same tile (a
- * thread copies the same keys of both), so the table is read once per tile. */
-template <int D, int WARPS, int MT, bool IS_V>
+/* Gathers keys [key0, key0 + BN) of K and V into one stage; keys >= `keys` are zeros (so a
+ * masked probability, exactly 0, never meets a NaN). One slot read serves both caches. */
+template <int D, int WARPS, int MT>
 static __device__ __forceinline__ void
-rig__fa_load_cache(const struct rig_cuda_attention_args *a, uint16_t *stage,
-                   const struct rig__fa_place *place, int kv_head, int key0,
-                   struct rig__fa_gather<D, WARPS, MT> &g)
+rig__fa_load_kv(const struct rig_cuda_attention_args *a, uint16_t *k_stage, uint16_t *v_stage,
+                const struct rig__fa_place *place, int kv_head, int key0)
 {
     using S = rig__fa_shape<D, WARPS, MT>;
-    using G = rig__fa_gather<D, WARPS, MT>;
     constexpr int CHUNKS = D / 8;
-    const uint16_t *head = (IS_V ? a->v_cache : a->k_cache) + kv_head * a->cache_stride_h;
+    const uint16_t *k_head = a->k_cache + kv_head * a->cache_stride_h;
+    const uint16_t *v_head = a->v_cache + kv_head * a->cache_stride_h;
     static_assert(S::BN * CHUNKS % S::THREADS == 0, "whole K/V rounds per thread");
-#pragma unroll(G::KEEP ? G::ROUNDS : 2)
-    for (int round = 0; round < G::ROUNDS; round++) {
+#pragma unroll 2
+    for (int round = 0; round < S::BN * CHUNKS / S::THREADS; round++) {
         int c = round * S::THREADS + (int)threadIdx.x;
         int j = c / CHUNKS, d = (c % CHUNKS) * 8;
-        int32_t slot;
-        if (G::KEEP && IS_V) {
-            slot = g.slot[G::KEEP ? round : 0];
-        } else {
-            slot = key0 + j < place->keys ? place->slots[key0 + j] : -1;
-            if (G::KEEP) g.slot[G::KEEP ? round : 0] = slot;
-        }
-        int64_t offset = (slot >= 0 ? (int64_t)slot : 0) * a->cache_stride_s + d;
-        rig__cp_async16(rig__smem(stage + j * S::P + d), head + offset, slot >= 0);
+        bool valid = key0 + j < place->keys;
+        int64_t offset = (valid ? (int64_t)place->slots[key0 + j] : 0) * a->cache_stride_s + d;
+        rig__cp_async16(rig__smem(k_stage + j * S::P + d), k_head + offset, valid);
+        rig__cp_async16(rig__smem(v_stage + j * S::P + d), v_head + offset, valid);
     }
 }
 
@@ -569,35 +542,34 @@ static __device__ __forceinline__ void
 rig__fa_softmax(float (&s)[RIG__FA_BN / 8][4], float (&m)[2], float (&l)[2],
                 const int (&position)[2], int key0, float scale_log2, float (&alpha)[2])
 {
-    /* The max is taken over raw scores (scale > 0, checked by op_check, keeps the order) and
-     * the scale folds into the exponent's one FFMA: 2^(s scale_log2 - m). */
     int key_lane = key0 + (threadIdx.x % 4) * 2;
     float tile_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int j = 0; j < RIG__FA_BN / 8; j++) {
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-            if (MASK && key_lane + j * 8 + (e & 1) > position[e / 2]) s[j][e] = -INFINITY;
-            tile_max[e / 2] = fmaxf(tile_max[e / 2], s[j][e]);
+            float x = s[j][e] * scale_log2;
+            if (MASK && key_lane + j * 8 + (e & 1) > position[e / 2]) x = -INFINITY;
+            s[j][e] = x;
+            tile_max[e / 2] = fmaxf(tile_max[e / 2], x);
         }
     }
-    float neg_base[2];
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 1));
         tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 2));
-        float m_new = fmaxf(m[h], tile_max[h] * scale_log2);
+        float m_new = fmaxf(m[h], tile_max[h]);
         float base = m_new == -INFINITY ? 0.0f : m_new; /* a row with nothing visible yet */
         alpha[h] = rig__exp2(m[h] - base);
         m[h] = m_new;
-        neg_base[h] = -base;
+        tile_max[h] = base;
     }
     float sum[2] = {0.0f, 0.0f};
 #pragma unroll
     for (int j = 0; j < RIG__FA_BN / 8; j++) {
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-            s[j][e] = rig__exp2(fmaf(s[j][e], scale_log2, neg_base[e / 2]));
+            s[j][e] = rig__exp2(s[j][e] - tile_max[e / 2]);
             sum[e / 2] += s[j][e];
         }
     }
@@ -649,6 +621,23 @@ rig__fa_accumulate(struct rig__fa_state<D, MT, rig__fa_shape<D, WARPS, MT>::QR> 
             }
         }
     }
+}
+
+/* One key tile, staged: scores, softmax (masked or not), O update. */
+template <int D, int WARPS, int MT, bool MASK>
+static __device__ __forceinline__ void
+rig__fa_tile(struct rig__fa_state<D, MT, rig__fa_shape<D, WARPS, MT>::QR> &st,
+             const uint16_t *q_rows, const uint16_t *k_tile, const uint16_t *v_tile, int key0,
+             float scale_log2)
+{
+    float s[MT][RIG__FA_BN / 8][4];
+    rig__fa_scores<D, WARPS, MT>(s, st, q_rows, k_tile);
+    float alpha[MT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+        rig__fa_softmax<MASK>(s[mt], st.m[mt], st.l[mt], st.position[mt], key0, scale_log2,
+                              alpha[mt]);
+    rig__fa_accumulate<D, WARPS, MT>(st, s, alpha, v_tile);
 }
 
 /* Normalises the warp's rows, stages them as bf16 in the warp's own rows of the Q tile (no
@@ -732,117 +721,11 @@ rig__fa_q_fragments(struct rig__fa_state<D, MT, rig__fa_shape<D, WARPS, MT>::QR>
     }
 }
 
-/* S = Q K^T of one staged key tile and its softmax (masked or not): leaves P in s and the
- * O rescale factors in alpha. */
-template <int D, int WARPS, int MT, bool MASK>
-static __device__ __forceinline__ void
-rig__fa_probabilities(struct rig__fa_state<D, MT, rig__fa_shape<D, WARPS, MT>::QR> &st,
-                      float (&s)[MT][RIG__FA_BN / 8][4], float (&alpha)[MT][2],
-                      const uint16_t *q_rows, const uint16_t *k_tile, int key0, float scale_log2)
-{
-    rig__fa_scores<D, WARPS, MT>(s, st, q_rows, k_tile);
-#pragma unroll
-    for (int mt = 0; mt < MT; mt++)
-        rig__fa_softmax<MASK>(s[mt], st.m[mt], st.l[mt], st.position[mt], key0, scale_log2,
-                              alpha[mt]);
-}
-
-/* The block's shared-memory tiles and what the key loop needs besides the state. */
-struct rig__fa_smem {
-    uint16_t *q_tile;  /* [BM][P] the block's packed query rows */
-    uint16_t *q_rows;  /* [16 MT][P] this warp's rows of q_tile */
-    uint16_t *k_tiles; /* [2][BN][P] double-buffered key tiles */
-    uint16_t *v_tiles; /* [2][BN][P] double-buffered value tiles */
-};
-
-/* Scores and softmax of key tile `tile`, masked only where the block's rows see it partly. */
-template <int D, int WARPS, int MT>
-static __device__ __forceinline__ void
-rig__fa_tile_p(struct rig__fa_state<D, MT, rig__fa_shape<D, WARPS, MT>::QR> &st,
-               float (&s)[MT][RIG__FA_BN / 8][4], float (&alpha)[MT][2],
-               const struct rig__fa_smem *m, const struct rig__fa_place *place, int tile,
-               float scale_log2)
-{
-    using S = rig__fa_shape<D, WARPS, MT>;
-    const uint16_t *k_tile = m->k_tiles + (tile & 1) * S::BN * S::P;
-    if (tile < place->open_tiles)
-        rig__fa_probabilities<D, WARPS, MT, false>(st, s, alpha, m->q_rows, k_tile,
-                                                   tile * S::BN, scale_log2);
-    else
-        rig__fa_probabilities<D, WARPS, MT, true>(st, s, alpha, m->q_rows, k_tile,
-                                                  tile * S::BN, scale_log2);
-}
-
-/* The key loop with K and V in separate cp.async groups (FA2's order). Groups in flight at
- * the top of tile i: {K_i, V_i}; wait<1> lands K_i (and, at i = 0, Q committed with it) while
- * V_i still copies during S = Q K_i^T and the softmax; K_{i+1} is issued right after the
- * barrier, V_{i+1} after the second one, both into the stage tile i - 1 used, which every
- * warp has left by then (it passed a barrier after its last read). Empty groups are
- * committed past the last tile so the wait counts stay uniform. */
-template <int D, int WARPS, int MT>
-static __device__ __forceinline__ void
-rig__fa_loop_split(const struct rig_cuda_attention_args *a,
-                   struct rig__fa_state<D, MT, rig__fa_shape<D, WARPS, MT>::QR> &st,
-                   const struct rig__fa_smem *m, const struct rig__fa_place *place, int kv_head,
-                   int tiles, float scale_log2, struct rig__fa_gather<D, WARPS, MT> &g)
-{
-    using S = rig__fa_shape<D, WARPS, MT>;
-    for (int tile = 0; tile < tiles; tile++) {
-        int next = (1 - (tile & 1)) * S::BN * S::P;
-        rig__cp_async_wait<1>();
-        __syncthreads();
-        if (tile == 0) rig__fa_q_fragments<D, WARPS, MT>(st, m->q_rows);
-        if (tile + 1 < tiles)
-            rig__fa_load_cache<D, WARPS, MT, false>(a, m->k_tiles + next, place, kv_head,
-                                                    (tile + 1) * S::BN, g);
-        rig__cp_async_commit();
-        float s[MT][RIG__FA_BN / 8][4], alpha[MT][2];
-        rig__fa_tile_p<D, WARPS, MT>(st, s, alpha, m, place, tile, scale_log2);
-        rig__cp_async_wait<1>();
-        __syncthreads();
-        if (tile + 1 < tiles)
-            rig__fa_load_cache<D, WARPS, MT, true>(a, m->v_tiles + next, place, kv_head,
-                                                   (tile + 1) * S::BN, g);
-        rig__cp_async_commit();
-        rig__fa_accumulate<D, WARPS, MT>(st, s, alpha, m->v_tiles + (tile & 1) * S::BN * S::P);
-    }
-}
-
-/* The first pass's key loop: K and V of a tile in one group, both awaited before the scores;
- * the next tile's pair copies during this tile's math. */
-template <int D, int WARPS, int MT>
-static __device__ __forceinline__ void
-rig__fa_loop_joint(const struct rig_cuda_attention_args *a,
-                   struct rig__fa_state<D, MT, rig__fa_shape<D, WARPS, MT>::QR> &st,
-                   const struct rig__fa_smem *m, const struct rig__fa_place *place, int kv_head,
-                   int tiles, float scale_log2, struct rig__fa_gather<D, WARPS, MT> &g)
-{
-    using S = rig__fa_shape<D, WARPS, MT>;
-    for (int tile = 0; tile < tiles; tile++) {
-        int next = (1 - (tile & 1)) * S::BN * S::P;
-        if (tile + 1 < tiles) {
-            rig__fa_load_cache<D, WARPS, MT, false>(a, m->k_tiles + next, place, kv_head,
-                                                    (tile + 1) * S::BN, g);
-            rig__fa_load_cache<D, WARPS, MT, true>(a, m->v_tiles + next, place, kv_head,
-                                                   (tile + 1) * S::BN, g);
-        }
-        rig__cp_async_commit();
-        rig__cp_async_wait<1>();
-        __syncthreads();
-        if (tile == 0) rig__fa_q_fragments<D, WARPS, MT>(st, m->q_rows);
-        float s[MT][RIG__FA_BN / 8][4], alpha[MT][2];
-        rig__fa_tile_p<D, WARPS, MT>(st, s, alpha, m, place, tile, scale_log2);
-        rig__fa_accumulate<D, WARPS, MT>(st, s, alpha, m->v_tiles + (tile & 1) * S::BN * S::P);
-        __syncthreads(); /* this stage is refilled by the next iteration's loads */
-    }
-}
-
 /* Grid: one block per (row tile, KV head), KV head fastest, row tiles in reverse so the
  * bottom (longest) causal tiles of every head start first; the spare blocks of the upper
  * bound come first and leave at once. */
 template <int D, int WARPS, int MT>
-static __global__ void
-__launch_bounds__(rig__fa_shape<D, WARPS, MT>::THREADS, RIG_PREFILL_MIN_BLOCKS)
+static __global__ void __launch_bounds__(rig__fa_shape<D, WARPS, MT>::THREADS)
     rig__fa_kernel(struct rig_cuda_attention_args a)
 {
     using S = rig__fa_shape<D, WARPS, MT>;
@@ -858,25 +741,39 @@ __launch_bounds__(rig__fa_shape<D, WARPS, MT>::THREADS, RIG_PREFILL_MIN_BLOCKS)
     __syncthreads();
     if (place.keys < 0) return;
     int warp = threadIdx.x / RIG_CUDA_WARP, warp_row0 = warp * 16 * MT;
-    struct rig__fa_smem m = {q_tile, q_tile + warp_row0 * S::P, k_tiles, v_tiles};
+    uint16_t *q_rows = q_tile + warp_row0 * S::P;
     rig__fa_load_q<D, WARPS, MT>(&a, q_tile, &place, kv_head, group);
     int tiles = (int)rig_cuda_div_up(place.keys, S::BN);
-    struct rig__fa_gather<D, WARPS, MT> g;
-    if (tiles > 0) rig__fa_load_cache<D, WARPS, MT, false>(&a, k_tiles, &place, kv_head, 0, g);
-    if (RIG_PREFILL_SPLIT_KV_WAIT) rig__cp_async_commit(); /* {Q, K_0}, then {V_0} */
-    if (tiles > 0) rig__fa_load_cache<D, WARPS, MT, true>(&a, v_tiles, &place, kv_head, 0, g);
+    if (tiles > 0) rig__fa_load_kv<D, WARPS, MT>(&a, k_tiles, v_tiles, &place, kv_head, 0);
     rig__cp_async_commit();
     struct rig__fa_state<D, MT, S::QR> st;
     rig__fa_state_init<D, WARPS, MT>(st, &place, group, warp_row0);
     const float scale_log2 = a.scale * 1.4426950408889634f;
-    if (RIG_PREFILL_SPLIT_KV_WAIT)
-        rig__fa_loop_split<D, WARPS, MT>(&a, st, &m, &place, kv_head, tiles, scale_log2, g);
-    else
-        rig__fa_loop_joint<D, WARPS, MT>(&a, st, &m, &place, kv_head, tiles, scale_log2, g);
+    for (int tile = 0; tile < tiles; tile++) {
+        int stage = tile & 1;
+        if (tile + 1 < tiles) {
+            rig__fa_load_kv<D, WARPS, MT>(&a, k_tiles + (1 - stage) * S::BN * S::P,
+                                          v_tiles + (1 - stage) * S::BN * S::P, &place, kv_head,
+                                          (tile + 1) * S::BN);
+            rig__cp_async_commit();
+            rig__cp_async_wait<1>();
+        } else {
+            rig__cp_async_wait<0>();
+        }
+        __syncthreads();
+        if (tile == 0) rig__fa_q_fragments<D, WARPS, MT>(st, q_rows);
+        const uint16_t *k_tile = k_tiles + stage * S::BN * S::P;
+        const uint16_t *v_tile = v_tiles + stage * S::BN * S::P;
+        if (tile < place.open_tiles)
+            rig__fa_tile<D, WARPS, MT, false>(st, q_rows, k_tile, v_tile, tile * S::BN, scale_log2);
+        else
+            rig__fa_tile<D, WARPS, MT, true>(st, q_rows, k_tile, v_tile, tile * S::BN, scale_log2);
+        __syncthreads(); /* this stage is refilled by the next iteration's loads */
+    }
     rig__cp_async_wait<0>(); /* with no key tiles the Q loads, by every thread into every
                                 warp's rows, may still be in flight */
     __syncthreads();
-    rig__fa_store<D, WARPS, MT>(&a, st, m.q_rows, &place, kv_head, group, warp_row0);
+    rig__fa_store<D, WARPS, MT>(&a, st, q_rows, &place, kv_head, group, warp_row0);
 }
 
 template <int D, int WARPS, int MT>
