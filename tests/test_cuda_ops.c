@@ -789,6 +789,11 @@ static void test_qk_norm_rope_store(void **state)
         else
             rig__fused_case(8, 1, 64, t, norm, llama3, pad); /* GQA 8, D 64 */
     }
+    /* D 256 (8-byte vectors) and D 512 (16-byte vectors): the other vector widths */
+    rig__reset(1520);
+    rig__fused_case(4, 2, 256, 37, true, false, 0);
+    rig__reset(1521);
+    rig__fused_case(2, 1, 512, 5, true, true, 0);
 }
 
 /* A prefill batch on host twins: request r has q_len[r] new tokens after cached[r] cached

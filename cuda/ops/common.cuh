@@ -79,6 +79,12 @@ static __device__ __forceinline__ void rig_cuda_load_bf16(const uint16_t *src, u
     if constexpr (VEC == 8) {
         uint4 v = *reinterpret_cast<const uint4 *>(src);
         memcpy(dst, &v, sizeof v);
+    } else if constexpr (VEC == 4) {
+        uint2 v = *reinterpret_cast<const uint2 *>(src);
+        memcpy(dst, &v, sizeof v);
+    } else if constexpr (VEC == 2) {
+        uint32_t v = *reinterpret_cast<const uint32_t *>(src);
+        memcpy(dst, &v, sizeof v);
     } else {
 #pragma unroll
         for (int i = 0; i < VEC; i++)
@@ -93,6 +99,14 @@ static __device__ __forceinline__ void rig_cuda_store_bf16(uint16_t *dst, const 
         uint4 v;
         memcpy(&v, src, sizeof v);
         *reinterpret_cast<uint4 *>(dst) = v;
+    } else if constexpr (VEC == 4) {
+        uint2 v;
+        memcpy(&v, src, sizeof v);
+        *reinterpret_cast<uint2 *>(dst) = v;
+    } else if constexpr (VEC == 2) {
+        uint32_t v;
+        memcpy(&v, src, sizeof v);
+        *reinterpret_cast<uint32_t *>(dst) = v;
     } else {
 #pragma unroll
         for (int i = 0; i < VEC; i++)

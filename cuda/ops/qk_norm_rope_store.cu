@@ -6,8 +6,11 @@
  * head: q heads, then k heads, then v heads (blockIdx.y picks the group of RIG__WARPS). A block
  * first computes its token's cos/sin table into shared memory (D/2 values; the inverse
  * frequencies are the simulator's rig_sim_rope_inv_freq, passed by value as rope.cu does).
- * A q or k warp reads its head (16-byte vectors when every view allows), reduces the sum of
- * squares with shuffles, and rewrites each rotary pair (i, i + D/2) — lane c owns pairs
+ * A q or k warp reads its head (vectors of VEC values when every view allows: the widest that
+ * still gives each of the 32 lanes a pair — 4 bytes at D 128; 16-byte vectors left 24 of 32
+ * lanes idle and measured 211 us for an 8192-token chunk on the H100, 4x its bytes at the
+ * copy bandwidth), reduces the sum of squares with shuffles, and rewrites each rotary pair
+ * (i, i + D/2) — lane c owns pairs
  * c*VEC .. c*VEC+VEC-1 of both halves, so a lane reads every value it writes itself and the
  * update in place needs no barrier. A k warp also writes the result to k_cache, a v warp
  * copies its head to v_cache. Rounding is the three ops': bf16(w * bf16(x * inv_rms)) stored,
@@ -20,7 +23,7 @@ extern "C" {
 #include "sim/kernels.h" /* rig_sim_rope_inv_freq: C */
 }
 
-#define RIG__WARPS    4
+#define RIG__WARPS    8 /* heads per block: the cos/sin table is shared by them */
 #define RIG__HALF_MAX 256
 
 struct rig__qkrs_table {
@@ -154,8 +157,8 @@ static struct rig__qkrs_view rig__view(const struct rig_tensor *t)
     return (struct rig__qkrs_view){(uint16_t *)t->data, t->stride[0], t->stride[1]};
 }
 
-/* 16-byte vectors need every row and head of the view 16-byte aligned and D/2 a multiple of 8
- * (a lane's vectors start at i and i + D/2). */
+/* Vectors need every row and head of the view 16-byte aligned and D/2 a multiple of 8 (a
+ * lane's vectors start at i and i + D/2); this is checked for the widest, 16 bytes. */
 static bool rig__vec8_view(const struct rig_tensor *t)
 {
     return t->shape[2] % 16 == 0 && t->stride[0] % 8 == 0 && t->stride[1] % 8 == 0 &&
@@ -193,8 +196,14 @@ enum rig_status rig_cuda_op_qk_norm_rope_store(const struct rig_cuda_launch *lau
         half, p->eps};
     dim3 grid((unsigned)tokens, (unsigned)rig_cuda_div_up(heads, RIG__WARPS));
     unsigned threads = RIG__WARPS * RIG_CUDA_WARP;
-    if (rig__vec8(p))
+    int vec = 1;
+    if (rig__vec8(p)) vec = half >= 8 * RIG_CUDA_WARP ? 8 : (half >= 4 * RIG_CUDA_WARP ? 4 : 2);
+    if (vec == 8)
         rig__qk_norm_rope_store_kernel<8><<<grid, threads, 0, launch->stream>>>(a, table);
+    else if (vec == 4)
+        rig__qk_norm_rope_store_kernel<4><<<grid, threads, 0, launch->stream>>>(a, table);
+    else if (vec == 2)
+        rig__qk_norm_rope_store_kernel<2><<<grid, threads, 0, launch->stream>>>(a, table);
     else
         rig__qk_norm_rope_store_kernel<1><<<grid, threads, 0, launch->stream>>>(a, table);
     RIG_CUDA_LAUNCHED();
