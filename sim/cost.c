@@ -24,7 +24,19 @@ static int32_t rig__i32(const struct rig_tensor *t, int64_t i)
 /* Output tile edge of a GEMM and packed query rows per block of prefill attention (rig's
  * CUDA kernels; cuBLAS tiles are of this order): they give an op's thread-block count. */
 #define RIG__GEMM_TILE    128.0
-#define RIG__PREFILL_ROWS 64.0
+#define RIG__PREFILL_ROWS 128.0
+
+/* The small-batch GEMM kernel (cuda/ops/gemv.cu) takes up to 16 rows when K is long or the
+ * output very wide (rig__gemv_pays in cuda/ops/gemm.cu: N >= 32 x 8 x 132 SMs); its grid
+ * spreads N over every multiprocessor, so it has no occupancy term. */
+#define RIG__GEMV_ROWS   16.0
+#define RIG__GEMV_DEPTH  2048.0
+#define RIG__GEMV_WIDE_N 33792.0
+
+/* The fused q/k norm + RoPE + store kernel moves its bytes at this fraction of the
+ * element-wise class's rate (per-head reductions and the cos/sin table; 115 us for 151 MB at
+ * an 8192-token chunk on the H100 at d1f63ce, docs/simulator.md "Calibration"). */
+#define RIG__QK_FUSED_RATE 0.51
 
 static int64_t rig__ceil_ns(double seconds)
 {
@@ -81,7 +93,8 @@ static struct rig_sim_work rig__work_gemm(const struct rig_op_gemm *p)
 {
     double m = (double)p->a.shape[0], k = (double)p->a.shape[1], n = (double)p->b.shape[0];
     struct rig_sim_work work = {.op_class = RIG_SIM_OP_CLASS_GEMM};
-    work.blocks = ceil(m / RIG__GEMM_TILE) * ceil(n / RIG__GEMM_TILE);
+    bool gemv = m <= RIG__GEMV_ROWS && (k >= RIG__GEMV_DEPTH || n >= RIG__GEMV_WIDE_N);
+    work.blocks = gemv ? 0.0 : ceil(m / RIG__GEMM_TILE) * ceil(n / RIG__GEMM_TILE);
     work.depth = k;
     work.flops = 2.0 * m * n * k;
     work.bytes = rig__bytes(&p->a) + rig__bytes(&p->b) + rig__bytes(&p->out);
@@ -91,7 +104,8 @@ static struct rig_sim_work rig__work_gemm(const struct rig_op_gemm *p)
 
 /* One pass over the layer's new q, k, v: reads q, k, v (and the norm weights, positions,
  * out_loc), writes q and k back and k, v into the cache. FLOPs: the norm's 4 and RoPE's 6
- * per q/k element; an element-wise kernel (latency class ELEMENTWISE), launched once. */
+ * per q/k element; an element-wise kernel (latency class ELEMENTWISE), launched once, at
+ * RIG__QK_FUSED_RATE of the class's bandwidth. */
 static struct rig_sim_work rig__work_qk_norm_rope_store(const struct rig_op_qk_norm_rope_store *p)
 {
     struct rig_sim_work work = {.op_class = RIG_SIM_OP_CLASS_ELEMENTWISE};
@@ -103,6 +117,7 @@ static struct rig_sim_work rig__work_qk_norm_rope_store(const struct rig_op_qk_n
         work.bytes += rig__bytes(&p->q_norm) + rig__bytes(&p->k_norm);
         norm_flops = 4.0;
     }
+    work.rate = RIG__QK_FUSED_RATE;
     work.flops = (norm_flops + 6.0) * (rig__numel(&p->q) + rig__numel(&p->k));
     return work;
 }
@@ -145,6 +160,7 @@ static struct rig_sim_work rig__work_elementwise(const struct rig_op *op)
     case RIG_OP_SAMPLE: /* one pass over the logits (top-k/top-p work stays on-chip) */
         work.bytes = rig__bytes(&op->u.sample.logits) + 32.0 * rig__numel(&op->u.sample.tokens);
         work.flops = 4.0 * rig__numel(&op->u.sample.logits);
+        work.kernels = 2; /* chunks of the row over many blocks, then a merge per row */
         break;
     default: RIG_UNREACHABLE();
     }
@@ -201,7 +217,7 @@ static double rig__occupancy(const struct rig_sim_profile *profile, const struct
         c != RIG_SIM_OP_CLASS_DECODE_ATTENTION)
         return 1.0;
     double full = (double)profile->full_blocks[c];
-    if (full <= 0 || work->blocks >= full) return 1.0;
+    if (full <= 0 || work->blocks <= 0 || work->blocks >= full) return 1.0;
     double blocks = work->blocks > 1 ? work->blocks : 1;
     return pow(blocks / full, profile->occupancy_exponent[c]);
 }
@@ -220,8 +236,9 @@ static int64_t rig__roofline_ns(const struct rig_sim_profile *profile,
         compute_efficiency = profile->gemm_compute_efficiency * k / (k + profile->gemm_k_half);
     }
     double occupancy = rig__occupancy(profile, work);
+    double rate = work->rate > 0 ? work->rate : 1.0;
     double compute_s = work->flops / (profile->peak_bf16_flops * compute_efficiency * occupancy);
-    double memory_s = work->bytes / (profile->hbm_bytes_per_s * efficiency * occupancy);
+    double memory_s = work->bytes / (profile->hbm_bytes_per_s * efficiency * occupancy * rate);
     int64_t ns = rig__ceil_ns(compute_s > memory_s ? compute_s : memory_s);
     return ns > floor_ns ? ns : floor_ns;
 }
@@ -239,8 +256,8 @@ int64_t rig_sim_cost_collective_ns(const struct rig_sim_profile *profile, enum r
            rig__ceil_ns(share * bytes / profile->all_gather_bytes_per_s);
 }
 
-/* A kernel of rig's: its class's fixed latency plus the roofline, at least the shortest
- * graph node. Collectives: the transfer formula. */
+/* A kernel of rig's: its class's fixed latency (per kernel the op launches) plus the
+ * roofline, at least the shortest graph node. Collectives: the transfer formula. */
 static int64_t rig__op_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
                           int32_t ranks)
 {
@@ -252,7 +269,8 @@ static int64_t rig__op_ns(const struct rig_sim_profile *profile, const struct ri
         return rig_sim_cost_collective_ns(profile, op->kind, rig__bytes(&op->u.all_gather.out),
                                           ranks);
     struct rig_sim_work work = rig_sim_cost_work(op);
-    int64_t ns = profile->latency_ns[work.op_class] + rig__roofline_ns(profile, &work, 0);
+    int64_t kernels = work.kernels > 1 ? work.kernels : 1;
+    int64_t ns = kernels * profile->latency_ns[work.op_class] + rig__roofline_ns(profile, &work, 0);
     return ns > profile->graph_node_ns ? ns : profile->graph_node_ns;
 }
 
@@ -284,7 +302,7 @@ int64_t rig_sim_cost_copy_ns(const struct rig_sim_profile *profile, enum rig_cop
     case RIG_COPY_DEVICE_TO_HOST:
         return profile->d2h_latency_ns + rig__ceil_ns((double)bytes / profile->d2h_bytes_per_s);
     case RIG_COPY_DEVICE_TO_DEVICE: {
-        struct rig_sim_work work = {0, 2.0 * (double)bytes, RIG_SIM_OP_CLASS_COPY, 0, 0};
+        struct rig_sim_work work = {.bytes = 2.0 * (double)bytes, .op_class = RIG_SIM_OP_CLASS_COPY};
         return rig__roofline_ns(profile, &work, profile->min_kernel_ns);
     }
     }
@@ -294,6 +312,6 @@ int64_t rig_sim_cost_copy_ns(const struct rig_sim_profile *profile, enum rig_cop
 int64_t rig_sim_cost_fill_ns(const struct rig_sim_profile *profile, size_t bytes)
 {
     RIG_ASSERT(profile != NULL);
-    struct rig_sim_work work = {0, (double)bytes, RIG_SIM_OP_CLASS_COPY, 0, 0};
+    struct rig_sim_work work = {.bytes = (double)bytes, .op_class = RIG_SIM_OP_CLASS_COPY};
     return rig__roofline_ns(profile, &work, profile->min_kernel_ns);
 }

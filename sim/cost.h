@@ -22,8 +22,10 @@ struct rig_sim_work {
     double flops;
     double bytes;
     enum rig_sim_op_class op_class;
-    double blocks; /* thread blocks the op's kernel would launch (0: not modelled) */
-    double depth;  /* GEMM: the reduction length K (0 for other ops) */
+    double blocks;   /* thread blocks the op's kernel would launch (0: not modelled) */
+    double depth;    /* GEMM: the reduction length K (0 for other ops) */
+    double rate;     /* (0, 1]: the kernel's bandwidth relative to its class (0: 1) */
+    int32_t kernels; /* kernels the op launches, each paying the class latency (0: 1) */
 };
 
 /* FLOPs, bytes and class of a validated, non-collective op. Attention ops read kv_len and

@@ -147,8 +147,10 @@ static void test_steps_no_faster_than_floor(void **state)
     assert_int_equal(rig__report.attention_count, 2);
     assert_string_equal(rig__report.attention[0].op, "decode");
     assert_string_equal(rig__report.attention[1].op, "prefill");
+    /* The quick prefill row is a 512-token chunk: 64 blocks of the H100 kernel (one per SM)
+     * run it at ~0.09 of the quick 1024^3 GEMM rate (calibrated at da0dcf9, docs/simulator.md) */
     for (int32_t i = 0; i < 2; i++)
-        assert_true(rig__report.attention[i].ratio > 0.1 && rig__report.attention[i].ratio <= 1.0);
+        assert_true(rig__report.attention[i].ratio > 0.05 && rig__report.attention[i].ratio <= 1.0);
 }
 
 /* Every op of a decode step and of a prefill step timed alone: the per-step shares sum to 1,
