@@ -302,7 +302,8 @@ int64_t rig_sim_cost_copy_ns(const struct rig_sim_profile *profile, enum rig_cop
     case RIG_COPY_DEVICE_TO_HOST:
         return profile->d2h_latency_ns + rig__ceil_ns((double)bytes / profile->d2h_bytes_per_s);
     case RIG_COPY_DEVICE_TO_DEVICE: {
-        struct rig_sim_work work = {.bytes = 2.0 * (double)bytes, .op_class = RIG_SIM_OP_CLASS_COPY};
+        struct rig_sim_work work = {.bytes = 2.0 * (double)bytes,
+                                    .op_class = RIG_SIM_OP_CLASS_COPY};
         return rig__roofline_ns(profile, &work, profile->min_kernel_ns);
     }
     }

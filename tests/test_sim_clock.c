@@ -266,8 +266,7 @@ static void test_gemm_cost_scales_with_rows(void **state)
     struct rig_sim_work work17 = rig_sim_cost_work(&rows17);
     assert_true(work17.blocks == 64);
     double bytes17 = 2.0 * (8192.0 * 8192 + 2 * 17 * 8192);
-    int64_t memory17_ns =
-        fixed + (int64_t)(bytes17 / (p.hbm_bytes_per_s * p.efficiency[0]) * 1e9);
+    int64_t memory17_ns = fixed + (int64_t)(bytes17 / (p.hbm_bytes_per_s * p.efficiency[0]) * 1e9);
     int64_t rows17_ns = rig_sim_cost_op_ns(&p, &rows17, 1);
     if (64 >= p.full_blocks[RIG_SIM_OP_CLASS_GEMM])
         assert_true(rows17_ns >= memory17_ns && rows17_ns <= memory17_ns + 1);
