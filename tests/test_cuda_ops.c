@@ -1064,36 +1064,27 @@ static void test_attention_decode(void **state)
                                                               dims[i], 0});
         }
     }
-    rig__reset(1320);
-    rig__decode_case("decode context 1", (struct rig__decode_shape){1, 1, 1, 1, 1, 4, 4, 64, 0});
-    rig__reset(1321);
-    rig__decode_case("decode context 40960",
-                     (struct rig__decode_shape){1, 1, 1, 40960, 40960, 8, 1, 128, 0});
-    rig__reset(1322);
-    rig__decode_case("decode D40", (struct rig__decode_shape){3, 3, 1, 100, 100, 4, 2, 40, 0});
-    rig__reset(1323);
-    rig__decode_case("decode D80", (struct rig__decode_shape){5, 5, 1, 300, 300, 8, 2, 80, 0});
-    rig__reset(1324);
-    rig__decode_case("decode GQA 16 (staged path)",
-                     (struct rig__decode_shape){4, 4, 1, 500, 500, 16, 1, 128, 0});
-    rig__reset(1325);
-    rig__decode_case("decode 256 x 1024, 16/8 heads",
-                     (struct rig__decode_shape){256, 16, 1024, 1024, 1024, 16, 8, 128, 0});
-    rig__reset(1326);
-    rig__decode_case("decode 1 x 512, 16/8 heads",
-                     (struct rig__decode_shape){1, 1, 512, 512, 512, 16, 8, 128, 0});
-    rig__reset(1327);
-    rig__decode_case("decode 1 x 2048, 16/8 heads",
-                     (struct rig__decode_shape){1, 1, 2048, 2048, 2048, 16, 8, 128, 0});
-    rig__reset(1328);
-    rig__decode_case("decode 96 mixed 1 .. 2000, 16/8 heads",
-                     (struct rig__decode_shape){96, 16, 1, 2000, 2000, 16, 8, 128, 0});
-    rig__reset(1390);
-    rig__decode_case("decode caches 8 bytes off (staged path)",
-                     (struct rig__decode_shape){7, 7, 1, 300, 300, 16, 8, 128, 4});
-    rig__reset(1329);
-    rig__decode_case("decode 3 x <= 100 in a 4096-wide table",
-                     (struct rig__decode_shape){3, 3, 1, 100, 4096, 16, 8, 128, 0});
+    static const struct {
+        const char *what;
+        uint64_t seed;
+        struct rig__decode_shape shape;
+    } cases[] = {
+        {"decode context 1", 1320, {1, 1, 1, 1, 1, 4, 4, 64, 0}},
+        {"decode context 40960", 1321, {1, 1, 1, 40960, 40960, 8, 1, 128, 0}},
+        {"decode D40", 1322, {3, 3, 1, 100, 100, 4, 2, 40, 0}},
+        {"decode D80", 1323, {5, 5, 1, 300, 300, 8, 2, 80, 0}},
+        {"decode GQA 16 (staged path)", 1324, {4, 4, 1, 500, 500, 16, 1, 128, 0}},
+        {"decode 256 x 1024, 16/8 heads", 1325, {256, 16, 1024, 1024, 1024, 16, 8, 128, 0}},
+        {"decode 1 x 512, 16/8 heads", 1326, {1, 1, 512, 512, 512, 16, 8, 128, 0}},
+        {"decode 1 x 2048, 16/8 heads", 1327, {1, 1, 2048, 2048, 2048, 16, 8, 128, 0}},
+        {"decode 96 mixed 1 .. 2000, 16/8 heads", 1328, {96, 16, 1, 2000, 2000, 16, 8, 128, 0}},
+        {"decode caches 8 bytes off (staged path)", 1390, {7, 7, 1, 300, 300, 16, 8, 128, 4}},
+        {"decode 3 x <= 100 in a 4096-wide table", 1329, {3, 3, 1, 100, 4096, 16, 8, 128, 0}},
+    };
+    for (size_t c = 0; c < RIG_ARRAY_LEN(cases); c++) {
+        rig__reset(cases[c].seed);
+        rig__decode_case(cases[c].what, cases[c].shape);
+    }
 }
 
 /* One decode op captured into a graph once (batch `requests`, a 4096-wide table: the most
