@@ -685,6 +685,27 @@ static struct rig__kv_world rig__kv_world(int64_t heads_kv, int64_t dim, int64_t
     return w;
 }
 
+/* The decode attention op over world `w` for `requests` rows of q/out [requests, hq, D] and
+ * metadata meta = table_idx [requests] then kv_len [requests], all host twins. */
+static struct rig_op rig__decode_op(const struct rig__kv_world *w, struct rig__pair *q,
+                                    struct rig__pair *out, struct rig__pair *meta,
+                                    int64_t requests, int64_t hq, float scale)
+{
+    int64_t hk = w->heads_kv, d = w->dim;
+    int32_t *table_idx = meta->host, *kv_len = table_idx + requests;
+    struct rig_op op = {.kind = RIG_OP_ATTENTION_DECODE};
+    struct rig_op_attention_decode *a = &op.u.attention_decode;
+    a->out = rig_tensor_3d(out->host, RIG_DTYPE_BF16, requests, hq, d);
+    a->q = rig_tensor_3d(q->host, RIG_DTYPE_BF16, requests, hq, d);
+    a->k_cache = rig_tensor_3d(w->k_cache->host, RIG_DTYPE_BF16, w->slots, hk, d);
+    a->v_cache = rig_tensor_3d(w->v_cache->host, RIG_DTYPE_BF16, w->slots, hk, d);
+    a->page_table = rig_tensor_2d(w->page_table->host, RIG_DTYPE_I32, w->rows, w->cols);
+    a->table_idx = rig_tensor_1d(table_idx, RIG_DTYPE_I32, requests);
+    a->kv_len = rig_tensor_1d(kv_len, RIG_DTYPE_I32, requests);
+    a->scale = scale;
+    return op;
+}
+
 static void test_store_kv(void **state)
 {
     (void)state;
@@ -1101,16 +1122,7 @@ static void rig__decode_graph_case(const char *what, int64_t requests, int64_t h
     struct rig__pair *out = rig__pair_new((size_t)(requests * hq * d * 2));
     struct rig__pair *meta = rig__pair_new((size_t)(2 * requests) * 4);
     int32_t *table_idx = meta->host, *kv_len = table_idx + requests;
-    struct rig_op op = {.kind = RIG_OP_ATTENTION_DECODE};
-    struct rig_op_attention_decode *a = &op.u.attention_decode;
-    a->out = rig_tensor_3d(out->host, RIG_DTYPE_BF16, requests, hq, d);
-    a->q = rig_tensor_3d(q->host, RIG_DTYPE_BF16, requests, hq, d);
-    a->k_cache = rig_tensor_3d(w.k_cache->host, RIG_DTYPE_BF16, w.slots, hk, d);
-    a->v_cache = rig_tensor_3d(w.v_cache->host, RIG_DTYPE_BF16, w.slots, hk, d);
-    a->page_table = rig_tensor_2d(w.page_table->host, RIG_DTYPE_I32, w.rows, w.cols);
-    a->table_idx = rig_tensor_1d(table_idx, RIG_DTYPE_I32, requests);
-    a->kv_len = rig_tensor_1d(kv_len, RIG_DTYPE_I32, requests);
-    a->scale = 1.0f / sqrtf((float)d);
+    struct rig_op op = rig__decode_op(&w, q, out, meta, requests, hq, 1.0f / sqrtf((float)d));
     struct rig_op device_op = rig__to_device(&op);
     struct rig_graph *graph = NULL;
     assert_int_equal(rig_hal_graph_capture_begin(rig__stream), RIG_OK);
@@ -1244,16 +1256,7 @@ static void test_graph_replay(void **state)
     struct rig__pair *out = rig__pair_new((size_t)(requests * hq * d * 2));
     struct rig__pair *meta = rig__pair_new((size_t)(2 * requests) * 4);
     int32_t *table_idx = meta->host, *kv_len = table_idx + requests;
-    struct rig_op op = {.kind = RIG_OP_ATTENTION_DECODE};
-    struct rig_op_attention_decode *a = &op.u.attention_decode;
-    a->out = rig_tensor_3d(out->host, RIG_DTYPE_BF16, requests, hq, d);
-    a->q = rig_tensor_3d(q->host, RIG_DTYPE_BF16, requests, hq, d);
-    a->k_cache = rig_tensor_3d(w.k_cache->host, RIG_DTYPE_BF16, w.slots, hk, d);
-    a->v_cache = rig_tensor_3d(w.v_cache->host, RIG_DTYPE_BF16, w.slots, hk, d);
-    a->page_table = rig_tensor_2d(w.page_table->host, RIG_DTYPE_I32, w.rows, w.cols);
-    a->table_idx = rig_tensor_1d(table_idx, RIG_DTYPE_I32, requests);
-    a->kv_len = rig_tensor_1d(kv_len, RIG_DTYPE_I32, requests);
-    a->scale = 0.088f;
+    struct rig_op op = rig__decode_op(&w, q, out, meta, requests, hq, 0.088f);
     /* A biased GEMM after it: cuBLAS and the fp32 scratch under capture. */
     int64_t gm = requests, gn = 512, gk = 256;
     struct rig__pair *ga = rig__pair_new((size_t)(gm * gk * 2));
