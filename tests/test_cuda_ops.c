@@ -1446,6 +1446,19 @@ static void test_errors_and_events(void **state)
 
 /* --- timing (no reference: sizes the simulator would take minutes over) ----------------- */
 
+/* The median of n <= 16 timings (sorted in place: insertion sort). */
+static double rig__median(double *times, int n)
+{
+    for (int i = 1; i < n; i++) {
+        for (int j = i; j > 0 && times[j] < times[j - 1]; j--) {
+            double swap = times[j];
+            times[j] = times[j - 1];
+            times[j - 1] = swap;
+        }
+    }
+    return times[n / 2];
+}
+
 /* Median device time of `reps` runs of `op` on the stream, after 2 warm-ups, in ms. */
 static double rig__time_op(const struct rig_op *op, int reps)
 {
@@ -1463,16 +1476,9 @@ static double rig__time_op(const struct rig_op *op, int reps)
         assert_int_equal(rig_hal_event_elapsed_ns(start, end, &ns), RIG_OK);
         if (i >= 0) times[i] = (double)ns * 1e-6;
     }
-    for (int i = 1; i < reps; i++) { /* insertion sort: reps <= 16 */
-        for (int j = i; j > 0 && times[j] < times[j - 1]; j--) {
-            double swap = times[j];
-            times[j] = times[j - 1];
-            times[j - 1] = swap;
-        }
-    }
     rig_hal_event_destroy(start);
     rig_hal_event_destroy(end);
-    return times[reps / 2];
+    return rig__median(times, reps);
 }
 
 /* A device buffer of random bf16 values in [-1, 1). */
@@ -1549,17 +1555,10 @@ static double rig__time_op_graph(const struct rig_op *op, int layers)
         assert_int_equal(rig_hal_event_elapsed_ns(start, end, &ns), RIG_OK);
         if (i >= 0) times[i] = (double)ns * 1e-6 / layers;
     }
-    for (int i = 1; i < 5; i++) { /* insertion sort of 5 */
-        for (int j = i; j > 0 && times[j] < times[j - 1]; j--) {
-            double swap = times[j];
-            times[j] = times[j - 1];
-            times[j - 1] = swap;
-        }
-    }
     rig_hal_event_destroy(start);
     rig_hal_event_destroy(end);
     rig_hal_graph_destroy(graph);
-    return times[2];
+    return rig__median(times, 5);
 }
 
 /* Decode at `requests` x `context` with hq/hk heads, D 128: eager, or (graph) per op of 28
