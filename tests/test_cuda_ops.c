@@ -685,6 +685,27 @@ static struct rig__kv_world rig__kv_world(int64_t heads_kv, int64_t dim, int64_t
     return w;
 }
 
+/* The decode attention op over world `w` for `requests` rows of q/out [requests, hq, D] and
+ * metadata meta = table_idx [requests] then kv_len [requests], all host twins. */
+static struct rig_op rig__decode_op(const struct rig__kv_world *w, struct rig__pair *q,
+                                    struct rig__pair *out, struct rig__pair *meta,
+                                    int64_t requests, int64_t hq, float scale)
+{
+    int64_t hk = w->heads_kv, d = w->dim;
+    int32_t *table_idx = meta->host, *kv_len = table_idx + requests;
+    struct rig_op op = {.kind = RIG_OP_ATTENTION_DECODE};
+    struct rig_op_attention_decode *a = &op.u.attention_decode;
+    a->out = rig_tensor_3d(out->host, RIG_DTYPE_BF16, requests, hq, d);
+    a->q = rig_tensor_3d(q->host, RIG_DTYPE_BF16, requests, hq, d);
+    a->k_cache = rig_tensor_3d(w->k_cache->host, RIG_DTYPE_BF16, w->slots, hk, d);
+    a->v_cache = rig_tensor_3d(w->v_cache->host, RIG_DTYPE_BF16, w->slots, hk, d);
+    a->page_table = rig_tensor_2d(w->page_table->host, RIG_DTYPE_I32, w->rows, w->cols);
+    a->table_idx = rig_tensor_1d(table_idx, RIG_DTYPE_I32, requests);
+    a->kv_len = rig_tensor_1d(kv_len, RIG_DTYPE_I32, requests);
+    a->scale = scale;
+    return op;
+}
+
 static void test_store_kv(void **state)
 {
     (void)state;
@@ -1064,36 +1085,27 @@ static void test_attention_decode(void **state)
                                                               dims[i], 0});
         }
     }
-    rig__reset(1320);
-    rig__decode_case("decode context 1", (struct rig__decode_shape){1, 1, 1, 1, 1, 4, 4, 64, 0});
-    rig__reset(1321);
-    rig__decode_case("decode context 40960",
-                     (struct rig__decode_shape){1, 1, 1, 40960, 40960, 8, 1, 128, 0});
-    rig__reset(1322);
-    rig__decode_case("decode D40", (struct rig__decode_shape){3, 3, 1, 100, 100, 4, 2, 40, 0});
-    rig__reset(1323);
-    rig__decode_case("decode D80", (struct rig__decode_shape){5, 5, 1, 300, 300, 8, 2, 80, 0});
-    rig__reset(1324);
-    rig__decode_case("decode GQA 16 (staged path)",
-                     (struct rig__decode_shape){4, 4, 1, 500, 500, 16, 1, 128, 0});
-    rig__reset(1325);
-    rig__decode_case("decode 256 x 1024, 16/8 heads",
-                     (struct rig__decode_shape){256, 16, 1024, 1024, 1024, 16, 8, 128, 0});
-    rig__reset(1326);
-    rig__decode_case("decode 1 x 512, 16/8 heads",
-                     (struct rig__decode_shape){1, 1, 512, 512, 512, 16, 8, 128, 0});
-    rig__reset(1327);
-    rig__decode_case("decode 1 x 2048, 16/8 heads",
-                     (struct rig__decode_shape){1, 1, 2048, 2048, 2048, 16, 8, 128, 0});
-    rig__reset(1328);
-    rig__decode_case("decode 96 mixed 1 .. 2000, 16/8 heads",
-                     (struct rig__decode_shape){96, 16, 1, 2000, 2000, 16, 8, 128, 0});
-    rig__reset(1390);
-    rig__decode_case("decode caches 8 bytes off (staged path)",
-                     (struct rig__decode_shape){7, 7, 1, 300, 300, 16, 8, 128, 4});
-    rig__reset(1329);
-    rig__decode_case("decode 3 x <= 100 in a 4096-wide table",
-                     (struct rig__decode_shape){3, 3, 1, 100, 4096, 16, 8, 128, 0});
+    static const struct {
+        const char *what;
+        uint64_t seed;
+        struct rig__decode_shape shape;
+    } cases[] = {
+        {"decode context 1", 1320, {1, 1, 1, 1, 1, 4, 4, 64, 0}},
+        {"decode context 40960", 1321, {1, 1, 1, 40960, 40960, 8, 1, 128, 0}},
+        {"decode D40", 1322, {3, 3, 1, 100, 100, 4, 2, 40, 0}},
+        {"decode D80", 1323, {5, 5, 1, 300, 300, 8, 2, 80, 0}},
+        {"decode GQA 16 (staged path)", 1324, {4, 4, 1, 500, 500, 16, 1, 128, 0}},
+        {"decode 256 x 1024, 16/8 heads", 1325, {256, 16, 1024, 1024, 1024, 16, 8, 128, 0}},
+        {"decode 1 x 512, 16/8 heads", 1326, {1, 1, 512, 512, 512, 16, 8, 128, 0}},
+        {"decode 1 x 2048, 16/8 heads", 1327, {1, 1, 2048, 2048, 2048, 16, 8, 128, 0}},
+        {"decode 96 mixed 1 .. 2000, 16/8 heads", 1328, {96, 16, 1, 2000, 2000, 16, 8, 128, 0}},
+        {"decode caches 8 bytes off (staged path)", 1390, {7, 7, 1, 300, 300, 16, 8, 128, 4}},
+        {"decode 3 x <= 100 in a 4096-wide table", 1329, {3, 3, 1, 100, 4096, 16, 8, 128, 0}},
+    };
+    for (size_t c = 0; c < RIG_ARRAY_LEN(cases); c++) {
+        rig__reset(cases[c].seed);
+        rig__decode_case(cases[c].what, cases[c].shape);
+    }
 }
 
 /* One decode op captured into a graph once (batch `requests`, a 4096-wide table: the most
@@ -1110,16 +1122,7 @@ static void rig__decode_graph_case(const char *what, int64_t requests, int64_t h
     struct rig__pair *out = rig__pair_new((size_t)(requests * hq * d * 2));
     struct rig__pair *meta = rig__pair_new((size_t)(2 * requests) * 4);
     int32_t *table_idx = meta->host, *kv_len = table_idx + requests;
-    struct rig_op op = {.kind = RIG_OP_ATTENTION_DECODE};
-    struct rig_op_attention_decode *a = &op.u.attention_decode;
-    a->out = rig_tensor_3d(out->host, RIG_DTYPE_BF16, requests, hq, d);
-    a->q = rig_tensor_3d(q->host, RIG_DTYPE_BF16, requests, hq, d);
-    a->k_cache = rig_tensor_3d(w.k_cache->host, RIG_DTYPE_BF16, w.slots, hk, d);
-    a->v_cache = rig_tensor_3d(w.v_cache->host, RIG_DTYPE_BF16, w.slots, hk, d);
-    a->page_table = rig_tensor_2d(w.page_table->host, RIG_DTYPE_I32, w.rows, w.cols);
-    a->table_idx = rig_tensor_1d(table_idx, RIG_DTYPE_I32, requests);
-    a->kv_len = rig_tensor_1d(kv_len, RIG_DTYPE_I32, requests);
-    a->scale = 1.0f / sqrtf((float)d);
+    struct rig_op op = rig__decode_op(&w, q, out, meta, requests, hq, 1.0f / sqrtf((float)d));
     struct rig_op device_op = rig__to_device(&op);
     struct rig_graph *graph = NULL;
     assert_int_equal(rig_hal_graph_capture_begin(rig__stream), RIG_OK);
@@ -1253,16 +1256,7 @@ static void test_graph_replay(void **state)
     struct rig__pair *out = rig__pair_new((size_t)(requests * hq * d * 2));
     struct rig__pair *meta = rig__pair_new((size_t)(2 * requests) * 4);
     int32_t *table_idx = meta->host, *kv_len = table_idx + requests;
-    struct rig_op op = {.kind = RIG_OP_ATTENTION_DECODE};
-    struct rig_op_attention_decode *a = &op.u.attention_decode;
-    a->out = rig_tensor_3d(out->host, RIG_DTYPE_BF16, requests, hq, d);
-    a->q = rig_tensor_3d(q->host, RIG_DTYPE_BF16, requests, hq, d);
-    a->k_cache = rig_tensor_3d(w.k_cache->host, RIG_DTYPE_BF16, w.slots, hk, d);
-    a->v_cache = rig_tensor_3d(w.v_cache->host, RIG_DTYPE_BF16, w.slots, hk, d);
-    a->page_table = rig_tensor_2d(w.page_table->host, RIG_DTYPE_I32, w.rows, w.cols);
-    a->table_idx = rig_tensor_1d(table_idx, RIG_DTYPE_I32, requests);
-    a->kv_len = rig_tensor_1d(kv_len, RIG_DTYPE_I32, requests);
-    a->scale = 0.088f;
+    struct rig_op op = rig__decode_op(&w, q, out, meta, requests, hq, 0.088f);
     /* A biased GEMM after it: cuBLAS and the fp32 scratch under capture. */
     int64_t gm = requests, gn = 512, gk = 256;
     struct rig__pair *ga = rig__pair_new((size_t)(gm * gk * 2));
@@ -1452,6 +1446,19 @@ static void test_errors_and_events(void **state)
 
 /* --- timing (no reference: sizes the simulator would take minutes over) ----------------- */
 
+/* The median of n <= 16 timings (sorted in place: insertion sort). */
+static double rig__median(double *times, int n)
+{
+    for (int i = 1; i < n; i++) {
+        for (int j = i; j > 0 && times[j] < times[j - 1]; j--) {
+            double swap = times[j];
+            times[j] = times[j - 1];
+            times[j - 1] = swap;
+        }
+    }
+    return times[n / 2];
+}
+
 /* Median device time of `reps` runs of `op` on the stream, after 2 warm-ups, in ms. */
 static double rig__time_op(const struct rig_op *op, int reps)
 {
@@ -1469,16 +1476,9 @@ static double rig__time_op(const struct rig_op *op, int reps)
         assert_int_equal(rig_hal_event_elapsed_ns(start, end, &ns), RIG_OK);
         if (i >= 0) times[i] = (double)ns * 1e-6;
     }
-    for (int i = 1; i < reps; i++) { /* insertion sort: reps <= 16 */
-        for (int j = i; j > 0 && times[j] < times[j - 1]; j--) {
-            double swap = times[j];
-            times[j] = times[j - 1];
-            times[j - 1] = swap;
-        }
-    }
     rig_hal_event_destroy(start);
     rig_hal_event_destroy(end);
-    return times[reps / 2];
+    return rig__median(times, reps);
 }
 
 /* A device buffer of random bf16 values in [-1, 1). */
@@ -1555,17 +1555,10 @@ static double rig__time_op_graph(const struct rig_op *op, int layers)
         assert_int_equal(rig_hal_event_elapsed_ns(start, end, &ns), RIG_OK);
         if (i >= 0) times[i] = (double)ns * 1e-6 / layers;
     }
-    for (int i = 1; i < 5; i++) { /* insertion sort of 5 */
-        for (int j = i; j > 0 && times[j] < times[j - 1]; j--) {
-            double swap = times[j];
-            times[j] = times[j - 1];
-            times[j - 1] = swap;
-        }
-    }
     rig_hal_event_destroy(start);
     rig_hal_event_destroy(end);
     rig_hal_graph_destroy(graph);
-    return times[2];
+    return rig__median(times, 5);
 }
 
 /* Decode at `requests` x `context` with hq/hk heads, D 128: eager, or (graph) per op of 28
