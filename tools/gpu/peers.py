@@ -195,7 +195,8 @@ def bench_flashinfer(args):
     last = torch.ones(batch, dtype=torch.int32, device=dev)
     workspace = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
     wrapper = flashinfer.BatchDecodeWithPagedKVCacheWrapper(workspace, "NHD")
-    wrapper.plan(indptr, indices, last, hq, hk, d, 1, data_type=torch.bfloat16)
+    wrapper.plan(indptr, indices, last, hq, hk, d, 1, q_data_type=torch.bfloat16,
+                 kv_data_type=torch.bfloat16)
     us = cuda_time_us(torch, lambda: wrapper.run(q, (k, v)))
     gbs = slots * hk * d * 2 * 2 / (us * 1e-6) / 1e9
     line = f"FlashInfer decode {batch} x {ctx}: {us:.1f} us ({gbs:.0f} GB/s of KV)"
