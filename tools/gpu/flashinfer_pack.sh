@@ -25,7 +25,8 @@ pip download --no-deps -q -d "$work/tvm" apache-tvm-ffi --python-version 3.12 \
     --only-binary=:all: --platform manylinux_2_28_x86_64
 pip install -q --no-deps --target "$work/site" "$work"/wheels/*.whl
 csrc=$work/site/flashinfer/data/csrc
-keep='^(batch_decode|batch_prefill|batch_attention|single_prefill|single_decode|page|pytorch|tvm_ffi|utils|flashinfer_ops|.*\.h$|.*\.cuh$)'
+keep='^(batch_decode|batch_prefill|batch_attention|single_prefill|single_decode|page'
+keep+='|pytorch|tvm_ffi|utils|flashinfer_ops|.*\.h$|.*\.cuh$)'
 find "$csrc" -mindepth 1 -maxdepth 1 -printf '%f\n' | grep -vE "$keep" |
     while read -r name; do rm -rf "${csrc:?}/$name"; done
 mkdir -p "$out"
