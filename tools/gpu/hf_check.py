@@ -32,8 +32,9 @@ Tolerances (docs/model.md, "The check against transformers"):
     the reference's logit for it within 4 x the bf16 RMS logit error of the maximum — the
     larger of rig's (measured at the prompt's last position, the one step whose logits rig
     writes) and transformers-bf16's at that step (bf16 error grows along the tokens).
-    Near-ties may be at most max(5 %, 2 x transformers-bf16's own share) of the steps, where transformers-bf16's share is measured the same way (its
-    argmax on the fp32 reference's prefix differing from the fp32 token). A seeded random
+    Near-ties may be at most max(5 %, 2 x transformers-bf16's own share) of the steps,
+    where transformers-bf16's share is measured the same way (its argmax on the fp32
+    reference's prefix differing from the fp32 token). A seeded random
     model at 28 layers has flat logits (top-2 gaps of ~1e-3), so near-ties are frequent and
     free-running sequences drift apart after the first one; comparing only up to the first
     difference, as the small golden models do, would leave most steps unchecked.
