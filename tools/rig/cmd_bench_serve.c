@@ -42,7 +42,8 @@ static void rig__usage(FILE *out)
             "requests: --disable-ignore-eos (ignore_eos is on, as in bench_serving; --ignore-eos\n"
             "          says so explicitly)  --disable-stream  --no-stream-usage\n"
             "report:   --goodput ttft:MS [tpot:MS] [e2e:MS]  --output-file F.jsonl\n"
-            "          --output-details  --out F.h5  --tag TEXT  --disable-tqdm  --quiet\n");
+            "          --output-details  --out F.h5  --tag TEXT  --disable-tqdm  --quiet\n"
+            "          --dry-run (print each prompt's id, send time and lengths; send nothing)\n");
 }
 
 static const char *const rig__valued[] = {
@@ -57,6 +58,7 @@ struct rig__args {
     const char *host, *port;
     char url[512];
     bool bar;
+    bool dry_run; /* print the prompts and their schedule, send nothing */
 };
 
 /* A number option; false (and a message) when `text` is not one in [lo, hi]. */
@@ -200,6 +202,7 @@ static bool rig__flag(const char *arg, struct rig__args *a)
     else if (strcmp(arg, "--output-details") == 0) o->output_details = true;
     else if (strcmp(arg, "--disable-tqdm") == 0) a->bar = false;
     else if (strcmp(arg, "--quiet") == 0) o->quiet = true;
+    else if (strcmp(arg, "--dry-run") == 0) a->dry_run = true;
     else return false;
     return true;
 }
@@ -366,7 +369,7 @@ static int rig__serve(struct rig__args *a, const struct rig_tokenizer *t)
 {
     char error[512], model[RIG__MODEL_MAX];
     enum rig_serve_api api = (enum rig_serve_api)rig_serve_api_parse(a->o.backend);
-    if (a->o.model == NULL && api != RIG_SERVE_API_GENERATE) {
+    if (a->o.model == NULL && api != RIG_SERVE_API_GENERATE && !a->dry_run) {
         if (rig_serve_model_query(a->o.base_url, model, sizeof model, error, sizeof error) < 0) {
             fprintf(stderr, "rig bench serve: %s (give --model)\n", error);
             return 1;
@@ -386,6 +389,13 @@ static int rig__serve(struct rig__args *a, const struct rig_tokenizer *t)
     if (!a->o.quiet)
         printf("%s\n#Input tokens: %lld\n#Output tokens: %lld\n", d.description,
                (long long)input, (long long)output);
+    if (a->dry_run) {
+        for (int32_t i = 0; i < d.count; i++)
+            printf("%s %.9f %d %d\n", d.prompts[i].id, (double)d.prompts[i].arrival_ns * 1e-9,
+                   d.prompts[i].input_len, d.prompts[i].output_len);
+        rig_serve_dataset_free(&d);
+        return 0;
+    }
     int exit_status = 0;
     if (rig_serve_bodies(&d, api, &a->o, a->o.model, error, sizeof error) < 0) {
         fprintf(stderr, "rig bench serve: %s\n", error);

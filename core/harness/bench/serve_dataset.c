@@ -19,7 +19,8 @@
  *               `rig run` replays them) or a JSONL trace: Qwen-Bailian (timestamps in seconds,
  *               16-token hash blocks) or Mooncake (no chat_id / turn fields: milliseconds,
  *               512-token blocks), read through the scenario's trace workload so equal hash
- *               ids give equal tokens.
+ *               ids give equal tokens. With a tokenizer the ids are sent as their decoded text
+ *               (unless --tokenize-prompt), which the chat API needs.
  *
  * Output lengths below 1 (a range ratio of 0 allows them) become 1: a server refuses
  * max_tokens 0. Randomness is Philox keyed by the seed: the same options and files give the
@@ -334,9 +335,11 @@ static enum rig_status rig__trace_yaml(const struct rig_serve_options *o, int32_
     return RIG_OK;
 }
 
-static enum rig_status rig__trace(const struct rig_serve_options *o, int32_t limit,
+static enum rig_status rig__trace(const struct rig_serve_options *o,
+                                  const struct rig_tokenizer *t, int32_t limit,
                                   struct rig_serve_dataset *d, char *error, size_t error_len)
 {
+    struct rig_tokenizer_text text = {0};
     struct rig_scenario s;
     enum rig_status status;
     bool yaml = rig__ends_with(o->dataset_path, ".yaml") || rig__ends_with(o->dataset_path,
@@ -354,9 +357,14 @@ static enum rig_status rig__trace(const struct rig_serve_options *o, int32_t lim
     int32_t n = limit > 0 && limit < s.request_count ? limit : s.request_count;
     for (int32_t i = 0; i < n && status == RIG_OK; i++) {
         const struct rig_scenario_request *r = &s.requests[i];
-        status = rig_serve_dataset_add(d, r->id, rig_scenario_prompt(&s, i), r->input_len, NULL,
-                                       r->input_len, r->max_tokens, r->arrival_ns);
+        const int32_t *ids = rig_scenario_prompt(&s, i);
+        bool as_text = t != NULL && !o->tokenize_prompt;
+        if (as_text && !rig__decode(t, ids, (size_t)r->input_len, &text)) status = RIG_E_NO_MEMORY;
+        if (status == RIG_OK)
+            status = rig_serve_dataset_add(d, r->id, ids, r->input_len, as_text ? text.data : NULL,
+                                           r->input_len, r->max_tokens, r->arrival_ns);
     }
+    rig_tokenizer_text_free(&text);
     if (status < 0) snprintf(error, error_len, "%s: out of memory", o->dataset_path);
     int64_t first = n > 0 ? s.requests[0].arrival_ns : 0;
     for (int32_t i = 0; i < d->count; i++) d->prompts[i].arrival_ns -= first;
@@ -410,7 +418,7 @@ enum rig_status rig_serve_dataset_load(const struct rig_serve_options *o,
     if (status < 0) return status;
     int32_t count = o->num_prompts > 0 ? o->num_prompts : RIG__PROMPTS_DEFAULT;
     if (strcmp(name, "trace") == 0)
-        status = rig__trace(o, o->num_prompts, out, error, error_len);
+        status = rig__trace(o, t, o->num_prompts, out, error, error_len);
     else if (strcmp(name, "sharegpt") == 0 ||
              (strcmp(name, "random") == 0 && o->dataset_path != NULL))
         status = rig__text_dataset(o, t, strcmp(name, "sharegpt") == 0, count, out, error,

@@ -6,7 +6,8 @@
  * inf is written as the string "inf" (bench_serving's Python writes the non-JSON Infinity).
  * With --output-details the per-request lists follow as bench_serving writes them:
  * input_lens, output_lens (0 for a failure), ttfts (s, 0 for a failure), itls (s, per
- * request), generated_texts, errors.
+ * request), generated_texts, errors — and e2e_latencies (s, 0 for a failure), which
+ * bench_serving keeps to itself.
  *
  * HDF5: the run's struct rig_results through rig_results_write_h5, so the layout is the one
  * `rig run` writes: backend "http" (clock "wall"), device "<URL> <API path>", scenario
@@ -82,8 +83,9 @@ static int rig__details(json_t *r, const struct rig_serve_dataset *d,
                         const struct rig_serve_run *run)
 {
     json_t *in = json_array(), *out = json_array(), *ttfts = json_array(), *itls = json_array();
-    json_t *texts = json_array(), *errors = json_array();
+    json_t *texts = json_array(), *errors = json_array(), *e2e = json_array();
     int bad = json_object_set_new(r, "input_lens", in) | json_object_set_new(r, "output_lens", out);
+    bad |= json_object_set_new(r, "e2e_latencies", e2e);
     bad |= json_object_set_new(r, "ttfts", ttfts) | json_object_set_new(r, "itls", itls);
     bad |= json_object_set_new(r, "generated_texts", texts);
     bad |= json_object_set_new(r, "errors", errors);
@@ -102,6 +104,8 @@ static int rig__details(json_t *r, const struct rig_serve_dataset *d,
         bad |= json_array_append_new(
             ttfts, json_real(ok ? (double)(q->first_token_ns - q->arrival_ns) * 1e-9 : 0.0));
         bad |= json_array_append_new(itls, gaps);
+        bad |= json_array_append_new(
+            e2e, json_real(ok ? (double)(q->finish_ns - q->arrival_ns) * 1e-9 : 0.0));
         bad |= json_array_append_new(
             texts, json_stringn(run->text + x->text_offset, (size_t)x->text_len));
         bad |= json_array_append_new(errors, json_string(x->error));
