@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench_serve_fake.py — `rig bench serve` against a scripted fake server (ctest bench_serve_fake).
+"""bench_serve_fake.py — `rig bench serve` against a scripted fake server (ctest).
 
 The fake server (standard library only, 127.0.0.1 on a free port) answers SGLang /generate and
 OpenAI /v1/completions and /v1/chat/completions with chunked SSE streams whose timing and
@@ -299,7 +299,8 @@ def check_h5(rig, url, work, h5, jsonl_result):
     with h5py.File(h5, "r") as f:
         assert f.attrs["format"] == "rig-results" and f.attrs["backend"] == "http"
         req = f["requests"][:]
-        names = {v: k for k, v in h5py.check_enum_dtype(f["requests"].dtype["finish_reason"]).items()}
+        enum = h5py.check_enum_dtype(f["requests"].dtype["finish_reason"])
+        names = {v: k for k, v in enum.items()}
         reasons = [names[int(v)] for v in req["finish_reason"]]
         assert reasons == ["length", "length", "abort", "abort", "rejected", "abort"], reasons
         close(f["summary/ttft_mean"][()] * 1e3, jsonl_result["mean_ttft_ms"], "h5 ttft")

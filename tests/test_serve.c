@@ -37,17 +37,16 @@ static void on_event(void *user, const char *data, size_t len)
     e->count++;
 }
 
-static const char stream[] =
-    ": a comment\r\n"
-    "event: message\r\n"
-    "data: {\"a\": 1}\r\n\r\n"
-    "data:{\"b\": 2}\n\n"
-    "data: first\rdata: second\r\r"
-    "id: 7\n"
-    "data\n"
-    "data: x\n\n"
-    "data: [DONE]\n\n"
-    "data: tail";
+static const char stream[] = ": a comment\r\n"
+                             "event: message\r\n"
+                             "data: {\"a\": 1}\r\n\r\n"
+                             "data:{\"b\": 2}\n\n"
+                             "data: first\rdata: second\r\r"
+                             "id: 7\n"
+                             "data\n"
+                             "data: x\n\n"
+                             "data: [DONE]\n\n"
+                             "data: tail";
 
 static void feed_in_pieces(const char *text, size_t len, const size_t *cuts, size_t cut_count,
                            struct events *e)
@@ -70,10 +69,10 @@ static void test_sse_split_anywhere(void **state)
     size_t len = strlen(stream);
     struct events whole = {0};
     feed_in_pieces(stream, len, NULL, 0, &whole);
-    assert_string_equal(whole.text,
-                        "{\"a\": 1}|{\"b\": 2}|first\nsecond|\nx|[DONE]|tail|");
+    assert_string_equal(whole.text, "{\"a\": 1}|{\"b\": 2}|first\nsecond|\nx|[DONE]|tail|");
     size_t cuts[sizeof stream];
-    for (size_t i = 0; i + 1 < len; i++) cuts[i] = i + 1; /* byte by byte */
+    for (size_t i = 0; i + 1 < len; i++)
+        cuts[i] = i + 1; /* byte by byte */
     struct events bytes = {0};
     feed_in_pieces(stream, len, cuts, len - 1, &bytes);
     assert_string_equal(bytes.text, whole.text);
@@ -132,13 +131,17 @@ static void test_chunks(void **state)
     assert_true(!c.text_cumulative && c.text_len == 1 && c.completion_tokens == -1);
     assert_int_equal(c.finish_reason, RIG_FINISH_NONE);
     rig_serve_chunk_release(&c);
-    parse(RIG_SERVE_API_CHAT, "{\"choices\": [{\"delta\": {\"content\": \"yz\"}, "
-                              "\"finish_reason\": \"stop\"}]}", &c);
+    parse(RIG_SERVE_API_CHAT,
+          "{\"choices\": [{\"delta\": {\"content\": \"yz\"}, "
+          "\"finish_reason\": \"stop\"}]}",
+          &c);
     assert_true(c.text_len == 2 && c.finish_reason == RIG_FINISH_STOP);
     rig_serve_chunk_release(&c);
-    parse(RIG_SERVE_API_CHAT, "{\"choices\": [{\"message\": {\"content\": \"whole\"}}], "
-                              "\"usage\": {\"completion_tokens\": 9, \"prompt_tokens\": 4, "
-                              "\"prompt_tokens_details\": {\"cached_tokens\": 2}}}", &c);
+    parse(RIG_SERVE_API_CHAT,
+          "{\"choices\": [{\"message\": {\"content\": \"whole\"}}], "
+          "\"usage\": {\"completion_tokens\": 9, \"prompt_tokens\": 4, "
+          "\"prompt_tokens_details\": {\"cached_tokens\": 2}}}",
+          &c);
     assert_true(c.text_len == 5 && c.completion_tokens == 9 && c.cached_tokens == 2);
     rig_serve_chunk_release(&c);
     parse(RIG_SERVE_API_COMPLETIONS, "{\"choices\": [], \"usage\": {\"completion_tokens\": 7}}",
@@ -168,7 +171,8 @@ static void test_schedule(void **state)
     assert_memory_not_equal(a, c, sizeof a);
     assert_int_equal(a[0], 0);
     rig_serve_schedule(100, INFINITY, 1.0, 42, b);
-    for (int i = 0; i < 100; i++) assert_int_equal(b[i], 0);
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(b[i], 0);
     const double shapes[] = {0.5, 1.0, 2.0, 4.0};
     for (size_t k = 0; k < RIG_ARRAY_LEN(shapes); k++) {
         double sum = 0.0, squares = 0.0;
@@ -199,8 +203,7 @@ static void test_goodput_parse(void **state)
     NEAR(o.goodput_e2e_ms, 1000);
     const char *bad[] = {"ttft", "ttft:", "ttft:-1", "itl:5", "ttft:5ms", ":5", "ttft:inf"};
     for (size_t i = 0; i < RIG_ARRAY_LEN(bad); i++)
-        assert_int_equal(rig_serve_goodput_parse(&o, bad[i], error, sizeof error),
-                         RIG_E_INVALID);
+        assert_int_equal(rig_serve_goodput_parse(&o, bad[i], error, sizeof error), RIG_E_INVALID);
 }
 
 static void test_random_ids(void **state)
@@ -227,7 +230,8 @@ static void test_random_ids(void **state)
         assert_int_equal(p->arrival_ns, b.prompts[i].arrival_ns);
         assert_true(i == 0 ? p->arrival_ns == 0 : p->arrival_ns > a.prompts[i - 1].arrival_ns);
         const int32_t *ids = a.tokens + p->token_offset;
-        for (int32_t j = 1; j < p->token_count; j++) assert_int_equal(ids[j], (ids[j - 1] + 1) % 1000);
+        for (int32_t j = 1; j < p->token_count; j++)
+            assert_int_equal(ids[j], (ids[j - 1] + 1) % 1000);
     }
     rig_serve_dataset_free(&a);
     rig_serve_dataset_free(&b);
@@ -264,7 +268,8 @@ static void test_summary_by_hand(void **state)
     add_request(&run, 0, 0.00, a, 4, 0.30, 10, RIG_FINISH_LENGTH);
     add_request(&run, 1, 0.05, b, 2, 0.50, 20, RIG_FINISH_STOP);
     add_request(&run, 2, 0.10, NULL, 0, 0.60, 30, RIG_FINISH_REJECTED);
-    for (int i = 0; i < 3; i++) run.outcomes[i].retokenized = -1;
+    for (int i = 0; i < 3; i++)
+        run.outcomes[i].retokenized = -1;
     run.outcomes[2].failure = RIG_SERVE_FAIL_HTTP;
     struct rig_serve_options o;
     rig_serve_options_default(&o);

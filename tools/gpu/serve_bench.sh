@@ -81,7 +81,7 @@ bench() { # $1 tag, $2 dataset file, then extra client flags
         --output-file "$out/serve.jsonl" --tag "$tag" --out "$out/$tag.h5" --disable-tqdm "$@" \
         >"$out/$tag.txt" 2>&1
     echo "$tag: exit $?"
-    grep -E "Successful|Failed|duration|Output token throughput|Median TTFT|P99 TTFT|Median TPOT|P99 TPOT" \
+    grep -E "Successful|Failed|duration|Output token throughput|(Median|P99) (TTFT|TPOT)" \
         "$out/$tag.txt"
 }
 
@@ -139,5 +139,6 @@ if http and inproc:
 for tag, r in best.items():
     if tag.startswith("peer-") and ("http-" + tag[5:]) in best:
         rig_r = best["http-" + tag[5:]]
-        print(f"rig / peer {tag[5:]}: output tok/s x{rig_r['output_throughput'] / max(r['output_throughput'], 1e-9):.2f}")
+        ratio = rig_r["output_throughput"] / max(r["output_throughput"], 1e-9)
+        print(f"rig / peer {tag[5:]}: output tok/s x{ratio:.2f}")
 PY

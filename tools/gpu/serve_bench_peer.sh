@@ -34,7 +34,7 @@ PY
 python3 -m transformers.commands.transformers_cli serve --port "$port" --continuous-batching \
     >"$out/peer-serve.log" 2>&1 &
 peer=$!
-python3 - "http://127.0.0.1:$port/v1/models" <<'PY' || { echo "peer did not start"; tail -n 30 "$out/peer-serve.log"; kill $peer; exit 1; }
+if ! python3 - "http://127.0.0.1:$port/v1/models" <<'PY'; then
 import sys, time, urllib.request
 for _ in range(120):
     try:
@@ -43,6 +43,11 @@ for _ in range(120):
         time.sleep(1)
 sys.exit(1)
 PY
+    echo "peer did not start; its log:"
+    tail -n 30 "$out/peer-serve.log"
+    kill $peer
+    exit 1
+fi
 peer_bench() { # $1 tag $2 dataset, rest: client flags
     local tag=$1 data=$2
     shift 2

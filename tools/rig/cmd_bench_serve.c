@@ -25,33 +25,53 @@
 
 static void rig__usage(FILE *out)
 {
-    fprintf(out,
-            "usage: rig bench serve [options]\n\n"
-            "Benchmarks a running server over HTTP as sglang.bench_serving does (docs/bench.md).\n\n"
-            "server:   --base-url URL (default http://127.0.0.1:1919)  --backend rig|sglang|\n"
-            "          openai|openai-chat|vllm|vllm-chat|...  --model NAME (default: asked\n"
-            "          from /v1/models for OpenAI backends)  --tokenizer DIR|tokenizer.json\n"
-            "dataset:  --dataset-name random|random-ids|sharegpt|trace  --dataset-path FILE\n"
-            "          --num-prompts N (1000; trace: all)  --random-input-len N (1024)\n"
-            "          --random-output-len N (1024)  --random-range-ratio R (0)\n"
-            "          --random-vocab-size N (10000, ids without a tokenizer)\n"
-            "          --sharegpt-output-len N  --sharegpt-context-len N  --tokenize-prompt\n"
-            "traffic:  --request-rate R|inf (inf; trace: its own times unless given)\n"
-            "          --burstiness B (1 = Poisson)  --max-concurrency N  --seed N (1)\n"
-            "          --warmup-requests N (1)  --request-timeout S (600)  --timeout S (none)\n"
-            "requests: --disable-ignore-eos (ignore_eos is on, as in bench_serving; --ignore-eos\n"
-            "          says so explicitly)  --disable-stream  --no-stream-usage\n"
-            "report:   --goodput ttft:MS [tpot:MS] [e2e:MS]  --output-file F.jsonl\n"
-            "          --output-details  --out F.h5  --tag TEXT  --disable-tqdm  --quiet\n"
-            "          --dry-run (print each prompt's id, send time and lengths; send nothing)\n");
+    fprintf(
+        out,
+        "usage: rig bench serve [options]\n\n"
+        "Benchmarks a running server over HTTP as sglang.bench_serving does (docs/bench.md).\n\n"
+        "server:   --base-url URL (default http://127.0.0.1:1919)  --backend rig|sglang|\n"
+        "          openai|openai-chat|vllm|vllm-chat|...  --model NAME (default: asked\n"
+        "          from /v1/models for OpenAI backends)  --tokenizer DIR|tokenizer.json\n"
+        "dataset:  --dataset-name random|random-ids|sharegpt|trace  --dataset-path FILE\n"
+        "          --num-prompts N (1000; trace: all)  --random-input-len N (1024)\n"
+        "          --random-output-len N (1024)  --random-range-ratio R (0)\n"
+        "          --random-vocab-size N (10000, ids without a tokenizer)\n"
+        "          --sharegpt-output-len N  --sharegpt-context-len N  --tokenize-prompt\n"
+        "traffic:  --request-rate R|inf (inf; trace: its own times unless given)\n"
+        "          --burstiness B (1 = Poisson)  --max-concurrency N  --seed N (1)\n"
+        "          --warmup-requests N (1)  --request-timeout S (600)  --timeout S (none)\n"
+        "requests: --disable-ignore-eos (ignore_eos is on, as in bench_serving; --ignore-eos\n"
+        "          says so explicitly)  --disable-stream  --no-stream-usage\n"
+        "report:   --goodput ttft:MS [tpot:MS] [e2e:MS]  --output-file F.jsonl\n"
+        "          --output-details  --out F.h5  --tag TEXT  --disable-tqdm  --quiet\n"
+        "          --dry-run (print each prompt's id, send time and lengths; send nothing)\n");
 }
 
-static const char *const rig__valued[] = {
-    "--base-url", "--host", "--port", "--backend", "--model", "--tokenizer", "--dataset-name",
-    "--dataset-path", "--num-prompts", "--random-input-len", "--random-output-len",
-    "--random-range-ratio", "--random-vocab-size", "--sharegpt-output-len",
-    "--sharegpt-context-len", "--request-rate", "--burstiness", "--max-concurrency", "--seed",
-    "--warmup-requests", "--request-timeout", "--timeout", "--output-file", "--out", "--tag"};
+static const char *const rig__valued[] = {"--base-url",
+                                          "--host",
+                                          "--port",
+                                          "--backend",
+                                          "--model",
+                                          "--tokenizer",
+                                          "--dataset-name",
+                                          "--dataset-path",
+                                          "--num-prompts",
+                                          "--random-input-len",
+                                          "--random-output-len",
+                                          "--random-range-ratio",
+                                          "--random-vocab-size",
+                                          "--sharegpt-output-len",
+                                          "--sharegpt-context-len",
+                                          "--request-rate",
+                                          "--burstiness",
+                                          "--max-concurrency",
+                                          "--seed",
+                                          "--warmup-requests",
+                                          "--request-timeout",
+                                          "--timeout",
+                                          "--output-file",
+                                          "--out",
+                                          "--tag"};
 
 struct rig__args {
     struct rig_serve_options o;
@@ -90,8 +110,7 @@ static bool rig__int(const char *name, const char *text, int32_t lo, int32_t hi,
 }
 
 /* Integer-valued options; true when `name` was one (ok says whether its value parsed). */
-static bool rig__int_option(struct rig_serve_options *o, const char *name, const char *v,
-                            bool *ok)
+static bool rig__int_option(struct rig_serve_options *o, const char *name, const char *v, bool *ok)
 {
     static const struct {
         const char *name;
@@ -103,8 +122,7 @@ static bool rig__int_option(struct rig_serve_options *o, const char *name, const
         {"--random-input-len", offsetof(struct rig_serve_options, random_input_len), 1, 1 << 22},
         {"--random-output-len", offsetof(struct rig_serve_options, random_output_len), 1,
          RIG_SERVE_OUTPUT_MAX},
-        {"--random-vocab-size", offsetof(struct rig_serve_options, random_vocab_size), 1,
-         1 << 30},
+        {"--random-vocab-size", offsetof(struct rig_serve_options, random_vocab_size), 1, 1 << 30},
         {"--sharegpt-output-len", offsetof(struct rig_serve_options, sharegpt_output_len), 4,
          RIG_SERVE_OUTPUT_MAX},
         {"--sharegpt-context-len", offsetof(struct rig_serve_options, sharegpt_context_len), 1,
@@ -123,8 +141,7 @@ static bool rig__int_option(struct rig_serve_options *o, const char *name, const
     return false;
 }
 
-static bool rig__real_option(struct rig_serve_options *o, const char *name, const char *v,
-                             bool *ok)
+static bool rig__real_option(struct rig_serve_options *o, const char *name, const char *v, bool *ok)
 {
     double seed = 0.0;
     if (strcmp(name, "--random-range-ratio") == 0)
@@ -157,8 +174,7 @@ static int rig__valued_option(int argc, char **argv, int *i, struct rig__args *a
     const char *v = argv[++*i];
     struct rig_serve_options *o = &a->o;
     bool ok = true;
-    if (rig__int_option(o, name, v, &ok) || rig__real_option(o, name, v, &ok))
-        return ok ? -1 : 2;
+    if (rig__int_option(o, name, v, &ok) || rig__real_option(o, name, v, &ok)) return ok ? -1 : 2;
     const char **field = strcmp(name, "--base-url") == 0       ? &o->base_url
                          : strcmp(name, "--host") == 0         ? &a->host
                          : strcmp(name, "--port") == 0         ? &a->port
@@ -194,16 +210,26 @@ static int rig__goodput(int argc, char **argv, int *i, struct rig_serve_options 
 static bool rig__flag(const char *arg, struct rig__args *a)
 {
     struct rig_serve_options *o = &a->o;
-    if (strcmp(arg, "--ignore-eos") == 0) o->ignore_eos = true;
-    else if (strcmp(arg, "--disable-ignore-eos") == 0) o->ignore_eos = false;
-    else if (strcmp(arg, "--disable-stream") == 0) o->stream = false;
-    else if (strcmp(arg, "--no-stream-usage") == 0) o->stream_usage = false;
-    else if (strcmp(arg, "--tokenize-prompt") == 0) o->tokenize_prompt = true;
-    else if (strcmp(arg, "--output-details") == 0) o->output_details = true;
-    else if (strcmp(arg, "--disable-tqdm") == 0) a->bar = false;
-    else if (strcmp(arg, "--quiet") == 0) o->quiet = true;
-    else if (strcmp(arg, "--dry-run") == 0) a->dry_run = true;
-    else return false;
+    if (strcmp(arg, "--ignore-eos") == 0)
+        o->ignore_eos = true;
+    else if (strcmp(arg, "--disable-ignore-eos") == 0)
+        o->ignore_eos = false;
+    else if (strcmp(arg, "--disable-stream") == 0)
+        o->stream = false;
+    else if (strcmp(arg, "--no-stream-usage") == 0)
+        o->stream_usage = false;
+    else if (strcmp(arg, "--tokenize-prompt") == 0)
+        o->tokenize_prompt = true;
+    else if (strcmp(arg, "--output-details") == 0)
+        o->output_details = true;
+    else if (strcmp(arg, "--disable-tqdm") == 0)
+        a->bar = false;
+    else if (strcmp(arg, "--quiet") == 0)
+        o->quiet = true;
+    else if (strcmp(arg, "--dry-run") == 0)
+        a->dry_run = true;
+    else
+        return false;
     return true;
 }
 
@@ -215,7 +241,8 @@ static int rig__parse(int argc, char **argv, struct rig__args *a)
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         bool valued = false;
-        for (size_t k = 0; k < RIG_ARRAY_LEN(rig__valued); k++) valued |= !strcmp(arg, rig__valued[k]);
+        for (size_t k = 0; k < RIG_ARRAY_LEN(rig__valued); k++)
+            valued |= !strcmp(arg, rig__valued[k]);
         int status = -1;
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             rig__usage(stdout);
@@ -237,8 +264,9 @@ static int rig__parse(int argc, char **argv, struct rig__args *a)
         a->o.base_url = a->url;
     }
     if (rig_serve_api_parse(a->o.backend) < 0) {
-        fprintf(stderr, "rig bench serve: unknown --backend '%s' (rig, sglang, openai, "
-                        "openai-chat, vllm, vllm-chat, sglang-oai, sglang-oai-chat, ...)\n",
+        fprintf(stderr,
+                "rig bench serve: unknown --backend '%s' (rig, sglang, openai, "
+                "openai-chat, vllm, vllm-chat, sglang-oai, sglang-oai-chat, ...)\n",
                 a->o.backend);
         return 2;
     }
@@ -250,7 +278,8 @@ static void rig__bar(void *user, int32_t done, int32_t total, int32_t failed, do
     (void)user;
     int filled = total > 0 ? (int)(30LL * done / total) : 0;
     char bar[31];
-    for (int i = 0; i < 30; i++) bar[i] = i < filled ? '#' : '.';
+    for (int i = 0; i < 30; i++)
+        bar[i] = i < filled ? '#' : '.';
     bar[30] = '\0';
     fprintf(stderr, "\r  [%s] %d/%d requests  %.0f output tok/s  %d errors ", bar, done, total,
             tokens_s, failed);
@@ -295,8 +324,7 @@ static int rig__warmup(const struct rig__args *a, const struct rig_serve_dataset
     const struct rig_serve_prompt *p = &d->prompts[0];
     enum rig_status status = RIG_OK;
     for (int32_t i = 0; i < o.warmup_requests && status == RIG_OK; i++)
-        status = rig_serve_dataset_add(&warm, "warmup", d->tokens + p->token_offset,
-                                       p->token_count,
+        status = rig_serve_dataset_add(&warm, "warmup", d->tokens + p->token_offset, p->token_count,
                                        p->text_offset >= 0 ? d->text + p->text_offset : NULL,
                                        p->input_len, p->output_len < 32 ? p->output_len : 32, 0);
     char error[512] = "out of memory";
@@ -308,16 +336,21 @@ static int rig__warmup(const struct rig__args *a, const struct rig_serve_dataset
     if (status == RIG_OK) {
         int32_t ok = 0, first = -1;
         for (int32_t i = 0; i < warm.count; i++) {
-            if (run.outcomes[i].failure == RIG_SERVE_OK) ok++;
-            else if (first < 0) first = i;
+            if (run.outcomes[i].failure == RIG_SERVE_OK)
+                ok++;
+            else if (first < 0)
+                first = i;
         }
         if (ok == 0) {
-            fprintf(stderr, "rig bench serve: warmup failed - check the server and the "
-                            "options. Error: %s\n", run.outcomes[first].error);
+            fprintf(stderr,
+                    "rig bench serve: warmup failed - check the server and the "
+                    "options. Error: %s\n",
+                    run.outcomes[first].error);
             exit_status = 1;
         } else if (!o.quiet) {
             printf("Warmup completed with %d sequences (%d succeeded). Starting main benchmark "
-                   "run...\n", warm.count, ok);
+                   "run...\n",
+                   warm.count, ok);
         }
         rig_serve_run_free(&run);
     } else {
@@ -387,8 +420,8 @@ static int rig__serve(struct rig__args *a, const struct rig_tokenizer *t)
         output += d.prompts[i].output_len;
     }
     if (!a->o.quiet)
-        printf("%s\n#Input tokens: %lld\n#Output tokens: %lld\n", d.description,
-               (long long)input, (long long)output);
+        printf("%s\n#Input tokens: %lld\n#Output tokens: %lld\n", d.description, (long long)input,
+               (long long)output);
     if (a->dry_run) {
         for (int32_t i = 0; i < d.count; i++)
             printf("%s %.9f %d %d\n", d.prompts[i].id, (double)d.prompts[i].arrival_ns * 1e-9,

@@ -43,13 +43,13 @@
 #include "core/results/results.h"
 #include "hal/status.h"
 
-#define RIG_SERVE_PROMPTS_MAX (1 << 20)   /* requests in one run */
-#define RIG_SERVE_OUTPUT_MAX (1 << 20)    /* max_tokens of one request */
-#define RIG_SERVE_CONCURRENCY_MAX 65536   /* streams in flight at once */
-#define RIG_SERVE_WARMUP_MAX 1024
-#define RIG_SERVE_LINE_MAX (64u << 20)    /* one SSE event or non-streamed body, bytes */
-#define RIG_SERVE_ERROR_MAX 160           /* a request's failure reason, with the NUL */
-#define RIG_SERVE_TEXT_MAX 512
+#define RIG_SERVE_PROMPTS_MAX     (1 << 20) /* requests in one run */
+#define RIG_SERVE_OUTPUT_MAX      (1 << 20) /* max_tokens of one request */
+#define RIG_SERVE_CONCURRENCY_MAX 65536     /* streams in flight at once */
+#define RIG_SERVE_WARMUP_MAX      1024
+#define RIG_SERVE_LINE_MAX        (64u << 20) /* one SSE event or non-streamed body, bytes */
+#define RIG_SERVE_ERROR_MAX       160         /* a request's failure reason, with the NUL */
+#define RIG_SERVE_TEXT_MAX        512
 
 /* Which HTTP API the requests go to. */
 enum rig_serve_api {
@@ -74,28 +74,28 @@ struct rig_serve_options {
     const char *dataset_path; /* sharegpt file, trace file; random: ShareGPT file (optional) */
     int32_t num_prompts;      /* 0: the dataset's default (1000; trace: all of it) */
     int32_t random_input_len, random_output_len;
-    double random_range_ratio;   /* lengths uniform in [len x ratio, len] */
-    int32_t random_vocab_size;   /* random ids without a tokenizer: ids below this */
-    int32_t sharegpt_output_len; /* 0: the dataset's completion length */
+    double random_range_ratio;    /* lengths uniform in [len x ratio, len] */
+    int32_t random_vocab_size;    /* random ids without a tokenizer: ids below this */
+    int32_t sharegpt_output_len;  /* 0: the dataset's completion length */
     int32_t sharegpt_context_len; /* 0: no limit */
-    double request_rate;         /* requests/s; INFINITY: all at once */
-    bool request_rate_given;     /* trace: re-time by the rate instead of the trace's times */
-    double burstiness;           /* gamma shape; 1 = Poisson */
-    int32_t max_concurrency;     /* 0: no limit */
+    double request_rate;          /* requests/s; INFINITY: all at once */
+    bool request_rate_given;      /* trace: re-time by the rate instead of the trace's times */
+    double burstiness;            /* gamma shape; 1 = Poisson */
+    int32_t max_concurrency;      /* 0: no limit */
     uint64_t seed;
-    bool ignore_eos;             /* bench_serving's default: true */
-    bool stream;                 /* false: --disable-stream */
-    bool tokenize_prompt;        /* send token ids even when a tokenizer could make text */
-    bool stream_usage;           /* OpenAI APIs: ask for usage in the stream */
+    bool ignore_eos;      /* bench_serving's default: true */
+    bool stream;          /* false: --disable-stream */
+    bool tokenize_prompt; /* send token ids even when a tokenizer could make text */
+    bool stream_usage;    /* OpenAI APIs: ask for usage in the stream */
     int32_t warmup_requests;
-    double request_timeout_s;    /* per request, > 0 */
-    double timeout_s;            /* whole run after warm-up; 0 = none */
+    double request_timeout_s;                                /* per request, > 0 */
+    double timeout_s;                                        /* whole run after warm-up; 0 = none */
     double goodput_ttft_ms, goodput_tpot_ms, goodput_e2e_ms; /* < 0: no objective */
-    const char *output_file;     /* JSONL, appended; NULL: none */
-    bool output_details;         /* per-request lists in the JSONL line */
-    const char *out_h5;          /* results file; NULL: none */
-    const char *tag;             /* free text for the JSONL line; NULL: none */
-    bool quiet;                  /* no dataset / warm-up lines on stdout */
+    const char *output_file;                                 /* JSONL, appended; NULL: none */
+    bool output_details; /* per-request lists in the JSONL line */
+    const char *out_h5;  /* results file; NULL: none */
+    const char *tag;     /* free text for the JSONL line; NULL: none */
+    bool quiet;          /* no dataset / warm-up lines on stdout */
     /* Called about ten times a second while requests run (may be NULL). */
     void (*progress)(void *user, int32_t done, int32_t total, int32_t failed,
                      double output_tokens_per_s);
@@ -123,8 +123,8 @@ struct rig_serve_prompt {
     int32_t output_len;          /* max_tokens asked */
     int64_t token_offset;        /* ids in dataset.tokens; token_count 0: none */
     int32_t token_count;
-    int64_t text_offset;         /* text in dataset.text (NUL-terminated); -1: none */
-    int64_t body_offset;         /* HTTP body in dataset.bodies; -1 before rig_serve_bodies */
+    int64_t text_offset; /* text in dataset.text (NUL-terminated); -1: none */
+    int64_t body_offset; /* HTTP body in dataset.bodies; -1 before rig_serve_bodies */
     int32_t body_len;
 };
 
@@ -132,13 +132,13 @@ struct rig_serve_dataset {
     struct rig_serve_prompt *prompts; /* (count) in sending order */
     int32_t count;
     int64_t prompt_capacity;
-    int32_t *tokens;                  /* (token_count) prompt ids back to back */
+    int32_t *tokens; /* (token_count) prompt ids back to back */
     int64_t token_count, token_capacity;
-    char *text;                       /* (text_len) prompt texts, each NUL-terminated */
+    char *text; /* (text_len) prompt texts, each NUL-terminated */
     int64_t text_len, text_capacity;
-    char *bodies;                     /* (bodies_len) request bodies back to back */
+    char *bodies; /* (bodies_len) request bodies back to back */
     int64_t bodies_len;
-    bool timed;                       /* arrivals come from the dataset (a trace) */
+    bool timed;                           /* arrivals come from the dataset (a trace) */
     char description[RIG_SERVE_TEXT_MAX]; /* "random-ids: 256 prompts, vocabulary 10000" */
 };
 
@@ -186,13 +186,13 @@ enum rig_status rig_serve_bodies(struct rig_serve_dataset *dataset, enum rig_ser
  * data (its `data:` lines joined by '\n') is handed to the callback. Lines end at "\n",
  * "\r\n" or "\r"; comments and other fields are skipped. `buffer` is caller-owned. */
 struct rig_serve_sse {
-    char *buffer;       /* (capacity) the event being assembled, then the current line */
+    char *buffer; /* (capacity) the event being assembled, then the current line */
     size_t capacity;
-    size_t data_len;    /* bytes of data of the current event, at the front of buffer */
-    size_t line_start;  /* where the current line starts in buffer */
+    size_t data_len;   /* bytes of data of the current event, at the front of buffer */
+    size_t line_start; /* where the current line starts in buffer */
     size_t line_len;
-    bool has_data;      /* the event has a data field */
-    bool after_cr;      /* the last byte was '\r' (a following '\n' is the same end) */
+    bool has_data; /* the event has a data field */
+    bool after_cr; /* the last byte was '\r' (a following '\n' is the same end) */
     bool overflow;
 };
 typedef void (*rig_serve_event_fn)(void *user, const char *data, size_t len);
@@ -207,15 +207,15 @@ void rig_serve_sse_finish(struct rig_serve_sse *sse, rig_serve_event_fn fn, void
 
 /* What one chunk (or a whole non-streamed body) says. Texts point into `root`. */
 struct rig_serve_chunk {
-    void *root;               /* the parsed JSON (json_t *); release with the function below */
-    bool done;                /* "[DONE]" */
-    const char *text;         /* new output text (generate: all of it so far), or NULL */
+    void *root;       /* the parsed JSON (json_t *); release with the function below */
+    bool done;        /* "[DONE]" */
+    const char *text; /* new output text (generate: all of it so far), or NULL */
     size_t text_len;
-    bool text_cumulative;     /* generate: text is everything so far */
-    int64_t completion_tokens; /* the server's count so far; -1 not given */
-    int64_t prompt_tokens;     /* -1 not given */
-    int64_t cached_tokens;     /* -1 not given */
-    int32_t finish_reason;     /* RIG_FINISH_LENGTH / _STOP, or RIG_FINISH_NONE */
+    bool text_cumulative;            /* generate: text is everything so far */
+    int64_t completion_tokens;       /* the server's count so far; -1 not given */
+    int64_t prompt_tokens;           /* -1 not given */
+    int64_t cached_tokens;           /* -1 not given */
+    int32_t finish_reason;           /* RIG_FINISH_LENGTH / _STOP, or RIG_FINISH_NONE */
     char error[RIG_SERVE_ERROR_MAX]; /* non-empty: malformed, or the server sent an error */
 };
 
@@ -244,15 +244,15 @@ const char *rig_serve_failure_name(int32_t failure);
 
 /* Per request, beside its row in results.requests (same index). */
 struct rig_serve_outcome {
-    int32_t failure;          /* enum rig_serve_failure */
-    int32_t http_status;      /* 0: none received */
-    int32_t chunks;           /* events carrying output */
-    int32_t server_tokens;    /* the server's output count; -1 not given */
-    int32_t retokenized;      /* tokenizer's count of the text; -1 without a tokenizer */
-    int64_t text_offset;      /* generated text in run.text */
+    int32_t failure;       /* enum rig_serve_failure */
+    int32_t http_status;   /* 0: none received */
+    int32_t chunks;        /* events carrying output */
+    int32_t server_tokens; /* the server's output count; -1 not given */
+    int32_t retokenized;   /* tokenizer's count of the text; -1 without a tokenizer */
+    int64_t text_offset;   /* generated text in run.text */
     int64_t text_len;
     int64_t text_capacity;
-    bool text_truncated;      /* more text than the buffer held */
+    bool text_truncated;             /* more text than the buffer held */
     char error[RIG_SERVE_ERROR_MAX]; /* the reason, "" when it succeeded */
 };
 
@@ -261,8 +261,8 @@ struct rig_serve_run {
     struct rig_serve_outcome *outcomes; /* (results.request_count) */
     char *text;                         /* generated texts, per outcome */
     int64_t text_capacity;
-    int64_t duration_ns;                /* start to the last request's end */
-    bool stopped;                       /* the whole-run timeout fired */
+    int64_t duration_ns; /* start to the last request's end */
+    bool stopped;        /* the whole-run timeout fired */
 };
 
 /* Sends every prompt of `dataset` (bodies built) at its arrival offset, at most
@@ -285,12 +285,12 @@ struct rig_serve_summary {
     struct rig_metrics metrics; /* rig_metrics_compute over run.results */
     double failed;              /* requests that failed, all reasons */
     double failures[RIG_SERVE_FAIL_COUNT];
-    double itl_p95;             /* bench_serving prints it */
+    double itl_p95;                  /* bench_serving prints it */
     double total_output_retokenized; /* -1 without a tokenizer */
-    double good_completed;      /* requests meeting every --goodput objective */
-    double request_goodput;     /* good_completed / duration; -1 without objectives */
-    double max_output_tokens_per_s; /* busiest whole second (bench_serving) */
-    double max_concurrent_requests; /* most requests in flight in one second */
+    double good_completed;           /* requests meeting every --goodput objective */
+    double request_goodput;          /* good_completed / duration; -1 without objectives */
+    double max_output_tokens_per_s;  /* busiest whole second (bench_serving) */
+    double max_concurrent_requests;  /* most requests in flight in one second */
 };
 
 /* Metrics of a finished run. RIG_E_NO_MEMORY (summary zeroed). */

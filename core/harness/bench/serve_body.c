@@ -47,28 +47,27 @@ static json_t *rig__body(const struct rig_serve_dataset *d, const struct rig_ser
     bool is_text = false;
     json_t *prompt = rig__prompt(d, p, o, &is_text);
     if (api == RIG_SERVE_API_CHAT && !is_text) {
-        snprintf(error, error_len, "%s: the chat API needs text prompts: give --tokenizer",
-                 p->id);
+        snprintf(error, error_len, "%s: the chat API needs text prompts: give --tokenizer", p->id);
         json_decref(prompt);
         return NULL;
     }
     json_t *body = NULL;
     if (api == RIG_SERVE_API_GENERATE) {
-        body = json_pack("{s:o, s:{s:f, s:I, s:b}, s:b}", is_text ? "text" : "input_ids", prompt,
-                         "sampling_params", "temperature", 0.0, "max_new_tokens",
-                         (json_int_t)p->output_len, "ignore_eos", o->ignore_eos, "stream",
-                         o->stream);
+        body =
+            json_pack("{s:o, s:{s:f, s:I, s:b}, s:b}", is_text ? "text" : "input_ids", prompt,
+                      "sampling_params", "temperature", 0.0, "max_new_tokens",
+                      (json_int_t)p->output_len, "ignore_eos", o->ignore_eos, "stream", o->stream);
         return body;
     }
     if (api == RIG_SERVE_API_COMPLETIONS)
         body = json_pack("{s:o, s:f, s:i, s:I, s:b, s:b}", "prompt", prompt, "temperature", 0.0,
-                         "best_of", 1, "max_tokens", (json_int_t)p->output_len, "stream",
-                         o->stream, "ignore_eos", o->ignore_eos);
+                         "best_of", 1, "max_tokens", (json_int_t)p->output_len, "stream", o->stream,
+                         "ignore_eos", o->ignore_eos);
     else
-        body = json_pack("{s:[{s:s, s:o}], s:f, s:I, s:b, s:b}", "messages", "role", "user",
-                         "content", prompt, "temperature", 0.0, "max_tokens",
-                         (json_int_t)p->output_len, "stream", o->stream, "ignore_eos",
-                         o->ignore_eos);
+        body =
+            json_pack("{s:[{s:s, s:o}], s:f, s:I, s:b, s:b}", "messages", "role", "user", "content",
+                      prompt, "temperature", 0.0, "max_tokens", (json_int_t)p->output_len, "stream",
+                      o->stream, "ignore_eos", o->ignore_eos);
     if (body != NULL && model != NULL) json_object_set_new(body, "model", json_string(model));
     if (body != NULL && o->stream && o->stream_usage)
         json_object_set_new(body, "stream_options", json_pack("{s:b}", "include_usage", 1));
@@ -76,8 +75,8 @@ static json_t *rig__body(const struct rig_serve_dataset *d, const struct rig_ser
 }
 
 enum rig_status rig_serve_bodies(struct rig_serve_dataset *d, enum rig_serve_api api,
-                                 const struct rig_serve_options *o, const char *model,
-                                 char *error, size_t error_len)
+                                 const struct rig_serve_options *o, const char *model, char *error,
+                                 size_t error_len)
 {
     if (error_len > 0) error[0] = '\0';
     char **texts = calloc((size_t)d->count + 1, sizeof *texts);
@@ -91,8 +90,10 @@ enum rig_status rig_serve_bodies(struct rig_serve_dataset *d, enum rig_serve_api
         }
         texts[i] = json_dumps(body, JSON_COMPACT);
         json_decref(body);
-        if (texts[i] == NULL) status = RIG_E_NO_MEMORY;
-        else total += (int64_t)strlen(texts[i]) + 1;
+        if (texts[i] == NULL)
+            status = RIG_E_NO_MEMORY;
+        else
+            total += (int64_t)strlen(texts[i]) + 1;
     }
     free(d->bodies);
     d->bodies = status == RIG_OK ? malloc((size_t)total + 1) : NULL;
@@ -105,7 +106,8 @@ enum rig_status rig_serve_bodies(struct rig_serve_dataset *d, enum rig_serve_api
         d->prompts[i].body_len = (int32_t)len;
         d->bodies_len += (int64_t)len + 1;
     }
-    for (int32_t i = 0; texts != NULL && i < d->count; i++) free(texts[i]);
+    for (int32_t i = 0; texts != NULL && i < d->count; i++)
+        free(texts[i]);
     free(texts);
     if (status == RIG_E_NO_MEMORY) snprintf(error, error_len, "request bodies: out of memory");
     return status;

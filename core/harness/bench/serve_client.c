@@ -37,18 +37,18 @@ struct rig__client;
 struct rig__slot {
     CURL *easy;
     struct rig__client *client;
-    int32_t request;         /* the request it carries; -1 when free */
-    char *buffer;            /* (capacity) SSE event / body / error body */
+    int32_t request; /* the request it carries; -1 when free */
+    char *buffer;    /* (capacity) SSE event / body / error body */
     size_t capacity;
-    size_t body_len;         /* bytes held (body or error body) */
+    size_t body_len; /* bytes held (body or error body) */
     struct rig_serve_sse sse;
-    int32_t status;          /* HTTP status; 0 before the headers */
-    int32_t failure;         /* enum rig_serve_failure decided here; 0 none yet */
+    int32_t status;  /* HTTP status; 0 before the headers */
+    int32_t failure; /* enum rig_serve_failure decided here; 0 none yet */
     char error[RIG_SERVE_ERROR_MAX];
-    int32_t filled;          /* token rows written */
-    int64_t last_token_ns;   /* time of the last event with output */
-    int64_t last_event_ns;   /* time of the last event of any kind */
-    int64_t server_seen;     /* the server's count at the last event with output */
+    int32_t filled;        /* token rows written */
+    int64_t last_token_ns; /* time of the last event with output */
+    int64_t last_event_ns; /* time of the last event of any kind */
+    int64_t server_seen;   /* the server's count at the last event with output */
     int32_t finish_reason;
 };
 
@@ -60,13 +60,13 @@ struct rig__client {
     CURLM *multi;
     struct curl_slist *headers;
     char url[RIG__URL_MAX];
-    struct rig__slot *slots;   /* (slot_count) */
+    struct rig__slot *slots; /* (slot_count) */
     int32_t slot_count;
-    int32_t *free_slots;       /* (free_count) stack of free slot indices */
+    int32_t *free_slots; /* (free_count) stack of free slot indices */
     int32_t free_count;
     int64_t start_ns;
     int32_t next, done, failed;
-    int64_t tokens;            /* output rows written, for the progress line */
+    int64_t tokens; /* output rows written, for the progress line */
 };
 
 static int64_t rig__now_ns(void)
@@ -427,9 +427,9 @@ static enum rig_status rig__client_init(struct rig__client *c, size_t line_capac
     int32_t n = c->dataset->count;
     c->slot_count = o->max_concurrency > 0 && o->max_concurrency < n ? o->max_concurrency : n;
     size_t base = strlen(o->base_url);
-    while (base > 0 && o->base_url[base - 1] == '/') base--;
-    snprintf(c->url, sizeof c->url, "%.*s%s", (int)base, o->base_url,
-             rig_serve_api_path(c->api));
+    while (base > 0 && o->base_url[base - 1] == '/')
+        base--;
+    snprintf(c->url, sizeof c->url, "%.*s%s", (int)base, o->base_url, rig_serve_api_path(c->api));
     c->multi = curl_multi_init();
     c->headers = rig__headers();
     c->slots = calloc((size_t)c->slot_count, sizeof *c->slots);
@@ -465,7 +465,8 @@ static void rig__finalize(const struct rig_serve_dataset *d, const struct rig_to
         if (target > rows) target = rows;
         if (target < 1) target = 1;
         int64_t *times = run->results.token_time_ns + q->token_offset;
-        for (int32_t k = q->output_len; k < target; k++) times[k] = times[q->output_len - 1];
+        for (int32_t k = q->output_len; k < target; k++)
+            times[k] = times[q->output_len - 1];
         q->output_len = (int32_t)target;
         if (q->finish_reason == RIG_FINISH_NONE)
             q->finish_reason = target >= rows ? RIG_FINISH_LENGTH : RIG_FINISH_STOP;
@@ -546,8 +547,8 @@ enum rig_status rig_serve_model_query(const char *base_url, char *model, size_t 
     curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_cleanup(easy);
     json_t *root = code == CURLE_OK && status == 200 ? json_loads(body.data, 0, NULL) : NULL;
-    const char *id = json_string_value(
-        json_object_get(json_array_get(json_object_get(root, "data"), 0), "id"));
+    const char *id =
+        json_string_value(json_object_get(json_array_get(json_object_get(root, "data"), 0), "id"));
     if (id != NULL) snprintf(model, model_len, "%s", id);
     json_decref(root);
     if (id != NULL) return RIG_OK;

@@ -38,9 +38,9 @@
 #include "core/tokenizer/tokenizer.h"
 #include "hal/philox.h"
 
-#define RIG__STREAM_LENGTHS 0x534c454eu /* "SLEN" */
-#define RIG__STREAM_OFFSETS 0x534f4646u /* "SOFF" */
-#define RIG__STREAM_SHUFFLE 0x53534846u /* "SSHF" */
+#define RIG__STREAM_LENGTHS  0x534c454eu /* "SLEN" */
+#define RIG__STREAM_OFFSETS  0x534f4646u /* "SOFF" */
+#define RIG__STREAM_SHUFFLE  0x53534846u /* "SSHF" */
 #define RIG__PROMPTS_DEFAULT 1000
 
 static int64_t rig__uniform(uint64_t seed, uint32_t stream, uint32_t index, uint32_t which,
@@ -56,7 +56,8 @@ static bool rig__grow(void **array, int64_t *capacity, int64_t need, size_t size
 {
     if (need <= *capacity) return true;
     int64_t next = *capacity > 0 ? *capacity : 1024;
-    while (next < need) next *= 2;
+    while (next < need)
+        next *= 2;
     void *grown = realloc(*array, (size_t)next * size);
     if (grown == NULL) return false;
     *array = grown;
@@ -139,14 +140,14 @@ static enum rig_status rig__random_ids(const struct rig_serve_options *o,
         int32_t in = 0, out = 0;
         rig__lengths(o, (uint32_t)i, &in, &out);
         int64_t offset = rig__uniform(o->seed, RIG__STREAM_OFFSETS, (uint32_t)i, 0, 0, vocab - 1);
-        for (int32_t j = 0; j < in; j++) ids[j] = (int32_t)((offset + i + j) % vocab);
+        for (int32_t j = 0; j < in; j++)
+            ids[j] = (int32_t)((offset + i + j) % vocab);
         bool as_text = t != NULL && !o->tokenize_prompt;
         if (as_text && !rig__decode(t, ids, (size_t)in, &text)) status = RIG_E_NO_MEMORY;
         char id[RIG_RESULTS_ID_MAX];
         snprintf(id, sizeof id, "random-%d", i);
         if (status == RIG_OK)
-            status = rig_serve_dataset_add(d, id, ids, in, as_text ? text.data : NULL, in, out,
-                                           -1);
+            status = rig_serve_dataset_add(d, id, ids, in, as_text ? text.data : NULL, in, out, -1);
     }
     if (status < 0) snprintf(error, error_len, "random-ids: out of memory");
     snprintf(d->description, sizeof d->description,
@@ -235,9 +236,8 @@ static enum rig_status rig__sharegpt(struct rig__text_build *b, int32_t count,
         if (o->sharegpt_context_len > 0 && in + out > o->sharegpt_context_len) continue;
         char id[RIG_RESULTS_ID_MAX];
         snprintf(id, sizeof id, "sharegpt-%d", d->count);
-        enum rig_status status = rig_serve_dataset_add(d, id, b->ids.ids, (int32_t)in,
-                                                       b->pairs[2 * i], (int32_t)in,
-                                                       (int32_t)out, -1);
+        enum rig_status status = rig_serve_dataset_add(
+            d, id, b->ids.ids, (int32_t)in, b->pairs[2 * i], (int32_t)in, (int32_t)out, -1);
         if (status < 0) return status;
     }
     return RIG_OK;
@@ -268,8 +268,7 @@ static enum rig_status rig__random_sharegpt(struct rig__text_build *b, int32_t c
         char id[RIG_RESULTS_ID_MAX];
         snprintf(id, sizeof id, "random-%d", d->count);
         enum rig_status status = rig_serve_dataset_add(d, id, b->made.ids, in,
-                                                       as_text ? b->text.data : NULL, in, out,
-                                                       -1);
+                                                       as_text ? b->text.data : NULL, in, out, -1);
         if (status < 0) return status;
     }
     return RIG_OK;
@@ -281,8 +280,8 @@ static enum rig_status rig__text_dataset(const struct rig_serve_options *o,
                                          size_t error_len)
 {
     struct rig__text_build b = {.o = o, .t = t};
-    json_t *root = rig__sharegpt_pairs(o->dataset_path, o->seed, &b.pairs, &b.pair_count, error,
-                                       error_len);
+    json_t *root =
+        rig__sharegpt_pairs(o->dataset_path, o->seed, &b.pairs, &b.pair_count, error, error_len);
     if (root == NULL) return RIG_E_PARSE;
     enum rig_status status = rig_tokenizer_work_create(t, &b.work);
     if (status == RIG_OK)
@@ -306,9 +305,8 @@ static bool rig__ends_with(const char *s, const char *suffix)
 }
 
 /* The scenario text that reads a JSONL trace through the scenario's trace workload. */
-static enum rig_status rig__trace_yaml(const struct rig_serve_options *o, int32_t limit,
-                                       char *yaml, size_t yaml_len, char *error,
-                                       size_t error_len)
+static enum rig_status rig__trace_yaml(const struct rig_serve_options *o, int32_t limit, char *yaml,
+                                       size_t yaml_len, char *error, size_t error_len)
 {
     const char *path = o->dataset_path;
     FILE *f = fopen(path, "r");
@@ -330,28 +328,25 @@ static enum rig_status rig__trace_yaml(const struct rig_serve_options *o, int32_
     snprintf(yaml, yaml_len,
              "name: trace\nmodel: {preset: tiny}\nseed: %llu\nworkloads:\n"
              "  - {kind: trace, name: trace, path: \"%s\", time_scale: %s, block_size: %d%s}\n",
-             (unsigned long long)o->seed, path, bailian ? "1" : "0.001", bailian ? 16 : 512,
-             extra);
+             (unsigned long long)o->seed, path, bailian ? "1" : "0.001", bailian ? 16 : 512, extra);
     return RIG_OK;
 }
 
-static enum rig_status rig__trace(const struct rig_serve_options *o,
-                                  const struct rig_tokenizer *t, int32_t limit,
-                                  struct rig_serve_dataset *d, char *error, size_t error_len)
+static enum rig_status rig__trace(const struct rig_serve_options *o, const struct rig_tokenizer *t,
+                                  int32_t limit, struct rig_serve_dataset *d, char *error,
+                                  size_t error_len)
 {
     struct rig_tokenizer_text text = {0};
     struct rig_scenario s;
     enum rig_status status;
-    bool yaml = rig__ends_with(o->dataset_path, ".yaml") || rig__ends_with(o->dataset_path,
-                                                                           ".yml");
+    bool yaml = rig__ends_with(o->dataset_path, ".yaml") || rig__ends_with(o->dataset_path, ".yml");
     if (yaml) {
         status = rig_scenario_load(o->dataset_path, NULL, 0, &s, error, error_len);
     } else {
         char text[RIG_SCENARIO_PATH_MAX + 256];
         status = rig__trace_yaml(o, limit, text, sizeof text, error, error_len);
         if (status == RIG_OK)
-            status = rig_scenario_load_string(text, o->dataset_path, NULL, 0, &s, error,
-                                              error_len);
+            status = rig_scenario_load_string(text, o->dataset_path, NULL, 0, &s, error, error_len);
     }
     if (status < 0) return status;
     int32_t n = limit > 0 && limit < s.request_count ? limit : s.request_count;
@@ -367,7 +362,8 @@ static enum rig_status rig__trace(const struct rig_serve_options *o,
     rig_tokenizer_text_free(&text);
     if (status < 0) snprintf(error, error_len, "%s: out of memory", o->dataset_path);
     int64_t first = n > 0 ? s.requests[0].arrival_ns : 0;
-    for (int32_t i = 0; i < d->count; i++) d->prompts[i].arrival_ns -= first;
+    for (int32_t i = 0; i < d->count; i++)
+        d->prompts[i].arrival_ns -= first;
     d->timed = true;
     snprintf(d->description, sizeof d->description, "trace: %d requests from %s (%s)", n,
              o->dataset_path, yaml ? "rig scenario" : "JSONL trace");
@@ -390,8 +386,8 @@ static enum rig_status rig__check(const struct rig_serve_options *o, const struc
         snprintf(error, error_len, "--dataset-name %s needs --dataset-path", name);
         return RIG_E_INVALID;
     }
-    bool text = strcmp(name, "sharegpt") == 0 ||
-                (strcmp(name, "random") == 0 && o->dataset_path != NULL);
+    bool text =
+        strcmp(name, "sharegpt") == 0 || (strcmp(name, "random") == 0 && o->dataset_path != NULL);
     if (text && t == NULL) {
         snprintf(error, error_len, "--dataset-name %s%s needs --tokenizer", name,
                  strcmp(name, "random") == 0 ? " with --dataset-path" : "");
@@ -400,17 +396,18 @@ static enum rig_status rig__check(const struct rig_serve_options *o, const struc
     if (random && (o->random_input_len < 1 || o->random_output_len < 1 ||
                    o->random_output_len > RIG_SERVE_OUTPUT_MAX || !(o->random_range_ratio >= 0.0) ||
                    o->random_range_ratio > 1.0 || o->random_vocab_size < 1)) {
-        snprintf(error, error_len, "random lengths must be >= 1 (output <= %d), the range "
-                 "ratio in [0, 1], the vocabulary >= 1", RIG_SERVE_OUTPUT_MAX);
+        snprintf(error, error_len,
+                 "random lengths must be >= 1 (output <= %d), the range "
+                 "ratio in [0, 1], the vocabulary >= 1",
+                 RIG_SERVE_OUTPUT_MAX);
         return RIG_E_INVALID;
     }
     return RIG_OK;
 }
 
 enum rig_status rig_serve_dataset_load(const struct rig_serve_options *o,
-                                       const struct rig_tokenizer *t,
-                                       struct rig_serve_dataset *out, char *error,
-                                       size_t error_len)
+                                       const struct rig_tokenizer *t, struct rig_serve_dataset *out,
+                                       char *error, size_t error_len)
 {
     memset(out, 0, sizeof *out);
     const char *name = o->dataset_name;
@@ -421,8 +418,8 @@ enum rig_status rig_serve_dataset_load(const struct rig_serve_options *o,
         status = rig__trace(o, t, o->num_prompts, out, error, error_len);
     else if (strcmp(name, "sharegpt") == 0 ||
              (strcmp(name, "random") == 0 && o->dataset_path != NULL))
-        status = rig__text_dataset(o, t, strcmp(name, "sharegpt") == 0, count, out, error,
-                                   error_len);
+        status =
+            rig__text_dataset(o, t, strcmp(name, "sharegpt") == 0, count, out, error, error_len);
     else
         status = rig__random_ids(o, t, count, out, error, error_len);
     if (status == RIG_OK && out->count == 0) {
@@ -441,7 +438,8 @@ enum rig_status rig_serve_dataset_load(const struct rig_serve_options *o,
             return RIG_E_NO_MEMORY;
         }
         rig_serve_schedule(out->count, o->request_rate, o->burstiness, o->seed, arrivals);
-        for (int32_t i = 0; i < out->count; i++) out->prompts[i].arrival_ns = arrivals[i];
+        for (int32_t i = 0; i < out->count; i++)
+            out->prompts[i].arrival_ns = arrivals[i];
         free(arrivals);
         out->timed = false;
     }

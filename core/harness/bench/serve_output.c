@@ -45,31 +45,27 @@ static json_t *rig__result(const struct rig_serve_options *o, const struct rig_s
 {
     const struct rig_metrics *m = &s->metrics;
     json_t *r = json_pack(
-        "{s:s?, s:s, s:s, s:o, s:o, s:o?, s:i, s:i, s:f, s:f, s:I, s:I, s:I, s:I, s:f, s:f}",
-        "tag", o->tag, "backend", o->backend, "dataset_name", o->dataset_name, "request_rate",
+        "{s:s?, s:s, s:s, s:o, s:o, s:o?, s:i, s:i, s:f, s:f, s:I, s:I, s:I, s:I, s:f, s:f}", "tag",
+        o->tag, "backend", o->backend, "dataset_name", o->dataset_name, "request_rate",
         rig__number_or_inf(o->request_rate), "burstiness", json_real(o->burstiness),
         "max_concurrency", o->max_concurrency > 0 ? json_integer(o->max_concurrency) : NULL,
         "random_input_len", o->random_input_len, "random_output_len", o->random_output_len,
         "random_range_ratio", o->random_range_ratio, "duration", m->duration_s, "completed",
         (json_int_t)m->completed, "failed", (json_int_t)s->failed, "total_input_tokens",
         (json_int_t)m->total_input, "total_output_tokens", (json_int_t)m->total_output,
-        "request_throughput", m->request_throughput,
-        "input_throughput", m->input_throughput);
+        "request_throughput", m->request_throughput, "input_throughput", m->input_throughput);
     if (r == NULL) return NULL;
     int bad = json_object_set_new(r, "output_throughput", json_real(m->output_throughput));
     bad |= json_object_set_new(r, "total_throughput", json_real(m->total_throughput));
     bad |= json_object_set_new(r, "concurrency", json_real(m->concurrency));
-    bad |= json_object_set_new(r, "total_output_tokens_retokenized",
-                               s->total_output_retokenized >= 0.0
-                                   ? json_real(s->total_output_retokenized)
-                                   : json_null());
-    bad |= json_object_set_new(r, "request_goodput", s->request_goodput >= 0.0
-                                                         ? json_real(s->request_goodput)
+    bad |= json_object_set_new(
+        r, "total_output_tokens_retokenized",
+        s->total_output_retokenized >= 0.0 ? json_real(s->total_output_retokenized) : json_null());
+    bad |= json_object_set_new(r, "request_goodput",
+                               s->request_goodput >= 0.0 ? json_real(s->request_goodput)
                                                          : json_null());
-    bad |= json_object_set_new(r, "max_output_tokens_per_s",
-                               json_real(s->max_output_tokens_per_s));
-    bad |= json_object_set_new(r, "max_concurrent_requests",
-                               json_real(s->max_concurrent_requests));
+    bad |= json_object_set_new(r, "max_output_tokens_per_s", json_real(s->max_output_tokens_per_s));
+    bad |= json_object_set_new(r, "max_concurrent_requests", json_real(s->max_concurrent_requests));
     bad |= rig__stats(r, "e2e_latency", &m->e2e) | rig__stats(r, "ttft", &m->ttft);
     bad |= rig__stats(r, "tpot", &m->tpot) | rig__stats(r, "itl", &m->itl);
     bad |= rig__set_ms(r, "p95", "itl", s->itl_p95) | rig__set_ms(r, "max", "itl", m->itl.max);
@@ -106,8 +102,8 @@ static int rig__details(json_t *r, const struct rig_serve_dataset *d,
         bad |= json_array_append_new(itls, gaps);
         bad |= json_array_append_new(
             e2e, json_real(ok ? (double)(q->finish_ns - q->arrival_ns) * 1e-9 : 0.0));
-        bad |= json_array_append_new(
-            texts, json_stringn(run->text + x->text_offset, (size_t)x->text_len));
+        bad |= json_array_append_new(texts,
+                                     json_stringn(run->text + x->text_offset, (size_t)x->text_len));
         bad |= json_array_append_new(errors, json_string(x->error));
     }
     return bad;
@@ -139,8 +135,8 @@ enum rig_status rig_serve_write_jsonl(const struct rig_serve_options *o,
 
 enum rig_status rig_serve_write_h5(const struct rig_serve_options *o,
                                    const struct rig_serve_dataset *d, struct rig_serve_run *run,
-                                   const struct rig_serve_summary *s, const char *path,
-                                   char *error, size_t error_len)
+                                   const struct rig_serve_summary *s, const char *path, char *error,
+                                   size_t error_len)
 {
     (void)d;
     struct rig_results_meta *m = &run->results.meta;

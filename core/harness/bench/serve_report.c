@@ -102,7 +102,8 @@ static enum rig_status rig__itl_p95(const struct rig_results *r, double *p95)
         const struct rig_results_request *q = &r->requests[i];
         if (!rig__completed(q)) continue;
         const int64_t *t = r->token_time_ns + q->token_offset;
-        for (int32_t k = 1; k < q->output_len; k++) gaps[n++] = rig__seconds(t[k] - t[k - 1]);
+        for (int32_t k = 1; k < q->output_len; k++)
+            gaps[n++] = rig__seconds(t[k] - t[k - 1]);
     }
     struct rig_metric_stats stats;
     rig_metrics_stats(gaps, n, &stats); /* sorts */
@@ -112,8 +113,7 @@ static enum rig_status rig__itl_p95(const struct rig_results *r, double *p95)
 }
 
 enum rig_status rig_serve_summarize(const struct rig_serve_options *o,
-                                    const struct rig_serve_run *run,
-                                    struct rig_serve_summary *s)
+                                    const struct rig_serve_run *run, struct rig_serve_summary *s)
 {
     memset(s, 0, sizeof *s);
     const struct rig_results *r = &run->results;
@@ -133,8 +133,8 @@ enum rig_status rig_serve_summarize(const struct rig_serve_options *o,
         if (s->total_output_retokenized < 0.0) s->total_output_retokenized = 0.0;
         s->total_output_retokenized += out->retokenized;
     }
-    bool objectives = o->goodput_ttft_ms >= 0.0 || o->goodput_tpot_ms >= 0.0 ||
-                      o->goodput_e2e_ms >= 0.0;
+    bool objectives =
+        o->goodput_ttft_ms >= 0.0 || o->goodput_tpot_ms >= 0.0 || o->goodput_e2e_ms >= 0.0;
     s->good_completed = objectives ? rig__good(o, r) : 0.0;
     s->request_goodput = -1.0;
     if (objectives && s->metrics.duration_s > 0.0)
@@ -149,9 +149,11 @@ static void rig__centre(FILE *f, const char *text, char pad, int width)
 {
     int len = (int)strlen(text), left = len < width ? (width - len) / 2 : 0;
     int right = len < width ? width - len - left : 0;
-    for (int i = 0; i < left; i++) fputc(pad, f);
+    for (int i = 0; i < left; i++)
+        fputc(pad, f);
     fputs(text, f);
-    for (int i = 0; i < right; i++) fputc(pad, f);
+    for (int i = 0; i < right; i++)
+        fputc(pad, f);
     fputc('\n', f);
 }
 
@@ -252,15 +254,16 @@ void rig_serve_print(const struct rig_serve_options *o, const struct rig_serve_r
     rig__latency(f, "Time to First Token", "TTFT", &m->ttft, NULL);
     rig__latency(f, "Time per Output Token (excl. 1st token)", "TPOT", &m->tpot, NULL);
     rig__latency(f, "Inter-Token Latency", "ITL", &m->itl, &s->itl_p95);
-    for (int i = 0; i < 50; i++) fputc('=', f);
+    for (int i = 0; i < 50; i++)
+        fputc('=', f);
     fputc('\n', f);
     int32_t shown = 0;
     for (int64_t i = 0; i < run->results.request_count && shown < 5; i++) {
         const struct rig_serve_outcome *x = &run->outcomes[i];
         if (x->failure == RIG_SERVE_OK) continue;
         if (shown++ == 0) fprintf(f, "failures (first 5):\n");
-        fprintf(f, "  %s: %s: %s\n", run->results.requests[i].id, rig_serve_failure_name(x->failure),
-                x->error);
+        fprintf(f, "  %s: %s: %s\n", run->results.requests[i].id,
+                rig_serve_failure_name(x->failure), x->error);
     }
     if (run->stopped) fprintf(f, "the whole-run timeout (--timeout) stopped the run\n");
 }

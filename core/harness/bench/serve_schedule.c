@@ -21,9 +21,9 @@
 #include "core/harness/bench/serve.h"
 #include "hal/philox.h"
 
-#define RIG__STREAM_GAPS 0x47415053u /* "GAPS" */
+#define RIG__STREAM_GAPS  0x47415053u /* "GAPS" */
 #define RIG__ATTEMPTS_MAX 64
-#define RIG__TWO_PI 6.283185307179586
+#define RIG__TWO_PI       6.283185307179586
 
 struct rig__backend_name {
     const char *name;
@@ -31,16 +31,11 @@ struct rig__backend_name {
 };
 
 static const struct rig__backend_name rig__backends[] = {
-    {"rig", RIG_SERVE_API_GENERATE},
-    {"sglang", RIG_SERVE_API_GENERATE},
-    {"sglang-native", RIG_SERVE_API_GENERATE},
-    {"openai", RIG_SERVE_API_COMPLETIONS},
-    {"sglang-oai", RIG_SERVE_API_COMPLETIONS},
-    {"vllm", RIG_SERVE_API_COMPLETIONS},
-    {"lmdeploy", RIG_SERVE_API_COMPLETIONS},
-    {"openai-chat", RIG_SERVE_API_CHAT},
-    {"sglang-oai-chat", RIG_SERVE_API_CHAT},
-    {"vllm-chat", RIG_SERVE_API_CHAT},
+    {"rig", RIG_SERVE_API_GENERATE},           {"sglang", RIG_SERVE_API_GENERATE},
+    {"sglang-native", RIG_SERVE_API_GENERATE}, {"openai", RIG_SERVE_API_COMPLETIONS},
+    {"sglang-oai", RIG_SERVE_API_COMPLETIONS}, {"vllm", RIG_SERVE_API_COMPLETIONS},
+    {"lmdeploy", RIG_SERVE_API_COMPLETIONS},   {"openai-chat", RIG_SERVE_API_CHAT},
+    {"sglang-oai-chat", RIG_SERVE_API_CHAT},   {"vllm-chat", RIG_SERVE_API_CHAT},
     {"lmdeploy-chat", RIG_SERVE_API_CHAT},
 };
 
@@ -82,8 +77,8 @@ void rig_serve_options_default(struct rig_serve_options *o)
     o->goodput_ttft_ms = o->goodput_tpot_ms = o->goodput_e2e_ms = -1.0;
 }
 
-enum rig_status rig_serve_goodput_parse(struct rig_serve_options *o, const char *text,
-                                        char *error, size_t error_len)
+enum rig_status rig_serve_goodput_parse(struct rig_serve_options *o, const char *text, char *error,
+                                        size_t error_len)
 {
     const char *colon = strchr(text, ':');
     char *end = NULL;

@@ -139,15 +139,15 @@ static void rig__openai(enum rig_serve_api api, json_t *root, struct rig_serve_c
             if (!json_is_object(delta)) delta = json_object_get(choice, "message");
             rig__text(chunk, json_object_get(delta, "content"));
         }
-        chunk->finish_reason = rig__reason(json_string_value(json_object_get(choice,
-                                                                             "finish_reason")));
+        chunk->finish_reason =
+            rig__reason(json_string_value(json_object_get(choice, "finish_reason")));
     }
     json_t *usage = json_object_get(root, "usage");
     if (!json_is_object(usage)) return;
     chunk->completion_tokens = rig__int(usage, "completion_tokens");
     chunk->prompt_tokens = rig__int(usage, "prompt_tokens");
-    chunk->cached_tokens = rig__int(json_object_get(usage, "prompt_tokens_details"),
-                                    "cached_tokens");
+    chunk->cached_tokens =
+        rig__int(json_object_get(usage, "prompt_tokens_details"), "cached_tokens");
 }
 
 /* The server's error member as a message, or false. */
@@ -167,8 +167,10 @@ void rig_serve_chunk_parse(enum rig_serve_api api, const char *data, size_t len,
 {
     memset(chunk, 0, sizeof *chunk);
     chunk->completion_tokens = chunk->prompt_tokens = chunk->cached_tokens = -1;
-    while (len > 0 && (data[0] == ' ' || data[0] == '\t')) data++, len--;
-    while (len > 0 && (data[len - 1] == ' ' || data[len - 1] == '\t')) len--;
+    while (len > 0 && (data[0] == ' ' || data[0] == '\t'))
+        data++, len--;
+    while (len > 0 && (data[len - 1] == ' ' || data[len - 1] == '\t'))
+        len--;
     if (len == 6 && memcmp(data, "[DONE]", 6) == 0) {
         chunk->done = true;
         return;
