@@ -68,6 +68,13 @@ done
 
 # Scenarios, for end-to-end runs with --backend cuda (models are presets built into rig).
 cp -r "$root/scenarios" "$out/scenarios"
+# `rig bench serve` on the GPU machine (tools/gpu/serve_bench.sh, docs/bench.md): the script,
+# the Qwen3 tokenizer and the preset configs (the peer's model). libcurl comes with the
+# libraries above: rig links it, so ldd lists it (Debian's libcurl4, carried like HDF5's).
+cp "$root/tools/gpu/serve_bench.sh" "$root/tools/gpu/serve_bench_peer.sh" "$out/"
+mkdir -p "$out/tokenizer" "$out/presets"
+cp -r "$root/tests/data/tokenizer/qwen3" "$out/tokenizer/"
+cp "$root"/core/model/presets/*.json "$out/presets/"
 
 cat >"$out/run.sh" <<'RUN'
 #!/usr/bin/env bash

@@ -33,7 +33,8 @@ static void rig__bench_usage(FILE *out)
             "Measures rig against the hardware floors measured in the same process\n"
             "(docs/performance.md). BENCHMARK: floors, decode, prefill, attention, offline,\n"
             "online, ops (a decode and a prefill step taken apart, op by op), all (default:\n"
-            "all; floors always run, everything is divided by them).\n\n"
+            "all; floors always run, everything is divided by them).\n"
+            "'rig bench serve' benchmarks a running server over HTTP instead (--help there).\n\n"
             "options:\n"
             "  --backend sim|cuda   sim: cost-model predictions on the virtual clock (timing\n"
             "                       only); cuda: measured with device events (default sim)\n"
@@ -336,6 +337,7 @@ static void rig__print_report(const struct rig_bench_report *r)
 
 int rig_cmd_bench(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "serve") == 0) return rig_cmd_bench_serve(argc - 1, argv + 1);
     struct rig__bench_args args;
     int exit_status = rig__parse(argc, argv, &args);
     if (exit_status >= 0) return exit_status;
