@@ -77,6 +77,8 @@ static enum rig_status rig__open_one(int32_t ordinal, struct rig_device *device)
     context->ordinal = ordinal;
     context->sm_count = prop.multiProcessorCount;
     context->shared_optin_bytes = prop.sharedMemPerBlockOptin;
+    const char *pdl = getenv("RIG_CUDA_PDL"); /* a measuring switch: 0 = plain launches */
+    context->pdl = prop.major >= 9 && !(pdl != NULL && strcmp(pdl, "0") == 0);
     device->context = context;
     size_t name_length = strnlen(prop.name, sizeof prop.name);
     if (name_length >= sizeof device->info.name) name_length = sizeof device->info.name - 1;
@@ -171,7 +173,7 @@ static enum rig_status rig__host_alloc(struct rig_device *device, size_t bytes, 
 static void rig__host_free(struct rig_device *device, void *host)
 {
     (void)device;
-    cudaPointerAttributes attributes;
+    struct cudaPointerAttributes attributes;
     cudaError_t error = cudaPointerGetAttributes(&attributes, host);
     if (error == cudaSuccess && attributes.type == cudaMemoryTypeHost) {
         error = cudaFreeHost(host);
@@ -411,6 +413,7 @@ static enum rig_status rig__op(struct rig_stream *stream, const struct rig_op *o
                                  RIG_CUDA_COUNTER_BYTES),
         .sm_count = d->sm_count,
         .shared_optin_bytes = d->shared_optin_bytes,
+        .pdl = d->pdl,
     };
     return rig_cuda_op_dispatch(&launch, op);
 }

@@ -112,6 +112,22 @@ static __device__ __forceinline__ void rig__gemv_batch(float (&acc)[4],
     }
 }
 
+/* Asks L2 for the weight bytes of the warp's first batch of steps. Weights are never written
+ * during a forward, so under programmatic dependent launch this runs while the previous
+ * kernel finishes (rig_cuda_pdl_begin comes after): the weight stream of a decode GEMM then
+ * starts before its activations exist. For the decode shapes a warp's whole run is one batch. */
+static __device__ __forceinline__ void rig__gemv_prefetch(const struct rig__gemv_lane &lane,
+                                                          int32_t first, int32_t end, int32_t depth)
+{
+    if (!lane.has_column) return;
+#pragma unroll
+    for (int u = 0; u < RIG__UNROLL; u++) {
+        int64_t k = (int64_t)(first + u) * RIG__STEP;
+        if (first + u < end && k + lane.k_offset < depth)
+            asm volatile("prefetch.global.L2 [%0];\n" ::"l"(lane.weight + k));
+    }
+}
+
 /* Adds the warps' tiles in warp order, then bias in fp32, then one rounding at the store.
  * Thread i < 8M takes output (i / 8, n0 + i % 8), held by lane (row % 8) * 4 + n / 2 in
  * accumulator (row / 8) * 2 + n % 2 of every warp. */
@@ -165,6 +181,8 @@ static __global__ void __launch_bounds__(RIG__WARPS_MAX *RIG_CUDA_WARP)
     lane.high = p.a + (lane.has_high ? group + 8 : 0) * p.a_stride + lane.k_offset;
     int32_t begin = warp * p.steps_per_warp;
     int32_t end = min(begin + p.steps_per_warp, p.steps);
+    rig__gemv_prefetch(lane, begin, end, p.depth);
+    rig_cuda_pdl_begin(); /* the activations are the previous kernel's output */
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     for (int32_t first = begin; first < end; first += RIG__UNROLL)
         rig__gemv_batch<UPPER>(acc, lane, first, end, p.depth);
@@ -201,8 +219,8 @@ static enum rig_status rig__gemv_start(const struct rig_cuda_launch *launch,
                                        const struct rig__gemv_args &args, int64_t blocks,
                                        int32_t warps)
 {
-    rig__gemv_kernel<UPPER, OUT>
-        <<<(unsigned)blocks, (unsigned)(warps * RIG_CUDA_WARP), 0, launch->stream>>>(args);
+    RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__gemv_kernel<UPPER, OUT>, dim3((unsigned)blocks),
+                                     dim3((unsigned)(warps * RIG_CUDA_WARP)), 0, args));
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
 }
