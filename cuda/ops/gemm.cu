@@ -14,6 +14,8 @@
  * (rig__gemm_bias). The handle is the stream's own, bound to an explicit workspace
  * (cuda_internal.h), so the call is graph-capturable.
  */
+#include <stdlib.h>
+
 #include "cuda/ops/common.cuh"
 #include "cuda/ops/gemm.cuh"
 #include "cuda/ops/gemv.cuh"
@@ -102,7 +104,16 @@ static enum rig_status rig__gemm_bias(const struct rig_cuda_launch *launch,
 static bool rig__gemv_pays(const struct rig_cuda_launch *launch, const struct rig_op_gemm *p)
 {
     int64_t n = p->out.shape[1], k = p->a.shape[1];
-    return k >= 2048 || n >= 32 * 8 * (int64_t)launch->sm_count;
+    if (k >= 2048 || n >= 32 * 8 * (int64_t)launch->sm_count) return true;
+    /* Measuring switch (issue 18): under programmatic dependent launch the kernel prefetches
+     * its weights while the previous kernel ends, which cuBLAS cannot; RIG_CUDA_GEMV_PDL=1
+     * takes the kernel for the K = 1024 shapes too. Read once (a benign race: same value). */
+    static int prefer = -1;
+    if (prefer < 0) {
+        const char *v = getenv("RIG_CUDA_GEMV_PDL");
+        prefer = v != NULL && strcmp(v, "1") == 0;
+    }
+    return launch->pdl && prefer == 1;
 }
 
 enum rig_status rig_cuda_op_gemm(const struct rig_cuda_launch *launch, const struct rig_op_gemm *p)
