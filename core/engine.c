@@ -121,9 +121,7 @@ static enum rig_status rig__host_init(struct rig_engine *e)
         struct rig__batch *b = &e->batches[i];
         b->reqs = calloc((size_t)rmax, sizeof *b->reqs);
         b->produces = calloc((size_t)rmax, sizeof *b->produces);
-        b->staging = calloc(1, e->layout.bytes);
-        b->tokens_out = calloc((size_t)rmax, sizeof *b->tokens_out);
-        ok = b->reqs && b->produces && b->staging && b->tokens_out;
+        ok = b->reqs && b->produces;
     }
     return ok ? RIG_OK : RIG_E_NO_MEMORY;
 }
@@ -146,8 +144,33 @@ static void rig__host_free(struct rig_engine *e)
     for (int32_t i = 0; i < RIG__SLOTS; i++) {
         free(e->batches[i].reqs);
         free(e->batches[i].produces);
-        free(e->batches[i].staging);
-        free(e->batches[i].tokens_out);
+    }
+}
+
+/* The per-slot host buffers every step copies through (staging up, tokens_out down) are
+ * pinned: a copy from pageable memory blocks the host (hal.h), which would serialise the
+ * overlap loop — the download of batch N+1's tokens would return only after its forward. */
+static enum rig_status rig__slots_pinned(struct rig_engine *e)
+{
+    enum rig_status s = RIG_OK;
+    size_t tokens_bytes = (size_t)e->layout.requests_max * sizeof(int32_t);
+    for (int32_t i = 0; i < RIG__SLOTS && s == RIG_OK; i++) {
+        void *staging = NULL, *tokens = NULL;
+        s = rig_hal_host_alloc(e->devices[0], e->layout.bytes, &staging);
+        e->batches[i].staging = staging;
+        if (s == RIG_OK) s = rig_hal_host_alloc(e->devices[0], tokens_bytes, &tokens);
+        e->batches[i].tokens_out = tokens;
+    }
+    return s;
+}
+
+static void rig__slots_pinned_free(struct rig_engine *e)
+{
+    for (int32_t i = 0; i < RIG__SLOTS; i++) {
+        rig_hal_host_free(e->devices[0], e->batches[i].staging);
+        rig_hal_host_free(e->devices[0], e->batches[i].tokens_out);
+        e->batches[i].staging = NULL;
+        e->batches[i].tokens_out = NULL;
     }
 }
 
@@ -233,6 +256,10 @@ static enum rig_status rig__devices_init(struct rig_engine *e, char *error, size
                    c->backend, rig_status_message(s));
         return s;
     }
+    if ((s = rig__slots_pinned(e)) != RIG_OK) {
+        rig__error(error, len, "engine: pinned host buffers: %s", rig_status_message(s));
+        return s;
+    }
     struct rig_comm *comms[RIG_DEVICES_MAX] = {0};
     if (e->tp_size > 1 && (s = rig_hal_comm_create(e->devices, e->tp_size, comms)) != RIG_OK) {
         rig__error(error, len, "engine: cannot create the TP group: %s", rig_status_message(s));
@@ -312,6 +339,7 @@ void rig_engine_destroy(struct rig_engine *e)
         if (e->ranks[r].compute) rig_hal_stream_synchronize(e->ranks[r].compute);
         rig__rank_free(&e->ranks[r]);
     }
+    if (e->devices[0]) rig__slots_pinned_free(e);
     for (int32_t r = 0; r < e->tp_size; r++)
         if (e->devices[r]) rig_hal_close(e->devices[r]);
     rig__host_free(e);

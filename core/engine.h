@@ -200,6 +200,12 @@ struct rig_engine_stats {
     int64_t cached_tokens;      /* prompt tokens served from the prefix cache */
     int64_t graph_replays;
     int64_t row_rewrites;       /* page-table entries pointed from duplicates to the tree */
+    /* Overlap, seen from the host (rank 0): launches issued while an earlier batch was in
+     * flight; of those, the ones whose issue returned before that batch's forward had ended
+     * on the device (the host prepared batch N+1 while N ran); host time spent issuing. */
+    int64_t launches_behind_inflight;
+    int64_t launches_ahead;
+    int64_t launch_host_ns;
     int32_t pending, running;   /* now */
     struct rig_cache_sizes kv;  /* now, in slots */
 };

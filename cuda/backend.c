@@ -77,6 +77,8 @@ static enum rig_status rig__open_one(int32_t ordinal, struct rig_device *device)
     context->ordinal = ordinal;
     context->sm_count = prop.multiProcessorCount;
     context->shared_optin_bytes = prop.sharedMemPerBlockOptin;
+    const char *pdl = getenv("RIG_CUDA_PDL"); /* a measuring switch: 0 = plain launches */
+    context->pdl = prop.major >= 9 && !(pdl != NULL && strcmp(pdl, "0") == 0);
     device->context = context;
     size_t name_length = strnlen(prop.name, sizeof prop.name);
     if (name_length >= sizeof device->info.name) name_length = sizeof device->info.name - 1;
@@ -146,6 +148,42 @@ static void rig__buffer_free(struct rig_device *device, void *data, void *contex
     cudaError_t error = cudaFree(data);
     if (error != cudaSuccess)
         rig_cuda_report(RIG_E_DEVICE, __FILE__, __LINE__, "cudaFree", cudaGetErrorString(error));
+}
+
+/* Pinned host memory, portable (pinned for every device of the process, as TP ranks share
+ * the engine's staging). RIG_CUDA_PAGEABLE_HOST=1 (read at each call; start-up only) hands
+ * out pageable memory instead: a measuring switch, to time the serialised loop against the
+ * overlapped one with the same binary. */
+static enum rig_status rig__host_alloc(struct rig_device *device, size_t bytes, void **out)
+{
+    const char *pageable = getenv("RIG_CUDA_PAGEABLE_HOST");
+    void *host = NULL;
+    if (pageable != NULL && strcmp(pageable, "1") == 0) {
+        if (posix_memalign(&host, 256, bytes) != 0) return RIG_E_NO_MEMORY;
+    } else {
+        enum rig_status status = rig__select(device);
+        if (status != RIG_OK) return status;
+        RIG_CUDA_TRY(cudaHostAlloc(&host, bytes, cudaHostAllocPortable));
+    }
+    memset(host, 0, bytes);
+    *out = host;
+    return RIG_OK;
+}
+
+static void rig__host_free(struct rig_device *device, void *host)
+{
+    (void)device;
+    struct cudaPointerAttributes attributes;
+    cudaError_t error = cudaPointerGetAttributes(&attributes, host);
+    if (error == cudaSuccess && attributes.type == cudaMemoryTypeHost) {
+        error = cudaFreeHost(host);
+        if (error != cudaSuccess)
+            rig_cuda_report(RIG_E_DEVICE, __FILE__, __LINE__, "cudaFreeHost",
+                            cudaGetErrorString(error));
+        return;
+    }
+    (void)cudaGetLastError(); /* pageable (RIG_CUDA_PAGEABLE_HOST): not the runtime's */
+    free(host);
 }
 
 static enum rig_status rig__memcpy_async(struct rig_stream *stream, void *dst, const void *src,
@@ -278,6 +316,17 @@ static enum rig_status rig__event_synchronize(struct rig_event *event)
     return RIG_OK;
 }
 
+static enum rig_status rig__event_query(struct rig_event *event, bool *complete)
+{
+    enum rig_status status = rig__select(event->device);
+    if (status != RIG_OK) return status;
+    cudaError_t error = cudaEventQuery(rig__event(event)->event);
+    *complete = error == cudaSuccess;
+    if (error == cudaErrorNotReady) return RIG_OK; /* not an error: nothing to clear */
+    RIG_CUDA_TRY(error);
+    return RIG_OK;
+}
+
 static enum rig_status rig__event_elapsed_ns(const struct rig_event *start,
                                              const struct rig_event *end, int64_t *ns)
 {
@@ -364,6 +413,7 @@ static enum rig_status rig__op(struct rig_stream *stream, const struct rig_op *o
                                  RIG_CUDA_COUNTER_BYTES),
         .sm_count = d->sm_count,
         .shared_optin_bytes = d->shared_optin_bytes,
+        .pdl = d->pdl,
     };
     return rig_cuda_op_dispatch(&launch, op);
 }
@@ -382,6 +432,8 @@ static const struct rig_backend_iface rig__cuda_iface = {
     .close = rig__close,
     .buffer_alloc = rig__buffer_alloc,
     .buffer_free = rig__buffer_free,
+    .host_alloc = rig__host_alloc,
+    .host_free = rig__host_free,
     .memcpy_async = rig__memcpy_async,
     .fill_u32 = rig__fill_u32,
     .stream_create = rig__stream_create,
@@ -392,6 +444,7 @@ static const struct rig_backend_iface rig__cuda_iface = {
     .event_record = rig__event_record,
     .stream_wait_event = rig__stream_wait_event,
     .event_synchronize = rig__event_synchronize,
+    .event_query = rig__event_query,
     .event_elapsed_ns = rig__event_elapsed_ns,
     .graph_capture_begin = rig__graph_capture_begin,
     .graph_capture_end = rig__graph_capture_end,

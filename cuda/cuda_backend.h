@@ -17,9 +17,11 @@
  *           the cuBLAS workspace and scratch of the stream it was captured on: replay it on
  *           that stream, or on another only when the capture stream is idle meanwhile;
  *   comm    an ncclComm_t from ncclCommInitAll over the group's ordinals (one process).
- * Copies: host memory given to upload/download may be pageable; such copies are staged by
- * the driver and synchronous with respect to the host buffer. Overlapping copies with compute
- * needs pinned host memory, which is the caller's concern (cudaHostAlloc outside the HAL).
+ *   host    rig_hal_host_alloc: cudaHostAlloc(cudaHostAllocPortable), pinned for every GPU
+ *           of the process (RIG_CUDA_PAGEABLE_HOST=1: pageable, to measure the difference).
+ * Copies: to and from pinned host memory they are asynchronous. Host memory given to
+ * upload/download may also be pageable; such copies are staged by the driver and block the
+ * host (a download returns only once the stream has run everything before it).
  *
  * Errors: every CUDA, cuBLAS and NCCL call is checked; a failure prints
  * "rig: cuda: file:line: call: error string" on stderr and returns RIG_E_DEVICE

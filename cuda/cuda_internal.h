@@ -37,6 +37,7 @@ struct rig_cuda_device {
     int32_t ordinal;           /* CUDA device index */
     int32_t sm_count;          /* multiprocessors */
     size_t shared_optin_bytes; /* largest dynamic shared memory a block may opt into */
+    bool pdl;                  /* programmatic dependent launch (RIG_CUDA_PDL=0: off) */
 };
 
 struct rig_cuda_stream {
@@ -68,6 +69,10 @@ struct rig_cuda_launch {
     uint32_t *counters; /* (RIG_CUDA_COUNTER_BYTES / 4) zero between kernels, see above */
     int32_t sm_count;
     size_t shared_optin_bytes;
+    /* Launch the kernels that support it (rig_cuda_launch_pdl, common.cuh) with programmatic
+     * dependent launch: a kernel may start while its predecessor finishes and waits in
+     * griddepcontrol.wait before touching what that one wrote. */
+    bool pdl;
 };
 
 /* Prints "rig: cuda: file:line: call: message" and returns `status`. */

@@ -5,6 +5,7 @@
  * the backend called. On an error nothing is issued and no state changes.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -133,6 +134,75 @@ size_t rig_hal_buffer_size(const struct rig_buffer *buffer)
 {
     RIG_ASSERT(buffer != NULL);
     return buffer->bytes;
+}
+
+/* --- pinned host memory ------------------------------------------------------------------ */
+
+/* The live pinned allocations of the process, whichever device made them: copies ask
+ * rig_hal_host_is_pinned from any rank's thread, so the table has a lock. */
+struct rig__pinned {
+    uintptr_t start;
+    size_t bytes;
+};
+static struct rig__pinned rig__pinned_table[RIG_HAL_PINNED_MAX];
+static int32_t rig__pinned_count;
+static pthread_mutex_t rig__pinned_lock = PTHREAD_MUTEX_INITIALIZER;
+
+enum rig_status rig_hal_host_alloc(struct rig_device *device, size_t bytes, void **out)
+{
+    if (device == NULL || out == NULL) return RIG_E_HANDLE;
+    if (bytes == 0) return RIG_E_INVALID;
+    void *host = NULL;
+    enum rig_status status = RIG_OK;
+    /* Allocated under the lock (start-up only): the table and the memory change together. */
+    pthread_mutex_lock(&rig__pinned_lock);
+    if (rig__pinned_count == RIG_HAL_PINNED_MAX) {
+        status = RIG_E_CAPACITY;
+    } else if (device->iface->host_alloc != NULL) {
+        status = device->iface->host_alloc(device, bytes, &host);
+    } else if (posix_memalign(&host, 256, bytes) == 0) {
+        memset(host, 0, bytes);
+    } else {
+        status = RIG_E_NO_MEMORY;
+    }
+    if (status == RIG_OK) {
+        RIG_ASSERT(host != NULL);
+        rig__pinned_table[rig__pinned_count++] = (struct rig__pinned){(uintptr_t)host, bytes};
+    }
+    pthread_mutex_unlock(&rig__pinned_lock);
+    if (status != RIG_OK) return status;
+    device->live_objects++;
+    *out = host;
+    return RIG_OK;
+}
+
+void rig_hal_host_free(struct rig_device *device, void *host)
+{
+    if (host == NULL) return;
+    RIG_ASSERT(device != NULL);
+    pthread_mutex_lock(&rig__pinned_lock);
+    int32_t found = -1;
+    for (int32_t i = 0; i < rig__pinned_count; i++)
+        if (rig__pinned_table[i].start == (uintptr_t)host) found = i;
+    RIG_ASSERT_MSG(found >= 0, "rig_hal_host_free of memory rig_hal_host_alloc did not return");
+    rig__pinned_table[found] = rig__pinned_table[--rig__pinned_count];
+    pthread_mutex_unlock(&rig__pinned_lock);
+    if (device->iface->host_free != NULL) device->iface->host_free(device, host);
+    else free(host);
+    device->live_objects--;
+}
+
+bool rig_hal_host_is_pinned(const void *host, size_t bytes)
+{
+    uintptr_t at = (uintptr_t)host;
+    bool pinned = false;
+    pthread_mutex_lock(&rig__pinned_lock);
+    for (int32_t i = 0; i < rig__pinned_count && !pinned; i++) {
+        const struct rig__pinned *p = &rig__pinned_table[i];
+        pinned = at >= p->start && at - p->start <= p->bytes && bytes <= p->bytes - (at - p->start);
+    }
+    pthread_mutex_unlock(&rig__pinned_lock);
+    return pinned;
 }
 
 static void *rig__offset(void *base, size_t offset)
@@ -281,6 +351,15 @@ enum rig_status rig_hal_event_synchronize(struct rig_event *event)
     if (event == NULL) return RIG_E_HANDLE;
     if (!event->recorded) return RIG_OK;
     return event->device->iface->event_synchronize(event);
+}
+
+enum rig_status rig_hal_event_query(struct rig_event *event, bool *complete)
+{
+    if (event == NULL || complete == NULL) return RIG_E_HANDLE;
+    if (event->device->iface->event_query == NULL) return RIG_E_UNSUPPORTED;
+    *complete = true;
+    if (!event->recorded) return RIG_OK;
+    return event->device->iface->event_query(event, complete);
 }
 
 enum rig_status rig_hal_event_elapsed_ns(const struct rig_event *start,

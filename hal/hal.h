@@ -86,13 +86,29 @@ void rig_hal_buffer_free(struct rig_buffer *buffer);
 /* Device address of the first byte; what tensors point into. Can't fail. */
 void *rig_hal_buffer_ptr(const struct rig_buffer *buffer);
 size_t rig_hal_buffer_size(const struct rig_buffer *buffer);
-/* Asynchronous copies on `stream`; the host memory must stay valid and unchanged until the
- * stream has passed the copy. Offsets and sizes are bounds-checked against the buffer. */
+/* Copies between host and device memory on `stream`; the host memory must stay valid and
+ * unchanged until the stream has passed the copy. Offsets and sizes are bounds-checked
+ * against the buffer. From or to pinned host memory (rig_hal_host_alloc) a copy is
+ * asynchronous; from or to any other (pageable) host memory it may block the host until the
+ * copy is done (CUDA stages it through its own pinned buffer; the simulator costs it so), so
+ * a step loop that overlaps host work with the device copies through pinned memory only. */
 enum rig_status rig_hal_buffer_upload(struct rig_stream *stream, struct rig_buffer *buffer,
                                       size_t offset, const void *src, size_t bytes);
 enum rig_status rig_hal_buffer_download(struct rig_stream *stream,
                                         const struct rig_buffer *buffer, size_t offset,
                                         void *dst, size_t bytes);
+/* Allocates `bytes` (> 0) of zeroed pinned (page-locked) host memory for copies to and from
+ * any device of `device`'s group: cudaHostAlloc on CUDA, aligned heap memory on the
+ * simulator. Counts as an object of `device` until rig_hal_host_free. At most
+ * RIG_HAL_PINNED_MAX live allocations in the process; RIG_E_CAPACITY beyond,
+ * RIG_E_NO_MEMORY when the host has none. Start-up only: never in the step loop. */
+#define RIG_HAL_PINNED_MAX 64
+enum rig_status rig_hal_host_alloc(struct rig_device *device, size_t bytes, void **out);
+/* Frees what rig_hal_host_alloc(device, ...) returned. NULL is a no-op. */
+void rig_hal_host_free(struct rig_device *device, void *host);
+/* True when [host, host + bytes) lies inside one live rig_hal_host_alloc allocation (of any
+ * device). Thread-safe. Can't fail. */
+bool rig_hal_host_is_pinned(const void *host, size_t bytes);
 /* Fills `count` 32-bit words from `offset` (a multiple of 4) with `value`. */
 enum rig_status rig_hal_buffer_fill(struct rig_stream *stream, struct rig_buffer *buffer,
                                     size_t offset, uint32_t value, size_t count);
@@ -115,6 +131,10 @@ enum rig_status rig_hal_event_record(struct rig_event *event, struct rig_stream 
 enum rig_status rig_hal_stream_wait_event(struct rig_stream *stream, struct rig_event *event);
 /* Blocks the host until `event` has completed. */
 enum rig_status rig_hal_event_synchronize(struct rig_event *event);
+/* Whether all work before `event`'s record has completed, without blocking: *complete is
+ * true also for a never-recorded event (as CUDA). The simulator compares the event's time with
+ * the host's virtual clock. */
+enum rig_status rig_hal_event_query(struct rig_event *event, bool *complete);
 /* Device time from `start` to `end` (both recorded and completed), in nanoseconds. */
 enum rig_status rig_hal_event_elapsed_ns(const struct rig_event *start,
                                          const struct rig_event *end, int64_t *ns);

@@ -31,6 +31,11 @@ struct rig_backend_iface {
                                     enum rig_memory_use use, void **data, void **context);
     void (*buffer_free)(struct rig_device *device, void *data, void *context);
 
+    /* Pinned host memory for copies. (optional) both NULL: zeroed heap memory aligned to 256
+     * bytes. host_alloc returns zeroed memory. */
+    enum rig_status (*host_alloc)(struct rig_device *device, size_t bytes, void **out);
+    void (*host_free)(struct rig_device *device, void *host);
+
     /* Copies and fills on a stream, asynchronous. Required. */
     enum rig_status (*memcpy_async)(struct rig_stream *stream, void *dst, const void *src,
                                     size_t bytes, enum rig_copy_kind kind);
@@ -46,6 +51,8 @@ struct rig_backend_iface {
     enum rig_status (*event_record)(struct rig_event *event, struct rig_stream *stream);
     enum rig_status (*stream_wait_event)(struct rig_stream *stream, struct rig_event *event);
     enum rig_status (*event_synchronize)(struct rig_event *event);
+    /* (optional) when NULL, rig_hal_event_query returns RIG_E_UNSUPPORTED. */
+    enum rig_status (*event_query)(struct rig_event *event, bool *complete);
     enum rig_status (*event_elapsed_ns)(const struct rig_event *start,
                                         const struct rig_event *end, int64_t *ns);
 

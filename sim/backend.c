@@ -121,6 +121,7 @@ static const struct rig_backend_iface rig__sim_iface = {
     .event_record = rig_sim_event_record,
     .stream_wait_event = rig_sim_stream_wait_event,
     .event_synchronize = rig_sim_event_synchronize,
+    .event_query = rig_sim_event_query,
     .event_elapsed_ns = rig_sim_event_elapsed_ns,
     .graph_capture_begin = rig_sim_graph_capture_begin,
     .graph_capture_end = rig_sim_graph_capture_end,

@@ -11,7 +11,8 @@
  *                  start = max(stream ready, host + kernel_launch_latency_ns, compute free)
  *   graph node:    start = max(stream ready, host + kernel_launch_latency_ns, compute free)
  *                  (the graph launch charged the host once)
- *   copy:          host += kernel_launch_host_ns; start = max(stream ready, host, copy free)
+ *   copy:          host += kernel_launch_host_ns; start = max(stream ready, host, copy free);
+ *                  from or to pageable host memory the host then waits for its end
  *   then end = start + duration, and the stream and the engine are ready at `end`. Durations
  *   come from sim/cost.h; a graph node's floor is graph_node_ns instead of min_kernel_ns.
  * Invariants: every timeline only moves forward.

@@ -79,6 +79,14 @@ enum rig_status rig_sim_event_synchronize(struct rig_event *event)
     return RIG_OK;
 }
 
+enum rig_status rig_sim_event_query(struct rig_event *event, bool *complete)
+{
+    RIG_ASSERT(event != NULL && event->context != NULL && complete != NULL);
+    const struct rig_sim_device *device = rig_sim_device_of(event->device);
+    *complete = ((const struct rig_sim_event *)event->context)->time_ns <= device->clock.host_ns;
+    return RIG_OK;
+}
+
 enum rig_status rig_sim_event_elapsed_ns(const struct rig_event *start, const struct rig_event *end,
                                          int64_t *ns)
 {
@@ -100,6 +108,13 @@ enum rig_status rig_sim_memcpy_async(struct rig_stream *stream, void *dst, const
     int64_t duration = rig_sim_cost_copy_ns(&device->profile, kind, bytes);
     sim_stream->ready_ns =
         rig_sim_clock_copy(&device->clock, &device->profile, sim_stream->ready_ns, duration);
+    /* CUDA stages a copy from or to pageable host memory through its own pinned buffer and
+     * returns only when it is done: the host waits for the copy (and all before it). */
+    const void *host = kind == RIG_COPY_HOST_TO_DEVICE   ? src
+                       : kind == RIG_COPY_DEVICE_TO_HOST ? dst
+                                                         : NULL;
+    if (host != NULL && !rig_hal_host_is_pinned(host, bytes))
+        rig_sim_clock_host_wait_until(&device->clock, sim_stream->ready_ns);
     return RIG_OK;
 }
 

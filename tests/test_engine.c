@@ -13,6 +13,10 @@
  *   two runs give identical decode orders, records and tokens.
  * - Aborts at every step of a small workload: each request ends exactly once, all drains.
  * - Stop conditions: stop token, EOS (and ignore_eos), context limit (max_tokens 0).
+ * - Overlap seen from the host: with overlap on, nine in ten launches (or more) issued while a
+ *   batch was in flight returned before that batch's forward ended (pinned staging: nothing
+ *   blocks the host);
+ *   with overlap off no batch is in flight at a launch.
  * - Many requests sharing a long cached prefix: each admission must send its whole row to
  *   the devices, so admissions per batch are bounded by the table-write capacity, not only
  *   by the token budget (they spread over several batches; nothing overflows). */
@@ -191,6 +195,34 @@ static void test_overlap_finish_waits_for_inflight(void **state)
     assert_int_equal(r->output_len, k + 1);
     assert_null(rig_engine_find(h.engine, 1));
     harness_close(&h);
+}
+
+static void test_overlap_launches_ahead(void **state)
+{
+    (void)state;
+    for (int32_t overlap = 0; overlap <= 1; overlap++) {
+        struct rig_engine_config c;
+        harness_config(&c, "tiny", true);
+        c.overlap = overlap == 1;
+        harness_open(&h, &c);
+        int32_t p[16];
+        harness_prompt(p, 16, 1, 1024);
+        harness_submit(&h, 1, p, 16, 12, 0.0f, RIG_OK);
+        harness_run(&h);
+        struct rig_engine_stats st;
+        rig_engine_stats(h.engine, &st);
+        if (overlap == 1) {
+            assert_true(st.launches_behind_inflight >= 10); /* a prefill + 11 decode steps */
+            /* The tiny model's steps are short: one may end while the host still schedules
+             * (11 of 11 launches behind a batch, 10 ahead of it, today). */
+            assert_true(st.launches_ahead * 10 >= st.launches_behind_inflight * 9);
+        } else {
+            assert_int_equal(st.launches_behind_inflight, 0);
+            assert_int_equal(st.launches_ahead, 0);
+        }
+        assert_true(st.launch_host_ns > 0);
+        harness_close(&h);
+    }
 }
 
 /* Two identical prompts in one prefill batch: the second's 16 pages are duplicates. They are
@@ -412,6 +444,7 @@ int main(void)
         cmocka_unit_test(test_admission_blocked_by_reservation),
         cmocka_unit_test(test_rejections),
         cmocka_unit_test(test_overlap_finish_waits_for_inflight),
+        cmocka_unit_test(test_overlap_launches_ahead),
         cmocka_unit_test(test_duplicate_prefix_row_rewritten),
         cmocka_unit_test(test_abort_and_finish_same_step),
         cmocka_unit_test(test_two_runs_identical),

@@ -9,7 +9,11 @@
  * allocated on each of 4 timing-only ranks with VmRSS staying under 1 GB, its ops run
  * without touching phantom memory, metadata ops run for real, and touching a phantom
  * buffer crashes (in a child process); a real 40 GB buffer costs only the pages touched;
- * profile errors name file:line:column and the key; the built-in profiles load.
+ * profile errors name file:line:column and the key; the built-in profiles load. Pinned host
+ * memory: zeroed, recognised by rig_hal_host_is_pinned over exactly its range, refused past
+ * RIG_HAL_PINNED_MAX; a copy through it leaves the host free (only the API call's cost),
+ * the same copy through pageable memory makes the host wait for its end; an event query is
+ * false while the copy runs and true once the host has waited for it.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -18,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "sim/cost.h"
 #include "sim/profile.h"
 #include "sim/sim.h"
 #include "tests/support/test_support.h"
@@ -134,6 +139,91 @@ static void rig__download(struct rig_stream *stream, struct rig_buffer *buf, siz
 {
     assert_int_equal(rig_hal_buffer_download(stream, buf, offset, out, bytes), RIG_OK);
     assert_int_equal(rig_hal_stream_synchronize(stream), RIG_OK);
+}
+
+static void test_pinned_host_memory(void **state)
+{
+    (void)state;
+    struct rig_device *device;
+    rig_test_open_sim(1, false, &device);
+    uint8_t *host = NULL;
+    void *p = NULL;
+    assert_int_equal(rig_hal_host_alloc(device, 0, &p), RIG_E_INVALID);
+    assert_int_equal(rig_hal_host_alloc(device, 1000, &p), RIG_OK);
+    host = p;
+    for (int32_t i = 0; i < 1000; i++)
+        assert_int_equal(host[i], 0);
+    assert_true(rig_hal_host_is_pinned(host, 1000));
+    assert_true(rig_hal_host_is_pinned(host + 999, 1));
+    assert_false(rig_hal_host_is_pinned(host + 999, 2));
+    assert_false(rig_hal_host_is_pinned(host + 1000, 1));
+    uint8_t pageable[16];
+    assert_false(rig_hal_host_is_pinned(pageable, sizeof pageable));
+    void *more[RIG_HAL_PINNED_MAX];
+    int32_t got = 0;
+    while (got < RIG_HAL_PINNED_MAX && rig_hal_host_alloc(device, 64, &more[got]) == RIG_OK)
+        got++;
+    assert_true(got >= 1 && got < RIG_HAL_PINNED_MAX); /* the table is full: host holds one */
+    void *refused = NULL;
+    assert_int_equal(rig_hal_host_alloc(device, 64, &refused), RIG_E_CAPACITY);
+    assert_null(refused);
+    for (int32_t i = 0; i < got; i++)
+        rig_hal_host_free(device, more[i]);
+    rig_hal_host_free(device, host);
+    assert_false(rig_hal_host_is_pinned(host, 1));
+    rig_hal_host_free(device, NULL);
+    rig_hal_close(device); /* asserts no live objects: every pinned block was counted back */
+}
+
+/* Host time after a 64 MiB download to `host`, and whether the event after it had completed
+ * just after the call. */
+static int64_t rig__download_host_ns(bool pinned, bool *complete_after)
+{
+    struct rig_device *device;
+    struct rig_stream *stream;
+    struct rig_buffer *buffer;
+    struct rig_event *event;
+    size_t bytes = (size_t)64 << 20;
+    rig_test_open_sim(1, false, &device);
+    assert_int_equal(rig_hal_stream_create(device, &stream), RIG_OK);
+    assert_int_equal(rig_hal_event_create(device, &event), RIG_OK);
+    assert_int_equal(rig_hal_buffer_alloc(device, bytes, RIG_MEMORY_ACTIVATIONS, &buffer), RIG_OK);
+    void *host = NULL;
+    if (pinned) assert_int_equal(rig_hal_host_alloc(device, bytes, &host), RIG_OK);
+    else host = malloc(bytes);
+    assert_non_null(host);
+    bool complete = false;
+    assert_int_equal(rig_hal_event_query(event, &complete), RIG_OK);
+    assert_true(complete); /* never recorded */
+    int64_t before = rig_hal_now_ns(device);
+    assert_int_equal(rig_hal_buffer_download(stream, buffer, 0, host, bytes), RIG_OK);
+    int64_t after = rig_hal_now_ns(device) - before;
+    assert_int_equal(rig_hal_event_record(event, stream), RIG_OK);
+    assert_int_equal(rig_hal_event_query(event, complete_after), RIG_OK);
+    assert_int_equal(rig_hal_event_synchronize(event), RIG_OK);
+    assert_int_equal(rig_hal_event_query(event, &complete), RIG_OK);
+    assert_true(complete);
+    if (pinned) rig_hal_host_free(device, host);
+    else free(host);
+    rig_hal_buffer_free(buffer);
+    rig_hal_event_destroy(event);
+    rig_hal_stream_destroy(stream);
+    rig_hal_close(device);
+    return after;
+}
+
+static void test_pageable_copy_blocks_host(void **state)
+{
+    (void)state;
+    struct rig_sim_profile p;
+    char error[RIG_SIM_PROFILE_ERROR_MAX];
+    assert_int_equal(rig_sim_profile_load("h100", &p, error, sizeof error), RIG_OK);
+    int64_t copy = rig_sim_cost_copy_ns(&p, RIG_COPY_DEVICE_TO_HOST, (size_t)64 << 20);
+    bool pinned_done = true, pageable_done = false;
+    assert_int_equal(rig__download_host_ns(true, &pinned_done), p.kernel_launch_host_ns);
+    assert_false(pinned_done);
+    assert_int_equal(rig__download_host_ns(false, &pageable_done), p.kernel_launch_host_ns + copy);
+    assert_true(pageable_done);
 }
 
 static void test_graph_replay_equals_eager(void **state)
@@ -626,6 +716,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_buffer_round_trip),
+        cmocka_unit_test(test_pinned_host_memory),
+        cmocka_unit_test(test_pageable_copy_blocks_host),
         cmocka_unit_test(test_device_memory_limit),
         cmocka_unit_test(test_graph_replay_equals_eager),
         cmocka_unit_test(test_fault_fail_nth_alloc),

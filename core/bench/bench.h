@@ -46,7 +46,7 @@
 #define RIG_BENCH_DECODE_MAX    16
 #define RIG_BENCH_PREFILL_MAX   16
 #define RIG_BENCH_ATTENTION_MAX 4
-#define RIG_BENCH_SERVING_MAX   16
+#define RIG_BENCH_SERVING_MAX   24
 #define RIG_BENCH_OPS_MAX       48
 #define RIG_BENCH_REPEATS_MAX   64
 #define RIG_BENCH_TEXT_MAX      128
@@ -77,6 +77,8 @@ struct rig_bench_options {
     int32_t online_requests; /* requests per online rate; 0 = default */
     double online_rates[RIG_BENCH_SERVING_MAX]; /* (online_rate_count) requests/s */
     int32_t online_rate_count;                  /* 0 = default sweep */
+    bool online_overlap;     /* online runs with overlap scheduling on (default) */
+    bool online_no_overlap;  /* ... and/or off ("online-R-no-overlap") */
     /* Called as work proceeds (may be NULL): `done` of `total` units of `what`. */
     void (*progress)(void *user, const char *what, int64_t done, int64_t total);
     void *user;
@@ -133,6 +135,11 @@ struct rig_bench_serving_row {
     double floor_s;       /* offline: the KV + weight bytes and prefill FLOPs floor */
     double floor_ratio;   /* floor_s / duration */
     double idle_fraction; /* device idle between consecutive decode steps / their span */
+    /* Overlap seen from the host (rig_engine_stats): of the launches issued while an earlier
+     * batch was in flight, the fraction whose issue returned before that batch's forward had
+     * ended on the device; and the mean host time of one launch's issue. */
+    double ahead_fraction;
+    double launch_host_us;
     char path[RIG_BENCH_TEXT_MAX * 2]; /* the run's HDF5 file, "" when none */
 };
 

@@ -14,6 +14,7 @@ void rig_bench_options_default(struct rig_bench_options *options)
 {
     RIG_ASSERT(options != NULL);
     memset(options, 0, sizeof *options);
+    options->online_overlap = true;
     options->backend = "sim";
     options->repeats = RIG__REPEATS_DEFAULT;
 }

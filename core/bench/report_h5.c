@@ -171,6 +171,8 @@ static void rig__write_serving(struct rig__h5 *w, const struct rig_bench_report 
         RIG__COL(S, floor_s, RIG__F64),
         RIG__COL(S, floor_ratio, RIG__F64),
         RIG__COL(S, idle_fraction, RIG__F64),
+        RIG__COL(S, ahead_fraction, RIG__F64),
+        RIG__COL(S, launch_host_us, RIG__F64),
         {"path", offsetof(S, path), RIG__TEXT, sizeof(((S *)0)->path)}};
     typedef struct rig_bench_op_row O;
     static const struct rig__column ops[] = {

@@ -116,6 +116,12 @@ static enum rig_status rig__serve(const struct rig_bench_options *o,
         for (int64_t i = 0; i < results.step_count; i++)
             row->decode_steps += results.steps[i].phase == RIG_STEP_DECODE;
         row->idle_fraction = rig_bench_idle_fraction(&results);
+        if (results.launches_behind_inflight > 0)
+            row->ahead_fraction =
+                (double)results.launches_ahead / (double)results.launches_behind_inflight;
+        if (results.step_count > 0)
+            row->launch_host_us = 1e-3 * (double)results.launch_host_ns /
+                                  (double)results.step_count;
         if (isinf(row->rate)) {
             row->floor_s = rig__offline_floor(o, &report->floors, &results, row->decode_steps);
             row->floor_ratio = row->floor_s / row->metrics.duration_s;
@@ -194,12 +200,16 @@ enum rig_status rig_bench_online(const struct rig_bench_options *o, struct rig_b
     enum rig_status status = rig__make_out_dir(o, error, error_len);
     for (int32_t i = 0; i < count && status == RIG_OK; i++) {
         char name[32], workload[256];
-        snprintf(name, sizeof name, "online-%g", rates[i]);
         snprintf(workload, sizeof workload,
                  "{kind: random, name: online, count: %d, input_len: [100, 1024], "
                  "output_len: [100, 1024], token_range: [0, 10000], rate: %.17g}",
                  requests, rates[i]);
-        status = rig__serve_row(o, report, name, rates[i], true, workload, error, error_len);
+        snprintf(name, sizeof name, "online-%g", rates[i]);
+        if (o->online_overlap && status == RIG_OK)
+            status = rig__serve_row(o, report, name, rates[i], true, workload, error, error_len);
+        snprintf(name, sizeof name, "online-%g-no-overlap", rates[i]);
+        if (o->online_no_overlap && status == RIG_OK)
+            status = rig__serve_row(o, report, name, rates[i], false, workload, error, error_len);
     }
     return status;
 }

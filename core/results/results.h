@@ -112,6 +112,8 @@ struct rig_results {
     int64_t pages_leaked;                 /* pages neither free nor cached after the drain */
     int64_t cache_hit_tokens;             /* sum of cached_len */
     int64_t pages_total;
+    /* the engine's overlap counters (rig_engine_stats; not written to the results file) */
+    int64_t launches_behind_inflight, launches_ahead, launch_host_ns;
 };
 
 /* Allocates room for `requests` requests, `tokens` output tokens in all, `steps` steps and

@@ -429,6 +429,9 @@ static void rig__totals(struct rig__run *run)
         hits += run->results->requests[i].cached_len;
     run->results->cache_hit_tokens = hits;
     run->results->invariant_violations = run->violations;
+    run->results->launches_behind_inflight = stats.launches_behind_inflight;
+    run->results->launches_ahead = stats.launches_ahead;
+    run->results->launch_host_ns = stats.launch_host_ns;
 }
 
 enum rig_status rig_scenario_run(const struct rig_scenario *scenario,

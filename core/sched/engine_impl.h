@@ -60,8 +60,8 @@ struct rig__batch {
     struct rig_cache_sizes kv;   /* cache sizes after the batch's allocation */
     struct rig_request **reqs;   /* (R_max) decode requests first, then prefill (mixed) */
     bool *produces;              /* (R_max) true when this batch samples the request's token */
-    uint8_t *staging;            /* (layout.bytes) host metadata block */
-    int32_t *tokens_out;         /* (R_max) sampled tokens, downloaded from rank 0 */
+    uint8_t *staging;            /* (layout.bytes) host metadata block, pinned */
+    int32_t *tokens_out;         /* (R_max) sampled tokens, downloaded from rank 0, pinned */
 };
 
 struct rig__graph {

@@ -227,6 +227,19 @@ static enum rig_status rig__process(struct rig_engine *e, int32_t slot)
     return RIG_OK;
 }
 
+/* Just after batch `slot` was issued: was the other slot's batch, still unprocessed, also
+ * still running on the device? That is the overlap loop working: the host prepared and
+ * issued this batch while the previous one ran. */
+static void rig__count_ahead(struct rig_engine *e, int32_t slot)
+{
+    int32_t previous = (slot + RIG__SLOTS - 1) % RIG__SLOTS;
+    if (!e->batches[previous].active) return;
+    e->stats.launches_behind_inflight++;
+    bool ended = true;
+    if (rig_hal_event_query(e->ranks[0].end[previous], &ended) == RIG_OK && !ended)
+        e->stats.launches_ahead++;
+}
+
 /* Schedules, prepares and launches the next batch into `slot`; false when none. */
 static enum rig_status rig__launch_next(struct rig_engine *e, int32_t slot, bool *launched)
 {
@@ -245,8 +258,11 @@ static enum rig_status rig__launch_next(struct rig_engine *e, int32_t slot, bool
         if (s != RIG_OK) return s;
     }
     rig__prepare(e, b);
+    int64_t issue_ns = rig__now(e);
     enum rig_status status = rig__ranks_run(e, RIG__JOB_LAUNCH, slot);
     if (status != RIG_OK) return status;
+    e->stats.launch_host_ns += rig__now(e) - issue_ns;
+    rig__count_ahead(e, slot);
     b->active = true;
     e->next_step++;
     *launched = true;

@@ -748,6 +748,7 @@ template <int D, int G>
 static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP)
     rig__decode_kernel(struct rig_cuda_attention_args a, struct rig__partials part)
 {
+    rig_cuda_pdl_begin(); /* before any read of what earlier kernels wrote */
     using S = rig__decode_shape<D, G>;
     constexpr int U = S::unroll, H = S::heads;
     int lane = threadIdx.x % S::lanes, lane_group = threadIdx.x / S::lanes;
@@ -840,7 +841,8 @@ static enum rig_status rig__decode_launch(const struct rig_cuda_launch *launch,
     part.lse = part.values + (size_t)a->rows * a->heads_q * part.splits * D;
     part.counters = launch->counters;
     dim3 grid((unsigned)a->rows, (unsigned)a->heads_kv, (unsigned)part.splits);
-    rig__decode_kernel<D, G><<<grid, S::threads, shared, launch->stream>>>(*a, part);
+    RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__decode_kernel<D, G>, dim3(grid), dim3(S::threads),
+                                     shared, *a, part));
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
 }

@@ -17,6 +17,42 @@
 
 #define RIG_CUDA_WARP 32
 
+/* Programmatic dependent launch (Hopper). A kernel launched by rig_cuda_launch_pdl may start
+ * before its predecessor in the stream has finished: it must call rig_cuda_pdl_begin before
+ * its first access to memory another kernel writes (loads of weights, which nothing writes
+ * during a forward, may come first). rig_cuda_pdl_begin waits until the predecessor has
+ * completed and its writes are visible (a no-op in a kernel launched plainly), then lets the
+ * next kernel's blocks be scheduled as this one's run. Since each kernel waits for the whole
+ * of its predecessor, which waited for its own, the order of a stream is kept transitively. */
+static __device__ __forceinline__ void rig_cuda_pdl_begin()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+/* kernel<<<grid, block, shared, launch->stream>>>(args...), with the programmatic
+ * stream-serialisation attribute when launch->pdl. The kernel must call rig_cuda_pdl_begin.
+ * Returns the launch's error (check it with RIG_CUDA_TRY). */
+template <typename... Params, typename... Args>
+static inline cudaError_t rig_cuda_launch_pdl(const struct rig_cuda_launch *launch,
+                                              void (*kernel)(Params...), dim3 grid, dim3 block,
+                                              size_t shared, Args... args)
+{
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config = {};
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.dynamicSmemBytes = shared;
+    config.stream = launch->stream;
+    config.attrs = attribute;
+    config.numAttrs = launch->pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&config, kernel, args...);
+}
+
 static inline __host__ __device__ int64_t rig_cuda_div_up(int64_t a, int64_t b)
 {
     return (a + b - 1) / b;

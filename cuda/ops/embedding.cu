@@ -10,6 +10,7 @@ static __global__ void rig__embedding_kernel(uint16_t *out, int64_t out_stride,
                                              int64_t vocab, const int32_t *ids, int64_t vocab_start,
                                              int64_t hidden)
 {
+    rig_cuda_pdl_begin(); /* before any read of what earlier kernels wrote */
     int64_t t = blockIdx.x;
     int64_t row = (int64_t)ids[t] - vocab_start;
     bool held = row >= 0 && row < vocab;
@@ -33,13 +34,15 @@ enum rig_status rig_cuda_op_embedding(const struct rig_cuda_launch *launch,
                rig_cuda_rows_vec8(table, p->table.stride[0], hidden);
     unsigned threads = 128;
     if (vec) {
-        rig__embedding_kernel<8><<<(unsigned)tokens, threads, 0, launch->stream>>>(
-            out, p->out.stride[0], table, p->table.stride[0], p->table.shape[0],
-            (const int32_t *)p->ids.data, p->vocab_start, hidden);
+        RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__embedding_kernel<8>, dim3((unsigned)tokens),
+                                         dim3(threads), 0, out, p->out.stride[0], table,
+                                         p->table.stride[0], p->table.shape[0],
+                                         (const int32_t *)p->ids.data, p->vocab_start, hidden));
     } else {
-        rig__embedding_kernel<1><<<(unsigned)tokens, threads, 0, launch->stream>>>(
-            out, p->out.stride[0], table, p->table.stride[0], p->table.shape[0],
-            (const int32_t *)p->ids.data, p->vocab_start, hidden);
+        RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__embedding_kernel<1>, dim3((unsigned)tokens),
+                                         dim3(threads), 0, out, p->out.stride[0], table,
+                                         p->table.stride[0], p->table.shape[0],
+                                         (const int32_t *)p->ids.data, p->vocab_start, hidden));
     }
     RIG_CUDA_LAUNCHED();
     return RIG_OK;

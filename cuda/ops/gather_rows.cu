@@ -9,6 +9,7 @@ static __global__ void rig__gather_rows_kernel(char *out, int64_t out_stride_byt
                                                int64_t in_stride_bytes, int64_t in_rows,
                                                const int32_t *idx, int64_t units)
 {
+    rig_cuda_pdl_begin(); /* before any read of what earlier kernels wrote */
     int64_t r = blockIdx.x;
     int64_t source = idx[r];
     bool valid = source >= 0 && source < in_rows;
@@ -40,14 +41,17 @@ enum rig_status rig_cuda_op_gather_rows(const struct rig_cuda_launch *launch,
     const char *in = (const char *)p->in.data;
     const int32_t *idx = (const int32_t *)p->idx.data;
     if (vec) {
-        rig__gather_rows_kernel<uint4><<<(unsigned)rows, 128, 0, launch->stream>>>(
-            out, out_stride, in, in_stride, p->in.shape[0], idx, row_bytes / 16);
+        RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__gather_rows_kernel<uint4>,
+                                         dim3((unsigned)rows), dim3(128), 0, out, out_stride, in,
+                                         in_stride, p->in.shape[0], idx, row_bytes / 16));
     } else if (size == 4) {
-        rig__gather_rows_kernel<uint32_t><<<(unsigned)rows, 128, 0, launch->stream>>>(
-            out, out_stride, in, in_stride, p->in.shape[0], idx, row_bytes / 4);
+        RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__gather_rows_kernel<uint32_t>,
+                                         dim3((unsigned)rows), dim3(128), 0, out, out_stride, in,
+                                         in_stride, p->in.shape[0], idx, row_bytes / 4));
     } else {
-        rig__gather_rows_kernel<uint16_t><<<(unsigned)rows, 128, 0, launch->stream>>>(
-            out, out_stride, in, in_stride, p->in.shape[0], idx, row_bytes / 2);
+        RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__gather_rows_kernel<uint16_t>,
+                                         dim3((unsigned)rows), dim3(128), 0, out, out_stride, in,
+                                         in_stride, p->in.shape[0], idx, row_bytes / 2));
     }
     RIG_CUDA_LAUNCHED();
     return RIG_OK;

@@ -98,7 +98,10 @@ static enum rig_status rig__gemm_bias(const struct rig_cuda_launch *launch,
  * a long run of K to stream (K >= 2048: o 1024 x 2048 4.2 vs 5.5 us, down 1024 x 3072 5.1 vs
  * 7.3 us) or when the grid is many waves deep (the LM head, N = 151936: 102 vs 118 us). With
  * K = 1024 and a few thousand columns each block is one latency-bound batch of loads and
- * cuBLAS is faster (qkv 4096 x 1024: 6.1 vs 5.1 us; gate_up 6144 x 1024: 7.2 vs 6.8 us). */
+ * cuBLAS is faster (qkv 4096 x 1024: 6.1 vs 5.1 us; gate_up 6144 x 1024: 7.2 vs 6.8 us). That
+ * still holds under programmatic dependent launch, where this kernel prefetches its weights
+ * while the previous kernel ends: taking it for qkv and gate_up made the batch-1 graph step
+ * slower (H100, 87bedaf: 1.162 vs 1.130 ms at context 512, two runs each). */
 static bool rig__gemv_pays(const struct rig_cuda_launch *launch, const struct rig_op_gemm *p)
 {
     int64_t n = p->out.shape[1], k = p->a.shape[1];

@@ -119,6 +119,7 @@ static __global__ void __launch_bounds__(RIG__WARPS * RIG_CUDA_WARP)
     rig__qk_norm_rope_store_kernel(const struct rig__qkrs_args a,
                                    const struct rig__qkrs_table table)
 {
+    rig_cuda_pdl_begin(); /* before any read of what earlier kernels wrote */
     __shared__ float cosines[RIG__HALF_MAX], sines[RIG__HALF_MAX];
     int64_t t = blockIdx.x;
     float position = (float)a.positions[t];
@@ -199,13 +200,17 @@ enum rig_status rig_cuda_op_qk_norm_rope_store(const struct rig_cuda_launch *lau
     int vec = 1;
     if (rig__vec8(p)) vec = half >= 8 * RIG_CUDA_WARP ? 8 : (half >= 4 * RIG_CUDA_WARP ? 4 : 2);
     if (vec == 8)
-        rig__qk_norm_rope_store_kernel<8><<<grid, threads, 0, launch->stream>>>(a, table);
+        RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__qk_norm_rope_store_kernel<8>, dim3(grid),
+                                         dim3(threads), 0, a, table));
     else if (vec == 4)
-        rig__qk_norm_rope_store_kernel<4><<<grid, threads, 0, launch->stream>>>(a, table);
+        RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__qk_norm_rope_store_kernel<4>, dim3(grid),
+                                         dim3(threads), 0, a, table));
     else if (vec == 2)
-        rig__qk_norm_rope_store_kernel<2><<<grid, threads, 0, launch->stream>>>(a, table);
+        RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__qk_norm_rope_store_kernel<2>, dim3(grid),
+                                         dim3(threads), 0, a, table));
     else
-        rig__qk_norm_rope_store_kernel<1><<<grid, threads, 0, launch->stream>>>(a, table);
+        RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__qk_norm_rope_store_kernel<1>, dim3(grid),
+                                         dim3(threads), 0, a, table));
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
 }

@@ -7,6 +7,7 @@ template <int VEC>
 static __global__ void rig__silu_mul_kernel(uint16_t *out, int64_t out_stride, const uint16_t *in,
                                             int64_t in_stride, int64_t tokens, int64_t inter)
 {
+    rig_cuda_pdl_begin(); /* before any read of what earlier kernels wrote */
     int64_t chunks = inter / VEC;
     int64_t index = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (index >= tokens * chunks) return;
@@ -36,11 +37,13 @@ enum rig_status rig_cuda_op_silu_mul(const struct rig_cuda_launch *launch,
     int64_t chunks = tokens * (vec ? inter / 8 : inter);
     unsigned blocks = (unsigned)rig_cuda_div_up(chunks, 256);
     if (vec) {
-        rig__silu_mul_kernel<8><<<blocks, 256, 0, launch->stream>>>(out, p->out.stride[0], in,
-                                                                    p->in.stride[0], tokens, inter);
+        RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__silu_mul_kernel<8>, dim3(blocks), dim3(256),
+                                         0, out, p->out.stride[0], in, p->in.stride[0], tokens,
+                                         inter));
     } else {
-        rig__silu_mul_kernel<1><<<blocks, 256, 0, launch->stream>>>(out, p->out.stride[0], in,
-                                                                    p->in.stride[0], tokens, inter);
+        RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__silu_mul_kernel<1>, dim3(blocks), dim3(256),
+                                         0, out, p->out.stride[0], in, p->in.stride[0], tokens,
+                                         inter));
     }
     RIG_CUDA_LAUNCHED();
     return RIG_OK;

@@ -45,7 +45,9 @@ static void rig__bench_usage(FILE *out)
             "  --quick              small sizes, for a smoke test\n"
             "  --repeats N          timed repeats per measurement, median (default 10)\n"
             "  --rates R1,R2,...    online arrival rates in requests/s (default 4,8,16,32,64)\n"
-            "  --requests N         requests per online rate (default 128)\n");
+            "  --requests N         requests per online rate (default 128)\n"
+            "  --online-overlap on|off|both  overlap scheduling in the online runs (default\n"
+            "                       on; off/both add online-R-no-overlap rows)\n");
 }
 
 static const char *rig__arg(int argc, char **argv, int *i)
@@ -99,6 +101,15 @@ static int rig__option(int argc, char **argv, int *i, struct rig__bench_args *a)
         a->out = v;
     else if (strcmp(arg, "--rates") == 0)
         return rig__parse_rates(v, o);
+    else if (strcmp(arg, "--online-overlap") == 0) {
+        bool on = strcmp(v, "on") == 0, off = strcmp(v, "off") == 0, both = strcmp(v, "both") == 0;
+        if (!on && !off && !both) {
+            fprintf(stderr, "rig bench: --online-overlap takes on, off or both, not '%s'\n", v);
+            return 2;
+        }
+        o->online_overlap = on || both;
+        o->online_no_overlap = off || both;
+    }
     else if (strcmp(arg, "--repeats") == 0 || strcmp(arg, "--requests") == 0) {
         bool repeats = strcmp(arg, "--repeats") == 0;
         int32_t n = rig__count(v, repeats ? RIG_BENCH_REPEATS_MAX : 1 << 20);
@@ -118,7 +129,8 @@ static int rig__option(int argc, char **argv, int *i, struct rig__bench_args *a)
 static bool rig__takes_value(const char *arg)
 {
     static const char *const names[] = {"--backend", "--profile", "--model",   "--out",
-                                        "-o",        "--rates",   "--repeats", "--requests"};
+                                        "-o",        "--rates",   "--repeats", "--requests",
+                                        "--online-overlap"};
     for (size_t i = 0; i < RIG_ARRAY_LEN(names); i++)
         if (strcmp(arg, names[i]) == 0) return true;
     return false;
@@ -256,25 +268,27 @@ static void rig__print_serving(const struct rig_bench_report *r)
 {
     if (r->serving_count == 0) return;
     printf("serving (scheduler + model; sglang.bench_serving metrics, ms)\n");
-    printf("  %-19s %6s %5s %8s %9s %9s %8s %8s %7s %7s %7s %8s %9s %6s %6s\n", "run", "rate",
-           "reqs", "dur_s", "out_tok/s", "tot_tok/s", "ttft_p50", "ttft_p99", "tpot_50", "tpot_99",
-           "itl_p99", "e2e_p50", "e2e_p99", "floor", "idle");
+    printf("  %-26s %6s %5s %8s %9s %9s %8s %8s %7s %7s %7s %8s %9s %6s %6s %6s %8s\n", "run",
+           "rate", "reqs", "dur_s", "out_tok/s", "tot_tok/s", "ttft_p50", "ttft_p99", "tpot_50",
+           "tpot_99", "itl_p99", "e2e_p50", "e2e_p99", "floor", "idle", "ahead", "issue_us");
     for (int32_t i = 0; i < r->serving_count; i++) {
         const struct rig_bench_serving_row *s = &r->serving[i];
         const struct rig_metrics *m = &s->metrics;
         char rate[16], floor[16];
         snprintf(rate, sizeof rate, isinf(s->rate) ? "inf" : "%.4g", s->rate);
         snprintf(floor, sizeof floor, s->floor_s > 0 ? "%.3f" : "-", s->floor_ratio);
-        printf("  %-19s %6s %5d %8.3f %9.0f %9.0f %8.1f %8.1f %7.2f %7.2f %7.2f %8.0f %9.0f %6s "
-               "%5.1f%%\n",
+        printf("  %-26s %6s %5d %8.3f %9.0f %9.0f %8.1f %8.1f %7.2f %7.2f %7.2f %8.0f %9.0f %6s "
+               "%5.1f%% %5.1f%% %8.1f\n",
                s->name, rate, s->requests, m->duration_s, m->output_throughput, m->total_throughput,
                m->ttft.median * 1e3, m->ttft.p99 * 1e3, m->tpot.median * 1e3, m->tpot.p99 * 1e3,
                m->itl.p99 * 1e3, m->e2e.median * 1e3, m->e2e.p99 * 1e3, floor,
-               100.0 * s->idle_fraction);
+               100.0 * s->idle_fraction, 100.0 * s->ahead_fraction, s->launch_host_us);
     }
     printf("  floor: (decode steps x weights + KV bytes read) / bandwidth + prefill FLOPs / "
            "GEMM rate, over the duration\n  idle: device idle between consecutive decode "
-           "steps / their span (step records)\n\n");
+           "steps / their span (step records)\n  ahead: launches issued while the previous "
+           "batch still ran on the device / launches with a batch in flight; issue_us: host "
+           "time of one launch's issue (mean)\n\n");
 }
 
 static const char *rig__verdict(bool met)
