@@ -20,7 +20,7 @@
 #include "core/model/model.h"
 #include "sim/profile.h"
 #include "tests/support/test_support.h"
-#include "tools/rig/commands.h"
+#include "hal/backends.h"
 
 static struct rig_bench_report rig__report, rig__again;
 

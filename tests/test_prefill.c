@@ -1,6 +1,6 @@
 /* test_prefill.c — the prefill and decode managers (core/engine/sched/prefill.h, decode.h) on host
- * data, standing in for the scheduler by allocating each chunk's slots and advancing
- * cached_len the way a launch does.
+ * data, standing in for the scheduler by allocating each chunk's slots and advancing cached_len the
+ * way a launch does.
  *
  * Checks: a 10,000-token prompt with a 2048-token budget runs as chunks 2048, 2048, 2048,
  * 2048, 1808 and stays at the head of the queue until the last chunk, the request behind

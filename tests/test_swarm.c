@@ -26,7 +26,7 @@
 #include "core/harness/scenario/scenario.h"
 #include "core/harness/swarm/swarm.h"
 #include "tests/support/test_support.h"
-#include "tools/rig/commands.h"
+#include "hal/backends.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define RIG__SANITIZED 1

@@ -20,7 +20,7 @@
 
 #include "core/harness/swarm/plant.h"
 #include "core/harness/swarm/swarm.h"
-#include "tools/rig/commands.h"
+#include "hal/backends.h"
 
 #define RIG__DIGEST 0xfe56bbbb005c8bafull
 

@@ -22,7 +22,7 @@
 #include "core/harness/scenario/scenario.h"
 #include "core/harness/swarm/plant.h"
 #include "core/harness/swarm/swarm.h"
-#include "tools/rig/commands.h"
+#include "hal/backends.h"
 
 /* The first seed in [1, limit] that fails with `plant` on; 0 when none does. */
 static uint64_t rig__first_failing(uint32_t plant, uint64_t limit, struct rig_swarm_case *c,

@@ -1,9 +1,9 @@
 /* batch.h — one forward pass as the scheduler hands it to the model (DESIGN §2 steps 7–12).
  *
- * The scheduler (core/engine/sched/) prepares a batch: it allocates KV slots (`out_loc`), writes the
- * page table rows, gathers the input token ids from the token pool, and uploads the per-token
- * and per-request metadata below into device buffers it owns. The model (core/model/) reads
- * them, runs embedding → layers → final norm → LM head on the last position of each request
+ * The scheduler (core/engine/sched/) prepares a batch: it allocates KV slots (`out_loc`), writes
+ * the page table rows, gathers the input token ids from the token pool, and uploads the per-token
+ * and per-request metadata below into device buffers it owns. The model (core/model/) reads them,
+ * runs embedding → layers → final norm → LM head on the last position of each request
  * → sampling, and writes one token per request into `out_tokens`. The scheduler then scatters
  * the tokens into the token pool and downloads them.
  *

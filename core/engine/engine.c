@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/harness/results/results.h"
 #include "core/engine/engine_impl.h"
 #include "hal/philox.h"
 
@@ -103,6 +102,7 @@ static enum rig_status rig__host_init(struct rig_engine *e)
     rig__layout_init(&e->layout, rmax, e->tokens_max, writes);
     enum rig_status s = rig_request_pool_init(&e->pool, c->max_requests, L);
     if (s == RIG_OK) s = rig_cache_init(&e->cache, c->cache_type, c->num_pages, c->page_size);
+    if (s == RIG_OK) e->cache.plant = c->debug_plant;
     if (s == RIG_OK) s = rig_table_init(&e->table, rmax, L, e->dummy_slot);
     if (s == RIG_OK) s = rig_prefill_init(&e->prefill, c->max_requests, L);
     if (s == RIG_OK) s = rig_decode_init(&e->decode, rmax);
@@ -487,19 +487,4 @@ struct rig_model *rig_engine_model(struct rig_engine *e, int32_t rank)
 {
     RIG_ASSERT(e != NULL && rank >= 0 && rank < e->tp_size);
     return e->ranks[rank].model;
-}
-
-int32_t rig_engine_results_finish(enum rig_request_end end)
-{
-    switch (end) {
-    case RIG_END_LENGTH:
-    case RIG_END_CONTEXT: return RIG_FINISH_LENGTH;
-    case RIG_END_EOS:
-    case RIG_END_STOP_TOKEN: return RIG_FINISH_STOP;
-    case RIG_END_ABORT: return RIG_FINISH_ABORT;
-    case RIG_END_REJECTED: return RIG_FINISH_REJECTED;
-    case RIG_END_NONE:
-    case RIG_END_COUNT: break;
-    }
-    return RIG_FINISH_NONE;
 }

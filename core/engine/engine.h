@@ -76,6 +76,8 @@ struct rig_engine_config {
     bool check_invariants;            /* run the checker after every step */
     uint64_t seed;                    /* engine seed: per-request seeds derive from it */
     struct rig_host_costs host_costs;
+    uint32_t debug_plant;             /* the debug hook: planted bugs (core/engine/debug.h),
+                                         0 in every normal run */
 };
 
 /* Defaults: sim backend, tp 1, page size 1, 1024 pages, 16 rows, budget 8192, radix cache,
@@ -217,10 +219,5 @@ const struct rig_engine_config *rig_engine_get_config(const struct rig_engine *e
 /* Rank `rank`'s model (0 <= rank < tp_size), for debug access between steps such as
  * rig_model_keep_logits (`rig generate --logits-out`). */
 struct rig_model *rig_engine_model(struct rig_engine *engine, int32_t rank);
-
-/* The results file's finish reason (core/harness/results/results.h, enum rig_finish_reason) of an
- * engine end reason: length and context → LENGTH, eos and stop_token → STOP, abort → ABORT,
- * rejected → REJECTED, none → NONE. Can't fail. */
-int32_t rig_engine_results_finish(enum rig_request_end end);
 
 #endif /* RIG_ENGINE_H */

@@ -1,4 +1,5 @@
-/* engine_impl.h — the engine's private state, shared by core/engine/engine.c and the core/engine/sched files.
+/* engine_impl.h — the engine's private state, shared by core/engine/engine.c and the
+ * core/engine/sched files.
  *
  * Layout of one batch's metadata (struct rig__meta_layout): fixed offsets into one block, the
  * same on the host (staging, one per in-flight slot) and on each rank's device (one region

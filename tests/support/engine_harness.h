@@ -11,7 +11,7 @@
 #include "core/engine/engine.h"
 #include "core/engine/driver.h"
 #include "tests/support/test_support.h"
-#include "tools/rig/commands.h"
+#include "hal/backends.h"
 
 #define HARNESS_REQUESTS 64
 #define HARNESS_TOKENS 256

@@ -46,7 +46,8 @@ static void rig__fuzz_usage(FILE *out)
             "  --shrink               minimise a failing trace before reporting it\n"
             "  --scenario-out FILE    write the (first) failing case, or --seed's case, as a\n"
             "                         scenario YAML for `rig run`\n"
-            "  RIG_PLANT=MASK in the environment switches on planted bugs (core/harness/swarm/plant.h)\n");
+            "  RIG_PLANT=MASK in the environment switches on planted bugs\n"
+            "                         (core/engine/debug.h)\n");
 }
 
 static bool rig__on_off(const char *value, bool *out)

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/harness/swarm/plant.h"
+#include "core/engine/debug.h"
 
 enum rig_status rig_cache_init(struct rig_cache *cache, enum rig_cache_type type,
                                int32_t num_pages, int32_t page_size)
@@ -154,7 +154,7 @@ int32_t rig_cache_insert(struct rig_cache *cache, const int32_t *tokens, int32_t
         RIG_ASSERT(again.node == fresh.node && again.cached_len == insert_len);
         for (int32_t pos = handle.cached_len; pos < prefix; pos += ps) {
             RIG_ASSERT(row[pos] != cache->scratch_slots[pos]);
-            bool plant = rig_debug_planted(RIG_PLANT_FREE_SHARED_PAGE);
+            bool plant = rig_plant_on(cache->plant, RIG_PLANT_FREE_SHARED_PAGE);
             int32_t freed = plant ? cache->scratch_slots[pos] : row[pos];
             rig_pages_release(&cache->pages, freed / ps);
             for (int32_t j = 0; j < ps; j++) {
@@ -163,7 +163,7 @@ int32_t rig_cache_insert(struct rig_cache *cache, const int32_t *tokens, int32_t
             }
         }
     }
-    if (!(finished && rig_debug_planted(RIG_PLANT_SKIP_UNLOCK)))
+    if (!(finished && rig_plant_on(cache->plant, RIG_PLANT_SKIP_UNLOCK)))
         rig_radix_unlock(&cache->tree, handle);
     if (finished) {
         rig__cache_release_range(cache, row, insert_len, alloc_end);

@@ -52,6 +52,7 @@ struct rig_cache {
     int32_t *scratch_slots;  /* (num_pages * page_size) eviction output, matched slots */
     int32_t *scratch_pages;  /* (num_pages) allocation output */
     int64_t evictions;       /* slots evicted so far (statistics) */
+    uint32_t plant;          /* planted bugs (core/engine/debug.h); 0 but in the swarm */
 };
 
 /* RIG_E_INVALID for bad sizes or type, RIG_E_NO_MEMORY; nothing allocated on error. */

@@ -83,12 +83,6 @@ static struct rig_forward_batch rig__view(const struct rig__rank *rank, struct r
     return v;
 }
 
-#define RIG__TRY(expr)                                                                     \
-    do {                                                                                   \
-        enum rig_status rig__s = (expr);                                                   \
-        if (rig__s != RIG_OK) return rig__s;                                               \
-    } while (0)
-
 /* Uploads the used parts of slot `slot`'s staging block on the meta stream. */
 static enum rig_status rig__upload(struct rig__rank *rank, int32_t slot)
 {
@@ -97,12 +91,12 @@ static enum rig_status rig__upload(struct rig__rank *rank, int32_t slot)
     const struct rig__batch *b = &e->batches[slot];
     struct rig_buffer *dst = rank->meta_slot[slot];
     if (rank->done_recorded[slot])
-        RIG__TRY(rig_hal_stream_wait_event(rank->meta, rank->done[slot]));
-    RIG__TRY(rig_hal_buffer_upload(rank->meta, dst, 0, b->staging, l->request_block_bytes));
+        RIG_TRY(rig_hal_stream_wait_event(rank->meta, rank->done[slot]));
+    RIG_TRY(rig_hal_buffer_upload(rank->meta, dst, 0, b->staging, l->request_block_bytes));
     size_t tokens = 4 * (size_t)b->padded_tokens;
     const size_t token_arrays[3] = {l->input_idx, l->positions, l->out_loc};
     for (int i = 0; i < 3; i++)
-        RIG__TRY(rig_hal_buffer_upload(rank->meta, dst, token_arrays[i],
+        RIG_TRY(rig_hal_buffer_upload(rank->meta, dst, token_arrays[i],
                                        b->staging + token_arrays[i], tokens));
     const size_t writes[4][2] = {{l->pt_idx, (size_t)b->page_writes},
                                  {l->pt_val, (size_t)b->page_writes},
@@ -110,7 +104,7 @@ static enum rig_status rig__upload(struct rig__rank *rank, int32_t slot)
                                  {l->tp_val, (size_t)b->token_writes}};
     for (int i = 0; i < 4; i++) {
         if (writes[i][1] == 0) continue;
-        RIG__TRY(rig_hal_buffer_upload(rank->meta, dst, writes[i][0],
+        RIG_TRY(rig_hal_buffer_upload(rank->meta, dst, writes[i][0],
                                        b->staging + writes[i][0], 4 * writes[i][1]));
     }
     return rig_hal_event_record(rank->uploaded[slot], rank->meta);
@@ -130,13 +124,13 @@ static enum rig_status rig__apply_writes(struct rig__rank *rank, int32_t slot,
     if (b->page_writes > 0) {
         struct rig_op_index_scatter s = {pt, rig__at(src, l->pt_val, RIG_DTYPE_I32, b->page_writes),
                                          rig__at(src, l->pt_idx, RIG_DTYPE_I32, b->page_writes)};
-        RIG__TRY(rig_hal_index_scatter(rank->compute, &s));
+        RIG_TRY(rig_hal_index_scatter(rank->compute, &s));
     }
     if (b->token_writes > 0) {
         struct rig_op_index_scatter s = {tp,
                                          rig__at(src, l->tp_val, RIG_DTYPE_I32, b->token_writes),
                                          rig__at(src, l->tp_idx, RIG_DTYPE_I32, b->token_writes)};
-        RIG__TRY(rig_hal_index_scatter(rank->compute, &s));
+        RIG_TRY(rig_hal_index_scatter(rank->compute, &s));
     }
     struct rig_op_index_gather g = {
         rig__at(rank->input_ids, 0, RIG_DTYPE_I32, b->padded_tokens), tp,
@@ -151,11 +145,11 @@ static enum rig_status rig__to_static(struct rig__rank *rank, int32_t slot)
     const struct rig__meta_layout *l = &e->layout;
     const struct rig__batch *b = &e->batches[slot];
     struct rig_buffer *src = rank->meta_slot[slot];
-    RIG__TRY(rig_hal_buffer_copy(rank->compute, rank->meta_static, 0, src, 0,
+    RIG_TRY(rig_hal_buffer_copy(rank->compute, rank->meta_static, 0, src, 0,
                                  l->request_block_bytes));
     const size_t arrays[3] = {l->input_idx, l->positions, l->out_loc};
     for (int i = 0; i < 3; i++)
-        RIG__TRY(rig_hal_buffer_copy(rank->compute, rank->meta_static, arrays[i], src, arrays[i],
+        RIG_TRY(rig_hal_buffer_copy(rank->compute, rank->meta_static, arrays[i], src, arrays[i],
                                      4 * (size_t)b->padded_tokens));
     return RIG_OK;
 }
@@ -164,32 +158,32 @@ enum rig_status rig__rank_launch(struct rig__rank *rank, int32_t slot)
 {
     struct rig_engine *e = rank->engine;
     const struct rig__batch *b = &e->batches[slot];
-    RIG__TRY(rig__upload(rank, slot));
-    RIG__TRY(rig_hal_stream_wait_event(rank->compute, rank->uploaded[slot]));
+    RIG_TRY(rig__upload(rank, slot));
+    RIG_TRY(rig_hal_stream_wait_event(rank->compute, rank->uploaded[slot]));
     struct rig_buffer *meta = rank->meta_slot[slot];
     if (b->graph >= 0) {
-        RIG__TRY(rig__to_static(rank, slot));
+        RIG_TRY(rig__to_static(rank, slot));
         meta = rank->meta_static;
     }
-    RIG__TRY(rig__apply_writes(rank, slot, meta));
-    RIG__TRY(rig_hal_event_record(rank->start[slot], rank->compute));
+    RIG_TRY(rig__apply_writes(rank, slot, meta));
+    RIG_TRY(rig_hal_event_record(rank->start[slot], rank->compute));
     if (b->graph >= 0) {
-        RIG__TRY(rig_hal_graph_launch(rank->graphs[b->graph].graph, rank->compute));
+        RIG_TRY(rig_hal_graph_launch(rank->graphs[b->graph].graph, rank->compute));
     } else {
         struct rig_forward_batch view = rig__view(rank, meta, b);
-        RIG__TRY(rig_model_forward(rank->model, rank->compute, &view));
+        RIG_TRY(rig_model_forward(rank->model, rank->compute, &view));
     }
-    RIG__TRY(rig_hal_event_record(rank->end[slot], rank->compute));
+    RIG_TRY(rig_hal_event_record(rank->end[slot], rank->compute));
     const struct rig__meta_layout *l = &e->layout;
     int64_t cells = (int64_t)e->table.rows * e->max_seq_len;
     struct rig_op_index_scatter s = {rig__at(rank->token_pool, 0, RIG_DTYPE_I32, cells),
                                      rig__at(rank->out_tokens, 0, RIG_DTYPE_I32, b->padded),
                                      rig__at(meta, l->write_idx, RIG_DTYPE_I32, b->padded)};
-    RIG__TRY(rig_hal_index_scatter(rank->compute, &s));
+    RIG_TRY(rig_hal_index_scatter(rank->compute, &s));
     if (rank->index == 0)
-        RIG__TRY(rig_hal_buffer_download(rank->compute, rank->out_tokens, 0, b->tokens_out,
+        RIG_TRY(rig_hal_buffer_download(rank->compute, rank->out_tokens, 0, b->tokens_out,
                                          4 * (size_t)b->count));
-    RIG__TRY(rig_hal_event_record(rank->done[slot], rank->compute));
+    RIG_TRY(rig_hal_event_record(rank->done[slot], rank->compute));
     rank->done_recorded[slot] = true;
     return RIG_OK;
 }
@@ -198,12 +192,12 @@ enum rig_status rig__rank_init_tables(struct rig__rank *rank)
 {
     struct rig_engine *e = rank->engine;
     size_t cells = (size_t)e->table.rows * (size_t)e->max_seq_len;
-    RIG__TRY(rig_hal_buffer_fill(rank->compute, rank->page_table, 0, (uint32_t)e->dummy_slot,
+    RIG_TRY(rig_hal_buffer_fill(rank->compute, rank->page_table, 0, (uint32_t)e->dummy_slot,
                                  cells));
-    RIG__TRY(rig_hal_buffer_fill(rank->compute, rank->token_pool, 0, 0, cells));
-    RIG__TRY(rig_hal_buffer_fill(rank->compute, rank->input_ids, 0, 0,
+    RIG_TRY(rig_hal_buffer_fill(rank->compute, rank->token_pool, 0, 0, cells));
+    RIG_TRY(rig_hal_buffer_fill(rank->compute, rank->input_ids, 0, 0,
                                  (size_t)e->layout.tokens_max));
-    RIG__TRY(rig_hal_event_record(rank->origin, rank->compute));
+    RIG_TRY(rig_hal_event_record(rank->origin, rank->compute));
     return rig_hal_stream_synchronize(rank->compute);
 }
 
@@ -217,8 +211,8 @@ enum rig_status rig__rank_capture(struct rig__rank *rank)
     if (rank->graph_count == 0) return RIG_OK;
     int32_t largest = rank->graphs[0].batch_size;
     const uint8_t *staging = e->batches[0].staging;
-    RIG__TRY(rig_hal_buffer_upload(rank->compute, rank->meta_static, 0, staging, l->bytes));
-    RIG__TRY(rig_hal_stream_synchronize(rank->compute));
+    RIG_TRY(rig_hal_buffer_upload(rank->compute, rank->meta_static, 0, staging, l->bytes));
+    RIG_TRY(rig_hal_stream_synchronize(rank->compute));
     for (int32_t g = 0; g < rank->graph_count; g++) {
         struct rig__batch tmp = e->batches[0];
         int32_t bs = rank->graphs[g].batch_size;
@@ -231,7 +225,7 @@ enum rig_status rig__rank_capture(struct rig__rank *rank)
         tmp.max_q_len = 1;
         tmp.max_kv_len = e->max_seq_len; /* a graph serves any length up to the limit */
         tmp.sample = true;
-        RIG__TRY(rig_hal_graph_capture_begin(rank->compute));
+        RIG_TRY(rig_hal_graph_capture_begin(rank->compute));
         struct rig_forward_batch view = rig__view(rank, rank->meta_static, &tmp);
         enum rig_status status = rig_model_forward(rank->model, rank->compute, &view);
         struct rig_graph *graph = NULL;

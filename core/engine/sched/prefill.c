@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/harness/swarm/plant.h"
+#include "core/engine/debug.h"
 
 enum rig_status rig_prefill_init(struct rig_prefill *prefill, int32_t capacity,
                                  int32_t max_seq_len)
@@ -53,7 +53,7 @@ bool rig_prefill_remove(struct rig_prefill *prefill, struct rig_request *request
 /* Slots admission may count on (free + evictable); the planted bug forgets evictable ones. */
 static int64_t rig__admissible(const struct rig_cache *cache)
 {
-    if (rig_debug_planted(RIG_PLANT_ADMIT_FREE_ONLY))
+    if (rig_plant_on(cache->plant, RIG_PLANT_ADMIT_FREE_ONLY))
         return rig_cache_sizes(cache).free;
     return rig_cache_available(cache);
 }

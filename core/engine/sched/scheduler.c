@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "core/engine/engine_impl.h"
-#include "core/harness/swarm/plant.h"
+#include "core/engine/debug.h"
 
 static int64_t rig__now(struct rig_engine *e)
 {
@@ -110,7 +110,7 @@ void rig__request_end(struct rig_engine *e, struct rig_request *r,
 /* Gives back a request's row, pages and lock (once, when nothing in flight uses it). */
 static void rig__release(struct rig_engine *e, struct rig_request *r)
 {
-    RIG_ASSERT(r->inflight == 0 || rig_debug_planted(RIG_PLANT_RELEASE_INFLIGHT));
+    RIG_ASSERT(r->inflight == 0 || rig_plant_on(e->config.debug_plant, RIG_PLANT_RELEASE_INFLIGHT));
     RIG_ASSERT(!r->released);
     if (r->table_idx >= 0) {
         int32_t known = r->input_len + r->output_len - 1;
@@ -135,7 +135,8 @@ static void rig__release_ready(struct rig_engine *e)
     int32_t kept = 0;
     for (int32_t i = 0; i < e->releasing_count; i++) {
         struct rig_request *r = e->releasing[i];
-        if (r->inflight == 0 || rig_debug_planted(RIG_PLANT_RELEASE_INFLIGHT)) rig__release(e, r);
+        bool planted = rig_plant_on(e->config.debug_plant, RIG_PLANT_RELEASE_INFLIGHT);
+        if (r->inflight == 0 || planted) rig__release(e, r);
         else e->releasing[kept++] = r;
     }
     e->releasing_count = kept;

@@ -150,3 +150,18 @@ int64_t rig_results_check(const struct rig_results *results, char *message, size
     }
     return violations;
 }
+
+int32_t rig_results_finish_reason(enum rig_request_end end)
+{
+    switch (end) {
+    case RIG_END_LENGTH:
+    case RIG_END_CONTEXT: return RIG_FINISH_LENGTH;
+    case RIG_END_EOS:
+    case RIG_END_STOP_TOKEN: return RIG_FINISH_STOP;
+    case RIG_END_ABORT: return RIG_FINISH_ABORT;
+    case RIG_END_REJECTED: return RIG_FINISH_REJECTED;
+    case RIG_END_NONE:
+    case RIG_END_COUNT: break;
+    }
+    return RIG_FINISH_NONE;
+}

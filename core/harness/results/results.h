@@ -1,9 +1,9 @@
 /* results.h — the records of one run: what happened to every request and in every step.
  *
  * `rig run` fills a struct rig_results from the engine's records; the expectation checker
- * (core/harness/scenario/expect.h), the metrics (core/harness/results/metrics.h) and the HDF5 writer
- * (core/harness/results/h5.h) read it. Keeping this plain data apart from the engine means each of
- * them can be tested with synthetic records, and the HDF5 layout (docs/results.md) is
+ * (core/harness/scenario/expect.h), the metrics (core/harness/results/metrics.h) and the HDF5
+ * writer (core/harness/results/h5.h) read it. Keeping this plain data apart from the engine means
+ * each of them can be tested with synthetic records, and the HDF5 layout (docs/results.md) is
  * defined in one place.
  *
  * Times are integers in nanoseconds on the run's clock (the simulator's virtual clock, or the
@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/engine/request.h"
 #include "hal/status.h"
 
 #define RIG_RESULTS_TEXT_MAX 128
@@ -134,6 +135,10 @@ int64_t rig_results_reserve_tokens(struct rig_results *results, int64_t count);
 int64_t rig_results_check(const struct rig_results *results, char *message, size_t message_len);
 
 /* "length", "stop", "abort", "rejected", "none"; and the reverse (-1 unknown). */
+/* The finish reason (enum rig_finish_reason) of an engine end reason: length and context →
+ * LENGTH, eos and stop_token → STOP, abort → ABORT, rejected → REJECTED, none → NONE.
+ * Can't fail. */
+int32_t rig_results_finish_reason(enum rig_request_end end);
 const char *rig_finish_reason_name(int32_t reason);
 int32_t rig_finish_reason_parse(const char *name);
 /* "prefill", "decode", "mixed"; and the reverse (-1 unknown). */

@@ -66,7 +66,7 @@ static void rig__on_finish(void *ctx, const struct rig_request_result *r)
     RIG_ASSERT(r->uid < (uint64_t)run->scenario->request_count);
     RIG_ASSERT(run->state[r->uid] != RIG__ENDED);
     struct rig_results_request *q = &run->results->requests[r->uid];
-    q->finish_reason = rig_engine_results_finish(r->reason);
+    q->finish_reason = rig_results_finish_reason(r->reason);
     q->cached_len = r->cached_len;
     q->output_len = r->output_len;
     q->first_scheduled_ns = rig__since(run, r->first_scheduled_ns);

@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "core/engine/driver.h"
+#include "core/harness/swarm/plant.h"
 #include "core/harness/swarm/swarm.h"
-#include "sim/sim.h"
 
 enum { RIG__WAITING = 0, RIG__LIVE = 1, RIG__ENDED = 2 };
 
@@ -180,6 +180,7 @@ static void rig__config(const struct rig_swarm_case *c, bool timing_only,
     e->cuda_graphs = c->graphs;
     e->cuda_graph_max_bs = c->graph_max_bs;
     e->check_invariants = false; /* the swarm runs the checker itself, to report not abort */
+    e->debug_plant = rig_debug_plant;
 }
 
 static struct rig_sampling_params rig__sampling(const struct rig_swarm_request *q)
@@ -201,12 +202,13 @@ static enum rig_status rig__create(struct rig__drive *d, const struct rig_engine
 {
     char error[512] = "";
     if (d->c->fail_alloc_at >= 0) {
-        struct rig_sim_faults faults = {.fail_alloc_at = d->c->fail_alloc_at,
+        struct rig_hal_faults faults = {.fail_alloc_at = d->c->fail_alloc_at,
                                         .stall_op_at = -1};
-        rig_sim_set_open_faults(&faults);
+        enum rig_status set = rig_hal_set_open_faults("sim", &faults);
+        RIG_ASSERT(set == RIG_OK);
         struct rig_engine *doomed = NULL;
         enum rig_status s = rig_engine_create(e, observer, &doomed, error, sizeof error);
-        rig_sim_set_open_faults(NULL);
+        rig_hal_set_open_faults("sim", NULL);
         if (s == RIG_OK) rig_engine_destroy(doomed);
         else if (s != RIG_E_DEVICE_MEMORY)
             rig__fail(d, RIG_SWARM_ERROR, "engine start with allocation %lld failing: %s (%s)",
@@ -222,12 +224,12 @@ static enum rig_status rig__create(struct rig__drive *d, const struct rig_engine
 static void rig__set_faults(struct rig__drive *d, bool fault_phase)
 {
     for (int32_t r = 0; r < d->c->tp_size; r++) {
-        struct rig_sim_faults f = {.fail_alloc_at = 0, .stall_op_at = -1, .stall_ns = 0};
+        struct rig_hal_faults f = {.fail_alloc_at = 0, .stall_op_at = -1, .stall_ns = 0};
         if (fault_phase && r == d->c->stall_rank && d->c->stall_op_at >= 0) {
             f.stall_op_at = d->c->stall_op_at;
             f.stall_ns = d->c->stall_ns;
         }
-        enum rig_status s = rig_sim_set_faults(rig_engine_device(d->engine, r), &f);
+        enum rig_status s = rig_hal_set_faults(rig_engine_device(d->engine, r), &f);
         RIG_ASSERT(s == RIG_OK);
     }
 }

@@ -23,7 +23,7 @@
  *
  * Ownership: a case is a plain value (fixed arrays), copied freely; shrinking edits a copy.
  * Threads: runs are sequential on the caller's thread (the engine's own TP workers aside);
- * rig_sim_set_open_faults makes a run non-reentrant, like the planted-bug mask.
+ * rig_hal_set_open_faults makes a run non-reentrant, like the planted-bug mask.
  */
 #ifndef RIG_SWARM_H
 #define RIG_SWARM_H

@@ -1,8 +1,8 @@
-/* backends.c — registers the backends this binary was built with: the simulator always,
- * CUDA when the toolkit was found at build time (RIG_HAVE_CUDA). */
+/* backends.c — registers the backends this binary was built with (see backends.h). */
+#include "hal/backends.h"
+
 #include "hal/hal_impl.h"
 #include "sim/sim.h"
-#include "tools/rig/commands.h"
 #ifdef RIG_HAVE_CUDA
 #include "cuda/cuda_backend.h"
 #endif
