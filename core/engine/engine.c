@@ -270,7 +270,7 @@ static enum rig_status rig__graphs_init(struct rig_engine *e, char *error, size_
     if (e->ranks[0].graph_count == 0) return RIG_OK;
     struct rig__batch *b = &e->batches[0];
     rig__stage_padding(e, b, 0, e->ranks[0].graphs[0].batch_size, 0);
-    enum rig_status s = rig__ranks_run(e, RIG__JOB_CAPTURE, 0);
+    enum rig_status s = rig__ranks_run(e, RIG_RANK_JOB_CAPTURE, 0);
     if (s == RIG_E_UNSUPPORTED) {
         for (int32_t r = 0; r < e->tp_size; r++) e->ranks[r].graph_count = 0;
         return RIG_OK;

@@ -19,9 +19,8 @@
 #ifndef RIG_ENGINE_IMPL_H
 #define RIG_ENGINE_IMPL_H
 
-#include <pthread.h>
-
 #include "core/engine/engine.h"
+#include "core/engine/ranks/ranks.h"
 #include "core/engine/sched/decode.h"
 #include "core/engine/sched/prefill.h"
 #include "core/engine/table.h"
@@ -93,9 +92,6 @@ struct rig__rank {
     struct rig_buffer *out_tokens;          /* [R_max] i32 */
     struct rig__graph graphs[RIG__GRAPHS_MAX];
     int32_t graph_count;
-    pthread_t thread;
-    bool thread_started;
-    enum rig_status job_status;
 };
 
 struct rig_engine {
@@ -128,29 +124,17 @@ struct rig_engine {
     bool *check_running;          /* (max_requests) by pool slot: in the decode set */
     int64_t ended;                /* requests that ended (finished + aborted + rejected) */
     struct rig_engine_stats stats;
-    /* TP worker handoff: ranks 1.. run jobs posted by the scheduler thread. */
-    pthread_mutex_t lock;
-    pthread_cond_t wake;
-    pthread_cond_t idle;
-    int64_t job_seq;              /* bumped for each job */
-    int32_t job_pending;          /* workers still running the current job */
-    int32_t job_kind;             /* RIG__JOB_* */
-    int32_t job_slot;
-    bool threads_ready;
-    bool stopping;
+    struct rig_ranks *rank_pool;  /* rank execution (core/engine/ranks/ranks.h) */
 };
-
-enum { RIG__JOB_LAUNCH = 1, RIG__JOB_CAPTURE = 2, RIG__JOB_EXIT = 3 };
 
 /* launch.c */
 void rig__layout_init(struct rig__meta_layout *layout, int32_t requests_max,
                       int32_t tokens_max, int32_t writes_max);
-enum rig_status rig__rank_launch(struct rig__rank *rank, int32_t slot);
-enum rig_status rig__rank_capture(struct rig__rank *rank);
 enum rig_status rig__rank_init_tables(struct rig__rank *rank);
-/* Runs `kind` on every rank (rank 0 on this thread, others on their workers) and waits
- * until all have issued it. Returns the first failing rank's status. */
-enum rig_status rig__ranks_run(struct rig_engine *engine, int32_t kind, int32_t slot);
+/* Runs `job` (enum rig_rank_job) for the batch prepared in `slot` on every rank through
+ * rig_ranks_run (its descriptor and staging block) and waits until all have issued it.
+ * Returns the first failing rank's status. */
+enum rig_status rig__ranks_run(struct rig_engine *engine, int32_t job, int32_t slot);
 enum rig_status rig__ranks_start(struct rig_engine *engine);
 void rig__ranks_stop(struct rig_engine *engine);
 

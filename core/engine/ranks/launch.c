@@ -1,8 +1,10 @@
-/* launch.c — what each TP rank does with a prepared batch: uploads, table writes, input
- * gather, forward (graph replay or eager), token scatter and download; decode-graph capture;
- * and the persistent worker threads that drive ranks 1.. (engine_impl.h has the stream
- * plan). Every rank runs the same ops on the same metadata, so all ranks stay in step and
- * the collectives inside the forward meet. */
+/* launch.c — what each TP rank does with a batch (the executor behind ranks.h): uploads,
+ * table writes, input gather, forward (graph replay or eager), token scatter and download;
+ * decode-graph capture (engine_impl.h has the stream plan). A rank reads only the batch
+ * descriptor and its metadata block, plus what it was given at start-up (its device, model,
+ * buffers and the engine's fixed sizes); rank 0 also downloads the sampled tokens into the
+ * scheduler's batch. Every rank runs the same ops on the same metadata, so all ranks stay in
+ * step and the collectives inside the forward meet. */
 #include <stdint.h>
 #include <string.h>
 
@@ -50,20 +52,20 @@ static struct rig_tensor rig__at(struct rig_buffer *buffer, size_t offset, enum 
 
 /* The model's view of a batch whose metadata sits in `meta` (a slot or the static region). */
 static struct rig_forward_batch rig__view(const struct rig__rank *rank, struct rig_buffer *meta,
-                                          const struct rig__batch *b)
+                                          const struct rig_batch_desc *b)
 {
     const struct rig_engine *e = rank->engine;
     const struct rig__meta_layout *l = &e->layout;
     struct rig_forward_batch v;
     memset(&v, 0, sizeof v);
-    v.phase = b->phase;
+    v.phase = (enum rig_batch_phase)b->phase;
     v.num_requests = b->count;
     v.num_tokens = b->tokens;
     v.padded_requests = b->padded;
     v.padded_tokens = b->padded_tokens;
     v.max_q_len = b->max_q_len;
     v.max_kv_len = b->max_kv_len;
-    v.sample = b->sample;
+    v.sample = b->sample != 0;
     int64_t rp = b->padded, tp = b->padded_tokens;
     v.input_ids = rig__at(rank->input_ids, 0, RIG_DTYPE_I32, tp);
     v.positions = rig__at(meta, l->positions, RIG_DTYPE_I32, tp);
@@ -83,21 +85,22 @@ static struct rig_forward_batch rig__view(const struct rig__rank *rank, struct r
     return v;
 }
 
-/* Uploads the used parts of slot `slot`'s staging block on the meta stream. */
-static enum rig_status rig__upload(struct rig__rank *rank, int32_t slot)
+/* Uploads the used parts of the batch's metadata into its slot, on the meta stream. */
+static enum rig_status rig__upload(struct rig__rank *rank, const struct rig_batch_desc *b,
+                                   const uint8_t *metadata)
 {
-    struct rig_engine *e = rank->engine;
-    const struct rig__meta_layout *l = &e->layout;
-    const struct rig__batch *b = &e->batches[slot];
+    const struct rig__meta_layout *l = &rank->engine->layout;
+    int32_t slot = b->slot;
     struct rig_buffer *dst = rank->meta_slot[slot];
+    RIG_ASSERT(b->metadata_bytes == (int64_t)l->bytes);
     if (rank->done_recorded[slot])
         RIG_TRY(rig_hal_stream_wait_event(rank->meta, rank->done[slot]));
-    RIG_TRY(rig_hal_buffer_upload(rank->meta, dst, 0, b->staging, l->request_block_bytes));
+    RIG_TRY(rig_hal_buffer_upload(rank->meta, dst, 0, metadata, l->request_block_bytes));
     size_t tokens = 4 * (size_t)b->padded_tokens;
     const size_t token_arrays[3] = {l->input_idx, l->positions, l->out_loc};
     for (int i = 0; i < 3; i++)
         RIG_TRY(rig_hal_buffer_upload(rank->meta, dst, token_arrays[i],
-                                       b->staging + token_arrays[i], tokens));
+                                       metadata + token_arrays[i], tokens));
     const size_t writes[4][2] = {{l->pt_idx, (size_t)b->page_writes},
                                  {l->pt_val, (size_t)b->page_writes},
                                  {l->tp_idx, (size_t)b->token_writes},
@@ -105,19 +108,18 @@ static enum rig_status rig__upload(struct rig__rank *rank, int32_t slot)
     for (int i = 0; i < 4; i++) {
         if (writes[i][1] == 0) continue;
         RIG_TRY(rig_hal_buffer_upload(rank->meta, dst, writes[i][0],
-                                       b->staging + writes[i][0], 4 * writes[i][1]));
+                                       metadata + writes[i][0], 4 * writes[i][1]));
     }
     return rig_hal_event_record(rank->uploaded[slot], rank->meta);
 }
 
 /* Page-table and token-pool writes, then the input ids from the token pool. */
-static enum rig_status rig__apply_writes(struct rig__rank *rank, int32_t slot,
+static enum rig_status rig__apply_writes(struct rig__rank *rank, const struct rig_batch_desc *b,
                                          struct rig_buffer *meta)
 {
     struct rig_engine *e = rank->engine;
     const struct rig__meta_layout *l = &e->layout;
-    const struct rig__batch *b = &e->batches[slot];
-    struct rig_buffer *src = rank->meta_slot[slot];
+    struct rig_buffer *src = rank->meta_slot[b->slot];
     int64_t cells = (int64_t)e->table.rows * e->max_seq_len;
     struct rig_tensor pt = rig__at(rank->page_table, 0, RIG_DTYPE_I32, cells);
     struct rig_tensor tp = rig__at(rank->token_pool, 0, RIG_DTYPE_I32, cells);
@@ -139,12 +141,10 @@ static enum rig_status rig__apply_writes(struct rig__rank *rank, int32_t slot,
 }
 
 /* Copies what a graph reads from the slot into the static region. */
-static enum rig_status rig__to_static(struct rig__rank *rank, int32_t slot)
+static enum rig_status rig__to_static(struct rig__rank *rank, const struct rig_batch_desc *b)
 {
-    struct rig_engine *e = rank->engine;
-    const struct rig__meta_layout *l = &e->layout;
-    const struct rig__batch *b = &e->batches[slot];
-    struct rig_buffer *src = rank->meta_slot[slot];
+    const struct rig__meta_layout *l = &rank->engine->layout;
+    struct rig_buffer *src = rank->meta_slot[b->slot];
     RIG_TRY(rig_hal_buffer_copy(rank->compute, rank->meta_static, 0, src, 0,
                                  l->request_block_bytes));
     const size_t arrays[3] = {l->input_idx, l->positions, l->out_loc};
@@ -154,18 +154,19 @@ static enum rig_status rig__to_static(struct rig__rank *rank, int32_t slot)
     return RIG_OK;
 }
 
-enum rig_status rig__rank_launch(struct rig__rank *rank, int32_t slot)
+static enum rig_status rig__rank_launch(struct rig__rank *rank, const struct rig_batch_desc *b,
+                                        const uint8_t *metadata)
 {
     struct rig_engine *e = rank->engine;
-    const struct rig__batch *b = &e->batches[slot];
-    RIG_TRY(rig__upload(rank, slot));
+    int32_t slot = b->slot;
+    RIG_TRY(rig__upload(rank, b, metadata));
     RIG_TRY(rig_hal_stream_wait_event(rank->compute, rank->uploaded[slot]));
     struct rig_buffer *meta = rank->meta_slot[slot];
     if (b->graph >= 0) {
-        RIG_TRY(rig__to_static(rank, slot));
+        RIG_TRY(rig__to_static(rank, b));
         meta = rank->meta_static;
     }
-    RIG_TRY(rig__apply_writes(rank, slot, meta));
+    RIG_TRY(rig__apply_writes(rank, b, meta));
     RIG_TRY(rig_hal_event_record(rank->start[slot], rank->compute));
     if (b->graph >= 0) {
         RIG_TRY(rig_hal_graph_launch(rank->graphs[b->graph].graph, rank->compute));
@@ -181,8 +182,8 @@ enum rig_status rig__rank_launch(struct rig__rank *rank, int32_t slot)
                                      rig__at(meta, l->write_idx, RIG_DTYPE_I32, b->padded)};
     RIG_TRY(rig_hal_index_scatter(rank->compute, &s));
     if (rank->index == 0)
-        RIG_TRY(rig_hal_buffer_download(rank->compute, rank->out_tokens, 0, b->tokens_out,
-                                         4 * (size_t)b->count));
+        RIG_TRY(rig_hal_buffer_download(rank->compute, rank->out_tokens, 0,
+                                         e->batches[slot].tokens_out, 4 * (size_t)b->count));
     RIG_TRY(rig_hal_event_record(rank->done[slot], rank->compute));
     rank->done_recorded[slot] = true;
     return RIG_OK;
@@ -202,19 +203,20 @@ enum rig_status rig__rank_init_tables(struct rig__rank *rank)
 }
 
 /* Captures one decode graph per size in rank->graphs (largest first), each reading the
- * static metadata region, which holds an all-padding batch of the largest size (padding
- * rows are the same for every size). The scheduler thread filled batches[0].staging. */
-enum rig_status rig__rank_capture(struct rig__rank *rank)
+ * static metadata region, which holds `metadata`: an all-padding batch of the largest size
+ * (padding rows are the same for every size), prepared by the scheduler thread. */
+static enum rig_status rig__rank_capture(struct rig__rank *rank, const struct rig_batch_desc *b,
+                                         const uint8_t *metadata)
 {
     struct rig_engine *e = rank->engine;
     const struct rig__meta_layout *l = &e->layout;
     if (rank->graph_count == 0) return RIG_OK;
     int32_t largest = rank->graphs[0].batch_size;
-    const uint8_t *staging = e->batches[0].staging;
-    RIG_TRY(rig_hal_buffer_upload(rank->compute, rank->meta_static, 0, staging, l->bytes));
+    RIG_ASSERT(b->metadata_bytes == (int64_t)l->bytes);
+    RIG_TRY(rig_hal_buffer_upload(rank->compute, rank->meta_static, 0, metadata, l->bytes));
     RIG_TRY(rig_hal_stream_synchronize(rank->compute));
     for (int32_t g = 0; g < rank->graph_count; g++) {
-        struct rig__batch tmp = e->batches[0];
+        struct rig_batch_desc tmp = *b;
         int32_t bs = rank->graphs[g].batch_size;
         RIG_ASSERT(bs <= largest);
         tmp.phase = RIG_BATCH_DECODE;
@@ -224,7 +226,7 @@ enum rig_status rig__rank_capture(struct rig__rank *rank)
         tmp.padded_tokens = bs;
         tmp.max_q_len = 1;
         tmp.max_kv_len = e->max_seq_len; /* a graph serves any length up to the limit */
-        tmp.sample = true;
+        tmp.sample = 1;
         RIG_TRY(rig_hal_graph_capture_begin(rank->compute));
         struct rig_forward_batch view = rig__view(rank, rank->meta_static, &tmp);
         enum rig_status status = rig_model_forward(rank->model, rank->compute, &view);
@@ -239,92 +241,46 @@ enum rig_status rig__rank_capture(struct rig__rank *rank)
     return RIG_OK;
 }
 
-/* --- TP worker threads ------------------------------------------------------------------ */
+/* --- the executor and the engine's side of the seam ------------------------------------ */
 
-static enum rig_status rig__rank_job(struct rig__rank *rank, int32_t kind, int32_t slot)
+/* ranks.h's executor: rank `index` of the engine `ctx` runs the job. */
+static enum rig_status rig__execute(void *ctx, int32_t index, const struct rig_batch_desc *desc,
+                                    const uint8_t *metadata)
 {
-    if (kind == RIG__JOB_LAUNCH) return rig__rank_launch(rank, slot);
-    if (kind == RIG__JOB_CAPTURE) return rig__rank_capture(rank);
+    struct rig_engine *e = ctx;
+    RIG_ASSERT(index >= 0 && index < e->tp_size);
+    struct rig__rank *rank = &e->ranks[index];
+    if (desc->job == RIG_RANK_JOB_LAUNCH) return rig__rank_launch(rank, desc, metadata);
+    if (desc->job == RIG_RANK_JOB_CAPTURE) return rig__rank_capture(rank, desc, metadata);
     return RIG_OK;
 }
 
-static void *rig__worker(void *arg)
+/* The descriptor of the batch prepared in `slot`. */
+static struct rig_batch_desc rig__desc(const struct rig_engine *e, int32_t job, int32_t slot)
 {
-    struct rig__rank *rank = arg;
-    struct rig_engine *e = rank->engine;
-    int64_t seen = 0;
-    for (;;) {
-        pthread_mutex_lock(&e->lock);
-        while (e->job_seq == seen) pthread_cond_wait(&e->wake, &e->lock);
-        seen = e->job_seq;
-        int32_t kind = e->job_kind, slot = e->job_slot;
-        pthread_mutex_unlock(&e->lock);
-        enum rig_status status = rig__rank_job(rank, kind, slot);
-        pthread_mutex_lock(&e->lock);
-        rank->job_status = status;
-        if (--e->job_pending == 0) pthread_cond_signal(&e->idle);
-        pthread_mutex_unlock(&e->lock);
-        if (kind == RIG__JOB_EXIT) return NULL;
-    }
+    const struct rig__batch *b = &e->batches[slot];
+    return (struct rig_batch_desc){
+        .job = job, .slot = slot, .step = b->step, .phase = (int32_t)b->phase,
+        .count = b->count, .tokens = b->tokens, .padded = b->padded,
+        .padded_tokens = b->padded_tokens, .max_q_len = b->max_q_len,
+        .max_kv_len = b->max_kv_len, .graph = b->graph, .sample = b->sample,
+        .page_writes = b->page_writes, .token_writes = b->token_writes,
+        .metadata_bytes = (int64_t)e->layout.bytes};
+}
+
+enum rig_status rig__ranks_run(struct rig_engine *e, int32_t job, int32_t slot)
+{
+    struct rig_batch_desc desc = rig__desc(e, job, slot);
+    return rig_ranks_run(e->rank_pool, &desc, e->batches[slot].staging);
 }
 
 enum rig_status rig__ranks_start(struct rig_engine *e)
 {
-    if (e->tp_size == 1) return RIG_OK;
-    if (pthread_mutex_init(&e->lock, NULL) != 0) return RIG_E_NO_MEMORY;
-    pthread_cond_init(&e->wake, NULL);
-    pthread_cond_init(&e->idle, NULL);
-    e->threads_ready = true;
-    for (int32_t r = 1; r < e->tp_size; r++) {
-        if (pthread_create(&e->ranks[r].thread, NULL, rig__worker, &e->ranks[r]) != 0)
-            return RIG_E_NO_MEMORY;
-        e->ranks[r].thread_started = true;
-    }
-    return RIG_OK;
-}
-
-static void rig__ranks_post(struct rig_engine *e, int32_t kind, int32_t slot, int32_t workers)
-{
-    pthread_mutex_lock(&e->lock);
-    e->job_kind = kind;
-    e->job_slot = slot;
-    e->job_pending = workers;
-    e->job_seq++;
-    pthread_cond_broadcast(&e->wake);
-    pthread_mutex_unlock(&e->lock);
-}
-
-static void rig__ranks_wait(struct rig_engine *e)
-{
-    pthread_mutex_lock(&e->lock);
-    while (e->job_pending > 0) pthread_cond_wait(&e->idle, &e->lock);
-    pthread_mutex_unlock(&e->lock);
-}
-
-enum rig_status rig__ranks_run(struct rig_engine *e, int32_t kind, int32_t slot)
-{
-    if (e->tp_size == 1) return rig__rank_job(&e->ranks[0], kind, slot);
-    rig__ranks_post(e, kind, slot, e->tp_size - 1);
-    enum rig_status status = rig__rank_job(&e->ranks[0], kind, slot);
-    rig__ranks_wait(e);
-    for (int32_t r = 1; r < e->tp_size; r++)
-        if (status == RIG_OK) status = e->ranks[r].job_status;
-    return status;
+    return rig_ranks_create(e->tp_size, rig__execute, e, &e->rank_pool);
 }
 
 void rig__ranks_stop(struct rig_engine *e)
 {
-    if (!e->threads_ready) return;
-    int32_t started = 0;
-    for (int32_t r = 1; r < e->tp_size; r++) started += e->ranks[r].thread_started;
-    if (started > 0) {
-        rig__ranks_post(e, RIG__JOB_EXIT, 0, started);
-        rig__ranks_wait(e);
-    }
-    for (int32_t r = 1; r < e->tp_size; r++)
-        if (e->ranks[r].thread_started) pthread_join(e->ranks[r].thread, NULL);
-    pthread_cond_destroy(&e->wake);
-    pthread_cond_destroy(&e->idle);
-    pthread_mutex_destroy(&e->lock);
-    e->threads_ready = false;
+    rig_ranks_destroy(e->rank_pool);
+    e->rank_pool = NULL;
 }

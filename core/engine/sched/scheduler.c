@@ -246,7 +246,7 @@ static enum rig_status rig__launch_next(struct rig_engine *e, int32_t slot, bool
         if (s != RIG_OK) return s;
     }
     rig__prepare(e, b);
-    enum rig_status status = rig__ranks_run(e, RIG__JOB_LAUNCH, slot);
+    enum rig_status status = rig__ranks_run(e, RIG_RANK_JOB_LAUNCH, slot);
     if (status != RIG_OK) return status;
     b->active = true;
     e->next_step++;
