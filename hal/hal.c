@@ -553,3 +553,24 @@ void rig_hal_host_wait_until_ns(struct rig_device *device, int64_t t_ns)
     struct timespec ts = {.tv_sec = wait / 1000000000, .tv_nsec = wait % 1000000000};
     nanosleep(&ts, NULL);
 }
+
+enum rig_status rig_hal_set_faults(struct rig_device *device, const struct rig_hal_faults *faults)
+{
+    if (device == NULL) return RIG_E_HANDLE;
+    if (faults == NULL || faults->stall_ns < 0) return RIG_E_INVALID;
+    if (device->iface->set_faults == NULL) return RIG_E_UNSUPPORTED;
+    return device->iface->set_faults(device, faults);
+}
+
+enum rig_status rig_hal_set_open_faults(const char *backend, const struct rig_hal_faults *faults)
+{
+    if (backend == NULL) return RIG_E_INVALID;
+    if (faults != NULL && faults->stall_ns < 0) return RIG_E_INVALID;
+    for (int32_t i = 0; i < rig__backend_count; i++) {
+        if (strcmp(rig__backends[i]->name, backend) != 0) continue;
+        if (rig__backends[i]->set_open_faults == NULL) return RIG_E_UNSUPPORTED;
+        rig__backends[i]->set_open_faults(faults);
+        return RIG_OK;
+    }
+    return RIG_E_NOT_FOUND;
+}

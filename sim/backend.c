@@ -105,6 +105,26 @@ static void rig__buffer_free(struct rig_device *device, void *data, void *contex
     rig_sim_memory_free(&rig_sim_device_of(device)->memory, data, context);
 }
 
+static struct rig_sim_faults rig__faults_of(const struct rig_hal_faults *faults)
+{
+    return (struct rig_sim_faults){faults->fail_alloc_at, faults->stall_op_at, faults->stall_ns};
+}
+
+/* The HAL's fault slots: the same plans as rig_sim_set_faults / rig_sim_set_open_faults. */
+static enum rig_status rig__set_faults(struct rig_device *device,
+                                       const struct rig_hal_faults *faults)
+{
+    struct rig_sim_faults plan = rig__faults_of(faults);
+    return rig_sim_set_faults(device, &plan);
+}
+
+static void rig__set_open_faults(const struct rig_hal_faults *faults)
+{
+    struct rig_sim_faults plan = faults != NULL ? rig__faults_of(faults)
+                                                : (struct rig_sim_faults){-1, -1, 0};
+    rig_sim_set_open_faults(&plan);
+}
+
 static const struct rig_backend_iface rig__sim_iface = {
     .name = "sim",
     .open = rig__open,
@@ -133,6 +153,8 @@ static const struct rig_backend_iface rig__sim_iface = {
     .now_ns = rig_sim_now_ns,
     .host_work_ns = rig_sim_host_work_ns,
     .host_wait_until_ns = rig_sim_host_wait_until_ns,
+    .set_faults = rig__set_faults,
+    .set_open_faults = rig__set_open_faults,
 };
 
 const struct rig_backend_iface *rig_sim_backend(void)

@@ -8,10 +8,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/engine.h"
+#include "core/engine/engine.h"
 #include "core/engine/driver.h"
 #include "tests/support/test_support.h"
-#include "tools/rig/commands.h"
+#include "hal/backends.h"
 
 #define HARNESS_REQUESTS 64
 #define HARNESS_TOKENS 256

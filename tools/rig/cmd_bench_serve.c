@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "core/harness/bench/serve.h"
-#include "core/tokenizer/tokenizer.h"
+#include "core/text/tokenizer.h"
 #include "tools/rig/commands.h"
 
 #define RIG__MODEL_MAX 256

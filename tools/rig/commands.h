@@ -4,6 +4,8 @@
 #ifndef RIG_COMMANDS_H
 #define RIG_COMMANDS_H
 
+#include "hal/backends.h" /* rig_backends_register */
+
 struct rig_command {
     const char *name;
     int (*run)(int argc, char **argv);
@@ -19,9 +21,5 @@ int rig_cmd_generate(int argc, char **argv);
 int rig_cmd_tokenize(int argc, char **argv);
 int rig_cmd_detokenize(int argc, char **argv);
 int rig_cmd_fuzz(int argc, char **argv);
-
-/* Registers every backend compiled into this binary with the HAL (tools/rig/backends.c).
- * Idempotent; call before rig_hal_open. */
-void rig_backends_register(void);
 
 #endif /* RIG_COMMANDS_H */

@@ -39,8 +39,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/results/metrics.h"
-#include "core/results/results.h"
+#include "core/harness/results/metrics.h"
+#include "core/harness/results/results.h"
 #include "hal/status.h"
 
 #define RIG_SERVE_PROMPTS_MAX     (1 << 20) /* requests in one run */

@@ -27,7 +27,7 @@
 #include <time.h>
 
 #include "core/harness/bench/serve.h"
-#include "core/tokenizer/tokenizer.h"
+#include "core/text/tokenizer.h"
 
 #define RIG__TICK_MS 100
 #define RIG__URL_MAX 1024

@@ -34,8 +34,8 @@
 #include <string.h>
 
 #include "core/harness/bench/serve.h"
-#include "core/scenario/scenario.h"
-#include "core/tokenizer/tokenizer.h"
+#include "core/harness/scenario/scenario.h"
+#include "core/text/tokenizer.h"
 #include "hal/philox.h"
 
 #define RIG__STREAM_LENGTHS  0x534c454eu /* "SLEN" */

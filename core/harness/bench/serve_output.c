@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "core/harness/bench/serve.h"
-#include "core/results/h5.h"
+#include "core/harness/results/h5.h"
 
 static int rig__set_ms(json_t *o, const char *prefix, const char *name, double seconds)
 {

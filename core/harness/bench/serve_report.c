@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "core/harness/bench/serve.h"
-#include "core/results/h5.h"
+#include "core/harness/results/h5.h"
 
 static const char *const rig__failure_names[RIG_SERVE_FAIL_COUNT] = {
     "ok", "http", "connect", "reset", "timeout", "malformed", "server", "empty", "not_sent"};
