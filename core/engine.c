@@ -123,7 +123,12 @@ static enum rig_status rig__host_init(struct rig_engine *e)
         b->produces = calloc((size_t)rmax, sizeof *b->produces);
         b->staging = calloc(1, e->layout.bytes);
         b->tokens_out = calloc((size_t)rmax, sizeof *b->tokens_out);
-        ok = b->reqs && b->produces && b->staging && b->tokens_out;
+        b->logprob_out = calloc((size_t)rmax, sizeof *b->logprob_out);
+        b->top_ids_out = calloc((size_t)rmax * RIG_LOGPROBS_TOP_MAX, sizeof *b->top_ids_out);
+        b->top_logprobs_out =
+            calloc((size_t)rmax * RIG_LOGPROBS_TOP_MAX, sizeof *b->top_logprobs_out);
+        ok = b->reqs && b->produces && b->staging && b->tokens_out && b->logprob_out &&
+             b->top_ids_out && b->top_logprobs_out;
     }
     return ok ? RIG_OK : RIG_E_NO_MEMORY;
 }
@@ -148,6 +153,9 @@ static void rig__host_free(struct rig_engine *e)
         free(e->batches[i].produces);
         free(e->batches[i].staging);
         free(e->batches[i].tokens_out);
+        free(e->batches[i].logprob_out);
+        free(e->batches[i].top_ids_out);
+        free(e->batches[i].top_logprobs_out);
     }
 }
 
@@ -179,6 +187,10 @@ static enum rig_status rig__rank_objects(struct rig_engine *e, struct rig__rank 
     if (s == RIG_OK)
         s = rig_hal_buffer_alloc(d, 4 * (size_t)e->layout.requests_max, RIG_MEMORY_METADATA,
                                  &rank->out_tokens);
+    if (s == RIG_OK)
+        s = rig_hal_buffer_alloc(d, 4 * (size_t)e->layout.requests_max *
+                                        (1 + 2 * RIG_LOGPROBS_TOP_MAX),
+                                 RIG_MEMORY_METADATA, &rank->out_logprobs);
     return s;
 }
 
@@ -189,7 +201,7 @@ static void rig__rank_free(struct rig__rank *rank)
     if (rank->model) rig_model_destroy(rank->model);
     struct rig_buffer *buffers[] = {rank->meta_slot[0], rank->meta_slot[1], rank->meta_static,
                                     rank->page_table, rank->token_pool, rank->input_ids,
-                                    rank->out_tokens};
+                                    rank->out_tokens, rank->out_logprobs};
     for (size_t i = 0; i < RIG_ARRAY_LEN(buffers); i++)
         if (buffers[i]) rig_hal_buffer_free(buffers[i]);
     for (int32_t i = 0; i < RIG__SLOTS; i++) {
@@ -342,6 +354,9 @@ static const char *rig__reject_reason(const struct rig_engine *e, const struct r
     }
     return NULL;
 }
+
+_Static_assert(RIG_TOP_LOGPROBS_MAX <= RIG_LOGPROBS_TOP_MAX,
+               "the logprobs op must give every alternative a request may ask for");
 
 /* The first sampling extension out of its range, written to `buf`, or NULL when all are in
  * range. Comparisons are written so that NaN fails them. */
