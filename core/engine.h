@@ -127,8 +127,9 @@ struct rig_request_result {
  * sampling.logprobs) most likely tokens, most likely first, ties to the lower id. Logprobs
  * are of the processed distribution, as SGLang returns them by default: log-softmax over the
  * whole vocabulary of the penalised logits divided by the temperature (1 for greedy
- * requests), before the top-k / top-p / min-p cuts. The arrays are valid only during the
- * call. Initialise observers with designated initialisers (fields may be added). */
+ * requests), before the top-k / top-p / min-p cuts (in timing-only simulation, which has
+ * no logits, they are zeros). The arrays are valid only during the call. Initialise
+ * observers with designated initialisers (fields may be added). */
 struct rig_engine_observer {
     void *ctx;
     void (*on_token)(void *ctx, uint64_t uid, int32_t index, int32_t token, int64_t t_ns);

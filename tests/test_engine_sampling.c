@@ -11,10 +11,11 @@
  *
  * - Validation at submit: each out-of-range field (NaN included) is RIG_E_INVALID with a
  *   message naming the field, and nothing is queued; the edges of each range are accepted.
- * - Penalties change greedy output as the formulas say: four requests in one batch (each
- *   penalty alone, all three together) checked token by token; the penalised requests do
- *   not produce the plain greedy sequence; a plain request in the same batches keeps its
- *   tokens; chunked prefill (the penalty reads the whole prompt) and overlap off agree.
+ * - Penalties change greedy output as the formulas say: six requests in one batch (plain,
+ *   each penalty alone, all three, all three rewarding repeats) checked token by token; the
+ *   penalised requests do not produce the plain greedy sequence; chunked prefill (the
+ *   penalty reads the whole prompt) and overlap off give the same tokens; all of it again
+ *   at TP 2 (every rank penalises its copy of the gathered logits).
  * - Logprobs: on_logprobs right after on_token for the same index, only for requests that
  *   asked; the sampled token's logprob and the top-N equal the reference log-softmax (greedy:
  *   temperature 1; sampled: the request's temperature), top-N sorted, ids distinct, a greedy
@@ -75,11 +76,12 @@ static void open_engine(const struct rig_engine_config *c)
     assert_int_equal(s, RIG_OK);
 }
 
-static void real_config(struct rig_engine_config *c)
+static void real_config(struct rig_engine_config *c, int32_t tp)
 {
     harness_config(c, "tiny", false);
     c->max_seq_len = 256;
     c->num_pages = 1024;
+    c->tp_size = tp;
 }
 
 /* The reference: raw last-position logits of a prompt, from an engine without extensions. */
@@ -89,11 +91,11 @@ struct reference {
     uint64_t next_uid;
 };
 
-static void reference_open(struct reference *ref)
+static void reference_open(struct reference *ref, int32_t tp)
 {
     rig_backends_register();
     struct rig_engine_config c;
-    real_config(&c);
+    real_config(&c, tp);
     c.overlap = false;
     char error[256] = "";
     assert_int_equal(rig_engine_create(&c, NULL, &ref->engine, error, sizeof error), RIG_OK);
@@ -247,13 +249,14 @@ static void naive_penalties(float *logits, const int32_t *prompt, const int32_t 
     }
 }
 
-static void test_penalties_greedy(void **state)
+/* The penalty cases at TP degree `tp` (the reference engine has the same degree: TP changes
+ * the floating-point sums of the logits). */
+static void check_penalties(int32_t tp)
 {
-    (void)state;
     int32_t prompt[PROMPT];
     penalty_prompt(prompt);
     struct rig_engine_config c;
-    real_config(&c);
+    real_config(&c, tp);
     open_engine(&c);
     submit_penalties(prompt);
     harness_run(&h);
@@ -261,7 +264,7 @@ static void test_penalties_greedy(void **state)
     first = h;
     harness_close(&h);
     struct reference ref;
-    reference_open(&ref);
+    reference_open(&ref, tp);
     float logits[VOCAB];
     for (size_t i = 0; i < RIG_ARRAY_LEN(penalty_cases); i++) {
         const struct harness_request *r = harness_get(&first, penalty_cases[i].uid);
@@ -292,11 +295,207 @@ static void test_penalties_greedy(void **state)
     harness_close(&h);
 }
 
+static void test_penalties_greedy(void **state)
+{
+    (void)state;
+    check_penalties(1);
+}
+
+static void test_penalties_tp2(void **state)
+{
+    (void)state;
+    check_penalties(2);
+}
+
+/* --- logprobs ------------------------------------------------------------------------------ */
+
+struct logprob_case {
+    uint64_t uid;
+    float temperature;
+    int32_t top_k, logprobs;
+};
+
+static const struct logprob_case logprob_cases[] = {
+    {10, 0.0f, -1, 5}, {11, 0.8f, -1, 3}, {12, 0.0f, -1, 0}, {13, 0.0f, -1, -1},
+    {14, 1.3f, 50, 20},
+};
+
+static void submit_logprobs(const int32_t *prompt, bool with_logprobs)
+{
+    for (size_t i = 0; i < RIG_ARRAY_LEN(logprob_cases); i++) {
+        const struct logprob_case *q = &logprob_cases[i];
+        struct rig_submit s = harness_request_of(q->uid, prompt, PROMPT);
+        s.sampling.max_tokens = STEPS;
+        s.sampling.temperature = q->temperature;
+        s.sampling.top_k = q->top_k;
+        s.sampling.has_seed = true;
+        s.sampling.seed = 77 + q->uid;
+        s.sampling.logprobs = with_logprobs ? q->logprobs : -1;
+        assert_int_equal(rig_engine_submit(h.engine, &s, NULL, 0), RIG_OK);
+    }
+}
+
+/* Row `row` against the reference: logprob, the top ids (brute-force ranking, ties to the
+ * lower id) and their logprobs, in long double. */
+static void check_logprob_row(const struct logprob_row *row, const struct logprob_case *q,
+                              const float *logits)
+{
+    float t = q->temperature > 0.0f ? q->temperature : 1.0f;
+    long double total = 0.0L;
+    for (int v = 0; v < VOCAB; v++) total += expl((long double)(logits[v] / t));
+    long double lse = logl(total);
+    double want = (double)((long double)(logits[row->token] / t) - lse);
+    if (!(fabs(row->logprob - want) <= 1e-5))
+        fail_msg("request %llu step %d: logprob %.9g, want %.9g", (unsigned long long)row->uid,
+                 row->index, row->logprob, want);
+    assert_int_equal(row->top_count, q->logprobs);
+    bool taken[VOCAB] = {false};
+    for (int32_t k = 0; k < row->top_count; k++) {
+        int best = -1;
+        for (int v = 0; v < VOCAB; v++)
+            if (!taken[v] && (best < 0 || logits[v] / t > logits[best] / t)) best = v;
+        taken[best] = true;
+        assert_int_equal(row->top_ids[k], best);
+        double top = (double)((long double)(logits[best] / t) - lse);
+        assert_true(fabs(row->top_logprobs[k] - top) <= 1e-5);
+        if (k > 0) assert_true(row->top_logprobs[k] <= row->top_logprobs[k - 1]);
+    }
+    if (q->temperature <= 0.0f && row->top_count > 0) {
+        assert_int_equal(row->top_ids[0], row->token);
+        assert_true(row->logprob == row->top_logprobs[0]); /* the greedy token is the top */
+    }
+}
+
+static void test_logprobs(void **state)
+{
+    (void)state;
+    int32_t prompt[PROMPT];
+    harness_prompt(prompt, PROMPT, 3, VOCAB);
+    struct rig_engine_config c;
+    real_config(&c, 1);
+    open_engine(&c);
+    submit_logprobs(prompt, true);
+    harness_run(&h);
+    harness_close(&h);
+    static struct harness first;
+    first = h;
+    int32_t rows = logprob_count;
+    assert_int_equal(rows, 4 * STEPS); /* every token of the four that asked, none of 13 */
+    struct reference ref;
+    reference_open(&ref, 1);
+    float logits[VOCAB];
+    for (int32_t i = 0; i < rows; i++) {
+        const struct logprob_row *row = &logprob_rows[i];
+        const struct logprob_case *q = NULL;
+        for (size_t k = 0; k < RIG_ARRAY_LEN(logprob_cases); k++)
+            if (logprob_cases[k].uid == row->uid) q = &logprob_cases[k];
+        assert_non_null(q);
+        assert_true(q->logprobs >= 0);
+        const int32_t *tokens = harness_get(&first, row->uid)->tokens;
+        reference_logits(&ref, prompt, PROMPT, tokens, row->index, logits);
+        check_logprob_row(row, q, logits);
+    }
+    reference_close(&ref);
+    /* asking for logprobs changes no token */
+    open_engine(&c);
+    submit_logprobs(prompt, false);
+    harness_run(&h);
+    assert_int_equal(logprob_count, 0);
+    for (size_t i = 0; i < RIG_ARRAY_LEN(logprob_cases); i++)
+        assert_memory_equal(harness_get(&h, logprob_cases[i].uid)->tokens,
+                            harness_get(&first, logprob_cases[i].uid)->tokens,
+                            sizeof(int32_t) * STEPS);
+    harness_close(&h);
+}
+
+/* --- min_p and graphs ---------------------------------------------------------------------- */
+
+static void submit_min_p(uint64_t uid, const int32_t *prompt, float temperature, float min_p,
+                         int32_t max_tokens)
+{
+    struct rig_submit s = harness_request_of(uid, prompt, PROMPT);
+    s.sampling.max_tokens = max_tokens;
+    s.sampling.temperature = temperature;
+    s.sampling.min_p = min_p;
+    s.sampling.has_seed = true;
+    s.sampling.seed = 5;
+    assert_int_equal(rig_engine_submit(h.engine, &s, NULL, 0), RIG_OK);
+}
+
+static void test_min_p(void **state)
+{
+    (void)state;
+    int32_t prompt[PROMPT];
+    harness_prompt(prompt, PROMPT, 4, VOCAB);
+    struct rig_engine_config c;
+    real_config(&c, 1);
+    open_engine(&c);
+    submit_min_p(20, prompt, 0.0f, 0.0f, STEPS);
+    submit_min_p(21, prompt, 1.0f, 1.0f, STEPS);
+    submit_min_p(22, prompt, 1.5f, 0.3f, STEPS);
+    harness_run(&h);
+    const int32_t *greedy = harness_get(&h, 20)->tokens, *cut = harness_get(&h, 22)->tokens;
+    assert_memory_equal(harness_get(&h, 21)->tokens, greedy, sizeof(int32_t) * STEPS);
+    struct reference ref;
+    reference_open(&ref, 1);
+    float logits[VOCAB];
+    for (int32_t k = 0; k < STEPS; k++) {
+        reference_logits(&ref, prompt, PROMPT, cut, k, logits);
+        double z_max = logits[first_max(logits, VOCAB)] / 1.5f;
+        double ratio = exp((double)(logits[cut[k]] / 1.5f) - z_max);
+        if (!(ratio >= 0.3)) fail_msg("step %d: token %d has p / p_max = %g", k, cut[k], ratio);
+    }
+    reference_close(&ref);
+    harness_close(&h);
+}
+
+/* Decode steps that hold a request with an extension run eagerly; the others replay graphs,
+ * and the plain request's tokens are those it gets alone. */
+static void test_extended_batches_run_eagerly(void **state)
+{
+    (void)state;
+    int32_t prompt[PROMPT];
+    harness_prompt(prompt, PROMPT, 5, VOCAB);
+    struct rig_engine_config c;
+    real_config(&c, 1);
+    assert_true(c.cuda_graphs);
+    open_engine(&c);
+    submit_min_p(30, prompt, 0.0f, 0.0f, STEPS);
+    harness_run(&h);
+    int32_t alone[STEPS];
+    memcpy(alone, harness_get(&h, 30)->tokens, sizeof alone);
+    harness_close(&h);
+    open_engine(&c);
+    submit_min_p(30, prompt, 0.0f, 0.0f, STEPS);
+    struct rig_submit s = harness_request_of(31, prompt, PROMPT);
+    s.sampling.max_tokens = 4;
+    s.sampling.logprobs = 2;
+    assert_int_equal(rig_engine_submit(h.engine, &s, NULL, 0), RIG_OK);
+    harness_run(&h);
+    assert_memory_equal(harness_get(&h, 30)->tokens, alone, sizeof alone);
+    int32_t eager = 0, replayed = 0;
+    for (int32_t i = 0; i < h.step_count; i++) {
+        const struct rig_step_record *step = &h.steps[i];
+        if (step->phase != RIG_BATCH_DECODE) continue;
+        bool extended = false;
+        for (int32_t k = 0; k < step->batch_size; k++) extended |= h.step_uids[i][k] == 31;
+        assert_true(step->graph_used == !extended);
+        eager += extended;
+        replayed += !extended;
+    }
+    assert_true(eager >= 2 && replayed >= 2);
+    harness_close(&h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_validation),
         cmocka_unit_test(test_penalties_greedy),
+        cmocka_unit_test(test_penalties_tp2),
+        cmocka_unit_test(test_logprobs),
+        cmocka_unit_test(test_min_p),
+        cmocka_unit_test(test_extended_batches_run_eagerly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
