@@ -122,7 +122,8 @@ static int64_t rig__min_p_prefix(const struct rig__candidate *sorted, int64_t ke
     return j;
 }
 
-/* Top-k, then top-p, then min-p, then Gumbel-max over what is kept. `scratch` holds V candidates. */
+/* Top-k, then top-p, then min-p, then Gumbel-max over what is kept. `scratch` holds V
+ * candidates. */
 static int32_t rig__sample_sorted(const float *logits, int64_t vocab,
                                   const struct rig__row_params *row,
                                   struct rig__candidate *scratch)
