@@ -1172,14 +1172,15 @@ static void test_attention_decode_graph(void **state)
  * padded stride takes the kernels' scalar path), row r of kind (first_kind + r) % 6:
  * 0 greedy, 1 temperature only, 2 top-k, 3 top-p (every other one peaked: the nucleus in a
  * few hundred tokens), 4 top-k 40 + top-p, 5 tiny top-p (greedy over z). Row 1 has a tie at
- * the top. Tokens must equal the simulator's. */
-static void rig__sample_case(int64_t rows, int64_t vocab, int64_t stride, int first_kind,
-                             uint64_t seed)
+ * the top. With `min_p`, two rows in three also get a min_p in [0.001, 0.5] on top of their
+ * kind. Tokens must equal the simulator's. */
+static void rig__sample_case_min_p(int64_t rows, int64_t vocab, int64_t stride, int first_kind,
+                                   uint64_t seed, bool min_p)
 {
     rig__reset(seed);
     struct rig__pair *logits = rig__pair_new((size_t)(rows * stride) * 4);
     struct rig__pair *tokens = rig__pair_new((size_t)rows * 4);
-    struct rig__pair *params = rig__pair_new((size_t)rows * 4 * 6);
+    struct rig__pair *params = rig__pair_new((size_t)rows * 4 * 7);
     float *l = logits->host;
     for (int64_t i = 0; i < rows * stride; i++)
         l[i] = rig_test_rng_float(&rig__rng, -8, 8);
@@ -1210,6 +1211,10 @@ static void rig__sample_case(int64_t rows, int64_t vocab, int64_t stride, int fi
     s->top_p = rig_tensor_1d(top_p, RIG_DTYPE_F32, rows);
     s->seed = rig_tensor_1d(seeds, RIG_DTYPE_I64, rows);
     s->position = rig_tensor_1d(position, RIG_DTYPE_I32, rows);
+    float *min_ps = (float *)(seeds + rows);
+    for (int64_t r = 0; r < rows; r++)
+        min_ps[r] = r % 3 == 0 ? 0.0f : rig_test_rng_float(&rig__rng, 0.001f, 0.5f);
+    if (min_p) s->min_p = rig_tensor_1d(min_ps, RIG_DTYPE_F32, rows);
     rig__run_both(&op, &tokens, 1);
     int32_t *gpu = tokens->result, *ref = tokens->host;
     int64_t differ = 0;
@@ -1220,9 +1225,16 @@ static void rig__sample_case(int64_t rows, int64_t vocab, int64_t stride, int fi
             differ++;
         }
     }
-    printf("    sample %lld x %lld (stride %lld, kinds from %d): %lld rows differ\n",
-           (long long)rows, (long long)vocab, (long long)stride, first_kind, (long long)differ);
+    printf("    sample %lld x %lld (stride %lld, kinds from %d%s): %lld rows differ\n",
+           (long long)rows, (long long)vocab, (long long)stride, first_kind,
+           min_p ? ", min_p" : "", (long long)differ);
     assert_int_equal(differ, 0);
+}
+
+static void rig__sample_case(int64_t rows, int64_t vocab, int64_t stride, int first_kind,
+                             uint64_t seed)
+{
+    rig__sample_case_min_p(rows, vocab, stride, first_kind, seed, false);
 }
 
 static void test_sample(void **state)
@@ -1239,6 +1251,126 @@ static void test_sample(void **state)
     rig__sample_case(6, 1000, 1003, 0, 1405);       /* padded rows: the scalar pass 1 */
     rig__sample_case(1, 7, 7, 1, 1406);             /* tiny, sampled */
     rig__sample_case(6, 5000, 5001, 0, 1407);       /* padded rows, several chunks */
+}
+
+/* min_p on every path: each kind alone over Qwen3's vocabulary (temperature only with
+ * min_p takes the whole-row cut; top-p the candidate list), mixed batches, a small vocab. */
+static void test_sample_min_p(void **state)
+{
+    (void)state;
+    for (int kind = 0; kind < 6; kind++)
+        rig__sample_case_min_p(3, 151936, 151936, kind, 1420 + (uint64_t)kind, true);
+    rig__sample_case_min_p(64, 151936, 151936, 0, 1427, true);
+    rig__sample_case_min_p(257, 1000, 1000, 0, 1428, true);
+    rig__sample_case_min_p(6, 5000, 5001, 0, 1429, true);
+}
+
+/* Penalties: rows of `vocab` logits, histories from a pool of `pool_rows` x `max_len` ids
+ * (ids from a range of `distinct`, so they repeat), random lengths (0 and max_len among
+ * them), generated counts (negative and past the length among them) and penalties. The
+ * logits must equal the simulator's bit for bit. */
+static void rig__penalize_case(int64_t rows, int64_t vocab, int64_t pool_rows, int64_t max_len,
+                               int64_t distinct, uint64_t seed)
+{
+    rig__reset(seed);
+    struct rig__pair *logits = rig__pair_new((size_t)(rows * vocab) * 4);
+    struct rig__pair *counts = rig__pair_new((size_t)(rows * vocab) * 4);
+    struct rig__pair *pool = rig__pair_new((size_t)(pool_rows * max_len) * 4);
+    struct rig__pair *meta = rig__pair_new((size_t)rows * 4 * 6);
+    float *l = logits->host;
+    for (int64_t i = 0; i < rows * vocab; i++) l[i] = rig_test_rng_float(&rig__rng, -8, 8);
+    int32_t *ids = pool->host;
+    for (int64_t i = 0; i < pool_rows * max_len; i++)
+        ids[i] = (int32_t)rig_test_rng_int(&rig__rng, 0, distinct - 1);
+    int32_t *table_idx = meta->host, *kv_len = table_idx + rows, *out_len = kv_len + rows;
+    float *repetition = (float *)(out_len + rows), *frequency = repetition + rows;
+    float *presence = frequency + rows;
+    for (int64_t r = 0; r < rows; r++) {
+        table_idx[r] = (int32_t)rig_test_rng_int(&rig__rng, 0, pool_rows - 1);
+        kv_len[r] = r % 5 == 0 ? (int32_t)(r % 10 == 0 ? 0 : max_len)
+                               : (int32_t)rig_test_rng_int(&rig__rng, 1, max_len);
+        out_len[r] = (int32_t)rig_test_rng_int(&rig__rng, -2, kv_len[r] + 2);
+        repetition[r] = r % 4 == 0 ? 1.0f : rig_test_rng_float(&rig__rng, 0.1f, 2.0f);
+        frequency[r] = r % 4 == 1 ? 0.0f : rig_test_rng_float(&rig__rng, -2.0f, 2.0f);
+        presence[r] = r % 4 == 2 ? 0.0f : rig_test_rng_float(&rig__rng, -2.0f, 2.0f);
+    }
+    struct rig_op op = {.kind = RIG_OP_PENALIZE};
+    struct rig_op_penalize *p = &op.u.penalize;
+    p->logits = rig_tensor_2d(l, RIG_DTYPE_F32, rows, vocab);
+    p->counts = rig_tensor_2d(counts->host, RIG_DTYPE_I32, rows, vocab);
+    p->token_pool = rig_tensor_2d(ids, RIG_DTYPE_I32, pool_rows, max_len);
+    p->table_idx = rig_tensor_1d(table_idx, RIG_DTYPE_I32, rows);
+    p->kv_len = rig_tensor_1d(kv_len, RIG_DTYPE_I32, rows);
+    p->out_len = rig_tensor_1d(out_len, RIG_DTYPE_I32, rows);
+    p->repetition = rig_tensor_1d(repetition, RIG_DTYPE_F32, rows);
+    p->frequency = rig_tensor_1d(frequency, RIG_DTYPE_F32, rows);
+    p->presence = rig_tensor_1d(presence, RIG_DTYPE_F32, rows);
+    rig__run_both(&op, &logits, 1);
+    rig__expect_equal("penalize logits", logits); /* counts is scratch: not compared */
+    printf("    penalize %lld x %lld, histories up to %lld of %lld ids: equal\n", (long long)rows,
+           (long long)vocab, (long long)max_len, (long long)distinct);
+}
+
+static void test_penalize(void **state)
+{
+    (void)state;
+    rig__penalize_case(7, 1000, 9, 64, 20, 1430);
+    rig__penalize_case(64, 151936, 65, 4096, 500, 1431);   /* a decode batch, long histories */
+    rig__penalize_case(3, 151936, 4, 40960, 151936, 1432); /* full context, few repeats */
+    rig__penalize_case(1, 5, 1, 3000, 5, 1433); /* every id repeated hundreds of times */
+}
+
+/* Logprobs: rows of logits in [-8, 8] (a tie at the top of row 1), temperatures 0, random
+ * and 2, random tokens, `top` alternatives (0: absent). Top ids equal the simulator's; the
+ * logprobs within 1e-5 (the float64 sum runs in another order). */
+static void rig__logprobs_case(int64_t rows, int64_t vocab, int64_t top, uint64_t seed)
+{
+    rig__reset(seed);
+    struct rig__pair *logits = rig__pair_new((size_t)(rows * vocab) * 4);
+    struct rig__pair *meta = rig__pair_new((size_t)rows * 4 * 2);
+    struct rig__pair *logprob = rig__pair_new((size_t)rows * 4);
+    struct rig__pair *ids = rig__pair_new((size_t)(rows * top) * 4);
+    struct rig__pair *values = rig__pair_new((size_t)(rows * top) * 4);
+    float *l = logits->host;
+    for (int64_t i = 0; i < rows * vocab; i++) l[i] = rig_test_rng_float(&rig__rng, -8, 8);
+    if (rows > 1 && vocab > 5) l[vocab + 3] = l[vocab + 5] = 30.0f;
+    float *temperature = meta->host;
+    int32_t *token = (int32_t *)(temperature + rows);
+    for (int64_t r = 0; r < rows; r++) {
+        float random = rig_test_rng_float(&rig__rng, 0.3f, 1.5f);
+        temperature[r] = r % 3 == 0 ? 0.0f : (r % 3 == 1 ? 2.0f : random);
+        token[r] = (int32_t)rig_test_rng_int(&rig__rng, 0, vocab - 1);
+    }
+    struct rig_op op = {.kind = RIG_OP_LOGPROBS};
+    struct rig_op_logprobs *p = &op.u.logprobs;
+    p->logprob = rig_tensor_1d(logprob->host, RIG_DTYPE_F32, rows);
+    if (top > 0) {
+        p->top_ids = rig_tensor_2d(ids->host, RIG_DTYPE_I32, rows, top);
+        p->top_logprobs = rig_tensor_2d(values->host, RIG_DTYPE_F32, rows, top);
+    }
+    p->logits = rig_tensor_2d(l, RIG_DTYPE_F32, rows, vocab);
+    p->temperature = rig_tensor_1d(temperature, RIG_DTYPE_F32, rows);
+    p->tokens = rig_tensor_1d(token, RIG_DTYPE_I32, rows);
+    struct rig__pair *outputs[3] = {logprob, ids, values};
+    rig__run_both(&op, outputs, top > 0 ? 3 : 1);
+    if (top > 0) rig__expect_equal("logprobs top ids", ids);
+    double diff = rig_test_max_abs_diff(logprob->result, logprob->host, (size_t)rows);
+    if (top > 0)
+        diff = fmax(diff, rig_test_max_abs_diff(values->result, values->host,
+                                                (size_t)(rows * top)));
+    printf("    logprobs %lld x %lld, top %lld: max |d| %.3g\n", (long long)rows, (long long)vocab,
+           (long long)top, diff);
+    assert_true(diff <= 1e-5);
+}
+
+static void test_logprobs(void **state)
+{
+    (void)state;
+    rig__logprobs_case(5, 1000, 20, 1440);
+    rig__logprobs_case(64, 151936, 20, 1441);
+    rig__logprobs_case(3, 151936, 0, 1442);
+    rig__logprobs_case(2, 20, 20, 1443); /* N = V */
+    rig__logprobs_case(257, 1000, 5, 1444);
 }
 
 /* --- graphs, errors, devices ------------------------------------------------------------- */
@@ -1788,6 +1920,9 @@ int main(void)
         cmocka_unit_test(test_attention_decode),
         cmocka_unit_test(test_attention_decode_graph),
         cmocka_unit_test(test_sample),
+        cmocka_unit_test(test_sample_min_p),
+        cmocka_unit_test(test_penalize),
+        cmocka_unit_test(test_logprobs),
         cmocka_unit_test(test_graph_replay),
         cmocka_unit_test(test_errors_and_events),
         cmocka_unit_test(test_tp_collectives),

@@ -11,6 +11,10 @@
  * size); padded requests point at the dummy table row and the dummy KV slot, and their tokens
  * are ignored. T' and R' below are the padded sizes; num_tokens / num_requests the real ones.
  *
+ * Sampling extensions (min_p, penalties, logprobs): their tensors are absent (data NULL) in a
+ * batch where no request uses them — the plain sampling path, graphs included — and such a
+ * batch always runs eagerly.
+ *
  * Ownership: the tensors are views into the scheduler's buffers; the model must not keep
  * them past the call. The batch struct itself lives on the host.
  */
@@ -57,12 +61,20 @@ struct rig_forward_batch {
     struct rig_tensor top_p;       /* [R'] f32 */
     struct rig_tensor seed;        /* [R'] i64 per-request sampling seed */
     struct rig_tensor sample_pos;  /* [R'] i32 index of the output token being sampled */
+    struct rig_tensor min_p;       /* [R'] f32, or absent */
+    struct rig_tensor repetition;  /* [R'] f32, or absent (then so are the two below) */
+    struct rig_tensor frequency;   /* [R'] f32 */
+    struct rig_tensor presence;    /* [R'] f32 */
+    struct rig_tensor token_pool;  /* [rows, L] i32 prompts + outputs (for the penalties) */
 
     /* shared state, device */
     struct rig_tensor page_table; /* [rows, L] i32, token-granular (hal/ops.h) */
 
     /* output, device */
     struct rig_tensor out_tokens; /* [R'] i32 one sampled token per request */
+    struct rig_tensor out_logprob;      /* [R'] f32 the sampled token's, or absent */
+    struct rig_tensor out_top_ids;      /* [R', N] i32 most likely first, or absent */
+    struct rig_tensor out_top_logprobs; /* [R', N] f32, or absent */
 };
 
 #endif /* RIG_BATCH_H */

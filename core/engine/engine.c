@@ -121,7 +121,11 @@ static enum rig_status rig__host_init(struct rig_engine *e)
         struct rig__batch *b = &e->batches[i];
         b->reqs = calloc((size_t)rmax, sizeof *b->reqs);
         b->produces = calloc((size_t)rmax, sizeof *b->produces);
-        ok = b->reqs && b->produces;
+        b->logprob_out = calloc((size_t)rmax, sizeof *b->logprob_out);
+        b->top_ids_out = calloc((size_t)rmax * RIG_LOGPROBS_TOP_MAX, sizeof *b->top_ids_out);
+        b->top_logprobs_out =
+            calloc((size_t)rmax * RIG_LOGPROBS_TOP_MAX, sizeof *b->top_logprobs_out);
+        ok = b->reqs && b->produces && b->logprob_out && b->top_ids_out && b->top_logprobs_out;
     }
     return ok ? RIG_OK : RIG_E_NO_MEMORY;
 }
@@ -144,6 +148,9 @@ static void rig__host_free(struct rig_engine *e)
     for (int32_t i = 0; i < RIG__SLOTS; i++) {
         free(e->batches[i].reqs);
         free(e->batches[i].produces);
+        free(e->batches[i].logprob_out);
+        free(e->batches[i].top_ids_out);
+        free(e->batches[i].top_logprobs_out);
     }
 }
 
@@ -202,6 +209,10 @@ static enum rig_status rig__rank_objects(struct rig_engine *e, struct rig__rank 
     if (s == RIG_OK)
         s = rig_hal_buffer_alloc(d, 4 * (size_t)e->layout.requests_max, RIG_MEMORY_METADATA,
                                  &rank->out_tokens);
+    if (s == RIG_OK)
+        s = rig_hal_buffer_alloc(d, 4 * (size_t)e->layout.requests_max *
+                                        (1 + 2 * RIG_LOGPROBS_TOP_MAX),
+                                 RIG_MEMORY_METADATA, &rank->out_logprobs);
     return s;
 }
 
@@ -212,7 +223,7 @@ static void rig__rank_free(struct rig__rank *rank)
     if (rank->model) rig_model_destroy(rank->model);
     struct rig_buffer *buffers[] = {rank->meta_slot[0], rank->meta_slot[1], rank->meta_static,
                                     rank->page_table, rank->token_pool, rank->input_ids,
-                                    rank->out_tokens};
+                                    rank->out_tokens, rank->out_logprobs};
     for (size_t i = 0; i < RIG_ARRAY_LEN(buffers); i++)
         if (buffers[i]) rig_hal_buffer_free(buffers[i]);
     for (int32_t i = 0; i < RIG__SLOTS; i++) {
@@ -371,6 +382,31 @@ static const char *rig__reject_reason(const struct rig_engine *e, const struct r
     return NULL;
 }
 
+_Static_assert(RIG_TOP_LOGPROBS_MAX <= RIG_LOGPROBS_TOP_MAX,
+               "the logprobs op must give every alternative a request may ask for");
+
+/* The first sampling extension out of its range, written to `buf`, or NULL when all are in
+ * range. Comparisons are written so that NaN fails them. */
+static const char *rig__sampling_invalid(const struct rig_sampling_params *p, char *buf,
+                                         size_t len)
+{
+    if (!(p->min_p >= 0.0f && p->min_p <= 1.0f))
+        snprintf(buf, len, "min_p %g is outside [0, 1]", (double)p->min_p);
+    else if (!(p->presence_penalty >= -2.0f && p->presence_penalty <= 2.0f))
+        snprintf(buf, len, "presence_penalty %g is outside [-2, 2]", (double)p->presence_penalty);
+    else if (!(p->frequency_penalty >= -2.0f && p->frequency_penalty <= 2.0f))
+        snprintf(buf, len, "frequency_penalty %g is outside [-2, 2]",
+                 (double)p->frequency_penalty);
+    else if (!(p->repetition_penalty > 0.0f && p->repetition_penalty <= 2.0f))
+        snprintf(buf, len, "repetition_penalty %g is outside (0, 2]",
+                 (double)p->repetition_penalty);
+    else if (p->logprobs < -1 || p->logprobs > RIG_TOP_LOGPROBS_MAX)
+        snprintf(buf, len, "logprobs %d is outside [-1, %d]", p->logprobs, RIG_TOP_LOGPROBS_MAX);
+    else
+        return NULL;
+    return buf;
+}
+
 static void rig__report_end(struct rig_engine *e, const struct rig_submit *s,
                             enum rig_request_end reason, const char *why, int64_t now)
 {
@@ -391,6 +427,10 @@ enum rig_status rig_engine_submit(struct rig_engine *e, const struct rig_submit 
     if (!s->prompt || s->prompt_len <= 0 || s->sampling.max_tokens < 0) {
         rig__error(reason, reason_len, "request %llu: empty prompt or negative max_tokens",
                    (unsigned long long)s->uid);
+        return RIG_E_INVALID;
+    }
+    if (rig__sampling_invalid(&s->sampling, why, sizeof why)) {
+        rig__error(reason, reason_len, "request %llu: %s", (unsigned long long)s->uid, why);
         return RIG_E_INVALID;
     }
     for (int32_t i = 0; i < s->prompt_len; i++) {

@@ -6,7 +6,10 @@
  * per slot plus a static region that captured CUDA graphs read). Per request [R_max]:
  * table_idx, cu_q (+1), kv_len, last_idx, temperature, top_k, top_p, seed (i64),
  * sample_pos, write_idx; per token [T_max]: input_idx (token-pool index of each input),
- * positions, out_loc; page-table and token-pool writes [W_max]: flat index and value.
+ * positions, out_loc; page-table and token-pool writes [W_max]: flat index and value; then
+ * the sampling extensions per request [R_max]: min_p, repetition, frequency, presence — staged
+ * for every batch but uploaded only for a batch that uses them (an extended batch, always
+ * eager), so a plain batch moves exactly the bytes it did before they existed.
  *
  * Batch slots: RIG__SLOTS (2) batches may be prepared/in flight at once (overlap); batch n
  * uses slot n % 2. Stream use per rank (why two streams, DESIGN §2): uploads of batch n go
@@ -34,6 +37,8 @@ struct rig__meta_layout {
     size_t request_block_bytes;       /* bytes of the per-request block (from offset 0) */
     size_t input_idx, positions, out_loc;    /* per token */
     size_t pt_idx, pt_val, tp_idx, tp_val;   /* writes */
+    size_t min_p, repetition, frequency, presence; /* extensions, per request */
+    size_t extension_begin, extension_bytes; /* the extension block */
     size_t bytes;                     /* the whole block */
     int32_t requests_max;             /* R_max */
     int32_t tokens_max;               /* T_max */
@@ -54,6 +59,9 @@ struct rig__batch {
     int32_t max_kv_len;
     int32_t graph;               /* index into the rank's graphs, -1 = eager */
     bool sample;                 /* some request of the batch produces a token */
+    bool min_p;                  /* some request has min_p > 0 */
+    bool penalize;               /* some request has a presence/frequency/repetition penalty */
+    int32_t top_logprobs;        /* most top logprobs a request wants; -1: none wants logprobs */
     int32_t page_writes;         /* entries in pt_idx / pt_val */
     int32_t token_writes;        /* entries in tp_idx / tp_val */
     int64_t host_schedule_ns;
@@ -62,7 +70,16 @@ struct rig__batch {
     bool *produces;              /* (R_max) true when this batch samples the request's token */
     uint8_t *staging;            /* (layout.bytes) host metadata block, pinned */
     int32_t *tokens_out;         /* (R_max) sampled tokens, downloaded from rank 0, pinned */
+    float *logprob_out;          /* (R_max) logprob of each sampled token (top_logprobs >= 0) */
+    int32_t *top_ids_out;        /* (R_max, top_logprobs) from rank 0 */
+    float *top_logprobs_out;     /* (R_max, top_logprobs) */
 };
+
+/* A batch that uses a sampling extension: it runs eagerly and uploads the extension block. */
+static inline bool rig__batch_extended(const struct rig__batch *b)
+{
+    return b->min_p || b->penalize || b->top_logprobs >= 0;
+}
 
 struct rig__graph {
     int32_t batch_size;
@@ -90,6 +107,8 @@ struct rig__rank {
     struct rig_buffer *meta_static;         /* (layout.bytes) what graphs read */
     struct rig_buffer *input_ids;           /* [T_max] i32 */
     struct rig_buffer *out_tokens;          /* [R_max] i32 */
+    struct rig_buffer *out_logprobs;        /* [R_max] f32 logprob, [R_max, 20] i32 top ids,
+                                               [R_max, 20] f32 top logprobs */
     struct rig__graph graphs[RIG__GRAPHS_MAX];
     int32_t graph_count;
 };

@@ -86,6 +86,7 @@ static size_t rig__activations(struct rig_model *m, uint8_t *base)
         {&m->logits_local, RIG_DTYPE_F32, 2, {R, d->vocab_rank, 1}},
         {&m->gathered, RIG_DTYPE_F32, 3, {d->tp, R, d->vocab_rank}},
         {&m->logits, RIG_DTYPE_F32, 2, {R, d->vocab, 1}},
+        {&m->penalty_counts, RIG_DTYPE_I32, 2, {R, d->vocab, 1}},
     };
     for (size_t i = 0; i < RIG_ARRAY_LEN(plan); i++) {
         bool shared = d->tp == 1 && (plan[i].t == &m->gathered || plan[i].t == &m->logits);
@@ -392,8 +393,34 @@ static enum rig_status rig__gather_logits(struct rig_model *m, struct rig_stream
     return RIG_OK;
 }
 
-/* Final hidden rows of the last token of each request → f32 logits [R, V] → one token per
- * request into batch->out_tokens. */
+/* The sampling extensions around the sample op: penalties on the logits before it, logprobs
+ * after it; each only when the batch carries its tensors. */
+static enum rig_status rig__penalize(struct rig_model *m, struct rig_stream *s,
+                                     const struct rig_forward_batch *b, int64_t R)
+{
+    if (b->repetition.data == NULL) return RIG_OK;
+    struct rig_op_penalize p = {.logits = rig__rows(&m->logits, R),
+                                .counts = rig__rows(&m->penalty_counts, R),
+                                .token_pool = b->token_pool, .table_idx = b->table_idx,
+                                .kv_len = b->kv_len, .out_len = b->sample_pos,
+                                .repetition = b->repetition, .frequency = b->frequency,
+                                .presence = b->presence};
+    return rig_hal_penalize(s, &p);
+}
+
+static enum rig_status rig__logprobs(struct rig_model *m, struct rig_stream *s,
+                                     const struct rig_forward_batch *b, int64_t R)
+{
+    if (b->out_logprob.data == NULL) return RIG_OK;
+    struct rig_op_logprobs p = {.logprob = b->out_logprob, .top_ids = b->out_top_ids,
+                                .top_logprobs = b->out_top_logprobs,
+                                .logits = rig__rows(&m->logits, R),
+                                .temperature = b->temperature, .tokens = b->out_tokens};
+    return rig_hal_logprobs(s, &p);
+}
+
+/* Final hidden rows of the last token of each request → f32 logits [R, V] → (penalties) →
+ * one token per request into batch->out_tokens (→ logprobs). */
 static enum rig_status rig__lm_head(struct rig_model *m, struct rig_stream *s,
                                     const struct rig_forward_batch *b)
 {
@@ -408,11 +435,13 @@ static enum rig_status rig__lm_head(struct rig_model *m, struct rig_stream *s,
     RIG_TRY(rig_hal_gemm(s, &head));
     if (m->comm != NULL) RIG_TRY(rig__gather_logits(m, s, R));
     if (!b->sample) return RIG_OK;
+    RIG_TRY(rig__penalize(m, s, b, R));
     struct rig_op_sample sample = {.tokens = b->out_tokens, .logits = rig__rows(&m->logits, R),
                                    .temperature = b->temperature, .top_k = b->top_k,
                                    .top_p = b->top_p, .seed = b->seed,
-                                   .position = b->sample_pos};
-    return rig_hal_sample(s, &sample);
+                                   .position = b->sample_pos, .min_p = b->min_p};
+    RIG_TRY(rig_hal_sample(s, &sample));
+    return rig__logprobs(m, s, b, R);
 }
 
 enum rig_status rig_model_forward(struct rig_model *model, struct rig_stream *stream,

@@ -104,8 +104,10 @@ enum rig_status rig_model_create(const struct rig_model_config *config,
 void rig_model_destroy(struct rig_model *model);
 
 /* Issues the forward of `batch` on `stream` and the sampling of one token per request into
- * batch->out_tokens. Asynchronous; every rank of a TP group must call it with the same batch.
- * Fails only on a batch larger than the limits (RIG_E_CAPACITY) or a backend error. */
+ * batch->out_tokens, with the sampling extensions whose tensors the batch carries (penalties
+ * in place on the logits before sampling, min_p, logprobs after it). Asynchronous; every
+ * rank of a TP group must call it with the same batch. Fails only on a batch larger than
+ * the limits (RIG_E_CAPACITY) or a backend error. */
 enum rig_status rig_model_forward(struct rig_model *model, struct rig_stream *stream,
                                   const struct rig_forward_batch *batch);
 

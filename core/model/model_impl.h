@@ -73,6 +73,7 @@ struct rig_model {
     struct rig_tensor logits_local; /* [R, Vp] f32 */
     struct rig_tensor gathered;     /* [tp, R, Vp] f32, absent at TP 1 */
     struct rig_tensor logits;       /* [R, V] f32: logits_local itself at TP 1 */
+    struct rig_tensor penalty_counts; /* [R, V] i32 scratch of the penalize op */
     size_t logits_offset;           /* byte offset of `logits` in activations_buffer */
 };
 

@@ -17,9 +17,14 @@
  * results settled before the next forward, so overlap scheduling is turned off for that
  * run (the tokens do not change: they never depend on overlap).
  *
+ * --min-p, --presence-penalty, --frequency-penalty and --repetition-penalty set the sampling
+ * extensions (docs/engine.md); --logprobs N adds to each --json object "logprobs": one
+ * {"logprob", "top": [[id, logprob], ...]} per generated token (N alternatives).
+ *
  * Exit status: 0 success, 1 a run error or a rejected prompt, 2 a usage error.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +49,8 @@ struct rig__generate_args {
     float temperature;
     int32_t top_k;
     float top_p;
+    float min_p, presence_penalty, frequency_penalty, repetition_penalty;
+    int32_t logprobs;                          /* -1: none */
     uint64_t seed;
     bool ignore_eos;
     const char *stop_text;                     /* "7,8" or NULL */
@@ -66,6 +73,10 @@ struct rig__generate_state {
     uint64_t step_uids[RIG__PROMPTS_MAX]; /* (step_size) the last step's requests, batch order */
     int32_t step_size;
     bool first_token[RIG__PROMPTS_MAX];  /* got its first token in the last step */
+    int32_t top;                         /* alternatives per token (--logprobs), -1: none */
+    float *logprob[RIG__PROMPTS_MAX];    /* (max_tokens) the sampled tokens' */
+    int32_t *top_ids[RIG__PROMPTS_MAX];  /* (max_tokens, top) */
+    float *top_logprobs[RIG__PROMPTS_MAX]; /* (max_tokens, top) */
 };
 
 static void rig__generate_usage(FILE *out)
@@ -87,6 +98,11 @@ static void rig__generate_usage(FILE *out)
             "  --temperature T      0 = greedy (default 0)\n"
             "  --top-k K            0 = off (default 0)\n"
             "  --top-p P            1 = off (default 1)\n"
+            "  --min-p P            keep tokens with p >= P * p_max (default 0: off)\n"
+            "  --presence-penalty X, --frequency-penalty X   over the generated tokens, in\n"
+            "                       [-2, 2] (default 0)\n"
+            "  --repetition-penalty X   over prompt and output, in (0, 2] (default 1: off)\n"
+            "  --logprobs N         with --json: each token's logprob and N alternatives\n"
             "  --seed S             sampling and dummy-weight seed (default 0)\n"
             "  --ignore-eos         do not stop at the model's EOS tokens\n"
             "  --stop-token-ids IDS comma-separated ids that end a request (at most %d)\n"
@@ -123,6 +139,28 @@ static bool rig__number(const char *option, const char *text, double lo, double 
     return true;
 }
 
+/* The sampling-extension options: true when `arg` is one of them, with *x set to the value
+ * parsed or to NaN when it was malformed (a message printed). The engine checks ranges. */
+static bool rig__extension_option(struct rig__generate_args *a, const char *arg,
+                                  const char *v, double *x)
+{
+    static const char *const names[] = {"--min-p", "--presence-penalty", "--frequency-penalty",
+                                        "--repetition-penalty", "--logprobs"};
+    float *fields[] = {&a->min_p, &a->presence_penalty, &a->frequency_penalty,
+                       &a->repetition_penalty};
+    for (size_t i = 0; i < RIG_ARRAY_LEN(names); i++) {
+        if (strcmp(arg, names[i]) != 0) continue;
+        if (!rig__number(arg, v, -100, 100, x)) *x = NAN;
+        else if (i < RIG_ARRAY_LEN(fields)) *fields[i] = (float)*x;
+        else if (*x != (int32_t)*x || *x < 0) {
+            fprintf(stderr, "rig generate: --logprobs: '%s' is not a count\n", v);
+            *x = NAN;
+        } else a->logprobs = (int32_t)*x;
+        return true;
+    }
+    return false;
+}
+
 /* One option with a value; returns false (with a message) when it is malformed. */
 static bool rig__generate_option(struct rig__generate_args *a, const char *arg,
                                  const char *v)
@@ -154,6 +192,8 @@ static bool rig__generate_option(struct rig__generate_args *a, const char *arg,
     } else if (strcmp(arg, "--top-p") == 0) {
         if (!rig__number(arg, v, 1e-6, 1, &x)) return false;
         a->top_p = (float)x;
+    } else if (rig__extension_option(a, arg, v, &x)) {
+        return !isnan(x);
     } else if (strcmp(arg, "--seed") == 0) {
         if (!rig__number(arg, v, 0, 9007199254740991.0, &x)) return false;
         a->seed = (uint64_t)x;
@@ -177,6 +217,8 @@ static int rig__generate_parse(int argc, char **argv, struct rig__generate_args 
     a->backend = "sim";
     a->tp = 1;
     a->top_p = 1.0f;
+    a->repetition_penalty = 1.0f;
+    a->logprobs = -1;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
@@ -245,6 +287,21 @@ static void rig__on_token(void *ctx, uint64_t uid, int32_t index, int32_t token,
     int64_t i = (int64_t)uid - 1;
     RIG_ASSERT(i >= 0 && i < RIG__PROMPTS_MAX);
     if (index == 0) st->first_token[i] = true;
+}
+
+static void rig__on_logprobs(void *ctx, uint64_t uid, int32_t index, int32_t token,
+                             float logprob, int32_t top_count, const int32_t *top_ids,
+                             const float *top_logprobs)
+{
+    (void)token;
+    struct rig__generate_state *st = ctx;
+    int64_t i = (int64_t)uid - 1;
+    RIG_ASSERT(i >= 0 && i < RIG__PROMPTS_MAX && top_count == st->top);
+    if (index >= st->capacity || st->logprob[i] == NULL) return;
+    size_t at = (size_t)index * (size_t)top_count;
+    st->logprob[i][index] = logprob;
+    memcpy(st->top_ids[i] + at, top_ids, sizeof(int32_t) * (size_t)top_count);
+    memcpy(st->top_logprobs[i] + at, top_logprobs, sizeof(float) * (size_t)top_count);
 }
 
 static void rig__on_step(void *ctx, const struct rig_step_record *record)
@@ -372,6 +429,23 @@ static int rig__generate_drive(struct rig_engine *engine, struct rig__generate_s
     return 1;
 }
 
+/* `, "logprobs": [...]` of prompt i, one entry per generated token. */
+static void rig__print_logprobs(const struct rig__generate_state *st, int32_t i)
+{
+    printf(", \"logprobs\": [");
+    for (int32_t k = 0; k < st->output_len[i]; k++) {
+        printf("%s{\"logprob\": %.9g, \"top\": [", k == 0 ? "" : ", ",
+               (double)st->logprob[i][k]);
+        for (int32_t j = 0; j < st->top; j++) {
+            size_t at = (size_t)k * (size_t)st->top + (size_t)j;
+            printf("%s[%d, %.9g]", j == 0 ? "" : ", ", st->top_ids[i][at],
+                   (double)st->top_logprobs[i][at]);
+        }
+        printf("]}");
+    }
+    printf("]");
+}
+
 static void rig__generate_print(const struct rig__generate_args *a,
                                 const struct rig__generate_state *st, const int32_t *lengths)
 {
@@ -382,9 +456,10 @@ static void rig__generate_print(const struct rig__generate_args *a,
             printf(a->json ? "%s%d" : "%s%d", k == 0 ? "" : a->json ? ", " : " ",
                    st->outputs[i][k]);
         if (a->json)
-            printf("], \"finish_reason\": \"%s\", \"cached_len\": %d}",
+            printf("], \"finish_reason\": \"%s\", \"cached_len\": %d",
                    rig_request_end_name(st->reason[i]), st->cached_len[i]);
-        printf("\n");
+        if (a->json && st->top >= 0) rig__print_logprobs(st, i);
+        printf(a->json ? "}\n" : "\n");
     }
 }
 
@@ -399,6 +474,11 @@ static int rig__generate_submit(struct rig_engine *engine, const struct rig__gen
         r.sampling.temperature = a->temperature;
         r.sampling.top_k = a->top_k;
         r.sampling.top_p = a->top_p;
+        r.sampling.min_p = a->min_p;
+        r.sampling.presence_penalty = a->presence_penalty;
+        r.sampling.frequency_penalty = a->frequency_penalty;
+        r.sampling.repetition_penalty = a->repetition_penalty;
+        r.sampling.logprobs = a->logprobs;
         r.sampling.max_tokens = a->max_tokens;
         r.sampling.ignore_eos = a->ignore_eos;
         memcpy(r.sampling.stop_token_ids, a->stop, sizeof(int32_t) * (size_t)a->stop_count);
@@ -427,7 +507,8 @@ static int rig__generate_run(const struct rig__generate_args *a, int32_t *const 
     int rc = rig__generate_config(a, total, longest, &config);
     if (rc >= 0) return rc;
     struct rig_engine_observer observer = {.ctx = st, .on_finish = rig__on_finish,
-                                           .on_step = rig__on_step, .on_token = rig__on_token};
+                                           .on_step = rig__on_step, .on_token = rig__on_token,
+                                           .on_logprobs = rig__on_logprobs};
     struct rig_engine *engine = NULL;
     char error[512];
     if (rig_engine_create(&config, &observer, &engine, error, sizeof error) != RIG_OK) {
@@ -453,6 +534,7 @@ int rig_cmd_generate(int argc, char **argv)
     int32_t *prompts[RIG__PROMPTS_MAX], lengths[RIG__PROMPTS_MAX];
     memset(&st, 0, sizeof st);
     st.capacity = a.max_tokens;
+    st.top = a.logprobs;
     if (a.stop_text != NULL &&
         !rig__parse_ids(a.stop_text, a.stop, RIG_STOP_TOKENS_MAX, &a.stop_count))
         return 2;
@@ -461,11 +543,22 @@ int rig_cmd_generate(int argc, char **argv)
         if (!rig__parse_ids(a.prompt_text[i], ids[i], RIG__PROMPT_TOKENS_MAX, &lengths[i]))
             return 2;
     }
+    size_t tokens = (size_t)a.max_tokens, top = a.logprobs > 0 ? (size_t)a.logprobs : 1;
     for (int32_t i = 0; i < a.prompt_count && rc < 0; i++) {
-        st.outputs[i] = malloc(sizeof(int32_t) * (size_t)a.max_tokens);
+        st.outputs[i] = malloc(sizeof(int32_t) * tokens);
         if (st.outputs[i] == NULL) rc = 1;
+        if (a.logprobs < 0 || rc >= 0) continue;
+        st.logprob[i] = malloc(sizeof(float) * tokens);
+        st.top_ids[i] = malloc(sizeof(int32_t) * tokens * top);
+        st.top_logprobs[i] = malloc(sizeof(float) * tokens * top);
+        if (!st.logprob[i] || !st.top_ids[i] || !st.top_logprobs[i]) rc = 1;
     }
     if (rc < 0) rc = rig__generate_run(&a, prompts, lengths, &st);
-    for (int32_t i = 0; i < a.prompt_count; i++) free(st.outputs[i]);
+    for (int32_t i = 0; i < a.prompt_count; i++) {
+        free(st.outputs[i]);
+        free(st.logprob[i]);
+        free(st.top_ids[i]);
+        free(st.top_logprobs[i]);
+    }
     return rc;
 }

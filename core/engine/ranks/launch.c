@@ -38,6 +38,12 @@ void rig__layout_init(struct rig__meta_layout *l, int32_t requests_max, int32_t 
     l->pt_val = o, o = rig__align(o + 4 * w);
     l->tp_idx = o, o = rig__align(o + 4 * w);
     l->tp_val = o, o = rig__align(o + 4 * w);
+    l->extension_begin = o;
+    l->min_p = o, o = rig__align(o + 4 * r);
+    l->repetition = o, o = rig__align(o + 4 * r);
+    l->frequency = o, o = rig__align(o + 4 * r);
+    l->presence = o, o = rig__align(o + 4 * r);
+    l->extension_bytes = o - l->extension_begin;
     l->bytes = o;
     l->requests_max = requests_max;
     l->tokens_max = tokens_max;
@@ -48,6 +54,31 @@ static struct rig_tensor rig__at(struct rig_buffer *buffer, size_t offset, enum 
                                  int64_t n)
 {
     return rig_tensor_1d((uint8_t *)rig_hal_buffer_ptr(buffer) + offset, dtype, n);
+}
+
+/* The tensors of the sampling extensions the batch uses (rig_forward_batch leaves the others
+ * absent). */
+static void rig__view_extensions(const struct rig__rank *rank, struct rig_buffer *meta,
+                                 const struct rig_batch_desc *b, struct rig_forward_batch *v)
+{
+    const struct rig_engine *e = rank->engine;
+    const struct rig__meta_layout *l = &e->layout;
+    int64_t rp = b->padded, rmax = l->requests_max;
+    if (b->min_p) v->min_p = rig__at(meta, l->min_p, RIG_DTYPE_F32, rp);
+    if (b->penalize) {
+        v->repetition = rig__at(meta, l->repetition, RIG_DTYPE_F32, rp);
+        v->frequency = rig__at(meta, l->frequency, RIG_DTYPE_F32, rp);
+        v->presence = rig__at(meta, l->presence, RIG_DTYPE_F32, rp);
+        v->token_pool = rig_tensor_2d(rig_hal_buffer_ptr(rank->token_pool), RIG_DTYPE_I32,
+                                      e->table.rows, e->max_seq_len);
+    }
+    if (b->top_logprobs < 0) return;
+    uint8_t *out = rig_hal_buffer_ptr(rank->out_logprobs);
+    v->out_logprob = rig_tensor_1d(out, RIG_DTYPE_F32, rp);
+    if (b->top_logprobs == 0) return;
+    v->out_top_ids = rig_tensor_2d(out + 4 * rmax, RIG_DTYPE_I32, rp, b->top_logprobs);
+    v->out_top_logprobs = rig_tensor_2d(out + 4 * rmax * (1 + RIG_LOGPROBS_TOP_MAX),
+                                        RIG_DTYPE_F32, rp, b->top_logprobs);
 }
 
 /* The model's view of a batch whose metadata sits in `meta` (a slot or the static region). */
@@ -82,6 +113,7 @@ static struct rig_forward_batch rig__view(const struct rig__rank *rank, struct r
     v.page_table = rig_tensor_2d(rig_hal_buffer_ptr(rank->page_table), RIG_DTYPE_I32,
                                  e->table.rows, e->max_seq_len);
     v.out_tokens = rig__at(rank->out_tokens, 0, RIG_DTYPE_I32, rp);
+    rig__view_extensions(rank, meta, b, &v);
     return v;
 }
 
@@ -110,6 +142,9 @@ static enum rig_status rig__upload(struct rig__rank *rank, const struct rig_batc
         RIG_TRY(rig_hal_buffer_upload(rank->meta, dst, writes[i][0],
                                        metadata + writes[i][0], 4 * writes[i][1]));
     }
+    if (b->min_p || b->penalize || b->top_logprobs >= 0)
+        RIG_TRY(rig_hal_buffer_upload(rank->meta, dst, l->extension_begin,
+                                      metadata + l->extension_begin, l->extension_bytes));
     return rig_hal_event_record(rank->uploaded[slot], rank->meta);
 }
 
@@ -154,6 +189,23 @@ static enum rig_status rig__to_static(struct rig__rank *rank, const struct rig_b
     return RIG_OK;
 }
 
+/* The logprobs of the batch's rows into its slot's host arrays (rows of top_logprobs). */
+static enum rig_status rig__download_logprobs(struct rig__rank *rank,
+                                              const struct rig_batch_desc *b)
+{
+    const struct rig__batch *host = &rank->engine->batches[b->slot];
+    size_t rmax = (size_t)rank->engine->layout.requests_max, count = (size_t)b->count;
+    size_t top = (size_t)b->top_logprobs;
+    RIG_TRY(rig_hal_buffer_download(rank->compute, rank->out_logprobs, 0, host->logprob_out,
+                                    4 * count));
+    if (top == 0) return RIG_OK;
+    RIG_TRY(rig_hal_buffer_download(rank->compute, rank->out_logprobs, 4 * rmax,
+                                    host->top_ids_out, 4 * count * top));
+    return rig_hal_buffer_download(rank->compute, rank->out_logprobs,
+                                   4 * rmax * (1 + RIG_LOGPROBS_TOP_MAX), host->top_logprobs_out,
+                                   4 * count * top);
+}
+
 static enum rig_status rig__rank_launch(struct rig__rank *rank, const struct rig_batch_desc *b,
                                         const uint8_t *metadata)
 {
@@ -184,6 +236,8 @@ static enum rig_status rig__rank_launch(struct rig__rank *rank, const struct rig
     if (rank->index == 0)
         RIG_TRY(rig_hal_buffer_download(rank->compute, rank->out_tokens, 0,
                                          e->batches[slot].tokens_out, 4 * (size_t)b->count));
+    if (rank->index == 0 && b->sample && b->top_logprobs >= 0)
+        RIG_TRY(rig__download_logprobs(rank, b));
     RIG_TRY(rig_hal_event_record(rank->done[slot], rank->compute));
     rank->done_recorded[slot] = true;
     return RIG_OK;
@@ -213,7 +267,9 @@ static enum rig_status rig__rank_capture(struct rig__rank *rank, const struct ri
     if (rank->graph_count == 0) return RIG_OK;
     int32_t largest = rank->graphs[0].batch_size;
     RIG_ASSERT(b->metadata_bytes == (int64_t)l->bytes);
-    RIG_TRY(rig_hal_buffer_upload(rank->compute, rank->meta_static, 0, metadata, l->bytes));
+    /* Graphs hold the plain sampling path: the extension block is never read from here. */
+    RIG_TRY(rig_hal_buffer_upload(rank->compute, rank->meta_static, 0, metadata,
+                                  l->extension_begin));
     RIG_TRY(rig_hal_stream_synchronize(rank->compute));
     for (int32_t g = 0; g < rank->graph_count; g++) {
         struct rig_batch_desc tmp = *b;
@@ -227,6 +283,8 @@ static enum rig_status rig__rank_capture(struct rig__rank *rank, const struct ri
         tmp.max_q_len = 1;
         tmp.max_kv_len = e->max_seq_len; /* a graph serves any length up to the limit */
         tmp.sample = 1;
+        tmp.min_p = tmp.penalize = 0; /* graphs hold the plain sampling path only */
+        tmp.top_logprobs = -1;
         RIG_TRY(rig_hal_graph_capture_begin(rank->compute));
         struct rig_forward_batch view = rig__view(rank, rank->meta_static, &tmp);
         enum rig_status status = rig_model_forward(rank->model, rank->compute, &view);
@@ -264,6 +322,7 @@ static struct rig_batch_desc rig__desc(const struct rig_engine *e, int32_t job, 
         .count = b->count, .tokens = b->tokens, .padded = b->padded,
         .padded_tokens = b->padded_tokens, .max_q_len = b->max_q_len,
         .max_kv_len = b->max_kv_len, .graph = b->graph, .sample = b->sample,
+        .min_p = b->min_p, .penalize = b->penalize, .top_logprobs = b->top_logprobs,
         .page_writes = b->page_writes, .token_writes = b->token_writes,
         .metadata_bytes = (int64_t)e->layout.bytes};
 }

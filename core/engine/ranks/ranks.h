@@ -44,6 +44,9 @@ struct rig_batch_desc {
     int32_t max_kv_len;
     int32_t graph;          /* captured decode graph to replay; -1: eager */
     int32_t sample;         /* 1 when some request samples a token */
+    int32_t min_p;          /* 1 when some request has min_p > 0 */
+    int32_t penalize;       /* 1 when some request has a presence/frequency/repetition penalty */
+    int32_t top_logprobs;   /* most top logprobs a request wants; -1: none wants logprobs */
     int32_t page_writes;    /* page-table writes in the metadata */
     int32_t token_writes;   /* token-pool writes in the metadata */
     int64_t metadata_bytes; /* size of the metadata block */

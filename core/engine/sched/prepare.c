@@ -66,6 +66,22 @@ static void rig__stage_rewrites(struct rig_engine *e, struct rig__batch *b)
     e->rewrite_count = 0;
 }
 
+/* Request i's sampling extensions (uploaded only when the batch uses any), and what it asks
+ * of the batch. */
+static void rig__stage_extensions(struct rig_engine *e, struct rig__batch *b, int32_t i,
+                                  const struct rig_sampling_params *s)
+{
+    const struct rig__meta_layout *l = &e->layout;
+    RIG__F32(b, l->min_p)[i] = s->min_p;
+    RIG__F32(b, l->repetition)[i] = s->repetition_penalty;
+    RIG__F32(b, l->frequency)[i] = s->frequency_penalty;
+    RIG__F32(b, l->presence)[i] = s->presence_penalty;
+    b->min_p |= s->min_p > 0.0f;
+    b->penalize |= s->repetition_penalty != 1.0f || s->frequency_penalty != 0.0f ||
+                   s->presence_penalty != 0.0f;
+    if (s->logprobs > b->top_logprobs) b->top_logprobs = s->logprobs;
+}
+
 /* Per-token and per-request metadata of request i (tokens from index t). */
 static void rig__stage_request(struct rig_engine *e, struct rig__batch *b, int32_t i,
                                int32_t t)
@@ -92,6 +108,7 @@ static void rig__stage_request(struct rig_engine *e, struct rig__batch *b, int32
     RIG__F32(b, l->top_p)[i] = r->sampling.top_p;
     RIG__I64(b, l->seed)[i] = (int64_t)r->sample_seed;
     RIG__I32(b, l->sample_pos)[i] = r->device_len - r->input_len;
+    rig__stage_extensions(e, b, i, &r->sampling);
     int32_t dummy = rig_table_dummy_row(&e->table) * L + 1 + i;
     RIG__I32(b, l->write_idx)[i] = produces ? r->table_idx * L + r->device_len : dummy;
     if (n > b->max_q_len) b->max_q_len = n;
@@ -119,14 +136,19 @@ void rig__stage_padding(struct rig_engine *e, struct rig__batch *b, int32_t from
         RIG__I64(b, l->seed)[i] = 0;
         RIG__I32(b, l->sample_pos)[i] = 0;
         RIG__I32(b, l->write_idx)[i] = dummy_row * L + 1 + i;
+        RIG__F32(b, l->min_p)[i] = 0.0f;
+        RIG__F32(b, l->repetition)[i] = 1.0f;
+        RIG__F32(b, l->frequency)[i] = 0.0f;
+        RIG__F32(b, l->presence)[i] = 0.0f;
     }
 }
 
-/* The smallest captured graph that holds `count` decode requests, or -1. */
+/* The smallest captured graph that holds `count` decode requests, or -1 (also for a batch
+ * with sampling extensions: graphs hold the plain sampling path). */
 static int32_t rig__pick_graph(const struct rig_engine *e, const struct rig__batch *b)
 {
     const struct rig__rank *rank = &e->ranks[0];
-    if (b->phase != RIG_BATCH_DECODE) return -1;
+    if (b->phase != RIG_BATCH_DECODE || rig__batch_extended(b)) return -1;
     int32_t best = -1;
     for (int32_t g = 0; g < rank->graph_count; g++) {
         int32_t bs = rank->graphs[g].batch_size;
@@ -167,6 +189,8 @@ void rig__prepare(struct rig_engine *e, struct rig__batch *b)
     b->token_writes = 0;
     b->max_q_len = 0;
     b->max_kv_len = 0;
+    b->min_p = b->penalize = false;
+    b->top_logprobs = -1;
     rig__stage_rewrites(e, b);
     int32_t t = 0;
     RIG__I32(b, e->layout.cu_q)[0] = 0;

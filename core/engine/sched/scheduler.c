@@ -158,10 +158,27 @@ static void rig__cache_prompt(struct rig_engine *e, struct rig_request *r)
     }
 }
 
-/* Appends the token to a running request and ends it when a stop condition holds. */
-static void rig__accept_token(struct rig_engine *e, struct rig_request *r, int32_t token,
-                              bool prefill, int64_t now)
+/* The logprobs of row i of batch b, for a request that asked for them. */
+static void rig__emit_logprobs(struct rig_engine *e, const struct rig__batch *b, int32_t i,
+                               const struct rig_request *r, int32_t token)
 {
+    int32_t wanted = r->sampling.logprobs;
+    if (wanted < 0 || !e->observer.on_logprobs) return;
+    RIG_ASSERT(wanted <= b->top_logprobs);
+    size_t row = (size_t)i * (size_t)b->top_logprobs;
+    e->observer.on_logprobs(e->observer.ctx, r->uid, r->output_len - 1, token,
+                            b->logprob_out[i], wanted, b->top_ids_out + row,
+                            b->top_logprobs_out + row);
+}
+
+/* Appends the token of row i of batch b to a running request and ends it when a stop
+ * condition holds. */
+static void rig__accept_token(struct rig_engine *e, const struct rig__batch *b, int32_t i,
+                              int64_t now)
+{
+    struct rig_request *r = b->reqs[i];
+    int32_t token = b->tokens_out[i];
+    bool prefill = i >= b->count - b->prefill_count;
     RIG_ASSERT(r->input_len + r->output_len < e->max_seq_len);
     r->tokens[r->input_len + r->output_len] = token;
     r->token_times_ns[r->output_len] = now;
@@ -169,6 +186,7 @@ static void rig__accept_token(struct rig_engine *e, struct rig_request *r, int32
     r->output_len++;
     if (e->observer.on_token)
         e->observer.on_token(e->observer.ctx, r->uid, r->output_len - 1, token, now);
+    rig__emit_logprobs(e, b, i, r, token);
     enum rig_request_end reason = rig__stop_reason(e, r, token);
     if (reason != RIG_END_NONE) {
         rig_decode_remove(&e->decode, r);
@@ -220,7 +238,7 @@ static enum rig_status rig__process(struct rig_engine *e, int32_t slot)
         /* A non-final chunk samples nothing; an ended request's extra token is dropped. */
         if (!b->produces[i] || r->state != RIG_REQUEST_RUNNING) continue;
         r->last_step = b->step;
-        rig__accept_token(e, r, b->tokens_out[i], i >= b->count - b->prefill_count, now);
+        rig__accept_token(e, b, i, now);
     }
     if (b->graph >= 0) e->stats.graph_replays++;
     rig__emit_step(e, b, slot);
