@@ -17,6 +17,7 @@
 struct rig_sim_optable {
     char name[256];
     struct rig_sim_optable_point *points; /* (count) sorted by kind */
+    double (*logp)[RIG_SIM_OPTABLE_PARAMS]; /* (count) log2(p + 1) of each point's key */
     int64_t count;
     int64_t first[RIG_OP_COUNT + 1]; /* points of kind k: [first[k], first[k + 1]) */
 };
@@ -108,16 +109,41 @@ static const double *rig__weights(int32_t kind)
     return other;
 }
 
-static double rig__distance(const struct rig_sim_op_key *a, const struct rig_sim_op_key *b)
+static double rig__distance(const double *w, const double *a, const double *b)
 {
-    const double *w = rig__weights(a->kind);
     double sum = 0;
     for (int32_t i = 0; i < RIG_SIM_OPTABLE_PARAMS; i++) {
-        if (w[i] == 0) continue;
-        double d = log2(a->p[i] + 1.0) - log2(b->p[i] + 1.0);
+        double d = a[i] - b[i];
         sum += w[i] * d * d;
     }
     return sqrt(sum);
+}
+
+/* Predictions of recent keys, per thread: a step issues the same shapes layer after layer,
+ * and a lookup scans every point of its kind. A pure function's memo: no effect on results. */
+#define RIG__MEMO_SLOTS 4096
+struct rig__memo {
+    const struct rig_sim_optable *table;
+    struct rig_sim_op_key key;
+    double flops, bytes, peak, bandwidth;
+    double ns; /* < 0: the table does not reach the key */
+};
+static _Thread_local struct rig__memo rig__memo[RIG__MEMO_SLOTS];
+
+static uint64_t rig__memo_slot(const struct rig_sim_op_key *key, double flops, double bytes)
+{
+    uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)key->kind;
+    double words[RIG_SIM_OPTABLE_PARAMS + 2];
+    memcpy(words, key->p, sizeof key->p);
+    words[RIG_SIM_OPTABLE_PARAMS] = flops;
+    words[RIG_SIM_OPTABLE_PARAMS + 1] = bytes;
+    for (int32_t i = 0; i < RIG_SIM_OPTABLE_PARAMS + 2; i++) {
+        uint64_t bits;
+        memcpy(&bits, &words[i], sizeof bits);
+        h = (h ^ bits) * 0x100000001b3ull;
+        h ^= h >> 29;
+    }
+    return h % RIG__MEMO_SLOTS;
 }
 
 static double rig__roofline_s(double flops, double bytes, double peak, double bandwidth)
@@ -127,18 +153,19 @@ static double rig__roofline_s(double flops, double bytes, double peak, double ba
     return s > 1e-9 ? s : 1e-9;
 }
 
-bool rig_sim_optable_predict(const struct rig_sim_optable *table,
-                             const struct rig_sim_op_key *key, double flops, double bytes,
-                             double peak_flops, double hbm_bytes_per_s, double *ns)
+static bool rig__predict(const struct rig_sim_optable *table, const struct rig_sim_op_key *key,
+                         double flops, double bytes, double peak_flops, double hbm_bytes_per_s,
+                         double *ns)
 {
-    RIG_ASSERT(table != NULL && key != NULL && ns != NULL);
-    RIG_ASSERT(key->kind >= 0 && key->kind < RIG_OP_COUNT);
     enum { K = RIG_SIM_OPTABLE_NEIGHBOURS };
+    const double *w = rig__weights(key->kind);
+    double logp[RIG_SIM_OPTABLE_PARAMS];
+    for (int32_t i = 0; i < RIG_SIM_OPTABLE_PARAMS; i++) logp[i] = log2(key->p[i] + 1.0);
     double best_d[K];
     int64_t best_i[K];
     int32_t found = 0;
     for (int64_t i = table->first[key->kind]; i < table->first[key->kind + 1]; i++) {
-        double d = rig__distance(key, &table->points[i].key);
+        double d = rig__distance(w, logp, table->logp[i]);
         if (found == K && d >= best_d[K - 1]) continue;
         int32_t at = found < K ? found++ : K - 1; /* insertion into the sorted few */
         while (at > 0 && best_d[at - 1] > d) {
@@ -166,6 +193,27 @@ bool rig_sim_optable_predict(const struct rig_sim_optable *table,
         weight_sum += w;
     }
     *ns = roofline * exp(log_sum / weight_sum) * 1e9;
+    return true;
+}
+
+bool rig_sim_optable_predict(const struct rig_sim_optable *table,
+                             const struct rig_sim_op_key *key, double flops, double bytes,
+                             double peak_flops, double hbm_bytes_per_s, double *ns)
+{
+    RIG_ASSERT(table != NULL && key != NULL && ns != NULL);
+    RIG_ASSERT(key->kind >= 0 && key->kind < RIG_OP_COUNT);
+    struct rig__memo *m = &rig__memo[rig__memo_slot(key, flops, bytes)];
+    bool hit = m->table == table && memcmp(&m->key, key, sizeof *key) == 0 &&
+               m->flops == flops && m->bytes == bytes && m->peak == peak_flops &&
+               m->bandwidth == hbm_bytes_per_s;
+    if (!hit) {
+        double value = -1;
+        if (!rig__predict(table, key, flops, bytes, peak_flops, hbm_bytes_per_s, &value))
+            value = -1;
+        *m = (struct rig__memo){table, *key, flops, bytes, peak_flops, hbm_bytes_per_s, value};
+    }
+    if (m->ns < 0) return false;
+    *ns = m->ns;
     return true;
 }
 
@@ -232,9 +280,13 @@ static bool rig__read_points(hid_t file, struct rig_sim_optable *table)
         for (int32_t k = 0; ok && k < RIG_SIM_OPTABLE_PARAMS; k++)
             ok = isfinite(p->key.p[k]) && p->key.p[k] >= 0;
     }
-    if (!ok) return false;
+    table->logp = ok ? calloc((size_t)count, sizeof *table->logp) : NULL;
+    if (!ok || table->logp == NULL) return false;
     table->count = (int64_t)count;
     qsort(table->points, (size_t)count, sizeof *table->points, rig__point_order);
+    for (hssize_t i = 0; i < count; i++)
+        for (int32_t k = 0; k < RIG_SIM_OPTABLE_PARAMS; k++)
+            table->logp[i][k] = log2(table->points[i].key.p[k] + 1.0);
     int64_t at = 0;
     for (int32_t k = 0; k <= RIG_OP_COUNT; k++) {
         while (at < table->count && table->points[at].key.kind < k) at++;
@@ -279,6 +331,7 @@ static enum rig_status rig__load(const char *name, struct rig_sim_optable *table
     H5Eset_auto2(H5E_DEFAULT, saved_func, saved_data);
     if (status != RIG_OK) {
         free(table->points);
+        free(table->logp);
         memset(table, 0, sizeof *table);
         snprintf(error, error_len, "%s: %s", name,
                  status == RIG_E_IO ? "cannot open the op table"
@@ -353,7 +406,8 @@ enum rig_status rig_sim_optable_write(const char *path, const struct rig_sim_opt
     ok = ok && set >= 0 &&
          (count == 0 || H5Dwrite(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, points) >= 0);
     if (ok) rig__write_attr(file, "format", "rig-optable", &ok);
-    for (int32_t i = 0; ok && i < attr_count; i++) rig__write_attr(file, attrs[i][0], attrs[i][1], &ok);
+    for (int32_t i = 0; ok && i < attr_count; i++)
+        rig__write_attr(file, attrs[i][0], attrs[i][1], &ok);
     if (set >= 0) H5Dclose(set);
     H5Sclose(space);
     H5Tclose(packed);

@@ -101,12 +101,14 @@ static enum rig_status rig__warm(struct rig__sweep *s, const struct rig_op *op, 
     int32_t replays = graph ? RIG__WARM_REPLAYS : RIG__WARM_REPLAYS * RIG__WARM_ISSUES;
     for (int32_t i = -1; i < replays && status == RIG_OK; i++) {
         if (i == 0) status = rig_hal_event_record(s->dev.start[0], stream);
-        if (status == RIG_OK) status = graph ? rig_hal_graph_launch(g, stream) : rig_hal_op(stream, op);
+        if (status == RIG_OK)
+            status = graph ? rig_hal_graph_launch(g, stream) : rig_hal_op(stream, op);
     }
     if (status == RIG_OK) status = rig_hal_event_record(s->dev.end[0], stream);
     if (status == RIG_OK) status = rig_hal_stream_synchronize(stream);
     int64_t elapsed = 0;
-    if (status == RIG_OK) status = rig_hal_event_elapsed_ns(s->dev.start[0], s->dev.end[0], &elapsed);
+    if (status == RIG_OK)
+        status = rig_hal_event_elapsed_ns(s->dev.start[0], s->dev.end[0], &elapsed);
     *ns = (double)elapsed / (RIG__WARM_REPLAYS * RIG__WARM_ISSUES);
     if (g != NULL) rig_hal_graph_destroy(g);
     return status;
@@ -154,15 +156,39 @@ static bool rig__out_of_time(struct rig__sweep *s)
     return s->out_of_time;
 }
 
+/* `t` pointed at its staging instead, when it lies in the metadata buffer. */
+static struct rig_tensor rig__on_host(struct rig__sweep *s, struct rig_tensor t)
+{
+    uint8_t *base = rig__base(s, RIG__META);
+    if ((uint8_t *)t.data >= base && (uint8_t *)t.data < base + RIG__META_WORDS * 4)
+        t.data = (uint8_t *)s->host + ((uint8_t *)t.data - base);
+    return t;
+}
+
+/* The op as the host can read it: attention's lengths (which the key and the analytic work
+ * read) from the staging, not from device memory. */
+static struct rig_op rig__host_view(struct rig__sweep *s, const struct rig_op *op)
+{
+    struct rig_op view = *op;
+    if (op->kind == RIG_OP_ATTENTION_DECODE) {
+        view.u.attention_decode.kv_len = rig__on_host(s, op->u.attention_decode.kv_len);
+    } else if (op->kind == RIG_OP_ATTENTION_PREFILL) {
+        view.u.attention_prefill.kv_len = rig__on_host(s, op->u.attention_prefill.kv_len);
+        view.u.attention_prefill.cu_q = rig__on_host(s, op->u.attention_prefill.cu_q);
+    }
+    return view;
+}
+
 /* Stages the point's metadata, times `op` and appends it (unless its key was swept). */
 static enum rig_status rig__point(struct rig__sweep *s, const struct rig_op *op)
 {
     enum rig_status status = rig__stage(s);
     if (status != RIG_OK) return status;
-    struct rig_sim_optable_point point = {.key = rig_sim_optable_key(op)};
+    struct rig_op view = rig__host_view(s, op);
+    struct rig_sim_optable_point point = {.key = rig_sim_optable_key(&view)};
     if (rig__seen(s, &point.key) || rig__out_of_time(s)) return RIG_OK;
     if (s->count == RIG__POINTS_MAX) return RIG_E_CAPACITY;
-    struct rig_sim_work work = rig_sim_cost_work(op);
+    struct rig_sim_work work = rig_sim_cost_work(&view);
     point.flops = work.flops;
     point.bytes = work.bytes;
     status = rig__cold(s, op, &point);
@@ -350,6 +376,8 @@ static enum rig_status rig__family(struct rig__sweep *s, const struct rig__shape
 {
     static const char *const names[3] = {"gemm", "attention", "elementwise"};
     s->family = names[f];
+    if (s->options->progress != NULL)
+        s->options->progress(s->options->user, s->family, s->count, 0);
     if (f == 0) return rig__gemms(s, x);
     if (f == 1) return rig__attentions(s, x);
     return rig__elementwise(s, x);

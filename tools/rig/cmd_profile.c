@@ -23,7 +23,8 @@ static void rig__profile_usage(FILE *out)
             "1, 2, 4, 8): median and spread cold in L2, and warm; writes the simulator's op\n"
             "table (docs/simulator.md).\n\n"
             "options:\n"
-            "  --backend sim|cuda   cuda: measured; sim: the cost model's prediction (default sim)\n"
+            "  --backend sim|cuda   cuda: measured; sim: the cost model's prediction\n"
+            "                       (default sim)\n"
             "  --profile NAME       simulator device profile (default h100)\n"
             "  --model PRESET       a model whose shapes are swept; repeatable (default\n"
             "                       qwen3-0.6b and qwen3-8b)\n"
@@ -38,7 +39,7 @@ static void rig__profile_progress(void *user, const char *what, int64_t done, in
 {
     (void)user;
     (void)total;
-    fprintf(stderr, "\rrig profile: %s, %lld points", what, (long long)done);
+    fprintf(stderr, "rig profile: %s, %lld points\n", what, (long long)done);
 }
 
 struct rig__profile_args {
