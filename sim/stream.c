@@ -98,8 +98,13 @@ enum rig_status rig_sim_memcpy_async(struct rig_stream *stream, void *dst, const
     bool phantom = rig_sim_memory_is_phantom(memory, dst) || rig_sim_memory_is_phantom(memory, src);
     if (!phantom) memmove(dst, src, bytes);
     int64_t duration = rig_sim_cost_copy_ns(&device->profile, kind, bytes);
+    bool pageable = device->profile.pageable_host_copies != 0;
+    if (pageable && kind == RIG_COPY_HOST_TO_DEVICE) /* CUDA syncs the stream first */
+        rig_sim_clock_host_wait_until(&device->clock, sim_stream->ready_ns);
     sim_stream->ready_ns =
         rig_sim_clock_copy(&device->clock, &device->profile, sim_stream->ready_ns, duration);
+    if (pageable && kind == RIG_COPY_DEVICE_TO_HOST) /* returns once the copy is done */
+        rig_sim_clock_host_wait_until(&device->clock, sim_stream->ready_ns);
     return RIG_OK;
 }
 
