@@ -274,12 +274,11 @@ static int64_t rig__op_ns(const struct rig_sim_profile *profile, const struct ri
     if (profile->table != NULL) { /* measured: the op table, where it reaches the op */
         struct rig_sim_op_key key = rig_sim_optable_key(op);
         double measured = 0;
+        int64_t launch = profile->min_kernel_ns - profile->graph_node_ns; /* eager's extra */
         if (rig_sim_optable_predict(profile->table, &key, work.flops, work.bytes,
                                     profile->peak_bf16_flops, profile->hbm_bytes_per_s,
-                                    &measured)) {
-            /* The sweep times an eager launch: a node skips its launch processing. */
-            int64_t launch = profile->min_kernel_ns - profile->graph_node_ns;
-            int64_t ns = rig__ceil_ns(measured * 1e-9) - (launch > 0 ? launch : 0);
+                                    (double)(launch > 0 ? launch : 0), &measured)) {
+            int64_t ns = rig__ceil_ns(measured * 1e-9);
             return ns > profile->graph_node_ns ? ns : profile->graph_node_ns;
         }
         if (missed != NULL) *missed = true;

@@ -7,7 +7,8 @@
  * operands evicted before each repeat; what a step sees, where every op reads weights the
  * previous op did not) and warm. The model predicts an op from the points of the same kind
  * nearest to it in log2 of the shape parameters: it interpolates the ratio
- * time / roofline (roofline = max(FLOPs / peak, bytes / bandwidth), datasheet numbers) as a
+ * time / roofline (time: the geometric mean of the cold time, less the eager launch term,
+ * and the warm time) (roofline = max(FLOPs / peak, bytes / bandwidth), datasheet numbers) as a
  * weighted geometric mean over the nearest points (weights 1 / distance; an exact match is
  * returned as measured; along one axis between two points this is linear interpolation of
  * log ratio), then multiplies by the op's own roofline. So a model shape the sweep never
@@ -74,12 +75,14 @@ int64_t rig_sim_optable_count(const struct rig_sim_optable *table);
 const struct rig_sim_optable_point *rig_sim_optable_point(const struct rig_sim_optable *table,
                                                           int64_t index);
 
-/* The predicted device time of an op with `key`, `flops` and `bytes` on a device of
- * `peak_flops` FLOP/s and `hbm_bytes_per_s`: true and *ns when the table reaches it; false
- * (nothing written) when it has no point of that kind within RIG_SIM_OPTABLE_REACH. */
+/* The predicted device time, as a graph node, of an op with `key`, `flops` and `bytes` on a
+ * device of `peak_flops` FLOP/s and `hbm_bytes_per_s` whose eager launches cost `launch_ns`
+ * more than a node: true and *ns when the table reaches it; false (nothing written) when it
+ * has no point of that kind within RIG_SIM_OPTABLE_REACH. */
 bool rig_sim_optable_predict(const struct rig_sim_optable *table,
                              const struct rig_sim_op_key *key, double flops, double bytes,
-                             double peak_flops, double hbm_bytes_per_s, double *ns);
+                             double peak_flops, double hbm_bytes_per_s, double launch_ns,
+                             double *ns);
 
 /* Writes `count` points to an HDF5 table at `path` with the given root attributes (pairs of
  * name, value strings; `attr_count` pairs). Deterministic bytes. RIG_E_IO with a message. */

@@ -47,20 +47,20 @@ static void test_exact_interpolated_and_out_of_reach(void **state)
     assert_int_equal(rig_sim_optable_count(t), 2);
     double peak = 1e15, bw = 3e12, ns = 0;
     struct rig_sim_optable_point q = gemm_point(64, 4096, 4096, 0);
-    assert_true(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, &ns));
+    assert_true(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, &ns));
     assert_float_equal(ns, 10000, 1e-6);
     /* M = 128: halfway in log2(M + 1) between the two rows (nearly: +1 in the log) */
     q = gemm_point(128, 4096, 4096, 0);
-    assert_true(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, &ns));
+    assert_true(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, &ns));
     double r64 = 10000e-9 / fmax(points[0].flops / peak, points[0].bytes / bw);
     double r256 = 20000e-9 / fmax(points[1].flops / peak, points[1].bytes / bw);
     double a = log2(129) - log2(65), b = log2(257) - log2(129);
     double ratio = exp((log(r64) / a + log(r256) / b) / (1 / a + 1 / b));
     assert_float_equal(ns, 1e9 * ratio * fmax(q.flops / peak, q.bytes / bw), 1e-6);
     q = gemm_point(64, 65536, 4096, 0); /* N 16 x off: out of reach */
-    assert_false(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, &ns));
+    assert_false(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, &ns));
     struct rig_sim_op_key other = {.kind = RIG_OP_SILU_MUL, .p = {1, 1000}};
-    assert_false(rig_sim_optable_predict(t, &other, 0, 1000, peak, bw, &ns));
+    assert_false(rig_sim_optable_predict(t, &other, 0, 1000, peak, bw, 0, &ns));
     FILE *f = fopen("optable_bad.h5", "w");
     fputs("not hdf5", f);
     fclose(f);
