@@ -3,6 +3,8 @@
 
 #include <math.h>
 
+#include "sim/optable.h"
+
 static double rig__numel(const struct rig_tensor *t)
 {
     return (double)rig_tensor_numel(t);
@@ -277,7 +279,7 @@ int64_t rig_sim_cost_collective_ns(const struct rig_sim_profile *profile, enum r
 /* A kernel of rig's: its class's fixed latency (per kernel the op launches) plus the
  * roofline, at least the shortest graph node. Collectives: the transfer formula. */
 static int64_t rig__op_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
-                          int32_t ranks)
+                          int32_t ranks, bool *missed)
 {
     RIG_ASSERT(profile != NULL && op != NULL);
     if (op->kind == RIG_OP_ALL_REDUCE)
@@ -287,6 +289,18 @@ static int64_t rig__op_ns(const struct rig_sim_profile *profile, const struct ri
         return rig_sim_cost_collective_ns(profile, op->kind, rig__bytes(&op->u.all_gather.out),
                                           ranks);
     struct rig_sim_work work = rig_sim_cost_work(op);
+    if (profile->table != NULL) { /* measured: the op table, where it reaches the op */
+        struct rig_sim_op_key key = rig_sim_optable_key(op);
+        double measured = 0;
+        int64_t launch = profile->min_kernel_ns - profile->graph_node_ns; /* eager's extra */
+        if (rig_sim_optable_predict(profile->table, &key, work.flops, work.bytes,
+                                    profile->peak_bf16_flops, profile->hbm_bytes_per_s,
+                                    (double)(launch > 0 ? launch : 0), &measured)) {
+            int64_t ns = rig__ceil_ns(measured * 1e-9);
+            return ns > profile->graph_node_ns ? ns : profile->graph_node_ns;
+        }
+        if (missed != NULL) *missed = true;
+    }
     int64_t kernels = work.kernels > 1 ? work.kernels : 1;
     int64_t ns = kernels * profile->latency_ns[work.op_class] + rig__roofline_ns(profile, &work, 0);
     return ns > profile->graph_node_ns ? ns : profile->graph_node_ns;
@@ -297,7 +311,15 @@ static int64_t rig__op_ns(const struct rig_sim_profile *profile, const struct ri
 int64_t rig_sim_cost_op_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
                            int32_t ranks)
 {
-    int64_t ns = rig__op_ns(profile, op, ranks);
+    return rig_sim_cost_launch_ns(profile, op, ranks, true, NULL);
+}
+
+int64_t rig_sim_cost_launch_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
+                               int32_t ranks, bool eager, bool *table_missed)
+{
+    if (table_missed != NULL) *table_missed = false;
+    int64_t ns = rig__op_ns(profile, op, ranks, table_missed);
+    if (!eager) return ns;
     if (op->kind == RIG_OP_ALL_REDUCE || op->kind == RIG_OP_ALL_GATHER) return ns;
     int64_t launch = profile->min_kernel_ns - profile->graph_node_ns;
     ns += launch > 0 ? launch : 0;
@@ -307,7 +329,7 @@ int64_t rig_sim_cost_op_ns(const struct rig_sim_profile *profile, const struct r
 int64_t rig_sim_cost_node_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
                              int32_t ranks)
 {
-    return rig__op_ns(profile, op, ranks);
+    return rig_sim_cost_launch_ns(profile, op, ranks, false, NULL);
 }
 
 int64_t rig_sim_cost_copy_ns(const struct rig_sim_profile *profile, enum rig_copy_kind kind,

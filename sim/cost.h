@@ -14,6 +14,8 @@
 #ifndef RIG_SIM_COST_H
 #define RIG_SIM_COST_H
 
+#include <stdbool.h>
+
 #include "hal/hal_impl.h"
 #include "sim/profile.h"
 
@@ -41,6 +43,13 @@ int64_t rig_sim_cost_op_ns(const struct rig_sim_profile *profile, const struct r
  * (a graph's nodes skip the per-kernel launch processing). */
 int64_t rig_sim_cost_node_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
                              int32_t ranks);
+
+/* Either of the two (`eager` or a graph node); *table_missed (may be NULL) tells whether
+ * the profile has an op table (sim/optable.h) that does not reach the op, which the
+ * analytic model then costs. An op within the table is costed from it: its interpolated
+ * measured time, at least graph_node_ns, plus the eager launch term when eager. */
+int64_t rig_sim_cost_launch_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
+                               int32_t ranks, bool eager, bool *table_missed);
 
 /* Ring collective over `ranks` ranks: all-reduce of `bytes` per rank costs
  * latency + 2 (n-1)/n bytes / bw; all-gather into `bytes` of output per rank costs

@@ -100,9 +100,10 @@ enum rig_status rig_sim_exec_launch(struct rig_stream *stream, const struct rig_
         end = rig__collective(device, op, start);
     } else {
         rig__check_cost_inputs(device, op);
-        end = start + (launch == RIG_SIM_LAUNCH_EAGER
-                           ? rig_sim_cost_op_ns(&device->profile, op, 1)
-                           : rig_sim_cost_node_ns(&device->profile, op, 1));
+        bool missed = false;
+        end = start + rig_sim_cost_launch_ns(&device->profile, op, 1,
+                                             launch == RIG_SIM_LAUNCH_EAGER, &missed);
+        device->stats.table_misses += missed;
         rig__run_math(device, op);
     }
     RIG_ASSERT(end >= start);

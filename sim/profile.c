@@ -18,12 +18,17 @@
 #include <utf8proc.h>
 
 #include "hal/embedded.h"
+#include "sim/optable.h"
+
+static enum rig_status rig__load_profile(const char *name, struct rig_sim_profile *out,
+                                         char *error, size_t error_size);
 
 enum rig__key_kind {
     RIG__KEY_NAME,     /* string */
     RIG__KEY_COUNT,    /* integer >= 0 (bytes, nanoseconds) */
     RIG__KEY_RATE,     /* real > 0 (FLOP/s, bytes/s) */
     RIG__KEY_FRACTION, /* real in (0, 1] */
+    RIG__KEY_TEXT,     /* string up to the op_table field's size */
 };
 
 struct rig__key {
@@ -44,6 +49,8 @@ struct rig__key {
 
 static const struct rig__key rig__keys[] = {
     {"name", RIG__KEY_NAME, RIG__AT(name)},
+    {"op_table", RIG__KEY_TEXT, RIG__AT(op_table)},
+    {"pageable_host_copies", RIG__KEY_COUNT, RIG__AT(pageable_host_copies)},
     {"memory_bytes", RIG__KEY_COUNT, RIG__AT(memory_bytes)},
     {"peak_bf16_flops", RIG__KEY_RATE, RIG__AT(peak_bf16_flops)},
     {"hbm_bytes_per_s", RIG__KEY_RATE, RIG__AT(hbm_bytes_per_s)},
@@ -125,11 +132,12 @@ static enum rig_status rig__set_value(const struct rig__key *key, const char *te
                                       char *error, size_t error_size)
 {
     char *field = (char *)profile + key->offset;
-    if (key->kind == RIG__KEY_NAME) {
-        if (text[0] == '\0' || strlen(text) >= RIG_SIM_PROFILE_NAME_MAX)
+    if (key->kind == RIG__KEY_NAME || key->kind == RIG__KEY_TEXT) {
+        size_t max = key->kind == RIG__KEY_NAME ? RIG_SIM_PROFILE_NAME_MAX
+                                                : sizeof profile->op_table;
+        if (text[0] == '\0' || strlen(text) >= max)
             return rig__error(error, error_size, RIG_E_RANGE, where,
-                              "key '%s': name must be 1..%d characters", key->key,
-                              RIG_SIM_PROFILE_NAME_MAX - 1);
+                              "key '%s': must be 1..%zu characters", key->key, max - 1);
         memcpy(field, text, strlen(text) + 1);
         return RIG_OK;
     }
@@ -152,6 +160,13 @@ static enum rig_status rig__set_value(const struct rig__key *key, const char *te
                           key->key, text, key->kind == RIG__KEY_FRACTION ? "in (0, 1]" : "> 0");
     memcpy(field, &value, sizeof value);
     return RIG_OK;
+}
+
+/* Keys a profile may leave out (their fields keep the defaults rig_sim_profile_parse sets):
+ * the later additions, so older profile files still load. */
+static bool rig__optional(const char *key)
+{
+    return strcmp(key, "op_table") == 0 || strcmp(key, "pageable_host_copies") == 0;
 }
 
 static int32_t rig__find_key(const char *name)
@@ -197,7 +212,7 @@ static enum rig_status rig__read_mapping(const char *file, struct fy_node *root,
         if (status != RIG_OK) return status;
     }
     for (int32_t i = 0; i < RIG__KEY_COUNT_ALL; i++) {
-        if (!(seen & (1ull << i)))
+        if (!(seen & (1ull << i)) && !rig__optional(rig__keys[i].key))
             return rig__error(error, error_size, RIG_E_PARSE, top, "missing key '%s'",
                               rig__keys[i].key);
     }
@@ -269,6 +284,7 @@ enum rig_status rig_sim_profile_parse(const char *file, const char *text, size_t
     enum rig_status status = rig__build(file, text, size, diag, &document, error, error_size);
     struct rig_sim_profile profile;
     memset(&profile, 0, sizeof profile);
+    snprintf(profile.op_table, sizeof profile.op_table, "none");
     if (status == RIG_OK)
         status = rig__read_mapping(file, fy_document_root(document), &profile, error, error_size);
     if (status == RIG_OK) *out = profile;
@@ -309,11 +325,39 @@ static bool rig__is_path(const char *name)
     return strchr(name, '/') != NULL || (length > 5 && strcmp(name + length - 5, ".yaml") == 0);
 }
 
+/* Loads the profile's op table, unless it says "none" or `analytic` asks for none. */
+static enum rig_status rig__load_table(struct rig_sim_profile *profile, bool analytic,
+                                       char *error, size_t error_size)
+{
+    profile->table = NULL;
+    if (analytic) snprintf(profile->op_table, sizeof profile->op_table, "none");
+    if (strcmp(profile->op_table, "none") == 0) return RIG_OK;
+    return rig_sim_optable_get(profile->op_table, &profile->table, error, error_size);
+}
+
 enum rig_status rig_sim_profile_load(const char *name_or_path, struct rig_sim_profile *out,
                                      char *error, size_t error_size)
 {
     RIG_ASSERT(out != NULL && error != NULL && error_size > 0);
-    const char *name = (name_or_path && name_or_path[0]) ? name_or_path : "h100";
+    const char *given = (name_or_path && name_or_path[0]) ? name_or_path : "h100";
+    char name[RIG_SIM_PROFILE_NAME_MAX * 4];
+    snprintf(name, sizeof name, "%s", given);
+    bool analytic = false, pinned = false;
+    for (char *colon = strrchr(name, ':'); colon != NULL; colon = strrchr(name, ':')) {
+        if (strcmp(colon, ":analytic") == 0) analytic = true;
+        else if (strcmp(colon, ":pinned") == 0) pinned = true;
+        else break; /* not a modifier: part of a path */
+        *colon = '\0';
+    }
+    enum rig_status status = rig__load_profile(name, out, error, error_size);
+    if (status == RIG_OK && pinned) out->pageable_host_copies = 0;
+    if (status == RIG_OK) status = rig__load_table(out, analytic, error, error_size);
+    return status;
+}
+
+static enum rig_status rig__load_profile(const char *name, struct rig_sim_profile *out,
+                                         char *error, size_t error_size)
+{
     if (rig__is_path(name)) {
         char *text = NULL;
         size_t size = 0;
@@ -327,7 +371,7 @@ enum rig_status rig_sim_profile_load(const char *name_or_path, struct rig_sim_pr
         free(text);
         return status;
     }
-    char file[RIG_SIM_PROFILE_NAME_MAX + 8];
+    char file[RIG_SIM_PROFILE_NAME_MAX * 4 + 8];
     snprintf(file, sizeof file, "%s.yaml", name);
     const struct rig_embedded_file *embedded = rig_embedded_find(file);
     if (embedded == NULL || strlen(name) >= RIG_SIM_PROFILE_NAME_MAX) {

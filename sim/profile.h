@@ -32,8 +32,19 @@ enum rig_sim_op_class {
     RIG_SIM_OP_CLASS_COUNT
 };
 
+struct rig_sim_optable;
+
 struct rig_sim_profile {
     char name[RIG_SIM_PROFILE_NAME_MAX];
+    /* Optional key `op_table`: a measured op table (sim/optable.h) by built-in name or
+     * path, "none" (the default) for the analytic model alone. Loading the profile as
+     * "<name>:analytic" ignores it. */
+    char op_table[RIG_SIM_PROFILE_NAME_MAX * 4];
+    const struct rig_sim_optable *table; /* loaded op_table; NULL: analytic only */
+    /* Optional key `pageable_host_copies` (default 0): 1 when the engine's host buffers are
+     * pageable, as CUDA then copies them synchronously: an upload first waits for the
+     * stream's earlier work, a download returns only once it has landed. */
+    int64_t pageable_host_copies;
     int64_t memory_bytes;                      /* device memory */
     double peak_bf16_flops;                    /* dense bf16 tensor-core FLOP/s */
     double hbm_bytes_per_s;                    /* HBM bandwidth */
@@ -67,8 +78,11 @@ enum rig_status rig_sim_profile_parse(const char *file, const char *text, size_t
                                       struct rig_sim_profile *out, char *error, size_t error_size);
 
 /* Loads a profile by built-in name ("h100") or by path (contains '/' or ends in ".yaml").
- * NULL or "" means "h100". RIG_E_NOT_FOUND for an unknown name, RIG_E_IO for an unreadable
- * file, else as rig_sim_profile_parse. */
+ * NULL or "" means "h100". Modifiers after the name: ":analytic" ("h100:analytic") loads the
+ * profile without its op table, ":pinned" with pinned host buffers (pageable_host_copies 0);
+ * "h100:analytic:pinned" is the model before measured tables and host copies.
+ * RIG_E_NOT_FOUND for an unknown name, RIG_E_IO for an unreadable file, else as
+ * rig_sim_profile_parse or as rig_sim_optable_get for the profile's op table. */
 enum rig_status rig_sim_profile_load(const char *name_or_path, struct rig_sim_profile *out,
                                      char *error, size_t error_size);
 

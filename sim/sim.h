@@ -48,6 +48,7 @@ struct rig_sim_stats {
     int64_t device_busy_ns;     /* sum of op durations on the compute timeline */
     int64_t op_count[RIG_OP_COUNT]; /* (op kinds) ops issued per kind */
     int64_t op_ns[RIG_OP_COUNT];    /* (op kinds) device time per kind, a breakdown of busy */
+    int64_t table_misses;       /* ops the profile's op table did not reach (analytic cost) */
 };
 enum rig_status rig_sim_get_stats(struct rig_device *device, struct rig_sim_stats *out);
 

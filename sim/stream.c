@@ -106,14 +106,19 @@ enum rig_status rig_sim_memcpy_async(struct rig_stream *stream, void *dst, const
     bool phantom = rig_sim_memory_is_phantom(memory, dst) || rig_sim_memory_is_phantom(memory, src);
     if (!phantom) memmove(dst, src, bytes);
     int64_t duration = rig_sim_cost_copy_ns(&device->profile, kind, bytes);
-    sim_stream->ready_ns =
-        rig_sim_clock_copy(&device->clock, &device->profile, sim_stream->ready_ns, duration);
     /* CUDA stages a copy from or to pageable host memory through its own pinned buffer and
-     * returns only when it is done: the host waits for the copy (and all before it). */
+     * returns only when it is done: the host waits for the copy (and all before it). With
+     * the profile's pageable_host_copies, an upload from pageable memory also waits for the
+     * stream's earlier work first, as the H100 measurably does. */
     const void *host = kind == RIG_COPY_HOST_TO_DEVICE   ? src
                        : kind == RIG_COPY_DEVICE_TO_HOST ? dst
                                                          : NULL;
-    if (host != NULL && !rig_hal_host_is_pinned(host, bytes))
+    bool pageable = host != NULL && !rig_hal_host_is_pinned(host, bytes);
+    if (pageable && kind == RIG_COPY_HOST_TO_DEVICE && device->profile.pageable_host_copies)
+        rig_sim_clock_host_wait_until(&device->clock, sim_stream->ready_ns);
+    sim_stream->ready_ns =
+        rig_sim_clock_copy(&device->clock, &device->profile, sim_stream->ready_ns, duration);
+    if (pageable)
         rig_sim_clock_host_wait_until(&device->clock, sim_stream->ready_ns);
     return RIG_OK;
 }

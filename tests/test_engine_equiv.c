@@ -51,6 +51,7 @@ static void run(struct harness *h, const struct rig_engine_config *c)
 static void base_config(struct rig_engine_config *c)
 {
     harness_config(c, "tiny", false);
+    c->device.profile = "h100:analytic:pinned"; /* asynchronous copies: overlap hides host work */
     c->prefill_budget = 64;
     c->max_running_req = 4;
     c->num_pages = 1024;

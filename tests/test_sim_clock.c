@@ -25,7 +25,8 @@ static struct rig_sim_profile rig__h100(void)
 {
     struct rig_sim_profile profile;
     char error[RIG_SIM_PROFILE_ERROR_MAX];
-    assert_int_equal(rig_sim_profile_load("h100", &profile, error, sizeof error), RIG_OK);
+    assert_int_equal(
+        rig_sim_profile_load("h100:analytic:pinned", &profile, error, sizeof error), RIG_OK);
     return profile;
 }
 

@@ -96,6 +96,8 @@ struct rig_step_record {
     int32_t padded_size;        /* requests after CUDA-graph padding */
     bool graph_used;
     int64_t host_schedule_ns;   /* host clock when the batch was scheduled */
+    int64_t host_launch_ns;     /* host time spent scheduling, preparing and launching it */
+    int64_t host_process_ns;    /* host time spent processing its results (waits excluded) */
     int64_t device_start_ns;
     int64_t device_end_ns;
     int64_t pages_free;         /* after the batch's allocation */

@@ -65,6 +65,8 @@ struct rig__batch {
     int32_t page_writes;         /* entries in pt_idx / pt_val */
     int32_t token_writes;        /* entries in tp_idx / tp_val */
     int64_t host_schedule_ns;
+    int64_t host_launch_ns;      /* host time to schedule, prepare and launch the batch */
+    int64_t host_process_ns;     /* host time to process its results (after the wait) */
     struct rig_cache_sizes kv;   /* cache sizes after the batch's allocation */
     struct rig_request **reqs;   /* (R_max) decode requests first, then prefill (mixed) */
     bool *produces;              /* (R_max) true when this batch samples the request's token */

@@ -63,6 +63,7 @@ double rig_test_max_abs_diff(const float *a, const float *b, size_t n)
 void rig_test_open_sim(int32_t count, bool timing_only, struct rig_device **devices)
 {
     rig_backends_register();
-    struct rig_device_config config = {.timing_only = timing_only, .profile = "h100", .seed = 1};
+    struct rig_device_config config = {.timing_only = timing_only, .profile = "h100:analytic:pinned",
+                                     .seed = 1};
     assert_int_equal(rig_hal_open("sim", &config, count, devices), RIG_OK);
 }

@@ -3,6 +3,7 @@
 
     python3 tools/report/report.py out/quickstart.h5                 # -> out/quickstart.png
     python3 tools/report/report.py a.h5 b.h5 -o compare.png          # overlay runs
+    python3 tools/report/report.py --compare measured.h5 predicted.h5   # rig compare, plotted
 
 One figure, four panels, per run:
   batch size per step and tokens per step, against the step's start on the device timeline;
@@ -10,6 +11,11 @@ One figure, four panels, per run:
   against time; and the latency CDFs of TTFT, TPOT, ITL and E2E (sglang.bench_serving
   definitions, completed requests only). With several files the panels overlay the runs, which
   is how one compares policies or cache types on the same scenario.
+
+With --compare and two files (a measured run, then its prediction) the figure is rig compare's
+instead: every step paired with the predicted step that ran the same requests (phase, tokens,
+uids), predicted against measured duration; the distribution of step errors per phase; both
+runs' step durations over time; and the TTFT / TPOT / E2E CDFs of the two runs overlaid.
 
 Needs h5py and matplotlib (Debian: python3-h5py, python3-matplotlib). Prints the summary of
 each run too. Exit status 2 on a file that is not a rig results file.
@@ -50,6 +56,7 @@ def load(path):
             "token_time": f["tokens/time"][:],
             "summary": {k: float(f["summary"][k][()]) for k in f["summary"]},
         }
+        run["step_requests"] = f["step_requests"][:]
         run["reason"] = np.array([names.get(int(v), "?") for v in run["requests"]["finish_reason"]])
     return run
 
@@ -122,6 +129,70 @@ def figure(runs, out_path):
     plt.close(fig)
 
 
+def step_keys(run):
+    """Per step: (phase, tokens, uids) — what `rig compare` pairs steps by."""
+    steps, uids = run["steps"], run["step_requests"]
+    return [(int(s["phase"]), int(s["tokens"]),
+             tuple(uids[s["request_offset"]:s["request_offset"] + s["request_count"]]))
+            for s in steps]
+
+
+def pair_steps(measured, predicted):
+    """Index pairs (measured, predicted): the first unpaired predicted step of the same key."""
+    free = {}
+    for j, key in enumerate(step_keys(predicted)):
+        free.setdefault(key, []).append(j)
+    pairs = []
+    for i, key in enumerate(step_keys(measured)):
+        if free.get(key):
+            pairs.append((i, free[key].pop(0)))
+    return np.array(pairs, dtype=np.int64).reshape(-1, 2)
+
+
+def compare_figure(measured, predicted, out_path):
+    fig, axes = plt.subplots(2, 2, figsize=(13, 8.5))
+    (ax_scatter, ax_hist), (ax_time, ax_lat) = axes
+    pairs = pair_steps(measured, predicted)
+    ms, ps = measured["steps"], predicted["steps"]
+    phases = h5py.check_enum_dtype(ms.dtype["phase"]) or {"prefill": 0, "decode": 1, "mixed": 2}
+    for name, value in phases.items():
+        sel = pairs[ms["phase"][pairs[:, 0]] == value] if len(pairs) else pairs
+        if len(sel) == 0:
+            continue
+        m = ms["duration"][sel[:, 0]] * 1e3
+        p = ps["duration"][sel[:, 1]] * 1e3
+        error = (p - m) / m * 100
+        ax_scatter.loglog(m, p, ".", markersize=3, label=f"{name} ({len(sel)} steps)")
+        ax_hist.hist(np.clip(error, -50, 50), bins=100, histtype="step",
+                     label=f"{name}: median |err| {np.median(np.abs(error)):.1f} %, "
+                           f"p90 {np.percentile(np.abs(error), 90):.1f} %")
+    lo = max(1e-3, min(ms["duration"].min(), ps["duration"].min()) * 1e3)
+    hi = max(ms["duration"].max(), ps["duration"].max()) * 1e3
+    ax_scatter.plot([lo, hi], [lo, hi], "k:", linewidth=1)
+    ax_scatter.set(title="Paired steps: predicted against measured", xlabel="measured (ms)",
+                   ylabel="predicted (ms)")
+    ax_hist.set(title="Step error (predicted − measured) / measured, clipped to ±50 %",
+                xlabel="%", ylabel="steps")
+    for run, style in ((measured, "."), (predicted, "x")):
+        ax_time.plot(run["steps"]["start"], run["steps"]["duration"] * 1e3, style,
+                     markersize=2, label=run["label"])
+    ax_time.set(title="Step durations over time", xlabel="device time (s)", ylabel="ms",
+                yscale="log")
+    for run, style in ((measured, "-"), (predicted, "--")):
+        lat = latencies(run)
+        for name in ("TTFT", "TPOT", "E2E"):
+            plot_cdf(ax_lat, lat[name], f"{name} — {run['label']}", style)
+    ax_lat.set(title="Latency CDFs", xlabel="ms", ylabel="fraction", xscale="log")
+    for ax in axes.flat:
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7, loc="best")
+    fig.suptitle(f"measured: {text(measured['attrs'].get('device', ''))} — predicted: "
+                 f"{text(predicted['attrs'].get('device', ''))}")
+    fig.tight_layout()
+    fig.savefig(out_path, dpi=110)
+    plt.close(fig)
+
+
 def print_summary(run):
     s = run["summary"]
     print(f"{run['label']}: {s['completed']:.0f} completed in {s['duration']:.3f} s, "
@@ -134,7 +205,11 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("results", nargs="+", help="rig results files (.h5)")
     parser.add_argument("-o", "--out", help="PNG to write (default: the first file's .png)")
+    parser.add_argument("--compare", action="store_true",
+                        help="two files, measured then predicted: plot rig compare's pairing")
     args = parser.parse_args(argv)
+    if args.compare and len(args.results) != 2:
+        parser.error("--compare takes two files: measured, predicted")
     try:
         runs = [load(p) for p in args.results]
     except (OSError, KeyError, ValueError) as error:
@@ -143,7 +218,10 @@ def main(argv):
     out = args.out or os.path.splitext(args.results[0])[0] + ".png"
     for run in runs:
         print_summary(run)
-    figure(runs, out)
+    if args.compare:
+        compare_figure(runs[0], runs[1], out)
+    else:
+        figure(runs, out)
     print(f"wrote {out}")
     return 0
 

@@ -21,5 +21,7 @@ int rig_cmd_generate(int argc, char **argv);
 int rig_cmd_tokenize(int argc, char **argv);
 int rig_cmd_detokenize(int argc, char **argv);
 int rig_cmd_fuzz(int argc, char **argv);
+int rig_cmd_compare(int argc, char **argv);
+int rig_cmd_profile(int argc, char **argv);
 
 #endif /* RIG_COMMANDS_H */

@@ -13,6 +13,8 @@ static const struct rig_command rig__commands[] = {
     {"bench", rig_cmd_bench, "performance against measured hardware floors (HDF5 + table)"},
     {"tokenize", rig_cmd_tokenize, "text (or a chat) to token ids with a tokenizer.json"},
     {"detokenize", rig_cmd_detokenize, "token ids to text, whole or streamed"},
+    {"profile", rig_cmd_profile, "sweep every op over the models' shapes: the simulator's op table"},
+    {"compare", rig_cmd_compare, "a prediction against a measured run: step and latency errors"},
     {"fuzz", rig_cmd_fuzz, "swarm-test the engine: random configs, traces and faults per seed"},
 };
 

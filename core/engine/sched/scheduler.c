@@ -211,6 +211,8 @@ static void rig__emit_step(struct rig_engine *e, const struct rig__batch *b, int
     rec.padded_size = b->padded;
     rec.graph_used = b->graph >= 0;
     rec.host_schedule_ns = b->host_schedule_ns;
+    rec.host_launch_ns = b->host_launch_ns;
+    rec.host_process_ns = b->host_process_ns;
     rig_hal_event_elapsed_ns(rank->origin, rank->start[slot], &rec.device_start_ns);
     rig_hal_event_elapsed_ns(rank->origin, rank->end[slot], &rec.device_end_ns);
     rec.pages_free = b->kv.free / ps;
@@ -229,6 +231,7 @@ static enum rig_status rig__process(struct rig_engine *e, int32_t slot)
     RIG_ASSERT(b->active);
     enum rig_status status = rig_hal_event_synchronize(e->ranks[0].done[slot]);
     if (status != RIG_OK) return status;
+    int64_t process_start = rig__now(e);
     rig__host_work(e, e->config.host_costs.process_per_req_ns * b->count);
     int64_t now = rig__now(e);
     for (int32_t i = 0; i < b->count; i++) {
@@ -241,6 +244,7 @@ static enum rig_status rig__process(struct rig_engine *e, int32_t slot)
         rig__accept_token(e, b, i, now);
     }
     if (b->graph >= 0) e->stats.graph_replays++;
+    b->host_process_ns = rig__now(e) - process_start;
     rig__emit_step(e, b, slot);
     b->active = false;
     return RIG_OK;
@@ -265,6 +269,7 @@ static enum rig_status rig__launch_next(struct rig_engine *e, int32_t slot, bool
     struct rig__batch *b = &e->batches[slot];
     RIG_ASSERT(!b->active);
     *launched = false;
+    int64_t launch_start = rig__now(e);
     rig__host_work(e, e->config.host_costs.schedule_ns);
     if (rig__schedule(e, b) == 0) return RIG_OK;
     rig__host_work(e, e->config.host_costs.prepare_per_req_ns * b->count);
@@ -283,6 +288,7 @@ static enum rig_status rig__launch_next(struct rig_engine *e, int32_t slot, bool
     e->stats.launch_host_ns += rig__now(e) - issue_ns;
     rig__count_ahead(e, slot);
     b->active = true;
+    b->host_launch_ns = rig__now(e) - launch_start;
     e->next_step++;
     *launched = true;
     return RIG_OK;

@@ -24,6 +24,7 @@ struct rig__step_row {
     int32_t phase, batch_size, tokens, padded_size, graph_used, request_count;
     double start, end, duration;
     int64_t pages_free, pages_evictable, pages_locked, pages_used, request_offset;
+    double host_launch, host_process;
 };
 
 /* The file being written and the first error. */
@@ -233,6 +234,8 @@ static hid_t rig__step_type(hid_t phase_type)
     RIG__FIELD(pages_locked, H5T_NATIVE_INT64);
     RIG__FIELD(pages_used, H5T_NATIVE_INT64);
     RIG__FIELD(request_offset, H5T_NATIVE_INT64);
+    RIG__FIELD(host_launch, H5T_NATIVE_DOUBLE);
+    RIG__FIELD(host_process, H5T_NATIVE_DOUBLE);
 #undef RIG__FIELD
     return t;
 }
@@ -254,7 +257,8 @@ static void rig__write_steps(struct rig__writer *w, const struct rig_results *r)
                                       rig__seconds(s->end_ns),
                                       rig__seconds(s->end_ns - s->start_ns), s->pages_free,
                                       s->pages_evictable, s->pages_locked, s->pages_used,
-                                      s->request_offset};
+                                      s->request_offset, rig__seconds(s->host_launch_ns),
+                                      rig__seconds(s->host_process_ns)};
     }
     hid_t phase_type = rig__enum(phases, 3);
     hid_t type = rig__step_type(phase_type);
@@ -262,7 +266,8 @@ static void rig__write_steps(struct rig__writer *w, const struct rig_results *r)
     H5Tpack(packed);
     hid_t set = rig__dataset(w, w->file, "steps", type, packed, r->step_count, rows);
     rig__attr_string(w, set, "units", "start, end, duration in s on the device timeline; "
-                                      "pages_* in KV pages; tokens in tokens");
+                                      "pages_* in KV pages; tokens in tokens; host_launch, "
+                                      "host_process: host CPU time in s");
     if (set >= 0) H5Dclose(set);
     set = rig__dataset(w, w->file, "step_requests", H5T_NATIVE_INT32, H5T_STD_I32LE,
                        r->step_uid_count, r->step_uids);

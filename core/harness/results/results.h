@@ -76,6 +76,8 @@ struct rig_results_step {
     int64_t pages_evictable;    /* cached, unlocked */
     int64_t pages_locked;       /* cached, locked by running requests */
     int64_t pages_used;         /* owned by running requests outside the cache */
+    int64_t host_launch_ns;     /* host time to schedule, prepare and launch the step */
+    int64_t host_process_ns;    /* host time to process its results */
 };
 
 /* Identification written to the results file's root attributes. */

@@ -134,7 +134,8 @@ static void rig__on_step(void *ctx, const struct rig_step_record *rec)
         .padded_size = rec->padded_size, .graph_used = rec->graph_used,
         .start_ns = rec->device_start_ns, .end_ns = rec->device_end_ns,
         .pages_free = rec->pages_free, .pages_evictable = rec->pages_evictable,
-        .pages_locked = rec->pages_locked, .pages_used = rec->pages_owned};
+        .pages_locked = rec->pages_locked, .pages_used = rec->pages_owned,
+        .host_launch_ns = rec->host_launch_ns, .host_process_ns = rec->host_process_ns};
     /* Capacities are sized from the scenario's worst case: running out is a bug. */
     enum rig_status added = rig_results_add_step(run->results, &step, run->scratch, unique);
     RIG_ASSERT(added == RIG_OK);

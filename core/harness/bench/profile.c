@@ -1,0 +1,478 @@
+/* profile.c — the op sweep of `rig profile`, see profile.h.
+ *
+ * One device, six buffers allocated once: weights, two activation areas (inputs, outputs),
+ * KV, metadata (page tables, indices; staged from the host for each point) and a 128 MiB
+ * flush buffer. Each point builds one op over views of them, times it cold and warm, and
+ * records its key (sim/optable.h) and the analytic model's FLOPs and bytes. Buffers are
+ * filled once with a finite bf16 constant on a real device.
+ */
+#include "core/harness/bench/profile.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/harness/bench/bench_impl.h"
+#include "core/model/model.h"
+#include "core/harness/results/metrics.h"
+#include "sim/cost.h"
+
+#define RIG__FLUSH_BYTES   ((size_t)128 << 20)
+#define RIG__WARM_ISSUES   8
+#define RIG__WARM_REPLAYS  3
+#define RIG__SLOTS_MAX     (1 << 20)
+#define RIG__META_WORDS    ((size_t)3 << 20)
+#define RIG__POINTS_MAX    RIG_SIM_OPTABLE_POINTS_MAX
+
+enum { RIG__W, RIG__IN, RIG__OUT, RIG__KV, RIG__META, RIG__FLUSH, RIG__BUFFERS };
+
+/* Sized for the largest point: weights the 8B LM head (151936 x 4096 bf16); inputs the
+ * 8B TP 1 gate_up output read by silu_mul at 16384 rows; outputs the gate_up GEMM at 16384
+ * rows; KV 2^20 slots of Hk x D = 1024, K and V. */
+static const size_t rig__buffer_bytes[RIG__BUFFERS] = {
+    (size_t)1280 << 20, (size_t)1024 << 20, (size_t)1024 << 20,
+    (size_t)RIG__SLOTS_MAX * 1024 * 2 * 2, RIG__META_WORDS * 4, RIG__FLUSH_BYTES};
+
+struct rig__sweep {
+    const struct rig_profile_options *options;
+    struct rig__bench_dev dev;
+    struct rig_buffer *buffers[RIG__BUFFERS];
+    int32_t *host;         /* (RIG__META_WORDS) staging of the metadata buffer */
+    size_t meta_used;      /* words of the metadata buffer carved for this point */
+    struct rig_sim_optable_point *points; /* (RIG__POINTS_MAX) */
+    int64_t count;
+    const char *family;    /* for progress */
+    struct timespec started;
+    bool out_of_time;      /* options->seconds_max passed: no more points */
+};
+
+static uint8_t *rig__base(struct rig__sweep *s, int32_t which)
+{
+    return rig_hal_buffer_ptr(s->buffers[which]);
+}
+
+/* `n` int32 words of metadata for this point: the device tensor; *host is their staging. */
+static struct rig_tensor rig__meta(struct rig__sweep *s, int64_t n, enum rig_dtype dtype,
+                                   int32_t **host)
+{
+    size_t words = (size_t)n * (rig_dtype_size(dtype) / 4);
+    RIG_ASSERT(s->meta_used + words <= RIG__META_WORDS);
+    *host = s->host + s->meta_used;
+    struct rig_tensor t = rig_tensor_1d(rig__base(s, RIG__META) + s->meta_used * 4, dtype, n);
+    s->meta_used += (words + 63) / 64 * 64;
+    return t;
+}
+
+static enum rig_status rig__stage(struct rig__sweep *s)
+{
+    enum rig_status status = RIG_OK;
+    if (s->meta_used > 0)
+        status = rig_hal_buffer_upload(s->dev.stream, s->buffers[RIG__META], 0, s->host,
+                                       s->meta_used * 4);
+    if (status == RIG_OK) status = rig_hal_stream_synchronize(s->dev.stream);
+    s->meta_used = 0;
+    return status;
+}
+
+static bool rig__seen(const struct rig__sweep *s, const struct rig_sim_op_key *key)
+{
+    for (int64_t i = s->count - 1; i >= 0; i--)
+        if (memcmp(&s->points[i].key, key, sizeof *key) == 0) return true;
+    return false;
+}
+
+/* Median of the warm issues: RIG__WARM_ISSUES captured in a graph, replayed (eager where the
+ * backend has no graphs). */
+static enum rig_status rig__warm(struct rig__sweep *s, const struct rig_op *op, double *ns)
+{
+    struct rig_stream *stream = s->dev.stream;
+    enum rig_status status = rig_hal_graph_capture_begin(stream);
+    bool graph = status == RIG_OK;
+    if (status == RIG_E_UNSUPPORTED) status = RIG_OK;
+    struct rig_graph *g = NULL;
+    for (int32_t i = 0; graph && i < RIG__WARM_ISSUES && status == RIG_OK; i++)
+        status = rig_hal_op(stream, op);
+    if (graph) {
+        enum rig_status end = rig_hal_graph_capture_end(stream, &g);
+        if (status == RIG_OK) status = end;
+    }
+    int32_t replays = graph ? RIG__WARM_REPLAYS : RIG__WARM_REPLAYS * RIG__WARM_ISSUES;
+    for (int32_t i = -1; i < replays && status == RIG_OK; i++) {
+        if (i == 0) status = rig_hal_event_record(s->dev.start[0], stream);
+        if (status == RIG_OK)
+            status = graph ? rig_hal_graph_launch(g, stream) : rig_hal_op(stream, op);
+    }
+    if (status == RIG_OK) status = rig_hal_event_record(s->dev.end[0], stream);
+    if (status == RIG_OK) status = rig_hal_stream_synchronize(stream);
+    int64_t elapsed = 0;
+    if (status == RIG_OK)
+        status = rig_hal_event_elapsed_ns(s->dev.start[0], s->dev.end[0], &elapsed);
+    *ns = (double)elapsed / (RIG__WARM_REPLAYS * RIG__WARM_ISSUES);
+    if (g != NULL) rig_hal_graph_destroy(g);
+    return status;
+}
+
+/* Cold issues: a fill of the flush buffer evicts L2, then the op alone between events. */
+static enum rig_status rig__cold(struct rig__sweep *s, const struct rig_op *op,
+                                 struct rig_sim_optable_point *point)
+{
+    struct rig_stream *stream = s->dev.stream;
+    int32_t repeats = s->options->repeats;
+    enum rig_status status = rig_hal_op(stream, op); /* first use: module load, tuning */
+    for (int32_t i = 0; i < repeats && status == RIG_OK; i++) {
+        status = rig_hal_buffer_fill(stream, s->buffers[RIG__FLUSH], 0, 0x3c003c00u + (uint32_t)i,
+                                     RIG__FLUSH_BYTES / 4);
+        if (status == RIG_OK) status = rig_hal_event_record(s->dev.start[i], stream);
+        if (status == RIG_OK) status = rig_hal_op(stream, op);
+        if (status == RIG_OK) status = rig_hal_event_record(s->dev.end[i], stream);
+    }
+    if (status == RIG_OK) status = rig_hal_stream_synchronize(stream);
+    double times[RIG_BENCH_REPEATS_MAX];
+    for (int32_t i = 0; i < repeats && status == RIG_OK; i++) {
+        int64_t elapsed = 0;
+        status = rig_hal_event_elapsed_ns(s->dev.start[i], s->dev.end[i], &elapsed);
+        times[i] = (double)elapsed;
+    }
+    if (status != RIG_OK) return status;
+    struct rig_metric_stats stats;
+    rig_metrics_stats(times, repeats, &stats);
+    point->cold_ns = stats.median > 1 ? stats.median : 1;
+    point->cold_p10_ns = rig_metrics_percentile(times, repeats, 10);
+    point->cold_p90_ns = stats.p90;
+    return RIG_OK;
+}
+
+/* Whether the sweep's time limit (wall clock; only ever set for real devices) has passed. */
+static bool rig__out_of_time(struct rig__sweep *s)
+{
+    if (s->options->seconds_max <= 0 || s->out_of_time) return s->out_of_time;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double elapsed = (double)(now.tv_sec - s->started.tv_sec) +
+                     1e-9 * (double)(now.tv_nsec - s->started.tv_nsec);
+    s->out_of_time = elapsed > s->options->seconds_max;
+    return s->out_of_time;
+}
+
+/* `t` pointed at its staging instead, when it lies in the metadata buffer. */
+static struct rig_tensor rig__on_host(struct rig__sweep *s, struct rig_tensor t)
+{
+    uint8_t *base = rig__base(s, RIG__META);
+    if ((uint8_t *)t.data >= base && (uint8_t *)t.data < base + RIG__META_WORDS * 4)
+        t.data = (uint8_t *)s->host + ((uint8_t *)t.data - base);
+    return t;
+}
+
+/* The op as the host can read it: attention's lengths (which the key and the analytic work
+ * read) from the staging, not from device memory. */
+static struct rig_op rig__host_view(struct rig__sweep *s, const struct rig_op *op)
+{
+    struct rig_op view = *op;
+    if (op->kind == RIG_OP_ATTENTION_DECODE) {
+        view.u.attention_decode.kv_len = rig__on_host(s, op->u.attention_decode.kv_len);
+    } else if (op->kind == RIG_OP_ATTENTION_PREFILL) {
+        view.u.attention_prefill.kv_len = rig__on_host(s, op->u.attention_prefill.kv_len);
+        view.u.attention_prefill.cu_q = rig__on_host(s, op->u.attention_prefill.cu_q);
+    }
+    return view;
+}
+
+/* Stages the point's metadata, times `op` and appends it (unless its key was swept). */
+static enum rig_status rig__point(struct rig__sweep *s, const struct rig_op *op)
+{
+    enum rig_status status = rig__stage(s);
+    if (status != RIG_OK) return status;
+    struct rig_op view = rig__host_view(s, op);
+    struct rig_sim_optable_point point = {.key = rig_sim_optable_key(&view)};
+    if (rig__seen(s, &point.key) || rig__out_of_time(s)) return RIG_OK;
+    if (s->count == RIG__POINTS_MAX) return RIG_E_CAPACITY;
+    struct rig_sim_work work = rig_sim_cost_work(&view);
+    point.flops = work.flops;
+    point.bytes = work.bytes;
+    status = rig__cold(s, op, &point);
+    if (status == RIG_OK) status = rig__warm(s, op, &point.warm_ns);
+    if (status == RIG_OK) s->points[s->count++] = point;
+    if (s->options->progress != NULL && s->count % 64 == 0)
+        s->options->progress(s->options->user, s->family, s->count, 0);
+    return status;
+}
+
+/* --- the families ------------------------------------------------------------------------ */
+
+struct rig__shape { /* one model at one TP degree, per rank */
+    const struct rig_model_config *c;
+    int64_t H, I, Hq, Hk, D, V;
+};
+
+static const int64_t rig__rows_full[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048,
+                                         4096, 8192, 16384};
+static const int64_t rig__rows_quick[] = {1, 16, 256};
+
+static enum rig_status rig__gemm(struct rig__sweep *s, int64_t M, int64_t N, int64_t K,
+                                 enum rig_dtype out)
+{
+    struct rig_op op = {.kind = RIG_OP_GEMM};
+    op.u.gemm.a = rig_tensor_2d(rig__base(s, RIG__IN), RIG_DTYPE_BF16, M, K);
+    op.u.gemm.b = rig_tensor_2d(rig__base(s, RIG__W), RIG_DTYPE_BF16, N, K);
+    op.u.gemm.out = rig_tensor_2d(rig__base(s, RIG__OUT), out, M, N);
+    op.u.gemm.bias = rig_tensor_none();
+    return rig__point(s, &op);
+}
+
+static enum rig_status rig__gemms(struct rig__sweep *s, const struct rig__shape *x)
+{
+    const int64_t *rows = s->options->quick ? rig__rows_quick : rig__rows_full;
+    size_t n = s->options->quick ? RIG_ARRAY_LEN(rig__rows_quick) : RIG_ARRAY_LEN(rig__rows_full);
+    const int64_t linears[4][2] = {{(x->Hq + 2 * x->Hk) * x->D, x->H}, /* qkv */
+                                   {x->H, x->Hq * x->D},               /* o */
+                                   {2 * x->I, x->H},                   /* gate_up */
+                                   {x->H, x->I}};                      /* down */
+    enum rig_status status = RIG_OK;
+    for (size_t i = 0; i < n && status == RIG_OK; i++) {
+        for (int32_t l = 0; l < 4 && status == RIG_OK; l++)
+            status = rig__gemm(s, rows[i], linears[l][0], linears[l][1], RIG_DTYPE_BF16);
+        if (rows[i] <= 1024 && status == RIG_OK) /* the LM head: last rows only, f32 logits */
+            status = rig__gemm(s, rows[i], x->V, x->H, RIG_DTYPE_F32);
+    }
+    return status;
+}
+
+/* Attention over R requests, each with q query rows and kv positions (slots r * kv + p). */
+static enum rig_status rig__attention(struct rig__sweep *s, const struct rig__shape *x, int64_t R,
+                                      int64_t q, int64_t kv, bool decode)
+{
+    int64_t S = R * kv, T = R * q;
+    uint8_t *cache = rig__base(s, RIG__KV);
+    struct rig_tensor k = rig_tensor_3d(cache, RIG_DTYPE_BF16, S, x->Hk, x->D);
+    struct rig_tensor v = rig_tensor_3d(cache + S * x->Hk * x->D * 2, RIG_DTYPE_BF16, S, x->Hk,
+                                        x->D);
+    struct rig_tensor qt = rig_tensor_3d(rig__base(s, RIG__IN), RIG_DTYPE_BF16, T, x->Hq, x->D);
+    struct rig_tensor out = rig_tensor_3d(rig__base(s, RIG__OUT), RIG_DTYPE_BF16, T, x->Hq, x->D);
+    int32_t *table_h, *idx_h, *len_h, *cu_h;
+    struct rig_tensor table = rig__meta(s, S, RIG_DTYPE_I32, &table_h);
+    table = rig_tensor_2d(table.data, RIG_DTYPE_I32, R, kv);
+    struct rig_tensor table_idx = rig__meta(s, R, RIG_DTYPE_I32, &idx_h);
+    struct rig_tensor kv_len = rig__meta(s, R, RIG_DTYPE_I32, &len_h);
+    struct rig_tensor cu_q = rig__meta(s, R + 1, RIG_DTYPE_I32, &cu_h);
+    for (int64_t i = 0; i < S; i++) table_h[i] = (int32_t)i;
+    for (int64_t r = 0; r <= R; r++) {
+        if (r < R) idx_h[r] = (int32_t)r, len_h[r] = (int32_t)kv;
+        cu_h[r] = (int32_t)(r * q);
+    }
+    float scale = 1.0f / sqrtf((float)x->D);
+    struct rig_op op = {.kind = decode ? RIG_OP_ATTENTION_DECODE : RIG_OP_ATTENTION_PREFILL};
+    if (decode)
+        op.u.attention_decode =
+            (struct rig_op_attention_decode){out, qt, k, v, table, table_idx, kv_len, scale};
+    else
+        op.u.attention_prefill = (struct rig_op_attention_prefill){
+            out, qt, k, v, table, table_idx, cu_q, kv_len, scale};
+    return rig__point(s, &op);
+}
+
+static enum rig_status rig__attentions(struct rig__sweep *s, const struct rig__shape *x)
+{
+    static const int64_t batches[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+    static const int64_t contexts[] = {128, 256, 512, 1024, 2048, 4096};
+    static const int64_t requests[] = {1, 4, 16}, prefixes[] = {0, 1024, 8192};
+    static const int64_t tokens[] = {16, 64, 256, 1024, 4096, 16384};
+    bool quick = s->options->quick;
+    enum rig_status status = RIG_OK;
+    for (size_t b = 0; b < RIG_ARRAY_LEN(batches) && status == RIG_OK; b += quick ? 4 : 1)
+        for (size_t c = 0; c < RIG_ARRAY_LEN(contexts) && status == RIG_OK; c += quick ? 3 : 1)
+            if (batches[b] * contexts[c] <= RIG__SLOTS_MAX)
+                status = rig__attention(s, x, batches[b], 1, contexts[c], true);
+    for (size_t r = 0; r < RIG_ARRAY_LEN(requests) && status == RIG_OK; r++)
+        for (size_t t = 0; t < RIG_ARRAY_LEN(tokens) && status == RIG_OK; t += quick ? 2 : 1)
+            for (size_t p = 0; p < RIG_ARRAY_LEN(prefixes) && status == RIG_OK; p++) {
+                int64_t q = tokens[t] / requests[r];
+                if (q < 4 || (quick && tokens[t] > 1024)) continue;
+                status = rig__attention(s, x, requests[r], q, q + prefixes[p], false);
+            }
+    return status;
+}
+
+#define RIG__OP(kind_, member, ...)                                                                \
+    ((struct rig_op){.kind = RIG_OP_##kind_, .u.member = {__VA_ARGS__}})
+
+/* The per-token ops at T rows of one shape. */
+static enum rig_status rig__rowwise(struct rig__sweep *s, const struct rig__shape *x, int64_t T)
+{
+    enum rig_dtype bf = RIG_DTYPE_BF16, i32 = RIG_DTYPE_I32;
+    uint8_t *in = rig__base(s, RIG__IN), *out = rig__base(s, RIG__OUT), *w = rig__base(s, RIG__W);
+    int64_t H = x->H, W = (x->Hq + 2 * x->Hk) * x->D, D = x->D;
+    struct rig_tensor weight = rig_tensor_1d(w, bf, H);
+    struct rig_tensor xin = rig_tensor_2d(in, bf, T, H), xout = rig_tensor_2d(out, bf, T, H);
+    struct rig_tensor res = rig_tensor_2d(in + T * H * 2, bf, T, H);
+    struct rig_op ops[6];
+    int32_t n = 0;
+    ops[n++] = RIG__OP(RMS_NORM, rms_norm, xout, xin, weight, 1e-6f);
+    ops[n++] = RIG__OP(ADD_RMS_NORM, add_rms_norm, xout, res, xin, weight, 1e-6f);
+    ops[n++] = RIG__OP(SILU_MUL, silu_mul, rig_tensor_2d(out, bf, T, x->I),
+                       rig_tensor_2d(in, bf, T, 2 * x->I));
+    int32_t *ids_h, *pos_h, *loc_h;
+    struct rig_tensor ids = rig__meta(s, T, i32, &ids_h), pos = rig__meta(s, T, i32, &pos_h);
+    struct rig_tensor loc = rig__meta(s, T, i32, &loc_h);
+    for (int64_t t = 0; t < T; t++)
+        ids_h[t] = (int32_t)((t * 7919) % x->V), pos_h[t] = (int32_t)t, loc_h[t] = (int32_t)t;
+    ops[n++] = RIG__OP(EMBEDDING, embedding, xout, rig_tensor_2d(w, bf, x->V, H), ids, 0);
+    ops[n++] = RIG__OP(GATHER_ROWS, gather_rows, xout, xin, pos);
+    struct rig_tensor q = rig_tensor_3d(in, bf, T, x->Hq, D);
+    struct rig_tensor k = rig_tensor_3d(in + x->Hq * D * 2, bf, T, x->Hk, D);
+    struct rig_tensor v = rig_tensor_3d(in + (x->Hq + x->Hk) * D * 2, bf, T, x->Hk, D);
+    q.stride[0] = k.stride[0] = v.stride[0] = W;
+    uint8_t *cache = rig__base(s, RIG__KV);
+    struct rig_tensor kc = rig_tensor_3d(cache, bf, T, x->Hk, D);
+    struct rig_tensor vc = rig_tensor_3d(cache + T * x->Hk * D * 2, bf, T, x->Hk, D);
+    struct rig_tensor norm = x->c->qk_norm ? rig_tensor_1d(w, bf, D) : rig_tensor_none();
+    ops[n++] = RIG__OP(QK_NORM_ROPE_STORE, qk_norm_rope_store, q, k, v, kc, vc, norm, norm, pos,
+                       loc, 1e-6f, x->c->rope);
+    enum rig_status status = RIG_OK;
+    for (int32_t i = 0; i < n && status == RIG_OK; i++) {
+        if (i > 0) s->meta_used = 3 * ((size_t)(T + 63) / 64 * 64); /* re-stage the same words */
+        status = rig__point(s, &ops[i]);
+    }
+    s->meta_used = 0;
+    return status;
+}
+
+/* Sampling R rows of the vocabulary (greedy off: temperature 1, no top-k / top-p). */
+static enum rig_status rig__sample(struct rig__sweep *s, const struct rig__shape *x, int64_t R)
+{
+    int32_t *tok_h, *temp_h, *topk_h, *topp_h, *seed_h, *pos_h;
+    struct rig_tensor tokens = rig__meta(s, R, RIG_DTYPE_I32, &tok_h);
+    struct rig_tensor temp = rig__meta(s, R, RIG_DTYPE_F32, &temp_h);
+    struct rig_tensor top_k = rig__meta(s, R, RIG_DTYPE_I32, &topk_h);
+    struct rig_tensor top_p = rig__meta(s, R, RIG_DTYPE_F32, &topp_h);
+    struct rig_tensor seed = rig__meta(s, R, RIG_DTYPE_I64, &seed_h);
+    struct rig_tensor pos = rig__meta(s, R, RIG_DTYPE_I32, &pos_h);
+    float one = 1.0f;
+    for (int64_t r = 0; r < R; r++) {
+        memcpy(&temp_h[r], &one, 4);
+        memcpy(&topp_h[r], &one, 4);
+        topk_h[r] = -1, pos_h[r] = 0, tok_h[r] = 0;
+        seed_h[2 * r] = (int32_t)r + 1, seed_h[2 * r + 1] = 0;
+    }
+    struct rig_tensor logits = rig_tensor_2d(rig__base(s, RIG__IN), RIG_DTYPE_F32, R, x->V);
+    struct rig_op op = RIG__OP(SAMPLE, sample, tokens, logits, temp, top_k, top_p, seed, pos);
+    return rig__point(s, &op);
+}
+
+static enum rig_status rig__elementwise(struct rig__sweep *s, const struct rig__shape *x)
+{
+    const int64_t *rows = s->options->quick ? rig__rows_quick : rig__rows_full;
+    size_t n = s->options->quick ? RIG_ARRAY_LEN(rig__rows_quick) : RIG_ARRAY_LEN(rig__rows_full);
+    enum rig_status status = RIG_OK;
+    for (size_t i = 0; i < n && status == RIG_OK; i++) {
+        status = rig__rowwise(s, x, rows[i]);
+        if (status == RIG_OK && rows[i] <= 1024) status = rig__sample(s, x, rows[i]);
+    }
+    return status;
+}
+
+static enum rig_status rig__family(struct rig__sweep *s, const struct rig__shape *x, int32_t f)
+{
+    static const char *const names[3] = {"gemm", "attention", "elementwise"};
+    s->family = names[f];
+    if (s->options->progress != NULL)
+        s->options->progress(s->options->user, s->family, s->count, 0);
+    if (f == 0) return rig__gemms(s, x);
+    if (f == 1) return rig__attentions(s, x);
+    return rig__elementwise(s, x);
+}
+
+/* Every family for every model and TP degree (points already swept are skipped). */
+static enum rig_status rig__sweep_all(struct rig__sweep *s, char *error, size_t error_len)
+{
+    const struct rig_profile_options *o = s->options;
+    enum rig_status status = RIG_OK;
+    /* TP 1 of every model first: a sweep cut short by its time limit keeps the most used */
+    for (int32_t tp = 1; tp <= (o->quick ? 1 : o->tp_max) && status == RIG_OK; tp *= 2) {
+        for (int32_t m = 0; m < o->model_count && status == RIG_OK && !s->out_of_time; m++) {
+            struct rig_model_config c;
+            if (rig_model_config_preset(o->models[m], &c) != RIG_OK) {
+                snprintf(error, error_len, "unknown model preset '%s'", o->models[m]);
+                return RIG_E_NOT_FOUND;
+            }
+            if (c.num_heads % tp != 0 || c.intermediate_size % tp != 0) continue;
+            struct rig__shape x = {&c, c.hidden_size, c.intermediate_size / tp,
+                                   c.num_heads / tp, rig_model_kv_heads_per_rank(&c, tp),
+                                   c.head_dim, (c.vocab_size + tp - 1) / tp};
+            for (int32_t f = 0; f < 3 && status == RIG_OK; f++) status = rig__family(s, &x, f);
+        }
+    }
+    if (status < 0 && error[0] == '\0') rig__bench_fail(status, "profile sweep", error, error_len);
+    return status;
+}
+
+static enum rig_status rig__setup(struct rig__sweep *s, char *error, size_t error_len)
+{
+    struct rig_bench_options bench;
+    rig_bench_options_default(&bench);
+    bench.backend = s->options->backend;
+    bench.profile = s->options->profile;
+    bench.repeats = s->options->repeats;
+    enum rig_status status = rig__bench_open(&bench, &s->dev, error, error_len);
+    if (status < 0) return status;
+    static const enum rig_memory_use uses[RIG__BUFFERS] = {
+        RIG_MEMORY_WEIGHTS, RIG_MEMORY_ACTIVATIONS, RIG_MEMORY_ACTIVATIONS,
+        RIG_MEMORY_KV,      RIG_MEMORY_METADATA,    RIG_MEMORY_ACTIVATIONS};
+    for (int32_t i = 0; i < RIG__BUFFERS && status == RIG_OK; i++) {
+        status = rig_hal_buffer_alloc(s->dev.device, rig__buffer_bytes[i], uses[i],
+                                      &s->buffers[i]);
+        if (status == RIG_OK && !s->dev.timing_only && i != RIG__META) /* bf16 0.0078 */
+            status = rig_hal_buffer_fill(s->dev.stream, s->buffers[i], 0, 0x3c003c00u,
+                                         rig__buffer_bytes[i] / 4);
+    }
+    s->host = calloc(RIG__META_WORDS, sizeof *s->host);
+    s->points = calloc(RIG__POINTS_MAX, sizeof *s->points);
+    if (status == RIG_OK && (s->host == NULL || s->points == NULL)) status = RIG_E_NO_MEMORY;
+    if (status == RIG_OK) status = rig_hal_stream_synchronize(s->dev.stream);
+    if (status < 0) rig__bench_fail(status, "allocating the sweep's buffers", error, error_len);
+    return status;
+}
+
+static void rig__teardown(struct rig__sweep *s)
+{
+    for (int32_t i = 0; i < RIG__BUFFERS; i++) rig_hal_buffer_free(s->buffers[i]);
+    if (s->dev.device != NULL) rig__bench_close(&s->dev);
+    free(s->host);
+    free(s->points);
+}
+
+void rig_profile_options_default(struct rig_profile_options *options)
+{
+    RIG_ASSERT(options != NULL);
+    memset(options, 0, sizeof *options);
+    options->backend = "sim";
+    options->models[0] = "qwen3-0.6b";
+    options->models[1] = "qwen3-8b";
+    options->model_count = 2;
+    options->tp_max = 8;
+    options->repeats = 7;
+}
+
+enum rig_status rig_profile_run(const struct rig_profile_options *options,
+                                struct rig_sim_optable_point **points, int64_t *count,
+                                char *device, size_t device_len, char *error, size_t error_len)
+{
+    RIG_ASSERT(options != NULL && points != NULL && count != NULL);
+    RIG_ASSERT(options->repeats >= 3 && options->repeats <= RIG_BENCH_REPEATS_MAX);
+    error[0] = '\0';
+    struct rig__sweep s = {.options = options};
+    clock_gettime(CLOCK_MONOTONIC, &s.started);
+    enum rig_status status = rig__setup(&s, error, error_len);
+    if (status == RIG_OK) {
+        snprintf(device, device_len, "%s", rig_hal_device_info(s.dev.device)->name);
+        status = rig__sweep_all(&s, error, error_len);
+    }
+    if (status == RIG_OK) {
+        *points = s.points;
+        *count = s.count;
+        s.points = NULL;
+    }
+    rig__teardown(&s);
+    return status;
+}
