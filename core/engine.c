@@ -343,6 +343,28 @@ static const char *rig__reject_reason(const struct rig_engine *e, const struct r
     return NULL;
 }
 
+/* The first sampling extension out of its range, written to `buf`, or NULL when all are in
+ * range. Comparisons are written so that NaN fails them. */
+static const char *rig__sampling_invalid(const struct rig_sampling_params *p, char *buf,
+                                         size_t len)
+{
+    if (!(p->min_p >= 0.0f && p->min_p <= 1.0f))
+        snprintf(buf, len, "min_p %g is outside [0, 1]", (double)p->min_p);
+    else if (!(p->presence_penalty >= -2.0f && p->presence_penalty <= 2.0f))
+        snprintf(buf, len, "presence_penalty %g is outside [-2, 2]", (double)p->presence_penalty);
+    else if (!(p->frequency_penalty >= -2.0f && p->frequency_penalty <= 2.0f))
+        snprintf(buf, len, "frequency_penalty %g is outside [-2, 2]",
+                 (double)p->frequency_penalty);
+    else if (!(p->repetition_penalty > 0.0f && p->repetition_penalty <= 2.0f))
+        snprintf(buf, len, "repetition_penalty %g is outside (0, 2]",
+                 (double)p->repetition_penalty);
+    else if (p->logprobs < -1 || p->logprobs > RIG_TOP_LOGPROBS_MAX)
+        snprintf(buf, len, "logprobs %d is outside [-1, %d]", p->logprobs, RIG_TOP_LOGPROBS_MAX);
+    else
+        return NULL;
+    return buf;
+}
+
 static void rig__report_rejection(struct rig_engine *e, const struct rig_submit *s,
                                   const char *why, int64_t now)
 {
@@ -362,6 +384,10 @@ enum rig_status rig_engine_submit(struct rig_engine *e, const struct rig_submit 
     if (!s->prompt || s->prompt_len <= 0 || s->sampling.max_tokens < 0) {
         rig__error(reason, reason_len, "request %llu: empty prompt or negative max_tokens",
                    (unsigned long long)s->uid);
+        return RIG_E_INVALID;
+    }
+    if (rig__sampling_invalid(&s->sampling, why, sizeof why)) {
+        rig__error(reason, reason_len, "request %llu: %s", (unsigned long long)s->uid, why);
         return RIG_E_INVALID;
     }
     for (int32_t i = 0; i < s->prompt_len; i++) {

@@ -121,12 +121,21 @@ struct rig_request_result {
     int64_t finish_step;        /* step that produced its last token; -1 none */
 };
 
-/* Callbacks, all optional (NULL), made on the engine's thread. */
+/* Callbacks, all optional (NULL), made on the engine's thread.
+ * on_logprobs follows on_token for the same token when the request asked for logprobs
+ * (sampling.logprobs >= 0): `logprob` is the sampled token's, then the `top_count` (=
+ * sampling.logprobs) most likely tokens, most likely first, ties to the lower id. Logprobs
+ * are of the processed distribution, as SGLang returns them by default: log-softmax over the
+ * whole vocabulary of the penalised logits divided by the temperature (1 for greedy
+ * requests), before the top-k / top-p / min-p cuts. The arrays are valid only during the
+ * call. Initialise observers with designated initialisers (fields may be added). */
 struct rig_engine_observer {
     void *ctx;
     void (*on_token)(void *ctx, uint64_t uid, int32_t index, int32_t token, int64_t t_ns);
     void (*on_finish)(void *ctx, const struct rig_request_result *result);
     void (*on_step)(void *ctx, const struct rig_step_record *record);
+    void (*on_logprobs)(void *ctx, uint64_t uid, int32_t index, int32_t token, float logprob,
+                        int32_t top_count, const int32_t *top_ids, const float *top_logprobs);
 };
 
 struct rig_submit {
@@ -150,8 +159,10 @@ void rig_engine_destroy(struct rig_engine *engine);
  * prompt + max_tokens over it, or more KV than the whole cache — is rejected: returns
  * RIG_E_RANGE with the reason in `reason`, and the observer sees it end as REJECTED with
  * the same message. RIG_E_INVALID for a bad argument (uid in use, empty prompt, token out
- * of the vocabulary, negative max_tokens); RIG_E_CAPACITY when max_requests are live
- * (back-pressure: retry later). Nothing is queued on error. */
+ * of the vocabulary, negative max_tokens, a sampling parameter out of range — min_p outside
+ * [0, 1], presence or frequency penalty outside [-2, 2], repetition penalty outside (0, 2],
+ * logprobs outside [-1, 20], the message names the field); RIG_E_CAPACITY when max_requests
+ * are live (back-pressure: retry later). Nothing is queued on error. */
 enum rig_status rig_engine_submit(struct rig_engine *engine, const struct rig_submit *request,
                                   char *reason, size_t reason_len);
 /* Aborts a live request at any point (queued, chunked, running, or with its last token in

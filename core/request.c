@@ -31,6 +31,11 @@ struct rig_sampling_params rig_sampling_default(void)
     p.top_k = -1;
     p.top_p = 1.0f;
     p.max_tokens = 16;
+    p.min_p = 0.0f;
+    p.presence_penalty = 0.0f;
+    p.frequency_penalty = 0.0f;
+    p.repetition_penalty = 1.0f;
+    p.logprobs = -1;
     return p;
 }
 

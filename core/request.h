@@ -34,6 +34,7 @@
 #include "hal/status.h"
 
 #define RIG_STOP_TOKENS_MAX 8
+#define RIG_TOP_LOGPROBS_MAX 20 /* most top_logprobs a request may ask for (OpenAI's limit) */
 
 enum rig_request_state {
     RIG_REQUEST_FREE = 0, /* pool slot not in use */
@@ -74,9 +75,17 @@ struct rig_sampling_params {
     uint64_t seed;
     int32_t stop_token_ids[RIG_STOP_TOKENS_MAX];
     int32_t stop_token_count;
+    /* Extensions (OpenAI / SGLang semantics, see hal/ops.h for the exact formulas). A request
+     * with every one of them at its default takes the plain sampling path. */
+    float min_p;              /* [0, 1]; 0: no cut. Keeps tokens with p >= min_p * p_max */
+    float presence_penalty;   /* [-2, 2]; 0: none. Over the generated tokens */
+    float frequency_penalty;  /* [-2, 2]; 0: none. Times each generated token's count */
+    float repetition_penalty; /* (0, 2]; 1: none. Over prompt + generated tokens (HF) */
+    int32_t logprobs;         /* [-1, 20]: top-N alternatives wanted; -1: no logprobs */
 };
 
-/* Greedy, max_tokens 16, no stop tokens: a convenient starting point. Can't fail. */
+/* Greedy, max_tokens 16, no stop tokens, no extensions (min_p 0, presence and frequency
+ * penalties 0, repetition penalty 1, logprobs -1): a convenient starting point. Can't fail. */
 struct rig_sampling_params rig_sampling_default(void);
 
 struct rig_request {

@@ -454,7 +454,8 @@ enum rig_status rig_scenario_run(const struct rig_scenario *scenario,
                            .page_size = config.page_size};
     status = rig__init_run(&run, config.prefill_budget);
     if (status < 0) snprintf(error, error_len, "out of memory for the run's records");
-    struct rig_engine_observer observer = {&run, rig__on_token, rig__on_finish, rig__on_step};
+    struct rig_engine_observer observer = {.ctx = &run, .on_token = rig__on_token,
+                                           .on_finish = rig__on_finish, .on_step = rig__on_step};
     if (status == RIG_OK)
         status = rig_engine_create(&config, &observer, &run.engine, error, error_len);
     if (status == RIG_OK) {

@@ -440,7 +440,8 @@ static enum rig_swarm_verdict rig__drive(struct rig__drive *d, const struct rig_
     rig__config(c, timing_only, &config);
     RIG_ASSERT(config.model.eos_count == 1);
     d->eos_id = config.model.eos_token_ids[0];
-    struct rig_engine_observer observer = {d, rig__on_token, rig__on_finish, NULL};
+    struct rig_engine_observer observer = {.ctx = d, .on_token = rig__on_token,
+                                           .on_finish = rig__on_finish};
     if (rig__create(d, &config, &observer) == RIG_OK) {
         rig__loop(d);
         if (out->verdict == RIG_SWARM_PASS) rig__conservation(d);

@@ -127,7 +127,8 @@ static inline void harness_open_with(struct harness *h, const struct rig_engine_
 {
     memset(h, 0, sizeof *h);
     rig_backends_register();
-    struct rig_engine_observer obs = {h, harness_on_token, on_finish, harness_on_step};
+    struct rig_engine_observer obs = {.ctx = h, .on_token = harness_on_token,
+                                      .on_finish = on_finish, .on_step = harness_on_step};
     char error[256] = "";
     enum rig_status s = rig_engine_create(c, &obs, &h->engine, error, sizeof error);
     if (s != RIG_OK) fprintf(stderr, "engine create: %s\n", error);
@@ -146,10 +147,9 @@ static inline void harness_close(struct harness *h)
     h->engine = NULL;
 }
 
-/* Submits a request; asserts the status. */
-static inline void harness_submit(struct harness *h, uint64_t uid, const int32_t *prompt,
-                                  int32_t len, int32_t max_tokens, float temperature,
-                                  enum rig_status expect)
+/* A submission of `prompt` with the default sampling parameters, ignore_eos, arriving now. */
+static inline struct rig_submit harness_request_of(uint64_t uid, const int32_t *prompt,
+                                                   int32_t len)
 {
     struct rig_submit s;
     memset(&s, 0, sizeof s);
@@ -157,10 +157,19 @@ static inline void harness_submit(struct harness *h, uint64_t uid, const int32_t
     s.prompt = prompt;
     s.prompt_len = len;
     s.sampling = rig_sampling_default();
-    s.sampling.max_tokens = max_tokens;
-    s.sampling.temperature = temperature;
     s.sampling.ignore_eos = true;
     s.arrival_ns = -1;
+    return s;
+}
+
+/* Submits a request; asserts the status. */
+static inline void harness_submit(struct harness *h, uint64_t uid, const int32_t *prompt,
+                                  int32_t len, int32_t max_tokens, float temperature,
+                                  enum rig_status expect)
+{
+    struct rig_submit s = harness_request_of(uid, prompt, len);
+    s.sampling.max_tokens = max_tokens;
+    s.sampling.temperature = temperature;
     char reason[256] = "";
     assert_int_equal(rig_engine_submit(h->engine, &s, reason, sizeof reason), expect);
 }
