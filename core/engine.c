@@ -365,13 +365,14 @@ static const char *rig__sampling_invalid(const struct rig_sampling_params *p, ch
     return buf;
 }
 
-static void rig__report_rejection(struct rig_engine *e, const struct rig_submit *s,
-                                  const char *why, int64_t now)
+static void rig__report_end(struct rig_engine *e, const struct rig_submit *s,
+                            enum rig_request_end reason, const char *why, int64_t now)
 {
     e->ended++;
-    e->stats.rejected++;
+    if (reason == RIG_END_ABORT) e->stats.aborted++;
+    else e->stats.rejected++;
     if (!e->observer.on_finish) return;
-    struct rig_request_result res = {s->uid, RIG_END_REJECTED, why, s->prompt_len, 0, 0,
+    struct rig_request_result res = {s->uid, reason, why, s->prompt_len, 0, 0,
                                      NULL, NULL, s->arrival_ns >= 0 ? s->arrival_ns : now,
                                      -1, -1, now, -1, -1};
     e->observer.on_finish(e->observer.ctx, &res);
@@ -410,7 +411,7 @@ enum rig_status rig_engine_submit(struct rig_engine *e, const struct rig_submit 
         rig__error(reason, reason_len, "request %llu rejected: %s", (unsigned long long)s->uid,
                    reject);
         e->stats.submitted++;
-        rig__report_rejection(e, s, reject, now);
+        rig__report_end(e, s, RIG_END_REJECTED, reject, now);
         return RIG_E_RANGE;
     }
     struct rig_request *r;
@@ -438,6 +439,34 @@ enum rig_status rig_engine_abort(struct rig_engine *e, uint64_t uid)
         rig_prefill_remove(&e->prefill, r);
     rig_decode_remove(&e->decode, r);
     rig__request_end(e, r, RIG_END_ABORT, NULL);
+    return RIG_OK;
+}
+
+int32_t rig_engine_abort_all(struct rig_engine *e)
+{
+    int32_t aborted = 0;
+    for (int32_t i = 0; i < e->pool.requests_max; i++) {
+        const struct rig_request *r = &e->pool.requests[i];
+        if (r->state == RIG_REQUEST_FREE || !rig_request_live(r)) continue;
+        enum rig_status status = rig_engine_abort(e, r->uid);
+        RIG_ASSERT(status == RIG_OK);
+        aborted++;
+    }
+    return aborted;
+}
+
+void rig_engine_end_unsubmitted(struct rig_engine *e, const struct rig_submit *s,
+                                enum rig_request_end reason, const char *message)
+{
+    RIG_ASSERT(reason == RIG_END_REJECTED || reason == RIG_END_ABORT);
+    e->stats.submitted++;
+    rig__report_end(e, s, reason, message, rig_hal_now_ns(e->devices[0]));
+}
+
+enum rig_status rig_engine_flush_cache(struct rig_engine *e)
+{
+    if (!rig_engine_idle(e)) return RIG_E_STATE;
+    rig_cache_flush(&e->cache);
     return RIG_OK;
 }
 

@@ -8,7 +8,9 @@
  *
  * Use: rig_engine_config_default → set model, backend, limits → rig_engine_create; then
  * rig_engine_submit / rig_engine_abort between steps and rig_engine_step (one scheduling
- * iteration) or rig_engine_run (until idle). Results are pushed to an observer: every token
+ * iteration) — normally through the driver (core/engine/driver.h), the one loop that feeds
+ * arrivals, steps and waits on the clock, with an inbox (core/engine/inbox.h) for requests
+ * posted by other threads. Results are pushed to an observer: every token
  * (streaming), every finished / aborted / rejected request with its metrics, and a record of
  * every forward step (the HDF5 writer and `rig run` consume these).
  *
@@ -179,6 +181,19 @@ enum rig_status rig_engine_step(struct rig_engine *engine, bool *progress);
  * that can never be admitted — a bug, since such requests are rejected at submission). */
 enum rig_status rig_engine_run(struct rig_engine *engine, int64_t max_steps);
 bool rig_engine_idle(const struct rig_engine *engine);
+/* Aborts every live request (rig_engine_abort on each, in pool order): for a shutdown.
+ * Returns how many were aborted. Can't fail. */
+int32_t rig_engine_abort_all(struct rig_engine *engine);
+/* Ends a request that never entered the engine — one refused by rig_engine_submit for a
+ * reason that ends no request (RIG_E_INVALID), or one still queued in front of the engine
+ * when it shut down — through the observer's on_finish as `reason` (REJECTED or ABORT) with
+ * `message`, counted as submitted and ended, so that every uid handed to the engine's
+ * front end ends exactly once through one path. Can't fail. */
+void rig_engine_end_unsubmitted(struct rig_engine *engine, const struct rig_submit *request,
+                                enum rig_request_end reason, const char *message);
+/* Empties the prefix cache: every cached, unlocked page goes back to the free list.
+ * RIG_E_STATE (nothing changes) unless the engine is idle. */
+enum rig_status rig_engine_flush_cache(struct rig_engine *engine);
 
 /* The invariant checker (DESIGN §6): pages free / cached / owned by exactly one request,
  * size accounting, ref counts equal to live handles, no locked node evicted, rows pointing

@@ -105,6 +105,18 @@ enum rig_status rig_cache_alloc(struct rig_cache *cache, int32_t count, int32_t 
     return RIG_OK;
 }
 
+int64_t rig_cache_flush(struct rig_cache *cache)
+{
+    int64_t tokens = cache->tree.evictable_tokens;
+    RIG_ASSERT(tokens >= 0 && tokens <= (int64_t)cache->num_pages * cache->page_size);
+    if (tokens == 0) return 0;
+    int32_t evicted = rig_radix_evict(&cache->tree, (int32_t)tokens, cache->scratch_slots);
+    RIG_ASSERT(evicted == tokens);
+    cache->evictions += evicted;
+    rig_pages_release_slots(&cache->pages, cache->scratch_slots, evicted);
+    return evicted;
+}
+
 void rig_cache_release(struct rig_cache *cache, const int32_t *slots, int32_t count)
 {
     rig_pages_release_slots(&cache->pages, slots, count);

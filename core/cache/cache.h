@@ -80,6 +80,10 @@ enum rig_status rig_cache_alloc(struct rig_cache *cache, int32_t count, int32_t 
 /* Frees the pages whose slots are slots[0, count) (count a multiple of page_size). */
 void rig_cache_release(struct rig_cache *cache, const int32_t *slots, int32_t count);
 
+/* Evicts every evictable (cached, unlocked) slot back to the free list; returns how many.
+ * Locked prefixes stay. Can't fail. */
+int64_t rig_cache_flush(struct rig_cache *cache);
+
 /* Caches the computed prefix of a request and gives back what it no longer needs.
  *  tokens, row   the request's tokens and page-table row (host mirror), both ≥ alloc_len;
  *  cached_len    positions whose K/V is complete;  alloc_len: slots allocated in the row;

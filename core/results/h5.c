@@ -115,7 +115,10 @@ static void rig__write_meta(struct rig__writer *w, const struct rig_results *r)
     rig__attr_string(w, root, "format", "rig-results");
     rig__attr_i64(w, root, "format_version", RIG_RESULTS_FORMAT_VERSION);
     rig__attr_string(w, root, "rig_version", rig_version_string);
-    rig__attr_string(w, root, "git_commit", rig_git_commit);
+    /* RIG_RESULTS_GIT_COMMIT replaces the build's commit, so that files written by two
+     * commits can be compared byte for byte (tests/scenario_hashes.sh). */
+    const char *commit = getenv("RIG_RESULTS_GIT_COMMIT");
+    rig__attr_string(w, root, "git_commit", commit != NULL ? commit : rig_git_commit);
     rig__attr_string(w, root, "backend", m->backend);
     rig__attr_string(w, root, "clock", strcmp(m->backend, "sim") == 0 ? "virtual" : "wall");
     rig__attr_string(w, root, "device", m->device);

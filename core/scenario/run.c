@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/engine.h"
+#include "core/engine/driver.h"
 
 #define RIG__RUN_SMALL 64 /* requests: at or below, the checker runs after every step */
 
@@ -35,6 +36,9 @@ struct rig__run {
     int32_t *scratch;         /* (2n) the request list of the step being recorded */
     int32_t *abort_order;     /* (abort_count) uids by abort time */
     int32_t abort_count;
+    int32_t next;             /* the next request to submit (by arrival) */
+    int32_t next_abort;       /* the next entry of abort_order */
+    bool check_every_step;
     int64_t violations;
 };
 
@@ -323,81 +327,68 @@ static void rig__check(struct rig__run *run)
     run->violations += rig_engine_check(run->engine, o->violation, o->user);
 }
 
-/* Submits arrivals and applies aborts due at the engine's clock. */
-static enum rig_status rig__feed(struct rig__run *run, int32_t *next, int32_t *next_abort,
+/* Arrival source: submits arrivals and applies aborts due at the engine's clock. */
+static enum rig_status rig__feed(void *ctx, struct rig_engine *engine, int64_t now_ns,
                                  char *error, size_t error_len)
 {
+    struct rig__run *run = ctx;
     const struct rig_scenario *s = run->scenario;
-    int64_t now = rig_engine_now_ns(run->engine) - run->origin_ns;
-    while (*next_abort < run->abort_count &&
-           s->requests[run->abort_order[*next_abort]].abort_ns <= now)
-        rig__abort(run, run->abort_order[(*next_abort)++]);
-    while (*next < s->request_count && s->requests[*next].arrival_ns <= now) {
-        if (run->state[*next] == RIG__ENDED) { /* aborted before it arrived */
-            (*next)++;
+    RIG_ASSERT(engine == run->engine);
+    int64_t now = now_ns - run->origin_ns;
+    while (run->next_abort < run->abort_count &&
+           s->requests[run->abort_order[run->next_abort]].abort_ns <= now)
+        rig__abort(run, run->abort_order[run->next_abort++]);
+    while (run->next < s->request_count && s->requests[run->next].arrival_ns <= now) {
+        if (run->state[run->next] == RIG__ENDED) { /* aborted before it arrived */
+            run->next++;
             continue;
         }
-        enum rig_status status = rig__submit(run, *next, error, error_len);
+        enum rig_status status = rig__submit(run, run->next, error, error_len);
         if (status == RIG_E_CAPACITY) break;
         if (status < 0) return status;
-        (*next)++;
+        run->next++;
     }
     return RIG_OK;
 }
 
-/* The next arrival or abort after now, or -1 when nothing more will happen. */
-static int64_t rig__next_event(const struct rig__run *run, int32_t next, int32_t next_abort)
+/* Arrival source: the next arrival or abort (engine clock), or -1 when nothing more will
+ * happen. */
+static int64_t rig__next_event(void *ctx)
 {
+    const struct rig__run *run = ctx;
     const struct rig_scenario *s = run->scenario;
-    int64_t t = next < s->request_count ? s->requests[next].arrival_ns : -1;
-    if (next_abort < run->abort_count) {
-        int64_t a = s->requests[run->abort_order[next_abort]].abort_ns;
+    int64_t t = run->next < s->request_count ? s->requests[run->next].arrival_ns : -1;
+    if (run->next_abort < run->abort_count) {
+        int64_t a = s->requests[run->abort_order[run->next_abort]].abort_ns;
         if (t < 0 || a < t) t = a;
     }
-    return t;
+    return t < 0 ? -1 : t + run->origin_ns;
+}
+
+/* Arrival source: the checker (every step when asked) and the progress report. */
+static bool rig__after_step(void *ctx, struct rig_engine *engine, bool progress)
+{
+    struct rig__run *run = ctx;
+    const struct rig_run_options *o = run->options;
+    if (run->check_every_step) rig__check(run);
+    if (o->progress != NULL && o->progress_every > 0 &&
+        run->results->step_count % o->progress_every == 0 && progress)
+        o->progress(o->user, run->results->step_count, run->ended,
+                    run->scenario->request_count, rig_engine_now_ns(engine) - run->origin_ns);
+    return true;
 }
 
 static enum rig_status rig__loop(struct rig__run *run, char *error, size_t error_len)
 {
     const struct rig_run_options *o = run->options;
-    bool every_step = o->check == RIG_RUN_CHECK_STEP ||
-                      (o->check == RIG_RUN_CHECK_AUTO &&
-                       run->scenario->request_count <= RIG__RUN_SMALL);
-    int32_t next = 0, next_abort = 0;
-    int64_t bound = 4 * run->results->step_capacity + 4 * run->scenario->request_count + 64;
-    for (int64_t iteration = 0; iteration < bound; iteration++) {
-        enum rig_status status = rig__feed(run, &next, &next_abort, error, error_len);
-        if (status < 0) return status;
-        bool idle = rig_engine_idle(run->engine);
-        int64_t event = rig__next_event(run, next, next_abort);
-        if (idle && event < 0) return RIG_OK;
-        if (idle) {
-            rig_engine_wait_until_ns(run->engine, event + run->origin_ns);
-            continue;
-        }
-        bool progress = false;
-        status = rig_engine_step(run->engine, &progress);
-        if (status < 0) {
-            snprintf(error, error_len, "engine step failed: %s", rig_status_message(status));
-            return status;
-        }
-        if (every_step) rig__check(run);
-        if (!progress && event >= 0)
-            rig_engine_wait_until_ns(run->engine, event + run->origin_ns);
-        if (!progress && event < 0) {
-            snprintf(error, error_len, "the engine stalled with requests queued that can "
-                                       "never be scheduled");
-            return RIG_E_STATE;
-        }
-        if (o->progress != NULL && o->progress_every > 0 &&
-            run->results->step_count % o->progress_every == 0 && progress)
-            o->progress(o->user, run->results->step_count, run->ended,
-                        run->scenario->request_count,
-                        rig_engine_now_ns(run->engine) - run->origin_ns);
-    }
-    snprintf(error, error_len, "the run did not finish within %lld iterations",
-             (long long)bound);
-    return RIG_E_STATE;
+    run->check_every_step = o->check == RIG_RUN_CHECK_STEP ||
+                            (o->check == RIG_RUN_CHECK_AUTO &&
+                             run->scenario->request_count <= RIG__RUN_SMALL);
+    struct rig_arrival_source source = {run, rig__feed, rig__next_event, rig__after_step};
+    struct rig_driver_options driver = {
+        .pace = RIG_DRIVER_PACE_FAST,
+        .max_iterations = 4 * run->results->step_capacity + 4 * run->scenario->request_count + 64};
+    return rig_driver_run(run->engine, &source, &driver, error, error_len);
 }
 
 static void rig__meta(const struct rig_scenario *s, const struct rig_engine_config *c,

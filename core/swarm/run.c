@@ -12,10 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/engine/driver.h"
 #include "core/swarm/swarm.h"
 #include "sim/sim.h"
 
 enum { RIG__WAITING = 0, RIG__LIVE = 1, RIG__ENDED = 2 };
+
+/* Iterations are steps plus idle jumps of the clock (at most one per arrival). */
+#define RIG__ITERATIONS_MAX ((int64_t)1 << 22)
 
 struct rig__drive {
     const struct rig_swarm_case *c;
@@ -30,6 +34,11 @@ struct rig__drive {
     enum rig_request_end reason[RIG_SWARM_REQUESTS_MAX];
     int32_t tokens[RIG_SWARM_REQUESTS_MAX][RIG_SWARM_SEQ_LEN_MAX]; /* streamed, for equivalence */
     int64_t abort_issued_ns[RIG_SWARM_REQUESTS_MAX]; /* -1: no abort issued */
+    int32_t next;              /* the next request to submit (by arrival) */
+    bool fault_phase;
+    int64_t drain_end;         /* step at which the drain fails; -1 before it starts */
+    int64_t drain_bound;
+    int64_t iterations;        /* driver iterations (feeds) so far */
 };
 
 static void rig__fail(struct rig__drive *d, enum rig_swarm_verdict verdict, const char *fmt, ...)
@@ -302,24 +311,24 @@ static enum rig_status rig__submit(struct rig__drive *d, int32_t uid, bool fault
 }
 
 /* Submits what has arrived (until the engine is full); an AT_TIME abort due before the
- * arrival means never submitted; fires the aborts due. Returns the next request to submit. */
-static int32_t rig__feed(struct rig__drive *d, int32_t next, bool fault_phase)
+ * arrival means never submitted; fires the aborts due. */
+static void rig__feed_due(struct rig__drive *d, int64_t now)
 {
-    int64_t now = rig_engine_now_ns(d->engine);
-    for (; next < d->c->request_count && d->c->requests[next].arrival_ns <= now; next++) {
-        const struct rig_swarm_request *q = &d->c->requests[next];
-        if (fault_phase && q->abort == RIG_SWARM_ABORT_AT_TIME && q->abort_ns < q->arrival_ns) {
-            d->state[next] = RIG__ENDED; /* the client left before sending it */
-            d->ends[next] = 1;
+    for (; d->next < d->c->request_count && d->c->requests[d->next].arrival_ns <= now;
+         d->next++) {
+        const struct rig_swarm_request *q = &d->c->requests[d->next];
+        if (d->fault_phase && q->abort == RIG_SWARM_ABORT_AT_TIME &&
+            q->abort_ns < q->arrival_ns) {
+            d->state[d->next] = RIG__ENDED; /* the client left before sending it */
+            d->ends[d->next] = 1;
             d->out->aborted++;
             continue;
         }
-        if (rig__submit(d, next, fault_phase) == RIG_E_CAPACITY) break;
+        if (rig__submit(d, d->next, d->fault_phase) == RIG_E_CAPACITY) break;
     }
-    if (!fault_phase) return next;
-    for (int32_t uid = 0; uid < next; uid++)
+    if (!d->fault_phase) return;
+    for (int32_t uid = 0; uid < d->next; uid++)
         if (d->state[uid] == RIG__LIVE && rig__abort_due(d, uid)) rig__abort(d, uid);
-    return next;
 }
 
 /* Steps the drain may take: see the file comment. */
@@ -342,66 +351,78 @@ static void rig__check(struct rig__drive *d)
         rig__fail(d, RIG_SWARM_INVARIANT, "invariant violated");
 }
 
-/* One engine step and its checks; false when the run must stop. */
-static bool rig__step(struct rig__drive *d, int32_t next)
+/* Arrival source: ends the fault phase when its steps are done (and sets the drain's bound),
+ * submits and aborts what is due, and fails a drain past its bound. A failure stops the run
+ * (the verdict says why). */
+static enum rig_status rig__feed(void *ctx, struct rig_engine *engine, int64_t now_ns,
+                                 char *error, size_t error_len)
 {
-    bool progress = false;
-    enum rig_status s = rig_engine_step(d->engine, &progress);
-    d->step++;
-    if (s != RIG_OK) {
-        rig__fail(d, RIG_SWARM_ERROR, "step failed: %s (%s)", rig_status_message(s),
-                  rig_hal_last_error());
-        return false;
+    struct rig__drive *d = ctx;
+    (void)error;
+    (void)error_len;
+    if (d->iterations++ == RIG__ITERATIONS_MAX) {
+        rig__fail(d, RIG_SWARM_LIVENESS, "the run did not end");
+        return RIG_E_STATE;
     }
+    if (d->fault_phase && d->step >= d->c->fault_steps) {
+        d->fault_phase = false;
+        rig__set_faults(d, false);
+    }
+    if (!d->fault_phase && d->drain_end < 0) {
+        d->drain_bound = rig__drain_bound(d);
+        d->drain_end = d->step + d->drain_bound;
+    }
+    rig__feed_due(d, now_ns);
+    if (d->out->verdict != RIG_SWARM_PASS) return RIG_E_STATE;
+    if (!rig_engine_idle(engine) && d->drain_end >= 0 && d->step >= d->drain_end) {
+        struct rig_engine_stats stats;
+        rig_engine_stats(engine, &stats);
+        rig__fail(d, RIG_SWARM_LIVENESS, "the drain took more than %lld steps: %d pending, "
+                  "%d running", (long long)d->drain_bound, stats.pending, stats.running);
+        return RIG_E_STATE;
+    }
+    return RIG_OK;
+}
+
+/* Arrival source: the next arrival, or -1 when every request has been submitted. */
+static int64_t rig__next_event(void *ctx)
+{
+    const struct rig__drive *d = ctx;
+    return d->next < d->c->request_count ? d->c->requests[d->next].arrival_ns : -1;
+}
+
+/* Arrival source: the checks after a step; false when the run must stop. */
+static bool rig__after_step(void *ctx, struct rig_engine *engine, bool progress)
+{
+    struct rig__drive *d = ctx;
+    d->step++;
     rig__check(d);
     if (progress) return d->out->verdict == RIG_SWARM_PASS;
-    /* No progress: fine while the next arrival lies ahead (jump to it); with everything
-     * arrived (or waiting for room in a full engine) it is stuck. */
-    int64_t now = rig_engine_now_ns(d->engine);
-    if (next < d->c->request_count && d->c->requests[next].arrival_ns > now)
-        rig_engine_wait_until_ns(d->engine, d->c->requests[next].arrival_ns);
-    else if (!rig_engine_idle(d->engine))
+    /* No progress: fine while the next arrival lies ahead (the driver jumps to it); with
+     * everything arrived (or waiting for room in a full engine) it is stuck. */
+    int64_t now = rig_engine_now_ns(engine);
+    bool ahead = d->next < d->c->request_count && d->c->requests[d->next].arrival_ns > now;
+    if (!ahead && !rig_engine_idle(engine))
         rig__fail(d, RIG_SWARM_LIVENESS, "the engine is stuck: no progress with work queued");
     return d->out->verdict == RIG_SWARM_PASS;
 }
 
-/* The fault phase, then the drain with its bound. */
+/* The fault phase, then the drain with its bound, through the driver. */
 static void rig__loop(struct rig__drive *d)
 {
-    const struct rig_swarm_case *c = d->c;
-    int32_t next = 0;
-    bool fault_phase = c->faults;
-    int64_t drain_end = -1, drain_bound = 0;
-    rig__set_faults(d, fault_phase);
-    /* Iterations are steps plus idle jumps of the clock (at most one per arrival). */
-    for (int64_t iteration = 0; iteration < (int64_t)1 << 22; iteration++) {
-        if (fault_phase && d->step >= c->fault_steps) {
-            fault_phase = false;
-            rig__set_faults(d, false);
-        }
-        if (!fault_phase && drain_end < 0) {
-            drain_bound = rig__drain_bound(d);
-            drain_end = d->step + drain_bound;
-        }
-        next = rig__feed(d, next, fault_phase);
-        if (d->out->verdict != RIG_SWARM_PASS) return;
-        bool idle = rig_engine_idle(d->engine);
-        if (idle && next >= c->request_count) return;
-        if (idle) {
-            rig_engine_wait_until_ns(d->engine, c->requests[next].arrival_ns);
-            continue;
-        }
-        if (drain_end >= 0 && d->step >= drain_end) {
-            struct rig_engine_stats stats;
-            rig_engine_stats(d->engine, &stats);
-            rig__fail(d, RIG_SWARM_LIVENESS, "the drain took more than %lld steps: %d pending, "
-                      "%d running", (long long)drain_bound, stats.pending,
-                      stats.running);
-            return;
-        }
-        if (!rig__step(d, next)) return;
+    d->fault_phase = d->c->faults;
+    d->drain_end = -1;
+    rig__set_faults(d, d->fault_phase);
+    struct rig_arrival_source source = {d, rig__feed, rig__next_event, rig__after_step};
+    /* The driver's bound lies beyond the swarm's own (counted in rig__feed). */
+    struct rig_driver_options options = {.max_iterations = RIG__ITERATIONS_MAX + 1};
+    char error[256] = "";
+    enum rig_status s = rig_driver_run(d->engine, &source, &options, error, sizeof error);
+    if (s < 0 && d->out->verdict == RIG_SWARM_PASS) {
+        d->step++; /* the step that failed: the only error the swarm does not judge itself */
+        rig__fail(d, RIG_SWARM_ERROR, "step failed: %s (%s)", rig_status_message(s),
+                  rig_hal_last_error());
     }
-    rig__fail(d, RIG_SWARM_LIVENESS, "the run did not end");
 }
 
 /* After the drain: every request ended once, every slot free or cached and unlocked. */
