@@ -336,6 +336,10 @@ static enum MHD_Result rig__first(struct rig_serve *server, struct MHD_Connectio
     return MHD_YES;
 }
 
+/* The first call of a GET only marks it: answering before the request is complete would make
+ * libmicrohttpd close a keep-alive connection. */
+static char rig__get_pending;
+
 static enum MHD_Result rig__access(void *cls, struct MHD_Connection *connection, const char *url,
                                    const char *method, const char *version,
                                    const char *upload_data, size_t *upload_data_size,
@@ -343,6 +347,18 @@ static enum MHD_Result rig__access(void *cls, struct MHD_Connection *connection,
 {
     (void)version;
     struct rig_serve *server = cls;
+    if (*con_cls == NULL && strcmp(method, "GET") == 0) {
+        *con_cls = &rig__get_pending;
+        return MHD_YES;
+    }
+    if (*con_cls == &rig__get_pending) {
+        if (*upload_data_size > 0) { /* a GET with a body: ignored */
+            *upload_data_size = 0;
+            return MHD_YES;
+        }
+        *con_cls = NULL;
+        return rig__first(server, connection, url, method, con_cls);
+    }
     struct rig__call *call = *con_cls;
     if (call == NULL) return rig__first(server, connection, url, method, con_cls);
     if (call->state == RIG__CALL_RECEIVING && *upload_data_size > 0) {
@@ -382,7 +398,7 @@ static void rig__completed(void *cls, struct MHD_Connection *connection, void **
 {
     (void)cls, (void)connection, (void)code;
     struct rig__call *call = *con_cls;
-    if (call == NULL) return;
+    if (call == NULL || *con_cls == (void *)&rig__get_pending) return;
     *con_cls = NULL;
     pthread_mutex_lock(&call->lock);
     call->connection = NULL;

@@ -116,14 +116,23 @@ static void rig__generate_logprobs(const struct rig__slot *slot, int32_t to, jso
     json_object_set_new(meta, "output_top_logprobs", tops);
 }
 
+/* Logprob entries [0, n) that are written and belong to kept tokens. */
+static int32_t rig__logprobs_ready(const struct rig__call *call, const struct rig__choice *c)
+{
+    const struct rig__slot *slot = &call->server->slots[c->slot];
+    int32_t ready = atomic_load_explicit(&slot->logprobs_ready, memory_order_acquire);
+    return ready < c->kept ? ready : c->kept;
+}
+
 static json_t *rig__logprobs(const struct rig__call *call, const struct rig__choice *c,
                              int32_t from)
 {
     const struct rig__slot *slot = &call->server->slots[c->slot];
     if (!call->params.sampling.logprobs || slot->logprobs == NULL) return json_null();
+    int32_t to = rig__logprobs_ready(call, c);
     if (call->params.api == RIG_SERVE_API_CHAT)
-        return rig__chat_logprobs(call->server, slot, from, c->kept);
-    return rig__text_logprobs(call->server, slot, from, c->kept);
+        return rig__chat_logprobs(call->server, slot, from, to);
+    return rig__text_logprobs(call->server, slot, from, to);
 }
 
 static json_t *rig__usage(const struct rig__call *call)
@@ -169,7 +178,7 @@ static json_t *rig__meta_info(const struct rig__call *call, const struct rig__ch
                              c->cached_tokens, "e2e_latency", (double)c->e2e_ns * 1e-9);
     const struct rig__slot *slot = &call->server->slots[c->slot];
     if (meta != NULL && call->params.sampling.logprobs && slot->logprobs != NULL)
-        rig__generate_logprobs(slot, c->kept, meta);
+        rig__generate_logprobs(slot, rig__logprobs_ready(call, c), meta);
     return meta;
 }
 
@@ -206,7 +215,7 @@ static json_t *rig__chunk(struct rig__call *call, struct rig__choice *c)
                             json_string(call->params.sampling.stop[c->stop_matched]));
     c->role_sent = true;
     c->text_sent = c->text.len;
-    c->logprobs_sent = c->kept;
+    c->logprobs_sent = rig__logprobs_ready(call, c);
     c->finish_sent = ends;
     json_t *chunk = rig__envelope(call, call->params.api == RIG_SERVE_API_CHAT
                                             ? "chat.completion.chunk"

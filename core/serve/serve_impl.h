@@ -61,7 +61,8 @@ struct rig__slot {
     int32_t capacity;             /* tokens the arrays hold: the request's max_tokens */
     int32_t *tokens;              /* (capacity) output ids, written by the engine thread */
     struct rig__logprob *logprobs; /* (capacity) or NULL when none were asked for */
-    _Atomic int32_t produced;     /* tokens (and logprobs) written: release / acquire */
+    _Atomic int32_t produced;     /* tokens written: release / acquire */
+    _Atomic int32_t logprobs_ready; /* logprob entries written (on_logprobs follows on_token) */
     /* the end, written by the engine thread before `ended` (release) */
     enum rig_request_end end;
     int32_t input_len, cached_len, output_len;

@@ -151,6 +151,7 @@ static bool rig__slot_prepare(struct rig_serve *server, struct rig__call *call, 
                                   sizeof *slot->logprobs)
                          : NULL;
     atomic_store(&slot->produced, 0);
+    atomic_store(&slot->logprobs_ready, 0);
     atomic_store(&slot->ended, false);
     atomic_store(&slot->queued, false);
     slot->end = RIG_END_NONE;
@@ -306,8 +307,7 @@ static void rig__on_token(void *ctx, uint64_t uid, int32_t index, int32_t token,
     struct rig__slot *slot = rig__slot_of(server, uid);
     RIG_ASSERT(index >= 0 && index < slot->capacity);
     slot->tokens[index] = token;
-    if (slot->logprobs == NULL) /* else on_logprobs publishes the token */
-        atomic_store_explicit(&slot->produced, index + 1, memory_order_release);
+    atomic_store_explicit(&slot->produced, index + 1, memory_order_release);
     if (slot->last_token_ns >= 0)
         rig_serve_histogram_observe(&server->metrics.itl, t_ns - slot->last_token_ns);
     slot->last_token_ns = t_ns;
@@ -329,7 +329,7 @@ static void rig__on_logprobs(void *ctx, uint64_t uid, int32_t index, int32_t tok
     entry->top_count = top_count;
     memcpy(entry->top_ids, top_ids, sizeof(int32_t) * (size_t)top_count);
     memcpy(entry->top_logprobs, top_logprobs, sizeof(float) * (size_t)top_count);
-    atomic_store_explicit(&slot->produced, index + 1, memory_order_release);
+    atomic_store_explicit(&slot->logprobs_ready, index + 1, memory_order_release);
 }
 
 static enum rig_serve_finish rig__finish_of(enum rig_request_end end)
@@ -358,7 +358,6 @@ static void rig__on_finish(void *ctx, const struct rig_request_result *r)
     snprintf(slot->message, sizeof slot->message, "%s", r->message);
     atomic_store_explicit(&slot->ended, true, memory_order_release);
     struct rig_serve_metrics *m = &server->metrics;
-    atomic_fetch_add_explicit(&m->requests[rig__finish_of(r->reason)], 1, memory_order_relaxed);
     if (r->reason != RIG_END_REJECTED) {
         atomic_fetch_add_explicit(&m->prompt_tokens, (uint64_t)(r->input_len - r->cached_len),
                                   memory_order_relaxed);
@@ -477,6 +476,12 @@ static void rig__detok_end(struct rig__choice *c, const struct rig__slot *slot)
     c->rejected = slot->end == RIG_END_REJECTED;
 }
 
+/* Counts the choice's end under the reason the client sees (a stop string: "stop"). */
+static void rig__count_end(struct rig_serve *server, const struct rig__choice *c)
+{
+    atomic_fetch_add_explicit(&server->metrics.requests[c->finish], 1, memory_order_relaxed);
+}
+
 /* Processes one touched uid: new text, the end, and the wake-up of the connection. */
 static void rig__detok_slot(struct rig_serve *server, uint64_t uid)
 {
@@ -496,6 +501,7 @@ static void rig__detok_slot(struct rig_serve *server, uint64_t uid)
     if (ended && !c->end_seen && (c->finished || c->consumed == produced)) {
         c->end_seen = true;
         rig__detok_end(c, slot);
+        rig__count_end(server, c);
         engine_done = true;
     }
     c->completion_tokens = c->kept;

@@ -17,6 +17,7 @@ int rig_cmd_generate(int argc, char **argv);
 int rig_cmd_tokenize(int argc, char **argv);
 int rig_cmd_detokenize(int argc, char **argv);
 int rig_cmd_fuzz(int argc, char **argv);
+int rig_cmd_serve(int argc, char **argv);
 
 /* Registers every backend compiled into this binary with the HAL (tools/rig/backends.c).
  * Idempotent; call before rig_hal_open. */

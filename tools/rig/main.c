@@ -13,6 +13,7 @@ static const struct rig_command rig__commands[] = {
     {"bench", rig_cmd_bench, "performance against measured hardware floors (HDF5 + table)"},
     {"tokenize", rig_cmd_tokenize, "text (or a chat) to token ids with a tokenizer.json"},
     {"detokenize", rig_cmd_detokenize, "token ids to text, whole or streamed"},
+    {"serve", rig_cmd_serve, "the OpenAI-compatible HTTP server (chat, completions, /generate)"},
     {"fuzz", rig_cmd_fuzz, "swarm-test the engine: random configs, traces and faults per seed"},
 };
 
