@@ -36,7 +36,7 @@ enum rig_status rig_sim_set_faults(struct rig_device *device, const struct rig_s
 
 /* Test hook: the fault plan every simulator device opened after this call starts with (until
  * called again; NULL clears it), so a fault can hit the allocations an engine makes while
- * it starts (core/swarm/). Process-wide and not thread-safe: call it between runs. */
+ * it starts (core/harness/swarm/). Process-wide and not thread-safe: call it between runs. */
 void rig_sim_set_open_faults(const struct rig_sim_faults *faults);
 
 /* Statistics of a simulator device, for tests and reports. */

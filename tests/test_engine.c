@@ -16,7 +16,7 @@
  * - Many requests sharing a long cached prefix: each admission must send its whole row to
  *   the devices, so admissions per batch are bounded by the table-write capacity, not only
  *   by the token budget (they spread over several batches; nothing overflows). */
-#include "core/results/results.h"
+#include "core/harness/results/results.h"
 #include "hal/philox.h"
 #include "tests/support/engine_harness.h"
 

@@ -1,4 +1,4 @@
-/* test_prefill.c — the prefill and decode managers (core/sched/prefill.h, decode.h) on host
+/* test_prefill.c — the prefill and decode managers (core/engine/sched/prefill.h, decode.h) on host
  * data, standing in for the scheduler by allocating each chunk's slots and advancing
  * cached_len the way a launch does.
  *
@@ -13,11 +13,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/cache/cache.h"
-#include "core/request.h"
-#include "core/sched/decode.h"
-#include "core/sched/prefill.h"
-#include "core/table.h"
+#include "core/engine/cache/cache.h"
+#include "core/engine/request.h"
+#include "core/engine/sched/decode.h"
+#include "core/engine/sched/prefill.h"
+#include "core/engine/table.h"
 #include "tests/support/test_support.h"
 
 struct fixture {

@@ -3,7 +3,7 @@
  * The engine's behaviour under the swarm must not change when code only moves: this test
  * runs a fixed set of swarm seeds — seeds 1..40 with faults on the timing-only simulator,
  * seeds 1..4 through the real-model equivalence check, and seeds 1..8 with each planted bug
- * on (core/swarm/plant.h; in a child process, since a plant may trip an assertion) — and
+ * on (core/harness/swarm/plant.h; in a child process, since a plant may trip an assertion) — and
  * folds every result (verdict, steps, failing step, finished / aborted / rejected counts,
  * message) into one FNV-1a digest, compared with the digest recorded before the reshape of
  * issue 13. A change meant to alter engine behaviour updates RIG__DIGEST and says why.
@@ -18,8 +18,8 @@
 
 #include <cmocka.h>
 
-#include "core/swarm/plant.h"
-#include "core/swarm/swarm.h"
+#include "core/harness/swarm/plant.h"
+#include "core/harness/swarm/swarm.h"
 #include "tools/rig/commands.h"
 
 #define RIG__DIGEST 0xfe56bbbb005c8bafull

@@ -32,7 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/engine.h"
+#include "core/engine/engine.h"
 #include "core/engine/inbox.h"
 
 /* Iterations in a row without progress before the driver calls the run stalled. */

@@ -28,7 +28,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core/engine.h"
+#include "core/engine/engine.h"
 
 /* Tokens the prompt ring holds at most, whatever the limits (64 MiB of int32). */
 #define RIG_INBOX_TOKENS_MAX (1 << 24)

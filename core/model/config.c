@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "core/embedded.h"
+#include "hal/embedded.h"
 #include "core/model/model.h"
 
 #define RIG__CONFIG_BYTES_MAX (1 << 20) /* a config.json is a few KB; refuse anything huge */

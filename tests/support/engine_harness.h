@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/engine.h"
+#include "core/engine/engine.h"
 #include "core/engine/driver.h"
 #include "tests/support/test_support.h"
 #include "tools/rig/commands.h"

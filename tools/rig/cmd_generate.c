@@ -1,7 +1,7 @@
 /* cmd_generate.c — `rig generate`: token ids in, generated token ids out, through the engine.
  *
  * The prompts are submitted together and run as one batch through the real scheduler
- * (core/engine.h): prefill of every prompt in the first step (the prefill budget and the
+ * (core/engine/engine.h): prefill of every prompt in the first step (the prefill budget and the
  * running-request limit are raised to fit them), then decode until each request finishes.
  * Output: one line per prompt with its generated ids, space separated; with --json one
  * object per line: {"index", "prompt_len", "ids", "finish_reason"}.
@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/engine.h"
+#include "core/engine/engine.h"
 #include "core/engine/driver.h"
 #include "tools/rig/commands.h"
 

@@ -13,11 +13,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/results/h5.h"
-#include "core/results/metrics.h"
-#include "core/scenario/expect.h"
-#include "core/scenario/run.h"
-#include "core/scenario/scenario.h"
+#include "core/harness/results/h5.h"
+#include "core/harness/results/metrics.h"
+#include "core/harness/scenario/expect.h"
+#include "core/harness/scenario/run.h"
+#include "core/harness/scenario/scenario.h"
 #include "tools/rig/commands.h"
 
 #define RIG__ROWS_DEFAULT 40

@@ -1,0 +1,336 @@
+/* launch.c — what each TP rank does with a prepared batch: uploads, table writes, input
+ * gather, forward (graph replay or eager), token scatter and download; decode-graph capture;
+ * and the persistent worker threads that drive ranks 1.. (engine_impl.h has the stream
+ * plan). Every rank runs the same ops on the same metadata, so all ranks stay in step and
+ * the collectives inside the forward meet. */
+#include <stdint.h>
+#include <string.h>
+
+#include "core/engine/engine_impl.h"
+
+static size_t rig__align(size_t offset)
+{
+    return (offset + 255) & ~(size_t)255;
+}
+
+void rig__layout_init(struct rig__meta_layout *l, int32_t requests_max, int32_t tokens_max,
+                      int32_t writes_max)
+{
+    size_t r = (size_t)requests_max, o = 0;
+    l->table_idx = o, o = rig__align(o + 4 * r);
+    l->cu_q = o, o = rig__align(o + 4 * (r + 1));
+    l->kv_len = o, o = rig__align(o + 4 * r);
+    l->last_idx = o, o = rig__align(o + 4 * r);
+    l->temperature = o, o = rig__align(o + 4 * r);
+    l->top_k = o, o = rig__align(o + 4 * r);
+    l->top_p = o, o = rig__align(o + 4 * r);
+    l->seed = o, o = rig__align(o + 8 * r);
+    l->sample_pos = o, o = rig__align(o + 4 * r);
+    l->write_idx = o, o = rig__align(o + 4 * r);
+    l->request_block_bytes = o;
+    size_t t = (size_t)tokens_max, w = (size_t)writes_max;
+    l->input_idx = o, o = rig__align(o + 4 * t);
+    l->positions = o, o = rig__align(o + 4 * t);
+    l->out_loc = o, o = rig__align(o + 4 * t);
+    l->pt_idx = o, o = rig__align(o + 4 * w);
+    l->pt_val = o, o = rig__align(o + 4 * w);
+    l->tp_idx = o, o = rig__align(o + 4 * w);
+    l->tp_val = o, o = rig__align(o + 4 * w);
+    l->bytes = o;
+    l->requests_max = requests_max;
+    l->tokens_max = tokens_max;
+    l->writes_max = writes_max;
+}
+
+static struct rig_tensor rig__at(struct rig_buffer *buffer, size_t offset, enum rig_dtype dtype,
+                                 int64_t n)
+{
+    return rig_tensor_1d((uint8_t *)rig_hal_buffer_ptr(buffer) + offset, dtype, n);
+}
+
+/* The model's view of a batch whose metadata sits in `meta` (a slot or the static region). */
+static struct rig_forward_batch rig__view(const struct rig__rank *rank, struct rig_buffer *meta,
+                                          const struct rig__batch *b)
+{
+    const struct rig_engine *e = rank->engine;
+    const struct rig__meta_layout *l = &e->layout;
+    struct rig_forward_batch v;
+    memset(&v, 0, sizeof v);
+    v.phase = b->phase;
+    v.num_requests = b->count;
+    v.num_tokens = b->tokens;
+    v.padded_requests = b->padded;
+    v.padded_tokens = b->padded_tokens;
+    v.max_q_len = b->max_q_len;
+    v.max_kv_len = b->max_kv_len;
+    v.sample = b->sample;
+    int64_t rp = b->padded, tp = b->padded_tokens;
+    v.input_ids = rig__at(rank->input_ids, 0, RIG_DTYPE_I32, tp);
+    v.positions = rig__at(meta, l->positions, RIG_DTYPE_I32, tp);
+    v.out_loc = rig__at(meta, l->out_loc, RIG_DTYPE_I32, tp);
+    v.table_idx = rig__at(meta, l->table_idx, RIG_DTYPE_I32, rp);
+    v.cu_q = rig__at(meta, l->cu_q, RIG_DTYPE_I32, rp + 1);
+    v.kv_len = rig__at(meta, l->kv_len, RIG_DTYPE_I32, rp);
+    v.last_idx = rig__at(meta, l->last_idx, RIG_DTYPE_I32, rp);
+    v.temperature = rig__at(meta, l->temperature, RIG_DTYPE_F32, rp);
+    v.top_k = rig__at(meta, l->top_k, RIG_DTYPE_I32, rp);
+    v.top_p = rig__at(meta, l->top_p, RIG_DTYPE_F32, rp);
+    v.seed = rig__at(meta, l->seed, RIG_DTYPE_I64, rp);
+    v.sample_pos = rig__at(meta, l->sample_pos, RIG_DTYPE_I32, rp);
+    v.page_table = rig_tensor_2d(rig_hal_buffer_ptr(rank->page_table), RIG_DTYPE_I32,
+                                 e->table.rows, e->max_seq_len);
+    v.out_tokens = rig__at(rank->out_tokens, 0, RIG_DTYPE_I32, rp);
+    return v;
+}
+
+#define RIG__TRY(expr)                                                                     \
+    do {                                                                                   \
+        enum rig_status rig__s = (expr);                                                   \
+        if (rig__s != RIG_OK) return rig__s;                                               \
+    } while (0)
+
+/* Uploads the used parts of slot `slot`'s staging block on the meta stream. */
+static enum rig_status rig__upload(struct rig__rank *rank, int32_t slot)
+{
+    struct rig_engine *e = rank->engine;
+    const struct rig__meta_layout *l = &e->layout;
+    const struct rig__batch *b = &e->batches[slot];
+    struct rig_buffer *dst = rank->meta_slot[slot];
+    if (rank->done_recorded[slot])
+        RIG__TRY(rig_hal_stream_wait_event(rank->meta, rank->done[slot]));
+    RIG__TRY(rig_hal_buffer_upload(rank->meta, dst, 0, b->staging, l->request_block_bytes));
+    size_t tokens = 4 * (size_t)b->padded_tokens;
+    const size_t token_arrays[3] = {l->input_idx, l->positions, l->out_loc};
+    for (int i = 0; i < 3; i++)
+        RIG__TRY(rig_hal_buffer_upload(rank->meta, dst, token_arrays[i],
+                                       b->staging + token_arrays[i], tokens));
+    const size_t writes[4][2] = {{l->pt_idx, (size_t)b->page_writes},
+                                 {l->pt_val, (size_t)b->page_writes},
+                                 {l->tp_idx, (size_t)b->token_writes},
+                                 {l->tp_val, (size_t)b->token_writes}};
+    for (int i = 0; i < 4; i++) {
+        if (writes[i][1] == 0) continue;
+        RIG__TRY(rig_hal_buffer_upload(rank->meta, dst, writes[i][0],
+                                       b->staging + writes[i][0], 4 * writes[i][1]));
+    }
+    return rig_hal_event_record(rank->uploaded[slot], rank->meta);
+}
+
+/* Page-table and token-pool writes, then the input ids from the token pool. */
+static enum rig_status rig__apply_writes(struct rig__rank *rank, int32_t slot,
+                                         struct rig_buffer *meta)
+{
+    struct rig_engine *e = rank->engine;
+    const struct rig__meta_layout *l = &e->layout;
+    const struct rig__batch *b = &e->batches[slot];
+    struct rig_buffer *src = rank->meta_slot[slot];
+    int64_t cells = (int64_t)e->table.rows * e->max_seq_len;
+    struct rig_tensor pt = rig__at(rank->page_table, 0, RIG_DTYPE_I32, cells);
+    struct rig_tensor tp = rig__at(rank->token_pool, 0, RIG_DTYPE_I32, cells);
+    if (b->page_writes > 0) {
+        struct rig_op_index_scatter s = {pt, rig__at(src, l->pt_val, RIG_DTYPE_I32, b->page_writes),
+                                         rig__at(src, l->pt_idx, RIG_DTYPE_I32, b->page_writes)};
+        RIG__TRY(rig_hal_index_scatter(rank->compute, &s));
+    }
+    if (b->token_writes > 0) {
+        struct rig_op_index_scatter s = {tp,
+                                         rig__at(src, l->tp_val, RIG_DTYPE_I32, b->token_writes),
+                                         rig__at(src, l->tp_idx, RIG_DTYPE_I32, b->token_writes)};
+        RIG__TRY(rig_hal_index_scatter(rank->compute, &s));
+    }
+    struct rig_op_index_gather g = {
+        rig__at(rank->input_ids, 0, RIG_DTYPE_I32, b->padded_tokens), tp,
+        rig__at(meta, l->input_idx, RIG_DTYPE_I32, b->padded_tokens)};
+    return rig_hal_index_gather(rank->compute, &g);
+}
+
+/* Copies what a graph reads from the slot into the static region. */
+static enum rig_status rig__to_static(struct rig__rank *rank, int32_t slot)
+{
+    struct rig_engine *e = rank->engine;
+    const struct rig__meta_layout *l = &e->layout;
+    const struct rig__batch *b = &e->batches[slot];
+    struct rig_buffer *src = rank->meta_slot[slot];
+    RIG__TRY(rig_hal_buffer_copy(rank->compute, rank->meta_static, 0, src, 0,
+                                 l->request_block_bytes));
+    const size_t arrays[3] = {l->input_idx, l->positions, l->out_loc};
+    for (int i = 0; i < 3; i++)
+        RIG__TRY(rig_hal_buffer_copy(rank->compute, rank->meta_static, arrays[i], src, arrays[i],
+                                     4 * (size_t)b->padded_tokens));
+    return RIG_OK;
+}
+
+enum rig_status rig__rank_launch(struct rig__rank *rank, int32_t slot)
+{
+    struct rig_engine *e = rank->engine;
+    const struct rig__batch *b = &e->batches[slot];
+    RIG__TRY(rig__upload(rank, slot));
+    RIG__TRY(rig_hal_stream_wait_event(rank->compute, rank->uploaded[slot]));
+    struct rig_buffer *meta = rank->meta_slot[slot];
+    if (b->graph >= 0) {
+        RIG__TRY(rig__to_static(rank, slot));
+        meta = rank->meta_static;
+    }
+    RIG__TRY(rig__apply_writes(rank, slot, meta));
+    RIG__TRY(rig_hal_event_record(rank->start[slot], rank->compute));
+    if (b->graph >= 0) {
+        RIG__TRY(rig_hal_graph_launch(rank->graphs[b->graph].graph, rank->compute));
+    } else {
+        struct rig_forward_batch view = rig__view(rank, meta, b);
+        RIG__TRY(rig_model_forward(rank->model, rank->compute, &view));
+    }
+    RIG__TRY(rig_hal_event_record(rank->end[slot], rank->compute));
+    const struct rig__meta_layout *l = &e->layout;
+    int64_t cells = (int64_t)e->table.rows * e->max_seq_len;
+    struct rig_op_index_scatter s = {rig__at(rank->token_pool, 0, RIG_DTYPE_I32, cells),
+                                     rig__at(rank->out_tokens, 0, RIG_DTYPE_I32, b->padded),
+                                     rig__at(meta, l->write_idx, RIG_DTYPE_I32, b->padded)};
+    RIG__TRY(rig_hal_index_scatter(rank->compute, &s));
+    if (rank->index == 0)
+        RIG__TRY(rig_hal_buffer_download(rank->compute, rank->out_tokens, 0, b->tokens_out,
+                                         4 * (size_t)b->count));
+    RIG__TRY(rig_hal_event_record(rank->done[slot], rank->compute));
+    rank->done_recorded[slot] = true;
+    return RIG_OK;
+}
+
+enum rig_status rig__rank_init_tables(struct rig__rank *rank)
+{
+    struct rig_engine *e = rank->engine;
+    size_t cells = (size_t)e->table.rows * (size_t)e->max_seq_len;
+    RIG__TRY(rig_hal_buffer_fill(rank->compute, rank->page_table, 0, (uint32_t)e->dummy_slot,
+                                 cells));
+    RIG__TRY(rig_hal_buffer_fill(rank->compute, rank->token_pool, 0, 0, cells));
+    RIG__TRY(rig_hal_buffer_fill(rank->compute, rank->input_ids, 0, 0,
+                                 (size_t)e->layout.tokens_max));
+    RIG__TRY(rig_hal_event_record(rank->origin, rank->compute));
+    return rig_hal_stream_synchronize(rank->compute);
+}
+
+/* Captures one decode graph per size in rank->graphs (largest first), each reading the
+ * static metadata region, which holds an all-padding batch of the largest size (padding
+ * rows are the same for every size). The scheduler thread filled batches[0].staging. */
+enum rig_status rig__rank_capture(struct rig__rank *rank)
+{
+    struct rig_engine *e = rank->engine;
+    const struct rig__meta_layout *l = &e->layout;
+    if (rank->graph_count == 0) return RIG_OK;
+    int32_t largest = rank->graphs[0].batch_size;
+    const uint8_t *staging = e->batches[0].staging;
+    RIG__TRY(rig_hal_buffer_upload(rank->compute, rank->meta_static, 0, staging, l->bytes));
+    RIG__TRY(rig_hal_stream_synchronize(rank->compute));
+    for (int32_t g = 0; g < rank->graph_count; g++) {
+        struct rig__batch tmp = e->batches[0];
+        int32_t bs = rank->graphs[g].batch_size;
+        RIG_ASSERT(bs <= largest);
+        tmp.phase = RIG_BATCH_DECODE;
+        tmp.count = bs;
+        tmp.tokens = bs;
+        tmp.padded = bs;
+        tmp.padded_tokens = bs;
+        tmp.max_q_len = 1;
+        tmp.max_kv_len = e->max_seq_len; /* a graph serves any length up to the limit */
+        tmp.sample = true;
+        RIG__TRY(rig_hal_graph_capture_begin(rank->compute));
+        struct rig_forward_batch view = rig__view(rank, rank->meta_static, &tmp);
+        enum rig_status status = rig_model_forward(rank->model, rank->compute, &view);
+        struct rig_graph *graph = NULL;
+        enum rig_status end = rig_hal_graph_capture_end(rank->compute, &graph);
+        if (status != RIG_OK || end != RIG_OK) {
+            if (graph) rig_hal_graph_destroy(graph);
+            return status != RIG_OK ? status : end;
+        }
+        rank->graphs[g].graph = graph;
+    }
+    return RIG_OK;
+}
+
+/* --- TP worker threads ------------------------------------------------------------------ */
+
+static enum rig_status rig__rank_job(struct rig__rank *rank, int32_t kind, int32_t slot)
+{
+    if (kind == RIG__JOB_LAUNCH) return rig__rank_launch(rank, slot);
+    if (kind == RIG__JOB_CAPTURE) return rig__rank_capture(rank);
+    return RIG_OK;
+}
+
+static void *rig__worker(void *arg)
+{
+    struct rig__rank *rank = arg;
+    struct rig_engine *e = rank->engine;
+    int64_t seen = 0;
+    for (;;) {
+        pthread_mutex_lock(&e->lock);
+        while (e->job_seq == seen) pthread_cond_wait(&e->wake, &e->lock);
+        seen = e->job_seq;
+        int32_t kind = e->job_kind, slot = e->job_slot;
+        pthread_mutex_unlock(&e->lock);
+        enum rig_status status = rig__rank_job(rank, kind, slot);
+        pthread_mutex_lock(&e->lock);
+        rank->job_status = status;
+        if (--e->job_pending == 0) pthread_cond_signal(&e->idle);
+        pthread_mutex_unlock(&e->lock);
+        if (kind == RIG__JOB_EXIT) return NULL;
+    }
+}
+
+enum rig_status rig__ranks_start(struct rig_engine *e)
+{
+    if (e->tp_size == 1) return RIG_OK;
+    if (pthread_mutex_init(&e->lock, NULL) != 0) return RIG_E_NO_MEMORY;
+    pthread_cond_init(&e->wake, NULL);
+    pthread_cond_init(&e->idle, NULL);
+    e->threads_ready = true;
+    for (int32_t r = 1; r < e->tp_size; r++) {
+        if (pthread_create(&e->ranks[r].thread, NULL, rig__worker, &e->ranks[r]) != 0)
+            return RIG_E_NO_MEMORY;
+        e->ranks[r].thread_started = true;
+    }
+    return RIG_OK;
+}
+
+static void rig__ranks_post(struct rig_engine *e, int32_t kind, int32_t slot, int32_t workers)
+{
+    pthread_mutex_lock(&e->lock);
+    e->job_kind = kind;
+    e->job_slot = slot;
+    e->job_pending = workers;
+    e->job_seq++;
+    pthread_cond_broadcast(&e->wake);
+    pthread_mutex_unlock(&e->lock);
+}
+
+static void rig__ranks_wait(struct rig_engine *e)
+{
+    pthread_mutex_lock(&e->lock);
+    while (e->job_pending > 0) pthread_cond_wait(&e->idle, &e->lock);
+    pthread_mutex_unlock(&e->lock);
+}
+
+enum rig_status rig__ranks_run(struct rig_engine *e, int32_t kind, int32_t slot)
+{
+    if (e->tp_size == 1) return rig__rank_job(&e->ranks[0], kind, slot);
+    rig__ranks_post(e, kind, slot, e->tp_size - 1);
+    enum rig_status status = rig__rank_job(&e->ranks[0], kind, slot);
+    rig__ranks_wait(e);
+    for (int32_t r = 1; r < e->tp_size; r++)
+        if (status == RIG_OK) status = e->ranks[r].job_status;
+    return status;
+}
+
+void rig__ranks_stop(struct rig_engine *e)
+{
+    if (!e->threads_ready) return;
+    int32_t started = 0;
+    for (int32_t r = 1; r < e->tp_size; r++) started += e->ranks[r].thread_started;
+    if (started > 0) {
+        rig__ranks_post(e, RIG__JOB_EXIT, 0, started);
+        rig__ranks_wait(e);
+    }
+    for (int32_t r = 1; r < e->tp_size; r++)
+        if (e->ranks[r].thread_started) pthread_join(e->ranks[r].thread, NULL);
+    pthread_cond_destroy(&e->wake);
+    pthread_cond_destroy(&e->idle);
+    pthread_mutex_destroy(&e->lock);
+    e->threads_ready = false;
+}
