@@ -22,8 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/request.h"
-#include "core/tokenizer/tokenizer.h"
+#include "core/engine/request.h"
+#include "core/text/tokenizer.h"
 #include "hal/status.h"
 
 #define RIG_SERVE_STOP_MAX          4    /* stop strings per request (OpenAI's limit) */

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/engine.h"
+#include "core/engine/engine.h"
 #include "core/engine/driver.h"
 
 #define RIG_SERVE_TOKENIZER_WORKERS_MAX 8

@@ -31,7 +31,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "core/engine.h"
+#include "core/engine/engine.h"
 #include "core/engine/driver.h"
 #include "core/engine/inbox.h"
 #include "core/serve/buffer.h"
@@ -39,7 +39,7 @@
 #include "core/serve/request.h"
 #include "core/serve/serve.h"
 #include "core/serve/stop.h"
-#include "core/tokenizer/tokenizer.h"
+#include "core/text/tokenizer.h"
 
 #define RIG__SLOT_BITS 20
 #define RIG__SLOTS_MAX (1 << RIG__SLOT_BITS)
