@@ -10,6 +10,8 @@
 #include "cuda/ops/head_rms_norm.cuh"
 #include "cuda/ops/index_gather.cuh"
 #include "cuda/ops/index_scatter.cuh"
+#include "cuda/ops/logprobs.cuh"
+#include "cuda/ops/penalize.cuh"
 #include "cuda/ops/qk_norm_rope_store.cuh"
 #include "cuda/ops/rms_norm.cuh"
 #include "cuda/ops/rope.cuh"

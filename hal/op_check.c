@@ -309,25 +309,72 @@ static enum rig_status rig__check_index(const char *op, const char *flat_name,
     return RIG_OK;
 }
 
+/* A [rows] vector of `dtype`. */
+static enum rig_status rig__per_row(const char *op, const char *arg, const struct rig_tensor *t,
+                                    enum rig_dtype dtype, int64_t rows)
+{
+    RIG__TRY(rig__tensor(op, arg, t, 1, dtype));
+    return rig__dim(op, arg, t, 0, rows);
+}
+
+/* The [R, V] f32 logits of a sampling op, V >= 1. */
+static enum rig_status rig__logits(const char *op, const struct rig_tensor *logits)
+{
+    RIG__TRY(rig__tensor(op, "logits", logits, 2, RIG_DTYPE_F32));
+    if (logits->shape[1] < 1) return rig__fail(RIG_E_SHAPE, op, "logits", "empty vocabulary");
+    return RIG_OK;
+}
+
 static enum rig_status rig__check_sample(const struct rig_op_sample *p)
 {
     const char *op = "sample";
-    RIG__TRY(rig__tensor(op, "logits", &p->logits, 2, RIG_DTYPE_F32));
+    RIG__TRY(rig__logits(op, &p->logits));
     int64_t rows = p->logits.shape[0];
-    if (p->logits.shape[1] < 1) return rig__fail(RIG_E_SHAPE, op, "logits", "empty vocabulary");
-    RIG__TRY(rig__tensor(op, "tokens", &p->tokens, 1, RIG_DTYPE_I32));
-    RIG__TRY(rig__tensor(op, "temperature", &p->temperature, 1, RIG_DTYPE_F32));
-    RIG__TRY(rig__tensor(op, "top_k", &p->top_k, 1, RIG_DTYPE_I32));
-    RIG__TRY(rig__tensor(op, "top_p", &p->top_p, 1, RIG_DTYPE_F32));
-    RIG__TRY(rig__tensor(op, "seed", &p->seed, 1, RIG_DTYPE_I64));
-    RIG__TRY(rig__tensor(op, "position", &p->position, 1, RIG_DTYPE_I32));
-    RIG__TRY(rig__dim(op, "tokens", &p->tokens, 0, rows));
-    RIG__TRY(rig__dim(op, "temperature", &p->temperature, 0, rows));
-    RIG__TRY(rig__dim(op, "top_k", &p->top_k, 0, rows));
-    RIG__TRY(rig__dim(op, "top_p", &p->top_p, 0, rows));
-    RIG__TRY(rig__dim(op, "seed", &p->seed, 0, rows));
-    RIG__TRY(rig__dim(op, "position", &p->position, 0, rows));
-    return RIG_OK;
+    RIG__TRY(rig__per_row(op, "tokens", &p->tokens, RIG_DTYPE_I32, rows));
+    RIG__TRY(rig__per_row(op, "temperature", &p->temperature, RIG_DTYPE_F32, rows));
+    RIG__TRY(rig__per_row(op, "top_k", &p->top_k, RIG_DTYPE_I32, rows));
+    RIG__TRY(rig__per_row(op, "top_p", &p->top_p, RIG_DTYPE_F32, rows));
+    RIG__TRY(rig__per_row(op, "seed", &p->seed, RIG_DTYPE_I64, rows));
+    RIG__TRY(rig__per_row(op, "position", &p->position, RIG_DTYPE_I32, rows));
+    if (p->min_p.data == NULL) return RIG_OK;
+    return rig__per_row(op, "min_p", &p->min_p, RIG_DTYPE_F32, rows);
+}
+
+static enum rig_status rig__check_penalize(const struct rig_op_penalize *p)
+{
+    const char *op = "penalize";
+    RIG__TRY(rig__logits(op, &p->logits));
+    int64_t rows = p->logits.shape[0];
+    RIG__TRY(rig__tensor(op, "counts", &p->counts, 2, RIG_DTYPE_I32));
+    RIG__TRY(rig__dim(op, "counts", &p->counts, 0, rows));
+    RIG__TRY(rig__dim(op, "counts", &p->counts, 1, p->logits.shape[1]));
+    RIG__TRY(rig__tensor(op, "token_pool", &p->token_pool, 2, RIG_DTYPE_I32));
+    RIG__TRY(rig__per_row(op, "table_idx", &p->table_idx, RIG_DTYPE_I32, rows));
+    RIG__TRY(rig__per_row(op, "kv_len", &p->kv_len, RIG_DTYPE_I32, rows));
+    RIG__TRY(rig__per_row(op, "out_len", &p->out_len, RIG_DTYPE_I32, rows));
+    RIG__TRY(rig__per_row(op, "repetition", &p->repetition, RIG_DTYPE_F32, rows));
+    RIG__TRY(rig__per_row(op, "frequency", &p->frequency, RIG_DTYPE_F32, rows));
+    return rig__per_row(op, "presence", &p->presence, RIG_DTYPE_F32, rows);
+}
+
+static enum rig_status rig__check_logprobs(const struct rig_op_logprobs *p)
+{
+    const char *op = "logprobs";
+    RIG__TRY(rig__logits(op, &p->logits));
+    int64_t rows = p->logits.shape[0], vocab = p->logits.shape[1];
+    RIG__TRY(rig__per_row(op, "logprob", &p->logprob, RIG_DTYPE_F32, rows));
+    RIG__TRY(rig__per_row(op, "temperature", &p->temperature, RIG_DTYPE_F32, rows));
+    RIG__TRY(rig__per_row(op, "tokens", &p->tokens, RIG_DTYPE_I32, rows));
+    if (p->top_ids.data == NULL && p->top_logprobs.data == NULL) return RIG_OK;
+    RIG__TRY(rig__tensor(op, "top_ids", &p->top_ids, 2, RIG_DTYPE_I32));
+    RIG__TRY(rig__dim(op, "top_ids", &p->top_ids, 0, rows));
+    int64_t n = p->top_ids.shape[1];
+    if (n < 1 || n > RIG_LOGPROBS_TOP_MAX || n > vocab)
+        return rig__fail(RIG_E_SHAPE, op, "top_ids", "%lld alternatives (1 .. min(V, %d))",
+                         (long long)n, RIG_LOGPROBS_TOP_MAX);
+    RIG__TRY(rig__tensor(op, "top_logprobs", &p->top_logprobs, 2, RIG_DTYPE_F32));
+    RIG__TRY(rig__dim(op, "top_logprobs", &p->top_logprobs, 0, rows));
+    return rig__dim(op, "top_logprobs", &p->top_logprobs, 1, n);
 }
 
 static enum rig_status rig__check_copy(const struct rig_op_copy *p)
@@ -402,6 +449,8 @@ enum rig_status rig_hal_op_check(const struct rig_op *op)
             return rig__fail(RIG_E_HANDLE, "all_reduce", "comm", "missing");
         return rig__check_collective_dtype("all_reduce", "data", &op->u.all_reduce.data);
     case RIG_OP_ALL_GATHER: return rig__check_all_gather(&op->u.all_gather);
+    case RIG_OP_PENALIZE: return rig__check_penalize(&op->u.penalize);
+    case RIG_OP_LOGPROBS: return rig__check_logprobs(&op->u.logprobs);
     case RIG_OP_COUNT: break;
     }
     return rig__fail(RIG_E_INVALID, "op", "kind", "unknown op kind %d", (int)op->kind);

@@ -49,10 +49,18 @@ static const size_t rig__tensor_offsets[RIG_OP_COUNT][RIG_OP_TENSORS_MAX] = {
                               RIG__AT(index_scatter.idx)},
     [RIG_OP_SAMPLE] = {RIG__AT(sample.tokens), RIG__AT(sample.logits), RIG__AT(sample.temperature),
                        RIG__AT(sample.top_k), RIG__AT(sample.top_p), RIG__AT(sample.seed),
-                       RIG__AT(sample.position)},
+                       RIG__AT(sample.position), RIG__AT(sample.min_p)},
     [RIG_OP_COPY] = {RIG__AT(copy.out), RIG__AT(copy.in)},
     [RIG_OP_ALL_REDUCE] = {RIG__AT(all_reduce.data)},
     [RIG_OP_ALL_GATHER] = {RIG__AT(all_gather.out), RIG__AT(all_gather.in)},
+    [RIG_OP_PENALIZE] = {RIG__AT(penalize.logits), RIG__AT(penalize.counts),
+                         RIG__AT(penalize.token_pool), RIG__AT(penalize.table_idx),
+                         RIG__AT(penalize.kv_len), RIG__AT(penalize.out_len),
+                         RIG__AT(penalize.repetition), RIG__AT(penalize.frequency),
+                         RIG__AT(penalize.presence)},
+    [RIG_OP_LOGPROBS] = {RIG__AT(logprobs.logprob), RIG__AT(logprobs.top_ids),
+                         RIG__AT(logprobs.top_logprobs), RIG__AT(logprobs.logits),
+                         RIG__AT(logprobs.temperature), RIG__AT(logprobs.tokens)},
 };
 
 int32_t rig_op_tensors(const struct rig_op *op, const struct rig_tensor **list)

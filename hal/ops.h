@@ -44,7 +44,9 @@ struct rig_comm;
     X(SAMPLE, sample)                                                                      \
     X(COPY, copy)                                                                          \
     X(ALL_REDUCE, all_reduce)                                                              \
-    X(ALL_GATHER, all_gather)
+    X(ALL_GATHER, all_gather)                                                              \
+    X(PENALIZE, penalize)                                                                  \
+    X(LOGPROBS, logprobs)
 
 enum rig_op_kind {
 #define RIG__OP_ENUM(upper, lower) RIG_OP_##upper,
@@ -209,9 +211,12 @@ struct rig_op_index_scatter {
 /* One token per row of logits. Row r is greedy (first maximum) when temperature[r] <= 0 or
  * top_k[r] == 1. Otherwise z = logits / temperature; keep the top_k[r] largest z (all when
  * top_k <= 0; ties broken by lower index), then the smallest prefix of those, in descending
- * order, whose softmax mass reaches top_p[r] (at least one); the token is the argmax over the
- * kept set of z + g, g = -log(-log(u)), u = rig_philox_uniform(seed[r], position[r], index)
- * (the Gumbel-max trick: an exact draw from the renormalised softmax of the kept set). */
+ * order, whose softmax mass reaches top_p[r] (at least one), then of those the z with
+ * exp(z - z_max) >= min_p[r] in float64 (SGLang's order: min_p after top-k and top-p, relative
+ * to the most likely token, which always stays); the token is the argmax over the kept set of
+ * z + g, g = -log(-log(u)), u = rig_philox_uniform(seed[r], position[r], index) (the
+ * Gumbel-max trick: an exact draw from the renormalised softmax of the kept set). min_p may be
+ * absent: 0 for every row. */
 struct rig_op_sample {
     struct rig_tensor tokens;      /* [R] i32 out */
     struct rig_tensor logits;      /* [R, V] f32 */
@@ -220,7 +225,51 @@ struct rig_op_sample {
     struct rig_tensor top_p;       /* [R] f32 */
     struct rig_tensor seed;        /* [R] i64 (bits of a uint64) */
     struct rig_tensor position;    /* [R] i32: index of the output token being sampled */
+    struct rig_tensor min_p;       /* [R] f32 in [0, 1], or absent */
 };
+
+/* Penalties over each row's token history, in place on the logits: OpenAI's presence and
+ * frequency penalties over the generated tokens, Hugging Face's repetition penalty over the
+ * prompt and the generated tokens. Row r's history is token_pool[table_idx[r], 0 ..
+ * kv_len[r] - 1]: the prompt, then its last n = clamp(out_len[r], 0, kv_len[r]) entries are
+ * the generated tokens. Each distinct id v of the history is penalised once, however often it
+ * occurs (so the result does not depend on the order the history is visited), with c = the
+ * number of times v occurs among the generated tokens:
+ *   x = logits[r, v] > 0 ? logits[r, v] / repetition[r] : logits[r, v] * repetition[r];
+ *   x = fmaf(-(float)c, frequency[r], x);  then, when c > 0, x = x - presence[r];
+ *   logits[r, v] = x.
+ * Every other logit is unchanged. `counts` is scratch: only the entries of history ids are
+ * written, nothing needs clearing, and its contents are undefined afterwards. History ids
+ * must lie in [0, V). */
+struct rig_op_penalize {
+    struct rig_tensor logits;     /* [R, V] f32, read and written */
+    struct rig_tensor counts;     /* [R, V] i32 scratch */
+    struct rig_tensor token_pool; /* [rows, L] i32 */
+    struct rig_tensor table_idx;  /* [R] i32 */
+    struct rig_tensor kv_len;     /* [R] i32: history length, 0 .. L */
+    struct rig_tensor out_len;    /* [R] i32: generated tokens ending the history (clamped) */
+    struct rig_tensor repetition; /* [R] f32, > 0; 1 = none */
+    struct rig_tensor frequency;  /* [R] f32; 0 = none */
+    struct rig_tensor presence;   /* [R] f32; 0 = none */
+};
+
+/* Log-probabilities of the distribution the sampler draws from, before its top-k / top-p /
+ * min-p cuts (SGLang's default): for row r, z_i = logits[r, i] / t with t = temperature[r]
+ * when > 0 and 1 otherwise (greedy rows), lse = z_max + log(sum_i exp(z_i - z_max)) with the
+ * sum in float64, logprob_i = (float)(z_i - lse). logprob[r] is that of tokens[r];
+ * top_ids[r, :] are the N indices of the largest z (ties to the lower index), most likely
+ * first, and top_logprobs[r, :] their logprobs. N = top_ids.shape[1], 1 <= N <= min(V, 20);
+ * top_ids and top_logprobs are both absent when no alternatives are wanted. */
+struct rig_op_logprobs {
+    struct rig_tensor logprob;      /* [R] f32 out */
+    struct rig_tensor top_ids;      /* [R, N] i32 out, or absent */
+    struct rig_tensor top_logprobs; /* [R, N] f32 out, or absent */
+    struct rig_tensor logits;       /* [R, V] f32 */
+    struct rig_tensor temperature;  /* [R] f32 */
+    struct rig_tensor tokens;       /* [R] i32, in [0, V): the sampled tokens */
+};
+
+#define RIG_LOGPROBS_TOP_MAX 20 /* N of rig_op_logprobs at most */
 
 /* out = in, element by element over the same shape; any strides; bf16 <-> f32 allowed. */
 struct rig_op_copy {

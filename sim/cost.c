@@ -122,6 +122,19 @@ static struct rig_sim_work rig__work_qk_norm_rope_store(const struct rig_op_qk_n
     return work;
 }
 
+/* Penalties: three passes over each row's history (clear, count, apply), each position
+ * reading its id and touching its counts entry, each applying one a logit: about 32 bytes a
+ * history position. Reads kv_len, which must be real memory (METADATA) in timing-only mode. */
+static struct rig_sim_work rig__work_penalize(const struct rig_op_penalize *p)
+{
+    struct rig_sim_work work = {.op_class = RIG_SIM_OP_CLASS_ELEMENTWISE};
+    double positions = 0.0;
+    for (int64_t r = 0; r < p->kv_len.shape[0]; r++) positions += rig__i32(&p->kv_len, r);
+    work.bytes = 32.0 * positions;
+    work.flops = 4.0 * positions;
+    return work;
+}
+
 /* Memory-bound ops: bytes read + written, a few FLOPs per element (never the bound). */
 static struct rig_sim_work rig__work_elementwise(const struct rig_op *op)
 {
@@ -156,6 +169,11 @@ static struct rig_sim_work rig__work_elementwise(const struct rig_op *op)
     case RIG_OP_SILU_MUL:
         work.bytes = rig__bytes(&op->u.silu_mul.in) + rig__bytes(&op->u.silu_mul.out);
         work.flops = 6.0 * rig__numel(&op->u.silu_mul.out);
+        break;
+    case RIG_OP_PENALIZE: work = rig__work_penalize(&op->u.penalize); break;
+    case RIG_OP_LOGPROBS: /* three passes over the logits: maximum, sum, top N */
+        work.bytes = 3.0 * rig__bytes(&op->u.logprobs.logits);
+        work.flops = 8.0 * rig__numel(&op->u.logprobs.logits);
         break;
     case RIG_OP_SAMPLE: /* one pass over the logits (top-k/top-p work stays on-chip) */
         work.bytes = rig__bytes(&op->u.sample.logits) + 32.0 * rig__numel(&op->u.sample.tokens);

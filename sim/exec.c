@@ -59,6 +59,10 @@ static void rig__check_cost_inputs(const struct rig_sim_device *device, const st
         RIG_ASSERT_MSG(!rig_sim_memory_is_phantom(memory, op->u.attention_decode.kv_len.data),
                        "attention_decode: kv_len must be a METADATA buffer");
     }
+    if (op->kind == RIG_OP_PENALIZE) {
+        RIG_ASSERT_MSG(!rig_sim_memory_is_phantom(memory, op->u.penalize.kv_len.data),
+                       "penalize: kv_len must be a METADATA buffer");
+    }
 }
 
 /* The fault plan's stall for this op (0 when it is not the chosen one). */

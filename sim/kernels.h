@@ -28,6 +28,8 @@ void rig_sim_op_index_gather(const struct rig_op_index_gather *p);
 void rig_sim_op_index_scatter(const struct rig_op_index_scatter *p);
 void rig_sim_op_sample(const struct rig_op_sample *p);
 void rig_sim_op_copy(const struct rig_op_copy *p);
+void rig_sim_op_penalize(const struct rig_op_penalize *p);
+void rig_sim_op_logprobs(const struct rig_op_logprobs *p);
 
 /* Timing-only sampling: logits are phantom, so row r's token is drawn uniformly from
  * [0, vocab) with Philox key seed[r], counter (position[r], 0, RIG_PHILOX_STREAM_TIMING, 0).

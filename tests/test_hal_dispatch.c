@@ -115,7 +115,17 @@ static struct rig_op rig__valid(enum rig_op_kind kind)
         break;
     case RIG_OP_SAMPLE:
         op.u.sample = (struct rig_op_sample){r32, rig__t(F32, 2, R, V, 1),           rf, r32,
-                                             rf,  rig__t(RIG_DTYPE_I64, 1, R, 1, 1), r32};
+                                             rf,  rig__t(RIG_DTYPE_I64, 1, R, 1, 1), r32, rf};
+        break;
+    case RIG_OP_PENALIZE:
+        op.u.penalize = (struct rig_op_penalize){rig__t(F32, 2, R, V, 1), rig__t(I32, 2, R, V, 1),
+                                                 rig__t(I32, 2, ROWS, L, 1), r32, r32, r32, rf,
+                                                 rf, rf};
+        break;
+    case RIG_OP_LOGPROBS:
+        op.u.logprobs = (struct rig_op_logprobs){rf, rig__t(I32, 2, R, 3, 1),
+                                                 rig__t(F32, 2, R, 3, 1), rig__t(F32, 2, R, V, 1),
+                                                 rf, r32};
         break;
     case RIG_OP_COPY:
         op.u.copy = (struct rig_op_copy){rig__t(F32, 2, T, H, 1), rig__t(BF16, 2, T, H, 1)};
@@ -295,6 +305,35 @@ static const struct rig__case rig__cases[] = {
     {K(SAMPLE), AT(sample.position), B_DIM0, RIG_E_SHAPE,
      "sample: position: dim 0 is 3, expected 2"},
     {K(SAMPLE), 0, B_SCALAR, RIG_E_SHAPE, "sample: logits: empty vocabulary"},
+    {K(SAMPLE), AT(sample.min_p), B_DIM0, RIG_E_SHAPE, "sample: min_p: dim 0 is 3, expected 2"},
+    {K(SAMPLE), AT(sample.min_p), B_DTYPE, RIG_E_DTYPE, "sample: min_p: is u8, expected f32"},
+    {K(PENALIZE), AT(penalize.logits), B_NULL, RIG_E_INVALID, "penalize: logits: missing data"},
+    {K(PENALIZE), AT(penalize.counts), B_DIM1, RIG_E_SHAPE,
+     "penalize: counts: dim 1 is 11, expected 10"},
+    {K(PENALIZE), AT(penalize.token_pool), B_DTYPE, RIG_E_DTYPE,
+     "penalize: token_pool: is u8, expected i32"},
+    {K(PENALIZE), AT(penalize.table_idx), B_DIM0, RIG_E_SHAPE,
+     "penalize: table_idx: dim 0 is 3, expected 2"},
+    {K(PENALIZE), AT(penalize.kv_len), B_NDIM, RIG_E_SHAPE,
+     "penalize: kv_len: has 2 dims, expected 1"},
+    {K(PENALIZE), AT(penalize.out_len), B_NULL, RIG_E_INVALID, "penalize: out_len: missing data"},
+    {K(PENALIZE), AT(penalize.repetition), B_DTYPE, RIG_E_DTYPE,
+     "penalize: repetition: is u8, expected f32"},
+    {K(PENALIZE), AT(penalize.frequency), B_DIM0, RIG_E_SHAPE,
+     "penalize: frequency: dim 0 is 3, expected 2"},
+    {K(PENALIZE), AT(penalize.presence), B_STRIDE, RIG_E_SHAPE,
+     "penalize: presence: innermost stride must be 1"},
+    {K(PENALIZE), 0, B_SCALAR, RIG_E_SHAPE, "penalize: logits: empty vocabulary"},
+    {K(LOGPROBS), AT(logprobs.logprob), B_DIM0, RIG_E_SHAPE,
+     "logprobs: logprob: dim 0 is 3, expected 2"},
+    {K(LOGPROBS), AT(logprobs.top_ids), B_NULL, RIG_E_INVALID, "logprobs: top_ids: missing data"},
+    {K(LOGPROBS), AT(logprobs.top_logprobs), B_DIM1, RIG_E_SHAPE,
+     "logprobs: top_logprobs: dim 1 is 4, expected 3"},
+    {K(LOGPROBS), AT(logprobs.logits), B_DTYPE, RIG_E_DTYPE, "logprobs: logits: is u8, expected f32"},
+    {K(LOGPROBS), AT(logprobs.temperature), B_DIM0, RIG_E_SHAPE,
+     "logprobs: temperature: dim 0 is 3, expected 2"},
+    {K(LOGPROBS), AT(logprobs.tokens), B_DTYPE, RIG_E_DTYPE, "logprobs: tokens: is u8, expected i32"},
+    {K(LOGPROBS), 0, B_SCALAR, RIG_E_SHAPE, "logprobs: top_ids: 21 alternatives (1 .. min(V, 20))"},
     {K(COPY), AT(copy.out), B_NULL, RIG_E_INVALID, "copy: out/in: missing data"},
     {K(COPY), AT(copy.in), B_NDIM, RIG_E_SHAPE, "copy: in: rank differs from out"},
     {K(COPY), AT(copy.in), B_DIM1, RIG_E_SHAPE, "copy: in: dim 1 is 9, expected 8"},
@@ -331,6 +370,8 @@ static void rig__break_scalar(struct rig_op *op)
         op->u.attention_decode.kv_len.shape[0] = 3;
         break;
     case RIG_OP_SAMPLE: op->u.sample.logits.shape[1] = 0; break;
+    case RIG_OP_PENALIZE: op->u.penalize.logits.shape[1] = 0; break;
+    case RIG_OP_LOGPROBS: op->u.logprobs.top_ids.shape[1] = 21; break;
     case RIG_OP_ALL_REDUCE: op->u.all_reduce.comm = NULL; break;
     case RIG_OP_ALL_GATHER: op->u.all_gather.comm = NULL; break;
     default: fail_msg("no scalar case for %s", rig_op_name(op->kind));
@@ -415,7 +456,7 @@ static void test_unknown_op_and_null_arguments(void **state)
     (void)state;
     struct rig_op op = {.kind = RIG_OP_COUNT};
     assert_int_equal(rig_hal_op(rig__stream, &op), RIG_E_INVALID);
-    assert_string_equal(rig_hal_last_error(), "op: kind: unknown op kind 18");
+    assert_string_equal(rig_hal_last_error(), "op: kind: unknown op kind 20");
     op = rig__valid(RIG_OP_GEMM);
     assert_int_equal(rig_hal_op(NULL, &op), RIG_E_HANDLE);
     assert_int_equal(rig_hal_op(rig__stream, NULL), RIG_E_HANDLE);

@@ -998,6 +998,8 @@ struct sample_batch {
     float top_p[SAMPLE_ROWS_MAX];
     int64_t seed[SAMPLE_ROWS_MAX];
     int32_t position[SAMPLE_ROWS_MAX];
+    bool has_min_p; /* false: the op's min_p tensor is absent */
+    float min_p[SAMPLE_ROWS_MAX];
 };
 
 static struct rig_op_sample sample_op(struct sample_batch *b)
@@ -1010,6 +1012,8 @@ static struct rig_op_sample sample_op(struct sample_batch *b)
         .top_p = rig_tensor_1d(b->top_p, RIG_DTYPE_F32, b->rows),
         .seed = rig_tensor_1d(b->seed, RIG_DTYPE_I64, b->rows),
         .position = rig_tensor_1d(b->position, RIG_DTYPE_I32, b->rows),
+        .min_p = b->has_min_p ? rig_tensor_1d(b->min_p, RIG_DTYPE_F32, b->rows)
+                              : rig_tensor_none(),
     };
     return op;
 }
@@ -1117,11 +1121,13 @@ static void test_sample_batch_order(void **state)
     free(b.logits);
 }
 
-/* Draws `draws` tokens (one row per position, one seed) and returns the counts per token. */
-static void sample_counts(const float *logits, int vocab, float temperature, int32_t top_k,
-                          float top_p, int draws, int64_t *counts)
+/* Draws `draws` tokens (one row per position, one seed) and returns the counts per token;
+ * min_p < 0 leaves the op's min_p tensor absent. */
+static void sample_counts_min_p(const float *logits, int vocab, float temperature,
+                                int32_t top_k, float top_p, float min_p, int draws,
+                                int64_t *counts)
 {
-    struct sample_batch b = {.rows = SAMPLE_ROWS_MAX, .vocab = vocab};
+    struct sample_batch b = {.rows = SAMPLE_ROWS_MAX, .vocab = vocab, .has_min_p = min_p >= 0};
     b.logits = xcalloc((size_t)SAMPLE_ROWS_MAX * vocab, sizeof(float));
     for (int r = 0; r < SAMPLE_ROWS_MAX; r++) {
         memcpy(&b.logits[r * vocab], logits, (size_t)vocab * sizeof(float));
@@ -1129,6 +1135,7 @@ static void sample_counts(const float *logits, int vocab, float temperature, int
         b.top_k[r] = top_k;
         b.top_p[r] = top_p;
         b.seed[r] = 12345;
+        b.min_p[r] = min_p;
     }
     for (int v = 0; v < vocab; v++) counts[v] = 0;
     for (int done = 0; done < draws; done += SAMPLE_ROWS_MAX) {
@@ -1137,6 +1144,12 @@ static void sample_counts(const float *logits, int vocab, float temperature, int
         for (int r = 0; r < SAMPLE_ROWS_MAX; r++) counts[b.tokens[r]]++;
     }
     free(b.logits);
+}
+
+static void sample_counts(const float *logits, int vocab, float temperature, int32_t top_k,
+                          float top_p, int draws, int64_t *counts)
+{
+    sample_counts_min_p(logits, vocab, temperature, top_k, top_p, -1.0f, draws, counts);
 }
 
 /* Empirical frequencies within 5 standard deviations (+ 1e-3) of the expected
@@ -1285,6 +1298,279 @@ static void test_exact_cases(void **state)
     decode.scale = 1.0f;
     rig_sim_op_attention_decode(&decode);
     for (int d = 0; d < D; d++) assert_int_equal(attn[d], v_cache[1 * D + d]);
+}
+
+/* --- sampling extensions: min_p, penalize, logprobs --------------------------------------- */
+
+/* Index of the rank-th largest z = logits / t in a row (ties to the lower index). */
+static int ranked(const float *logits, int vocab, float t, int rank)
+{
+    int taken[64];
+    assert_true(rank < 64);
+    for (int k = 0; k <= rank; k++) {
+        int best = -1;
+        for (int i = 0; i < vocab; i++) {
+            bool used = false;
+            for (int j = 0; j < k; j++) used |= taken[j] == i;
+            if (used) continue;
+            if (best < 0 || logits[i] / t > logits[best] / t) best = i;
+        }
+        taken[k] = best;
+    }
+    return taken[rank];
+}
+
+/* min_p keeps the tokens with p >= min_p * p_max: a min_p that falls between the k-th and the
+ * (k+1)-th ratio keeps the same set as top_k = k, so with the same noise the same token comes
+ * out. Also: min_p 0 (present) equals absent, min_p 1 is the argmax, greedy rows ignore
+ * min_p, and the frequencies over a known distribution. */
+static void test_sample_min_p(void **state)
+{
+    (void)state;
+    enum { R = 40, V = 300 };
+    struct rig_test_rng rng;
+    rig_test_rng_seed(&rng, 21);
+    struct sample_batch a = {.rows = R, .vocab = V, .logits = xcalloc(R * V, sizeof(float))};
+    struct sample_batch b = {.rows = R, .vocab = V, .logits = a.logits, .has_min_p = true};
+    for (int i = 0; i < R * V; i++) a.logits[i] = rig_test_rng_float(&rng, -4.0f, 4.0f);
+    for (int r = 0; r < R; r++) {
+        a.temperature[r] = b.temperature[r] = r % 3 == 0 ? 0.6f : 1.1f;
+        a.top_p[r] = b.top_p[r] = 1.0f;
+        a.seed[r] = b.seed[r] = (int64_t)rig_test_rng_next(&rng);
+        a.position[r] = b.position[r] = (int32_t)rig_test_rng_int(&rng, 0, 5000);
+        int k = (int)rig_test_rng_int(&rng, 1, 30);
+        const float *row = &a.logits[r * V];
+        float t = a.temperature[r];
+        double z_max = row[ranked(row, V, t, 0)] / t;
+        double in = exp((double)(row[ranked(row, V, t, k - 1)] / t) - z_max);
+        double out = exp((double)(row[ranked(row, V, t, k)] / t) - z_max);
+        float between = (float)((in + out) / 2.0);
+        assert_true((double)between <= in && (double)between > out);
+        a.top_k[r] = k;
+        b.top_k[r] = 0;
+        b.min_p[r] = between;
+    }
+    run_sample(&a);
+    run_sample(&b);
+    assert_memory_equal(a.tokens, b.tokens, sizeof a.tokens);
+    /* present and 0 = absent; min_p 1 = argmax; greedy rows ignore min_p */
+    for (int r = 0; r < R; r++) {
+        a.top_k[r] = b.top_k[r] = 0;
+        b.min_p[r] = 0.0f;
+    }
+    run_sample(&a);
+    run_sample(&b);
+    assert_memory_equal(a.tokens, b.tokens, sizeof a.tokens);
+    for (int r = 0; r < R; r++) {
+        b.min_p[r] = 1.0f;
+        b.temperature[r] = r % 2 ? 0.0f : 0.9f;
+    }
+    run_sample(&b);
+    for (int r = 0; r < R; r++)
+        assert_int_equal(b.tokens[r], naive_first_max(&a.logits[r * V], V));
+    free(a.logits);
+    /* probabilities 0.05, 0.5, 0.15, 0.3: min_p 0.35 keeps 0.5 and 0.3 (0.15 / 0.5 < 0.35);
+     * after top_p 0.95 (three kept) min_p 0.25 keeps those three. */
+    enum { V4 = 4, DRAWS = 64 * 200 };
+    const float logits[V4] = {logf(0.05f), logf(0.5f), logf(0.15f), logf(0.3f)};
+    int64_t counts[V4];
+    const double two[V4] = {0, 0.625, 0, 0.375};
+    sample_counts_min_p(logits, V4, 1.0f, 0, 1.0f, 0.35f, DRAWS, counts);
+    check_frequencies(counts, two, V4, DRAWS);
+    const double three[V4] = {0, 0.5 / 0.95, 0.15 / 0.95, 0.3 / 0.95};
+    sample_counts_min_p(logits, V4, 1.0f, 0, 0.95f, 0.25f, DRAWS, counts);
+    check_frequencies(counts, three, V4, DRAWS);
+    sample_counts_min_p(logits, V4, 1.0f, 2, 1.0f, 0.01f, DRAWS, counts); /* top_k decides */
+    check_frequencies(counts, two, V4, DRAWS);
+}
+
+/* The penalised logit of one id under the contract, written out again. */
+static float naive_penalised(float logit, int count, float repetition, float frequency,
+                             float presence)
+{
+    float x = logit > 0.0f ? logit / repetition : logit * repetition;
+    x = fmaf(-(float)count, frequency, x);
+    return count > 0 ? x - presence : x;
+}
+
+enum { P_R = 7, P_V = 40, P_ROWS = 9, P_L = 48 };
+
+struct penalize_case {
+    float logits[P_R * P_V], want[P_R * P_V];
+    int32_t counts[P_R * P_V];
+    int32_t pool[P_ROWS * P_L];
+    int32_t table_idx[P_R], kv_len[P_R], out_len[P_R];
+    float repetition[P_R], frequency[P_R], presence[P_R];
+};
+
+static void run_penalize(struct penalize_case *c)
+{
+    struct rig_op_penalize op = {
+        .logits = rig_tensor_2d(c->logits, RIG_DTYPE_F32, P_R, P_V),
+        .counts = rig_tensor_2d(c->counts, RIG_DTYPE_I32, P_R, P_V),
+        .token_pool = rig_tensor_2d(c->pool, RIG_DTYPE_I32, P_ROWS, P_L),
+        .table_idx = rig_tensor_1d(c->table_idx, RIG_DTYPE_I32, P_R),
+        .kv_len = rig_tensor_1d(c->kv_len, RIG_DTYPE_I32, P_R),
+        .out_len = rig_tensor_1d(c->out_len, RIG_DTYPE_I32, P_R),
+        .repetition = rig_tensor_1d(c->repetition, RIG_DTYPE_F32, P_R),
+        .frequency = rig_tensor_1d(c->frequency, RIG_DTYPE_F32, P_R),
+        .presence = rig_tensor_1d(c->presence, RIG_DTYPE_F32, P_R),
+    };
+    rig_sim_op_penalize(&op);
+}
+
+/* Expected logits by brute force: for every id of the vocabulary, is it in the history, and
+ * how often among the generated tokens. */
+static void naive_penalize(struct penalize_case *c)
+{
+    for (int r = 0; r < P_R; r++) {
+        int len = c->kv_len[r];
+        int n = c->out_len[r] < 0 ? 0 : (c->out_len[r] > len ? len : c->out_len[r]);
+        const int32_t *h = &c->pool[c->table_idx[r] * P_L];
+        for (int v = 0; v < P_V; v++) {
+            bool seen = false;
+            int count = 0;
+            for (int i = 0; i < len; i++) {
+                seen |= h[i] == v;
+                count += i >= len - n && h[i] == v;
+            }
+            float x = c->logits[r * P_V + v];
+            c->want[r * P_V + v] = seen ? naive_penalised(x, count, c->repetition[r],
+                                                          c->frequency[r], c->presence[r])
+                                        : x;
+        }
+    }
+}
+
+/* Random histories full of repeats (ids from a small range), every parameter combination,
+ * histories of length 0 and L, out_len negative and past the history, scratch full of
+ * garbage: the op equals the brute force bit for bit. Plus one case worked by hand. */
+static void test_penalize(void **state)
+{
+    (void)state;
+    static struct penalize_case c;
+    struct rig_test_rng rng;
+    rig_test_rng_seed(&rng, 22);
+    static const float reps[] = {1.0f, 1.3f, 0.7f, 2.0f};
+    static const float freqs[] = {0.0f, 0.5f, -0.7f, 2.0f, 0.3f};
+    static const float pres[] = {0.0f, 1.5f, -1.0f};
+    static const int32_t lens[] = {0, 1, 10, P_L, 30, 17, 48};
+    static const int32_t outs[] = {0, 1, 5, 20, -3, 100, 16};
+    for (int round = 0; round < 12; round++) {
+        for (int i = 0; i < P_ROWS * P_L; i++) c.pool[i] = (int32_t)rig_test_rng_int(&rng, 0, 12);
+        for (int i = 0; i < P_R * P_V; i++) {
+            c.logits[i] = rig_test_rng_float(&rng, -3.0f, 3.0f);
+            c.counts[i] = (int32_t)rig_test_rng_next(&rng);
+        }
+        for (int r = 0; r < P_R; r++) {
+            c.table_idx[r] = (int32_t)rig_test_rng_int(&rng, 0, P_ROWS - 1);
+            c.kv_len[r] = lens[(r + round) % 7];
+            c.out_len[r] = outs[(r + 2 * round) % 7];
+            c.repetition[r] = reps[(r + round) % 4];
+            c.frequency[r] = freqs[(r + round) % 5];
+            c.presence[r] = pres[(r + round) % 3];
+        }
+        naive_penalize(&c);
+        run_penalize(&c);
+        assert_memory_equal(c.logits, c.want, sizeof c.logits);
+    }
+    /* logits 2, -2, 1, 0.5; prompt 0 1, generated 2 2 0; repetition 2, frequency 0.5,
+     * presence 1: id 0 -> 2/2 - 0.5 - 1, id 1 -> -2*2, id 2 -> 1/2 - 1 - 1, id 3 unchanged */
+    memset(&c, 0, sizeof c);
+    const float row[4] = {2.0f, -2.0f, 1.0f, 0.5f}, want[4] = {-0.5f, -4.0f, -1.5f, 0.5f};
+    memcpy(c.logits, row, sizeof row);
+    const int32_t history[5] = {0, 1, 2, 2, 0};
+    memcpy(c.pool, history, sizeof history);
+    c.kv_len[0] = 5;
+    c.out_len[0] = 3;
+    c.repetition[0] = 2.0f;
+    c.frequency[0] = 0.5f;
+    c.presence[0] = 1.0f;
+    for (int r = 1; r < P_R; r++) c.repetition[r] = 1.0f;
+    run_penalize(&c);
+    for (int v = 0; v < 4; v++) assert_true(c.logits[v] == want[v]);
+}
+
+enum { L_R = 6, L_V = 300, L_N = 20 };
+
+struct logprobs_case {
+    float logits[L_R * L_V];
+    float temperature[L_R];
+    int32_t tokens[L_R];
+    float logprob[L_R];
+    int32_t top_ids[L_R * L_N];
+    float top_logprobs[L_R * L_N];
+};
+
+static void run_logprobs(struct logprobs_case *c, int rows, int vocab, int top)
+{
+    struct rig_op_logprobs op = {
+        .logprob = rig_tensor_1d(c->logprob, RIG_DTYPE_F32, rows),
+        .top_ids = top > 0 ? rig_tensor_2d(c->top_ids, RIG_DTYPE_I32, rows, top)
+                           : rig_tensor_none(),
+        .top_logprobs = top > 0 ? rig_tensor_2d(c->top_logprobs, RIG_DTYPE_F32, rows, top)
+                                : rig_tensor_none(),
+        .logits = rig_tensor_2d(c->logits, RIG_DTYPE_F32, rows, vocab),
+        .temperature = rig_tensor_1d(c->temperature, RIG_DTYPE_F32, rows),
+        .tokens = rig_tensor_1d(c->tokens, RIG_DTYPE_I32, rows),
+    };
+    rig_sim_op_logprobs(&op);
+}
+
+/* log_softmax(logits / t)[i] by the textbook formula in long double. */
+static double naive_logprob(const float *row, int vocab, float t, int i)
+{
+    long double total = 0.0L;
+    for (int j = 0; j < vocab; j++) total += expl((long double)(row[j] / t));
+    return (double)(logl(expl((long double)(row[i] / t)) / total));
+}
+
+/* Against the textbook log-softmax and a brute-force ranking: temperatures 0 (as 1), 0.5 and
+ * 2, ties (lower id first), a row of 300; greedy tokens' logprob is the top one; N = V on a
+ * small vocabulary sums to 1; no alternatives (top tensors absent). */
+static void test_logprobs(void **state)
+{
+    (void)state;
+    static struct logprobs_case c;
+    struct rig_test_rng rng;
+    rig_test_rng_seed(&rng, 23);
+    for (int i = 0; i < L_R * L_V; i++) c.logits[i] = rig_test_rng_float(&rng, -5.0f, 5.0f);
+    static const float temps[L_R] = {0.0f, 0.5f, 1.0f, 2.0f, -1.0f, 0.8f};
+    for (int r = 0; r < L_R; r++) {
+        c.temperature[r] = temps[r];
+        c.tokens[r] = (int32_t)rig_test_rng_int(&rng, 0, L_V - 1);
+    }
+    c.logits[5 * L_V + 10] = c.logits[5 * L_V + 3] = c.logits[5 * L_V + 250] = 9.0f; /* ties */
+    c.tokens[0] = naive_first_max(&c.logits[0], L_V);
+    run_logprobs(&c, L_R, L_V, L_N);
+    for (int r = 0; r < L_R; r++) {
+        const float *row = &c.logits[r * L_V];
+        float t = temps[r] > 0 ? temps[r] : 1.0f;
+        check_close(c.logprob[r], naive_logprob(row, L_V, t, c.tokens[r]), 2e-6, 1e-6,
+                    "logprob", r);
+        for (int k = 0; k < L_N; k++) {
+            int want = ranked(row, L_V, t, k);
+            assert_int_equal(c.top_ids[r * L_N + k], want);
+            check_close(c.top_logprobs[r * L_N + k], naive_logprob(row, L_V, t, want), 2e-6,
+                        1e-6, "top_logprobs", r * L_N + k);
+            if (k > 0) assert_true(c.top_logprobs[r * L_N + k] <= c.top_logprobs[r * L_N + k - 1]);
+        }
+    }
+    assert_int_equal(c.top_ids[5 * L_N + 0], 3);
+    assert_int_equal(c.top_ids[5 * L_N + 1], 10);
+    assert_int_equal(c.top_ids[5 * L_N + 2], 250);
+    assert_true(c.logprob[0] == c.top_logprobs[0]); /* greedy: the most likely, to the bit */
+    float again = c.logprob[2];
+    run_logprobs(&c, L_R, L_V, 0);
+    assert_true(c.logprob[2] == again);
+    /* N = V = 20: every token; the probabilities sum to 1 */
+    c.tokens[0] = c.tokens[1] = 7;
+    run_logprobs(&c, 2, L_N, L_N);
+    for (int r = 0; r < 2; r++) {
+        double total = 0.0;
+        for (int k = 0; k < L_N; k++) total += exp((double)c.top_logprobs[r * L_N + k]);
+        check_close(total, 1.0, 1e-5, 0.0, "sum of probabilities", r);
+    }
 }
 
 /* --- invalid index values abort ----------------------------------------------------------- */
@@ -1548,6 +1834,9 @@ int main(void)
         cmocka_unit_test(test_sample_top_p),
         cmocka_unit_test(test_sample_timing_only),
         cmocka_unit_test(test_sample_masked_and_ties),
+        cmocka_unit_test(test_sample_min_p),
+        cmocka_unit_test(test_penalize),
+        cmocka_unit_test(test_logprobs),
         cmocka_unit_test(test_exact_cases),
         cmocka_unit_test(test_bad_indices_abort),
         cmocka_unit_test(test_copy_permuted),

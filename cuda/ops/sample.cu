@@ -26,7 +26,10 @@
  * within rounding of top_p * total could keep one token more or less than the simulator
  * (never seen with continuous random logits; documented in docs/gpu.md). The token is the
  * argmax over the kept set of z + g, g = -log(-log(u)) from Philox, ties to the lower index.
- * Greedy rows (temperature <= 0 or top_k == 1) take the first maximum of the raw logits.
+ * min_p (when present and > 0) makes a row a cut row and drops, inside that final argmax, the
+ * candidates with exp(z - z_max) < min_p (float64, as the simulator's prefix of its sorted
+ * candidates); z_max always stays. Greedy rows (temperature <= 0 or top_k == 1) take the
+ * first maximum of the raw logits.
  */
 #include <float.h>
 
@@ -50,7 +53,13 @@ struct rig__sample_args {
     const float *top_p;
     const uint64_t *seed;
     const int32_t *position;
+    const float *min_p; /* NULL: 0 for every row */
 };
+
+static __device__ __forceinline__ float rig__min_p(const struct rig__sample_args *a, int64_t r)
+{
+    return a->min_p != NULL ? a->min_p[r] : 0.0f;
+}
 
 static __device__ __forceinline__ uint64_t rig__key(float z, int64_t index)
 {
@@ -90,7 +99,14 @@ struct rig__row {
     float temperature;
     float z_max;
     uint64_t floor; /* only keys >= floor take part */
+    float min_p;    /* the final draw skips z with exp(z - z_max) < min_p */
 };
+
+/* Whether z survives the row's min-p cut. */
+static __device__ __forceinline__ bool rig__min_p_keeps(const struct rig__row *row, float z)
+{
+    return !(row->min_p > 0.0f) || exp((double)z - (double)row->z_max) >= (double)row->min_p;
+}
 
 static __device__ struct rig__tally rig__tally_above(const struct rig__row *row, uint64_t cut,
                                                      bool want_mass, struct rig__tally *shared)
@@ -298,6 +314,7 @@ static __device__ int64_t rig__gumbel_candidates(const struct rig__row *row, int
     for (int32_t q = threadIdx.x; q <= last; q += blockDim.x) {
         int64_t i = rig__key_index(sh->keys[q]);
         float z = row->logits[i] / row->temperature;
+        if (!rig__min_p_keeps(row, z)) continue;
         float score = z + -logf(-logf(rig_philox_uniform(seed, position, (uint32_t)i)));
         if (best_index < 0 || score > best || (score == best && i < best_index)) {
             best = score;
@@ -315,7 +332,7 @@ static __device__ int64_t rig__gumbel_row(const struct rig__row *row, uint64_t s
     int64_t best_index = -1;
     for (int64_t i = threadIdx.x; i < row->vocab; i += blockDim.x) {
         float z = row->logits[i] / row->temperature;
-        if (rig__key(z, i) < row->floor) continue;
+        if (rig__key(z, i) < row->floor || !rig__min_p_keeps(row, z)) continue;
         float score = z + -logf(-logf(rig_philox_uniform(seed, position, (uint32_t)i)));
         if (best_index < 0 || score > best) {
             best = score;
@@ -325,7 +342,7 @@ static __device__ int64_t rig__gumbel_row(const struct rig__row *row, uint64_t s
     return rig__block_argmax(best, best_index, sh->score, sh->index);
 }
 
-/* Non-greedy row: top-k, top-p, Gumbel-max. The common cases (a top-k of at most
+/* Non-greedy row: top-k, top-p, min-p, Gumbel-max. The common cases (a top-k of at most
  * RIG__CANDIDATES, or a nucleus inside the top RIG__CANDIDATES) run on a sorted candidate
  * list in shared memory; the rest scan the row once per bit of the cut-off (slow, exact). */
 static __device__ int64_t rig__sample_row(struct rig__row *row, int32_t top_k, float top_p,
@@ -358,11 +375,12 @@ static __device__ int64_t rig__sample_row(struct rig__row *row, int32_t top_k, f
 enum rig__kind { RIG__GREEDY, RIG__WHOLE, RIG__CUT };
 
 static __device__ __forceinline__ enum rig__kind rig__row_kind(float temperature, int32_t top_k,
-                                                              float top_p, int64_t vocab)
+                                                              float top_p, float min_p,
+                                                              int64_t vocab)
 {
     if (!(temperature > 0.0f) || top_k == 1) return RIG__GREEDY;
     bool top_k_active = top_k > 0 && top_k < vocab;
-    return top_k_active || top_p < 1.0f ? RIG__CUT : RIG__WHOLE;
+    return top_k_active || top_p < 1.0f || min_p > 0.0f ? RIG__CUT : RIG__WHOLE;
 }
 
 /* One chunk's result, pass 1 -> pass 2. value: the chunk's largest logit (greedy rows) or
@@ -414,7 +432,8 @@ static __global__ void __launch_bounds__(RIG__CHUNK_THREADS)
     int32_t c = (int32_t)(blockIdx.x % chunks);
     const float *logits = a.logits + r * a.logits_stride;
     float temperature = a.temperature[r];
-    enum rig__kind kind = rig__row_kind(temperature, a.top_k[r], a.top_p[r], a.vocab);
+    enum rig__kind kind = rig__row_kind(temperature, a.top_k[r], a.top_p[r], rig__min_p(&a, r),
+                                        a.vocab);
     uint64_t seed = a.seed[r];
     uint32_t position = (uint32_t)a.position[r];
     int64_t begin = (int64_t)c * chunk;
@@ -463,10 +482,11 @@ static __global__ void __launch_bounds__(RIG__SAMPLE_THREADS)
 {
     __shared__ struct rig__shared sh;
     int64_t r = blockIdx.x;
-    struct rig__row row = {a.logits + r * a.logits_stride, a.vocab, a.temperature[r], 0.0f, 0};
+    struct rig__row row = {a.logits + r * a.logits_stride, a.vocab, a.temperature[r], 0.0f, 0,
+                           rig__min_p(&a, r)};
     int32_t top_k = a.top_k[r];
     float top_p = a.top_p[r];
-    enum rig__kind kind = rig__row_kind(row.temperature, top_k, top_p, a.vocab);
+    enum rig__kind kind = rig__row_kind(row.temperature, top_k, top_p, row.min_p, a.vocab);
     bool whole = kind == RIG__WHOLE;
     float best = -INFINITY;
     int64_t best_index = -1;
@@ -520,6 +540,7 @@ enum rig_status rig_cuda_op_sample(const struct rig_cuda_launch *launch,
     a.top_p = (const float *)p->top_p.data;
     a.seed = (const uint64_t *)p->seed.data;
     a.position = (const int32_t *)p->position.data;
+    a.min_p = (const float *)p->min_p.data;
     int32_t chunks = rig__chunk_count(rows, a.vocab, launch->sm_count, launch->scratch_bytes);
     if ((size_t)(rows * chunks) * sizeof(struct rig__partial) > launch->scratch_bytes ||
         rows * chunks > INT32_MAX)

@@ -28,6 +28,8 @@ enum rig_status rig_sim_op_run(const struct rig_op *op)
     case RIG_OP_INDEX_SCATTER: rig_sim_op_index_scatter(&op->u.index_scatter); return RIG_OK;
     case RIG_OP_SAMPLE: rig_sim_op_sample(&op->u.sample); return RIG_OK;
     case RIG_OP_COPY: rig_sim_op_copy(&op->u.copy); return RIG_OK;
+    case RIG_OP_PENALIZE: rig_sim_op_penalize(&op->u.penalize); return RIG_OK;
+    case RIG_OP_LOGPROBS: rig_sim_op_logprobs(&op->u.logprobs); return RIG_OK;
     case RIG_OP_ALL_REDUCE:
     case RIG_OP_ALL_GATHER: return RIG_E_UNSUPPORTED;
     case RIG_OP_COUNT: break;

@@ -1,5 +1,5 @@
-/* sample.c — one token per row of logits: greedy, temperature, top-k, top-p, per-request
- * seed (the contract is in hal/ops.h, struct rig_op_sample).
+/* sample.c — one token per row of logits: greedy, temperature, top-k, top-p, min-p,
+ * per-request seed (the contract is in hal/ops.h, struct rig_op_sample).
  *
  * Non-greedy rows use the Gumbel-max trick: the token is the argmax over the kept set of
  * z_i + g_i, g_i = -log(-log(u_i)), u_i = rig_philox_uniform(seed, position, i). That is an
@@ -7,10 +7,11 @@
  * (seed, position, vocabulary index) the token never depends on the batch a request ran in
  * or its row in it. Ties of z + g (and of z when ranking for top-k) go to the lower index.
  *
- * The kept set: all of the vocabulary when top_k <= 0 (or >= V) and top_p >= 1 — then no
- * sorting is needed. Otherwise the candidates are sorted by z descending (lower index first
- * on ties), the first top_k kept, then the shortest prefix of those whose softmax mass
- * (accumulated in float64, taken over the top-k set) reaches top_p, at least one token.
+ * The kept set: all of the vocabulary when top_k <= 0 (or >= V), top_p >= 1 and min_p <= 0 —
+ * then no sorting is needed. Otherwise the candidates are sorted by z descending (lower index
+ * first on ties), the first top_k kept, then the shortest prefix of those whose softmax mass
+ * (accumulated in float64, taken over the top-k set) reaches top_p, at least one token, then
+ * the prefix of those with exp(z - z_max) >= min_p (float64; z_max, the first, always stays).
  *
  * Scratch: sorting needs V (z, index) pairs. They are allocated once per call, only when
  * some row needs them, and freed before returning; a host out of memory for V pairs is
@@ -60,6 +61,7 @@ struct rig__row_params {
     float temperature;
     int32_t top_k;
     float top_p;
+    float min_p;
     uint64_t seed;
     uint32_t position;
 };
@@ -72,7 +74,7 @@ static bool rig__is_greedy(const struct rig__row_params *row)
 static bool rig__needs_sort(const struct rig__row_params *row, int64_t vocab)
 {
     bool top_k_active = row->top_k > 0 && row->top_k < vocab;
-    return top_k_active || row->top_p < 1.0f;
+    return top_k_active || row->top_p < 1.0f || row->min_p > 0.0f;
 }
 
 /* Gumbel-max over the whole row (no top-k, no top-p). */
@@ -109,7 +111,18 @@ static int64_t rig__top_p_prefix(const struct rig__candidate *sorted, int64_t ke
     return kept; /* rounding left the sum a hair short of top_p * total */
 }
 
-/* Top-k, then top-p, then Gumbel-max over what is kept. `scratch` holds V candidates. */
+/* Number of leading candidates (sorted, `kept` of them) with exp(z - z_max) >= min_p; at
+ * least 1 (the first is z_max). */
+static int64_t rig__min_p_prefix(const struct rig__candidate *sorted, int64_t kept, float min_p)
+{
+    if (!(min_p > 0.0f)) return kept;
+    double max_z = (double)sorted[0].z;
+    int64_t j = 1;
+    while (j < kept && exp((double)sorted[j].z - max_z) >= (double)min_p) j++;
+    return j;
+}
+
+/* Top-k, then top-p, then min-p, then Gumbel-max over what is kept. `scratch` holds V candidates. */
 static int32_t rig__sample_sorted(const float *logits, int64_t vocab,
                                   const struct rig__row_params *row,
                                   struct rig__candidate *scratch)
@@ -122,6 +135,7 @@ static int32_t rig__sample_sorted(const float *logits, int64_t vocab,
     qsort(scratch, (size_t)vocab, sizeof scratch[0], rig__candidate_order);
     int64_t kept = row->top_k > 0 && row->top_k < vocab ? row->top_k : vocab;
     kept = rig__top_p_prefix(scratch, kept, row->top_p);
+    kept = rig__min_p_prefix(scratch, kept, row->min_p);
     RIG_ASSERT(kept >= 1 && kept <= vocab);
     int32_t best = -1;
     float best_score = -INFINITY;
@@ -142,6 +156,7 @@ static struct rig__row_params rig__row(const struct rig_op_sample *p, int64_t r)
         .temperature = rig_sim_get_f32(&p->temperature, r),
         .top_k = rig_sim_get_i32(&p->top_k, r),
         .top_p = rig_sim_get_f32(&p->top_p, r),
+        .min_p = p->min_p.data != NULL ? rig_sim_get_f32(&p->min_p, r) : 0.0f,
         .seed = rig_sim_get_u64(&p->seed, r),
         .position = (uint32_t)rig_sim_get_i32(&p->position, r),
     };

@@ -454,7 +454,8 @@ static void rig__mlp_and_head(struct rig__rank *k, int64_t n)
         rig__check(k, rig_hal_copy(k->stream, &copy), "copy");
     }
     struct rig_op_sample sample = {k->m.tokens, k->a.logits, k->m.temperature, k->m.top_k,
-                                   k->m.top_p,  k->m.seed,   k->m.position};
+                                   k->m.top_p,  k->m.seed,   k->m.position,
+                                   rig_tensor_none()};
     rig__check(k, rig_hal_sample(k->stream, &sample), "sample");
 }
 
@@ -731,7 +732,8 @@ static void rig__qforward(struct rig__qrank *k, const struct rig__qstep *s)
     copy.in.stride[1] = (int64_t)Q_B * Q_VR;
     rig__qcheck(k, rig_hal_copy(st, &copy));
     struct rig_op_sample sample = {s->tokens, s->logits, s->temperature, s->top_k,
-                                   s->top_p,  s->seed,   s->position};
+                                   s->top_p,  s->seed,   s->position,
+                                   rig_tensor_none()};
     rig__qcheck(k, rig_hal_sample(st, &sample));
 }
 /* Carves the step's activations (phantom) and metadata (real), uploads the metadata. */
