@@ -170,7 +170,7 @@ static enum rig_status rig__read_max_tokens(const struct rig__fields *f, const c
                                             int32_t *out)
 {
     int64_t value = *out;
-    enum rig_status st = rig__read_int(f, name, 0, INT32_MAX, &value);
+    enum rig_status st = rig__read_int(f, name, 1, INT32_MAX, &value);
     *out = (int32_t)value;
     return st;
 }

@@ -105,6 +105,10 @@ def check_logprobs(client):
                                        messages=[{"role": "user", "content": "Hi"}])
     lp = r.choices[0].logprobs
     assert lp is not None and lp.content is not None
+    if len(lp.content) == 0:  # the engine's on_logprobs (sampling branch) not wired yet
+        print("skip: check_logprobs values (the engine emits no logprobs yet)")
+        return
+    assert len(lp.content) == r.usage.completion_tokens, (lp, r.usage)
     for entry in lp.content:
         assert entry.logprob <= 0.0 and len(entry.top_logprobs) == 3
 
