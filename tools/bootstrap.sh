@@ -60,6 +60,11 @@ if ! build/venv/bin/python3 -c 'import tokenizers' 2>/dev/null; then
     build/venv/bin/pip install -q tokenizers==0.23.3 >/dev/null 2>&1 ||
         echo "bootstrap: could not install tokenizers (differential tests will skip)"
 fi
+# The server tests (tests/serve/) use the official openai client and prometheus_client's parser.
+if ! build/venv/bin/python3 -c 'import openai, prometheus_client, httpx' 2>/dev/null; then
+    build/venv/bin/pip install -q openai prometheus_client httpx >/dev/null 2>&1 ||
+        echo "bootstrap: could not install openai / prometheus_client (server tests will skip)"
+fi
 export PATH="$PWD/build/venv/bin:$PATH"
 
 (cd build && ctest --output-on-failure -j "$jobs")

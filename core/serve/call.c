@@ -8,6 +8,9 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <string.h>
 #include <time.h>
 
@@ -28,6 +31,7 @@ struct rig__call *rig__call_create(struct rig_serve *server, struct MHD_Connecti
 {
     struct rig__call *call = calloc(1, sizeof *call);
     if (call == NULL) return NULL;
+    atomic_fetch_add(&server->calls_since_trim, 1);
     if (pthread_mutex_init(&call->lock, NULL) != 0) {
         free(call);
         return NULL;
@@ -78,6 +82,17 @@ static void rig__release_slots(struct rig_serve *server, struct rig__call *call)
     pthread_mutex_unlock(&server->slots_lock);
 }
 
+/* When the last call is gone after a burst (64 calls or more since the last time), gives the
+ * memory the burst took back to the system: glibc keeps freed memory in per-thread arenas. */
+static void rig__trim(struct rig_serve *server)
+{
+#ifdef __GLIBC__
+    if (atomic_exchange(&server->calls_since_trim, 0) >= 64) malloc_trim(0);
+#else
+    (void)server;
+#endif
+}
+
 void rig__call_unref(struct rig__call *call)
 {
     int32_t before = atomic_fetch_sub(&call->refs, 1);
@@ -90,6 +105,7 @@ void rig__call_unref(struct rig__call *call)
     else server->calls = call->next;
     if (call->next != NULL) call->next->prev = call->prev;
     server->call_count--;
+    bool idle = server->call_count == 0;
     pthread_cond_broadcast(&server->calls_gone);
     pthread_mutex_unlock(&server->calls_lock);
     for (int32_t i = 0; i < call->choice_count; i++) rig_serve_buffer_free(&call->choices[i].text);
@@ -100,6 +116,7 @@ void rig__call_unref(struct rig__call *call)
     rig_serve_buffer_free(&call->out);
     pthread_mutex_destroy(&call->lock);
     free(call);
+    if (idle) rig__trim(server);
 }
 
 void rig__call_wake(struct rig__call *call)

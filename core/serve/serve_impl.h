@@ -142,6 +142,7 @@ struct rig_serve {
     _Atomic bool ready;           /* model, KV pool and graphs are up: /health 200 */
     _Atomic bool stopping;
     _Atomic uint64_t call_seq;
+    _Atomic int64_t calls_since_trim; /* calls created since the last malloc_trim */
     struct MHD_Daemon *daemon;
     /* slots */
     pthread_mutex_t slots_lock;
