@@ -27,10 +27,11 @@ def rig_binary():
 
 class Server:
     def __init__(self, *extra, timeout_s=60):
-        self.args = [rig_binary(), "serve", "--model-path", MODEL, "--dummy-weights",
-                     "--tokenizer-path", TOKENIZER, "--port", "0", "--num-pages", "8192",
-                     "--max-running-requests", "32", "--max-queued-requests", "256",
-                     "--served-model-name", "tiny-qwen3", *extra]
+        model = [] if "--preset" in extra else ["--model-path", MODEL, "--dummy-weights"]
+        self.args = [rig_binary(), "serve", *model, "--tokenizer-path", TOKENIZER, "--port",
+                     "0", "--num-pages", "8192", "--max-running-requests", "32",
+                     "--max-queued-requests", "256", "--served-model-name", "tiny-qwen3",
+                     *extra]
         self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True)
         deadline = time.monotonic() + timeout_s
