@@ -102,7 +102,8 @@ static enum rig_status rig__read_stop(const struct rig__fields *f, struct rig_se
     if (json_is_string(value)) {
         items[count++] = value;
     } else if (json_is_array(value) && json_array_size(value) <= RIG_SERVE_STOP_MAX) {
-        for (size_t i = 0; i < json_array_size(value); i++) items[count++] = json_array_get(value, i);
+        for (size_t i = 0; i < json_array_size(value); i++)
+            items[count++] = json_array_get(value, i);
     } else {
         return rig__bad(f, "stop", "'%s' must be a string or a list of at most 4 strings%s", "");
     }
@@ -316,7 +317,8 @@ static enum rig_status rig__message(const struct rig__fields *f, size_t index,
     if (content != NULL && !json_is_null(content)) st = rig__content(f, name, content, p,
                                                                      &out->content);
     const json_t *reasoning = json_object_get(m, "reasoning_content");
-    if (st == RIG_OK && json_is_string(reasoning)) out->reasoning_content = json_string_value(reasoning);
+    if (st == RIG_OK && json_is_string(reasoning))
+        out->reasoning_content = json_string_value(reasoning);
     if (st == RIG_OK && has_calls) {
         out->tool_calls_json = rig__own(p, json_dumps(calls, JSON_COMPACT));
         if (out->tool_calls_json == NULL) st = RIG_E_NO_MEMORY;

@@ -148,7 +148,8 @@ static json_t *rig__usage(const struct rig__call *call)
         }
         cached += most;
     }
-    for (int32_t i = 0; i < call->choice_count; i++) completion += call->choices[i].completion_tokens;
+    for (int32_t i = 0; i < call->choice_count; i++)
+        completion += call->choices[i].completion_tokens;
     return json_pack("{s:I, s:I, s:I, s:{s:I}}", "prompt_tokens", (json_int_t)prompt,
                      "completion_tokens", (json_int_t)completion, "total_tokens",
                      (json_int_t)(prompt + completion), "prompt_tokens_details", "cached_tokens",
