@@ -6,7 +6,8 @@
 # pcre2, utf8proc, libmicrohttpd (rig serve; with gnutls and its deps) or cmocka, and no
 # package registry. So: build here (Release, CUDA on, sm_90a + compute_90 PTX), copy the rig
 # binary and every test binary, and next to them the shared libraries ldd lists that are
-# neither glibc's, the compiler runtime's nor CUDA's (those the GPU machine has, in versions matching its driver). The folder is git-ignored.
+# neither glibc's, the compiler runtime's nor CUDA's (those the GPU machine has, in versions
+# matching its driver). The folder is git-ignored.
 #
 # usage: tools/bundle.sh [OUT]          (OUT defaults to <repo>/bundle)
 #   env: RIG_BUNDLE_BUILD  build folder (default <repo>/build-bundle)
