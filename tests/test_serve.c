@@ -1,323 +1,214 @@
-/* test_serve.c — the parts of `rig bench serve` that need no server (core/harness/bench/).
- *
- * Checks: the SSE reader gives the same events whether a stream arrives whole, byte by byte
- * or split at random (LF, CRLF, CR, a CRLF split between reads, comments, other fields,
- * multi-line data, a last event without its blank line) and stops cleanly on an event too
- * long for its buffer; chunks of the three APIs, [DONE], usage-only chunks, server errors
- * and malformed data; the schedule (a seed gives one schedule, another seed another, rate
- * inf sends all at 0, gap mean 1/rate and coefficient of variation 1/sqrt(burstiness));
- * --goodput parsing; the random-ids dataset (lengths in range, bench_serving's id pattern,
- * seeded); and the summary of a synthetic run against values worked out by hand (TTFT, TPOT,
- * ITL with p95, E2E, duration including a failed request, throughputs, concurrency,
- * goodput, the busiest second, failure counts).
+/* test_serve.c — the server's pure parts, without HTTP: the stop-string matcher (stop strings
+ * split over any number of pieces, held-back prefixes, the earliest of several, long text that
+ * crosses the window, UTF-8 never cut), request parsing (defaults per API, every field's error
+ * naming the field, ownership: nothing leaks under ASan), and the Prometheus text (histogram
+ * buckets cumulative, count = sum, labels). The HTTP server itself is tested end to end by
+ * the scripts of tests/serve/.
  */
-#include <math.h>
-#include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
-#include "core/harness/bench/serve.h"
+#include "core/serve/metrics.h"
+#include "core/serve/request.h"
+#include "core/serve/stop.h"
 #include "tests/support/test_support.h"
 
-#define NEAR(a, b) assert_true(fabs((a) - (b)) < 1e-9)
-
-struct events {
-    char text[4096]; /* events joined by '|' */
+struct sink {
+    char text[4096];
     size_t len;
-    int count;
 };
 
-static void on_event(void *user, const char *data, size_t len)
+static void sink_emit(void *ctx, const char *text, size_t len)
 {
-    struct events *e = user;
-    assert_true(e->len + len + 1 < sizeof e->text);
-    memcpy(e->text + e->len, data, len);
-    e->len += len;
-    e->text[e->len++] = '|';
-    e->text[e->len] = '\0';
-    e->count++;
+    struct sink *s = ctx;
+    assert_true(s->len + len < sizeof s->text);
+    memcpy(s->text + s->len, text, len);
+    s->len += len;
+    s->text[s->len] = '\0';
 }
 
-static const char stream[] = ": a comment\r\n"
-                             "event: message\r\n"
-                             "data: {\"a\": 1}\r\n\r\n"
-                             "data:{\"b\": 2}\n\n"
-                             "data: first\rdata: second\r\r"
-                             "id: 7\n"
-                             "data\n"
-                             "data: x\n\n"
-                             "data: [DONE]\n\n"
-                             "data: tail";
-
-static void feed_in_pieces(const char *text, size_t len, const size_t *cuts, size_t cut_count,
-                           struct events *e)
+/* Feeds `pieces` (NULL-terminated) and returns whether a stop matched. */
+static bool feed_all(struct rig_serve_stop *m, const char *const *pieces, struct sink *out)
 {
-    char buffer[256];
-    struct rig_serve_sse sse;
-    rig_serve_sse_init(&sse, buffer, sizeof buffer);
-    size_t at = 0;
-    for (size_t i = 0; i <= cut_count; i++) {
-        size_t end = i < cut_count ? cuts[i] : len;
-        assert_int_equal(rig_serve_sse_feed(&sse, text + at, end - at, on_event, e), RIG_OK);
-        at = end;
+    bool matched = false;
+    for (size_t i = 0; pieces[i] != NULL; i++)
+        matched = rig_serve_stop_feed(m, pieces[i], strlen(pieces[i]), sink_emit, out);
+    if (!matched) rig_serve_stop_flush(m, sink_emit, out);
+    return matched;
+}
+
+static void test_stop_across_pieces(void **state)
+{
+    (void)state;
+    const char *stops[] = {"END", "\n\n"};
+    const size_t lens[] = {3, 2};
+    struct rig_serve_stop m;
+    struct sink out = {0};
+    rig_serve_stop_init(&m, stops, lens, 2);
+    const char *pieces[] = {"Hello E", "N", "D world", NULL};
+    assert_true(feed_all(&m, pieces, &out));
+    assert_string_equal(out.text, "Hello ");
+    assert_int_equal(m.matched_index, 0);
+    /* a held prefix that turns out not to be a stop is emitted, in order */
+    struct sink out2 = {0};
+    rig_serve_stop_init(&m, stops, lens, 2);
+    const char *near[] = {"a E", "N", "x\n", "y", NULL};
+    assert_false(feed_all(&m, near, &out2));
+    assert_string_equal(out2.text, "a ENx\ny");
+    /* the earliest of two stops wins */
+    struct sink out3 = {0};
+    rig_serve_stop_init(&m, stops, lens, 2);
+    const char *both[] = {"ab\n\ncdEND", NULL};
+    assert_true(feed_all(&m, both, &out3));
+    assert_string_equal(out3.text, "ab");
+    assert_int_equal(m.matched_index, 1);
+}
+
+static void test_stop_emits_early(void **state)
+{
+    (void)state;
+    const char *stops[] = {"STOP"};
+    const size_t lens[] = {4};
+    struct rig_serve_stop m;
+    struct sink out = {0};
+    rig_serve_stop_init(&m, stops, lens, 1);
+    /* text with no prefix of the stop string is emitted at once, a partial prefix held */
+    assert_false(rig_serve_stop_feed(&m, "abc", 3, sink_emit, &out));
+    assert_string_equal(out.text, "abc");
+    assert_false(rig_serve_stop_feed(&m, "dST", 3, sink_emit, &out));
+    assert_string_equal(out.text, "abcd");
+    assert_true(rig_serve_stop_feed(&m, "OP!", 3, sink_emit, &out));
+    assert_string_equal(out.text, "abcd");
+    assert_true(rig_serve_stop_feed(&m, "more", 4, sink_emit, &out)); /* over: nothing more */
+    assert_string_equal(out.text, "abcd");
+}
+
+static void test_stop_long_text_and_utf8(void **state)
+{
+    (void)state;
+    const char *stops[] = {"\xc3\xa9z"}; /* "éz" */
+    const size_t lens[] = {3};
+    struct rig_serve_stop m;
+    struct sink out = {0};
+    rig_serve_stop_init(&m, stops, lens, 1);
+    char text[1500];
+    size_t n = 0;
+    while (n + 2 < 1400) { /* "é" repeated: longer than the window */
+        text[n++] = '\xc3';
+        text[n++] = '\xa9';
     }
-    rig_serve_sse_finish(&sse, on_event, e);
+    memcpy(text + n, "\xc3\xa9z tail", 8);
+    n += 8;
+    assert_true(rig_serve_stop_feed(&m, text, n, sink_emit, &out));
+    assert_int_equal(out.len, 1398);
+    for (size_t i = 0; i < out.len; i += 2) assert_int_equal((unsigned char)out.text[i], 0xc3);
+    /* no stops: everything passes through */
+    struct sink out2 = {0};
+    rig_serve_stop_init(&m, NULL, NULL, 0);
+    assert_false(rig_serve_stop_feed(&m, "abc", 3, sink_emit, &out2));
+    assert_string_equal(out2.text, "abc");
 }
 
-static void test_sse_split_anywhere(void **state)
+static const struct rig_serve_parse_limits limits = {"tiny", 1000, 8};
+
+static enum rig_status parse(enum rig_serve_api api, const char *body,
+                             struct rig_serve_params *p, struct rig_serve_error *e)
+{
+    return rig_serve_params_parse(api, body, strlen(body), &limits, p, e);
+}
+
+static void test_request_defaults(void **state)
 {
     (void)state;
-    size_t len = strlen(stream);
-    struct events whole = {0};
-    feed_in_pieces(stream, len, NULL, 0, &whole);
-    assert_string_equal(whole.text, "{\"a\": 1}|{\"b\": 2}|first\nsecond|\nx|[DONE]|tail|");
-    size_t cuts[sizeof stream];
-    for (size_t i = 0; i + 1 < len; i++)
-        cuts[i] = i + 1; /* byte by byte */
-    struct events bytes = {0};
-    feed_in_pieces(stream, len, cuts, len - 1, &bytes);
-    assert_string_equal(bytes.text, whole.text);
-    srand(5);
-    for (int round = 0; round < 200; round++) {
-        size_t count = 0, at = 0;
-        while (count < 6 && at + 1 < len) {
-            at += 1 + (size_t)rand() % 12;
-            if (at < len) cuts[count++] = at;
-        }
-        struct events some = {0};
-        feed_in_pieces(stream, len, cuts, count, &some);
-        assert_string_equal(some.text, whole.text);
-    }
+    struct rig_serve_params p;
+    struct rig_serve_error e;
+    assert_int_equal(parse(RIG_SERVE_API_CHAT, "{\"messages\": [{\"role\": \"developer\", "
+                           "\"content\": \"x\"}], \"model\": \"tiny\"}", &p, &e), RIG_OK);
+    assert_int_equal(p.sampling.max_tokens, -1); /* chat: what the context leaves */
+    assert_true(p.sampling.temperature == 1.0f && p.sampling.top_k == -1);
+    assert_string_equal(p.messages[0].role, "system");
+    assert_true(p.chat.enable_thinking && p.chat.add_generation_prompt);
+    rig_serve_params_free(&p);
+    assert_int_equal(parse(RIG_SERVE_API_COMPLETION, "{\"prompt\": [[1, 2], \"ab\"], \"n\": 2, "
+                           "\"top_k\": 0, \"stop\": \"x\"}", &p, &e), RIG_OK);
+    assert_int_equal(p.sampling.max_tokens, 16);
+    assert_int_equal(p.prompt_count, 2);
+    assert_int_equal(rig_serve_params_choices(&p), 4);
+    assert_int_equal(p.sampling.top_k, -1);
+    assert_int_equal(p.sampling.stop_count, 1);
+    rig_serve_params_free(&p);
+    assert_int_equal(parse(RIG_SERVE_API_GENERATE, "{\"input_ids\": [5], \"sampling_params\": "
+                           "{\"max_new_tokens\": 3}}", &p, &e), RIG_OK);
+    assert_int_equal(p.sampling.max_tokens, 3);
+    rig_serve_params_free(&p);
 }
 
-static void test_sse_overflow(void **state)
+static void test_request_errors(void **state)
 {
     (void)state;
-    char buffer[16];
-    struct rig_serve_sse sse;
-    struct events e = {0};
-    rig_serve_sse_init(&sse, buffer, sizeof buffer);
-    assert_int_equal(rig_serve_sse_feed(&sse, "data: ok\n\n", 10, on_event, &e), RIG_OK);
-    const char *long_event = "data: 0123456789abcdef\n\n";
-    assert_int_equal(rig_serve_sse_feed(&sse, long_event, strlen(long_event), on_event, &e),
-                     RIG_E_CAPACITY);
-    assert_int_equal(rig_serve_sse_feed(&sse, "data: x\n\n", 9, on_event, &e), RIG_E_CAPACITY);
-    rig_serve_sse_finish(&sse, on_event, &e);
-    assert_int_equal(e.count, 1);
-    assert_string_equal(e.text, "ok|");
-}
-
-static void parse(enum rig_serve_api api, const char *text, struct rig_serve_chunk *c)
-{
-    rig_serve_chunk_parse(api, text, strlen(text), c);
-}
-
-static void test_chunks(void **state)
-{
-    (void)state;
-    struct rig_serve_chunk c;
-    parse(RIG_SERVE_API_GENERATE,
-          "{\"text\": \"ab\", \"meta_info\": {\"completion_tokens\": 2, \"prompt_tokens\": 5, "
-          "\"cached_tokens\": 3, \"finish_reason\": {\"type\": \"length\"}}}",
-          &c);
-    assert_string_equal(c.error, "");
-    assert_true(c.text_cumulative && c.text_len == 2 && memcmp(c.text, "ab", 2) == 0);
-    assert_int_equal(c.completion_tokens, 2);
-    assert_int_equal(c.prompt_tokens, 5);
-    assert_int_equal(c.cached_tokens, 3);
-    assert_int_equal(c.finish_reason, RIG_FINISH_LENGTH);
-    rig_serve_chunk_release(&c);
-    parse(RIG_SERVE_API_COMPLETIONS, "{\"choices\": [{\"text\": \"x\", \"finish_reason\": null}]}",
-          &c);
-    assert_true(!c.text_cumulative && c.text_len == 1 && c.completion_tokens == -1);
-    assert_int_equal(c.finish_reason, RIG_FINISH_NONE);
-    rig_serve_chunk_release(&c);
-    parse(RIG_SERVE_API_CHAT,
-          "{\"choices\": [{\"delta\": {\"content\": \"yz\"}, "
-          "\"finish_reason\": \"stop\"}]}",
-          &c);
-    assert_true(c.text_len == 2 && c.finish_reason == RIG_FINISH_STOP);
-    rig_serve_chunk_release(&c);
-    parse(RIG_SERVE_API_CHAT,
-          "{\"choices\": [{\"message\": {\"content\": \"whole\"}}], "
-          "\"usage\": {\"completion_tokens\": 9, \"prompt_tokens\": 4, "
-          "\"prompt_tokens_details\": {\"cached_tokens\": 2}}}",
-          &c);
-    assert_true(c.text_len == 5 && c.completion_tokens == 9 && c.cached_tokens == 2);
-    rig_serve_chunk_release(&c);
-    parse(RIG_SERVE_API_COMPLETIONS, "{\"choices\": [], \"usage\": {\"completion_tokens\": 7}}",
-          &c);
-    assert_true(c.text == NULL && c.completion_tokens == 7 && c.error[0] == '\0');
-    rig_serve_chunk_release(&c);
-    parse(RIG_SERVE_API_COMPLETIONS, " [DONE] ", &c);
-    assert_true(c.done && c.root == NULL);
-    parse(RIG_SERVE_API_COMPLETIONS, "{not json", &c);
-    assert_non_null(strstr(c.error, "malformed"));
-    parse(RIG_SERVE_API_GENERATE, "[1, 2]", &c);
-    assert_non_null(strstr(c.error, "not a JSON object"));
-    parse(RIG_SERVE_API_CHAT, "{\"error\": {\"message\": \"boom\"}}", &c);
-    assert_string_equal(c.error, "server error: boom");
-    rig_serve_chunk_release(&c);
-}
-
-static void test_schedule(void **state)
-{
-    (void)state;
-    enum { N = 20000 };
-    static int64_t a[N], b[N], c[N];
-    rig_serve_schedule(N, 8.0, 1.0, 42, a);
-    rig_serve_schedule(N, 8.0, 1.0, 42, b);
-    rig_serve_schedule(N, 8.0, 1.0, 43, c);
-    assert_memory_equal(a, b, sizeof a);
-    assert_memory_not_equal(a, c, sizeof a);
-    assert_int_equal(a[0], 0);
-    rig_serve_schedule(100, INFINITY, 1.0, 42, b);
-    for (int i = 0; i < 100; i++)
-        assert_int_equal(b[i], 0);
-    const double shapes[] = {0.5, 1.0, 2.0, 4.0};
-    for (size_t k = 0; k < RIG_ARRAY_LEN(shapes); k++) {
-        double sum = 0.0, squares = 0.0;
-        for (uint32_t i = 0; i < N; i++) {
-            double gap = rig_serve_gap_s(8.0, shapes[k], 9, i);
-            assert_true(gap >= 0.0);
-            sum += gap;
-            squares += gap * gap;
-        }
-        double mean = sum / N, cv = sqrt(squares / N - mean * mean) / mean;
-        assert_true(fabs(mean * 8.0 - 1.0) < 0.03);
-        assert_true(fabs(cv * sqrt(shapes[k]) - 1.0) < 0.05);
+    static const struct {
+        enum rig_serve_api api;
+        const char *body;
+        int32_t status;
+        const char *param;
+    } cases[] = {
+        {RIG_SERVE_API_CHAT, "{", 400, ""},
+        {RIG_SERVE_API_CHAT, "{\"messages\": 1}", 400, "messages"},
+        {RIG_SERVE_API_CHAT, "{\"messages\": [{\"role\": \"user\"}]}", 400, "messages[0]"},
+        {RIG_SERVE_API_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+                             "\"model\": \"other\"}", 404, "model"},
+        {RIG_SERVE_API_COMPLETION, "{\"prompt\": [1, 1000]}", 400, "prompt"},
+        {RIG_SERVE_API_COMPLETION, "{\"prompt\": \"x\", \"n\": 9}", 400, "n"},
+        {RIG_SERVE_API_COMPLETION, "{\"prompt\": [\"a\", \"b\", \"c\"], \"n\": 3}", 400, "n"},
+        {RIG_SERVE_API_COMPLETION, "{\"prompt\": \"x\", \"top_p\": 0}", 400, "top_p"},
+        {RIG_SERVE_API_GENERATE, "{\"text\": \"x\", \"sampling_params\": {\"top_k\": -3}}", 400,
+         "sampling_params.top_k"},
+    };
+    for (size_t i = 0; i < RIG_ARRAY_LEN(cases); i++) {
+        struct rig_serve_params p;
+        struct rig_serve_error e;
+        assert_int_equal(parse(cases[i].api, cases[i].body, &p, &e), RIG_E_INVALID);
+        assert_int_equal(e.http_status, cases[i].status);
+        assert_string_equal(e.param, cases[i].param);
+        assert_true(e.message[0] != '\0');
+        assert_null(p.root);
     }
 }
 
-static void test_goodput_parse(void **state)
+static void test_metrics_text(void **state)
 {
     (void)state;
-    struct rig_serve_options o;
-    char error[256];
-    rig_serve_options_default(&o);
-    assert_true(o.goodput_ttft_ms < 0 && o.goodput_tpot_ms < 0 && o.goodput_e2e_ms < 0);
-    assert_int_equal(rig_serve_goodput_parse(&o, "ttft:200", error, sizeof error), RIG_OK);
-    assert_int_equal(rig_serve_goodput_parse(&o, "tpot:12.5", error, sizeof error), RIG_OK);
-    assert_int_equal(rig_serve_goodput_parse(&o, "e2el:1000", error, sizeof error), RIG_OK);
-    NEAR(o.goodput_ttft_ms, 200);
-    NEAR(o.goodput_tpot_ms, 12.5);
-    NEAR(o.goodput_e2e_ms, 1000);
-    const char *bad[] = {"ttft", "ttft:", "ttft:-1", "itl:5", "ttft:5ms", ":5", "ttft:inf"};
-    for (size_t i = 0; i < RIG_ARRAY_LEN(bad); i++)
-        assert_int_equal(rig_serve_goodput_parse(&o, bad[i], error, sizeof error), RIG_E_INVALID);
-}
-
-static void test_random_ids(void **state)
-{
-    (void)state;
-    struct rig_serve_options o;
-    rig_serve_options_default(&o);
-    o.num_prompts = 50;
-    o.random_input_len = 40;
-    o.random_output_len = 10;
-    o.random_range_ratio = 0.5;
-    o.random_vocab_size = 1000;
-    o.request_rate = 4.0;
-    struct rig_serve_dataset a, b;
-    char error[256];
-    assert_int_equal(rig_serve_dataset_load(&o, NULL, &a, error, sizeof error), RIG_OK);
-    assert_int_equal(rig_serve_dataset_load(&o, NULL, &b, error, sizeof error), RIG_OK);
-    assert_int_equal(a.count, 50);
-    assert_memory_equal(a.tokens, b.tokens, (size_t)a.token_count * sizeof *a.tokens);
-    for (int32_t i = 0; i < a.count; i++) {
-        const struct rig_serve_prompt *p = &a.prompts[i];
-        assert_true(p->input_len >= 20 && p->input_len <= 40 && p->token_count == p->input_len);
-        assert_true(p->output_len >= 5 && p->output_len <= 10 && p->text_offset == -1);
-        assert_int_equal(p->arrival_ns, b.prompts[i].arrival_ns);
-        assert_true(i == 0 ? p->arrival_ns == 0 : p->arrival_ns > a.prompts[i - 1].arrival_ns);
-        const int32_t *ids = a.tokens + p->token_offset;
-        for (int32_t j = 1; j < p->token_count; j++)
-            assert_int_equal(ids[j], (ids[j - 1] + 1) % 1000);
-    }
-    rig_serve_dataset_free(&a);
-    rig_serve_dataset_free(&b);
-    o.dataset_name = "sharegpt";
-    assert_int_equal(rig_serve_dataset_load(&o, NULL, &a, error, sizeof error), RIG_E_INVALID);
-    assert_non_null(strstr(error, "--dataset-path"));
-}
-
-static void add_request(struct rig_serve_run *run, int32_t i, double arrival, const double *tokens,
-                        int32_t count, double finish, int32_t input, int32_t reason)
-{
-    struct rig_results_request *q = &run->results.requests[i];
-    q->arrival_ns = (int64_t)llround(arrival * 1e9);
-    q->finish_ns = (int64_t)llround(finish * 1e9);
-    q->input_len = input;
-    q->output_len = count;
-    q->finish_reason = reason;
-    q->token_offset = rig_results_reserve_tokens(&run->results, count);
-    for (int32_t k = 0; k < count; k++)
-        run->results.token_time_ns[q->token_offset + k] = (int64_t)llround(tokens[k] * 1e9);
-    if (count > 0) q->first_token_ns = run->results.token_time_ns[q->token_offset];
-}
-
-/* A: sent at 0, tokens at 0.10 0.15 0.20 0.30, done 0.30; B: sent at 0.05, tokens at 0.25
- * 0.45, done 0.50; C: sent at 0.10, HTTP 503 at 0.60. */
-static void test_summary_by_hand(void **state)
-{
-    (void)state;
-    struct rig_serve_run run;
-    memset(&run, 0, sizeof run);
-    assert_int_equal(rig_results_init(&run.results, 3, 6, 0, 0), RIG_OK);
-    run.outcomes = calloc(3, sizeof *run.outcomes);
-    const double a[] = {0.10, 0.15, 0.20, 0.30}, b[] = {0.25, 0.45};
-    add_request(&run, 0, 0.00, a, 4, 0.30, 10, RIG_FINISH_LENGTH);
-    add_request(&run, 1, 0.05, b, 2, 0.50, 20, RIG_FINISH_STOP);
-    add_request(&run, 2, 0.10, NULL, 0, 0.60, 30, RIG_FINISH_REJECTED);
-    for (int i = 0; i < 3; i++)
-        run.outcomes[i].retokenized = -1;
-    run.outcomes[2].failure = RIG_SERVE_FAIL_HTTP;
-    struct rig_serve_options o;
-    rig_serve_options_default(&o);
-    char error[64];
-    assert_int_equal(rig_serve_goodput_parse(&o, "ttft:150", error, sizeof error), RIG_OK);
-    assert_int_equal(rig_serve_goodput_parse(&o, "tpot:100", error, sizeof error), RIG_OK);
-    struct rig_serve_summary s;
-    assert_int_equal(rig_serve_summarize(&o, &run, &s), RIG_OK);
-    const struct rig_metrics *m = &s.metrics;
-    NEAR(m->completed, 2);
-    NEAR(s.failed, 1);
-    NEAR(s.failures[RIG_SERVE_FAIL_HTTP], 1);
-    NEAR(m->duration_s, 0.6);
-    NEAR(m->total_input, 30);
-    NEAR(m->total_output, 6);
-    NEAR(m->request_throughput, 2 / 0.6);
-    NEAR(m->input_throughput, 50);
-    NEAR(m->output_throughput, 10);
-    NEAR(m->total_throughput, 60);
-    NEAR(m->concurrency, 1.25);
-    NEAR(m->ttft.mean, 0.15);
-    NEAR(m->ttft.p90, 0.19);
-    NEAR(m->ttft.p99, 0.199);
-    NEAR(m->e2e.mean, 0.375);
-    NEAR(m->e2e.p99, 0.4485);
-    NEAR(m->tpot.mean, (0.2 / 3 + 0.25) / 2);
-    NEAR(m->itl.mean, 0.1);
-    NEAR(m->itl.median, 0.075);
-    NEAR(s.itl_p95, 0.185);
-    NEAR(m->itl.max, 0.2);
-    NEAR(s.good_completed, 1);
-    NEAR(s.request_goodput, 1 / 0.6);
-    NEAR(s.max_output_tokens_per_s, 6);
-    NEAR(s.max_concurrent_requests, 2);
-    NEAR(s.total_output_retokenized, -1);
-    rig_serve_run_free(&run);
+    static struct rig_serve_metrics m;
+    rig_serve_metrics_init(&m);
+    rig_serve_histogram_observe(&m.ttft, 3000000);    /* 3 ms */
+    rig_serve_histogram_observe(&m.ttft, 2000000000); /* 2 s */
+    atomic_store(&m.requests[RIG_SERVE_FINISH_STOP], 5);
+    struct rig_serve_buffer out = {0};
+    assert_int_equal(rig_serve_metrics_render(&m, "tiny", &out), RIG_OK);
+    assert_non_null(strstr(out.data, "rig:time_to_first_token_seconds_bucket{model_name=\"tiny\","
+                                     "le=\"0.001\"} 0\n"));
+    assert_non_null(strstr(out.data, "rig:time_to_first_token_seconds_bucket{model_name=\"tiny\","
+                                     "le=\"0.005\"} 1\n"));
+    assert_non_null(strstr(out.data, "rig:time_to_first_token_seconds_bucket{model_name=\"tiny\","
+                                     "le=\"+Inf\"} 2\n"));
+    assert_non_null(strstr(out.data, "rig:time_to_first_token_seconds_count{model_name=\"tiny\"}"
+                                     " 2\n"));
+    assert_non_null(strstr(out.data, "rig:time_to_first_token_seconds_sum{model_name=\"tiny\"} "
+                                     "2.003000000\n"));
+    assert_non_null(strstr(out.data, "finish_reason=\"stop\"} 5\n"));
+    assert_non_null(strstr(out.data, "# TYPE rig:num_running_reqs gauge\n"));
+    rig_serve_buffer_free(&out);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sse_split_anywhere),
-        cmocka_unit_test(test_sse_overflow),
-        cmocka_unit_test(test_chunks),
-        cmocka_unit_test(test_schedule),
-        cmocka_unit_test(test_goodput_parse),
-        cmocka_unit_test(test_random_ids),
-        cmocka_unit_test(test_summary_by_hand),
+        cmocka_unit_test(test_stop_across_pieces),
+        cmocka_unit_test(test_stop_emits_early),
+        cmocka_unit_test(test_stop_long_text_and_utf8),
+        cmocka_unit_test(test_request_defaults),
+        cmocka_unit_test(test_request_errors),
+        cmocka_unit_test(test_metrics_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -23,6 +23,7 @@ esac
 packages=(build-essential cmake ninja-build pkg-config git ca-certificates
     libfyaml-dev libhdf5-dev libcmocka-dev libpcre2-dev libutf8proc-dev libjansson-dev
     libcurl4-openssl-dev
+    libmicrohttpd-dev curl
     python3 python3-venv python3-numpy python3-h5py python3-matplotlib
     clang libclang-rt-14-dev)
 
@@ -59,6 +60,11 @@ fi
 if ! build/venv/bin/python3 -c 'import tokenizers' 2>/dev/null; then
     build/venv/bin/pip install -q tokenizers==0.23.3 >/dev/null 2>&1 ||
         echo "bootstrap: could not install tokenizers (differential tests will skip)"
+fi
+# The server tests (tests/serve/) use the official openai client and prometheus_client's parser.
+if ! build/venv/bin/python3 -c 'import openai, prometheus_client, httpx' 2>/dev/null; then
+    build/venv/bin/pip install -q openai prometheus_client httpx >/dev/null 2>&1 ||
+        echo "bootstrap: could not install openai / prometheus_client (server tests will skip)"
 fi
 export PATH="$PWD/build/venv/bin:$PATH"
 

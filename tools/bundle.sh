@@ -3,10 +3,11 @@
 #
 # The GPU machine (DESIGN §5) has the CUDA 13 driver and toolkit (cudart, cuBLAS in
 # /usr/local/cuda/lib64, NCCL in /usr/lib/x86_64-linux-gnu) but not libfyaml, HDF5, jansson,
-# pcre2, utf8proc or cmocka, and no package registry. So: build here (Release, CUDA on,
-# sm_90a + compute_90 PTX), copy the rig binary and every test binary, and next to them the
-# shared libraries ldd lists that are neither glibc's, the compiler runtime's nor CUDA's
-# (those the GPU machine has, in versions matching its driver). The folder is git-ignored.
+# pcre2, utf8proc, libmicrohttpd (rig serve; with gnutls and its deps) or cmocka, and no
+# package registry. So: build here (Release, CUDA on, sm_90a + compute_90 PTX), copy the rig
+# binary and every test binary, and next to them the shared libraries ldd lists that are
+# neither glibc's, the compiler runtime's nor CUDA's (those the GPU machine has, in versions
+# matching its driver). The folder is git-ignored.
 #
 # usage: tools/bundle.sh [OUT]          (OUT defaults to <repo>/bundle)
 #   env: RIG_BUNDLE_BUILD  build folder (default <repo>/build-bundle)

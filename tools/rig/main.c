@@ -15,6 +15,7 @@ static const struct rig_command rig__commands[] = {
     {"detokenize", rig_cmd_detokenize, "token ids to text, whole or streamed"},
     {"profile", rig_cmd_profile, "sweep every op over the models' shapes: the simulator's op table"},
     {"compare", rig_cmd_compare, "a prediction against a measured run: step and latency errors"},
+    {"serve", rig_cmd_serve, "the OpenAI-compatible HTTP server (chat, completions, /generate)"},
     {"fuzz", rig_cmd_fuzz, "swarm-test the engine: random configs, traces and faults per seed"},
 };
 

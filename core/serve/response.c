@@ -1,0 +1,296 @@
+/* response.c — response bodies and SSE events, as OpenAI and SGLang shape them.
+ *
+ * Chat: chat.completion / chat.completion.chunk (delta with the role in a choice's first
+ * chunk), logprobs as {"content": [{"token", "logprob", "bytes", "top_logprobs"}]}. Text
+ * completions: text_completion, logprobs as {"tokens", "token_logprobs", "top_logprobs",
+ * "text_offset"}. /generate: {"text", "output_ids", "meta_info"}, the text cumulative in
+ * stream events as SGLang sends it. Usage: prompt tokens once per prompt, completion tokens
+ * per choice, cached tokens in prompt_tokens_details. Built with jansson (call->lock held).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/serve/serve_impl.h"
+
+static int rig__dump_cb(const char *data, size_t size, void *ctx)
+{
+    return rig_serve_buffer_append(ctx, data, size) == RIG_OK ? 0 : -1;
+}
+
+/* Appends `json` (stolen) to `out`, framed as an SSE event when `sse`. */
+static enum rig_status rig__emit(json_t *json, bool sse, struct rig_serve_buffer *out)
+{
+    if (json == NULL) return RIG_E_NO_MEMORY;
+    size_t before = out->len;
+    enum rig_status st = sse ? rig_serve_buffer_append(out, "data: ", 6) : RIG_OK;
+    if (st == RIG_OK && json_dump_callback(json, rig__dump_cb, out, JSON_COMPACT) != 0)
+        st = RIG_E_NO_MEMORY;
+    if (st == RIG_OK && sse) st = rig_serve_buffer_append(out, "\n\n", 2);
+    json_decref(json);
+    if (st != RIG_OK) out->len = before;
+    return st;
+}
+
+enum rig_status rig__response_error(const struct rig_serve_error *e, struct rig_serve_buffer *out)
+{
+    json_t *error = json_pack("{s:s, s:s, s:o, s:o}", "message", e->message, "type",
+                              e->type != NULL ? e->type : "invalid_request_error", "param",
+                              e->param[0] != '\0' ? json_string(e->param) : json_null(), "code",
+                              e->code != NULL ? json_string(e->code) : json_null());
+    return rig__emit(json_pack("{s:o}", "error", error), false, out);
+}
+
+static const char *rig__finish_text(const struct rig__choice *c)
+{
+    return rig_serve_finish_name(c->finish == RIG_SERVE_FINISH_REJECTED ? RIG_SERVE_FINISH_ABORT
+                                                                         : c->finish);
+}
+
+/* The text of one token (lossy where it ends inside a character). */
+static json_t *rig__token_text(const struct rig_serve *server, int32_t id)
+{
+    struct rig_tokenizer_text text = {0};
+    rig_tokenizer_decode(server->tokenizer, &id, 1, false, &text);
+    json_t *value = json_stringn(text.data != NULL ? text.data : "", text.len);
+    rig_tokenizer_text_free(&text);
+    return value;
+}
+
+/* Chat logprobs of tokens [from, to): {"content": [...]}. */
+static json_t *rig__chat_logprobs(const struct rig_serve *server, const struct rig__slot *slot,
+                                  int32_t from, int32_t to)
+{
+    json_t *content = json_array();
+    for (int32_t i = from; i < to; i++) {
+        const struct rig__logprob *lp = &slot->logprobs[i];
+        json_t *top = json_array();
+        for (int32_t k = 0; k < lp->top_count; k++)
+            json_array_append_new(top, json_pack("{s:o, s:f, s:n}", "token",
+                                                 rig__token_text(server, lp->top_ids[k]),
+                                                 "logprob", (double)lp->top_logprobs[k],
+                                                 "bytes"));
+        json_array_append_new(content, json_pack("{s:o, s:f, s:n, s:o}", "token",
+                                                 rig__token_text(server, slot->tokens[i]),
+                                                 "logprob", (double)lp->logprob, "bytes",
+                                                 "top_logprobs", top));
+    }
+    return json_pack("{s:o}", "content", content);
+}
+
+/* Completions logprobs of tokens [from, to). */
+static json_t *rig__text_logprobs(const struct rig_serve *server, const struct rig__slot *slot,
+                                  int32_t from, int32_t to)
+{
+    json_t *tokens = json_array(), *values = json_array(), *tops = json_array();
+    for (int32_t i = from; i < to; i++) {
+        const struct rig__logprob *lp = &slot->logprobs[i];
+        json_array_append_new(tokens, rig__token_text(server, slot->tokens[i]));
+        json_array_append_new(values, json_real(lp->logprob));
+        json_t *top = json_object();
+        for (int32_t k = 0; k < lp->top_count; k++) {
+            json_t *text = rig__token_text(server, lp->top_ids[k]);
+            json_object_set_new(top, json_string_value(text), json_real(lp->top_logprobs[k]));
+            json_decref(text);
+        }
+        json_array_append_new(tops, top);
+    }
+    return json_pack("{s:o, s:o, s:o, s:[]}", "tokens", tokens, "token_logprobs", values,
+                     "top_logprobs", tops, "text_offset");
+}
+
+/* SGLang's [[logprob, id, null], ...] and the top lists, for /generate. */
+static void rig__generate_logprobs(const struct rig__slot *slot, int32_t to, json_t *meta)
+{
+    json_t *values = json_array(), *tops = json_array();
+    for (int32_t i = 0; i < to; i++) {
+        const struct rig__logprob *lp = &slot->logprobs[i];
+        json_array_append_new(values, json_pack("[f, i, n]", (double)lp->logprob,
+                                                (json_int_t)slot->tokens[i]));
+        json_t *top = json_array();
+        for (int32_t k = 0; k < lp->top_count; k++)
+            json_array_append_new(top, json_pack("[f, i, n]", (double)lp->top_logprobs[k],
+                                                 (json_int_t)lp->top_ids[k]));
+        json_array_append_new(tops, top);
+    }
+    json_object_set_new(meta, "output_token_logprobs", values);
+    json_object_set_new(meta, "output_top_logprobs", tops);
+}
+
+/* Logprob entries [0, n) that are written and belong to kept tokens. */
+static int32_t rig__logprobs_ready(const struct rig__call *call, const struct rig__choice *c)
+{
+    const struct rig__slot *slot = &call->server->slots[c->slot];
+    int32_t ready = atomic_load_explicit(&slot->logprobs_ready, memory_order_acquire);
+    return ready < c->kept ? ready : c->kept;
+}
+
+static json_t *rig__logprobs(const struct rig__call *call, const struct rig__choice *c,
+                             int32_t from)
+{
+    const struct rig__slot *slot = &call->server->slots[c->slot];
+    if (!call->params.sampling.logprobs || slot->logprobs == NULL) return json_null();
+    int32_t to = rig__logprobs_ready(call, c);
+    if (call->params.api == RIG_SERVE_API_CHAT)
+        return rig__chat_logprobs(call->server, slot, from, to);
+    return rig__text_logprobs(call->server, slot, from, to);
+}
+
+static json_t *rig__usage(const struct rig__call *call)
+{
+    int64_t prompt = 0, cached = 0, completion = 0;
+    int32_t prompts = call->params.api == RIG_SERVE_API_CHAT ? 1 : call->params.prompt_count;
+    for (int32_t p = 0; p < prompts; p++) {
+        prompt += call->prompt_lens[p];
+        int32_t most = 0;
+        for (int32_t j = 0; j < call->params.n; j++) {
+            const struct rig__choice *c = &call->choices[p * call->params.n + j];
+            most = c->cached_tokens > most ? c->cached_tokens : most;
+        }
+        cached += most;
+    }
+    for (int32_t i = 0; i < call->choice_count; i++)
+        completion += call->choices[i].completion_tokens;
+    return json_pack("{s:I, s:I, s:I, s:{s:I}}", "prompt_tokens", (json_int_t)prompt,
+                     "completion_tokens", (json_int_t)completion, "total_tokens",
+                     (json_int_t)(prompt + completion), "prompt_tokens_details", "cached_tokens",
+                     (json_int_t)cached);
+}
+
+static json_t *rig__envelope(const struct rig__call *call, const char *object)
+{
+    return json_pack("{s:s, s:s, s:I, s:s}", "id", call->id, "object", object, "created",
+                     (json_int_t)call->created, "model", call->server->config.served_model_name);
+}
+
+/* /generate's meta_info of a choice. */
+static json_t *rig__meta_info(const struct rig__call *call, const struct rig__choice *c)
+{
+    json_t *finish = json_null();
+    if (c->finished && c->finish == RIG_SERVE_FINISH_LENGTH)
+        finish = json_pack("{s:s, s:i}", "type", "length", "length", c->completion_tokens);
+    else if (c->finished && c->stop_matched >= 0)
+        finish = json_pack("{s:s, s:s}", "type", "stop", "matched",
+                           call->params.sampling.stop[c->stop_matched]);
+    else if (c->finished)
+        finish = json_pack("{s:s}", "type", rig__finish_text(c));
+    json_t *meta = json_pack("{s:s, s:o, s:i, s:i, s:i, s:f}", "id", call->id, "finish_reason",
+                             finish, "prompt_tokens", call->prompt_lens[c->prompt],
+                             "completion_tokens", c->completion_tokens, "cached_tokens",
+                             c->cached_tokens, "e2e_latency", (double)c->e2e_ns * 1e-9);
+    const struct rig__slot *slot = &call->server->slots[c->slot];
+    if (meta != NULL && call->params.sampling.logprobs && slot->logprobs != NULL)
+        rig__generate_logprobs(slot, rig__logprobs_ready(call, c), meta);
+    return meta;
+}
+
+static json_t *rig__generate_item(const struct rig__call *call, const struct rig__choice *c)
+{
+    const struct rig__slot *slot = &call->server->slots[c->slot];
+    json_t *ids = json_array();
+    for (int32_t i = 0; i < c->kept; i++) json_array_append_new(ids, json_integer(slot->tokens[i]));
+    return json_pack("{s:s%, s:o, s:o, s:i}", "text", c->text.data != NULL ? c->text.data : "",
+                     c->text.len, "output_ids", ids, "meta_info", rig__meta_info(call, c),
+                     "index", c->index);
+}
+
+/* One stream chunk of a choice: what it has not sent, and its end when it has one. */
+static json_t *rig__chunk(struct rig__call *call, struct rig__choice *c)
+{
+    const char *text = c->text.data != NULL ? c->text.data + c->text_sent : "";
+    size_t len = c->text.len - c->text_sent;
+    bool ends = c->finished;
+    json_t *choice;
+    if (call->params.api == RIG_SERVE_API_CHAT) {
+        json_t *delta = json_pack("{s:s%}", "content", text, len);
+        if (!c->role_sent) json_object_set_new(delta, "role", json_string("assistant"));
+        choice = json_pack("{s:i, s:o, s:o, s:o}", "index", c->index, "delta", delta,
+                           "logprobs", rig__logprobs(call, c, c->logprobs_sent), "finish_reason",
+                           ends ? json_string(rig__finish_text(c)) : json_null());
+    } else {
+        choice = json_pack("{s:i, s:s%, s:o, s:o}", "index", c->index, "text", text, len,
+                           "logprobs", rig__logprobs(call, c, c->logprobs_sent), "finish_reason",
+                           ends ? json_string(rig__finish_text(c)) : json_null());
+    }
+    if (choice != NULL && ends && c->stop_matched >= 0)
+        json_object_set_new(choice, "matched_stop",
+                            json_string(call->params.sampling.stop[c->stop_matched]));
+    c->role_sent = true;
+    c->text_sent = c->text.len;
+    c->logprobs_sent = rig__logprobs_ready(call, c);
+    c->finish_sent = ends;
+    json_t *chunk = rig__envelope(call, call->params.api == RIG_SERVE_API_CHAT
+                                            ? "chat.completion.chunk"
+                                            : "text_completion");
+    json_object_set_new(chunk, "choices", json_pack("[o]", choice));
+    return chunk;
+}
+
+enum rig_status rig__response_stream(struct rig__call *call)
+{
+    enum rig_status st = RIG_OK;
+    for (int32_t i = 0; i < call->choice_count && st == RIG_OK; i++) {
+        struct rig__choice *c = &call->choices[i];
+        bool news = c->text.len > c->text_sent || (c->finished && !c->finish_sent);
+        if (!news) continue;
+        if (call->params.api != RIG_SERVE_API_GENERATE) {
+            st = rig__emit(rig__chunk(call, c), true, &call->out);
+            continue;
+        }
+        c->text_sent = c->text.len;
+        c->finish_sent = c->finished;
+        st = rig__emit(rig__generate_item(call, c), true, &call->out);
+    }
+    if (st != RIG_OK || call->stream_over || !rig__call_all_finished(call)) return st;
+    for (int32_t i = 0; i < call->choice_count; i++)
+        if (!call->choices[i].finish_sent) return RIG_OK;
+    if (call->params.include_usage) {
+        json_t *chunk = rig__envelope(call, call->params.api == RIG_SERVE_API_CHAT
+                                                ? "chat.completion.chunk"
+                                                : "text_completion");
+        json_object_set_new(chunk, "choices", json_array());
+        json_object_set_new(chunk, "usage", rig__usage(call));
+        st = rig__emit(chunk, true, &call->out);
+    }
+    if (st == RIG_OK) st = rig_serve_buffer_append(&call->out, "data: [DONE]\n\n", 14);
+    if (st == RIG_OK) call->stream_over = true;
+    return st;
+}
+
+static json_t *rig__full_choice(const struct rig__call *call, const struct rig__choice *c)
+{
+    const char *text = c->text.data != NULL ? c->text.data : "";
+    json_t *choice;
+    if (call->params.api == RIG_SERVE_API_CHAT)
+        choice = json_pack("{s:i, s:{s:s, s:s%}, s:o, s:s}", "index", c->index, "message",
+                           "role", "assistant", "content", text, c->text.len, "logprobs",
+                           rig__logprobs(call, c, 0), "finish_reason", rig__finish_text(c));
+    else
+        choice = json_pack("{s:i, s:s%, s:o, s:s}", "index", c->index, "text", text, c->text.len,
+                           "logprobs", rig__logprobs(call, c, 0), "finish_reason",
+                           rig__finish_text(c));
+    if (choice != NULL && c->stop_matched >= 0)
+        json_object_set_new(choice, "matched_stop",
+                            json_string(call->params.sampling.stop[c->stop_matched]));
+    return choice;
+}
+
+enum rig_status rig__response_full(struct rig__call *call, struct rig_serve_buffer *out)
+{
+    if (call->params.api == RIG_SERVE_API_GENERATE) {
+        if (call->choice_count == 1 && !call->params.batched)
+            return rig__emit(rig__generate_item(call, &call->choices[0]), false, out);
+        json_t *list = json_array();
+        for (int32_t i = 0; i < call->choice_count; i++)
+            json_array_append_new(list, rig__generate_item(call, &call->choices[i]));
+        return rig__emit(list, false, out);
+    }
+    json_t *body = rig__envelope(call, call->params.api == RIG_SERVE_API_CHAT
+                                           ? "chat.completion"
+                                           : "text_completion");
+    json_t *choices = json_array();
+    for (int32_t i = 0; i < call->choice_count; i++)
+        json_array_append_new(choices, rig__full_choice(call, &call->choices[i]));
+    json_object_set_new(body, "choices", choices);
+    json_object_set_new(body, "usage", rig__usage(call));
+    return rig__emit(body, false, out);
+}
