@@ -168,6 +168,9 @@ enum rig_status rig_engine_step(struct rig_engine *engine, bool *progress);
  * that can never be admitted — a bug, since such requests are rejected at submission). */
 enum rig_status rig_engine_run(struct rig_engine *engine, int64_t max_steps);
 bool rig_engine_idle(const struct rig_engine *engine);
+/* Why the engine failed, beyond the status its call returned: with TP, the group's failure
+ * naming the rank and the collective (a late, stalled or failed rank); "" otherwise. */
+const char *rig_engine_error(const struct rig_engine *engine);
 
 /* The invariant checker (DESIGN §6): pages free / cached / owned by exactly one request,
  * size accounting, ref counts equal to live handles, no locked node evicted, rows pointing

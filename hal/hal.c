@@ -392,6 +392,20 @@ void rig_hal_comm_destroy(struct rig_comm *comm)
     free(comm);
 }
 
+void rig_hal_comm_abort(struct rig_comm *comm, const char *reason)
+{
+    RIG_ASSERT(comm != NULL);
+    if (comm->size > 1 && comm->device->iface->comm_abort != NULL)
+        comm->device->iface->comm_abort(comm, reason != NULL ? reason : "aborted");
+}
+
+const char *rig_hal_comm_error(const struct rig_comm *comm)
+{
+    RIG_ASSERT(comm != NULL);
+    if (comm->size == 1 || comm->device->iface->comm_error == NULL) return "";
+    return comm->device->iface->comm_error(comm);
+}
+
 int32_t rig_hal_comm_rank(const struct rig_comm *comm)
 {
     RIG_ASSERT(comm != NULL);

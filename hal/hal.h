@@ -56,6 +56,10 @@ struct rig_device_config {
     bool timing_only;        /* simulator: skip the math, phantom buffers (DESIGN §4) */
     const char *profile;     /* simulator: device profile name ("h100") or YAML path */
     uint64_t seed;           /* simulator: seed of timing-only tokens */
+    int64_t collective_timeout_ms; /* a TP collective not done within this fails the group
+                                      with an error naming rank and collective (simulator:
+                                      virtual and wall clock; CUDA: the NCCL watchdog);
+                                      <= 0: the backend's default (10 minutes) */
 };
 
 struct rig_device_info {
@@ -136,6 +140,13 @@ int32_t rig_hal_graph_op_count(const struct rig_graph *graph);
 enum rig_status rig_hal_comm_create(struct rig_device **devices, int32_t count,
                                     struct rig_comm **comms);
 void rig_hal_comm_destroy(struct rig_comm *comm);
+/* Fails the whole group: every rank's pending and later collectives return an error instead
+ * of waiting (NCCL: ncclCommAbort). For a rank whose job failed, so the others never wait
+ * for it. `reason` names what happened. Any thread; (optional) a no-op where the backend
+ * cannot abort. */
+void rig_hal_comm_abort(struct rig_comm *comm, const char *reason);
+/* Why the group failed, naming the rank and the collective; "" while it has not. */
+const char *rig_hal_comm_error(const struct rig_comm *comm);
 int32_t rig_hal_comm_rank(const struct rig_comm *comm);
 int32_t rig_hal_comm_size(const struct rig_comm *comm);
 

@@ -67,7 +67,9 @@ static enum rig_status rig__open(const struct rig_device_config *config, int32_t
         fprintf(stderr, "rig: sim: %s\n", error);
         return status;
     }
-    struct rig_sim_world *world = rig_sim_world_create(count);
+    int64_t timeout_ms = config->collective_timeout_ms > 0 ? config->collective_timeout_ms
+                                                            : RIG_SIM_COLLECTIVE_TIMEOUT_MS_DEFAULT;
+    struct rig_sim_world *world = rig_sim_world_create(count, timeout_ms);
     if (world == NULL) return RIG_E_NO_MEMORY;
     for (int32_t i = 0; i < count && status == RIG_OK; i++)
         status = rig__device_init(&profile, config, i, world, devices[i]);
@@ -128,6 +130,8 @@ static const struct rig_backend_iface rig__sim_iface = {
     .graph_destroy = rig_sim_graph_destroy,
     .comm_create = rig_sim_comm_create,
     .comm_destroy = rig_sim_comm_destroy,
+    .comm_abort = rig_sim_comm_abort,
+    .comm_error = rig_sim_comm_error,
     .op = rig_sim_exec_op,
     .now_ns = rig_sim_now_ns,
     .host_work_ns = rig_sim_host_work_ns,
@@ -147,12 +151,36 @@ static bool rig__is_sim(const struct rig_device *device)
 enum rig_status rig_sim_set_faults(struct rig_device *device, const struct rig_sim_faults *faults)
 {
     if (!rig__is_sim(device)) return RIG_E_HANDLE;
-    if (faults == NULL || faults->stall_ns < 0) return RIG_E_INVALID;
+    if (faults == NULL || faults->stall_ns < 0 || faults->collective_delay_ns < 0 ||
+        faults->collective_at < 0 || faults->collective_fault < RIG_SIM_COLLECTIVE_NONE ||
+        faults->collective_fault > RIG_SIM_COLLECTIVE_FAIL)
+        return RIG_E_INVALID;
     struct rig_sim_device *sim_device = rig_sim_device_of(device);
     sim_device->faults = *faults;
     sim_device->allocs_since_faults = 0;
     sim_device->ops_since_faults = 0;
+    sim_device->collectives_since_faults = 0;
     return RIG_OK;
+}
+
+static const char *const rig__collective_fault_names[] = {"none", "late", "stall", "fail"};
+
+enum rig_status rig_sim_collective_fault_parse(const char *name,
+                                               enum rig_sim_collective_fault *out)
+{
+    if (name == NULL || out == NULL) return RIG_E_INVALID;
+    for (int32_t i = 0; i <= RIG_SIM_COLLECTIVE_FAIL; i++) {
+        if (strcmp(name, rig__collective_fault_names[i]) != 0) continue;
+        *out = (enum rig_sim_collective_fault)i;
+        return RIG_OK;
+    }
+    return RIG_E_NOT_FOUND;
+}
+
+const char *rig_sim_collective_fault_name(enum rig_sim_collective_fault fault)
+{
+    RIG_ASSERT(fault >= RIG_SIM_COLLECTIVE_NONE && fault <= RIG_SIM_COLLECTIVE_FAIL);
+    return rig__collective_fault_names[fault];
 }
 
 enum rig_status rig_sim_get_stats(struct rig_device *device, struct rig_sim_stats *out)

@@ -175,6 +175,7 @@ static enum rig_status rig__config(const struct rig_scenario *s, struct rig_engi
         c->device.profile = s->sim.profile[0] != '\0' ? s->sim.profile : NULL;
     }
     c->device.seed = s->seed;
+    c->device.collective_timeout_ms = (e->collective_timeout_ns + 999999) / 1000000;
     c->seed = s->seed;
     c->tp_size = e->tp_size;
     if (e->num_pages != RIG_SCENARIO_DEFAULT) c->num_pages = (int32_t)e->num_pages;
@@ -378,7 +379,9 @@ static enum rig_status rig__loop(struct rig__run *run, char *error, size_t error
         bool progress = false;
         status = rig_engine_step(run->engine, &progress);
         if (status < 0) {
-            snprintf(error, error_len, "engine step failed: %s", rig_status_message(status));
+            const char *why = rig_engine_error(run->engine);
+            snprintf(error, error_len, "engine step failed: %s%s%s", rig_status_message(status),
+                     why[0] ? ": " : "", why);
             return status;
         }
         if (every_step) rig__check(run);
@@ -459,6 +462,10 @@ enum rig_status rig_scenario_run(const struct rig_scenario *scenario,
         status = rig_engine_create(&config, &observer, &run.engine, error, error_len);
     if (status == RIG_OK) {
         rig__meta(scenario, &config, run.engine, results);
+        if (options->on_engine != NULL)
+            status = options->on_engine(options->user, run.engine, error, error_len);
+    }
+    if (status == RIG_OK) {
         /* Scenario time 0 is when the engine is ready (weights loaded, graphs captured). */
         run.origin_ns = rig_engine_now_ns(run.engine);
         status = rig__loop(&run, error, error_len);

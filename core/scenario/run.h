@@ -32,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/engine.h"
 #include "core/results/results.h"
 #include "core/scenario/scenario.h"
 
@@ -50,6 +51,10 @@ struct rig_run_options {
     int64_t progress_every;
     /* Invariant violation messages (may be NULL: dropped). */
     void (*violation)(void *user, const char *message);
+    /* (optional) Called once the engine is ready, before the first request: backend hooks
+     * such as the simulator's fault plan (sim.fault). An error stops the run. */
+    enum rig_status (*on_engine)(void *user, struct rig_engine *engine, char *error,
+                                 size_t error_len);
 };
 
 /* Runs `scenario` on its backend and fills `results` (initialised here; the caller frees it

@@ -4,6 +4,7 @@
  * plan). Every rank runs the same ops on the same metadata, so all ranks stay in step and
  * the collectives inside the forward meet. */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/sched/engine_impl.h"
@@ -249,9 +250,18 @@ enum rig_status rig__rank_capture(struct rig__rank *rank)
 
 static enum rig_status rig__rank_job(struct rig__rank *rank, int32_t kind, int32_t slot)
 {
-    if (kind == RIG__JOB_LAUNCH) return rig__rank_launch(rank, slot);
-    if (kind == RIG__JOB_CAPTURE) return rig__rank_capture(rank);
-    return RIG_OK;
+    enum rig_status status = RIG_OK;
+    if (kind == RIG__JOB_LAUNCH) status = rig__rank_launch(rank, slot);
+    if (kind == RIG__JOB_CAPTURE) status = rig__rank_capture(rank);
+    /* A rank that stops short of its collectives must not leave the others waiting in them
+     * (a hang, not an error); a no-op when the group failed first. */
+    if (status != RIG_OK && rank->comm != NULL) {
+        char reason[96];
+        snprintf(reason, sizeof reason, "its %s failed: %s",
+                 kind == RIG__JOB_LAUNCH ? "step" : "graph capture", rig_status_message(status));
+        rig_hal_comm_abort(rank->comm, reason);
+    }
+    return status;
 }
 
 static void *rig__worker(void *arg)
