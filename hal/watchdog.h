@@ -34,8 +34,8 @@ enum rig_status rig_watchdog_wait(const struct rig_watchdog_probe *probe, int64_
 
 /* One rank's view of its collectives, as its host issued them. */
 struct rig_watchdog_rank {
-    int64_t issued;         /* collectives issued so far */
-    const char *last_kind;  /* the last one's kind ("all_reduce"), "" when none */
+    int64_t issued;        /* collectives issued so far */
+    const char *last_kind; /* the last one's kind ("all_reduce"), "" when none */
 };
 
 /* Writes who the group waits for: "rank 2 has issued 129 collectives, rank 0 130 (its last:

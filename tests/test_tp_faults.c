@@ -21,9 +21,9 @@
 #include "tests/support/test_support.h"
 #include "tools/rig/commands.h"
 
-#define RIG__RANKS 4
-#define RIG__N 64        /* elements per all-reduce */
-#define RIG__ROUNDS 8    /* all-reduces per rank */
+#define RIG__RANKS  4
+#define RIG__N      64 /* elements per all-reduce */
+#define RIG__ROUNDS 8  /* all-reduces per rank */
 
 struct rig__rank {
     int32_t rank;
@@ -42,10 +42,11 @@ static void *rig__rank_main(void *arg)
     struct rig_buffer *buffer = NULL;
     k->status = rig_hal_stream_create(k->device, &stream);
     if (k->status == RIG_OK)
-        k->status = rig_hal_buffer_alloc(k->device, sizeof k->data, RIG_MEMORY_ACTIVATIONS,
-                                         &buffer);
+        k->status =
+            rig_hal_buffer_alloc(k->device, sizeof k->data, RIG_MEMORY_ACTIVATIONS, &buffer);
     for (int32_t round = 0; round < RIG__ROUNDS && k->status == RIG_OK; round++) {
-        for (int32_t i = 0; i < RIG__N; i++) k->data[i] = (float)(k->rank + 1);
+        for (int32_t i = 0; i < RIG__N; i++)
+            k->data[i] = (float)(k->rank + 1);
         k->status = rig_hal_buffer_upload(stream, buffer, 0, k->data, sizeof k->data);
         struct rig_op_all_reduce p = {
             rig_tensor_1d(rig_hal_buffer_ptr(buffer), RIG_DTYPE_F32, RIG__N), k->comm};
@@ -87,14 +88,16 @@ static int64_t rig__run_world(int32_t faulty, const struct rig_sim_faults *fault
         ranks[r] = (struct rig__rank){.rank = r, .device = devices[r], .comm = comms[r]};
         assert_int_equal(pthread_create(&threads[r], NULL, rig__rank_main, &ranks[r]), 0);
     }
-    for (int32_t r = 0; r < RIG__RANKS; r++) pthread_join(threads[r], NULL);
+    for (int32_t r = 0; r < RIG__RANKS; r++)
+        pthread_join(threads[r], NULL);
     int64_t took = rig__wall_ms() - start;
     snprintf(failure, failure_len, "%s", rig_hal_comm_error(comms[0]));
     for (int32_t r = 0; r < RIG__RANKS; r++) {
         assert_string_equal(rig_hal_comm_error(comms[r]), failure); /* one story for all */
         rig_hal_comm_destroy(comms[r]);
     }
-    for (int32_t r = 0; r < RIG__RANKS; r++) rig_hal_close(devices[r]);
+    for (int32_t r = 0; r < RIG__RANKS; r++)
+        rig_hal_close(devices[r]);
     return took;
 }
 
@@ -105,8 +108,10 @@ static void test_late_within_timeout_only_delays(void **state)
     char failure[256];
     rig__run_world(0, NULL, 1000, clean, failure, sizeof failure);
     assert_string_equal(failure, "");
-    struct rig_sim_faults f = {.fail_alloc_at = -1, .stall_op_at = -1,
-                               .collective_fault = RIG_SIM_COLLECTIVE_LATE, .collective_at = 3,
+    struct rig_sim_faults f = {.fail_alloc_at = -1,
+                               .stall_op_at = -1,
+                               .collective_fault = RIG_SIM_COLLECTIVE_LATE,
+                               .collective_at = 3,
                                .collective_delay_ns = 500000000}; /* 0.5 s < 1 s */
     rig__run_world(2, &f, 1000, late, failure, sizeof failure);
     assert_string_equal(failure, "");
@@ -125,8 +130,10 @@ static void test_late_beyond_timeout_names_rank(void **state)
     (void)state;
     struct rig__rank ranks[RIG__RANKS];
     char failure[256];
-    struct rig_sim_faults f = {.fail_alloc_at = -1, .stall_op_at = -1,
-                               .collective_fault = RIG_SIM_COLLECTIVE_LATE, .collective_at = 5,
+    struct rig_sim_faults f = {.fail_alloc_at = -1,
+                               .stall_op_at = -1,
+                               .collective_fault = RIG_SIM_COLLECTIVE_LATE,
+                               .collective_at = 5,
                                .collective_delay_ns = 3000000000}; /* 3 s > 1 s */
     rig__run_world(1, &f, 1000, ranks, failure, sizeof failure);
     assert_non_null(strstr(failure, "rank 1 arrived at collective #5 (all_reduce of 64 x f32)"));
@@ -142,8 +149,10 @@ static void test_stall_names_rank(void **state)
     (void)state;
     struct rig__rank ranks[RIG__RANKS];
     char failure[256];
-    struct rig_sim_faults f = {.fail_alloc_at = -1, .stall_op_at = -1,
-                               .collective_fault = RIG_SIM_COLLECTIVE_STALL, .collective_at = 0};
+    struct rig_sim_faults f = {.fail_alloc_at = -1,
+                               .stall_op_at = -1,
+                               .collective_fault = RIG_SIM_COLLECTIVE_STALL,
+                               .collective_at = 0};
     int64_t took = rig__run_world(3, &f, 60000, ranks, failure, sizeof failure);
     assert_string_equal(failure, "rank 3 never arrived at collective #0 (all_reduce of 64 x f32): "
                                  "the other ranks gave up after the collective timeout "
@@ -162,8 +171,10 @@ static void test_missing_rank_bounded_by_wall_clock(void **state)
     (void)state;
     struct rig__rank ranks[RIG__RANKS];
     char failure[256];
-    struct rig_sim_faults f = {.fail_alloc_at = -1, .stall_op_at = -1,
-                               .collective_fault = RIG_SIM_COLLECTIVE_FAIL, .collective_at = 4};
+    struct rig_sim_faults f = {.fail_alloc_at = -1,
+                               .stall_op_at = -1,
+                               .collective_fault = RIG_SIM_COLLECTIVE_FAIL,
+                               .collective_at = 4};
     int64_t took = rig__run_world(2, &f, 300, ranks, failure, sizeof failure);
     assert_string_equal(failure, "rank 2 did not reach collective #4 (all_reduce of 64 x f32) "
                                  "within the collective timeout (300 ms of wall-clock time)");
@@ -180,7 +191,8 @@ static void test_fault_plan_checked(void **state)
     (void)state;
     struct rig_device *device = NULL;
     rig_test_open_sim(1, true, &device);
-    struct rig_sim_faults f = {.fail_alloc_at = -1, .stall_op_at = -1,
+    struct rig_sim_faults f = {.fail_alloc_at = -1,
+                               .stall_op_at = -1,
                                .collective_fault = RIG_SIM_COLLECTIVE_LATE,
                                .collective_delay_ns = -1};
     assert_int_equal(rig_sim_set_faults(device, &f), RIG_E_INVALID);
@@ -221,15 +233,15 @@ static struct rig__outcome rig__scenario(const char *kind, int32_t rank, int64_t
     snprintf(sets[2], sizeof sets[2], "sim.fault.collective=%lld", (long long)collective);
     snprintf(sets[3], sizeof sets[3], "sim.fault.delay=%s", delay);
     snprintf(sets[4], sizeof sets[4], "workloads.0.count=24");
-    const char *set_list[6] = {sets[0], sets[1], sets[2], sets[3], sets[4],
-                               "engine.collective_timeout=2s"};
+    const char *set_list[6] = {sets[0], sets[1], sets[2],
+                               sets[3], sets[4], "engine.collective_timeout=2s"};
     struct rig_scenario scenario;
     char error[512];
     enum rig_status status = rig_scenario_load(RIG_SOURCE_DIR "/scenarios/qwen3-32b-tp4.yaml",
                                                set_list, 6, &scenario, error, sizeof error);
     if (status != RIG_OK) fail_msg("%s", error);
-    struct rig_run_options options = {.check = RIG_RUN_CHECK_END, .on_engine = rig__apply,
-                                      .user = &scenario};
+    struct rig_run_options options = {
+        .check = RIG_RUN_CHECK_END, .on_engine = rig__apply, .user = &scenario};
     struct rig_results results;
     struct rig__outcome out = {0};
     out.status = rig_scenario_run(&scenario, &options, &results, out.error, sizeof out.error);

@@ -14,8 +14,8 @@
 struct rig__fake {
     int64_t now_ns;
     int32_t polls;
-    int32_t done_after;     /* polls before done; -1 never */
-    enum rig_status error;  /* returned at done_after instead of RIG_OK when not RIG_OK */
+    int32_t done_after;    /* polls before done; -1 never */
+    enum rig_status error; /* returned at done_after instead of RIG_OK when not RIG_OK */
 };
 
 static enum rig_status rig__poll(void *ctx)
