@@ -1,8 +1,8 @@
 /* cuda_backend.h — the CUDA backend of the HAL (DESIGN §5): one GPU per TP rank.
  *
- * rig_cuda_backend() returns the backend table the executable registers (tools/rig/
- * backends.c). Everything else goes through the HAL (hal/hal.h): this header only adds what a
- * caller needs before opening a device.
+ * rig_cuda_backend() returns the backend table the registry registers (hal/backends.c). Everything
+ * else goes through the HAL (hal/hal.h): this header only adds what a caller needs before opening a
+ * device.
  *
  * Objects and their CUDA counterparts:
  *   device  a GPU ordinal (config->first_ordinal + rank); every entry point selects it with

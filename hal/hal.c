@@ -488,3 +488,44 @@ void rig_hal_host_wait_until_ns(struct rig_device *device, int64_t t_ns)
     struct timespec ts = {.tv_sec = wait / 1000000000, .tv_nsec = wait % 1000000000};
     nanosleep(&ts, NULL);
 }
+
+enum rig_status rig_hal_set_faults(struct rig_device *device, const struct rig_hal_faults *faults)
+{
+    if (device == NULL) return RIG_E_HANDLE;
+    if (faults == NULL || faults->stall_ns < 0) return RIG_E_INVALID;
+    if (device->iface->set_faults == NULL) return RIG_E_UNSUPPORTED;
+    return device->iface->set_faults(device, faults);
+}
+
+enum rig_status rig_hal_set_open_faults(const char *backend, const struct rig_hal_faults *faults)
+{
+    if (backend == NULL) return RIG_E_INVALID;
+    if (faults != NULL && faults->stall_ns < 0) return RIG_E_INVALID;
+    for (int32_t i = 0; i < rig__backend_count; i++) {
+        if (strcmp(rig__backends[i]->name, backend) != 0) continue;
+        if (rig__backends[i]->set_open_faults == NULL) return RIG_E_UNSUPPORTED;
+        rig__backends[i]->set_open_faults(faults);
+        return RIG_OK;
+    }
+    return RIG_E_NOT_FOUND;
+}
+
+static const char *const rig__collective_fault_names[] = {"none", "late", "stall", "fail"};
+
+enum rig_status rig_hal_collective_fault_parse(const char *name,
+                                               enum rig_hal_collective_fault *out)
+{
+    if (name == NULL || out == NULL) return RIG_E_INVALID;
+    for (int32_t i = 0; i <= RIG_HAL_COLLECTIVE_FAIL; i++) {
+        if (strcmp(name, rig__collective_fault_names[i]) != 0) continue;
+        *out = (enum rig_hal_collective_fault)i;
+        return RIG_OK;
+    }
+    return RIG_E_NOT_FOUND;
+}
+
+const char *rig_hal_collective_fault_name(enum rig_hal_collective_fault fault)
+{
+    RIG_ASSERT(fault >= RIG_HAL_COLLECTIVE_NONE && fault <= RIG_HAL_COLLECTIVE_FAIL);
+    return rig__collective_fault_names[fault];
+}

@@ -197,4 +197,37 @@ void rig_hal_host_work_ns(struct rig_device *device, int64_t ns);
  * real backend sleeps. For waiting on the next request arrival. */
 void rig_hal_host_wait_until_ns(struct rig_device *device, int64_t t_ns);
 
+/* --- faults --------------------------------------------------------------------------- */
+/* Deterministic fault injection, for tests and the swarm (core/harness/swarm/), which asks
+ * for faults through the HAL and never includes a backend. Counters start when set. */
+/* Faults a rank can inject into a collective (the TP group's all-reduce / all-gather). */
+enum rig_hal_collective_fault {
+    RIG_HAL_COLLECTIVE_NONE = 0,
+    RIG_HAL_COLLECTIVE_LATE = 1,  /* the rank arrives collective_delay_ns late */
+    RIG_HAL_COLLECTIVE_STALL = 2, /* the rank never arrives (a hung GPU) */
+    RIG_HAL_COLLECTIVE_FAIL = 3,  /* the rank's op fails (RIG_E_FAULT) before it arrives: the
+                                     others wait until the group is aborted or times out */
+};
+struct rig_hal_faults {
+    int64_t fail_alloc_at; /* the n-th buffer allocation from now (0 = next) fails with
+                              RIG_E_DEVICE_MEMORY; -1 = never */
+    int64_t stall_op_at;   /* the n-th op issued from now stalls its stream; -1 = never */
+    int64_t stall_ns;      /* how long that stall lasts on the device's clock */
+    enum rig_hal_collective_fault collective_fault; /* what happens at collective_at */
+    int64_t collective_at;       /* the n-th collective issued from now (0 = next) */
+    int64_t collective_delay_ns; /* LATE: how late, on the device's clock */
+};
+/* "none" / "late" / "stall" / "fail"; RIG_E_NOT_FOUND for another name. */
+enum rig_status rig_hal_collective_fault_parse(const char *name,
+                                               enum rig_hal_collective_fault *out);
+const char *rig_hal_collective_fault_name(enum rig_hal_collective_fault fault);
+/* Sets (replaces) the fault plan of `device`. RIG_E_UNSUPPORTED when its backend injects no
+ * faults (only the simulator does), RIG_E_INVALID for a negative stall. */
+enum rig_status rig_hal_set_faults(struct rig_device *device, const struct rig_hal_faults *faults);
+/* The fault plan every device of `backend` opened after this call starts with (NULL clears
+ * it), so a fault can hit the allocations made while an engine starts. RIG_E_NOT_FOUND for a
+ * backend not registered, RIG_E_UNSUPPORTED for one without faults. Process-wide and not
+ * thread-safe: call it between runs. */
+enum rig_status rig_hal_set_open_faults(const char *backend, const struct rig_hal_faults *faults);
+
 #endif /* RIG_HAL_H */

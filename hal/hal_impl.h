@@ -75,6 +75,12 @@ struct rig_backend_iface {
     int64_t (*now_ns)(struct rig_device *device);
     void (*host_work_ns)(struct rig_device *device, int64_t ns);
     void (*host_wait_until_ns)(struct rig_device *device, int64_t t_ns);
+
+    /* Faults. (optional) when NULL, rig_hal_set_faults / rig_hal_set_open_faults return
+     * RIG_E_UNSUPPORTED. `faults` is never NULL in set_faults; NULL in set_open_faults
+     * clears the plan. */
+    enum rig_status (*set_faults)(struct rig_device *device, const struct rig_hal_faults *faults);
+    void (*set_open_faults)(const struct rig_hal_faults *faults);
 };
 
 struct rig_device {

@@ -70,20 +70,14 @@ static enum rig_status rig__dim(const char *op, const char *arg, const struct ri
                      (long long)t->shape[d], (long long)expected);
 }
 
-#define RIG__TRY(expr)                                                                     \
-    do {                                                                                   \
-        enum rig_status rig__s = (expr);                                                   \
-        if (rig__s != RIG_OK) return rig__s;                                               \
-    } while (0)
-
 static enum rig_status rig__check_embedding(const struct rig_op_embedding *p)
 {
     const char *op = "embedding";
-    RIG__TRY(rig__tensor(op, "out", &p->out, 2, RIG_DTYPE_BF16));
-    RIG__TRY(rig__tensor(op, "table", &p->table, 2, RIG_DTYPE_BF16));
-    RIG__TRY(rig__tensor(op, "ids", &p->ids, 1, RIG_DTYPE_I32));
-    RIG__TRY(rig__dim(op, "ids", &p->ids, 0, p->out.shape[0]));
-    RIG__TRY(rig__dim(op, "table", &p->table, 1, p->out.shape[1]));
+    RIG_TRY(rig__tensor(op, "out", &p->out, 2, RIG_DTYPE_BF16));
+    RIG_TRY(rig__tensor(op, "table", &p->table, 2, RIG_DTYPE_BF16));
+    RIG_TRY(rig__tensor(op, "ids", &p->ids, 1, RIG_DTYPE_I32));
+    RIG_TRY(rig__dim(op, "ids", &p->ids, 0, p->out.shape[0]));
+    RIG_TRY(rig__dim(op, "table", &p->table, 1, p->out.shape[1]));
     if (p->vocab_start < 0) return rig__fail(RIG_E_RANGE, op, "vocab_start", "negative");
     return RIG_OK;
 }
@@ -91,8 +85,8 @@ static enum rig_status rig__check_embedding(const struct rig_op_embedding *p)
 static enum rig_status rig__check_norm_weight(const char *op, const struct rig_tensor *w,
                                               int64_t h, float eps)
 {
-    RIG__TRY(rig__tensor(op, "weight", w, 1, RIG_DTYPE_BF16));
-    RIG__TRY(rig__dim(op, "weight", w, 0, h));
+    RIG_TRY(rig__tensor(op, "weight", w, 1, RIG_DTYPE_BF16));
+    RIG_TRY(rig__dim(op, "weight", w, 0, h));
     if (!(eps > 0.0f)) return rig__fail(RIG_E_INVALID, op, "eps", "must be > 0");
     return RIG_OK;
 }
@@ -100,22 +94,22 @@ static enum rig_status rig__check_norm_weight(const char *op, const struct rig_t
 static enum rig_status rig__check_rms_norm(const struct rig_op_rms_norm *p)
 {
     const char *op = "rms_norm";
-    RIG__TRY(rig__tensor(op, "out", &p->out, 2, RIG_DTYPE_BF16));
-    RIG__TRY(rig__tensor(op, "in", &p->in, 2, RIG_DTYPE_BF16));
-    RIG__TRY(rig__dim(op, "in", &p->in, 0, p->out.shape[0]));
-    RIG__TRY(rig__dim(op, "in", &p->in, 1, p->out.shape[1]));
+    RIG_TRY(rig__tensor(op, "out", &p->out, 2, RIG_DTYPE_BF16));
+    RIG_TRY(rig__tensor(op, "in", &p->in, 2, RIG_DTYPE_BF16));
+    RIG_TRY(rig__dim(op, "in", &p->in, 0, p->out.shape[0]));
+    RIG_TRY(rig__dim(op, "in", &p->in, 1, p->out.shape[1]));
     return rig__check_norm_weight(op, &p->weight, p->out.shape[1], p->eps);
 }
 
 static enum rig_status rig__check_add_rms_norm(const struct rig_op_add_rms_norm *p)
 {
     const char *op = "add_rms_norm";
-    RIG__TRY(rig__tensor(op, "out", &p->out, 2, RIG_DTYPE_BF16));
-    RIG__TRY(rig__tensor(op, "residual", &p->residual, 2, RIG_DTYPE_BF16));
-    RIG__TRY(rig__tensor(op, "in", &p->in, 2, RIG_DTYPE_BF16));
+    RIG_TRY(rig__tensor(op, "out", &p->out, 2, RIG_DTYPE_BF16));
+    RIG_TRY(rig__tensor(op, "residual", &p->residual, 2, RIG_DTYPE_BF16));
+    RIG_TRY(rig__tensor(op, "in", &p->in, 2, RIG_DTYPE_BF16));
     for (int32_t d = 0; d < 2; d++) {
-        RIG__TRY(rig__dim(op, "in", &p->in, d, p->out.shape[d]));
-        RIG__TRY(rig__dim(op, "residual", &p->residual, d, p->out.shape[d]));
+        RIG_TRY(rig__dim(op, "in", &p->in, d, p->out.shape[d]));
+        RIG_TRY(rig__dim(op, "residual", &p->residual, d, p->out.shape[d]));
     }
     return rig__check_norm_weight(op, &p->weight, p->out.shape[1], p->eps);
 }
@@ -124,15 +118,15 @@ static enum rig_status rig__check_gemm(const struct rig_op_gemm *p)
 {
     const char *op = "gemm";
     enum rig_dtype out_dtype = p->out.dtype == RIG_DTYPE_F32 ? RIG_DTYPE_F32 : RIG_DTYPE_BF16;
-    RIG__TRY(rig__tensor(op, "out", &p->out, 2, out_dtype));
-    RIG__TRY(rig__tensor(op, "a", &p->a, 2, RIG_DTYPE_BF16));
-    RIG__TRY(rig__tensor(op, "b", &p->b, 2, RIG_DTYPE_BF16));
-    RIG__TRY(rig__dim(op, "a", &p->a, 0, p->out.shape[0]));
-    RIG__TRY(rig__dim(op, "b", &p->b, 0, p->out.shape[1]));
-    RIG__TRY(rig__dim(op, "b", &p->b, 1, p->a.shape[1]));
+    RIG_TRY(rig__tensor(op, "out", &p->out, 2, out_dtype));
+    RIG_TRY(rig__tensor(op, "a", &p->a, 2, RIG_DTYPE_BF16));
+    RIG_TRY(rig__tensor(op, "b", &p->b, 2, RIG_DTYPE_BF16));
+    RIG_TRY(rig__dim(op, "a", &p->a, 0, p->out.shape[0]));
+    RIG_TRY(rig__dim(op, "b", &p->b, 0, p->out.shape[1]));
+    RIG_TRY(rig__dim(op, "b", &p->b, 1, p->a.shape[1]));
     if (p->bias.data != NULL) {
-        RIG__TRY(rig__tensor(op, "bias", &p->bias, 1, RIG_DTYPE_BF16));
-        RIG__TRY(rig__dim(op, "bias", &p->bias, 0, p->out.shape[1]));
+        RIG_TRY(rig__tensor(op, "bias", &p->bias, 1, RIG_DTYPE_BF16));
+        RIG_TRY(rig__dim(op, "bias", &p->bias, 0, p->out.shape[1]));
     }
     return RIG_OK;
 }
@@ -140,7 +134,7 @@ static enum rig_status rig__check_gemm(const struct rig_op_gemm *p)
 static enum rig_status rig__check_head_rms_norm(const struct rig_op_head_rms_norm *p)
 {
     const char *op = "head_rms_norm";
-    RIG__TRY(rig__tensor(op, "x", &p->x, 3, RIG_DTYPE_BF16));
+    RIG_TRY(rig__tensor(op, "x", &p->x, 3, RIG_DTYPE_BF16));
     return rig__check_norm_weight(op, &p->weight, p->x.shape[2], p->eps);
 }
 
@@ -163,12 +157,12 @@ static enum rig_status rig__check_rope_params(const char *op, const struct rig_t
 static enum rig_status rig__check_rope(const struct rig_op_rope *p)
 {
     const char *op = "rope";
-    RIG__TRY(rig__tensor(op, "q", &p->q, 3, RIG_DTYPE_BF16));
-    RIG__TRY(rig__tensor(op, "k", &p->k, 3, RIG_DTYPE_BF16));
-    RIG__TRY(rig__tensor(op, "positions", &p->positions, 1, RIG_DTYPE_I32));
-    RIG__TRY(rig__dim(op, "k", &p->k, 0, p->q.shape[0]));
-    RIG__TRY(rig__dim(op, "k", &p->k, 2, p->q.shape[2]));
-    RIG__TRY(rig__dim(op, "positions", &p->positions, 0, p->q.shape[0]));
+    RIG_TRY(rig__tensor(op, "q", &p->q, 3, RIG_DTYPE_BF16));
+    RIG_TRY(rig__tensor(op, "k", &p->k, 3, RIG_DTYPE_BF16));
+    RIG_TRY(rig__tensor(op, "positions", &p->positions, 1, RIG_DTYPE_I32));
+    RIG_TRY(rig__dim(op, "k", &p->k, 0, p->q.shape[0]));
+    RIG_TRY(rig__dim(op, "k", &p->k, 2, p->q.shape[2]));
+    RIG_TRY(rig__dim(op, "positions", &p->positions, 0, p->q.shape[0]));
     return rig__check_rope_params(op, &p->q, &p->params);
 }
 
@@ -177,23 +171,23 @@ static enum rig_status rig__check_cache(const char *op, const struct rig_tensor 
                                         const struct rig_tensor *v_cache, int64_t heads_kv,
                                         int64_t head_dim)
 {
-    RIG__TRY(rig__tensor(op, "k_cache", k_cache, 3, RIG_DTYPE_BF16));
-    RIG__TRY(rig__tensor(op, "v_cache", v_cache, 3, RIG_DTYPE_BF16));
+    RIG_TRY(rig__tensor(op, "k_cache", k_cache, 3, RIG_DTYPE_BF16));
+    RIG_TRY(rig__tensor(op, "v_cache", v_cache, 3, RIG_DTYPE_BF16));
     for (int32_t d = 0; d < 3; d++)
-        RIG__TRY(rig__dim(op, "v_cache", v_cache, d, k_cache->shape[d]));
-    RIG__TRY(rig__dim(op, "k_cache", k_cache, 1, heads_kv));
-    RIG__TRY(rig__dim(op, "k_cache", k_cache, 2, head_dim));
+        RIG_TRY(rig__dim(op, "v_cache", v_cache, d, k_cache->shape[d]));
+    RIG_TRY(rig__dim(op, "k_cache", k_cache, 1, heads_kv));
+    RIG_TRY(rig__dim(op, "k_cache", k_cache, 2, head_dim));
     return RIG_OK;
 }
 
 static enum rig_status rig__check_store_kv(const struct rig_op_store_kv *p)
 {
     const char *op = "store_kv";
-    RIG__TRY(rig__tensor(op, "k", &p->k, 3, RIG_DTYPE_BF16));
-    RIG__TRY(rig__tensor(op, "v", &p->v, 3, RIG_DTYPE_BF16));
-    RIG__TRY(rig__tensor(op, "out_loc", &p->out_loc, 1, RIG_DTYPE_I32));
-    for (int32_t d = 0; d < 3; d++) RIG__TRY(rig__dim(op, "v", &p->v, d, p->k.shape[d]));
-    RIG__TRY(rig__dim(op, "out_loc", &p->out_loc, 0, p->k.shape[0]));
+    RIG_TRY(rig__tensor(op, "k", &p->k, 3, RIG_DTYPE_BF16));
+    RIG_TRY(rig__tensor(op, "v", &p->v, 3, RIG_DTYPE_BF16));
+    RIG_TRY(rig__tensor(op, "out_loc", &p->out_loc, 1, RIG_DTYPE_I32));
+    for (int32_t d = 0; d < 3; d++) RIG_TRY(rig__dim(op, "v", &p->v, d, p->k.shape[d]));
+    RIG_TRY(rig__dim(op, "out_loc", &p->out_loc, 0, p->k.shape[0]));
     return rig__check_cache(op, &p->k_cache, &p->v_cache, p->k.shape[1], p->k.shape[2]);
 }
 
@@ -201,28 +195,28 @@ static enum rig_status rig__check_store_kv(const struct rig_op_store_kv *p)
 static enum rig_status rig__check_qk_norm_rope_store(const struct rig_op_qk_norm_rope_store *p)
 {
     const char *op = "qk_norm_rope_store";
-    RIG__TRY(rig__tensor(op, "q", &p->q, 3, RIG_DTYPE_BF16));
-    RIG__TRY(rig__tensor(op, "k", &p->k, 3, RIG_DTYPE_BF16));
-    RIG__TRY(rig__tensor(op, "v", &p->v, 3, RIG_DTYPE_BF16));
-    RIG__TRY(rig__dim(op, "k", &p->k, 0, p->q.shape[0]));
-    RIG__TRY(rig__dim(op, "k", &p->k, 2, p->q.shape[2]));
+    RIG_TRY(rig__tensor(op, "q", &p->q, 3, RIG_DTYPE_BF16));
+    RIG_TRY(rig__tensor(op, "k", &p->k, 3, RIG_DTYPE_BF16));
+    RIG_TRY(rig__tensor(op, "v", &p->v, 3, RIG_DTYPE_BF16));
+    RIG_TRY(rig__dim(op, "k", &p->k, 0, p->q.shape[0]));
+    RIG_TRY(rig__dim(op, "k", &p->k, 2, p->q.shape[2]));
     for (int32_t d = 0; d < 3; d++)
-        RIG__TRY(rig__dim(op, "v", &p->v, d, p->k.shape[d]));
+        RIG_TRY(rig__dim(op, "v", &p->v, d, p->k.shape[d]));
     if (p->k.shape[1] <= 0 || p->q.shape[1] % p->k.shape[1] != 0)
         return rig__fail(RIG_E_SHAPE, op, "q", "%lld query heads not a multiple of %lld KV heads",
                          (long long)p->q.shape[1], (long long)p->k.shape[1]);
-    RIG__TRY(rig__check_cache(op, &p->k_cache, &p->v_cache, p->k.shape[1], p->k.shape[2]));
-    RIG__TRY(rig__tensor(op, "positions", &p->positions, 1, RIG_DTYPE_I32));
-    RIG__TRY(rig__tensor(op, "out_loc", &p->out_loc, 1, RIG_DTYPE_I32));
-    RIG__TRY(rig__dim(op, "positions", &p->positions, 0, p->q.shape[0]));
-    RIG__TRY(rig__dim(op, "out_loc", &p->out_loc, 0, p->q.shape[0]));
+    RIG_TRY(rig__check_cache(op, &p->k_cache, &p->v_cache, p->k.shape[1], p->k.shape[2]));
+    RIG_TRY(rig__tensor(op, "positions", &p->positions, 1, RIG_DTYPE_I32));
+    RIG_TRY(rig__tensor(op, "out_loc", &p->out_loc, 1, RIG_DTYPE_I32));
+    RIG_TRY(rig__dim(op, "positions", &p->positions, 0, p->q.shape[0]));
+    RIG_TRY(rig__dim(op, "out_loc", &p->out_loc, 0, p->q.shape[0]));
     if ((p->q_norm.data == NULL) != (p->k_norm.data == NULL))
         return rig__fail(RIG_E_INVALID, op, "q_norm/k_norm", "both present or both absent");
     if (p->q_norm.data != NULL) {
-        RIG__TRY(rig__tensor(op, "q_norm", &p->q_norm, 1, RIG_DTYPE_BF16));
-        RIG__TRY(rig__tensor(op, "k_norm", &p->k_norm, 1, RIG_DTYPE_BF16));
-        RIG__TRY(rig__dim(op, "q_norm", &p->q_norm, 0, p->q.shape[2]));
-        RIG__TRY(rig__dim(op, "k_norm", &p->k_norm, 0, p->q.shape[2]));
+        RIG_TRY(rig__tensor(op, "q_norm", &p->q_norm, 1, RIG_DTYPE_BF16));
+        RIG_TRY(rig__tensor(op, "k_norm", &p->k_norm, 1, RIG_DTYPE_BF16));
+        RIG_TRY(rig__dim(op, "q_norm", &p->q_norm, 0, p->q.shape[2]));
+        RIG_TRY(rig__dim(op, "k_norm", &p->k_norm, 0, p->q.shape[2]));
         if (!(p->eps > 0.0f)) return rig__fail(RIG_E_INVALID, op, "eps", "must be > 0");
     }
     return rig__check_rope_params(op, &p->q, &p->params);
@@ -237,19 +231,19 @@ static enum rig_status rig__check_attention(const char *op, const struct rig_ten
                                             const struct rig_tensor *table_idx,
                                             const struct rig_tensor *kv_len, float scale)
 {
-    RIG__TRY(rig__tensor(op, "out", out, 3, RIG_DTYPE_BF16));
-    RIG__TRY(rig__tensor(op, "q", q, 3, RIG_DTYPE_BF16));
-    for (int32_t d = 0; d < 3; d++) RIG__TRY(rig__dim(op, "out", out, d, q->shape[d]));
-    RIG__TRY(rig__tensor(op, "k_cache", k_cache, 3, RIG_DTYPE_BF16));
+    RIG_TRY(rig__tensor(op, "out", out, 3, RIG_DTYPE_BF16));
+    RIG_TRY(rig__tensor(op, "q", q, 3, RIG_DTYPE_BF16));
+    for (int32_t d = 0; d < 3; d++) RIG_TRY(rig__dim(op, "out", out, d, q->shape[d]));
+    RIG_TRY(rig__tensor(op, "k_cache", k_cache, 3, RIG_DTYPE_BF16));
     int64_t heads_kv = k_cache->shape[1];
     if (heads_kv <= 0 || q->shape[1] % heads_kv != 0)
         return rig__fail(RIG_E_SHAPE, op, "q", "%lld query heads not a multiple of %lld KV heads",
                          (long long)q->shape[1], (long long)heads_kv);
-    RIG__TRY(rig__check_cache(op, k_cache, v_cache, heads_kv, q->shape[2]));
-    RIG__TRY(rig__tensor(op, "page_table", page_table, 2, RIG_DTYPE_I32));
-    RIG__TRY(rig__tensor(op, "table_idx", table_idx, 1, RIG_DTYPE_I32));
-    RIG__TRY(rig__tensor(op, "kv_len", kv_len, 1, RIG_DTYPE_I32));
-    RIG__TRY(rig__dim(op, "kv_len", kv_len, 0, table_idx->shape[0]));
+    RIG_TRY(rig__check_cache(op, k_cache, v_cache, heads_kv, q->shape[2]));
+    RIG_TRY(rig__tensor(op, "page_table", page_table, 2, RIG_DTYPE_I32));
+    RIG_TRY(rig__tensor(op, "table_idx", table_idx, 1, RIG_DTYPE_I32));
+    RIG_TRY(rig__tensor(op, "kv_len", kv_len, 1, RIG_DTYPE_I32));
+    RIG_TRY(rig__dim(op, "kv_len", kv_len, 0, table_idx->shape[0]));
     if (!(scale > 0.0f)) return rig__fail(RIG_E_INVALID, op, "scale", "must be > 0");
     return RIG_OK;
 }
@@ -257,29 +251,29 @@ static enum rig_status rig__check_attention(const char *op, const struct rig_ten
 static enum rig_status rig__check_attention_prefill(const struct rig_op_attention_prefill *p)
 {
     const char *op = "attention_prefill";
-    RIG__TRY(rig__check_attention(op, &p->out, &p->q, &p->k_cache, &p->v_cache, &p->page_table,
+    RIG_TRY(rig__check_attention(op, &p->out, &p->q, &p->k_cache, &p->v_cache, &p->page_table,
                                   &p->table_idx, &p->kv_len, p->scale));
-    RIG__TRY(rig__tensor(op, "cu_q", &p->cu_q, 1, RIG_DTYPE_I32));
-    RIG__TRY(rig__dim(op, "cu_q", &p->cu_q, 0, p->table_idx.shape[0] + 1));
+    RIG_TRY(rig__tensor(op, "cu_q", &p->cu_q, 1, RIG_DTYPE_I32));
+    RIG_TRY(rig__dim(op, "cu_q", &p->cu_q, 0, p->table_idx.shape[0] + 1));
     return RIG_OK;
 }
 
 static enum rig_status rig__check_attention_decode(const struct rig_op_attention_decode *p)
 {
     const char *op = "attention_decode";
-    RIG__TRY(rig__check_attention(op, &p->out, &p->q, &p->k_cache, &p->v_cache, &p->page_table,
+    RIG_TRY(rig__check_attention(op, &p->out, &p->q, &p->k_cache, &p->v_cache, &p->page_table,
                                   &p->table_idx, &p->kv_len, p->scale));
-    RIG__TRY(rig__dim(op, "table_idx", &p->table_idx, 0, p->q.shape[0]));
+    RIG_TRY(rig__dim(op, "table_idx", &p->table_idx, 0, p->q.shape[0]));
     return RIG_OK;
 }
 
 static enum rig_status rig__check_silu_mul(const struct rig_op_silu_mul *p)
 {
     const char *op = "silu_mul";
-    RIG__TRY(rig__tensor(op, "out", &p->out, 2, RIG_DTYPE_BF16));
-    RIG__TRY(rig__tensor(op, "in", &p->in, 2, RIG_DTYPE_BF16));
-    RIG__TRY(rig__dim(op, "in", &p->in, 0, p->out.shape[0]));
-    RIG__TRY(rig__dim(op, "in", &p->in, 1, 2 * p->out.shape[1]));
+    RIG_TRY(rig__tensor(op, "out", &p->out, 2, RIG_DTYPE_BF16));
+    RIG_TRY(rig__tensor(op, "in", &p->in, 2, RIG_DTYPE_BF16));
+    RIG_TRY(rig__dim(op, "in", &p->in, 0, p->out.shape[0]));
+    RIG_TRY(rig__dim(op, "in", &p->in, 1, 2 * p->out.shape[1]));
     return RIG_OK;
 }
 
@@ -288,11 +282,11 @@ static enum rig_status rig__check_gather_rows(const struct rig_op_gather_rows *p
     const char *op = "gather_rows";
     if (p->in.dtype != RIG_DTYPE_BF16 && p->in.dtype != RIG_DTYPE_F32)
         return rig__fail(RIG_E_DTYPE, op, "in", "must be bf16 or f32");
-    RIG__TRY(rig__tensor(op, "in", &p->in, 2, p->in.dtype));
-    RIG__TRY(rig__tensor(op, "out", &p->out, 2, p->in.dtype));
-    RIG__TRY(rig__tensor(op, "idx", &p->idx, 1, RIG_DTYPE_I32));
-    RIG__TRY(rig__dim(op, "idx", &p->idx, 0, p->out.shape[0]));
-    RIG__TRY(rig__dim(op, "out", &p->out, 1, p->in.shape[1]));
+    RIG_TRY(rig__tensor(op, "in", &p->in, 2, p->in.dtype));
+    RIG_TRY(rig__tensor(op, "out", &p->out, 2, p->in.dtype));
+    RIG_TRY(rig__tensor(op, "idx", &p->idx, 1, RIG_DTYPE_I32));
+    RIG_TRY(rig__dim(op, "idx", &p->idx, 0, p->out.shape[0]));
+    RIG_TRY(rig__dim(op, "out", &p->out, 1, p->in.shape[1]));
     return RIG_OK;
 }
 
@@ -302,31 +296,31 @@ static enum rig_status rig__check_index(const char *op, const char *flat_name,
                                         const struct rig_tensor *values,
                                         const struct rig_tensor *idx)
 {
-    RIG__TRY(rig__tensor(op, flat_name, flat, 1, RIG_DTYPE_I32));
-    RIG__TRY(rig__tensor(op, values_name, values, 1, RIG_DTYPE_I32));
-    RIG__TRY(rig__tensor(op, "idx", idx, 1, RIG_DTYPE_I32));
-    RIG__TRY(rig__dim(op, "idx", idx, 0, values->shape[0]));
+    RIG_TRY(rig__tensor(op, flat_name, flat, 1, RIG_DTYPE_I32));
+    RIG_TRY(rig__tensor(op, values_name, values, 1, RIG_DTYPE_I32));
+    RIG_TRY(rig__tensor(op, "idx", idx, 1, RIG_DTYPE_I32));
+    RIG_TRY(rig__dim(op, "idx", idx, 0, values->shape[0]));
     return RIG_OK;
 }
 
 static enum rig_status rig__check_sample(const struct rig_op_sample *p)
 {
     const char *op = "sample";
-    RIG__TRY(rig__tensor(op, "logits", &p->logits, 2, RIG_DTYPE_F32));
+    RIG_TRY(rig__tensor(op, "logits", &p->logits, 2, RIG_DTYPE_F32));
     int64_t rows = p->logits.shape[0];
     if (p->logits.shape[1] < 1) return rig__fail(RIG_E_SHAPE, op, "logits", "empty vocabulary");
-    RIG__TRY(rig__tensor(op, "tokens", &p->tokens, 1, RIG_DTYPE_I32));
-    RIG__TRY(rig__tensor(op, "temperature", &p->temperature, 1, RIG_DTYPE_F32));
-    RIG__TRY(rig__tensor(op, "top_k", &p->top_k, 1, RIG_DTYPE_I32));
-    RIG__TRY(rig__tensor(op, "top_p", &p->top_p, 1, RIG_DTYPE_F32));
-    RIG__TRY(rig__tensor(op, "seed", &p->seed, 1, RIG_DTYPE_I64));
-    RIG__TRY(rig__tensor(op, "position", &p->position, 1, RIG_DTYPE_I32));
-    RIG__TRY(rig__dim(op, "tokens", &p->tokens, 0, rows));
-    RIG__TRY(rig__dim(op, "temperature", &p->temperature, 0, rows));
-    RIG__TRY(rig__dim(op, "top_k", &p->top_k, 0, rows));
-    RIG__TRY(rig__dim(op, "top_p", &p->top_p, 0, rows));
-    RIG__TRY(rig__dim(op, "seed", &p->seed, 0, rows));
-    RIG__TRY(rig__dim(op, "position", &p->position, 0, rows));
+    RIG_TRY(rig__tensor(op, "tokens", &p->tokens, 1, RIG_DTYPE_I32));
+    RIG_TRY(rig__tensor(op, "temperature", &p->temperature, 1, RIG_DTYPE_F32));
+    RIG_TRY(rig__tensor(op, "top_k", &p->top_k, 1, RIG_DTYPE_I32));
+    RIG_TRY(rig__tensor(op, "top_p", &p->top_p, 1, RIG_DTYPE_F32));
+    RIG_TRY(rig__tensor(op, "seed", &p->seed, 1, RIG_DTYPE_I64));
+    RIG_TRY(rig__tensor(op, "position", &p->position, 1, RIG_DTYPE_I32));
+    RIG_TRY(rig__dim(op, "tokens", &p->tokens, 0, rows));
+    RIG_TRY(rig__dim(op, "temperature", &p->temperature, 0, rows));
+    RIG_TRY(rig__dim(op, "top_k", &p->top_k, 0, rows));
+    RIG_TRY(rig__dim(op, "top_p", &p->top_p, 0, rows));
+    RIG_TRY(rig__dim(op, "seed", &p->seed, 0, rows));
+    RIG_TRY(rig__dim(op, "position", &p->position, 0, rows));
     return RIG_OK;
 }
 
@@ -338,7 +332,7 @@ static enum rig_status rig__check_copy(const struct rig_op_copy *p)
     if (p->in.ndim != p->out.ndim || p->in.ndim < 1 || p->in.ndim > RIG_TENSOR_DIMS_MAX)
         return rig__fail(RIG_E_SHAPE, op, "in", "rank differs from out");
     for (int32_t d = 0; d < p->in.ndim; d++)
-        RIG__TRY(rig__dim(op, "in", &p->in, d, p->out.shape[d]));
+        RIG_TRY(rig__dim(op, "in", &p->in, d, p->out.shape[d]));
     bool float_pair = (p->in.dtype == RIG_DTYPE_BF16 || p->in.dtype == RIG_DTYPE_F32) &&
                       (p->out.dtype == RIG_DTYPE_BF16 || p->out.dtype == RIG_DTYPE_F32);
     if (p->in.dtype != p->out.dtype && !float_pair)
@@ -361,14 +355,14 @@ static enum rig_status rig__check_all_gather(const struct rig_op_all_gather *p)
 {
     const char *op = "all_gather";
     if (p->comm == NULL) return rig__fail(RIG_E_HANDLE, op, "comm", "missing");
-    RIG__TRY(rig__check_collective_dtype(op, "in", &p->in));
-    RIG__TRY(rig__check_collective_dtype(op, "out", &p->out));
+    RIG_TRY(rig__check_collective_dtype(op, "in", &p->in));
+    RIG_TRY(rig__check_collective_dtype(op, "out", &p->out));
     if (p->out.dtype != p->in.dtype) return rig__fail(RIG_E_DTYPE, op, "out", "dtype differs");
     if (p->out.ndim != p->in.ndim + 1)
         return rig__fail(RIG_E_SHAPE, op, "out", "must be [ranks, ...in shape]");
-    RIG__TRY(rig__dim(op, "out", &p->out, 0, p->comm->size));
+    RIG_TRY(rig__dim(op, "out", &p->out, 0, p->comm->size));
     for (int32_t d = 0; d < p->in.ndim; d++)
-        RIG__TRY(rig__dim(op, "out", &p->out, d + 1, p->in.shape[d]));
+        RIG_TRY(rig__dim(op, "out", &p->out, d + 1, p->in.shape[d]));
     return RIG_OK;
 }
 

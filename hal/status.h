@@ -5,6 +5,12 @@
  * its name and message, as libuv does. RIG_VERIFY guards O(n) checks (walking the radix
  * tree, recounting pages): on in debug and test builds (RIG_VERIFY_ENABLED), off in release.
  *
+ * The error convention (docs/architecture.md, "Errors"): a function that can fail returns an
+ * `enum rig_status`, RIG_OK or negative, and leaves its state unchanged on error; where the
+ * caller needs to know why, it also takes `char *error, size_t error_len` and writes one line
+ * there (engine creation, the driver, model and scenario loading). RIG_TRY propagates a
+ * failed status from a sequence of calls.
+ *
  * Thread safety: everything here is reentrant; rig_status_name/message return static strings.
  */
 #ifndef RIG_STATUS_H
@@ -73,6 +79,14 @@ const char *rig_status_message(enum rig_status status);
 
 /* Prints "rig: assertion failed at file:line: cond (msg)" to stderr and aborts. */
 RIG_NORETURN void rig__assert_fail(const char *cond, const char *file, int line, const char *msg);
+
+/* Returns the status of `expr` from the enclosing function when it is not RIG_OK: for a
+ * sequence of calls that each may fail and leave nothing to undo. */
+#define RIG_TRY(expr)                                                                      \
+    do {                                                                                   \
+        enum rig_status rig__try = (expr);                                                 \
+        if (rig__try != RIG_OK) return rig__try;                                           \
+    } while (0)
 
 #define RIG_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

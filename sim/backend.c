@@ -107,6 +107,28 @@ static void rig__buffer_free(struct rig_device *device, void *data, void *contex
     rig_sim_memory_free(&rig_sim_device_of(device)->memory, data, context);
 }
 
+static struct rig_sim_faults rig__faults_of(const struct rig_hal_faults *faults)
+{
+    return (struct rig_sim_faults){faults->fail_alloc_at,         faults->stall_op_at,
+                                   faults->stall_ns,              faults->collective_fault,
+                                   faults->collective_at,         faults->collective_delay_ns};
+}
+
+/* The HAL's fault slots: the same plans as rig_sim_set_faults / rig_sim_set_open_faults. */
+static enum rig_status rig__set_faults(struct rig_device *device,
+                                       const struct rig_hal_faults *faults)
+{
+    struct rig_sim_faults plan = rig__faults_of(faults);
+    return rig_sim_set_faults(device, &plan);
+}
+
+static void rig__set_open_faults(const struct rig_hal_faults *faults)
+{
+    struct rig_sim_faults plan = faults != NULL ? rig__faults_of(faults)
+                                                : (struct rig_sim_faults){.fail_alloc_at = -1, .stall_op_at = -1};
+    rig_sim_set_open_faults(&plan);
+}
+
 static const struct rig_backend_iface rig__sim_iface = {
     .name = "sim",
     .open = rig__open,
@@ -136,6 +158,8 @@ static const struct rig_backend_iface rig__sim_iface = {
     .now_ns = rig_sim_now_ns,
     .host_work_ns = rig_sim_host_work_ns,
     .host_wait_until_ns = rig_sim_host_wait_until_ns,
+    .set_faults = rig__set_faults,
+    .set_open_faults = rig__set_open_faults,
 };
 
 const struct rig_backend_iface *rig_sim_backend(void)
@@ -152,8 +176,8 @@ enum rig_status rig_sim_set_faults(struct rig_device *device, const struct rig_s
 {
     if (!rig__is_sim(device)) return RIG_E_HANDLE;
     if (faults == NULL || faults->stall_ns < 0 || faults->collective_delay_ns < 0 ||
-        faults->collective_at < 0 || faults->collective_fault < RIG_SIM_COLLECTIVE_NONE ||
-        faults->collective_fault > RIG_SIM_COLLECTIVE_FAIL)
+        faults->collective_at < 0 || faults->collective_fault < RIG_HAL_COLLECTIVE_NONE ||
+        faults->collective_fault > RIG_HAL_COLLECTIVE_FAIL)
         return RIG_E_INVALID;
     struct rig_sim_device *sim_device = rig_sim_device_of(device);
     sim_device->faults = *faults;
@@ -163,25 +187,7 @@ enum rig_status rig_sim_set_faults(struct rig_device *device, const struct rig_s
     return RIG_OK;
 }
 
-static const char *const rig__collective_fault_names[] = {"none", "late", "stall", "fail"};
 
-enum rig_status rig_sim_collective_fault_parse(const char *name,
-                                               enum rig_sim_collective_fault *out)
-{
-    if (name == NULL || out == NULL) return RIG_E_INVALID;
-    for (int32_t i = 0; i <= RIG_SIM_COLLECTIVE_FAIL; i++) {
-        if (strcmp(name, rig__collective_fault_names[i]) != 0) continue;
-        *out = (enum rig_sim_collective_fault)i;
-        return RIG_OK;
-    }
-    return RIG_E_NOT_FOUND;
-}
-
-const char *rig_sim_collective_fault_name(enum rig_sim_collective_fault fault)
-{
-    RIG_ASSERT(fault >= RIG_SIM_COLLECTIVE_NONE && fault <= RIG_SIM_COLLECTIVE_FAIL);
-    return rig__collective_fault_names[fault];
-}
 
 enum rig_status rig_sim_get_stats(struct rig_device *device, struct rig_sim_stats *out)
 {

@@ -74,11 +74,11 @@ static enum rig_status rig__collective_fault(struct rig_sim_device *device, int6
 {
     int64_t index = device->collectives_since_faults++;
     const struct rig_sim_faults *f = &device->faults;
-    if (f->collective_fault == RIG_SIM_COLLECTIVE_NONE || index != f->collective_at)
+    if (f->collective_fault == RIG_HAL_COLLECTIVE_NONE || index != f->collective_at)
         return RIG_OK;
-    if (f->collective_fault == RIG_SIM_COLLECTIVE_LATE) *start += f->collective_delay_ns;
-    if (f->collective_fault == RIG_SIM_COLLECTIVE_STALL) *start = RIG_SIM_NEVER;
-    return f->collective_fault == RIG_SIM_COLLECTIVE_FAIL ? RIG_E_FAULT : RIG_OK;
+    if (f->collective_fault == RIG_HAL_COLLECTIVE_LATE) *start += f->collective_delay_ns;
+    if (f->collective_fault == RIG_HAL_COLLECTIVE_STALL) *start = RIG_SIM_NEVER;
+    return f->collective_fault == RIG_HAL_COLLECTIVE_FAIL ? RIG_E_FAULT : RIG_OK;
 }
 
 static enum rig_status rig__collective(struct rig_sim_device *device, const struct rig_op *op,

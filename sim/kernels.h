@@ -34,10 +34,6 @@ void rig_sim_op_copy(const struct rig_op_copy *p);
  * Reads only the metadata tensors (seed, position) and writes tokens. */
 void rig_sim_op_sample_timing_only(const struct rig_op_sample *p);
 
-/* The inverse frequency of rotary pair i (0 <= i < head_dim/2) under `params`, in fp32:
- * theta^(-2i/D), with llama3 scaling applied. Shared with tests and the CUDA backend docs. */
-float rig_sim_rope_inv_freq(const struct rig_rope_params *params, int32_t i, int32_t head_dim);
-
 /* Runs any non-collective op through the functions above. RIG_E_UNSUPPORTED for
  * ALL_REDUCE / ALL_GATHER, which need the TP world (sim/comm.c). */
 enum rig_status rig_sim_op_run(const struct rig_op *op);

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <utf8proc.h>
 
-#include "core/embedded.h"
+#include "hal/embedded.h"
 
 enum rig__key_kind {
     RIG__KEY_NAME,     /* string */

@@ -3,7 +3,7 @@
  *
  * Profiles are YAML files (sim/profiles/<name>.yaml), one flat mapping of the keys in
  * docs/simulator.md, every key required, unknown keys rejected. The built-in ones are
- * embedded in the binary (core/embedded.h), so `profile: h100` needs no data directory; a
+ * embedded in the binary (hal/embedded.h), so `profile: h100` needs no data directory; a
  * value containing '/' or ending in ".yaml" is read from that path instead.
  *
  * Errors name the file, the line and column (1-based) and the key, e.g.

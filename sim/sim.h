@@ -22,15 +22,6 @@
 /* The simulator's backend table, for rig_hal_register. Can't fail. */
 const struct rig_backend_iface *rig_sim_backend(void);
 
-/* Faults a rank can inject into a collective (the TP group's all-reduce / all-gather). */
-enum rig_sim_collective_fault {
-    RIG_SIM_COLLECTIVE_NONE = 0,
-    RIG_SIM_COLLECTIVE_LATE = 1,  /* the rank arrives collective_delay_ns late (virtual) */
-    RIG_SIM_COLLECTIVE_STALL = 2, /* the rank never arrives on the virtual clock (a hung GPU) */
-    RIG_SIM_COLLECTIVE_FAIL = 3,  /* the rank's op fails (RIG_E_FAULT) before it arrives: the
-                                     others wait until the group is aborted or times out */
-};
-
 /* Deterministic fault injection on one simulated device. Counters start when set; a zeroed
  * struct with the two -1s below injects nothing. */
 struct rig_sim_faults {
@@ -38,15 +29,11 @@ struct rig_sim_faults {
                                 RIG_E_DEVICE_MEMORY; -1 = never */
     int64_t stall_op_at;     /* the n-th op issued from now stalls its stream; -1 = never */
     int64_t stall_ns;        /* how long that stall lasts on the virtual clock */
-    enum rig_sim_collective_fault collective_fault; /* what happens at collective_at */
+    enum rig_hal_collective_fault collective_fault; /* what happens at collective_at */
     int64_t collective_at;   /* the n-th collective issued from now (0 = next) */
     int64_t collective_delay_ns; /* LATE: how late, on the virtual clock */
 };
 
-/* "none" / "late" / "stall" / "fail"; RIG_E_NOT_FOUND for another name. */
-enum rig_status rig_sim_collective_fault_parse(const char *name,
-                                               enum rig_sim_collective_fault *out);
-const char *rig_sim_collective_fault_name(enum rig_sim_collective_fault fault);
 
 /* Sets (replaces) the fault plan of a simulator device. RIG_E_HANDLE if `device` is not a
  * simulator device. */
@@ -54,7 +41,7 @@ enum rig_status rig_sim_set_faults(struct rig_device *device, const struct rig_s
 
 /* Test hook: the fault plan every simulator device opened after this call starts with (until
  * called again; NULL clears it), so a fault can hit the allocations an engine makes while
- * it starts (core/swarm/). Process-wide and not thread-safe: call it between runs. */
+ * it starts (core/harness/swarm/). Process-wide and not thread-safe: call it between runs. */
 void rig_sim_set_open_faults(const struct rig_sim_faults *faults);
 
 /* Statistics of a simulator device, for tests and reports. */

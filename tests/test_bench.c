@@ -1,4 +1,4 @@
-/* test_bench.c — `rig bench`'s drivers (core/bench/) on the simulator, timing-only.
+/* test_bench.c — `rig bench`'s drivers (core/harness/bench/) on the simulator, timing-only.
  *
  * Checks the helpers against hand-computed values (median, benchmark names, the prefill
  * FLOP formula, the idle fraction of synthetic step records), then runs every benchmark
@@ -16,11 +16,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/bench/bench.h"
+#include "core/harness/bench/bench.h"
 #include "core/model/model.h"
 #include "sim/profile.h"
 #include "tests/support/test_support.h"
-#include "tools/rig/commands.h"
+#include "hal/backends.h"
 
 static struct rig_bench_report rig__report, rig__again;
 

@@ -28,7 +28,7 @@
 #include "hal/hal_impl.h"
 #include "sim/kernels.h"
 #include "tests/support/test_support.h"
-#include "tools/rig/commands.h"
+#include "hal/backends.h"
 #ifdef RIG_HAVE_CUDA
 #include "cuda/cuda_backend.h"
 #endif

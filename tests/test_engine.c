@@ -16,7 +16,7 @@
  * - Many requests sharing a long cached prefix: each admission must send its whole row to
  *   the devices, so admissions per batch are bounded by the table-write capacity, not only
  *   by the token budget (they spread over several batches; nothing overflows). */
-#include "core/results/results.h"
+#include "core/harness/results/results.h"
 #include "hal/philox.h"
 #include "tests/support/engine_harness.h"
 
@@ -122,9 +122,9 @@ static void test_rejections(void **state)
     assert_int_equal(st.rejected, 3);
     assert_int_equal(st.finished, 1);
     assert_int_equal(rig_engine_abort(h.engine, 6), RIG_E_NOT_FOUND);
-    assert_int_equal(rig_engine_results_finish(RIG_END_REJECTED), RIG_FINISH_REJECTED);
-    assert_int_equal(rig_engine_results_finish(RIG_END_CONTEXT), RIG_FINISH_LENGTH);
-    assert_int_equal(rig_engine_results_finish(RIG_END_STOP_TOKEN), RIG_FINISH_STOP);
+    assert_int_equal(rig_results_finish_reason(RIG_END_REJECTED), RIG_FINISH_REJECTED);
+    assert_int_equal(rig_results_finish_reason(RIG_END_CONTEXT), RIG_FINISH_LENGTH);
+    assert_int_equal(rig_results_finish_reason(RIG_END_STOP_TOKEN), RIG_FINISH_STOP);
     assert_string_equal(rig_request_end_name(RIG_END_CONTEXT), "context");
     harness_close(&h);
 }

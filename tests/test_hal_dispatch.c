@@ -604,6 +604,37 @@ static void test_open_and_alloc_arguments(void **state)
 }
 
 /* One rank: all-reduce leaves the data, all-gather copies `in` into out[0]. */
+/* Faults through the HAL (the swarm's way): a device's plan, the plan devices open with, and
+ * the refusals (no device, a negative stall, an unknown backend). */
+static void test_faults_through_hal(void **state)
+{
+    (void)state;
+    struct rig_device *device = NULL;
+    struct rig_buffer *buffer = NULL;
+    struct rig_hal_faults faults = {.fail_alloc_at = 0, .stall_op_at = -1};
+    assert_int_equal(rig_hal_set_faults(NULL, &faults), RIG_E_HANDLE);
+    assert_int_equal(rig_hal_set_open_faults("nope", &faults), RIG_E_NOT_FOUND);
+    faults.stall_ns = -1;
+    assert_int_equal(rig_hal_set_open_faults("sim", &faults), RIG_E_INVALID);
+    faults.stall_ns = 0;
+    assert_int_equal(rig_hal_set_open_faults("sim", &faults), RIG_OK);
+    rig_test_open_sim(1, false, &device);
+    assert_int_equal(rig_hal_set_open_faults("sim", NULL), RIG_OK);
+    assert_int_equal(rig_hal_buffer_alloc(device, 64, RIG_MEMORY_KV, &buffer),
+                     RIG_E_DEVICE_MEMORY);
+    assert_int_equal(rig_hal_buffer_alloc(device, 64, RIG_MEMORY_KV, &buffer), RIG_OK);
+    rig_hal_buffer_free(buffer);
+    faults.fail_alloc_at = 1;
+    assert_int_equal(rig_hal_set_faults(device, &faults), RIG_OK);
+    assert_int_equal(rig_hal_buffer_alloc(device, 64, RIG_MEMORY_KV, &buffer), RIG_OK);
+    rig_hal_buffer_free(buffer);
+    assert_int_equal(rig_hal_buffer_alloc(device, 64, RIG_MEMORY_KV, &buffer),
+                     RIG_E_DEVICE_MEMORY);
+    faults.stall_ns = -5;
+    assert_int_equal(rig_hal_set_faults(device, &faults), RIG_E_INVALID);
+    rig_hal_close(device);
+}
+
 static void test_single_rank_collectives(void **state)
 {
     (void)state;
@@ -638,6 +669,7 @@ int main(void)
         cmocka_unit_test(test_events),
         cmocka_unit_test(test_open_and_alloc_arguments),
         cmocka_unit_test(test_single_rank_collectives),
+        cmocka_unit_test(test_faults_through_hal),
     };
     return cmocka_run_group_tests(tests, rig__setup, rig__teardown);
 }

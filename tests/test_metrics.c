@@ -1,4 +1,4 @@
-/* test_metrics.c — sglang.bench_serving metrics (core/results/metrics.c).
+/* test_metrics.c — sglang.bench_serving metrics (core/harness/results/metrics.c).
  *
  * Checks the percentile against numpy.percentile's linear interpolation on hand-worked
  * values, population std, empty inputs, and the full computation on a small synthetic run
@@ -9,7 +9,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/results/metrics.h"
+#include "core/harness/results/metrics.h"
 #include "tests/support/test_support.h"
 
 #define NEAR(a, b) assert_true(fabs((a) - (b)) < 1e-9)

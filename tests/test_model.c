@@ -9,13 +9,13 @@
  * tensor, with a tensor of the wrong shape, or truncated are refused with a message naming
  * the problem (and the tensor) while no device memory stays allocated; a checkpoint
  * rewritten with F32 matrices and F16 vectors gives the bf16 checkpoint's logits bit for
- * bit; and the real scheduler (core/engine.h, overlap on, radix cache) reproduces the
+ * bit; and the real scheduler (core/engine/engine.h, overlap on, radix cache) reproduces the
  * golden greedy tokens at TP 1 and 2.
  */
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/engine.h"
+#include "core/engine/engine.h"
 #include "core/model/safetensors.h"
 #include "sim/sim.h"
 #include "tests/test_model_harness.h"

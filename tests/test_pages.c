@@ -1,5 +1,5 @@
-/* test_pages.c — the KV page allocator (core/cache/pages.h) and the hash multimap behind the
- * radix tree and uid lookups (core/cache/keymap.h).
+/* test_pages.c — the KV page allocator (core/engine/cache/pages.h) and the hash multimap behind the
+ * radix tree and uid lookups (core/engine/cache/keymap.h).
  *
  * Pages: a fresh pool hands out 0, 1, 2, ... in order; an allocation larger than what is
  * free fails and changes nothing; freed pages are reused last-freed-first; slot runs of a
@@ -10,8 +10,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/cache/keymap.h"
-#include "core/cache/pages.h"
+#include "core/engine/cache/keymap.h"
+#include "core/engine/cache/pages.h"
 #include "tests/support/test_support.h"
 
 static void test_pages_order_and_exhaustion(void **state)

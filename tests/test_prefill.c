@@ -1,6 +1,6 @@
-/* test_prefill.c — the prefill and decode managers (core/sched/prefill.h, decode.h) on host
- * data, standing in for the scheduler by allocating each chunk's slots and advancing
- * cached_len the way a launch does.
+/* test_prefill.c — the prefill and decode managers (core/engine/sched/prefill.h, decode.h) on host
+ * data, standing in for the scheduler by allocating each chunk's slots and advancing cached_len the
+ * way a launch does.
  *
  * Checks: a 10,000-token prompt with a 2048-token budget runs as chunks 2048, 2048, 2048,
  * 2048, 1808 and stays at the head of the queue until the last chunk, the request behind
@@ -13,11 +13,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/cache/cache.h"
-#include "core/request.h"
-#include "core/sched/decode.h"
-#include "core/sched/prefill.h"
-#include "core/table.h"
+#include "core/engine/cache/cache.h"
+#include "core/engine/request.h"
+#include "core/engine/sched/decode.h"
+#include "core/engine/sched/prefill.h"
+#include "core/engine/table.h"
 #include "tests/support/test_support.h"
 
 struct fixture {

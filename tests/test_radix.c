@@ -1,5 +1,5 @@
-/* test_radix.c — the radix prefix cache (core/cache/radix.h) and the cache manager over it
- * (core/cache/cache.h), on host data only.
+/* test_radix.c — the radix prefix cache (core/engine/cache/radix.h) and the cache manager over it
+ * (core/engine/cache/cache.h), on host data only.
  *
  * Checks, with exact numbers: inserting a 31-token sequence over a cached 16-token prefix
  * gives two nodes (16 + 15 tokens); matching 15 of them splits the first node (15 | 1); a
@@ -14,8 +14,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/cache/cache.h"
-#include "core/cache/radix.h"
+#include "core/engine/cache/cache.h"
+#include "core/engine/cache/radix.h"
 #include "tests/support/test_support.h"
 
 static void check_clean(struct rig_radix *tree)

@@ -1,4 +1,4 @@
-/* test_results.c — run records (core/results/results.c) and the HDF5 writer (h5.c).
+/* test_results.c — run records (core/harness/results/results.c) and the HDF5 writer (h5.c).
  *
  * Checks: init sizes and "never" defaults; add_step and reserve_tokens stop at capacity
  * without changing anything; the invariant check finds broken records; the finish-reason and
@@ -15,9 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/results/h5.h"
-#include "core/results/metrics.h"
-#include "core/results/results.h"
+#include "core/harness/results/h5.h"
+#include "core/harness/results/metrics.h"
+#include "core/harness/results/results.h"
 #include "tests/support/test_support.h"
 
 static void test_records_capacity_and_check(void **state)

@@ -1,4 +1,4 @@
-/* test_scenario.c — the scenario loader (core/scenario/): YAML text in, plain data out.
+/* test_scenario.c — the scenario loader (core/harness/scenario/): YAML text in, plain data out.
  *
  * Checks, on scenarios written inline: every setting lands in its field; requests are sorted
  * by arrival with declaration order breaking ties; prompts built from tokens, random ids,
@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/scenario/expect.h"
-#include "core/scenario/scenario.h"
+#include "core/harness/scenario/expect.h"
+#include "core/harness/scenario/scenario.h"
 #include "tests/support/test_support.h"
 
 static char error[RIG_SCENARIO_ERROR_MAX];

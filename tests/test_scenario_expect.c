@@ -1,4 +1,4 @@
-/* test_scenario_expect.c — evaluating a scenario's expectations (core/scenario/expect.c)
+/* test_scenario_expect.c — evaluating a scenario's expectations (core/harness/scenario/expect.c)
  * against synthetic run records.
  *
  * Checks: every kind of check passes on records that meet it and fails, with a message that
@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "core/scenario/expect.h"
+#include "core/harness/scenario/expect.h"
 #include "tests/support/test_support.h"
 
 static char messages[16][512];

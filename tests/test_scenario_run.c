@@ -1,5 +1,5 @@
-/* test_scenario_run.c — replaying scenarios on the engine (core/scenario/run.c), end to end on
- * the simulator's tiny model.
+/* test_scenario_run.c — replaying scenarios on the engine (core/harness/scenario/run.c), end to end
+ * on the simulator's tiny model.
  *
  * Checks: the seed's first request gives the exact records (31 computed positions in 16
  * steps, step 0 a 16-token prefill of [a], 15 decodes) and consistent times; two runs give
@@ -13,11 +13,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/results/h5.h"
-#include "core/scenario/expect.h"
-#include "core/scenario/run.h"
+#include "core/harness/results/h5.h"
+#include "core/harness/scenario/expect.h"
+#include "core/harness/scenario/run.h"
 #include "tests/support/test_support.h"
-#include "tools/rig/commands.h"
+#include "hal/backends.h"
 
 static char error[512];
 

@@ -1,4 +1,4 @@
-/* test_scenario_workloads.c — the seeded workload generators (core/scenario/workload.c).
+/* test_scenario_workloads.c — the seeded workload generators (core/harness/scenario/workload.c).
  *
  * Checks: `random` lengths and ids stay in their ranges and the same seed gives the same
  * bytes (a different seed different ones); `minisgl_offline` has Mini-SGLang's offline
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/scenario/scenario.h"
+#include "core/harness/scenario/scenario.h"
 #include "tests/support/test_support.h"
 
 static char error[RIG_SCENARIO_ERROR_MAX];

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "hal/philox.h"
+#include "hal/rope.h"
 #include "sim/kernels.h"
 
 /* --- helpers ------------------------------------------------------------------------------ */
@@ -357,10 +358,10 @@ static void test_rope_inv_freq(void **state)
     int unchanged = 0, divided = 0, interpolated = 0;
     for (int i = 0; i < D / 2; i++) {
         double base = pow(10000.0, -2.0 * i / D);
-        check_close(rig_sim_rope_inv_freq(&plain, i, D), base, 0, 1e-6, "inv_freq", i);
+        check_close(rig_rope_inv_freq(&plain, i, D), base, 0, 1e-6, "inv_freq", i);
         double raw = pow(500000.0, -2.0 * i / D);
         double want = naive_llama3(raw);
-        check_close(rig_sim_rope_inv_freq(&LLAMA3_ROPE, i, D), want, 0, 1e-5, "llama3", i);
+        check_close(rig_rope_inv_freq(&LLAMA3_ROPE, i, D), want, 0, 1e-5, "llama3", i);
         if (want == raw) {
             unchanged++;
         } else if (fabs(want - raw / 8.0) < 1e-12 * raw) {
@@ -371,7 +372,7 @@ static void test_rope_inv_freq(void **state)
     }
     /* Llama 3.1's parameters exercise all three bands of the rule. */
     assert_true(unchanged > 0 && divided > 0 && interpolated > 0);
-    assert_true(rig_sim_rope_inv_freq(&plain, 0, D) == 1.0f);
+    assert_true(rig_rope_inv_freq(&plain, 0, D) == 1.0f);
 }
 
 /* Rotates a [T, heads, D] array in double the naive way; positions per token. */

@@ -1,4 +1,4 @@
-/* test_swarm.c — the swarm (core/swarm/) itself, and the CI share of its seeds.
+/* test_swarm.c — the swarm (core/harness/swarm/) itself, and the CI share of its seeds.
  *
  * Checks: rig_swarm_draw is a pure function of (seed, faults) and stays inside its ranges
  * over 2000 seeds (TP 1/2/4, context limit a multiple of the page size and above the row
@@ -22,11 +22,11 @@
 
 #include <cmocka.h>
 
-#include "core/scenario/run.h"
-#include "core/scenario/scenario.h"
-#include "core/swarm/swarm.h"
+#include "core/harness/scenario/run.h"
+#include "core/harness/scenario/scenario.h"
+#include "core/harness/swarm/swarm.h"
 #include "tests/support/test_support.h"
-#include "tools/rig/commands.h"
+#include "hal/backends.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define RIG__SANITIZED 1

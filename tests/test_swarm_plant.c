@@ -1,6 +1,6 @@
 /* test_swarm_plant.c — the swarm's checks bite: planted bugs are found (issue 6, item 5).
  *
- * Each planted bug (core/swarm/plant.h, switched on through rig_debug_plant) must make the
+ * Each planted bug (core/harness/swarm/plant.h, switched on through rig_debug_plant) must make the
  * swarm fail within a stated number of seeds, with the expected kind of failure, and the same
  * seed must pass with the plant off (so the failure is the plant's). Seeds run in a forked
  * child (an assertion in the engine is a CRASH verdict, its message on stderr). Measured
@@ -19,10 +19,10 @@
 
 #include <cmocka.h>
 
-#include "core/scenario/scenario.h"
-#include "core/swarm/plant.h"
-#include "core/swarm/swarm.h"
-#include "tools/rig/commands.h"
+#include "core/harness/scenario/scenario.h"
+#include "core/harness/swarm/plant.h"
+#include "core/harness/swarm/swarm.h"
+#include "hal/backends.h"
 
 /* The first seed in [1, limit] that fails with `plant` on; 0 when none does. */
 static uint64_t rig__first_failing(uint32_t plant, uint64_t limit, struct rig_swarm_case *c,

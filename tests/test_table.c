@@ -1,4 +1,5 @@
-/* test_table.c — the table manager (core/table.h) and the request pool (core/request.h).
+/* test_table.c — the table manager (core/engine/table.h) and the request pool
+ * (core/engine/request.h).
  *
  * Table: rows come out lowest first, the dummy row is never handed out, releasing resets a
  * row's page-table entries to the dummy slot, a full table returns -1, invalid sizes fail.
@@ -7,8 +8,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/request.h"
-#include "core/table.h"
+#include "core/engine/request.h"
+#include "core/engine/table.h"
 #include "tests/support/test_support.h"
 
 static void test_table_rows(void **state)

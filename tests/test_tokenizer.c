@@ -16,7 +16,7 @@
 #include <string.h>
 #include <utf8proc.h>
 
-#include "core/tokenizer/tokenizer.h"
+#include "core/text/tokenizer.h"
 #include "tests/support/test_support.h"
 
 #define QWEN3_DIR    RIG_TEST_DATA_DIR "/tokenizer/qwen3"

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/tokenizer/tokenizer.h"
+#include "core/text/tokenizer.h"
 #include "tests/support/test_support.h"
 
 #define DATA RIG_TEST_DATA_DIR "/tokenizer"

@@ -25,7 +25,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
-#include "core/tokenizer/tokenizer.h"
+#include "core/text/tokenizer.h"
 #include "tests/support/test_support.h"
 
 #define DATA   RIG_TEST_DATA_DIR "/tokenizer"

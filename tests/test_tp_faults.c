@@ -16,10 +16,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/scenario/run.h"
+#include "core/harness/scenario/run.h"
 #include "sim/sim.h"
 #include "tests/support/test_support.h"
-#include "tools/rig/commands.h"
+#include "hal/backends.h"
 
 #define RIG__RANKS  4
 #define RIG__N      64 /* elements per all-reduce */
@@ -110,7 +110,7 @@ static void test_late_within_timeout_only_delays(void **state)
     assert_string_equal(failure, "");
     struct rig_sim_faults f = {.fail_alloc_at = -1,
                                .stall_op_at = -1,
-                               .collective_fault = RIG_SIM_COLLECTIVE_LATE,
+                               .collective_fault = RIG_HAL_COLLECTIVE_LATE,
                                .collective_at = 3,
                                .collective_delay_ns = 500000000}; /* 0.5 s < 1 s */
     rig__run_world(2, &f, 1000, late, failure, sizeof failure);
@@ -132,7 +132,7 @@ static void test_late_beyond_timeout_names_rank(void **state)
     char failure[256];
     struct rig_sim_faults f = {.fail_alloc_at = -1,
                                .stall_op_at = -1,
-                               .collective_fault = RIG_SIM_COLLECTIVE_LATE,
+                               .collective_fault = RIG_HAL_COLLECTIVE_LATE,
                                .collective_at = 5,
                                .collective_delay_ns = 3000000000}; /* 3 s > 1 s */
     rig__run_world(1, &f, 1000, ranks, failure, sizeof failure);
@@ -151,7 +151,7 @@ static void test_stall_names_rank(void **state)
     char failure[256];
     struct rig_sim_faults f = {.fail_alloc_at = -1,
                                .stall_op_at = -1,
-                               .collective_fault = RIG_SIM_COLLECTIVE_STALL,
+                               .collective_fault = RIG_HAL_COLLECTIVE_STALL,
                                .collective_at = 0};
     int64_t took = rig__run_world(3, &f, 60000, ranks, failure, sizeof failure);
     assert_string_equal(failure, "rank 3 never arrived at collective #0 (all_reduce of 64 x f32): "
@@ -173,7 +173,7 @@ static void test_missing_rank_bounded_by_wall_clock(void **state)
     char failure[256];
     struct rig_sim_faults f = {.fail_alloc_at = -1,
                                .stall_op_at = -1,
-                               .collective_fault = RIG_SIM_COLLECTIVE_FAIL,
+                               .collective_fault = RIG_HAL_COLLECTIVE_FAIL,
                                .collective_at = 4};
     int64_t took = rig__run_world(2, &f, 300, ranks, failure, sizeof failure);
     assert_string_equal(failure, "rank 2 did not reach collective #4 (all_reduce of 64 x f32) "
@@ -193,18 +193,18 @@ static void test_fault_plan_checked(void **state)
     rig_test_open_sim(1, true, &device);
     struct rig_sim_faults f = {.fail_alloc_at = -1,
                                .stall_op_at = -1,
-                               .collective_fault = RIG_SIM_COLLECTIVE_LATE,
+                               .collective_fault = RIG_HAL_COLLECTIVE_LATE,
                                .collective_delay_ns = -1};
     assert_int_equal(rig_sim_set_faults(device, &f), RIG_E_INVALID);
     f.collective_delay_ns = 0;
-    f.collective_fault = (enum rig_sim_collective_fault)9;
+    f.collective_fault = (enum rig_hal_collective_fault)9;
     assert_int_equal(rig_sim_set_faults(device, &f), RIG_E_INVALID);
     rig_hal_close(device);
-    enum rig_sim_collective_fault kind = RIG_SIM_COLLECTIVE_NONE;
-    assert_int_equal(rig_sim_collective_fault_parse("stall", &kind), RIG_OK);
-    assert_int_equal(kind, RIG_SIM_COLLECTIVE_STALL);
-    assert_int_equal(rig_sim_collective_fault_parse("hang", &kind), RIG_E_NOT_FOUND);
-    assert_string_equal(rig_sim_collective_fault_name(RIG_SIM_COLLECTIVE_FAIL), "fail");
+    enum rig_hal_collective_fault kind = RIG_HAL_COLLECTIVE_NONE;
+    assert_int_equal(rig_hal_collective_fault_parse("stall", &kind), RIG_OK);
+    assert_int_equal(kind, RIG_HAL_COLLECTIVE_STALL);
+    assert_int_equal(rig_hal_collective_fault_parse("hang", &kind), RIG_E_NOT_FOUND);
+    assert_string_equal(rig_hal_collective_fault_name(RIG_HAL_COLLECTIVE_FAIL), "fail");
 }
 
 /* --- the Qwen3-32B TP=4 scenario ----------------------------------------------------------- */
@@ -215,13 +215,6 @@ struct rig__outcome {
     int64_t finished;
     int64_t last_finish_ns;
 };
-
-static enum rig_status rig__apply(void *user, struct rig_engine *engine, char *error,
-                                  size_t error_len)
-{
-    const struct rig_scenario *s = user;
-    return rig_backends_apply_fault(&s->sim.fault, engine, error, error_len);
-}
 
 static struct rig__outcome rig__scenario(const char *kind, int32_t rank, int64_t collective,
                                          const char *delay)
@@ -240,8 +233,7 @@ static struct rig__outcome rig__scenario(const char *kind, int32_t rank, int64_t
     enum rig_status status = rig_scenario_load(RIG_SOURCE_DIR "/scenarios/qwen3-32b-tp4.yaml",
                                                set_list, 6, &scenario, error, sizeof error);
     if (status != RIG_OK) fail_msg("%s", error);
-    struct rig_run_options options = {
-        .check = RIG_RUN_CHECK_END, .on_engine = rig__apply, .user = &scenario};
+    struct rig_run_options options = {.check = RIG_RUN_CHECK_END};
     struct rig_results results;
     struct rig__outcome out = {0};
     out.status = rig_scenario_run(&scenario, &options, &results, out.error, sizeof out.error);

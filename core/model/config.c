@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "core/embedded.h"
+#include "hal/embedded.h"
 #include "core/model/model.h"
 
 #define RIG__CONFIG_BYTES_MAX (1 << 20) /* a config.json is a few KB; refuse anything huge */
@@ -93,12 +93,6 @@ static enum rig_status rig__get_bool(struct rig__config_parse *ctx, const json_t
     return RIG_OK;
 }
 
-#define RIG__TRY(expr)                                                                     \
-    do {                                                                                   \
-        enum rig_status rig__s = (expr);                                                   \
-        if (rig__s != RIG_OK) return rig__s;                                               \
-    } while (0)
-
 static const struct {
     const char *architecture;
     const char *model_type;
@@ -144,17 +138,17 @@ static enum rig_status rig__parse_shape(struct rig__config_parse *ctx, const jso
                                         struct rig_model_config *out)
 {
     int64_t v, heads, kv_heads, hidden;
-    RIG__TRY(rig__get_int(ctx, root, "vocab_size", true, 0, 1, 1 << 22, &v));
+    RIG_TRY(rig__get_int(ctx, root, "vocab_size", true, 0, 1, 1 << 22, &v));
     out->vocab_size = (int32_t)v;
-    RIG__TRY(rig__get_int(ctx, root, "hidden_size", true, 0, 1, 1 << 16, &hidden));
+    RIG_TRY(rig__get_int(ctx, root, "hidden_size", true, 0, 1, 1 << 16, &hidden));
     out->hidden_size = (int32_t)hidden;
-    RIG__TRY(rig__get_int(ctx, root, "intermediate_size", true, 0, 1, 1 << 18, &v));
+    RIG_TRY(rig__get_int(ctx, root, "intermediate_size", true, 0, 1, 1 << 18, &v));
     out->intermediate_size = (int32_t)v;
-    RIG__TRY(rig__get_int(ctx, root, "num_hidden_layers", true, 0, 1, 1024, &v));
+    RIG_TRY(rig__get_int(ctx, root, "num_hidden_layers", true, 0, 1, 1024, &v));
     out->num_layers = (int32_t)v;
-    RIG__TRY(rig__get_int(ctx, root, "num_attention_heads", true, 0, 1, 1024, &heads));
+    RIG_TRY(rig__get_int(ctx, root, "num_attention_heads", true, 0, 1, 1024, &heads));
     out->num_heads = (int32_t)heads;
-    RIG__TRY(rig__get_int(ctx, root, "num_key_value_heads", false, heads, 1, heads, &kv_heads));
+    RIG_TRY(rig__get_int(ctx, root, "num_key_value_heads", false, heads, 1, heads, &kv_heads));
     if (heads % kv_heads != 0)
         return rig__config_fail(ctx, RIG_E_INVALID, "num_key_value_heads",
                                 "%lld does not divide num_attention_heads %lld",
@@ -163,7 +157,7 @@ static enum rig_status rig__parse_shape(struct rig__config_parse *ctx, const jso
     if (hidden % heads != 0 && json_object_get(root, "head_dim") == NULL)
         return rig__config_fail(ctx, RIG_E_INVALID, "head_dim",
                                 "missing and hidden_size is not a multiple of the heads");
-    RIG__TRY(rig__get_int(ctx, root, "head_dim", false, hidden / heads, 2, 1024, &v));
+    RIG_TRY(rig__get_int(ctx, root, "head_dim", false, hidden / heads, 2, 1024, &v));
     if (v % 2 != 0) return rig__config_fail(ctx, RIG_E_INVALID, "head_dim", "must be even");
     out->head_dim = (int32_t)v;
     return RIG_OK;
@@ -175,10 +169,10 @@ static enum rig_status rig__parse_llama3(struct rig__config_parse *ctx, const js
 {
     int64_t original;
     rope->scaling = RIG_ROPE_SCALING_LLAMA3;
-    RIG__TRY(rig__get_float(ctx, obj, "factor", true, 0.0, &rope->factor));
-    RIG__TRY(rig__get_float(ctx, obj, "low_freq_factor", true, 0.0, &rope->low_freq_factor));
-    RIG__TRY(rig__get_float(ctx, obj, "high_freq_factor", true, 0.0, &rope->high_freq_factor));
-    RIG__TRY(rig__get_int(ctx, obj, "original_max_position_embeddings", true, 0, 1, 1 << 24,
+    RIG_TRY(rig__get_float(ctx, obj, "factor", true, 0.0, &rope->factor));
+    RIG_TRY(rig__get_float(ctx, obj, "low_freq_factor", true, 0.0, &rope->low_freq_factor));
+    RIG_TRY(rig__get_float(ctx, obj, "high_freq_factor", true, 0.0, &rope->high_freq_factor));
+    RIG_TRY(rig__get_int(ctx, obj, "original_max_position_embeddings", true, 0, 1, 1 << 24,
                           &original));
     rope->original_max_position = (int32_t)original;
     if (!(rope->high_freq_factor > rope->low_freq_factor))
@@ -197,10 +191,10 @@ static enum rig_status rig__parse_rope(struct rig__config_parse *ctx, const json
         params = json_object_get(root, "rope_scaling");
         field = "rope_scaling";
     }
-    RIG__TRY(rig__get_float(ctx, root, "rope_theta", false, 10000.0, &rope->theta));
+    RIG_TRY(rig__get_float(ctx, root, "rope_theta", false, 10000.0, &rope->theta));
     if (params == NULL || json_is_null(params)) return RIG_OK;
     if (!json_is_object(params)) return rig__config_fail(ctx, RIG_E_PARSE, field, "not an object");
-    RIG__TRY(rig__get_float(ctx, params, "rope_theta", false, rope->theta, &rope->theta));
+    RIG_TRY(rig__get_float(ctx, params, "rope_theta", false, rope->theta, &rope->theta));
     const char *type = json_string_value(json_object_get(params, "rope_type"));
     if (type == NULL) type = json_string_value(json_object_get(params, "type"));
     if (type == NULL || strcmp(type, "default") == 0) return RIG_OK;
@@ -214,7 +208,7 @@ static enum rig_status rig__parse_tokens(struct rig__config_parse *ctx, const js
                                          struct rig_model_config *out)
 {
     int64_t bos;
-    RIG__TRY(rig__get_int(ctx, root, "bos_token_id", false, -1, -1, out->vocab_size - 1, &bos));
+    RIG_TRY(rig__get_int(ctx, root, "bos_token_id", false, -1, -1, out->vocab_size - 1, &bos));
     out->bos_token_id = (int32_t)bos;
     out->eos_count = 0;
     const json_t *eos = json_object_get(root, "eos_token_id");
@@ -243,9 +237,9 @@ static enum rig_status rig__refuse_unsupported(struct rig__config_parse *ctx, co
         (!json_is_string(act) || strcmp(json_string_value(act), "silu") != 0))
         return rig__config_fail(ctx, RIG_E_UNSUPPORTED, "hidden_act", "only 'silu' is supported");
     bool flag = false;
-    RIG__TRY(rig__get_bool(ctx, root, "mlp_bias", false, &flag));
+    RIG_TRY(rig__get_bool(ctx, root, "mlp_bias", false, &flag));
     if (flag) return rig__config_fail(ctx, RIG_E_UNSUPPORTED, "mlp_bias", "true is not supported");
-    RIG__TRY(rig__get_bool(ctx, root, "use_sliding_window", false, &flag));
+    RIG_TRY(rig__get_bool(ctx, root, "use_sliding_window", false, &flag));
     if (flag)
         return rig__config_fail(ctx, RIG_E_UNSUPPORTED, "use_sliding_window",
                                 "sliding-window attention is not supported");
@@ -272,18 +266,18 @@ static enum rig_status rig__parse_root(struct rig__config_parse *ctx, const json
     int64_t max_position;
     bool attention_bias = false;
     memset(out, 0, sizeof *out);
-    RIG__TRY(rig__parse_arch(ctx, root, out, &max_position));
-    RIG__TRY(rig__parse_shape(ctx, root, out));
-    RIG__TRY(rig__parse_rope(ctx, root, &out->rope));
-    RIG__TRY(rig__get_float(ctx, root, "rms_norm_eps", false, 1e-6, &out->rms_norm_eps));
-    RIG__TRY(rig__get_int(ctx, root, "max_position_embeddings", false, max_position, 1,
+    RIG_TRY(rig__parse_arch(ctx, root, out, &max_position));
+    RIG_TRY(rig__parse_shape(ctx, root, out));
+    RIG_TRY(rig__parse_rope(ctx, root, &out->rope));
+    RIG_TRY(rig__get_float(ctx, root, "rms_norm_eps", false, 1e-6, &out->rms_norm_eps));
+    RIG_TRY(rig__get_int(ctx, root, "max_position_embeddings", false, max_position, 1,
                           1 << 24, &max_position));
     out->max_position = (int32_t)max_position;
-    RIG__TRY(rig__get_bool(ctx, root, "tie_word_embeddings", false, &out->tie_word_embeddings));
-    RIG__TRY(rig__parse_tokens(ctx, root, out));
-    RIG__TRY(rig__refuse_unsupported(ctx, root, max_position));
+    RIG_TRY(rig__get_bool(ctx, root, "tie_word_embeddings", false, &out->tie_word_embeddings));
+    RIG_TRY(rig__parse_tokens(ctx, root, out));
+    RIG_TRY(rig__refuse_unsupported(ctx, root, max_position));
     /* Qwen2 always has q/k/v biases; elsewhere attention_bias would also put one on o_proj. */
-    RIG__TRY(rig__get_bool(ctx, root, "attention_bias", false, &attention_bias));
+    RIG_TRY(rig__get_bool(ctx, root, "attention_bias", false, &attention_bias));
     if (attention_bias && out->arch != RIG_ARCH_QWEN2)
         return rig__config_fail(ctx, RIG_E_UNSUPPORTED, "attention_bias",
                                 "true is not supported for this architecture");

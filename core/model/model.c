@@ -250,12 +250,6 @@ enum rig_status rig_model_download_logits(struct rig_model *model, struct rig_st
     return rig_hal_stream_synchronize(stream);
 }
 
-#define RIG__TRY(expr)                                                                     \
-    do {                                                                                   \
-        enum rig_status rig__s = (expr);                                                   \
-        if (rig__s != RIG_OK) return rig__s;                                               \
-    } while (0)
-
 /* The first `rows` rows of a tensor (a view; same strides). */
 static struct rig_tensor rig__rows(const struct rig_tensor *t, int64_t rows)
 {
@@ -296,7 +290,7 @@ static enum rig_status rig__attention(struct rig_model *m, struct rig_stream *s,
     int64_t T = b->padded_tokens;
     struct rig_op_gemm qkv = {.out = rig__rows(&m->qkv, T), .a = rig__rows(&m->hidden, T),
                               .b = w->qkv, .bias = w->qkv_bias};
-    RIG__TRY(rig_hal_gemm(s, &qkv));
+    RIG_TRY(rig_hal_gemm(s, &qkv));
     struct rig_tensor q = rig__heads(m, T, 0, m->dims.q_heads);
     struct rig_tensor k = rig__heads(m, T, m->dims.q_heads, m->dims.kv_heads);
     struct rig_tensor v = rig__heads(m, T, m->dims.q_heads + m->dims.kv_heads, m->dims.kv_heads);
@@ -314,7 +308,7 @@ static enum rig_status rig__attention(struct rig_model *m, struct rig_stream *s,
                                               .out_loc = b->out_loc,
                                               .eps = m->config.rms_norm_eps,
                                               .params = m->config.rope};
-    RIG__TRY(rig_hal_qk_norm_rope_store(s, &fused));
+    RIG_TRY(rig_hal_qk_norm_rope_store(s, &fused));
     float scale = 1.0f / sqrtf((float)m->dims.head_dim);
     struct rig_tensor out = rig__rows(&m->attn, T);
     if (b->phase == RIG_BATCH_DECODE) {
@@ -322,19 +316,19 @@ static enum rig_status rig__attention(struct rig_model *m, struct rig_stream *s,
             .out = out, .q = q, .k_cache = w->k_cache, .v_cache = w->v_cache,
             .page_table = b->page_table, .table_idx = b->table_idx, .kv_len = b->kv_len,
             .scale = scale};
-        RIG__TRY(rig_hal_attention_decode(s, &p));
+        RIG_TRY(rig_hal_attention_decode(s, &p));
     } else {
         struct rig_op_attention_prefill p = {
             .out = out, .q = q, .k_cache = w->k_cache, .v_cache = w->v_cache,
             .page_table = b->page_table, .table_idx = b->table_idx, .cu_q = b->cu_q,
             .kv_len = b->kv_len, .scale = scale};
-        RIG__TRY(rig_hal_attention_prefill(s, &p));
+        RIG_TRY(rig_hal_attention_prefill(s, &p));
     }
     struct rig_tensor flat = rig_tensor_2d(m->attn.data, RIG_DTYPE_BF16, T,
                                            m->dims.q_heads * m->dims.head_dim);
     struct rig_op_gemm o = {.out = rig__rows(&m->proj, T), .a = flat, .b = w->o_proj,
                             .bias = rig_tensor_none()};
-    RIG__TRY(rig_hal_gemm(s, &o));
+    RIG_TRY(rig_hal_gemm(s, &o));
     return rig__all_reduce(m, s, rig__rows(&m->proj, T));
 }
 
@@ -345,13 +339,13 @@ static enum rig_status rig__mlp(struct rig_model *m, struct rig_stream *s, int64
     struct rig_op_gemm gate_up = {.out = rig__rows(&m->gate_up, T),
                                   .a = rig__rows(&m->hidden, T), .b = w->gate_up,
                                   .bias = rig_tensor_none()};
-    RIG__TRY(rig_hal_gemm(s, &gate_up));
+    RIG_TRY(rig_hal_gemm(s, &gate_up));
     struct rig_op_silu_mul act = {.out = rig__rows(&m->act, T),
                                   .in = rig__rows(&m->gate_up, T)};
-    RIG__TRY(rig_hal_silu_mul(s, &act));
+    RIG_TRY(rig_hal_silu_mul(s, &act));
     struct rig_op_gemm down = {.out = rig__rows(&m->proj, T), .a = rig__rows(&m->act, T),
                                .b = w->down, .bias = rig_tensor_none()};
-    RIG__TRY(rig_hal_gemm(s, &down));
+    RIG_TRY(rig_hal_gemm(s, &down));
     return rig__all_reduce(m, s, rig__rows(&m->proj, T));
 }
 
@@ -381,7 +375,7 @@ static enum rig_status rig__gather_logits(struct rig_model *m, struct rig_stream
     struct rig_op_all_gather gather = {
         .out = rig_tensor_3d(m->gathered.data, RIG_DTYPE_F32, d->tp, R, d->vocab_rank),
         .in = rig__rows(&m->logits_local, R), .comm = m->comm};
-    RIG__TRY(rig_hal_all_gather(s, &gather));
+    RIG_TRY(rig_hal_all_gather(s, &gather));
     for (int32_t k = 0; k < d->tp; k++) {
         int64_t start = (int64_t)k * d->vocab_rank;
         int64_t columns = d->vocab - start < d->vocab_rank ? d->vocab - start : d->vocab_rank;
@@ -393,7 +387,7 @@ static enum rig_status rig__gather_logits(struct rig_model *m, struct rig_stream
                                              RIG_DTYPE_F32, R, columns);
         in.stride[0] = d->vocab_rank;
         struct rig_op_copy copy = {.out = out, .in = in};
-        RIG__TRY(rig_hal_copy(s, &copy));
+        RIG_TRY(rig_hal_copy(s, &copy));
     }
     return RIG_OK;
 }
@@ -407,12 +401,12 @@ static enum rig_status rig__lm_head(struct rig_model *m, struct rig_stream *s,
     struct rig_op_gather_rows last = {.out = rig__rows(&m->last, R),
                                       .in = rig__rows(&m->hidden, b->padded_tokens),
                                       .idx = b->last_idx};
-    RIG__TRY(rig_hal_gather_rows(s, &last));
+    RIG_TRY(rig_hal_gather_rows(s, &last));
     struct rig_op_gemm head = {.out = rig__rows(&m->logits_local, R),
                                .a = rig__rows(&m->last, R), .b = m->lm_head,
                                .bias = rig_tensor_none()};
-    RIG__TRY(rig_hal_gemm(s, &head));
-    if (m->comm != NULL) RIG__TRY(rig__gather_logits(m, s, R));
+    RIG_TRY(rig_hal_gemm(s, &head));
+    if (m->comm != NULL) RIG_TRY(rig__gather_logits(m, s, R));
     if (!b->sample) return RIG_OK;
     struct rig_op_sample sample = {.tokens = b->out_tokens, .logits = rig__rows(&m->logits, R),
                                    .temperature = b->temperature, .top_k = b->top_k,
@@ -436,15 +430,15 @@ enum rig_status rig_model_forward(struct rig_model *model, struct rig_stream *st
     struct rig_op_embedding embed = {.out = rig__rows(&m->residual, T), .table = m->embed,
                                      .ids = batch->input_ids,
                                      .vocab_start = m->dims.vocab_start};
-    RIG__TRY(rig_hal_embedding(stream, &embed));
-    RIG__TRY(rig__all_reduce(m, stream, rig__rows(&m->residual, T)));
+    RIG_TRY(rig_hal_embedding(stream, &embed));
+    RIG_TRY(rig__all_reduce(m, stream, rig__rows(&m->residual, T)));
     for (int32_t l = 0; l < m->config.num_layers; l++) {
-        RIG__TRY(rig__add_norm(m, stream, T, m->layers[l].input_norm, l == 0));
-        RIG__TRY(rig__attention(m, stream, batch, l));
-        RIG__TRY(rig__add_norm(m, stream, T, m->layers[l].post_norm, false));
-        RIG__TRY(rig__mlp(m, stream, T, l));
+        RIG_TRY(rig__add_norm(m, stream, T, m->layers[l].input_norm, l == 0));
+        RIG_TRY(rig__attention(m, stream, batch, l));
+        RIG_TRY(rig__add_norm(m, stream, T, m->layers[l].post_norm, false));
+        RIG_TRY(rig__mlp(m, stream, T, l));
     }
-    RIG__TRY(rig__add_norm(m, stream, T, m->final_norm, false));
+    RIG_TRY(rig__add_norm(m, stream, T, m->final_norm, false));
     if (!batch->sample && !m->keep_logits) return RIG_OK; /* a non-final prefill chunk */
     return rig__lm_head(m, stream, batch);
 }

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/batch.h"
+#include "core/engine/batch.h"
 #include "hal/hal.h"
 
 #define RIG_MODEL_EOS_MAX 8

@@ -5,7 +5,7 @@
  * Grid: one row of blocks per token (blockIdx.x), each block RIG__WARPS warps, one warp per
  * head: q heads, then k heads, then v heads (blockIdx.y picks the group of RIG__WARPS). A block
  * first computes its token's cos/sin table into shared memory (D/2 values; the inverse
- * frequencies are the simulator's rig_sim_rope_inv_freq, passed by value as rope.cu does).
+ * frequencies are hal/rope.h's rig_rope_inv_freq, passed by value as rope.cu does).
  * A q or k warp reads its head (vectors of VEC values when every view allows: the widest that
  * still gives each of the 32 lanes a pair — 4 bytes at D 128; 16-byte vectors left 24 of 32
  * lanes idle and measured 211 us for an 8192-token chunk on the H100, 4x its bytes at the
@@ -20,7 +20,7 @@
 #include "cuda/ops/common.cuh"
 #include "cuda/ops/qk_norm_rope_store.cuh"
 extern "C" {
-#include "sim/kernels.h" /* rig_sim_rope_inv_freq: C */
+#include "hal/rope.h" /* rig_rope_inv_freq: C */
 }
 
 #define RIG__WARPS    8 /* heads per block: the cos/sin table is shared by them */
@@ -187,7 +187,7 @@ enum rig_status rig_cuda_op_qk_norm_rope_store(const struct rig_cuda_launch *lau
     struct rig__qkrs_table table;
     memset(&table, 0, sizeof table);
     for (int64_t i = 0; i < half; i++)
-        table.inv_freq[i] = rig_sim_rope_inv_freq(&p->params, (int32_t)i, (int32_t)head_dim);
+        table.inv_freq[i] = rig_rope_inv_freq(&p->params, (int32_t)i, (int32_t)head_dim);
     struct rig__qkrs_args a = {
         rig__view(&p->q), rig__view(&p->k), rig__view(&p->v), rig__view(&p->k_cache),
         rig__view(&p->v_cache), (const uint16_t *)p->q_norm.data,

@@ -1,14 +1,14 @@
 /* rope.cu — neox (rotate-half) RoPE in place on q and k (see rope.cuh).
  *
- * The inverse frequencies are the simulator's: computed on the host, in fp32, by
- * rig_sim_rope_inv_freq (llama3 scaling included) and passed to the kernel by value (D/2 <=
+ * The inverse frequencies are both backends' (hal/rope.h): computed on the host, in fp32, by
+ * rig_rope_inv_freq (llama3 scaling included) and passed to the kernel by value (D/2 <=
  * 256 floats, 1 KB of kernel parameters), so no device buffer is needed and a captured graph
  * carries them. One thread per rotary pair of one head of one token, q heads then k heads.
  */
 #include "cuda/ops/common.cuh"
 #include "cuda/ops/rope.cuh"
 extern "C" {
-#include "sim/kernels.h" /* rig_sim_rope_inv_freq: C */
+#include "hal/rope.h" /* rig_rope_inv_freq: C */
 }
 
 #define RIG__ROPE_HALF_MAX 256
@@ -58,7 +58,7 @@ enum rig_status rig_cuda_op_rope(const struct rig_cuda_launch *launch, const str
     struct rig__rope_table table;
     memset(&table, 0, sizeof table);
     for (int64_t i = 0; i < half; i++)
-        table.inv_freq[i] = rig_sim_rope_inv_freq(&p->params, (int32_t)i, (int32_t)head_dim);
+        table.inv_freq[i] = rig_rope_inv_freq(&p->params, (int32_t)i, (int32_t)head_dim);
     struct rig__rope_tensor q = {(uint16_t *)p->q.data, p->q.stride[0], p->q.stride[1],
                                  p->q.shape[1]};
     struct rig__rope_tensor k = {(uint16_t *)p->k.data, p->k.stride[0], p->k.stride[1],

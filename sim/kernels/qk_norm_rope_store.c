@@ -7,6 +7,7 @@
  * disjoint memory (hal/ops.h forbids overlap), so doing a whole token at a time instead of
  * a whole op at a time changes no byte.
  */
+#include "hal/rope.h"
 #include "sim/kernels.h"
 
 #include <string.h>
@@ -34,7 +35,7 @@ void rig_sim_op_qk_norm_rope_store(const struct rig_op_qk_norm_rope_store *p)
     RIG_ASSERT((p->q_norm.data == NULL) == (p->k_norm.data == NULL));
     float inv_freq[RIG_SIM_HEAD_DIM_MAX / 2]; /* (D/2) */
     for (int64_t i = 0; i < half; i++)
-        inv_freq[i] = rig_sim_rope_inv_freq(&p->params, (int32_t)i, (int32_t)head_dim);
+        inv_freq[i] = rig_rope_inv_freq(&p->params, (int32_t)i, (int32_t)head_dim);
     size_t head_bytes = (size_t)head_dim * sizeof(uint16_t);
     int64_t slots = p->k_cache.shape[0];
     for (int64_t t = 0; t < p->q.shape[0]; t++) {

@@ -1,5 +1,5 @@
 /* fuzz_scenario.c — libFuzzer harness for the scenario YAML loader
- * (rig_scenario_load_string, core/scenario/).
+ * (rig_scenario_load_string, core/harness/scenario/).
  *
  * Any text must either load into a scenario that keeps the loader's documented invariants
  * (requests sorted by arrival with uid = index, prompts inside the token array with ids in
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/scenario/scenario.h"
+#include "core/harness/scenario/scenario.h"
 #include "hal/status.h"
 #include "tests/fuzz/fuzz_support.h"
 

@@ -1,5 +1,5 @@
 /* fuzz_tokenizer_config.c — libFuzzer harness for tokenizer_config.json (special tokens and
- * the chat template: core/tokenizer/load.c, chat.c), loaded beside a fixed tokenizer.json
+ * the chat template: core/text/load.c, chat.c), loaded beside a fixed tokenizer.json
  * (the Qwen3-style variant of tests/data/tokenizer/variants/splits).
  *
  * A load either fails with a message or gives a tokenizer whose special ids lie in the
@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/tokenizer/tokenizer.h"
+#include "core/text/tokenizer.h"
 #include "hal/status.h"
 #include "tests/fuzz/fuzz_support.h"
 

@@ -1,5 +1,5 @@
 /* fuzz_tokenizer_encode.c — libFuzzer harness for encoding and decoding with the tokenizers
- * rig ships test data for (core/tokenizer/encode.c, decode.c): Qwen3's real tokenizer.json
+ * rig ships test data for (core/text/encode.c, decode.c): Qwen3's real tokenizer.json
  * and the GPT-2, Llama-3, legacy, inverted and splits variants of tests/data/tokenizer/.
  *
  * Input: byte 0 picks the tokenizer and whether the post-processor adds special tokens; the
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/tokenizer/tokenizer.h"
+#include "core/text/tokenizer.h"
 #include "hal/status.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);

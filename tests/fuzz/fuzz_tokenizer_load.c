@@ -1,5 +1,5 @@
 /* fuzz_tokenizer_load.c — libFuzzer harness for loading a Hugging Face tokenizer.json
- * (rig_tokenizer_load_files, core/tokenizer/load.c) and encoding with what loaded.
+ * (rig_tokenizer_load_files, core/text/load.c) and encoding with what loaded.
  *
  * The input is written to a file and loaded. A load either fails with a message or gives a
  * tokenizer that must encode a fixed mixed-script text (and decode its ids) without crashing,
@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/tokenizer/tokenizer.h"
+#include "core/text/tokenizer.h"
 #include "hal/status.h"
 #include "tests/fuzz/fuzz_support.h"
 

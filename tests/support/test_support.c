@@ -3,7 +3,7 @@
 
 #include <math.h>
 
-#include "tools/rig/commands.h"
+#include "hal/backends.h"
 
 void rig_test_rng_seed(struct rig_test_rng *rng, uint64_t seed)
 {

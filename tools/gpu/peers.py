@@ -4,7 +4,7 @@
 1. Hugging Face transformers continuous batching on Mini-SGLang's offline workload — the same
    256 requests `rig bench offline` runs (input/output lengths uniform in [100, 1024], ids
    uniform in [0, 10000], seed 0, ignore_eos), regenerated here bit for bit with rig's
-   Philox-4x32-10 generator (core/scenario/workload.c, `minisgl_offline`) — on a
+   Philox-4x32-10 generator (core/harness/scenario/workload.c, `minisgl_offline`) — on a
    Qwen3-0.6B-shaped model (core/model/presets/qwen3-0.6b.json) with seeded random bf16
    weights. Prints output tok/s and total tok/s, and the workload's token totals so they can
    be checked against rig's "Total input tokens" line.
@@ -52,7 +52,7 @@ def philox4x32(key, c0, c1, c2, c3):
 
 
 def uniform(key, c0, c1, c2, stream, lo, hi):
-    """core/scenario/scenario.c rig_scenario_uniform."""
+    """core/harness/scenario/scenario.c rig_scenario_uniform."""
     v = philox4x32(key, c0, c1, c2, stream)
     return lo + ((v[0] << 32) | v[1]) % (hi - lo + 1)
 

@@ -1,5 +1,5 @@
 /* cmd_bench.c — `rig bench`: performance against the hardware's own floors (issue 8,
- * core/bench/bench.h, docs/performance.md).
+ * core/harness/bench/bench.h, docs/performance.md).
  *
  * Runs the chosen benchmarks (all by default) on --backend sim (the cost model's
  * predictions on a virtual clock, labelled as such) or cuda (device events), prints one
@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/bench/bench.h"
+#include "core/harness/bench/bench.h"
 #include "core/version.h"
 #include "tools/rig/commands.h"
 

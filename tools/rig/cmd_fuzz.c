@@ -1,4 +1,4 @@
-/* cmd_fuzz.c — `rig fuzz`: swarm testing of the engine on the simulator (core/swarm/,
+/* cmd_fuzz.c — `rig fuzz`: swarm testing of the engine on the simulator (core/harness/swarm/,
  * docs/testing.md).
  *
  * Each seed draws a configuration, a trace and a fault plan, runs them on the timing-only
@@ -14,8 +14,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/swarm/plant.h"
-#include "core/swarm/swarm.h"
+#include "core/harness/swarm/plant.h"
+#include "core/harness/swarm/swarm.h"
 #include "tools/rig/commands.h"
 
 struct rig__fuzz_args {
@@ -46,7 +46,8 @@ static void rig__fuzz_usage(FILE *out)
             "  --shrink               minimise a failing trace before reporting it\n"
             "  --scenario-out FILE    write the (first) failing case, or --seed's case, as a\n"
             "                         scenario YAML for `rig run`\n"
-            "  RIG_PLANT=MASK in the environment switches on planted bugs (core/swarm/plant.h)\n");
+            "  RIG_PLANT=MASK in the environment switches on planted bugs\n"
+            "                         (core/engine/debug.h)\n");
 }
 
 static bool rig__on_off(const char *value, bool *out)

@@ -1,7 +1,7 @@
 /* cmd_generate.c — `rig generate`: token ids in, generated token ids out, through the engine.
  *
  * The prompts are submitted together and run as one batch through the real scheduler
- * (core/engine.h): prefill of every prompt in the first step (the prefill budget and the
+ * (core/engine/engine.h): prefill of every prompt in the first step (the prefill budget and the
  * running-request limit are raised to fit them), then decode until each request finishes.
  * Output: one line per prompt with its generated ids, space separated; with --json one
  * object per line: {"index", "prompt_len", "ids", "finish_reason"}.
@@ -25,7 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/engine.h"
+#include "core/engine/engine.h"
+#include "core/engine/driver.h"
 #include "tools/rig/commands.h"
 
 #define RIG__PROMPTS_MAX 64
@@ -319,8 +320,6 @@ static enum rig_status rig__collect_logits(struct rig_model *model, struct rig_s
     return s;
 }
 
-/* Runs the engine to the end, keeping each prompt's last-position logits, then writes them
- * to `path`. */
 /* On every TP rank: a rank that kept its logits alone would all-gather them in a step in
  * which the others do not (mismatched collectives: a hang on NCCL). */
 static void rig__keep_logits(struct rig_engine *engine, bool keep)
@@ -329,30 +328,59 @@ static void rig__keep_logits(struct rig_engine *engine, bool keep)
         rig_model_keep_logits(rig_engine_model(engine, r), keep);
 }
 
-static int rig__logits_out(struct rig_engine *engine, struct rig__generate_state *st,
-                           int32_t prompts, const char *path)
+/* What the driver's after_step needs to keep the logits (--logits-out). */
+struct rig__logits_run {
+    struct rig_model *model;
+    struct rig_stream *stream;
+    struct rig__generate_state *st;
+    float *step_rows;          /* [prompts, vocab] one step's rows */
+    float *logits;             /* [prompts, vocab] the rows kept */
+    int32_t vocab;
+    enum rig_status status;
+};
+
+/* Arrival source (none arrive: the prompts were submitted up front): after every step, the
+ * rows of prompts whose prefill completed in it. */
+static bool rig__logits_after_step(void *ctx, struct rig_engine *engine, bool progress)
 {
-    struct rig_model *model = rig_engine_model(engine, 0);
-    int32_t vocab = rig_model_get_config(model)->vocab_size;
-    size_t count = (size_t)prompts * (size_t)vocab;
-    float *logits = calloc(count, sizeof(float));
-    float *step_rows = malloc(sizeof(float) * count);
-    struct rig_stream *stream = NULL;
-    enum rig_status s = logits != NULL && step_rows != NULL
-                            ? rig_hal_stream_create(rig_model_device(model), &stream)
-                            : RIG_E_NO_MEMORY;
-    for (int64_t step = 0; s == RIG_OK && !rig_engine_idle(engine); step++) {
-        RIG_ASSERT(step < 100000000);
-        s = rig_engine_step(engine, NULL);
-        if (s == RIG_OK) s = rig__collect_logits(model, stream, st, step_rows, logits, vocab);
+    struct rig__logits_run *run = ctx;
+    (void)engine;
+    (void)progress;
+    run->status = rig__collect_logits(run->model, run->stream, run->st, run->step_rows,
+                                      run->logits, run->vocab);
+    return run->status == RIG_OK;
+}
+
+/* Runs the engine to the end (through the driver), keeping each prompt's last-position
+ * logits when `path` is set, then writes them there. -1 on success, else the exit status. */
+static int rig__generate_drive(struct rig_engine *engine, struct rig__generate_state *st,
+                               int32_t prompts, const char *path)
+{
+    char error[256] = "";
+    if (path == NULL) {
+        if (rig_driver_run(engine, NULL, NULL, error, sizeof error) == RIG_OK) return -1;
+        fprintf(stderr, "rig generate: the run failed: %s (%s)\n", error, rig_hal_last_error());
+        return 1;
     }
-    rig_hal_stream_destroy(stream);
+    struct rig__logits_run run = {.model = rig_engine_model(engine, 0), .st = st};
+    run.vocab = rig_model_get_config(run.model)->vocab_size;
+    size_t count = (size_t)prompts * (size_t)run.vocab;
+    run.logits = calloc(count, sizeof(float));
+    run.step_rows = malloc(sizeof(float) * count);
+    run.status = run.logits != NULL && run.step_rows != NULL
+                     ? rig_hal_stream_create(rig_model_device(run.model), &run.stream)
+                     : RIG_E_NO_MEMORY;
+    struct rig_arrival_source source = {.ctx = &run, .after_step = rig__logits_after_step};
+    enum rig_status s = run.status;
+    if (s == RIG_OK) s = rig_driver_run(engine, &source, NULL, error, sizeof error);
+    if (s == RIG_OK) s = run.status;
+    rig_hal_stream_destroy(run.stream);
     rig__keep_logits(engine, false);
     FILE *f = s == RIG_OK ? fopen(path, "wb") : NULL;
-    bool written = f != NULL && fwrite(logits, sizeof(float), count, f) == count;
+    bool written = f != NULL && fwrite(run.logits, sizeof(float), count, f) == count;
     if (f != NULL && fclose(f) != 0) written = false;
-    free(logits);
-    free(step_rows);
+    free(run.logits);
+    free(run.step_rows);
     if (written) return -1;
     fprintf(stderr, "rig generate: cannot write logits to %s: %s%s%s\n", path,
             s != RIG_OK ? rig_status_message(s) : strerror(errno),
@@ -424,13 +452,7 @@ static int rig__generate_run(const struct rig__generate_args *a, int32_t *const 
     }
     if (a->logits_out != NULL) rig__keep_logits(engine, true);
     rc = rig__generate_submit(engine, a, prompts, lengths);
-    if (rc == 0 && a->logits_out != NULL) rc = rig__logits_out(engine, st, a->prompt_count,
-                                                               a->logits_out);
-    if (rc <= 0 && rig_engine_run(engine, 0) != RIG_OK) {
-        fprintf(stderr, "rig generate: the run failed (%s%s)\n", rig_hal_last_error(),
-                rig_engine_error(engine));
-        rc = 1;
-    }
+    if (rc == 0) rc = rig__generate_drive(engine, st, a->prompt_count, a->logits_out);
     rig_engine_destroy(engine);
     if (rc > 0) return rc;
     rig__generate_print(a, st, lengths);

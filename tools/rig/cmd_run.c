@@ -13,11 +13,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/results/h5.h"
-#include "core/results/metrics.h"
-#include "core/scenario/expect.h"
-#include "core/scenario/run.h"
-#include "core/scenario/scenario.h"
+#include "core/harness/results/h5.h"
+#include "core/harness/results/metrics.h"
+#include "core/harness/scenario/expect.h"
+#include "core/harness/scenario/run.h"
+#include "core/harness/scenario/scenario.h"
 #include "tools/rig/commands.h"
 
 #define RIG__ROWS_DEFAULT 40
@@ -113,26 +113,14 @@ static int rig__parse_args(int argc, char **argv, struct rig__run_args *a)
     return 2;
 }
 
-/* What the run's callbacks see. */
-struct rig__run_user {
-    bool terminal; /* stderr is a terminal (redraw one line) or not (a line each) */
-    const struct rig_scenario *scenario;
-};
-
+/* `user` points to a bool: stderr is a terminal (redraw one line) or not (a line each). */
 static void rig__progress(void *user, int64_t steps, int32_t ended, int32_t total,
                           int64_t now_ns)
 {
-    bool terminal = ((const struct rig__run_user *)user)->terminal;
+    bool terminal = *(const bool *)user;
     fprintf(stderr, "%s  step %-9lld requests done %d/%d  clock %.3f s%s", terminal ? "\r" : "",
             (long long)steps, ended, total, (double)now_ns * 1e-9, terminal ? " " : "\n");
     fflush(stderr);
-}
-
-static enum rig_status rig__on_engine(void *user, struct rig_engine *engine, char *error,
-                                      size_t error_len)
-{
-    const struct rig_scenario *s = ((const struct rig__run_user *)user)->scenario;
-    return rig_backends_apply_fault(&s->sim.fault, engine, error, error_len);
 }
 
 static void rig__violation(void *user, const char *message)
@@ -231,12 +219,11 @@ static const char *rig__out_path(const struct rig__run_args *a, const struct rig
 /* Runs, reports, writes; returns the exit status. */
 static int rig__run_loaded(const struct rig__run_args *a, const struct rig_scenario *s)
 {
+    struct rig_run_options options = {.check = a->check, .violation = rig__violation};
     bool terminal = isatty(STDERR_FILENO) != 0;
-    struct rig__run_user user = {terminal, s};
-    struct rig_run_options options = {.check = a->check, .violation = rig__violation,
-                                      .on_engine = rig__on_engine, .user = &user};
     if ((!a->quiet && terminal) || a->progress) {
         options.progress = rig__progress;
+        options.user = &terminal;
         options.progress_every = terminal ? 64 : 1024;
     }
     struct rig_results results;

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/tokenizer/tokenizer.h"
+#include "core/text/tokenizer.h"
 #include "tools/rig/commands.h"
 
 struct rig__tokenize_args {

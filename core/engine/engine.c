@@ -1,0 +1,497 @@
+/* engine.c — creating and destroying the engine (devices, model ranks, buffers, graphs,
+ * worker threads), submitting and aborting requests. The loop is core/engine/sched/scheduler.c. */
+#include "core/engine/engine.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/engine/engine_impl.h"
+#include "hal/philox.h"
+
+enum rig_status rig_policy_parse(const char *name, enum rig_policy *out)
+{
+    if (strcmp(name, "prefill_first") == 0) *out = RIG_POLICY_PREFILL_FIRST;
+    else if (strcmp(name, "decode_first") == 0) *out = RIG_POLICY_DECODE_FIRST;
+    else if (strcmp(name, "mixed") == 0) *out = RIG_POLICY_MIXED;
+    else return RIG_E_NOT_FOUND;
+    return RIG_OK;
+}
+
+const char *rig_policy_name(enum rig_policy policy)
+{
+    switch (policy) {
+    case RIG_POLICY_PREFILL_FIRST: return "prefill_first";
+    case RIG_POLICY_DECODE_FIRST: return "decode_first";
+    case RIG_POLICY_MIXED: return "mixed";
+    }
+    return "?";
+}
+
+void rig_engine_config_default(struct rig_engine_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->backend = "sim";
+    c->device.profile = "h100";
+    c->tp_size = 1;
+    c->num_pages = 1024;
+    c->page_size = 1;
+    c->max_running_req = 16;
+    c->prefill_budget = 8192;
+    c->max_requests = 256;
+    c->cache_type = RIG_CACHE_RADIX;
+    c->policy = RIG_POLICY_PREFILL_FIRST;
+    c->overlap = true;
+    c->cuda_graphs = true;
+    c->cuda_graph_max_bs = 32;
+    c->check_invariants = RIG_VERIFY_ON;
+    c->host_costs.schedule_ns = 20000;
+    c->host_costs.prepare_per_req_ns = 2000;
+    c->host_costs.process_per_req_ns = 1000;
+}
+
+static void rig__error(char *error, size_t len, const char *fmt, ...)
+{
+    if (!error || len == 0) return;
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(error, len, fmt, args);
+    va_end(args);
+}
+
+/* Checks the limits and derives L, T_max and W_max. */
+static enum rig_status rig__validate(struct rig_engine *e, char *error, size_t len)
+{
+    const struct rig_engine_config *c = &e->config;
+    if (c->tp_size < 1 || c->tp_size > RIG_DEVICES_MAX || c->num_pages <= 0 ||
+        c->page_size <= 0 || c->page_size > 64 || c->max_running_req <= 0 ||
+        c->prefill_budget <= 0 || c->max_requests <= 0 || c->model.max_position <= 0) {
+        rig__error(error, len, "engine: a limit is out of range (tp_size %d, num_pages %d, "
+                   "page_size %d, max_running_req %d, prefill_budget %d, max_requests %d)",
+                   c->tp_size, c->num_pages, c->page_size, c->max_running_req,
+                   c->prefill_budget, c->max_requests);
+        return RIG_E_INVALID;
+    }
+    int32_t L = c->max_seq_len > 0 ? c->max_seq_len : c->model.max_position;
+    if (L > c->model.max_position) L = c->model.max_position;
+    L -= L % c->page_size;
+    if (L <= c->max_running_req + 1) {
+        rig__error(error, len, "engine: max_seq_len %d must exceed max_running_req + 1 (%d)",
+                   L, c->max_running_req + 1);
+        return RIG_E_INVALID;
+    }
+    e->max_seq_len = L;
+    e->tp_size = c->tp_size;
+    e->tokens_max = c->prefill_budget > c->max_running_req ? c->prefill_budget
+                                                           : c->max_running_req;
+    e->dummy_slot = c->num_pages * c->page_size;
+    return RIG_OK;
+}
+
+/* Host-side state: pool, cache, table, managers, batches, scratch. */
+static enum rig_status rig__host_init(struct rig_engine *e)
+{
+    const struct rig_engine_config *c = &e->config;
+    int32_t L = e->max_seq_len, rmax = c->max_running_req;
+    /* Page-table writes per batch: rewrites from the last processed batch (≤ one prompt of
+     * L plus a budget), one page per decode request, and admissions — the prefill manager
+     * stops admitting before the rest is used, and the first admission (≤ L + a budget + a
+     * page) always fits. */
+    int32_t writes = 2 * (L + e->tokens_max) + (rmax + 1) * c->page_size + 64;
+    rig__layout_init(&e->layout, rmax, e->tokens_max, writes);
+    enum rig_status s = rig_request_pool_init(&e->pool, c->max_requests, L);
+    if (s == RIG_OK) s = rig_cache_init(&e->cache, c->cache_type, c->num_pages, c->page_size);
+    if (s == RIG_OK) e->cache.plant = c->debug_plant;
+    if (s == RIG_OK) s = rig_table_init(&e->table, rmax, L, e->dummy_slot);
+    if (s == RIG_OK) s = rig_prefill_init(&e->prefill, c->max_requests, L);
+    if (s == RIG_OK) s = rig_decode_init(&e->decode, rmax);
+    if (s != RIG_OK) return s;
+    e->rewrites = malloc((size_t)writes * sizeof(int32_t));
+    e->scratch_rewritten = malloc((size_t)L * sizeof(int32_t));
+    e->scratch_uids = malloc((size_t)rmax * sizeof(uint64_t));
+    e->releasing = malloc((size_t)c->max_requests * sizeof *e->releasing);
+    e->check_page_owner = malloc((size_t)c->num_pages * sizeof(int32_t));
+    e->check_refs = malloc((size_t)e->cache.tree.nodes_max * sizeof(int32_t));
+    e->check_slots = malloc((size_t)L * sizeof(int32_t));
+    e->check_running = malloc((size_t)c->max_requests * sizeof(bool));
+    bool ok = e->rewrites && e->scratch_rewritten && e->scratch_uids && e->releasing &&
+              e->check_page_owner && e->check_refs && e->check_slots && e->check_running;
+    for (int32_t i = 0; i < RIG__SLOTS && ok; i++) {
+        struct rig__batch *b = &e->batches[i];
+        b->reqs = calloc((size_t)rmax, sizeof *b->reqs);
+        b->produces = calloc((size_t)rmax, sizeof *b->produces);
+        b->staging = calloc(1, e->layout.bytes);
+        b->tokens_out = calloc((size_t)rmax, sizeof *b->tokens_out);
+        ok = b->reqs && b->produces && b->staging && b->tokens_out;
+    }
+    return ok ? RIG_OK : RIG_E_NO_MEMORY;
+}
+
+static void rig__host_free(struct rig_engine *e)
+{
+    rig_request_pool_free(&e->pool);
+    rig_cache_free(&e->cache);
+    rig_table_free(&e->table);
+    rig_prefill_free(&e->prefill);
+    rig_decode_free(&e->decode);
+    free(e->rewrites);
+    free(e->scratch_rewritten);
+    free(e->scratch_uids);
+    free(e->releasing);
+    free(e->check_page_owner);
+    free(e->check_refs);
+    free(e->check_slots);
+    free(e->check_running);
+    for (int32_t i = 0; i < RIG__SLOTS; i++) {
+        free(e->batches[i].reqs);
+        free(e->batches[i].produces);
+        free(e->batches[i].staging);
+        free(e->batches[i].tokens_out);
+    }
+}
+
+static enum rig_status rig__rank_objects(struct rig_engine *e, struct rig__rank *rank)
+{
+    struct rig_device *d = rank->device;
+    size_t cells = (size_t)e->table.rows * (size_t)e->max_seq_len;
+    enum rig_status s = rig_hal_stream_create(d, &rank->compute);
+    if (s == RIG_OK) s = rig_hal_stream_create(d, &rank->meta);
+    for (int32_t i = 0; i < RIG__SLOTS && s == RIG_OK; i++) {
+        s = rig_hal_event_create(d, &rank->uploaded[i]);
+        if (s == RIG_OK) s = rig_hal_event_create(d, &rank->start[i]);
+        if (s == RIG_OK) s = rig_hal_event_create(d, &rank->end[i]);
+        if (s == RIG_OK) s = rig_hal_event_create(d, &rank->done[i]);
+        if (s == RIG_OK)
+            s = rig_hal_buffer_alloc(d, e->layout.bytes, RIG_MEMORY_METADATA,
+                                     &rank->meta_slot[i]);
+    }
+    if (s == RIG_OK) s = rig_hal_event_create(d, &rank->origin);
+    if (s == RIG_OK)
+        s = rig_hal_buffer_alloc(d, e->layout.bytes, RIG_MEMORY_METADATA, &rank->meta_static);
+    if (s == RIG_OK)
+        s = rig_hal_buffer_alloc(d, cells * 4, RIG_MEMORY_METADATA, &rank->page_table);
+    if (s == RIG_OK)
+        s = rig_hal_buffer_alloc(d, cells * 4, RIG_MEMORY_METADATA, &rank->token_pool);
+    if (s == RIG_OK)
+        s = rig_hal_buffer_alloc(d, 4 * (size_t)e->tokens_max, RIG_MEMORY_METADATA,
+                                 &rank->input_ids);
+    if (s == RIG_OK)
+        s = rig_hal_buffer_alloc(d, 4 * (size_t)e->layout.requests_max, RIG_MEMORY_METADATA,
+                                 &rank->out_tokens);
+    return s;
+}
+
+static void rig__rank_free(struct rig__rank *rank)
+{
+    for (int32_t g = 0; g < rank->graph_count; g++)
+        if (rank->graphs[g].graph) rig_hal_graph_destroy(rank->graphs[g].graph);
+    if (rank->model) rig_model_destroy(rank->model);
+    struct rig_buffer *buffers[] = {rank->meta_slot[0], rank->meta_slot[1], rank->meta_static,
+                                    rank->page_table, rank->token_pool, rank->input_ids,
+                                    rank->out_tokens};
+    for (size_t i = 0; i < RIG_ARRAY_LEN(buffers); i++)
+        if (buffers[i]) rig_hal_buffer_free(buffers[i]);
+    for (int32_t i = 0; i < RIG__SLOTS; i++) {
+        struct rig_event *events[] = {rank->uploaded[i], rank->start[i], rank->end[i],
+                                      rank->done[i]};
+        for (size_t k = 0; k < RIG_ARRAY_LEN(events); k++)
+            if (events[k]) rig_hal_event_destroy(events[k]);
+    }
+    if (rank->origin) rig_hal_event_destroy(rank->origin);
+    if (rank->meta) rig_hal_stream_destroy(rank->meta);
+    if (rank->compute) rig_hal_stream_destroy(rank->compute);
+    if (rank->comm) rig_hal_comm_destroy(rank->comm);
+}
+
+/* Decode graph sizes, largest first: the largest, then 1, 2, 4, 8, 16, 24, ... below it. */
+static void rig__graph_sizes(struct rig_engine *e)
+{
+    int32_t largest = e->config.cuda_graph_max_bs < e->config.max_running_req
+                          ? e->config.cuda_graph_max_bs
+                          : e->config.max_running_req;
+    int32_t sizes[RIG__GRAPHS_MAX], n = 0;
+    if (e->config.cuda_graphs && largest > 0) {
+        sizes[n++] = largest;
+        int32_t ladder[RIG__GRAPHS_MAX], m = 0;
+        for (int32_t bs = 1; bs < largest && m < RIG__GRAPHS_MAX - 1; bs = bs < 8 ? bs * 2 : bs + 8)
+            ladder[m++] = bs;
+        for (int32_t i = m - 1; i >= 0; i--) sizes[n++] = ladder[i];
+    }
+    for (int32_t r = 0; r < e->tp_size; r++) {
+        e->ranks[r].graph_count = n;
+        for (int32_t g = 0; g < n; g++) e->ranks[r].graphs[g].batch_size = sizes[g];
+    }
+}
+
+static enum rig_status rig__devices_init(struct rig_engine *e, char *error, size_t len)
+{
+    const struct rig_engine_config *c = &e->config;
+    enum rig_status s = rig_hal_open(c->backend, &c->device, e->tp_size, e->devices);
+    if (s != RIG_OK) {
+        rig__error(error, len, "engine: cannot open %d %s device(s): %s", e->tp_size,
+                   c->backend, rig_status_message(s));
+        return s;
+    }
+    struct rig_comm *comms[RIG_DEVICES_MAX] = {0};
+    if (e->tp_size > 1 && (s = rig_hal_comm_create(e->devices, e->tp_size, comms)) != RIG_OK) {
+        rig__error(error, len, "engine: cannot create the TP group: %s", rig_status_message(s));
+        return s;
+    }
+    struct rig_model_limits limits = {e->tokens_max, e->layout.requests_max,
+                                      e->dummy_slot + 1};
+    /* Every rank takes its comm first: when rank 0 fails below, destroy must still find
+     * the comms of the ranks not reached (found by the swarm: a failing start-up allocation
+     * with TP 2 closed a device with a live comm). */
+    for (int32_t r = 0; r < e->tp_size; r++) {
+        e->ranks[r].index = r;
+        e->ranks[r].engine = e;
+        e->ranks[r].device = e->devices[r];
+        e->ranks[r].comm = comms[r];
+    }
+    for (int32_t r = 0; r < e->tp_size; r++) {
+        struct rig__rank *rank = &e->ranks[r];
+        if ((s = rig__rank_objects(e, rank)) != RIG_OK) {
+            rig__error(error, len, "engine: rank %d buffers: %s", r, rig_status_message(s));
+            return s;
+        }
+        s = rig_model_create(&c->model, &c->weights, &limits, rank->device, rank->compute,
+                             rank->comm, &rank->model, error, len);
+        if (s != RIG_OK) return s;
+        if ((s = rig__rank_init_tables(rank)) != RIG_OK) return s;
+    }
+    return RIG_OK;
+}
+
+/* Captures decode graphs on every rank; a backend without graphs runs eagerly. */
+static enum rig_status rig__graphs_init(struct rig_engine *e, char *error, size_t len)
+{
+    rig__graph_sizes(e);
+    if (e->ranks[0].graph_count == 0) return RIG_OK;
+    struct rig__batch *b = &e->batches[0];
+    rig__stage_padding(e, b, 0, e->ranks[0].graphs[0].batch_size, 0);
+    enum rig_status s = rig__ranks_run(e, RIG_RANK_JOB_CAPTURE, 0);
+    if (s == RIG_E_UNSUPPORTED) {
+        for (int32_t r = 0; r < e->tp_size; r++) e->ranks[r].graph_count = 0;
+        return RIG_OK;
+    }
+    if (s != RIG_OK)
+        rig__error(error, len, "engine: decode graph capture failed: %s (%s%s)",
+                   rig_status_message(s), rig_hal_last_error(), rig_engine_error(e));
+    return s;
+}
+
+enum rig_status rig_engine_create(const struct rig_engine_config *config,
+                                  const struct rig_engine_observer *observer,
+                                  struct rig_engine **out, char *error, size_t error_len)
+{
+    struct rig_engine *e = calloc(1, sizeof *e);
+    if (!e) return RIG_E_NO_MEMORY;
+    e->config = *config;
+    if (observer) e->observer = *observer;
+    enum rig_status s = rig__validate(e, error, error_len);
+    if (s == RIG_OK && (s = rig__host_init(e)) != RIG_OK)
+        rig__error(error, error_len, "engine: out of host memory for the limits given");
+    if (s == RIG_OK) s = rig__devices_init(e, error, error_len);
+    if (s == RIG_OK && (s = rig__ranks_start(e)) != RIG_OK)
+        rig__error(error, error_len, "engine: cannot start rank threads");
+    if (s == RIG_OK) s = rig__graphs_init(e, error, error_len);
+    if (s != RIG_OK) {
+        rig_engine_destroy(e);
+        return s;
+    }
+    *out = e;
+    return RIG_OK;
+}
+
+void rig_engine_destroy(struct rig_engine *e)
+{
+    if (!e) return;
+    rig__ranks_stop(e);
+    for (int32_t r = 0; r < e->tp_size; r++) {
+        if (e->ranks[r].compute) rig_hal_stream_synchronize(e->ranks[r].compute);
+        rig__rank_free(&e->ranks[r]);
+    }
+    for (int32_t r = 0; r < e->tp_size; r++)
+        if (e->devices[r]) rig_hal_close(e->devices[r]);
+    rig__host_free(e);
+    free(e);
+}
+
+/* Why a request can never run, or NULL when it can. */
+static const char *rig__reject_reason(const struct rig_engine *e, const struct rig_submit *s,
+                                      int32_t max_tokens, char *buf, size_t len)
+{
+    int32_t L = e->max_seq_len, ps = e->cache.page_size;
+    int64_t slots = (int64_t)e->cache.num_pages * ps;
+    if (s->prompt_len >= L) {
+        snprintf(buf, len, "prompt of %d tokens leaves no room under the context limit of %d",
+                 s->prompt_len, L);
+        return buf;
+    }
+    if ((int64_t)s->prompt_len + max_tokens > L) {
+        snprintf(buf, len, "prompt (%d tokens) + max_tokens (%d) exceeds the context limit "
+                 "of %d", s->prompt_len, max_tokens, L);
+        return buf;
+    }
+    int64_t need = ((int64_t)s->prompt_len + max_tokens + ps - 1) / ps * ps;
+    if (need > slots) {
+        snprintf(buf, len, "needs %lld KV slots; the whole cache holds %lld", (long long)need,
+                 (long long)slots);
+        return buf;
+    }
+    return NULL;
+}
+
+static void rig__report_end(struct rig_engine *e, const struct rig_submit *s,
+                            enum rig_request_end reason, const char *why, int64_t now)
+{
+    e->ended++;
+    if (reason == RIG_END_ABORT) e->stats.aborted++;
+    else e->stats.rejected++;
+    if (!e->observer.on_finish) return;
+    struct rig_request_result res = {s->uid, reason, why, s->prompt_len, 0, 0,
+                                     NULL, NULL, s->arrival_ns >= 0 ? s->arrival_ns : now,
+                                     -1, -1, now, -1, -1};
+    e->observer.on_finish(e->observer.ctx, &res);
+}
+
+enum rig_status rig_engine_submit(struct rig_engine *e, const struct rig_submit *s,
+                                  char *reason, size_t reason_len)
+{
+    char why[200];
+    if (!s->prompt || s->prompt_len <= 0 || s->sampling.max_tokens < 0) {
+        rig__error(reason, reason_len, "request %llu: empty prompt or negative max_tokens",
+                   (unsigned long long)s->uid);
+        return RIG_E_INVALID;
+    }
+    for (int32_t i = 0; i < s->prompt_len; i++) {
+        if (s->prompt[i] < 0 || s->prompt[i] >= e->config.model.vocab_size) {
+            rig__error(reason, reason_len, "request %llu: token %d at %d is outside the "
+                       "vocabulary", (unsigned long long)s->uid, s->prompt[i], i);
+            return RIG_E_INVALID;
+        }
+    }
+    if (rig_request_pool_find(&e->pool, s->uid)) {
+        rig__error(reason, reason_len, "request %llu: uid already in use",
+                   (unsigned long long)s->uid);
+        return RIG_E_INVALID;
+    }
+    int64_t now = rig_hal_now_ns(e->devices[0]);
+    int32_t max_tokens = s->sampling.max_tokens > 0 ? s->sampling.max_tokens
+                                                    : e->max_seq_len - s->prompt_len;
+    const char *reject = rig__reject_reason(e, s, max_tokens, why, sizeof why);
+    if (reject) {
+        rig__error(reason, reason_len, "request %llu rejected: %s", (unsigned long long)s->uid,
+                   reject);
+        e->stats.submitted++;
+        rig__report_end(e, s, RIG_END_REJECTED, reject, now);
+        return RIG_E_RANGE;
+    }
+    struct rig_request *r;
+    enum rig_status status = rig_request_pool_add(&e->pool, s->uid, s->prompt, s->prompt_len, &r);
+    if (status == RIG_OK && (status = rig_prefill_push(&e->prefill, r)) != RIG_OK)
+        rig_request_pool_remove(&e->pool, r);
+    if (status != RIG_OK) {
+        rig__error(reason, reason_len, "engine full: %d requests queued or running",
+                   e->config.max_requests);
+        return RIG_E_CAPACITY;
+    }
+    r->sampling = s->sampling;
+    r->sample_seed = s->sampling.has_seed ? s->sampling.seed : rig_mix64(e->config.seed, s->uid);
+    r->max_device_len = s->prompt_len + max_tokens;
+    r->arrival_ns = s->arrival_ns >= 0 ? s->arrival_ns : now;
+    e->stats.submitted++;
+    return RIG_OK;
+}
+
+enum rig_status rig_engine_abort(struct rig_engine *e, uint64_t uid)
+{
+    struct rig_request *r = rig_request_pool_find(&e->pool, uid);
+    if (!r || !rig_request_live(r)) return RIG_E_NOT_FOUND;
+    if (r->state == RIG_REQUEST_PENDING || r->state == RIG_REQUEST_CHUNKED)
+        rig_prefill_remove(&e->prefill, r);
+    rig_decode_remove(&e->decode, r);
+    rig__request_end(e, r, RIG_END_ABORT, NULL);
+    return RIG_OK;
+}
+
+const char *rig_engine_error(const struct rig_engine *e)
+{
+    RIG_ASSERT(e != NULL);
+    if (e->tp_size == 1 || e->ranks[0].comm == NULL) return "";
+    return rig_hal_comm_error(e->ranks[0].comm);
+}
+
+int32_t rig_engine_abort_all(struct rig_engine *e)
+{
+    int32_t aborted = 0;
+    for (int32_t i = 0; i < e->pool.requests_max; i++) {
+        const struct rig_request *r = &e->pool.requests[i];
+        if (r->state == RIG_REQUEST_FREE || !rig_request_live(r)) continue;
+        enum rig_status status = rig_engine_abort(e, r->uid);
+        RIG_ASSERT(status == RIG_OK);
+        aborted++;
+    }
+    return aborted;
+}
+
+void rig_engine_end_unsubmitted(struct rig_engine *e, const struct rig_submit *s,
+                                enum rig_request_end reason, const char *message)
+{
+    RIG_ASSERT(reason == RIG_END_REJECTED || reason == RIG_END_ABORT);
+    e->stats.submitted++;
+    rig__report_end(e, s, reason, message, rig_hal_now_ns(e->devices[0]));
+}
+
+enum rig_status rig_engine_flush_cache(struct rig_engine *e)
+{
+    if (!rig_engine_idle(e)) return RIG_E_STATE;
+    rig_cache_flush(&e->cache);
+    return RIG_OK;
+}
+
+void rig_engine_stats(const struct rig_engine *e, struct rig_engine_stats *out)
+{
+    *out = e->stats;
+    out->pending = e->prefill.count;
+    out->running = e->decode.count;
+    out->kv = rig_cache_sizes(&e->cache);
+}
+
+int64_t rig_engine_now_ns(const struct rig_engine *e)
+{
+    return rig_hal_now_ns(e->devices[0]);
+}
+
+void rig_engine_wait_until_ns(struct rig_engine *e, int64_t t_ns)
+{
+    for (int32_t r = 0; r < e->tp_size; r++) rig_hal_host_wait_until_ns(e->devices[r], t_ns);
+}
+
+const struct rig_request *rig_engine_find(const struct rig_engine *e, uint64_t uid)
+{
+    return rig_request_pool_find(&e->pool, uid);
+}
+
+const struct rig_cache *rig_engine_cache(const struct rig_engine *e)
+{
+    return &e->cache;
+}
+
+struct rig_device *rig_engine_device(const struct rig_engine *e, int32_t rank)
+{
+    RIG_ASSERT(rank >= 0 && rank < e->tp_size);
+    return e->devices[rank];
+}
+
+const struct rig_engine_config *rig_engine_get_config(const struct rig_engine *e)
+{
+    return &e->config;
+}
+
+struct rig_model *rig_engine_model(struct rig_engine *e, int32_t rank)
+{
+    RIG_ASSERT(e != NULL && rank >= 0 && rank < e->tp_size);
+    return e->ranks[rank].model;
+}

@@ -1,0 +1,226 @@
+/* engine.h — the serving engine: requests in, tokens out, one scheduler over TP ranks.
+ *
+ * The engine owns everything a model needs to serve (DESIGN §2, §6): the devices of the TP
+ * group and one model rank on each, the KV cache manager (pages + radix prefix cache), the
+ * table manager (page table and token pool rows), the request pool, the prefill and decode
+ * managers and the scheduler loop — normal or overlapped (batch N−1's results processed
+ * while batch N runs). It runs unchanged on the simulator and on CUDA.
+ *
+ * Use: rig_engine_config_default → set model, backend, limits → rig_engine_create; then
+ * rig_engine_submit / rig_engine_abort between steps and rig_engine_step (one scheduling
+ * iteration) — normally through the driver (core/engine/driver.h), the one loop that feeds
+ * arrivals, steps and waits on the clock, with an inbox (core/engine/inbox.h) for requests
+ * posted by other threads. Results are pushed to an observer: every token
+ * (streaming), every finished / aborted / rejected request with its metrics, and a record of
+ * every forward step (the HDF5 writer and `rig run` consume these).
+ *
+ * Sizing: every buffer — host and device — is allocated in rig_engine_create from the
+ * limits in the config; nothing is allocated in the step loop, every queue is bounded.
+ * Determinism: the same config, seed and call sequence give the same tokens, records and
+ * (on the simulator) virtual times. A sampled token depends only on (request seed, request,
+ * output position), so outputs do not change with batching, overlap, chunking, cache type,
+ * policy or TP degree.
+ *
+ * Threads: all calls from one thread (the scheduler thread). With tp_size > 1 the engine
+ * runs ranks 1.. on persistent worker threads of its own (see docs/engine.md); observer
+ * callbacks are made on the calling thread, inside rig_engine_step, rig_engine_submit (a
+ * rejection) and rig_engine_abort. Callbacks must not call back into the engine.
+ */
+#ifndef RIG_ENGINE_H
+#define RIG_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/engine/batch.h"
+#include "core/engine/cache/cache.h"
+#include "core/model/model.h"
+#include "core/engine/request.h"
+#include "hal/hal.h"
+
+enum rig_policy {
+    RIG_POLICY_PREFILL_FIRST = 0, /* Mini-SGLang's: a prefill batch whenever one fits */
+    RIG_POLICY_DECODE_FIRST = 1,  /* decode while anything runs; prefill when nothing does */
+    RIG_POLICY_MIXED = 2,         /* one batch: every decode token plus a prefill chunk */
+};
+
+/* "prefill_first" / "decode_first" / "mixed"; RIG_E_NOT_FOUND otherwise. */
+enum rig_status rig_policy_parse(const char *name, enum rig_policy *out);
+const char *rig_policy_name(enum rig_policy policy);
+
+/* Modelled host CPU costs (simulator only; real hardware takes its own time). */
+struct rig_host_costs {
+    int64_t schedule_ns;        /* per scheduling decision */
+    int64_t prepare_per_req_ns; /* per request in a prepared batch */
+    int64_t process_per_req_ns; /* per request when processing a batch's results */
+};
+
+struct rig_engine_config {
+    const char *backend;              /* "sim" | "cuda" */
+    struct rig_device_config device;  /* how the devices are opened */
+    int32_t tp_size;                  /* devices, one model rank each */
+    struct rig_model_config model;    /* from rig_model_config_preset / _load */
+    struct rig_weights_source weights;
+    int32_t num_pages;                /* KV pages in the pool */
+    int32_t page_size;                /* token slots per page (1 as in the seeds) */
+    int32_t max_running_req;          /* page-table rows = concurrent admitted requests */
+    int32_t max_seq_len;              /* context limit; 0 = the model's max_position */
+    int32_t prefill_budget;           /* tokens per prefill batch (default 8192) */
+    int32_t max_requests;             /* requests known at once (queued + running) */
+    enum rig_cache_type cache_type;
+    enum rig_policy policy;
+    bool overlap;                     /* overlap scheduling (default on) */
+    bool cuda_graphs;                 /* capture decode graphs when the backend can */
+    int32_t cuda_graph_max_bs;        /* largest captured decode batch */
+    bool check_invariants;            /* run the checker after every step */
+    uint64_t seed;                    /* engine seed: per-request seeds derive from it */
+    struct rig_host_costs host_costs;
+    uint32_t debug_plant;             /* the debug hook: planted bugs (core/engine/debug.h),
+                                         0 in every normal run */
+};
+
+/* Defaults: sim backend, tp 1, page size 1, 1024 pages, 16 rows, budget 8192, radix cache,
+ * prefill_first, overlap on, graphs on (max bs 32), checker on in verify builds, seed 0. The
+ * model must still be set. Can't fail. */
+void rig_engine_config_default(struct rig_engine_config *config);
+
+/* One forward step, as the results writer stores it. Device times are on the device
+ * timeline of rank 0, from the engine's start. */
+struct rig_step_record {
+    int64_t step;               /* 0, 1, ... in launch order */
+    enum rig_batch_phase phase;
+    int32_t batch_size;         /* real requests */
+    int32_t prefill_requests;   /* of which prefill (chunks) */
+    int32_t tokens;             /* real tokens */
+    int32_t padded_size;        /* requests after CUDA-graph padding */
+    bool graph_used;
+    int64_t host_schedule_ns;   /* host clock when the batch was scheduled */
+    int64_t device_start_ns;
+    int64_t device_end_ns;
+    int64_t pages_free;         /* after the batch's allocation */
+    int64_t pages_evictable;
+    int64_t pages_locked;       /* protected: cached and locked */
+    int64_t pages_owned;        /* held by requests outside the tree */
+    const uint64_t *uids;       /* (batch_size) the requests in batch order (decode first,
+                                   then prefill); valid only during the observer call */
+};
+
+/* A request that ended (finished, aborted or rejected). Pointers are valid only during the
+ * observer call. Times are host-clock nanoseconds; -1 when the event never happened. */
+struct rig_request_result {
+    uint64_t uid;
+    enum rig_request_end reason;
+    const char *message;        /* why, for rejections; "" otherwise */
+    int32_t input_len;
+    int32_t cached_len;         /* prompt tokens found in the prefix cache */
+    int32_t output_len;
+    const int32_t *output_ids;      /* (output_len) */
+    const int64_t *token_times_ns;  /* (output_len) */
+    int64_t arrival_ns;
+    int64_t first_scheduled_ns;
+    int64_t first_token_ns;
+    int64_t finish_ns;
+    int64_t first_step;         /* step that first computed any of its tokens; -1 never */
+    int64_t finish_step;        /* step that produced its last token; -1 none */
+};
+
+/* Callbacks, all optional (NULL), made on the engine's thread. */
+struct rig_engine_observer {
+    void *ctx;
+    void (*on_token)(void *ctx, uint64_t uid, int32_t index, int32_t token, int64_t t_ns);
+    void (*on_finish)(void *ctx, const struct rig_request_result *result);
+    void (*on_step)(void *ctx, const struct rig_step_record *record);
+};
+
+struct rig_submit {
+    uint64_t uid;               /* unique among live requests */
+    const int32_t *prompt;      /* (prompt_len) token ids, copied */
+    int32_t prompt_len;
+    struct rig_sampling_params sampling;
+    int64_t arrival_ns;         /* host clock; -1 = now */
+};
+
+struct rig_engine;
+
+/* Opens the devices, creates the model ranks and every buffer, captures decode graphs.
+ * On error returns a negative status with a message in `error` and leaves nothing open. */
+enum rig_status rig_engine_create(const struct rig_engine_config *config,
+                                  const struct rig_engine_observer *observer,
+                                  struct rig_engine **out, char *error, size_t error_len);
+void rig_engine_destroy(struct rig_engine *engine);
+
+/* Queues a request. A request that can never run — prompt at or over the context limit,
+ * prompt + max_tokens over it, or more KV than the whole cache — is rejected: returns
+ * RIG_E_RANGE with the reason in `reason`, and the observer sees it end as REJECTED with
+ * the same message. RIG_E_INVALID for a bad argument (uid in use, empty prompt, token out
+ * of the vocabulary, negative max_tokens); RIG_E_CAPACITY when max_requests are live
+ * (back-pressure: retry later). Nothing is queued on error. */
+enum rig_status rig_engine_submit(struct rig_engine *engine, const struct rig_submit *request,
+                                  char *reason, size_t reason_len);
+/* Aborts a live request at any point (queued, chunked, running, or with its last token in
+ * flight); it ends exactly once, as ABORT. RIG_E_NOT_FOUND when no live request has it. */
+enum rig_status rig_engine_abort(struct rig_engine *engine, uint64_t uid);
+
+/* One scheduler iteration: schedule and launch a batch, process the previous batch's
+ * results (overlap) or this one's (normal), release finished requests, check invariants.
+ * *progress (may be NULL) tells whether anything happened. Fails only on a device error;
+ * the engine is then in an undefined state and must be destroyed. */
+enum rig_status rig_engine_step(struct rig_engine *engine, bool *progress);
+/* Steps until idle (nothing queued, running or in flight), at most `max_steps` steps (<= 0:
+ * no bound). RIG_E_STATE when a step makes no progress while work remains (queued requests
+ * that can never be admitted — a bug, since such requests are rejected at submission). */
+enum rig_status rig_engine_run(struct rig_engine *engine, int64_t max_steps);
+bool rig_engine_idle(const struct rig_engine *engine);
+/* Why the engine failed, beyond the status its call returned: with TP, the group's failure
+ * naming the rank and the collective (a late, stalled or failed rank); "" otherwise. */
+const char *rig_engine_error(const struct rig_engine *engine);
+/* Aborts every live request (rig_engine_abort on each, in pool order): for a shutdown.
+ * Returns how many were aborted. Can't fail. */
+int32_t rig_engine_abort_all(struct rig_engine *engine);
+/* Ends a request that never entered the engine — one refused by rig_engine_submit for a
+ * reason that ends no request (RIG_E_INVALID), or one still queued in front of the engine
+ * when it shut down — through the observer's on_finish as `reason` (REJECTED or ABORT) with
+ * `message`, counted as submitted and ended, so that every uid handed to the engine's
+ * front end ends exactly once through one path. Can't fail. */
+void rig_engine_end_unsubmitted(struct rig_engine *engine, const struct rig_submit *request,
+                                enum rig_request_end reason, const char *message);
+/* Empties the prefix cache: every cached, unlocked page goes back to the free list.
+ * RIG_E_STATE (nothing changes) unless the engine is idle. */
+enum rig_status rig_engine_flush_cache(struct rig_engine *engine);
+
+/* The invariant checker (DESIGN §6): pages free / cached / owned by exactly one request,
+ * size accounting, ref counts equal to live handles, no locked node evicted, rows pointing
+ * only at owned or locked pages, requests ending exactly once, the radix tree's own
+ * consistency. One line per violation to `report` (may be NULL); returns the count. */
+int32_t rig_engine_check(struct rig_engine *engine,
+                         void (*report)(void *ctx, const char *msg), void *ctx);
+
+/* Counters for tests and reports. */
+struct rig_engine_stats {
+    int64_t steps;
+    int64_t submitted, finished, aborted, rejected;
+    int64_t prefill_tokens;     /* prompt tokens computed (cache hits excluded) */
+    int64_t decode_tokens;
+    int64_t cached_tokens;      /* prompt tokens served from the prefix cache */
+    int64_t graph_replays;
+    int64_t row_rewrites;       /* page-table entries pointed from duplicates to the tree */
+    int32_t pending, running;   /* now */
+    struct rig_cache_sizes kv;  /* now, in slots */
+};
+void rig_engine_stats(const struct rig_engine *engine, struct rig_engine_stats *out);
+/* The host clock of rank 0 (virtual on the simulator). */
+int64_t rig_engine_now_ns(const struct rig_engine *engine);
+/* Waits (idles the host clock) until t_ns: for replaying arrival times. */
+void rig_engine_wait_until_ns(struct rig_engine *engine, int64_t t_ns);
+/* The live request with `uid` (read-only), or NULL: for tests and status pages. */
+const struct rig_request *rig_engine_find(const struct rig_engine *engine, uint64_t uid);
+const struct rig_cache *rig_engine_cache(const struct rig_engine *engine);
+/* The device of TP rank `rank` (0 <= rank < tp_size): for fault injection in tests. */
+struct rig_device *rig_engine_device(const struct rig_engine *engine, int32_t rank);
+const struct rig_engine_config *rig_engine_get_config(const struct rig_engine *engine);
+/* Rank `rank`'s model (0 <= rank < tp_size), for debug access between steps such as
+ * rig_model_keep_logits (`rig generate --logits-out`). */
+struct rig_model *rig_engine_model(struct rig_engine *engine, int32_t rank);
+
+#endif /* RIG_ENGINE_H */

@@ -1,0 +1,153 @@
+/* engine_impl.h — the engine's private state, shared by core/engine/engine.c and the
+ * core/engine/sched files.
+ *
+ * Layout of one batch's metadata (struct rig__meta_layout): fixed offsets into one block, the
+ * same on the host (staging, one per in-flight slot) and on each rank's device (one region
+ * per slot plus a static region that captured CUDA graphs read). Per request [R_max]:
+ * table_idx, cu_q (+1), kv_len, last_idx, temperature, top_k, top_p, seed (i64),
+ * sample_pos, write_idx; per token [T_max]: input_idx (token-pool index of each input),
+ * positions, out_loc; page-table and token-pool writes [W_max]: flat index and value.
+ *
+ * Batch slots: RIG__SLOTS (2) batches may be prepared/in flight at once (overlap); batch n
+ * uses slot n % 2. Stream use per rank (why two streams, DESIGN §2): uploads of batch n go
+ * on the `meta` stream, after the event of the batch that used the slot before; the compute
+ * stream waits for them, applies the page-table / token-pool writes (INDEX_SCATTER), gathers
+ * input ids from the token pool (INDEX_GATHER), runs the forward (graph replay or eager),
+ * scatters the sampled tokens into the token pool and downloads them. All writes to shared
+ * device state are on the compute stream, so they are ordered after every earlier batch.
+ */
+#ifndef RIG_ENGINE_IMPL_H
+#define RIG_ENGINE_IMPL_H
+
+#include "core/engine/engine.h"
+#include "core/engine/ranks/ranks.h"
+#include "core/engine/sched/decode.h"
+#include "core/engine/sched/prefill.h"
+#include "core/engine/table.h"
+
+#define RIG__SLOTS 2
+#define RIG__GRAPHS_MAX 40
+
+struct rig__meta_layout {
+    size_t table_idx, cu_q, kv_len, last_idx, temperature, top_k, top_p, seed, sample_pos,
+        write_idx;                    /* per request: byte offsets */
+    size_t request_block_bytes;       /* bytes of the per-request block (from offset 0) */
+    size_t input_idx, positions, out_loc;    /* per token */
+    size_t pt_idx, pt_val, tp_idx, tp_val;   /* writes */
+    size_t bytes;                     /* the whole block */
+    int32_t requests_max;             /* R_max */
+    int32_t tokens_max;               /* T_max */
+    int32_t writes_max;               /* W_max */
+};
+
+/* One prepared batch on the host (one per slot). */
+struct rig__batch {
+    bool active;                 /* launched, results not processed yet */
+    int64_t step;
+    enum rig_batch_phase phase;
+    int32_t count;               /* R */
+    int32_t prefill_count;       /* the last prefill_count of reqs are prefill (chunks) */
+    int32_t tokens;              /* T */
+    int32_t padded;              /* R' */
+    int32_t padded_tokens;       /* T' */
+    int32_t max_q_len;
+    int32_t max_kv_len;
+    int32_t graph;               /* index into the rank's graphs, -1 = eager */
+    bool sample;                 /* some request of the batch produces a token */
+    int32_t page_writes;         /* entries in pt_idx / pt_val */
+    int32_t token_writes;        /* entries in tp_idx / tp_val */
+    int64_t host_schedule_ns;
+    struct rig_cache_sizes kv;   /* cache sizes after the batch's allocation */
+    struct rig_request **reqs;   /* (R_max) decode requests first, then prefill (mixed) */
+    bool *produces;              /* (R_max) true when this batch samples the request's token */
+    uint8_t *staging;            /* (layout.bytes) host metadata block */
+    int32_t *tokens_out;         /* (R_max) sampled tokens, downloaded from rank 0 */
+};
+
+struct rig__graph {
+    int32_t batch_size;
+    struct rig_graph *graph;
+};
+
+/* One TP rank: a device, its model rank, streams, events and buffers. */
+struct rig__rank {
+    int32_t index;
+    struct rig_engine *engine;
+    struct rig_device *device;
+    struct rig_comm *comm;
+    struct rig_model *model;
+    struct rig_stream *compute;
+    struct rig_stream *meta;
+    struct rig_event *uploaded[RIG__SLOTS]; /* meta stream: slot uploads done */
+    struct rig_event *start[RIG__SLOTS];    /* compute: forward begins */
+    struct rig_event *end[RIG__SLOTS];      /* compute: forward ends */
+    struct rig_event *done[RIG__SLOTS];     /* compute: the batch's last op */
+    bool done_recorded[RIG__SLOTS];
+    struct rig_event *origin;               /* compute: engine start, for step times */
+    struct rig_buffer *page_table;          /* [rows, L] i32 */
+    struct rig_buffer *token_pool;          /* [rows, L] i32 */
+    struct rig_buffer *meta_slot[RIG__SLOTS]; /* (layout.bytes) */
+    struct rig_buffer *meta_static;         /* (layout.bytes) what graphs read */
+    struct rig_buffer *input_ids;           /* [T_max] i32 */
+    struct rig_buffer *out_tokens;          /* [R_max] i32 */
+    struct rig__graph graphs[RIG__GRAPHS_MAX];
+    int32_t graph_count;
+};
+
+struct rig_engine {
+    struct rig_engine_config config;
+    struct rig_engine_observer observer;
+    int32_t tp_size;
+    int32_t max_seq_len;          /* L */
+    int32_t tokens_max;           /* T_max of a batch */
+    int32_t dummy_slot;           /* the KV slot padded requests write */
+    struct rig_device *devices[RIG_DEVICES_MAX];
+    struct rig__rank ranks[RIG_DEVICES_MAX];
+    struct rig_request_pool pool;
+    struct rig_cache cache;
+    struct rig_table table;
+    struct rig_prefill prefill;
+    struct rig_decode decode;
+    struct rig__meta_layout layout;
+    struct rig__batch batches[RIG__SLOTS];
+    int64_t next_step;            /* step index of the next launched batch */
+    int32_t *rewrites;            /* (W_max) flat page-table indices to resend */
+    int32_t rewrite_count;
+    int32_t *scratch_rewritten;   /* (L) row positions rewritten by one cache insert */
+    uint64_t *scratch_uids;       /* (R_max) uids of a step record */
+    struct rig_request **releasing; /* (max_requests) ended, waiting for in-flight batches */
+    int32_t releasing_count;
+    /* checker scratch, sized at start-up */
+    int32_t *check_page_owner;    /* (num_pages) */
+    int32_t *check_refs;          /* (radix nodes_max) */
+    int32_t *check_slots;         /* (L) */
+    bool *check_running;          /* (max_requests) by pool slot: in the decode set */
+    int64_t ended;                /* requests that ended (finished + aborted + rejected) */
+    struct rig_engine_stats stats;
+    struct rig_ranks *rank_pool;  /* rank execution (core/engine/ranks/ranks.h) */
+};
+
+/* launch.c */
+void rig__layout_init(struct rig__meta_layout *layout, int32_t requests_max,
+                      int32_t tokens_max, int32_t writes_max);
+enum rig_status rig__rank_init_tables(struct rig__rank *rank);
+/* Runs `job` (enum rig_rank_job) for the batch prepared in `slot` on every rank through
+ * rig_ranks_run (its descriptor and staging block) and waits until all have issued it.
+ * Returns the first failing rank's status. */
+enum rig_status rig__ranks_run(struct rig_engine *engine, int32_t job, int32_t slot);
+enum rig_status rig__ranks_start(struct rig_engine *engine);
+void rig__ranks_stop(struct rig_engine *engine);
+
+/* prepare.c */
+/* Allocates KV slots, advances lengths and fills the batch's staging block. */
+void rig__prepare(struct rig_engine *engine, struct rig__batch *batch);
+/* Fills requests [from, to) of the staging block as padding (dummy row, dummy slot, one
+ * token each at token index `token_from` + i − from). */
+void rig__stage_padding(struct rig_engine *engine, struct rig__batch *batch, int32_t from,
+                        int32_t to, int32_t token_from);
+
+/* scheduler.c */
+void rig__request_end(struct rig_engine *engine, struct rig_request *r,
+                      enum rig_request_end reason, const char *message);
+
+#endif /* RIG_ENGINE_IMPL_H */

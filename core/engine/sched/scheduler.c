@@ -1,0 +1,309 @@
+/* scheduler.c — the scheduler loop (DESIGN §2 steps 3, 9–16): choosing the next batch under
+ * the policy, processing a batch's sampled tokens (stop conditions, streaming, prefix
+ * caching), ending requests exactly once and releasing their resources only when no
+ * in-flight batch uses them; the normal and the overlap loop. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/engine/engine_impl.h"
+#include "core/engine/debug.h"
+
+static int64_t rig__now(struct rig_engine *e)
+{
+    return rig_hal_now_ns(e->devices[0]);
+}
+
+/* Modelled host work, on every rank's host timeline (they are one process). */
+static void rig__host_work(struct rig_engine *e, int64_t ns)
+{
+    if (ns <= 0) return;
+    for (int32_t r = 0; r < e->tp_size; r++) rig_hal_host_work_ns(e->devices[r], ns);
+}
+
+/* KV slots running requests may still need, in whole pages. */
+static int64_t rig__reserved(const struct rig_engine *e)
+{
+    int32_t ps = e->cache.page_size;
+    int64_t total = 0;
+    for (int32_t i = 0; i < e->decode.count; i++) {
+        const struct rig_request *r = e->decode.running[i];
+        int64_t end = ((int64_t)r->max_device_len + ps - 1) / ps * ps;
+        int64_t have = ((int64_t)r->alloc_len + ps - 1) / ps * ps;
+        total += end - have;
+    }
+    return total;
+}
+
+/* Fills b->reqs (decode requests first, then prefill) under the policy; returns R. */
+static int32_t rig__schedule(struct rig_engine *e, struct rig__batch *b)
+{
+    int32_t budget = e->config.prefill_budget;
+    int32_t rmax = e->layout.requests_max;
+    int64_t reserved = rig__reserved(e);
+    int32_t decodes = 0, prefills = 0;
+    enum rig_policy policy = e->config.policy;
+    bool decode_now = e->decode.count > 0 &&
+                      (policy == RIG_POLICY_DECODE_FIRST || policy == RIG_POLICY_MIXED);
+    if (decode_now) {
+        decodes = e->decode.count;
+        memcpy(b->reqs, e->decode.running, (size_t)decodes * sizeof *b->reqs);
+    }
+    if (policy != RIG_POLICY_DECODE_FIRST || decodes == 0) {
+        /* Table writes this batch may still carry: the layout's capacity less the pending
+         * rewrites and one page per decode request. */
+        e->prefill.writes_left = (int64_t)e->layout.writes_max - e->rewrite_count -
+                                 (int64_t)decodes * e->cache.page_size;
+        prefills = rig_prefill_schedule(&e->prefill, &e->cache, &e->table, budget - decodes,
+                                        reserved, b->reqs + decodes, rmax - decodes);
+    }
+    if (decodes == 0 && prefills == 0 && e->decode.count > 0) {
+        decodes = e->decode.count; /* prefill_first with nothing admissible: decode */
+        memcpy(b->reqs, e->decode.running, (size_t)decodes * sizeof *b->reqs);
+    }
+    b->count = decodes + prefills;
+    b->prefill_count = prefills;
+    b->phase = prefills == 0 ? RIG_BATCH_DECODE
+               : decodes == 0 ? RIG_BATCH_PREFILL
+                              : RIG_BATCH_MIXED;
+    return b->count;
+}
+
+/* Why `r` stops after its newest token, or NONE. */
+static enum rig_request_end rig__stop_reason(const struct rig_engine *e,
+                                               const struct rig_request *r, int32_t token)
+{
+    if (!r->sampling.ignore_eos) {
+        const struct rig_model_config *m = &e->config.model;
+        for (int32_t i = 0; i < m->eos_count; i++)
+            if (token == m->eos_token_ids[i]) return RIG_END_EOS;
+    }
+    for (int32_t i = 0; i < r->sampling.stop_token_count; i++)
+        if (token == r->sampling.stop_token_ids[i]) return RIG_END_STOP_TOKEN;
+    /* max_tokens 0 asked for "as many as the context allows": the limit is the context. */
+    if (r->output_len >= r->max_device_len - r->input_len)
+        return r->sampling.max_tokens == 0 ? RIG_END_CONTEXT : RIG_END_LENGTH;
+    return RIG_END_NONE;
+}
+
+void rig__request_end(struct rig_engine *e, struct rig_request *r,
+                      enum rig_request_end reason, const char *message)
+{
+    RIG_ASSERT_MSG(rig_request_live(r), "a request ended twice");
+    r->state = reason == RIG_END_ABORT ? RIG_REQUEST_ABORTED : RIG_REQUEST_FINISHED;
+    r->finish_reason = reason;
+    r->finish_ns = rig__now(e);
+    e->ended++;
+    if (reason == RIG_END_ABORT) e->stats.aborted++;
+    else e->stats.finished++;
+    if (e->observer.on_finish) {
+        struct rig_request_result res = {
+            r->uid, reason, message ? message : "", r->input_len, r->prompt_cached,
+            r->output_len, r->tokens + r->input_len, r->token_times_ns, r->arrival_ns,
+            r->first_scheduled_ns, r->first_token_ns, r->finish_ns, r->first_step,
+            r->last_step};
+        e->observer.on_finish(e->observer.ctx, &res);
+    }
+    RIG_ASSERT(e->releasing_count < e->config.max_requests);
+    e->releasing[e->releasing_count++] = r;
+}
+
+/* Gives back a request's row, pages and lock (once, when nothing in flight uses it). */
+static void rig__release(struct rig_engine *e, struct rig_request *r)
+{
+    RIG_ASSERT(r->inflight == 0 || rig_plant_on(e->config.debug_plant, RIG_PLANT_RELEASE_INFLIGHT));
+    RIG_ASSERT(!r->released);
+    if (r->table_idx >= 0) {
+        int32_t known = r->input_len + r->output_len - 1;
+        int32_t cached = r->cached_len < known ? r->cached_len : known;
+        int32_t *row = rig_table_page_row(&e->table, r->table_idx);
+        rig_cache_insert(&e->cache, r->tokens, row, cached, r->alloc_len, r->handle, true, NULL,
+                         e->scratch_rewritten);
+        int32_t L = e->max_seq_len, kept = 0;
+        for (int32_t i = 0; i < e->rewrite_count; i++) /* its pending rewrites are moot */
+            if (e->rewrites[i] / L != r->table_idx) e->rewrites[kept++] = e->rewrites[i];
+        e->rewrite_count = kept;
+        rig_table_release(&e->table, r->table_idx);
+        r->table_idx = -1;
+        r->has_handle = false;
+    }
+    r->released = true;
+    rig_request_pool_remove(&e->pool, r);
+}
+
+static void rig__release_ready(struct rig_engine *e)
+{
+    int32_t kept = 0;
+    for (int32_t i = 0; i < e->releasing_count; i++) {
+        struct rig_request *r = e->releasing[i];
+        bool planted = rig_plant_on(e->config.debug_plant, RIG_PLANT_RELEASE_INFLIGHT);
+        if (r->inflight == 0 || planted) rig__release(e, r);
+        else e->releasing[kept++] = r;
+    }
+    e->releasing_count = kept;
+}
+
+/* After a request's prompt is complete, its prefix joins the cache (still locked by it). */
+static void rig__cache_prompt(struct rig_engine *e, struct rig_request *r)
+{
+    int32_t *row = rig_table_page_row(&e->table, r->table_idx);
+    struct rig_radix_handle fresh;
+    int32_t n = rig_cache_insert(&e->cache, r->tokens, row, r->input_len, r->alloc_len,
+                                 r->handle, false, &fresh, e->scratch_rewritten);
+    r->handle = fresh;
+    e->stats.row_rewrites += n;
+    int32_t base = r->table_idx * e->max_seq_len;
+    for (int32_t i = 0; i < n; i++) {
+        RIG_ASSERT(e->rewrite_count < e->layout.writes_max);
+        e->rewrites[e->rewrite_count++] = base + e->scratch_rewritten[i];
+    }
+}
+
+/* Appends the token to a running request and ends it when a stop condition holds. */
+static void rig__accept_token(struct rig_engine *e, struct rig_request *r, int32_t token,
+                              bool prefill, int64_t now)
+{
+    RIG_ASSERT(r->input_len + r->output_len < e->max_seq_len);
+    r->tokens[r->input_len + r->output_len] = token;
+    r->token_times_ns[r->output_len] = now;
+    if (r->output_len == 0) r->first_token_ns = now;
+    r->output_len++;
+    if (e->observer.on_token)
+        e->observer.on_token(e->observer.ctx, r->uid, r->output_len - 1, token, now);
+    enum rig_request_end reason = rig__stop_reason(e, r, token);
+    if (reason != RIG_END_NONE) {
+        rig_decode_remove(&e->decode, r);
+        rig__request_end(e, r, reason, NULL);
+    } else if (prefill) {
+        rig__cache_prompt(e, r);
+    }
+}
+
+static void rig__emit_step(struct rig_engine *e, const struct rig__batch *b, int32_t slot)
+{
+    if (!e->observer.on_step) return;
+    const struct rig__rank *rank = &e->ranks[0];
+    int64_t ps = e->cache.page_size;
+    struct rig_step_record rec;
+    memset(&rec, 0, sizeof rec);
+    rec.step = b->step;
+    rec.phase = b->phase;
+    rec.batch_size = b->count;
+    rec.prefill_requests = b->prefill_count;
+    rec.tokens = b->tokens;
+    rec.padded_size = b->padded;
+    rec.graph_used = b->graph >= 0;
+    rec.host_schedule_ns = b->host_schedule_ns;
+    rig_hal_event_elapsed_ns(rank->origin, rank->start[slot], &rec.device_start_ns);
+    rig_hal_event_elapsed_ns(rank->origin, rank->end[slot], &rec.device_end_ns);
+    rec.pages_free = b->kv.free / ps;
+    rec.pages_evictable = b->kv.evictable / ps;
+    rec.pages_locked = b->kv.protected_ / ps;
+    rec.pages_owned = b->kv.owned / ps;
+    for (int32_t i = 0; i < b->count; i++) e->scratch_uids[i] = b->reqs[i]->uid;
+    rec.uids = e->scratch_uids;
+    e->observer.on_step(e->observer.ctx, &rec);
+}
+
+/* Waits for a launched batch and processes its sampled tokens. */
+static enum rig_status rig__process(struct rig_engine *e, int32_t slot)
+{
+    struct rig__batch *b = &e->batches[slot];
+    RIG_ASSERT(b->active);
+    enum rig_status status = rig_hal_event_synchronize(e->ranks[0].done[slot]);
+    if (status != RIG_OK) return status;
+    rig__host_work(e, e->config.host_costs.process_per_req_ns * b->count);
+    int64_t now = rig__now(e);
+    for (int32_t i = 0; i < b->count; i++) {
+        struct rig_request *r = b->reqs[i];
+        RIG_ASSERT(r->inflight > 0);
+        r->inflight--;
+        /* A non-final chunk samples nothing; an ended request's extra token is dropped. */
+        if (!b->produces[i] || r->state != RIG_REQUEST_RUNNING) continue;
+        r->last_step = b->step;
+        rig__accept_token(e, r, b->tokens_out[i], i >= b->count - b->prefill_count, now);
+    }
+    if (b->graph >= 0) e->stats.graph_replays++;
+    rig__emit_step(e, b, slot);
+    b->active = false;
+    return RIG_OK;
+}
+
+/* Schedules, prepares and launches the next batch into `slot`; false when none. */
+static enum rig_status rig__launch_next(struct rig_engine *e, int32_t slot, bool *launched)
+{
+    struct rig__batch *b = &e->batches[slot];
+    RIG_ASSERT(!b->active);
+    *launched = false;
+    rig__host_work(e, e->config.host_costs.schedule_ns);
+    if (rig__schedule(e, b) == 0) return RIG_OK;
+    rig__host_work(e, e->config.host_costs.prepare_per_req_ns * b->count);
+    b->host_schedule_ns = rig__now(e);
+    b->step = e->next_step;
+    /* The staging block of this slot was last read by the uploads of batch step − 2. */
+    for (int32_t r = 0; r < e->tp_size; r++) {
+        if (!e->ranks[r].done_recorded[slot]) continue;
+        enum rig_status s = rig_hal_event_synchronize(e->ranks[r].uploaded[slot]);
+        if (s != RIG_OK) return s;
+    }
+    rig__prepare(e, b);
+    enum rig_status status = rig__ranks_run(e, RIG_RANK_JOB_LAUNCH, slot);
+    if (status != RIG_OK) return status;
+    b->active = true;
+    e->next_step++;
+    *launched = true;
+    return RIG_OK;
+}
+
+static void rig__print_violation(void *ctx, const char *msg)
+{
+    (void)ctx;
+    fprintf(stderr, "rig: invariant violated: %s\n", msg);
+}
+
+enum rig_status rig_engine_step(struct rig_engine *e, bool *progress)
+{
+    int32_t slot = (int32_t)(e->next_step % RIG__SLOTS);
+    int32_t previous = (slot + RIG__SLOTS - 1) % RIG__SLOTS;
+    bool launched = false, processed = false;
+    enum rig_status status = rig__launch_next(e, slot, &launched);
+    if (status != RIG_OK) return status;
+    if (e->config.overlap) {
+        /* Batch N runs while batch N−1's results are processed. */
+        if (e->batches[previous].active) {
+            status = rig__process(e, previous);
+            processed = true;
+        }
+    } else if (launched) {
+        status = rig__process(e, slot);
+        processed = true;
+    }
+    if (status != RIG_OK) return status;
+    size_t before = (size_t)e->releasing_count;
+    rig__release_ready(e);
+    e->stats.steps++;
+    if (e->config.check_invariants) {
+        int32_t violations = rig_engine_check(e, rig__print_violation, NULL);
+        RIG_ASSERT_MSG(violations == 0, "engine invariants violated (see above)");
+    }
+    if (progress) *progress = launched || processed || before != (size_t)e->releasing_count;
+    return RIG_OK;
+}
+
+bool rig_engine_idle(const struct rig_engine *e)
+{
+    for (int32_t s = 0; s < RIG__SLOTS; s++)
+        if (e->batches[s].active) return false;
+    return e->prefill.count == 0 && e->decode.count == 0 && e->releasing_count == 0;
+}
+
+enum rig_status rig_engine_run(struct rig_engine *e, int64_t max_steps)
+{
+    for (int64_t n = 0; max_steps <= 0 || n < max_steps; n++) {
+        if (rig_engine_idle(e)) return RIG_OK;
+        bool progress = false;
+        enum rig_status status = rig_engine_step(e, &progress);
+        if (status != RIG_OK) return status;
+        if (!progress) return RIG_E_STATE; /* queued work that can never be scheduled */
+    }
+    return RIG_OK;
+}

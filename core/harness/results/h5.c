@@ -1,0 +1,378 @@
+/* h5.c — the HDF5 results writer (see h5.h and docs/results.md). */
+#include "core/harness/results/h5.h"
+
+#include <hdf5.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/version.h"
+
+/* One row of /requests as laid out in memory (and, packed, in the file). */
+struct rig__request_row {
+    int64_t uid;
+    char id[RIG_RESULTS_ID_MAX];
+    double arrival, first_scheduled, first_token, finish, ttft, e2e;
+    int32_t input_len, cached_len, output_len, finish_reason;
+    int64_t first_step, finish_step, token_offset;
+};
+
+struct rig__step_row {
+    int64_t index;
+    int32_t phase, batch_size, tokens, padded_size, graph_used, request_count;
+    double start, end, duration;
+    int64_t pages_free, pages_evictable, pages_locked, pages_used, request_offset;
+};
+
+/* The file being written and the first error. */
+struct rig__writer {
+    hid_t file;
+    hid_t dcpl; /* dataset creation: no timestamps */
+    hid_t gcpl; /* group creation: no timestamps */
+    hid_t string_type; /* variable-length UTF-8 */
+    const char *path;
+    char *error;
+    size_t error_len;
+    bool failed;
+};
+
+static void rig__fail(struct rig__writer *w, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
+static void rig__fail(struct rig__writer *w, const char *format, ...)
+{
+    if (w->failed) return;
+    w->failed = true;
+    char what[256];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(what, sizeof what, format, args);
+    va_end(args);
+    if (w->error != NULL && w->error_len > 0)
+        snprintf(w->error, w->error_len, "%s: cannot write %s", w->path, what);
+}
+
+static double rig__seconds(int64_t ns)
+{
+    return ns < 0 ? NAN : (double)ns * 1e-9;
+}
+
+static void rig__attr_string(struct rig__writer *w, hid_t object, const char *name,
+                             const char *value)
+{
+    if (w->failed) return;
+    hid_t space = H5Screate(H5S_SCALAR);
+    hid_t attr = H5Acreate2(object, name, w->string_type, space, H5P_DEFAULT, H5P_DEFAULT);
+    if (attr < 0 || H5Awrite(attr, w->string_type, &value) < 0)
+        rig__fail(w, "attribute %s", name);
+    if (attr >= 0) H5Aclose(attr);
+    H5Sclose(space);
+}
+
+static void rig__attr_number(struct rig__writer *w, hid_t object, const char *name,
+                             hid_t type, const void *value)
+{
+    if (w->failed) return;
+    hid_t space = H5Screate(H5S_SCALAR);
+    hid_t attr = H5Acreate2(object, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+    if (attr < 0 || H5Awrite(attr, type, value) < 0) rig__fail(w, "attribute %s", name);
+    if (attr >= 0) H5Aclose(attr);
+    H5Sclose(space);
+}
+
+static void rig__attr_i64(struct rig__writer *w, hid_t object, const char *name, int64_t v)
+{
+    rig__attr_number(w, object, name, H5T_NATIVE_INT64, &v);
+}
+
+/* Writes a 1-D dataset of `count` elements of `memory_type` (stored as `file_type`). */
+static hid_t rig__dataset(struct rig__writer *w, hid_t parent, const char *name,
+                          hid_t memory_type, hid_t file_type, int64_t count, const void *data)
+{
+    if (w->failed) return -1;
+    hsize_t dims[1] = {(hsize_t)count};
+    hid_t space = H5Screate_simple(1, dims, NULL);
+    hid_t set = H5Dcreate2(parent, name, file_type, space, H5P_DEFAULT, w->dcpl, H5P_DEFAULT);
+    if (set < 0 || (count > 0 && H5Dwrite(set, memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                                          data) < 0))
+        rig__fail(w, "dataset %s", name);
+    H5Sclose(space);
+    return set;
+}
+
+static hid_t rig__enum(const char *const *names, int32_t count)
+{
+    hid_t type = H5Tenum_create(H5T_NATIVE_INT32);
+    for (int32_t i = 0; i < count; i++) H5Tenum_insert(type, names[i], &i);
+    return type;
+}
+
+static void rig__write_meta(struct rig__writer *w, const struct rig_results *r)
+{
+    const struct rig_results_meta *m = &r->meta;
+    hid_t root = w->file;
+    rig__attr_string(w, root, "format", "rig-results");
+    rig__attr_i64(w, root, "format_version", RIG_RESULTS_FORMAT_VERSION);
+    rig__attr_string(w, root, "rig_version", rig_version_string);
+    /* RIG_RESULTS_GIT_COMMIT replaces the build's commit, so that files written by two
+     * commits can be compared byte for byte (tests/scenario_hashes.sh). */
+    const char *commit = getenv("RIG_RESULTS_GIT_COMMIT");
+    rig__attr_string(w, root, "git_commit", commit != NULL ? commit : rig_git_commit);
+    rig__attr_string(w, root, "backend", m->backend);
+    rig__attr_string(w, root, "clock", strcmp(m->backend, "sim") == 0 ? "virtual" : "wall");
+    rig__attr_string(w, root, "device", m->device);
+    rig__attr_string(w, root, "model", m->model);
+    rig__attr_string(w, root, "scenario", m->scenario);
+    rig__attr_string(w, root, "scenario_path", m->scenario_path);
+    rig__attr_string(w, root, "policy", m->policy);
+    rig__attr_string(w, root, "cache", m->cache);
+    rig__attr_string(w, root, "time_units", "s");
+    rig__attr_number(w, root, "seed", H5T_NATIVE_UINT64, &m->seed);
+    rig__attr_i64(w, root, "tp_size", m->tp_size);
+    rig__attr_i64(w, root, "page_size", m->page_size);
+    rig__attr_i64(w, root, "num_pages", m->num_pages);
+    rig__attr_i64(w, root, "max_running_req", m->max_running_req);
+    rig__attr_i64(w, root, "prefill_budget", m->prefill_budget);
+    rig__attr_i64(w, root, "overlap", m->overlap);
+    rig__attr_i64(w, root, "timing_only", m->timing_only);
+    rig__attr_i64(w, root, "pages_total", r->pages_total);
+    rig__attr_i64(w, root, "pages_leaked", r->pages_leaked);
+    rig__attr_i64(w, root, "invariant_violations", r->invariant_violations);
+    rig__attr_i64(w, root, "cache_hit_tokens", r->cache_hit_tokens);
+}
+
+static hid_t rig__request_type(hid_t reason_type)
+{
+    hid_t id_type = H5Tcopy(H5T_C_S1);
+    H5Tset_size(id_type, RIG_RESULTS_ID_MAX);
+    H5Tset_strpad(id_type, H5T_STR_NULLTERM);
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(struct rig__request_row));
+#define RIG__FIELD(name, type) H5Tinsert(t, #name, HOFFSET(struct rig__request_row, name), type)
+    RIG__FIELD(uid, H5T_NATIVE_INT64);
+    RIG__FIELD(id, id_type);
+    RIG__FIELD(arrival, H5T_NATIVE_DOUBLE);
+    RIG__FIELD(first_scheduled, H5T_NATIVE_DOUBLE);
+    RIG__FIELD(first_token, H5T_NATIVE_DOUBLE);
+    RIG__FIELD(finish, H5T_NATIVE_DOUBLE);
+    RIG__FIELD(ttft, H5T_NATIVE_DOUBLE);
+    RIG__FIELD(e2e, H5T_NATIVE_DOUBLE);
+    RIG__FIELD(input_len, H5T_NATIVE_INT32);
+    RIG__FIELD(cached_len, H5T_NATIVE_INT32);
+    RIG__FIELD(output_len, H5T_NATIVE_INT32);
+    RIG__FIELD(finish_reason, reason_type);
+    RIG__FIELD(first_step, H5T_NATIVE_INT64);
+    RIG__FIELD(finish_step, H5T_NATIVE_INT64);
+    RIG__FIELD(token_offset, H5T_NATIVE_INT64);
+#undef RIG__FIELD
+    H5Tclose(id_type);
+    return t;
+}
+
+static void rig__request_row(const struct rig_results_request *q, struct rig__request_row *row)
+{
+    memset(row, 0, sizeof *row); /* padding and the id's tail are written too */
+    row->uid = q->uid;
+    snprintf(row->id, sizeof row->id, "%s", q->id);
+    row->arrival = rig__seconds(q->arrival_ns);
+    row->first_scheduled = rig__seconds(q->first_scheduled_ns);
+    row->first_token = rig__seconds(q->first_token_ns);
+    row->finish = rig__seconds(q->finish_ns);
+    row->ttft = q->first_token_ns < 0 ? NAN : rig__seconds(q->first_token_ns - q->arrival_ns);
+    row->e2e = q->finish_ns < 0 ? NAN : rig__seconds(q->finish_ns - q->arrival_ns);
+    row->input_len = q->input_len;
+    row->cached_len = q->cached_len;
+    row->output_len = q->output_len;
+    row->finish_reason = q->finish_reason;
+    row->first_step = q->first_step;
+    row->finish_step = q->finish_step;
+    row->token_offset = q->token_offset;
+}
+
+static void rig__write_requests(struct rig__writer *w, const struct rig_results *r)
+{
+    static const char *const reasons[RIG_FINISH_COUNT] = {"none", "length", "stop", "abort",
+                                                          "rejected"};
+    if (w->failed) return;
+    struct rig__request_row *rows = calloc((size_t)r->request_count + 1, sizeof *rows);
+    if (rows == NULL) {
+        rig__fail(w, "/requests (out of memory)");
+        return;
+    }
+    for (int64_t i = 0; i < r->request_count; i++) rig__request_row(&r->requests[i], &rows[i]);
+    hid_t reason_type = rig__enum(reasons, RIG_FINISH_COUNT);
+    hid_t type = rig__request_type(reason_type);
+    hid_t packed = H5Tcopy(type);
+    H5Tpack(packed);
+    hid_t set = rig__dataset(w, w->file, "requests", type, packed, r->request_count, rows);
+    rig__attr_string(w, set, "units", "times in s (arrival, first_scheduled, first_token, "
+                                      "finish, ttft, e2e; NaN = never); lengths in tokens");
+    if (set >= 0) H5Dclose(set);
+    H5Tclose(packed);
+    H5Tclose(type);
+    H5Tclose(reason_type);
+    free(rows);
+}
+
+static hid_t rig__step_type(hid_t phase_type)
+{
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(struct rig__step_row));
+#define RIG__FIELD(name, type) H5Tinsert(t, #name, HOFFSET(struct rig__step_row, name), type)
+    RIG__FIELD(index, H5T_NATIVE_INT64);
+    RIG__FIELD(phase, phase_type);
+    RIG__FIELD(batch_size, H5T_NATIVE_INT32);
+    RIG__FIELD(tokens, H5T_NATIVE_INT32);
+    RIG__FIELD(padded_size, H5T_NATIVE_INT32);
+    RIG__FIELD(graph_used, H5T_NATIVE_INT32);
+    RIG__FIELD(request_count, H5T_NATIVE_INT32);
+    RIG__FIELD(start, H5T_NATIVE_DOUBLE);
+    RIG__FIELD(end, H5T_NATIVE_DOUBLE);
+    RIG__FIELD(duration, H5T_NATIVE_DOUBLE);
+    RIG__FIELD(pages_free, H5T_NATIVE_INT64);
+    RIG__FIELD(pages_evictable, H5T_NATIVE_INT64);
+    RIG__FIELD(pages_locked, H5T_NATIVE_INT64);
+    RIG__FIELD(pages_used, H5T_NATIVE_INT64);
+    RIG__FIELD(request_offset, H5T_NATIVE_INT64);
+#undef RIG__FIELD
+    return t;
+}
+
+static void rig__write_steps(struct rig__writer *w, const struct rig_results *r)
+{
+    static const char *const phases[] = {"prefill", "decode", "mixed"};
+    if (w->failed) return;
+    struct rig__step_row *rows = calloc((size_t)r->step_count + 1, sizeof *rows);
+    if (rows == NULL) {
+        rig__fail(w, "/steps (out of memory)");
+        return;
+    }
+    for (int64_t i = 0; i < r->step_count; i++) {
+        const struct rig_results_step *s = &r->steps[i];
+        struct rig__step_row *row = &rows[i];
+        *row = (struct rig__step_row){i, s->phase, s->batch_size, s->tokens, s->padded_size,
+                                      s->graph_used, s->request_count, rig__seconds(s->start_ns),
+                                      rig__seconds(s->end_ns),
+                                      rig__seconds(s->end_ns - s->start_ns), s->pages_free,
+                                      s->pages_evictable, s->pages_locked, s->pages_used,
+                                      s->request_offset};
+    }
+    hid_t phase_type = rig__enum(phases, 3);
+    hid_t type = rig__step_type(phase_type);
+    hid_t packed = H5Tcopy(type);
+    H5Tpack(packed);
+    hid_t set = rig__dataset(w, w->file, "steps", type, packed, r->step_count, rows);
+    rig__attr_string(w, set, "units", "start, end, duration in s on the device timeline; "
+                                      "pages_* in KV pages; tokens in tokens");
+    if (set >= 0) H5Dclose(set);
+    set = rig__dataset(w, w->file, "step_requests", H5T_NATIVE_INT32, H5T_STD_I32LE,
+                       r->step_uid_count, r->step_uids);
+    rig__attr_string(w, set, "description", "uids each step ran, in batch order: rows "
+                                            "[request_offset, request_offset + request_count) "
+                                            "of /steps");
+    if (set >= 0) H5Dclose(set);
+    H5Tclose(packed);
+    H5Tclose(type);
+    H5Tclose(phase_type);
+    free(rows);
+}
+
+static void rig__write_tokens(struct rig__writer *w, const struct rig_results *r)
+{
+    if (w->failed) return;
+    double *times = malloc(((size_t)r->token_count + 1) * sizeof *times);
+    if (times == NULL) {
+        rig__fail(w, "/tokens (out of memory)");
+        return;
+    }
+    for (int64_t i = 0; i < r->token_count; i++) times[i] = rig__seconds(r->token_time_ns[i]);
+    hid_t group = H5Gcreate2(w->file, "tokens", H5P_DEFAULT, w->gcpl, H5P_DEFAULT);
+    if (group < 0) rig__fail(w, "group /tokens");
+    rig__attr_string(w, group, "description",
+                     "every output token; request i owns rows [token_offset, token_offset + "
+                     "output_len) of /requests");
+    hid_t set = rig__dataset(w, group, "time", H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE,
+                             r->token_count, times);
+    rig__attr_string(w, set, "units", "s");
+    if (set >= 0) H5Dclose(set);
+    set = rig__dataset(w, group, "token_id", H5T_NATIVE_INT32, H5T_STD_I32LE, r->token_count,
+                       r->token_ids);
+    if (set >= 0) H5Dclose(set);
+    if (group >= 0) H5Gclose(group);
+    free(times);
+}
+
+static void rig__write_summary(struct rig__writer *w, const struct rig_metrics *m)
+{
+    if (w->failed) return;
+    hid_t group = H5Gcreate2(w->file, "summary", H5P_DEFAULT, w->gcpl, H5P_DEFAULT);
+    if (group < 0) rig__fail(w, "group /summary");
+    rig__attr_string(w, group, "definitions", "sglang.bench_serving: TTFT = first token - "
+                                              "arrival; E2E = finish - arrival; TPOT = (E2E - "
+                                              "TTFT) / (output_len - 1); ITL = gaps between "
+                                              "tokens; over completed requests");
+    for (int32_t i = 0; rig_metric_names[i].name != NULL && !w->failed; i++) {
+        double value = rig_metrics_value(m, i);
+        hid_t space = H5Screate(H5S_SCALAR);
+        hid_t set = H5Dcreate2(group, rig_metric_names[i].name, H5T_IEEE_F64LE, space,
+                               H5P_DEFAULT, w->dcpl, H5P_DEFAULT);
+        if (set < 0 || H5Dwrite(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                                &value) < 0)
+            rig__fail(w, "/summary/%s", rig_metric_names[i].name);
+        rig__attr_string(w, set, "units", rig_metric_names[i].units);
+        if (set >= 0) H5Dclose(set);
+        H5Sclose(space);
+    }
+    if (group >= 0) H5Gclose(group);
+}
+
+/* Opens the file with fixed creation properties and no timestamps on the root group. */
+static bool rig__open(struct rig__writer *w)
+{
+    hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5Pset_obj_track_times(fcpl, 0);
+    /* The oldest format that holds everything: the same bytes from any HDF5 1.10+. */
+    H5Pset_libver_bounds(fapl, H5F_LIBVER_EARLIEST, H5F_LIBVER_V18);
+    w->file = H5Fcreate(w->path, H5F_ACC_TRUNC, fcpl, fapl);
+    H5Pclose(fcpl);
+    H5Pclose(fapl);
+    w->dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    w->gcpl = H5Pcreate(H5P_GROUP_CREATE);
+    H5Pset_obj_track_times(w->dcpl, 0);
+    H5Pset_obj_track_times(w->gcpl, 0);
+    w->string_type = H5Tcopy(H5T_C_S1);
+    H5Tset_size(w->string_type, H5T_VARIABLE);
+    H5Tset_cset(w->string_type, H5T_CSET_UTF8);
+    if (w->file < 0) rig__fail(w, "the file (cannot create it)");
+    return w->file >= 0;
+}
+
+enum rig_status rig_results_write_h5(const struct rig_results *results,
+                                     const struct rig_metrics *metrics, const char *path,
+                                     char *error, size_t error_len)
+{
+    RIG_ASSERT(results != NULL && metrics != NULL);
+    RIG_ASSERT(path != NULL);
+    struct rig__writer w = {.path = path, .error = error, .error_len = error_len};
+    if (error != NULL && error_len > 0) error[0] = '\0';
+    /* HDF5 prints its error stack by default; rig reports errors itself. */
+    H5E_auto2_t saved_func;
+    void *saved_data;
+    H5Eget_auto2(H5E_DEFAULT, &saved_func, &saved_data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (rig__open(&w)) {
+        rig__write_meta(&w, results);
+        rig__write_requests(&w, results);
+        rig__write_steps(&w, results);
+        rig__write_tokens(&w, results);
+        rig__write_summary(&w, metrics);
+        if (H5Fclose(w.file) < 0) rig__fail(&w, "the file (closing it)");
+    }
+    H5Tclose(w.string_type);
+    H5Pclose(w.dcpl);
+    H5Pclose(w.gcpl);
+    H5Eset_auto2(H5E_DEFAULT, saved_func, saved_data);
+    if (!w.failed) return RIG_OK;
+    if (w.file >= 0) remove(path);
+    return RIG_E_IO;
+}

@@ -1,4 +1,0 @@
-/* plant.c — the planted-bug mask (see plant.h). */
-#include "core/swarm/plant.h"
-
-uint32_t rig_debug_plant = 0;
