@@ -14,6 +14,7 @@ struct rig_command {
 
 int rig_cmd_selftest(int argc, char **argv);
 int rig_cmd_run(int argc, char **argv);
+int rig_cmd_fleet(int argc, char **argv);
 int rig_cmd_bench(int argc, char **argv);
 int rig_cmd_generate(int argc, char **argv);
 int rig_cmd_tokenize(int argc, char **argv);

@@ -168,7 +168,8 @@ static enum rig_status rig__model(const struct rig_scenario *s, struct rig_engin
 }
 
 /* The engine's configuration: its defaults, overridden where the scenario says. */
-static enum rig_status rig__config(const struct rig_scenario *s, struct rig_engine_config *c,
+enum rig_status rig_scenario_engine_config(const struct rig_scenario *s,
+                                           struct rig_engine_config *c,
                                    char *error, size_t error_len)
 {
     const struct rig_scenario_engine *e = &s->engine;
@@ -217,13 +218,20 @@ static struct rig_sampling_params rig__sampling(const struct rig_scenario_reques
 }
 
 /* Submits request `uid`. RIG_E_CAPACITY: the engine is full, retry after a step. */
+struct rig_submit rig_scenario_submit_of(const struct rig_scenario *s, int32_t uid,
+                                         int64_t origin_ns)
+{
+    RIG_ASSERT(uid >= 0 && uid < s->request_count);
+    const struct rig_scenario_request *r = &s->requests[uid];
+    return (struct rig_submit){(uint64_t)uid, rig_scenario_prompt(s, uid), r->input_len,
+                               rig__sampling(r), r->arrival_ns + origin_ns};
+}
+
 static enum rig_status rig__submit(struct rig__run *run, int32_t uid, char *error,
                                    size_t error_len)
 {
     const struct rig_scenario_request *r = &run->scenario->requests[uid];
-    struct rig_submit submit = {(uint64_t)uid, rig_scenario_prompt(run->scenario, uid),
-                                r->input_len, rig__sampling(r),
-                                r->arrival_ns + run->origin_ns};
+    struct rig_submit submit = rig_scenario_submit_of(run->scenario, uid, run->origin_ns);
     char reason[256] = "";
     enum rig_status status = rig_engine_submit(run->engine, &submit, reason, sizeof reason);
     if (status == RIG_OK) {
@@ -465,7 +473,7 @@ enum rig_status rig_scenario_run(const struct rig_scenario *scenario,
     RIG_ASSERT(results != NULL && scenario->request_count > 0);
     memset(results, 0, sizeof *results);
     struct rig_engine_config config;
-    enum rig_status status = rig__config(scenario, &config, error, error_len);
+    enum rig_status status = rig_scenario_engine_config(scenario, &config, error, error_len);
     if (status < 0) return status;
     struct rig__run run = {.scenario = scenario, .options = options, .results = results,
                            .page_size = config.page_size};
