@@ -66,7 +66,8 @@ static struct rig_cuda_event *rig__event(const struct rig_event *event)
 
 /* --- devices -------------------------------------------------------------------------- */
 
-static enum rig_status rig__open_one(int32_t ordinal, struct rig_device *device)
+static enum rig_status rig__open_one(int32_t ordinal, int64_t timeout_ms,
+                                     struct rig_device *device)
 {
     struct cudaDeviceProp prop;
     RIG_CUDA_TRY(cudaSetDevice(ordinal));
@@ -75,6 +76,8 @@ static enum rig_status rig__open_one(int32_t ordinal, struct rig_device *device)
     struct rig_cuda_device *context = calloc(1, sizeof *context);
     if (context == NULL) return RIG_E_NO_MEMORY;
     context->ordinal = ordinal;
+    context->collective_timeout_ms =
+        timeout_ms > 0 ? timeout_ms : RIG_CUDA_COLLECTIVE_TIMEOUT_MS_DEFAULT;
     context->sm_count = prop.multiProcessorCount;
     context->shared_optin_bytes = prop.sharedMemPerBlockOptin;
     const char *pdl = getenv("RIG_CUDA_PDL"); /* a measuring switch: 0 = plain launches */
@@ -110,7 +113,8 @@ static enum rig_status rig__open(const struct rig_device_config *config, int32_t
         return RIG_E_NOT_FOUND;
     }
     for (int32_t i = 0; i < count; i++) {
-        enum rig_status status = rig__open_one(first + i, devices[i]);
+        enum rig_status status =
+            rig__open_one(first + i, config->collective_timeout_ms, devices[i]);
         if (status != RIG_OK) {
             for (int32_t j = 0; j < i; j++)
                 rig__close(devices[j]);
@@ -197,6 +201,13 @@ static enum rig_status rig__memcpy_async(struct rig_stream *stream, void *dst, c
     RIG_ASSERT(kind >= RIG_COPY_HOST_TO_DEVICE && kind <= RIG_COPY_DEVICE_TO_DEVICE);
     enum rig_status status = rig__select(stream->device);
     if (status != RIG_OK) return status;
+    /* A download into pageable memory blocks the host until the stream gets there: in a TP
+     * group, wait under the watchdog first, so a stuck collective becomes an error. */
+    if (kind == RIG_COPY_DEVICE_TO_HOST && !stream->capturing) {
+        status = rig_cuda_group_wait(rig__device(stream->device), rig__stream(stream)->stream,
+                                     NULL);
+        if (status != RIG_OK) return status;
+    }
     RIG_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, kinds[kind], rig__stream(stream)->stream));
     return RIG_OK;
 }
@@ -265,8 +276,7 @@ static enum rig_status rig__stream_synchronize(struct rig_stream *stream)
 {
     enum rig_status status = rig__select(stream->device);
     if (status != RIG_OK) return status;
-    RIG_CUDA_TRY(cudaStreamSynchronize(rig__stream(stream)->stream));
-    return RIG_OK;
+    return rig_cuda_group_wait(rig__device(stream->device), rig__stream(stream)->stream, NULL);
 }
 
 static enum rig_status rig__event_create(struct rig_device *device, void **context)
@@ -312,8 +322,7 @@ static enum rig_status rig__event_synchronize(struct rig_event *event)
 {
     enum rig_status status = rig__select(event->device);
     if (status != RIG_OK) return status;
-    RIG_CUDA_TRY(cudaEventSynchronize(rig__event(event)->event));
-    return RIG_OK;
+    return rig_cuda_group_wait(rig__device(event->device), NULL, rig__event(event)->event);
 }
 
 static enum rig_status rig__event_query(struct rig_event *event, bool *complete)
@@ -347,6 +356,7 @@ static enum rig_status rig__graph_capture_begin(struct rig_stream *stream)
     /* Thread-local: another rank's thread may allocate or synchronise meanwhile. */
     RIG_CUDA_TRY(
         cudaStreamBeginCapture(rig__stream(stream)->stream, cudaStreamCaptureModeThreadLocal));
+    rig_cuda_group_capture(true, NULL, NULL);
     return RIG_OK;
 }
 
@@ -354,6 +364,9 @@ static enum rig_status rig__graph_capture_end(struct rig_stream *stream, void **
 {
     enum rig_status status = rig__select(stream->device);
     if (status != RIG_OK) return status;
+    int64_t collectives = 0;
+    int32_t last_kind = 0;
+    rig_cuda_group_capture(false, &collectives, &last_kind);
     struct rig_cuda_graph *g = calloc(1, sizeof *g);
     if (g == NULL) {
         cudaGraph_t dropped = NULL;
@@ -368,6 +381,8 @@ static enum rig_status rig__graph_capture_end(struct rig_stream *stream, void **
         free(g);
         RIG_CUDA_TRY(error);
     }
+    g->collectives = collectives;
+    g->last_kind = last_kind;
     *context = g;
     return RIG_OK;
 }
@@ -378,6 +393,7 @@ static enum rig_status rig__graph_launch(struct rig_graph *graph, struct rig_str
     if (status != RIG_OK) return status;
     struct rig_cuda_graph *g = graph->context;
     RIG_CUDA_TRY(cudaGraphLaunch(g->exec, rig__stream(stream)->stream));
+    rig_cuda_group_replayed(rig__device(stream->device), g->collectives, g->last_kind);
     return RIG_OK;
 }
 
@@ -397,6 +413,8 @@ enum rig_status rig_cuda_op_dispatch(const struct rig_cuda_launch *launch, const
 enum rig_status rig_cuda_comm_create(struct rig_device **devices, int32_t count,
                                      struct rig_comm **comms);
 void rig_cuda_comm_destroy(struct rig_comm *comm);
+void rig_cuda_comm_abort(struct rig_comm *comm, const char *reason);
+const char *rig_cuda_comm_error(const struct rig_comm *comm);
 
 static enum rig_status rig__op(struct rig_stream *stream, const struct rig_op *op)
 {
@@ -452,6 +470,8 @@ static const struct rig_backend_iface rig__cuda_iface = {
     .graph_destroy = rig__graph_destroy,
     .comm_create = rig_cuda_comm_create,
     .comm_destroy = rig_cuda_comm_destroy,
+    .comm_abort = rig_cuda_comm_abort,
+    .comm_error = rig_cuda_comm_error,
     .op = rig__op,
     .now_ns = rig__now_ns,
     .host_work_ns = NULL,       /* real host work takes its own time */

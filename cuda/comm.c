@@ -1,15 +1,161 @@
-/* comm.c — TP collectives over NCCL for the GPUs of one process (DESIGN §5).
+/* comm.c — TP collectives over NCCL for the GPUs of one process (DESIGN §5), with a watchdog.
  *
- * One ncclComm_t per rank from ncclCommInitAll over the group's ordinals. Each rank's thread
- * issues its collective on its own stream; NCCL blocks the stream (not the host) until every
- * rank has joined. Reduction order is NCCL's (ring or tree), fixed for a given group and
- * size, so results repeat run to run, but it is not the simulator's rank order: TP results
- * match the simulator to rounding, not bit for bit.
+ * One ncclComm_t per rank, made by ncclCommInitRankConfig in NCCL's non-blocking mode
+ * (config.blocking = 0) inside one group call. Each rank's thread issues its collective on
+ * its own stream; NCCL blocks the stream (not the host) until every rank has joined.
+ * Reduction order is NCCL's (ring or tree), fixed for a given group and size, so results
+ * repeat run to run, but it is not the simulator's rank order: TP results match the simulator
+ * to rounding, not bit for bit.
+ *
+ * Watchdog (why: a rank that never joins a collective leaves NCCL's kernels spinning on the
+ * other GPUs, and every host wait on their streams — a synchronize, the token download — then
+ * blocks for ever, which is how a TP run hangs): in non-blocking mode an NCCL call may return
+ * ncclInProgress, and the rank polls ncclCommGetAsyncError until the call is enqueued; a host
+ * wait on a rank's stream or event polls the CUDA query and NCCL's asynchronous error
+ * (rig_cuda_group_wait). Either poll is bounded by the collective timeout; past it, or on an
+ * NCCL error, the group fails once: ncclCommAbort on every comm (NCCL's kernels then stop)
+ * and a message naming the rank and the collective (hal/watchdog.h's diagnosis from the
+ * collectives each rank's host issued). Every later wait and collective of the group returns
+ * that failure at once, and rig_hal_comm_error gives the message.
+ * Threads: each comm is used by its rank's thread; the group's failure state is shared under
+ * its mutex and an atomic flag; the issued counters are atomics.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "cuda/cuda_internal.h"
+#include "hal/watchdog.h"
+
+#define RIG__FAILURE_MAX   384
+#define RIG__POLL_PAUSE_NS 20000 /* between polls of a stuck wait: 20 us */
+
+struct rig_cuda_group {
+    pthread_mutex_t mutex;
+    int32_t size;
+    int32_t refs; /* comms not yet destroyed */
+    int64_t timeout_ms;
+    ncclComm_t comms[RIG_DEVICES_MAX];       /* (size) */
+    _Atomic int64_t issued[RIG_DEVICES_MAX]; /* (size) collectives each rank's host issued */
+    _Atomic int last_kind[RIG_DEVICES_MAX];  /* (size) enum rig_op_kind of the last one */
+    _Atomic int failed;                      /* enum rig_status; RIG_OK while healthy */
+    bool aborted;                            /* ncclCommAbort done: no ncclCommDestroy */
+    char failure[RIG__FAILURE_MAX];          /* set once, under mutex, before `failed` */
+};
+
+static int64_t rig__now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Fails the group once: the message, then ncclCommAbort on every comm. Any rank's thread. */
+static enum rig_status rig__group_fail(struct rig_cuda_group *g, enum rig_status status,
+                                       const char *message)
+{
+    RIG_ASSERT(status < 0);
+    pthread_mutex_lock(&g->mutex);
+    if (atomic_load(&g->failed) == RIG_OK) {
+        snprintf(g->failure, sizeof g->failure, "%s", message);
+        atomic_store(&g->failed, status);
+        fprintf(stderr, "rig: cuda: TP group failed: %s\n", message);
+        for (int32_t r = 0; r < g->size; r++)
+            if (g->comms[r] != NULL) (void)ncclCommAbort(g->comms[r]);
+        g->aborted = true;
+    }
+    enum rig_status first = (enum rig_status)atomic_load(&g->failed);
+    pthread_mutex_unlock(&g->mutex);
+    return first;
+}
+
+/* The watchdog's sentence for a wait of `rank` that ran out of time. */
+static enum rig_status rig__group_timeout(struct rig_cuda_group *g, int32_t rank)
+{
+    struct rig_watchdog_rank ranks[RIG_DEVICES_MAX];
+    for (int32_t r = 0; r < g->size; r++) {
+        ranks[r].issued = atomic_load(&g->issued[r]);
+        ranks[r].last_kind = ranks[r].issued == 0
+                                 ? ""
+                                 : rig_op_name((enum rig_op_kind)atomic_load(&g->last_kind[r]));
+    }
+    char message[RIG__FAILURE_MAX];
+    rig_watchdog_diagnose(ranks, g->size, rank, g->timeout_ms, message, sizeof message);
+    return rig__group_fail(g, RIG_E_TIMEOUT, message);
+}
+
+/* NCCL's asynchronous state of `rank`'s comm: RIG_OK, RIG_E_STATE (in progress), or the
+ * group's failure after failing it. */
+static enum rig_status rig__nccl_state(struct rig_cuda_group *g, int32_t rank)
+{
+    if (atomic_load(&g->failed) != RIG_OK) return (enum rig_status)atomic_load(&g->failed);
+    ncclResult_t state = ncclSuccess;
+    ncclResult_t result = ncclCommGetAsyncError(g->comms[rank], &state);
+    if (result == ncclSuccess && state == ncclSuccess) return RIG_OK;
+    if (result == ncclSuccess && state == ncclInProgress) return RIG_E_STATE;
+    char message[RIG__FAILURE_MAX];
+    snprintf(message, sizeof message, "rank %d: NCCL: %s", rank,
+             ncclGetErrorString(result != ncclSuccess ? result : state));
+    return rig__group_fail(g, RIG_E_DEVICE, message);
+}
+
+struct rig__wait {
+    struct rig_cuda_group *group;
+    int32_t rank;
+    cudaStream_t stream; /* or */
+    cudaEvent_t event;
+    bool nccl_only; /* waiting for an NCCL call to be enqueued */
+};
+
+static enum rig_status rig__poll(void *ctx)
+{
+    struct rig__wait *w = ctx;
+    enum rig_status status = rig__nccl_state(w->group, w->rank);
+    if (w->nccl_only || status != RIG_OK) return status;
+    cudaError_t error = w->stream != NULL ? cudaStreamQuery(w->stream) : cudaEventQuery(w->event);
+    if (error == cudaSuccess) return RIG_OK;
+    if (error == cudaErrorNotReady) return RIG_E_STATE;
+    (void)cudaGetLastError();
+    char message[RIG__FAILURE_MAX];
+    snprintf(message, sizeof message, "rank %d: CUDA: %s", w->rank, cudaGetErrorString(error));
+    return rig__group_fail(w->group, RIG_E_DEVICE, message);
+}
+
+static int64_t rig__probe_now(void *ctx)
+{
+    (void)ctx;
+    return rig__now_ns();
+}
+
+static void rig__probe_pause(void *ctx)
+{
+    (void)ctx;
+    struct timespec ts = {0, RIG__POLL_PAUSE_NS};
+    nanosleep(&ts, NULL);
+}
+
+static enum rig_status rig__watch(struct rig__wait *w)
+{
+    struct rig_watchdog_probe probe = {w, rig__poll, rig__probe_now, rig__probe_pause};
+    enum rig_status status = rig_watchdog_wait(&probe, w->group->timeout_ms * 1000000);
+    if (status == RIG_E_TIMEOUT) return rig__group_timeout(w->group, w->rank);
+    return status;
+}
+
+enum rig_status rig_cuda_group_wait(const struct rig_cuda_device *device, cudaStream_t stream,
+                                    cudaEvent_t event)
+{
+    RIG_ASSERT((stream != NULL) != (event != NULL));
+    if (device->group == NULL) {
+        if (stream != NULL) RIG_CUDA_TRY(cudaStreamSynchronize(stream));
+        if (event != NULL) RIG_CUDA_TRY(cudaEventSynchronize(event));
+        return RIG_OK;
+    }
+    struct rig__wait w = {device->group, device->rank, stream, event, false};
+    return rig__watch(&w);
+}
 
 static enum rig_status rig__select_rank(const struct rig_comm *comm)
 {
@@ -18,31 +164,79 @@ static enum rig_status rig__select_rank(const struct rig_comm *comm)
     return RIG_OK;
 }
 
+static void rig__group_release(struct rig_cuda_group *g)
+{
+    pthread_mutex_lock(&g->mutex);
+    bool last = --g->refs == 0;
+    pthread_mutex_unlock(&g->mutex);
+    if (!last) return;
+    pthread_mutex_destroy(&g->mutex);
+    free(g);
+}
+
+/* Every comm of the group, non-blocking, in one NCCL group call; then waits (bounded) until
+ * every one is ready. */
+static enum rig_status rig__init_comms(struct rig_cuda_group *g, struct rig_device **devices)
+{
+    ncclUniqueId id;
+    RIG_NCCL_TRY(ncclGetUniqueId(&id));
+    RIG_NCCL_TRY(ncclGroupStart());
+    for (int32_t r = 0; r < g->size; r++) {
+        const struct rig_cuda_device *d = devices[r]->context;
+        RIG_CUDA_TRY(cudaSetDevice(d->ordinal));
+        ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+        config.blocking = 0;
+        ncclResult_t result = ncclCommInitRankConfig(&g->comms[r], g->size, id, r, &config);
+        if (result != ncclSuccess && result != ncclInProgress) {
+            (void)ncclGroupEnd();
+            RIG_NCCL_TRY(result);
+        }
+    }
+    ncclResult_t result = ncclGroupEnd();
+    if (result != ncclSuccess && result != ncclInProgress) RIG_NCCL_TRY(result);
+    for (int32_t r = 0; r < g->size; r++) {
+        struct rig__wait w = {g, r, NULL, NULL, true};
+        enum rig_status status = rig__watch(&w);
+        if (status != RIG_OK) return status;
+    }
+    return RIG_OK;
+}
+
 enum rig_status rig_cuda_comm_create(struct rig_device **devices, int32_t count,
                                      struct rig_comm **comms)
 {
     RIG_ASSERT(count >= 1 && count <= RIG_DEVICES_MAX);
-    ncclComm_t handles[RIG_DEVICES_MAX] = {0};
-    int ordinals[RIG_DEVICES_MAX] = {0};
+    struct rig_cuda_group *g = calloc(1, sizeof *g);
     struct rig_cuda_comm *contexts[RIG_DEVICES_MAX] = {0};
-    for (int32_t i = 0; i < count; i++) {
-        ordinals[i] = ((const struct rig_cuda_device *)devices[i]->context)->ordinal;
-        contexts[i] = calloc(1, sizeof *contexts[i]);
-        if (contexts[i] == NULL) {
-            for (int32_t j = 0; j < i; j++)
-                free(contexts[j]);
-            return RIG_E_NO_MEMORY;
-        }
-    }
-    ncclResult_t result = ncclCommInitAll(handles, count, ordinals);
-    if (result != ncclSuccess) {
+    bool ok = g != NULL && pthread_mutex_init(&g->mutex, NULL) == 0;
+    for (int32_t i = 0; ok && i < count; i++)
+        ok = (contexts[i] = calloc(1, sizeof **contexts));
+    if (!ok) {
         for (int32_t i = 0; i < count; i++)
             free(contexts[i]);
-        RIG_NCCL_TRY(result);
+        free(g);
+        return RIG_E_NO_MEMORY;
+    }
+    g->size = count;
+    g->refs = count;
+    g->timeout_ms = ((const struct rig_cuda_device *)devices[0]->context)->collective_timeout_ms;
+    atomic_init(&g->failed, RIG_OK);
+    enum rig_status status = rig__init_comms(g, devices);
+    if (status != RIG_OK) {
+        for (int32_t i = 0; i < count; i++) {
+            if (g->comms[i] != NULL && !g->aborted) (void)ncclCommAbort(g->comms[i]);
+            free(contexts[i]);
+        }
+        pthread_mutex_destroy(&g->mutex);
+        free(g);
+        return status;
     }
     for (int32_t i = 0; i < count; i++) {
-        contexts[i]->comm = handles[i];
+        *contexts[i] = (struct rig_cuda_comm){g->comms[i], g, i};
         comms[i]->context = contexts[i];
+        struct rig_cuda_device *d = devices[i]->context;
+        d->group = g;
+        d->rank = i;
     }
     return RIG_OK;
 }
@@ -51,20 +245,94 @@ void rig_cuda_comm_destroy(struct rig_comm *comm)
 {
     struct rig_cuda_comm *context = comm->context;
     if (context == NULL) return;
-    if (rig__select_rank(comm) == RIG_OK) {
+    struct rig_cuda_group *g = context->group;
+    struct rig_cuda_device *device = comm->device->context;
+    device->group = NULL;
+    pthread_mutex_lock(&g->mutex);
+    bool aborted = g->aborted;
+    pthread_mutex_unlock(&g->mutex);
+    if (!aborted && rig__select_rank(comm) == RIG_OK) {
         ncclResult_t result = ncclCommDestroy(context->comm);
         if (result != ncclSuccess)
             rig_cuda_report(RIG_E_DEVICE, __FILE__, __LINE__, "ncclCommDestroy",
                             ncclGetErrorString(result));
     }
+    rig__group_release(g);
     free(context);
     comm->context = NULL;
+}
+
+void rig_cuda_comm_abort(struct rig_comm *comm, const char *reason)
+{
+    const struct rig_cuda_comm *context = comm->context;
+    RIG_ASSERT(context != NULL);
+    char message[RIG__FAILURE_MAX];
+    snprintf(message, sizeof message, "rank %d failed before collective #%lld: %s", context->rank,
+             (long long)atomic_load(&context->group->issued[context->rank]), reason);
+    (void)rig__group_fail(context->group, RIG_E_DEVICE, message);
+}
+
+const char *rig_cuda_comm_error(const struct rig_comm *comm)
+{
+    const struct rig_cuda_comm *context = comm->context;
+    RIG_ASSERT(context != NULL);
+    if (atomic_load(&context->group->failed) == RIG_OK) return "";
+    return context->group->failure;
+}
+
+/* Collectives recorded by this thread's capture: a graph replay issues them again. */
+static _Thread_local bool rig__capturing;
+static _Thread_local int64_t rig__captured;
+static _Thread_local enum rig_op_kind rig__captured_kind;
+
+void rig_cuda_group_capture(bool begin, int64_t *collectives, int32_t *last_kind)
+{
+    rig__capturing = begin;
+    if (begin) {
+        rig__captured = 0;
+        return;
+    }
+    *collectives = rig__captured;
+    *last_kind = (int32_t)rig__captured_kind;
+}
+
+void rig_cuda_group_replayed(const struct rig_cuda_device *device, int64_t collectives,
+                             int32_t last_kind)
+{
+    if (device->group == NULL || collectives == 0) return;
+    atomic_store(&device->group->last_kind[device->rank], last_kind);
+    atomic_fetch_add(&device->group->issued[device->rank], collectives);
 }
 
 static ncclDataType_t rig__nccl_type(enum rig_dtype dtype)
 {
     RIG_ASSERT(dtype == RIG_DTYPE_BF16 || dtype == RIG_DTYPE_F32); /* checked by op_check */
     return dtype == RIG_DTYPE_BF16 ? ncclBfloat16 : ncclFloat32;
+}
+
+/* After an NCCL call in non-blocking mode: counts it, then waits (bounded) until it is
+ * enqueued when NCCL answered ncclInProgress. */
+static enum rig_status rig__issued(const struct rig_cuda_comm *context, enum rig_op_kind kind,
+                                   ncclResult_t result)
+{
+    struct rig_cuda_group *g = context->group;
+    if (result != ncclSuccess && result != ncclInProgress) {
+        char message[RIG__FAILURE_MAX];
+        snprintf(message, sizeof message, "rank %d: collective #%lld (%s): NCCL: %s", context->rank,
+                 (long long)atomic_load(&g->issued[context->rank]), rig_op_name(kind),
+                 ncclGetErrorString(result));
+        return rig__group_fail(g, RIG_E_DEVICE, message);
+    }
+    if (rig__capturing) {
+        rig__captured++; /* counted when the graph is replayed */
+        rig__captured_kind = kind;
+    } else {
+        atomic_store(&g->last_kind[context->rank], (int)kind);
+        atomic_fetch_add(&g->issued[context->rank], 1);
+    }
+    if (result == ncclSuccess) return RIG_OK;
+    struct rig__wait w = {g, context->rank, NULL, NULL, true};
+    return rig__watch(&w);
 }
 
 enum rig_status rig_cuda_op_all_reduce(const struct rig_cuda_launch *launch,
@@ -74,9 +342,12 @@ enum rig_status rig_cuda_op_all_reduce(const struct rig_cuda_launch *launch,
     RIG_ASSERT(context != NULL);
     size_t count = (size_t)rig_tensor_numel(&p->data);
     if (count == 0) return RIG_OK;
-    RIG_NCCL_TRY(ncclAllReduce(p->data.data, p->data.data, count, rig__nccl_type(p->data.dtype),
-                               ncclSum, context->comm, launch->stream));
-    return RIG_OK;
+    enum rig_status failed = (enum rig_status)atomic_load(&context->group->failed);
+    if (failed != RIG_OK) return failed;
+    ncclResult_t result =
+        ncclAllReduce(p->data.data, p->data.data, count, rig__nccl_type(p->data.dtype), ncclSum,
+                      context->comm, launch->stream);
+    return rig__issued(context, RIG_OP_ALL_REDUCE, result);
 }
 
 enum rig_status rig_cuda_op_all_gather(const struct rig_cuda_launch *launch,
@@ -86,7 +357,9 @@ enum rig_status rig_cuda_op_all_gather(const struct rig_cuda_launch *launch,
     RIG_ASSERT(context != NULL);
     size_t count = (size_t)rig_tensor_numel(&p->in);
     if (count == 0) return RIG_OK;
-    RIG_NCCL_TRY(ncclAllGather(p->in.data, p->out.data, count, rig__nccl_type(p->in.dtype),
-                               context->comm, launch->stream));
-    return RIG_OK;
+    enum rig_status failed = (enum rig_status)atomic_load(&context->group->failed);
+    if (failed != RIG_OK) return failed;
+    ncclResult_t result = ncclAllGather(p->in.data, p->out.data, count, rig__nccl_type(p->in.dtype),
+                                        context->comm, launch->stream);
+    return rig__issued(context, RIG_OP_ALL_GATHER, result);
 }

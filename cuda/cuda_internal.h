@@ -33,8 +33,13 @@ extern "C" {
  * as `scratch`, so nothing else writes there. */
 #define RIG_CUDA_COUNTER_BYTES ((size_t)64 << 10)
 
+struct rig_cuda_group; /* comm.c: the TP group's NCCL comms and its watchdog state */
+
 struct rig_cuda_device {
     int32_t ordinal;           /* CUDA device index */
+    int64_t collective_timeout_ms; /* the watchdog's bound (device config, or the default) */
+    struct rig_cuda_group *group;  /* set while the device is in a TP group of > 1 */
+    int32_t rank;                  /* in `group` */
     int32_t sm_count;          /* multiprocessors */
     size_t shared_optin_bytes; /* largest dynamic shared memory a block may opt into */
     bool pdl;                  /* programmatic dependent launch (RIG_CUDA_PDL=0: off) */
@@ -54,10 +59,14 @@ struct rig_cuda_event {
 struct rig_cuda_graph {
     cudaGraph_t graph;
     cudaGraphExec_t exec;
+    int64_t collectives;  /* NCCL calls recorded in it (the watchdog's count) */
+    int32_t last_kind;    /* enum rig_op_kind of the last */
 };
 
 struct rig_cuda_comm {
     ncclComm_t comm;
+    struct rig_cuda_group *group; /* shared by the group's comms, freed with the last */
+    int32_t rank;
 };
 
 /* What an op launcher needs from its stream and device. */
@@ -102,6 +111,21 @@ enum rig_status rig_cuda_report(enum rig_status status, const char *file, int li
             return rig_cuda_report(RIG_E_DEVICE, __FILE__, __LINE__, #call,                        \
                                    ncclGetErrorString(rig__nccl_result));                          \
     } while (0)
+
+/* Host waits on a stream or an event of `device`: plain CUDA waits outside a TP group; in
+ * one, the watchdog (comm.c): poll until done, the group's NCCL error, or the collective
+ * timeout — then abort the group (ncclCommAbort) and fail with a message naming the rank
+ * and the collective. Exactly one of `stream` and `event` is non-NULL. */
+enum rig_status rig_cuda_group_wait(const struct rig_cuda_device *device, cudaStream_t stream,
+                                    cudaEvent_t event);
+/* Graph capture on this thread begins (begin) or ends (returns the collectives it recorded
+ * and the last one's enum rig_op_kind): the watchdog counts them again at each replay. */
+void rig_cuda_group_capture(bool begin, int64_t *collectives, int32_t *last_kind);
+/* A graph holding `collectives` collectives was launched on `device`'s stream. */
+void rig_cuda_group_replayed(const struct rig_cuda_device *device, int64_t collectives,
+                             int32_t last_kind);
+/* Default collective timeout: as PyTorch's NCCL watchdog, 10 minutes. */
+#define RIG_CUDA_COLLECTIVE_TIMEOUT_MS_DEFAULT 600000
 
 /* After a kernel launch: a bad configuration shows up here, not at the launch. */
 #define RIG_CUDA_LAUNCHED() RIG_CUDA_TRY(cudaGetLastError())

@@ -471,6 +471,20 @@ void rig_hal_comm_destroy(struct rig_comm *comm)
     free(comm);
 }
 
+void rig_hal_comm_abort(struct rig_comm *comm, const char *reason)
+{
+    RIG_ASSERT(comm != NULL);
+    if (comm->size > 1 && comm->device->iface->comm_abort != NULL)
+        comm->device->iface->comm_abort(comm, reason != NULL ? reason : "aborted");
+}
+
+const char *rig_hal_comm_error(const struct rig_comm *comm)
+{
+    RIG_ASSERT(comm != NULL);
+    if (comm->size == 1 || comm->device->iface->comm_error == NULL) return "";
+    return comm->device->iface->comm_error(comm);
+}
+
 int32_t rig_hal_comm_rank(const struct rig_comm *comm)
 {
     RIG_ASSERT(comm != NULL);
@@ -573,4 +587,24 @@ enum rig_status rig_hal_set_open_faults(const char *backend, const struct rig_ha
         return RIG_OK;
     }
     return RIG_E_NOT_FOUND;
+}
+
+static const char *const rig__collective_fault_names[] = {"none", "late", "stall", "fail"};
+
+enum rig_status rig_hal_collective_fault_parse(const char *name,
+                                               enum rig_hal_collective_fault *out)
+{
+    if (name == NULL || out == NULL) return RIG_E_INVALID;
+    for (int32_t i = 0; i <= RIG_HAL_COLLECTIVE_FAIL; i++) {
+        if (strcmp(name, rig__collective_fault_names[i]) != 0) continue;
+        *out = (enum rig_hal_collective_fault)i;
+        return RIG_OK;
+    }
+    return RIG_E_NOT_FOUND;
+}
+
+const char *rig_hal_collective_fault_name(enum rig_hal_collective_fault fault)
+{
+    RIG_ASSERT(fault >= RIG_HAL_COLLECTIVE_NONE && fault <= RIG_HAL_COLLECTIVE_FAIL);
+    return rig__collective_fault_names[fault];
 }

@@ -56,6 +56,10 @@ struct rig_device_config {
     bool timing_only;        /* simulator: skip the math, phantom buffers (DESIGN §4) */
     const char *profile;     /* simulator: device profile name ("h100") or YAML path */
     uint64_t seed;           /* simulator: seed of timing-only tokens */
+    int64_t collective_timeout_ms; /* a TP collective not done within this fails the group
+                                      with an error naming rank and collective (simulator:
+                                      virtual and wall clock; CUDA: the NCCL watchdog);
+                                      <= 0: the backend's default (10 minutes) */
 };
 
 struct rig_device_info {
@@ -156,6 +160,13 @@ int32_t rig_hal_graph_op_count(const struct rig_graph *graph);
 enum rig_status rig_hal_comm_create(struct rig_device **devices, int32_t count,
                                     struct rig_comm **comms);
 void rig_hal_comm_destroy(struct rig_comm *comm);
+/* Fails the whole group: every rank's pending and later collectives return an error instead
+ * of waiting (NCCL: ncclCommAbort). For a rank whose job failed, so the others never wait
+ * for it. `reason` names what happened. Any thread; (optional) a no-op where the backend
+ * cannot abort. */
+void rig_hal_comm_abort(struct rig_comm *comm, const char *reason);
+/* Why the group failed, naming the rank and the collective; "" while it has not. */
+const char *rig_hal_comm_error(const struct rig_comm *comm);
 int32_t rig_hal_comm_rank(const struct rig_comm *comm);
 int32_t rig_hal_comm_size(const struct rig_comm *comm);
 
@@ -211,12 +222,27 @@ void rig_hal_host_wait_until_ns(struct rig_device *device, int64_t t_ns);
 /* --- faults --------------------------------------------------------------------------- */
 /* Deterministic fault injection, for tests and the swarm (core/harness/swarm/), which asks
  * for faults through the HAL and never includes a backend. Counters start when set. */
+/* Faults a rank can inject into a collective (the TP group's all-reduce / all-gather). */
+enum rig_hal_collective_fault {
+    RIG_HAL_COLLECTIVE_NONE = 0,
+    RIG_HAL_COLLECTIVE_LATE = 1,  /* the rank arrives collective_delay_ns late */
+    RIG_HAL_COLLECTIVE_STALL = 2, /* the rank never arrives (a hung GPU) */
+    RIG_HAL_COLLECTIVE_FAIL = 3,  /* the rank's op fails (RIG_E_FAULT) before it arrives: the
+                                     others wait until the group is aborted or times out */
+};
 struct rig_hal_faults {
     int64_t fail_alloc_at; /* the n-th buffer allocation from now (0 = next) fails with
                               RIG_E_DEVICE_MEMORY; -1 = never */
     int64_t stall_op_at;   /* the n-th op issued from now stalls its stream; -1 = never */
     int64_t stall_ns;      /* how long that stall lasts on the device's clock */
+    enum rig_hal_collective_fault collective_fault; /* what happens at collective_at */
+    int64_t collective_at;       /* the n-th collective issued from now (0 = next) */
+    int64_t collective_delay_ns; /* LATE: how late, on the device's clock */
 };
+/* "none" / "late" / "stall" / "fail"; RIG_E_NOT_FOUND for another name. */
+enum rig_status rig_hal_collective_fault_parse(const char *name,
+                                               enum rig_hal_collective_fault *out);
+const char *rig_hal_collective_fault_name(enum rig_hal_collective_fault fault);
 /* Sets (replaces) the fault plan of `device`. RIG_E_UNSUPPORTED when its backend injects no
  * faults (only the simulator does), RIG_E_INVALID for a negative stall. */
 enum rig_status rig_hal_set_faults(struct rig_device *device, const struct rig_hal_faults *faults);

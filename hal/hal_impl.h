@@ -67,6 +67,10 @@ struct rig_backend_iface {
     enum rig_status (*comm_create)(struct rig_device **devices, int32_t count,
                                    struct rig_comm **comms);
     void (*comm_destroy)(struct rig_comm *comm);
+    /* (optional) defaults to a no-op: fail every rank's collectives from now on. */
+    void (*comm_abort)(struct rig_comm *comm, const char *reason);
+    /* (optional) defaults to "": why the group failed. */
+    const char *(*comm_error)(const struct rig_comm *comm);
 
     /* Runs one validated op on `stream` (or records it while the stream captures; the
      * dispatch layer handles recording when the backend's graph slots record themselves,

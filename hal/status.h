@@ -35,7 +35,8 @@
     X(E_STATE, -12, "operation not allowed in this state")                             \
     X(E_CAPACITY, -13, "a configured limit was reached")                               \
     X(E_FAULT, -14, "injected fault")                                                  \
-    X(E_RANGE, -15, "value out of range")
+    X(E_RANGE, -15, "value out of range")                                              \
+    X(E_TIMEOUT, -16, "timed out")
 
 enum rig_status {
 #define RIG__STATUS_ENUM(name, value, message) RIG_##name = (value),

@@ -67,7 +67,9 @@ static enum rig_status rig__open(const struct rig_device_config *config, int32_t
         fprintf(stderr, "rig: sim: %s\n", error);
         return status;
     }
-    struct rig_sim_world *world = rig_sim_world_create(count);
+    int64_t timeout_ms = config->collective_timeout_ms > 0 ? config->collective_timeout_ms
+                                                            : RIG_SIM_COLLECTIVE_TIMEOUT_MS_DEFAULT;
+    struct rig_sim_world *world = rig_sim_world_create(count, timeout_ms);
     if (world == NULL) return RIG_E_NO_MEMORY;
     for (int32_t i = 0; i < count && status == RIG_OK; i++)
         status = rig__device_init(&profile, config, i, world, devices[i]);
@@ -107,7 +109,9 @@ static void rig__buffer_free(struct rig_device *device, void *data, void *contex
 
 static struct rig_sim_faults rig__faults_of(const struct rig_hal_faults *faults)
 {
-    return (struct rig_sim_faults){faults->fail_alloc_at, faults->stall_op_at, faults->stall_ns};
+    return (struct rig_sim_faults){faults->fail_alloc_at,         faults->stall_op_at,
+                                   faults->stall_ns,              faults->collective_fault,
+                                   faults->collective_at,         faults->collective_delay_ns};
 }
 
 /* The HAL's fault slots: the same plans as rig_sim_set_faults / rig_sim_set_open_faults. */
@@ -121,7 +125,7 @@ static enum rig_status rig__set_faults(struct rig_device *device,
 static void rig__set_open_faults(const struct rig_hal_faults *faults)
 {
     struct rig_sim_faults plan = faults != NULL ? rig__faults_of(faults)
-                                                : (struct rig_sim_faults){-1, -1, 0};
+                                                : (struct rig_sim_faults){.fail_alloc_at = -1, .stall_op_at = -1};
     rig_sim_set_open_faults(&plan);
 }
 
@@ -149,6 +153,8 @@ static const struct rig_backend_iface rig__sim_iface = {
     .graph_destroy = rig_sim_graph_destroy,
     .comm_create = rig_sim_comm_create,
     .comm_destroy = rig_sim_comm_destroy,
+    .comm_abort = rig_sim_comm_abort,
+    .comm_error = rig_sim_comm_error,
     .op = rig_sim_exec_op,
     .now_ns = rig_sim_now_ns,
     .host_work_ns = rig_sim_host_work_ns,
@@ -170,13 +176,19 @@ static bool rig__is_sim(const struct rig_device *device)
 enum rig_status rig_sim_set_faults(struct rig_device *device, const struct rig_sim_faults *faults)
 {
     if (!rig__is_sim(device)) return RIG_E_HANDLE;
-    if (faults == NULL || faults->stall_ns < 0) return RIG_E_INVALID;
+    if (faults == NULL || faults->stall_ns < 0 || faults->collective_delay_ns < 0 ||
+        faults->collective_at < 0 || faults->collective_fault < RIG_HAL_COLLECTIVE_NONE ||
+        faults->collective_fault > RIG_HAL_COLLECTIVE_FAIL)
+        return RIG_E_INVALID;
     struct rig_sim_device *sim_device = rig_sim_device_of(device);
     sim_device->faults = *faults;
     sim_device->allocs_since_faults = 0;
     sim_device->ops_since_faults = 0;
+    sim_device->collectives_since_faults = 0;
     return RIG_OK;
 }
+
+
 
 enum rig_status rig_sim_get_stats(struct rig_device *device, struct rig_sim_stats *out)
 {

@@ -28,6 +28,7 @@ struct rig_sim_device {
     struct rig_sim_faults faults; /* the plan; counters below count from when it was set */
     int64_t allocs_since_faults;  /* allocations attempted since rig_sim_set_faults */
     int64_t ops_since_faults;     /* ops issued since rig_sim_set_faults */
+    int64_t collectives_since_faults; /* collectives issued since rig_sim_set_faults */
     struct rig_sim_stats stats;   /* memory fields are filled in on request */
     struct rig_sim_world *world;  /* the group opened together; shared, ref-counted */
     int32_t rank;

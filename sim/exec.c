@@ -73,8 +73,20 @@ static int64_t rig__stall_ns(struct rig_sim_device *device)
     return device->faults.stall_ns;
 }
 
-static int64_t rig__collective(struct rig_sim_device *device, const struct rig_op *op,
-                               int64_t start)
+/* The fault plan at this collective: moves `start` (LATE, STALL) or fails (FAIL). */
+static enum rig_status rig__collective_fault(struct rig_sim_device *device, int64_t *start)
+{
+    int64_t index = device->collectives_since_faults++;
+    const struct rig_sim_faults *f = &device->faults;
+    if (f->collective_fault == RIG_HAL_COLLECTIVE_NONE || index != f->collective_at)
+        return RIG_OK;
+    if (f->collective_fault == RIG_HAL_COLLECTIVE_LATE) *start += f->collective_delay_ns;
+    if (f->collective_fault == RIG_HAL_COLLECTIVE_STALL) *start = RIG_SIM_NEVER;
+    return f->collective_fault == RIG_HAL_COLLECTIVE_FAIL ? RIG_E_FAULT : RIG_OK;
+}
+
+static enum rig_status rig__collective(struct rig_sim_device *device, const struct rig_op *op,
+                                       int64_t start, int64_t *end)
 {
     const struct rig_tensor *list[RIG_OP_TENSORS_MAX];
     int32_t n = rig_op_tensors(op, list);
@@ -82,8 +94,10 @@ static int64_t rig__collective(struct rig_sim_device *device, const struct rig_o
     for (int32_t i = 0; i < n; i++)
         phantom = phantom || rig_sim_memory_is_phantom(&device->memory, list[i]->data);
     RIG_ASSERT_MSG(device->world->size > 1, "single-rank collectives are done by dispatch");
+    enum rig_status status = rig__collective_fault(device, &start);
+    if (status != RIG_OK) return status;
     return rig_sim_world_collective(device->world, &device->profile, device->rank, op, start,
-                                    phantom);
+                                    phantom, end);
 }
 
 enum rig_status rig_sim_exec_launch(struct rig_stream *stream, const struct rig_op *op,
@@ -97,7 +111,9 @@ enum rig_status rig_sim_exec_launch(struct rig_stream *stream, const struct rig_
     start += rig__stall_ns(device);
     int64_t end;
     if (op->kind == RIG_OP_ALL_REDUCE || op->kind == RIG_OP_ALL_GATHER) {
-        end = rig__collective(device, op, start);
+        /* A failed collective leaves the clock alone: the group is dead, the run over. */
+        enum rig_status status = rig__collective(device, op, start, &end);
+        if (status != RIG_OK) return status;
     } else {
         rig__check_cost_inputs(device, op);
         bool missed = false;

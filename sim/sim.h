@@ -22,13 +22,18 @@
 /* The simulator's backend table, for rig_hal_register. Can't fail. */
 const struct rig_backend_iface *rig_sim_backend(void);
 
-/* Deterministic fault injection on one simulated device. Counters start when set. */
+/* Deterministic fault injection on one simulated device. Counters start when set; a zeroed
+ * struct with the two -1s below injects nothing. */
 struct rig_sim_faults {
     int64_t fail_alloc_at;   /* the n-th buffer allocation from now (0 = next) fails with
                                 RIG_E_DEVICE_MEMORY; -1 = never */
     int64_t stall_op_at;     /* the n-th op issued from now stalls its stream; -1 = never */
     int64_t stall_ns;        /* how long that stall lasts on the virtual clock */
+    enum rig_hal_collective_fault collective_fault; /* what happens at collective_at */
+    int64_t collective_at;   /* the n-th collective issued from now (0 = next) */
+    int64_t collective_delay_ns; /* LATE: how late, on the virtual clock */
 };
+
 
 /* Sets (replaces) the fault plan of a simulator device. RIG_E_HANDLE if `device` is not a
  * simulator device. */

@@ -529,7 +529,8 @@ static void test_handles_of_another_device(void **state)
     struct rig_op op = rig__valid(RIG_OP_ALL_REDUCE);
     op.u.all_reduce.comm = other_comm;
     assert_int_equal(rig_hal_op(rig__stream, &op), RIG_E_HANDLE);
-    assert_int_equal(rig_sim_set_faults(NULL, &(struct rig_sim_faults){-1, -1, 0}), RIG_E_HANDLE);
+    struct rig_sim_faults none = {.fail_alloc_at = -1, .stall_op_at = -1};
+    assert_int_equal(rig_sim_set_faults(NULL, &none), RIG_E_HANDLE);
     struct rig_sim_stats stats;
     assert_int_equal(rig_sim_get_stats(NULL, &stats), RIG_E_HANDLE);
     rig_hal_event_destroy(event);

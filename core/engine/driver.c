@@ -68,8 +68,10 @@ static enum rig_status rig__step(const struct rig__driver *d, bool *progress)
 {
     *progress = false;
     enum rig_status status = rig_engine_step(d->engine, progress);
-    if (status < 0)
-        snprintf(d->error, d->error_len, "engine step failed: %s", rig_status_message(status));
+    if (status >= 0) return status;
+    const char *why = rig_engine_error(d->engine); /* TP: the rank and the collective */
+    snprintf(d->error, d->error_len, "engine step failed: %s%s%s", rig_status_message(status),
+             why[0] != '\0' ? ": " : "", why);
     return status;
 }
 

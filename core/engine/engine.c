@@ -316,8 +316,8 @@ static enum rig_status rig__graphs_init(struct rig_engine *e, char *error, size_
         return RIG_OK;
     }
     if (s != RIG_OK)
-        rig__error(error, len, "engine: decode graph capture failed: %s (%s)",
-                   rig_status_message(s), rig_hal_last_error());
+        rig__error(error, len, "engine: decode graph capture failed: %s (%s%s)",
+                   rig_status_message(s), rig_hal_last_error(), rig_engine_error(e));
     return s;
 }
 
@@ -484,6 +484,13 @@ enum rig_status rig_engine_abort(struct rig_engine *e, uint64_t uid)
     rig_decode_remove(&e->decode, r);
     rig__request_end(e, r, RIG_END_ABORT, NULL);
     return RIG_OK;
+}
+
+const char *rig_engine_error(const struct rig_engine *e)
+{
+    RIG_ASSERT(e != NULL);
+    if (e->tp_size == 1 || e->ranks[0].comm == NULL) return "";
+    return rig_hal_comm_error(e->ranks[0].comm);
 }
 
 int32_t rig_engine_abort_all(struct rig_engine *e)

@@ -186,6 +186,9 @@ enum rig_status rig_engine_step(struct rig_engine *engine, bool *progress);
  * that can never be admitted — a bug, since such requests are rejected at submission). */
 enum rig_status rig_engine_run(struct rig_engine *engine, int64_t max_steps);
 bool rig_engine_idle(const struct rig_engine *engine);
+/* Why the engine failed, beyond the status its call returned: with TP, the group's failure
+ * naming the rank and the collective (a late, stalled or failed rank); "" otherwise. */
+const char *rig_engine_error(const struct rig_engine *engine);
 /* Aborts every live request (rig_engine_abort on each, in pool order): for a shutdown.
  * Returns how many were aborted. Can't fail. */
 int32_t rig_engine_abort_all(struct rig_engine *engine);

@@ -60,6 +60,7 @@ struct rig__generate_args {
     bool json;
     int32_t prefill_budget;                    /* 0: raised to fit every prompt */
     int32_t max_running;                       /* 0: raised to the prompt count */
+    int64_t collective_timeout_ms;             /* 0: the backend's default */
 };
 
 /* What the observer collects, per prompt (uid = index + 1). */
@@ -112,7 +113,9 @@ static void rig__generate_usage(FILE *out)
             "  --prefill-budget N   tokens per prefill batch (default: all prompts at once;\n"
             "                       smaller: chunked prefill)\n"
             "  --max-running N      requests running at once (default: all prompts; 1: one\n"
-            "                       after another, so shared prefixes hit the radix cache)\n",
+            "                       after another, so shared prefixes hit the radix cache)\n"
+            "  --collective-timeout MS  a TP collective stuck this long ends the run with an\n"
+            "                       error naming rank and collective (default 600000)\n",
             RIG__PROMPTS_MAX, RIG_STOP_TOKENS_MAX);
 }
 
@@ -177,6 +180,9 @@ static bool rig__generate_option(struct rig__generate_args *a, const char *arg,
     } else if (strcmp(arg, "--prefill-budget") == 0) {
         if (!rig__number(arg, v, 1, 1 << 24, &x)) return false;
         a->prefill_budget = (int32_t)x;
+    } else if (strcmp(arg, "--collective-timeout") == 0) {
+        if (!rig__number(arg, v, 1, 86400000, &x)) return false;
+        a->collective_timeout_ms = (int64_t)x;
     } else if (strcmp(arg, "--max-running") == 0) {
         if (!rig__number(arg, v, 1, RIG__PROMPTS_MAX, &x)) return false;
         a->max_running = (int32_t)x;
@@ -329,6 +335,7 @@ static int rig__generate_config(const struct rig__generate_args *a, int64_t prom
     }
     c->backend = a->backend;
     c->tp_size = a->tp;
+    c->device.collective_timeout_ms = a->collective_timeout_ms;
     c->seed = a->seed;
     c->weights.path = a->preset != NULL || a->dummy_weights ? NULL : a->model_dir;
     c->weights.dummy_seed = a->seed;
@@ -368,6 +375,14 @@ static enum rig_status rig__collect_logits(struct rig_model *model, struct rig_s
                sizeof(float) * (size_t)vocab);
     }
     return s;
+}
+
+/* On every TP rank: a rank that kept its logits alone would all-gather them in a step in
+ * which the others do not (mismatched collectives: a hang on NCCL). */
+static void rig__keep_logits(struct rig_engine *engine, bool keep)
+{
+    for (int32_t r = 0; r < rig_engine_get_config(engine)->tp_size; r++)
+        rig_model_keep_logits(rig_engine_model(engine, r), keep);
 }
 
 /* What the driver's after_step needs to keep the logits (--logits-out). */
@@ -417,15 +432,16 @@ static int rig__generate_drive(struct rig_engine *engine, struct rig__generate_s
     if (s == RIG_OK) s = rig_driver_run(engine, &source, NULL, error, sizeof error);
     if (s == RIG_OK) s = run.status;
     rig_hal_stream_destroy(run.stream);
-    rig_model_keep_logits(run.model, false);
+    rig__keep_logits(engine, false);
     FILE *f = s == RIG_OK ? fopen(path, "wb") : NULL;
     bool written = f != NULL && fwrite(run.logits, sizeof(float), count, f) == count;
     if (f != NULL && fclose(f) != 0) written = false;
     free(run.logits);
     free(run.step_rows);
     if (written) return -1;
-    fprintf(stderr, "rig generate: cannot write logits to %s: %s\n", path,
-            s != RIG_OK ? rig_status_message(s) : strerror(errno));
+    fprintf(stderr, "rig generate: cannot write logits to %s: %s%s%s\n", path,
+            s != RIG_OK ? rig_status_message(s) : strerror(errno),
+            rig_engine_error(engine)[0] != '\0' ? ": " : "", rig_engine_error(engine));
     return 1;
 }
 
@@ -515,7 +531,7 @@ static int rig__generate_run(const struct rig__generate_args *a, int32_t *const 
         fprintf(stderr, "rig generate: %s\n", error);
         return 1;
     }
-    if (a->logits_out != NULL) rig_model_keep_logits(rig_engine_model(engine, 0), true);
+    if (a->logits_out != NULL) rig__keep_logits(engine, true);
     rc = rig__generate_submit(engine, a, prompts, lengths);
     if (rc == 0) rc = rig__generate_drive(engine, st, a->prompt_count, a->logits_out);
     rig_engine_destroy(engine);

@@ -14,6 +14,7 @@ struct rig_command {
 
 int rig_cmd_selftest(int argc, char **argv);
 int rig_cmd_run(int argc, char **argv);
+int rig_cmd_fleet(int argc, char **argv);
 int rig_cmd_bench(int argc, char **argv);
 /* `rig bench serve` (tools/rig/cmd_bench_serve.c): argv[0] is "serve". */
 int rig_cmd_bench_serve(int argc, char **argv);

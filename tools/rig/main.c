@@ -10,6 +10,7 @@ static const struct rig_command rig__commands[] = {
     {"selftest", rig_cmd_selftest, "run every op once on the simulator (TP=2) and check it"},
     {"generate", rig_cmd_generate, "token ids in, generated ids out, through the scheduler"},
     {"run", rig_cmd_run, "replay a scenario (YAML), print metrics, write HDF5 results"},
+    {"fleet", rig_cmd_fleet, "a scenario on N engine replicas behind a router (simulator)"},
     {"bench", rig_cmd_bench, "performance against measured hardware floors (HDF5 + table)"},
     {"tokenize", rig_cmd_tokenize, "text (or a chat) to token ids with a tokenizer.json"},
     {"detokenize", rig_cmd_detokenize, "token ids to text, whole or streamed"},

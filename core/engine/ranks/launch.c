@@ -6,6 +6,7 @@
  * scheduler's batch. Every rank runs the same ops on the same metadata, so all ranks stay in
  * step and the collectives inside the forward meet. */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/engine/engine_impl.h"
@@ -308,9 +309,19 @@ static enum rig_status rig__execute(void *ctx, int32_t index, const struct rig_b
     struct rig_engine *e = ctx;
     RIG_ASSERT(index >= 0 && index < e->tp_size);
     struct rig__rank *rank = &e->ranks[index];
-    if (desc->job == RIG_RANK_JOB_LAUNCH) return rig__rank_launch(rank, desc, metadata);
-    if (desc->job == RIG_RANK_JOB_CAPTURE) return rig__rank_capture(rank, desc, metadata);
-    return RIG_OK;
+    enum rig_status status = RIG_OK;
+    if (desc->job == RIG_RANK_JOB_LAUNCH) status = rig__rank_launch(rank, desc, metadata);
+    if (desc->job == RIG_RANK_JOB_CAPTURE) status = rig__rank_capture(rank, desc, metadata);
+    /* A rank that stops short of its collectives must not leave the others waiting in them
+     * (a hang, not an error); a no-op when the group failed first. */
+    if (status != RIG_OK && rank->comm != NULL) {
+        char reason[96];
+        snprintf(reason, sizeof reason, "its %s failed: %s",
+                 desc->job == RIG_RANK_JOB_LAUNCH ? "step" : "graph capture",
+                 rig_status_message(status));
+        rig_hal_comm_abort(rank->comm, reason);
+    }
+    return status;
 }
 
 /* The descriptor of the batch prepared in `slot`. */

@@ -169,7 +169,8 @@ static enum rig_status rig__model(const struct rig_scenario *s, struct rig_engin
 }
 
 /* The engine's configuration: its defaults, overridden where the scenario says. */
-static enum rig_status rig__config(const struct rig_scenario *s, struct rig_engine_config *c,
+enum rig_status rig_scenario_engine_config(const struct rig_scenario *s,
+                                           struct rig_engine_config *c,
                                    char *error, size_t error_len)
 {
     const struct rig_scenario_engine *e = &s->engine;
@@ -180,6 +181,7 @@ static enum rig_status rig__config(const struct rig_scenario *s, struct rig_engi
         c->device.profile = s->sim.profile[0] != '\0' ? s->sim.profile : NULL;
     }
     c->device.seed = s->seed;
+    c->device.collective_timeout_ms = (e->collective_timeout_ns + 999999) / 1000000;
     c->seed = s->seed;
     c->tp_size = e->tp_size;
     if (e->num_pages != RIG_SCENARIO_DEFAULT) c->num_pages = (int32_t)e->num_pages;
@@ -217,13 +219,20 @@ static struct rig_sampling_params rig__sampling(const struct rig_scenario_reques
 }
 
 /* Submits request `uid`. RIG_E_CAPACITY: the engine is full, retry after a step. */
+struct rig_submit rig_scenario_submit_of(const struct rig_scenario *s, int32_t uid,
+                                         int64_t origin_ns)
+{
+    RIG_ASSERT(uid >= 0 && uid < s->request_count);
+    const struct rig_scenario_request *r = &s->requests[uid];
+    return (struct rig_submit){(uint64_t)uid, rig_scenario_prompt(s, uid), r->input_len,
+                               rig__sampling(r), r->arrival_ns + origin_ns};
+}
+
 static enum rig_status rig__submit(struct rig__run *run, int32_t uid, char *error,
                                    size_t error_len)
 {
     const struct rig_scenario_request *r = &run->scenario->requests[uid];
-    struct rig_submit submit = {(uint64_t)uid, rig_scenario_prompt(run->scenario, uid),
-                                r->input_len, rig__sampling(r),
-                                r->arrival_ns + run->origin_ns};
+    struct rig_submit submit = rig_scenario_submit_of(run->scenario, uid, run->origin_ns);
     char reason[256] = "";
     enum rig_status status = rig_engine_submit(run->engine, &submit, reason, sizeof reason);
     if (status == RIG_OK) {
@@ -435,6 +444,31 @@ static void rig__totals(struct rig__run *run)
     run->results->launch_host_ns = stats.launch_host_ns;
 }
 
+/* The scenario's sim.fault on its rank (nothing for kind "none"). */
+static enum rig_status rig__apply_fault(const struct rig_scenario *s, struct rig_engine *engine,
+                                        char *error, size_t error_len)
+{
+    const struct rig_scenario_fault *f = &s->sim.fault;
+    enum rig_hal_collective_fault kind = RIG_HAL_COLLECTIVE_NONE;
+    if (f->kind[0] == '\0' || rig_hal_collective_fault_parse(f->kind, &kind) != RIG_OK ||
+        kind == RIG_HAL_COLLECTIVE_NONE)
+        return RIG_OK;
+    int32_t tp = rig_engine_get_config(engine)->tp_size;
+    if (f->rank >= tp) {
+        snprintf(error, error_len, "%s: sim.fault.rank %d: the engine has %d rank(s)", s->path,
+                 f->rank, tp);
+        return RIG_E_INVALID;
+    }
+    struct rig_hal_faults plan = {.fail_alloc_at = -1, .stall_op_at = -1,
+                                  .collective_fault = kind, .collective_at = f->collective,
+                                  .collective_delay_ns = f->delay_ns};
+    enum rig_status status = rig_hal_set_faults(rig_engine_device(engine, f->rank), &plan);
+    if (status != RIG_OK)
+        snprintf(error, error_len, "%s: sim.fault: the %s backend injects no faults", s->path,
+                 rig_engine_get_config(engine)->backend);
+    return status;
+}
+
 enum rig_status rig_scenario_run(const struct rig_scenario *scenario,
                                  const struct rig_run_options *options,
                                  struct rig_results *results, char *error, size_t error_len)
@@ -443,7 +477,7 @@ enum rig_status rig_scenario_run(const struct rig_scenario *scenario,
     RIG_ASSERT(results != NULL && scenario->request_count > 0);
     memset(results, 0, sizeof *results);
     struct rig_engine_config config;
-    enum rig_status status = rig__config(scenario, &config, error, error_len);
+    enum rig_status status = rig_scenario_engine_config(scenario, &config, error, error_len);
     if (status < 0) return status;
     struct rig__run run = {.scenario = scenario, .options = options, .results = results,
                            .page_size = config.page_size};
@@ -455,6 +489,9 @@ enum rig_status rig_scenario_run(const struct rig_scenario *scenario,
         status = rig_engine_create(&config, &observer, &run.engine, error, error_len);
     if (status == RIG_OK) {
         rig__meta(scenario, &config, run.engine, results);
+        status = rig__apply_fault(scenario, run.engine, error, error_len);
+    }
+    if (status == RIG_OK) {
         /* Scenario time 0 is when the engine is ready (weights loaded, graphs captured). */
         run.origin_ns = rig_engine_now_ns(run.engine);
         status = rig__loop(&run, error, error_len);

@@ -32,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/engine/engine.h"
 #include "core/harness/results/results.h"
 #include "core/harness/scenario/scenario.h"
 
@@ -59,5 +60,14 @@ struct rig_run_options {
 enum rig_status rig_scenario_run(const struct rig_scenario *scenario,
                                  const struct rig_run_options *options,
                                  struct rig_results *results, char *error, size_t error_len);
+
+/* The engine configuration the scenario asks for (engine defaults where it is silent). On
+ * error (an unknown preset, a config.json that does not load) a message in `error`. */
+enum rig_status rig_scenario_engine_config(const struct rig_scenario *scenario,
+                                           struct rig_engine_config *config, char *error,
+                                           size_t error_len);
+/* Request `uid` as the engine takes it, arriving at its scenario time + origin_ns. */
+struct rig_submit rig_scenario_submit_of(const struct rig_scenario *scenario, int32_t uid,
+                                         int64_t origin_ns);
 
 #endif /* RIG_SCENARIO_RUN_H */

@@ -190,9 +190,10 @@ static enum rig_status rig__parse_engine_ints(struct rig_scenario_build *b, stru
 
 static enum rig_status rig__parse_engine(struct rig_scenario_build *b, struct fy_node *map)
 {
-    static const char *const keys[] = {"num_pages", "page_size", "max_running_req",
-                                       "max_seq_len", "prefill_budget", "cuda_graph_max_bs",
-                                       "tp_size", "policy", "cache", "overlap", NULL};
+    static const char *const keys[] = {"num_pages",      "page_size",         "max_running_req",
+                                       "max_seq_len",    "prefill_budget",    "cuda_graph_max_bs",
+                                       "tp_size",        "policy",            "cache",
+                                       "overlap",        "collective_timeout", NULL};
     struct rig_yaml *y = &b->yaml;
     struct rig_scenario_engine *e = &b->scenario->engine;
     enum rig_status status = rig_yaml_check_keys(y, map, "engine", keys);
@@ -201,6 +202,8 @@ static enum rig_status rig__parse_engine(struct rig_scenario_build *b, struct fy
                                                      &e->policy);
     if (status == RIG_OK) status = rig_yaml_key_enum(y, map, "cache", rig__cache_names,
                                                      &e->cache);
+    if (status == RIG_OK)
+        status = rig_yaml_key_duration_ns(y, map, "collective_timeout", &e->collective_timeout_ns);
     bool overlap = false;
     struct fy_node *node = status == RIG_OK ? rig_yaml_get(map, "overlap") : NULL;
     if (node != NULL) {
@@ -210,15 +213,40 @@ static enum rig_status rig__parse_engine(struct rig_scenario_build *b, struct fy
     return status;
 }
 
+/* sim.fault: {kind: late|stall|fail, rank: R, collective: N, delay: 5ms}. */
+static enum rig_status rig__parse_fault(struct rig_scenario_build *b, struct fy_node *map)
+{
+    static const char *const keys[] = {"kind", "rank", "collective", "delay", NULL};
+    static const char *const kinds[] = {"none", "late", "stall", "fail", NULL};
+    struct rig_yaml *y = &b->yaml;
+    struct rig_scenario_fault *f = &b->scenario->sim.fault;
+    int32_t kind = 0;
+    int64_t rank = 0, collective = 0;
+    enum rig_status status = rig_yaml_mapping(y, map, "sim.fault");
+    if (status == RIG_OK) status = rig_yaml_check_keys(y, map, "sim.fault", keys);
+    if (status == RIG_OK) status = rig_yaml_key_enum(y, map, "kind", kinds, &kind);
+    if (status == RIG_OK) status = rig_yaml_key_int(y, map, "rank", 0, 7, &rank);
+    if (status == RIG_OK)
+        status = rig_yaml_key_int(y, map, "collective", 0, INT64_MAX / 2, &collective);
+    if (status == RIG_OK) status = rig_yaml_key_duration_ns(y, map, "delay", &f->delay_ns);
+    if (status < 0) return status;
+    snprintf(f->kind, sizeof f->kind, "%s", kinds[kind]);
+    f->rank = (int32_t)rank;
+    f->collective = collective;
+    return RIG_OK;
+}
+
 static enum rig_status rig__parse_sim(struct rig_scenario_build *b, struct fy_node *map)
 {
-    static const char *const keys[] = {"profile", "timing_only", NULL};
+    static const char *const keys[] = {"profile", "timing_only", "fault", NULL};
     struct rig_yaml *y = &b->yaml;
     struct rig_scenario_sim *sim = &b->scenario->sim;
     enum rig_status status = rig_yaml_check_keys(y, map, "sim", keys);
     if (status == RIG_OK)
         status = rig_yaml_key_string(y, map, "profile", sim->profile, sizeof sim->profile);
     if (status == RIG_OK) status = rig_yaml_key_bool(y, map, "timing_only", &sim->timing_only);
+    struct fy_node *fault = status == RIG_OK ? rig_yaml_get(map, "fault") : NULL;
+    if (fault != NULL) status = rig__parse_fault(b, fault);
     return status;
 }
 

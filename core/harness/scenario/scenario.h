@@ -79,11 +79,21 @@ struct rig_scenario_engine {
     int32_t policy;             /* enum rig_scenario_policy, or DEFAULT */
     int32_t cache;              /* enum rig_scenario_cache, or DEFAULT */
     int32_t overlap;            /* 0 / 1, or DEFAULT */
+    int64_t collective_timeout_ns; /* TP collective timeout (device config); 0 = default */
+};
+
+/* A fault one simulated rank injects into a TP collective (sim/sim.h, rig_sim_faults). */
+struct rig_scenario_fault {
+    char kind[16];       /* "none" (no fault), "late", "stall", "fail" */
+    int32_t rank;        /* the rank that misbehaves, < engine.tp_size */
+    int64_t collective;  /* at its n-th collective after the engine is ready (0 = first) */
+    int64_t delay_ns;    /* late: by how much (virtual clock) */
 };
 
 struct rig_scenario_sim {
     char profile[RIG_SCENARIO_NAME_MAX]; /* device profile name or YAML path; "" = default */
     bool timing_only;                    /* skip the math: phantom buffers, RNG tokens */
+    struct rig_scenario_fault fault;
 };
 
 struct rig_scenario_sampling {

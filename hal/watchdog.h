@@ -1,0 +1,49 @@
+/* watchdog.h — the collective watchdog's host side: a bounded wait and the diagnosis.
+ *
+ * A GPU collective that a rank never joins does not fail: NCCL's kernel spins on the other
+ * GPUs, and any host wait on their streams (synchronize, a download) blocks for ever. The
+ * CUDA backend therefore waits on a TP rank's stream by polling (rig_watchdog_wait) — the
+ * stream's query, NCCL's asynchronous error — until it is done or the collective timeout
+ * passes, then aborts the group and reports rig_watchdog_diagnose's sentence, which names the
+ * rank and the collective from what each rank's host has issued: the rank that issued the
+ * fewest collectives is the one the others wait for.
+ * Nothing here touches CUDA, so both are unit-tested on the CPU (tests/test_watchdog.c).
+ * Threads: pure functions of their arguments plus the probe's callbacks.
+ */
+#ifndef RIG_HAL_WATCHDOG_H
+#define RIG_HAL_WATCHDOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hal/status.h"
+
+/* What a wait polls. */
+struct rig_watchdog_probe {
+    void *ctx;
+    /* RIG_OK: done; RIG_E_STATE: not yet; another status: failed (returned as is). */
+    enum rig_status (*poll)(void *ctx);
+    int64_t (*now_ns)(void *ctx); /* a monotonic clock */
+    void (*pause)(void *ctx);     /* between polls (sleep a little); may be NULL */
+};
+
+/* Polls until done, failed, or `timeout_ns` has passed since the call: RIG_OK, the poll's
+ * error, or RIG_E_TIMEOUT. At least one poll is made. The number of polls is bounded by the
+ * timeout over the pause. */
+enum rig_status rig_watchdog_wait(const struct rig_watchdog_probe *probe, int64_t timeout_ns);
+
+/* One rank's view of its collectives, as its host issued them. */
+struct rig_watchdog_rank {
+    int64_t issued;        /* collectives issued so far */
+    const char *last_kind; /* the last one's kind ("all_reduce"), "" when none */
+};
+
+/* Writes who the group waits for: "rank 2 has issued 129 collectives, rank 0 130 (its last:
+ * all_reduce): the group waits for rank 2 at collective #129; rank 0 gave up after 10000 ms"
+ * — or, when every rank issued as many, that the collective #n-1 issued by all did not
+ * complete (a device or network fault, not a missing rank). `waiting` is the rank whose
+ * wait timed out. Can't fail (truncates to out_len). */
+void rig_watchdog_diagnose(const struct rig_watchdog_rank *ranks, int32_t count, int32_t waiting,
+                           int64_t timeout_ms, char *out, size_t out_len);
+
+#endif /* RIG_HAL_WATCHDOG_H */
