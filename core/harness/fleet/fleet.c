@@ -261,7 +261,8 @@ static enum rig_status rig__start(struct rig__fleet *f, struct rig_fleet_results
     for (int32_t r = 0; r < f->config.replicas; r++) {
         struct rig__replica *p = &f->replicas[r];
         *p = (struct rig__replica){.out = out, .index = r};
-        struct rig_engine_observer observer = {p, NULL, rig__on_finish, rig__on_step};
+        struct rig_engine_observer observer = {
+            .ctx = p, .on_finish = rig__on_finish, .on_step = rig__on_step};
         status = rig_engine_create(&config, &observer, &p->engine, error, error_len);
         if (status != RIG_OK) return status;
         p->origin_ns = rig_engine_now_ns(p->engine);
