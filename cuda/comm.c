@@ -1,4 +1,4 @@
-/* comm.c — TP collectives over NCCL for the GPUs of one process (DESIGN §5).
+/* comm.c — TP collectives over NCCL for the GPUs of one process (docs/gpu.md).
  *
  * One ncclComm_t per rank from ncclCommInitAll over the group's ordinals. Each rank's thread
  * issues its collective on its own stream; NCCL blocks the stream (not the host) until every

@@ -1,15 +1,14 @@
 /* model.h — a decoder-only transformer (Qwen3, Qwen2, Llama, Mistral) over HAL ops.
  *
- * The forward is written once against the HAL (DESIGN §3, §6) and runs on any backend. One
- * `struct rig_model` is one TP rank's share: its weight shards, its KV cache (per layer
- * k/v [slots, Hk/tp, D]; one replicated KV head per rank when tp > Hk), and activation
- * buffers sized for the largest batch, all allocated in rig_model_create (nothing is
- * allocated in rig_model_forward, which never reads device memory on the host, so it also
- * runs in timing-only simulation and under graph capture). TP sharding: QKV and gate/up are
- * column-parallel, o_proj and down row-parallel followed by an all-reduce; the embedding
- * and LM head are vocab-parallel (a vocabulary not divisible by the TP size is padded per
- * rank and the padded columns are cut before sampling), logits all-gathered. Layout,
- * weights and the golden check: docs/model.md.
+ * The forward is written once against the HAL (docs/architecture.md §5) and runs on any backend.
+ * One `struct rig_model` is one TP rank's share: its weight shards, its KV cache (per layer k/v
+ * [slots, Hk/tp, D]; one replicated KV head per rank when tp > Hk), and activation buffers sized
+ * for the largest batch, all allocated in rig_model_create (nothing is allocated in
+ * rig_model_forward, which never reads device memory on the host, so it also runs in timing-only
+ * simulation and under graph capture). TP sharding: QKV and gate/up are column-parallel, o_proj and
+ * down row-parallel followed by an all-reduce; the embedding and LM head are vocab-parallel (a
+ * vocabulary not divisible by the TP size is padded per rank and the padded columns are cut before
+ * sampling), logits all-gathered. Layout, weights and the golden check: docs/model.md.
  *
  * Threads: a model is used by its rank's thread only. The config is plain data.
  */
