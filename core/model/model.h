@@ -108,6 +108,23 @@ void rig_model_destroy(struct rig_model *model);
 enum rig_status rig_model_forward(struct rig_model *model, struct rig_stream *stream,
                                   const struct rig_forward_batch *batch);
 
+/* Where rig_model_forward_ops sends each op: `layer` is the layer it belongs to (-1: the
+ * step's ends — embedding, final norm, LM head, sampling), `name` says what it is ("gemm
+ * qkv", "attention_decode", ...), `op` is the op exactly as rig_model_forward would issue it
+ * (valid during the call). A negative status stops the walk and is returned. */
+struct rig_model_op_sink {
+    void *ctx;
+    enum rig_status (*op)(void *ctx, int32_t layer, const char *name, const struct rig_op *op);
+};
+
+/* The forward of `batch` taken apart: every op rig_model_forward would issue, in issue
+ * order, handed to `sink` instead of a stream — so a benchmark's op breakdown runs the
+ * model's own op sequence, not a copy of it. Issues nothing. Same errors as
+ * rig_model_forward, or the sink's. */
+enum rig_status rig_model_forward_ops(struct rig_model *model,
+                                      const struct rig_forward_batch *batch,
+                                      const struct rig_model_op_sink *sink);
+
 /* Debug/test access: when enabled, rig_model_forward also leaves the full-vocabulary fp32
  * logits of the last position of each request in a device tensor [R', V] readable until
  * the next forward (for the golden tests and `rig generate --logits-out`). */
