@@ -1,4 +1,4 @@
-/* comm.c — TP collectives over NCCL for the GPUs of one process (DESIGN §5), with a watchdog.
+/* comm.c — TP collectives over NCCL for the GPUs of one process (docs/gpu.md), with a watchdog.
  *
  * One ncclComm_t per rank, made by ncclCommInitRankConfig in NCCL's non-blocking mode
  * (config.blocking = 0) inside one group call. Each rank's thread issues its collective on

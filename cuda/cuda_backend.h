@@ -1,4 +1,4 @@
-/* cuda_backend.h — the CUDA backend of the HAL (DESIGN §5): one GPU per TP rank.
+/* cuda_backend.h — the CUDA backend of the HAL (docs/gpu.md): one GPU per TP rank.
  *
  * rig_cuda_backend() returns the backend table the registry registers (hal/backends.c). Everything
  * else goes through the HAL (hal/hal.h): this header only adds what a caller needs before opening a

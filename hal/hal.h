@@ -1,7 +1,7 @@
 /* hal.h — the hardware abstraction layer: what the engine may ask of a device.
  *
- * The scheduler, caches and model forward are written once against this interface; the
- * simulator backend (sim/) and the CUDA backend (cuda/) implement it (DESIGN §3). Objects:
+ * The scheduler, caches and model forward are written once against this interface; the simulator
+ * backend (sim/) and the CUDA backend (cuda/) implement it (docs/architecture.md §5). Objects:
  *   device  one GPU (or one simulated GPU): one TP rank; owns everything created on it;
  *   buffer  device memory, allocated at engine start, never in the step loop;
  *   stream  an ordered queue of work; ops and copies are issued on a stream;
@@ -53,7 +53,7 @@ enum rig_memory_use {
 /* How devices are opened. Fields a backend does not use are ignored. */
 struct rig_device_config {
     int32_t first_ordinal;   /* GPU index of rank 0 (CUDA) */
-    bool timing_only;        /* simulator: skip the math, phantom buffers (DESIGN §4) */
+    bool timing_only;        /* simulator: skip the math, phantom buffers (docs/simulator.md) */
     const char *profile;     /* simulator: device profile name ("h100") or YAML path */
     uint64_t seed;           /* simulator: seed of timing-only tokens */
     int64_t collective_timeout_ms; /* a TP collective not done within this fails the group

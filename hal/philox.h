@@ -1,10 +1,10 @@
 /* philox.h — Philox4x32-10, the counter-based RNG behind every random number in rig.
  *
- * Why counter-based: a sampled token must be a pure function of (seed, request, position)
- * so that the output never depends on which batch a request ran in, batch order, overlap,
- * chunk size or TP degree (DESIGN §3). Philox (Salmon et al., "Parallel random numbers: as
- * easy as 1, 2, 3", SC'11) maps (key, counter) to four 32-bit words with no state, so the
- * simulator and the CUDA kernels compute the same numbers independently.
+ * Why counter-based: a sampled token must be a pure function of (seed, request, position) so that
+ * the output never depends on which batch a request ran in, batch order, overlap, chunk size or TP
+ * degree (docs/architecture.md §7). Philox (Salmon et al., "Parallel random numbers: as easy as 1,
+ * 2, 3", SC'11) maps (key, counter) to four 32-bit words with no state, so the simulator and the
+ * CUDA kernels compute the same numbers independently.
  *
  * Sampling noise for token `index` of the vocabulary at output `position` of a request with
  * 64-bit seed `seed` is rig_philox_uniform(seed, position, index): key = seed, counter =

@@ -1,6 +1,6 @@
 /* sim.h — the CPU simulator backend: reference kernels, a virtual clock, a cost model.
  *
- * The simulator implements the HAL (hal/hal_impl.h) on the host (DESIGN §4):
+ * The simulator implements the HAL (hal/hal_impl.h) on the host (docs/simulator.md):
  *  - compute: plain C reference kernels (sim/kernels.h), fp32 math, bf16 rounding where the
  *    GPU stores bf16 — the oracle the CUDA kernels are tested against;
  *  - time: a virtual clock in integer nanoseconds; each op advances its stream by the cost

@@ -22,20 +22,20 @@ static struct harness h;
 
 struct rig__script {
     int32_t count;
-    int64_t at_ns[RIG__SCRIPT_MAX];    /* from the run's start, ascending */
-    int32_t abort[RIG__SCRIPT_MAX];    /* 1: abort uid `uid` instead of submitting it */
+    int64_t at_ns[RIG__SCRIPT_MAX]; /* from the run's start, ascending */
+    int32_t abort[RIG__SCRIPT_MAX]; /* 1: abort uid `uid` instead of submitting it */
     uint64_t uid[RIG__SCRIPT_MAX];
     int32_t next;
     int64_t origin_ns;
     int32_t prompt[16];
-    int64_t fed_at[RIG__SCRIPT_MAX];   /* engine time the entry was applied */
+    int64_t fed_at[RIG__SCRIPT_MAX]; /* engine time the entry was applied */
     int64_t steps;
-    int64_t stop_after;                /* after_step returns false after this many; 0 never */
-    bool fail;                         /* feed fails */
+    int64_t stop_after; /* after_step returns false after this many; 0 never */
+    bool fail;          /* feed fails */
 };
 
-static enum rig_status rig__feed(void *ctx, struct rig_engine *engine, int64_t now_ns,
-                                 char *error, size_t error_len)
+static enum rig_status rig__feed(void *ctx, struct rig_engine *engine, int64_t now_ns, char *error,
+                                 size_t error_len)
 {
     struct rig__script *s = ctx;
     if (s->fail) {
@@ -48,7 +48,9 @@ static enum rig_status rig__feed(void *ctx, struct rig_engine *engine, int64_t n
             rig_engine_abort(engine, s->uid[s->next]);
             continue;
         }
-        struct rig_submit r = {.uid = s->uid[s->next], .prompt = s->prompt, .prompt_len = 16,
+        struct rig_submit r = {.uid = s->uid[s->next],
+                               .prompt = s->prompt,
+                               .prompt_len = 16,
                                .arrival_ns = s->origin_ns + s->at_ns[s->next]};
         r.sampling = rig_sampling_default();
         r.sampling.max_tokens = 6;

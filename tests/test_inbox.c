@@ -94,7 +94,8 @@ static void test_ring_wraps_prompts_intact(void **state)
     assert_int_equal(rig_inbox_create(&limits, &inbox), RIG_OK);
     int32_t prompts[5][6], lengths[5] = {6, 6, 6, 5, 6};
     bool seen[5] = {false};
-    for (int32_t i = 0; i < 5; i++) harness_prompt(prompts[i], 6, 10 + i, 1024);
+    for (int32_t i = 0; i < 5; i++)
+        harness_prompt(prompts[i], 6, 10 + i, 1024);
     for (int32_t i = 0; i < 3; i++) {
         struct rig_submit s = rig__request(100 + (uint64_t)i, prompts[i], lengths[i], 2);
         assert_int_equal(rig_inbox_submit(inbox, &s), RIG_OK);
@@ -294,9 +295,9 @@ static void test_wait(void **state)
     rig_inbox_destroy(inbox);
 }
 
-#define RIG__THREADS 4
+#define RIG__THREADS    4
 #define RIG__PER_THREAD 50
-#define RIG__ALL (RIG__THREADS * RIG__PER_THREAD)
+#define RIG__ALL        (RIG__THREADS * RIG__PER_THREAD)
 
 struct rig__producer {
     struct rig_inbox *inbox;
@@ -354,7 +355,8 @@ static void rig__count_finish(void *ctx, const struct rig_request_result *r)
 static void *rig__close_when_done(void *arg)
 {
     struct rig__closer *c = arg;
-    for (int32_t t = 0; t < RIG__THREADS; t++) pthread_join(c->producers[t], NULL);
+    for (int32_t t = 0; t < RIG__THREADS; t++)
+        pthread_join(c->producers[t], NULL);
     for (int32_t n = 0; n < 20000; n++) {
         pthread_mutex_lock(&c->lock);
         bool done = c->ended == RIG__ALL;
@@ -384,8 +386,8 @@ static void test_threads_submit_while_driving(void **state)
     struct rig__producer producers[RIG__THREADS];
     for (int32_t t = 0; t < RIG__THREADS; t++) {
         producers[t] = (struct rig__producer){closer.inbox, t, 0, 0};
-        assert_int_equal(pthread_create(&closer.producers[t], NULL, rig__produce,
-                                        &producers[t]), 0);
+        assert_int_equal(pthread_create(&closer.producers[t], NULL, rig__produce, &producers[t]),
+                         0);
     }
     pthread_t closing;
     assert_int_equal(pthread_create(&closing, NULL, rig__close_when_done, &closer), 0);
@@ -402,8 +404,8 @@ static void test_threads_submit_while_driving(void **state)
         assert_int_equal(reasons[uid], RIG_END_LENGTH);
         assert_int_equal(outputs[uid], 1 + uid % 5);
     }
-    print_message("%d requests from %d threads, %lld submits refused for back-pressure\n",
-                  RIG__ALL, RIG__THREADS, (long long)refused);
+    print_message("%d requests from %d threads, %lld submits refused for back-pressure\n", RIG__ALL,
+                  RIG__THREADS, (long long)refused);
     harness_close(&h);
     rig_inbox_destroy(closer.inbox);
     pthread_mutex_destroy(&closer.lock);

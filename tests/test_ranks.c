@@ -22,12 +22,12 @@
 #define RIG__JOBS 200
 
 struct rig__record {
-    int64_t seen[RIG_DEVICES_MAX];          /* jobs run per rank */
-    int64_t last_step[RIG_DEVICES_MAX];     /* step of the last job per rank */
-    uint64_t sum[RIG_DEVICES_MAX];          /* metadata checksum per rank */
-    int32_t fail_rank;                      /* this rank fails; -1 none */
+    int64_t seen[RIG_DEVICES_MAX];      /* jobs run per rank */
+    int64_t last_step[RIG_DEVICES_MAX]; /* step of the last job per rank */
+    uint64_t sum[RIG_DEVICES_MAX];      /* metadata checksum per rank */
+    int32_t fail_rank;                  /* this rank fails; -1 none */
     pthread_t caller;
-    int32_t rank0_elsewhere;                /* rank 0 ran off the calling thread */
+    int32_t rank0_elsewhere; /* rank 0 ran off the calling thread */
 };
 
 static enum rig_status rig__execute(void *ctx, int32_t rank, const struct rig_batch_desc *desc,
@@ -37,7 +37,8 @@ static enum rig_status rig__execute(void *ctx, int32_t rank, const struct rig_ba
     if (rank == 0 && !pthread_equal(pthread_self(), r->caller)) r->rank0_elsewhere++;
     r->seen[rank]++;
     r->last_step[rank] = desc->step;
-    for (int64_t i = 0; i < desc->metadata_bytes; i++) r->sum[rank] += metadata[i];
+    for (int64_t i = 0; i < desc->metadata_bytes; i++)
+        r->sum[rank] += metadata[i];
     if (rank == r->fail_rank) return rank == 0 ? RIG_E_DEVICE : RIG_E_IO;
     return RIG_OK;
 }
@@ -66,10 +67,15 @@ static void test_every_rank_every_job(void **state)
     uint8_t metadata[64];
     uint64_t expected = 0;
     for (int32_t job = 0; job < RIG__JOBS; job++) {
-        for (int32_t i = 0; i < 64; i++) metadata[i] = (uint8_t)(job * 7 + i);
-        for (int32_t i = 0; i < 64; i++) expected += metadata[i];
-        struct rig_batch_desc desc = {.job = RIG_RANK_JOB_LAUNCH, .slot = job % 2, .step = job,
-                                      .graph = -1, .metadata_bytes = 64};
+        for (int32_t i = 0; i < 64; i++)
+            metadata[i] = (uint8_t)(job * 7 + i);
+        for (int32_t i = 0; i < 64; i++)
+            expected += metadata[i];
+        struct rig_batch_desc desc = {.job = RIG_RANK_JOB_LAUNCH,
+                                      .slot = job % 2,
+                                      .step = job,
+                                      .graph = -1,
+                                      .metadata_bytes = 64};
         /* As a message: the bytes of the descriptor, copied. */
         uint8_t wire[sizeof desc];
         memcpy(wire, &desc, sizeof desc);
@@ -81,7 +87,8 @@ static void test_every_rank_every_job(void **state)
             assert_int_equal(r.last_step[k], job);
         }
     }
-    for (int32_t k = 0; k < 4; k++) assert_int_equal(r.sum[k], expected);
+    for (int32_t k = 0; k < 4; k++)
+        assert_int_equal(r.sum[k], expected);
     assert_int_equal(r.rank0_elsewhere, 0);
     rig_ranks_destroy(ranks);
 }
@@ -98,7 +105,8 @@ static void test_failures_returned(void **state)
         struct rig_ranks *ranks = NULL;
         assert_int_equal(rig_ranks_create(3, rig__execute, &r, &ranks), RIG_OK);
         assert_int_equal(rig_ranks_run(ranks, &desc, NULL), fail == 0 ? RIG_E_DEVICE : RIG_E_IO);
-        for (int32_t k = 0; k < 3; k++) assert_int_equal(r.seen[k], 1); /* all still ran */
+        for (int32_t k = 0; k < 3; k++)
+            assert_int_equal(r.seen[k], 1); /* all still ran */
         rig_ranks_destroy(ranks);
     }
     memset(&r, 0, sizeof r);

@@ -27,14 +27,15 @@
 static uint64_t rig__fnv(uint64_t h, const void *data, size_t len)
 {
     const unsigned char *p = data;
-    for (size_t i = 0; i < len; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
     return h;
 }
 
 static uint64_t rig__fold(uint64_t h, const struct rig_swarm_result *r)
 {
-    int64_t fields[6] = {r->verdict, r->steps, r->step_failed, r->finished, r->aborted,
-                         r->rejected};
+    int64_t fields[6] = {r->verdict,  r->steps,   r->step_failed,
+                         r->finished, r->aborted, r->rejected};
     h = rig__fnv(h, fields, sizeof fields);
     return rig__fnv(h, r->message, strlen(r->message));
 }

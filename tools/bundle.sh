@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bundle.sh — builds rig here for the GPU machine and packs what it needs to run there.
 #
-# The GPU machine (DESIGN §5) has the CUDA 13 driver and toolkit (cudart, cuBLAS in
+# The GPU machine (docs/gpu.md) has the CUDA 13 driver and toolkit (cudart, cuBLAS in
 # /usr/local/cuda/lib64, NCCL in /usr/lib/x86_64-linux-gnu) but not libfyaml, HDF5, jansson,
 # pcre2, utf8proc, libmicrohttpd (rig serve; with gnutls and its deps) or cmocka, and no
 # package registry. So: build here (Release, CUDA on, sm_90a + compute_90 PTX), copy the rig

@@ -1,4 +1,5 @@
-/* batch.h — one forward pass as the scheduler hands it to the model (DESIGN §2 steps 7–12).
+/* batch.h — one forward pass as the scheduler hands it to the model (docs/architecture.md §2 steps
+ * 7–12).
  *
  * The scheduler (core/engine/sched/) prepares a batch: it allocates KV slots (`out_loc`), writes
  * the page table rows, gathers the input token ids from the token pool, and uploads the per-token

@@ -1,5 +1,6 @@
-/* check.c — the engine's invariant checker (DESIGN §6, issue 3 item 7). O(pages + nodes +
- * live rows); scratch arrays come from start-up, so it may run after every step. */
+/* check.c — the engine's invariant checker (docs/engine.md "Invariant checker", issue 3 item 7).
+ * O(pages + nodes + live rows); scratch arrays come from start-up, so it may run after every step.
+ */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <time.h>
 
-#define RIG__STOP_POLL_NS 50000000   /* how often a blocked driver looks at *stop */
-#define RIG__SHUTDOWN_STEPS_MAX 1024 /* steps to finish in-flight batches after abort-all */
+#define RIG__STOP_POLL_NS       50000000 /* how often a blocked driver looks at *stop */
+#define RIG__SHUTDOWN_STEPS_MAX 1024     /* steps to finish in-flight batches after abort-all */
 
 struct rig__driver {
     struct rig_engine *engine;
@@ -119,8 +119,7 @@ static enum rig_status rig__iteration(const struct rig__driver *d, bool *done, b
     if (d->options.inbox != NULL) rig_inbox_drain(d->options.inbox, engine);
     int64_t before = rig_engine_now_ns(engine);
     if (d->src != NULL && d->src->feed != NULL) {
-        enum rig_status status = d->src->feed(d->src->ctx, engine, before, d->error,
-                                              d->error_len);
+        enum rig_status status = d->src->feed(d->src->ctx, engine, before, d->error, d->error_len);
         if (status < 0) return status;
     }
     bool idle = rig_engine_idle(engine);
@@ -152,13 +151,12 @@ static enum rig_status rig__iteration(const struct rig__driver *d, bool *done, b
 }
 
 enum rig_status rig_driver_run(struct rig_engine *engine, const struct rig_arrival_source *src,
-                               const struct rig_driver_options *options,
-                               char *error, size_t error_len)
+                               const struct rig_driver_options *options, char *error,
+                               size_t error_len)
 {
     RIG_ASSERT(engine != NULL);
     RIG_ASSERT(error != NULL || error_len == 0);
-    struct rig__driver d = {.engine = engine, .src = src, .error = error,
-                            .error_len = error_len};
+    struct rig__driver d = {.engine = engine, .src = src, .error = error, .error_len = error_len};
     if (options != NULL) d.options = *options;
     RIG_ASSERT(d.options.pace == RIG_DRIVER_PACE_FAST ||
                d.options.pace == RIG_DRIVER_PACE_REALTIME);
@@ -174,7 +172,6 @@ enum rig_status rig_driver_run(struct rig_engine *engine, const struct rig_arriv
         spins = moved ? 0 : spins + 1;
         if (bound <= 0 && spins > RIG_DRIVER_IDLE_SPINS_MAX) return rig__stalled(&d);
     }
-    snprintf(error, error_len, "the run did not finish within %lld iterations",
-             (long long)bound);
+    snprintf(error, error_len, "the run did not finish within %lld iterations", (long long)bound);
     return RIG_E_STATE;
 }

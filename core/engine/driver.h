@@ -42,8 +42,8 @@ struct rig_arrival_source {
     void *ctx;
     /* Submits/aborts everything due at or before now_ns (engine host clock). <0 stops the run
      * with `error` filled. NULL: nothing to feed. */
-    enum rig_status (*feed)(void *ctx, struct rig_engine *engine, int64_t now_ns,
-                            char *error, size_t error_len);
+    enum rig_status (*feed)(void *ctx, struct rig_engine *engine, int64_t now_ns, char *error,
+                            size_t error_len);
     /* Next time something is due (engine host clock, ns), or -1 when nothing is scheduled.
      * NULL: nothing is. */
     int64_t (*next_event_ns)(void *ctx);
@@ -58,13 +58,13 @@ enum rig_driver_pace {
 };
 
 struct rig_driver_options {
-    struct rig_inbox *inbox;       /* optional live inbox (server): drained before each feed;
-                                      when idle with no scheduled event the driver blocks in
-                                      rig_inbox_wait instead of returning; returns when closed
-                                      and drained */
+    struct rig_inbox *inbox; /* optional live inbox (server): drained before each feed;
+                                when idle with no scheduled event the driver blocks in
+                                rig_inbox_wait instead of returning; returns when closed
+                                and drained */
     enum rig_driver_pace pace;
-    int64_t max_iterations;        /* bound; <= 0: derived from the work */
-    volatile int *stop;            /* optional: set by a signal handler → abort all, drain */
+    int64_t max_iterations; /* bound; <= 0: derived from the work */
+    volatile int *stop;     /* optional: set by a signal handler → abort all, drain */
 };
 
 /* Runs until the source has nothing more and the engine is idle (or the inbox is closed).
@@ -72,7 +72,7 @@ struct rig_driver_options {
  * Errors: the engine's step error, the source's error, or RIG_E_STATE on a stall (work queued
  * that can never be scheduled) or when max_iterations run out, message in `error`. */
 enum rig_status rig_driver_run(struct rig_engine *engine, const struct rig_arrival_source *src,
-                               const struct rig_driver_options *options,
-                               char *error, size_t error_len);
+                               const struct rig_driver_options *options, char *error,
+                               size_t error_len);
 
 #endif /* RIG_DRIVER_H */

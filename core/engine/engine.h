@@ -1,10 +1,10 @@
 /* engine.h — the serving engine: requests in, tokens out, one scheduler over TP ranks.
  *
- * The engine owns everything a model needs to serve (DESIGN §2, §6): the devices of the TP
- * group and one model rank on each, the KV cache manager (pages + radix prefix cache), the
- * table manager (page table and token pool rows), the request pool, the prefill and decode
- * managers and the scheduler loop — normal or overlapped (batch N−1's results processed
- * while batch N runs). It runs unchanged on the simulator and on CUDA.
+ * The engine owns everything a model needs to serve (docs/architecture.md §2, §4): the devices of
+ * the TP group and one model rank on each, the KV cache manager (pages + radix prefix cache), the
+ * table manager (page table and token pool rows), the request pool, the prefill and decode managers
+ * and the scheduler loop — normal or overlapped (batch N−1's results processed while batch N runs).
+ * It runs unchanged on the simulator and on CUDA.
  *
  * Use: rig_engine_config_default → set model, backend, limits → rig_engine_create; then
  * rig_engine_submit / rig_engine_abort between steps and rig_engine_step (one scheduling
@@ -203,7 +203,7 @@ void rig_engine_end_unsubmitted(struct rig_engine *engine, const struct rig_subm
  * RIG_E_STATE (nothing changes) unless the engine is idle. */
 enum rig_status rig_engine_flush_cache(struct rig_engine *engine);
 
-/* The invariant checker (DESIGN §6): pages free / cached / owned by exactly one request,
+/* The invariant checker (docs/engine.md): pages free / cached / owned by exactly one request,
  * size accounting, ref counts equal to live handles, no locked node evicted, rows pointing
  * only at owned or locked pages, requests ending exactly once, the radix tree's own
  * consistency. One line per violation to `report` (may be NULL); returns the count. */

@@ -11,13 +11,13 @@
  * for every batch but uploaded only for a batch that uses them (an extended batch, always
  * eager), so a plain batch moves exactly the bytes it did before they existed.
  *
- * Batch slots: RIG__SLOTS (2) batches may be prepared/in flight at once (overlap); batch n
- * uses slot n % 2. Stream use per rank (why two streams, DESIGN §2): uploads of batch n go
- * on the `meta` stream, after the event of the batch that used the slot before; the compute
- * stream waits for them, applies the page-table / token-pool writes (INDEX_SCATTER), gathers
- * input ids from the token pool (INDEX_GATHER), runs the forward (graph replay or eager),
- * scatters the sampled tokens into the token pool and downloads them. All writes to shared
- * device state are on the compute stream, so they are ordered after every earlier batch.
+ * Batch slots: RIG__SLOTS (2) batches may be prepared/in flight at once (overlap); batch n uses
+ * slot n % 2. Stream use per rank (why two streams: docs/architecture.md §2): uploads of batch n go
+ * on the `meta` stream, after the event of the batch that used the slot before; the compute stream
+ * waits for them, applies the page-table / token-pool writes (INDEX_SCATTER), gathers input ids
+ * from the token pool (INDEX_GATHER), runs the forward (graph replay or eager), scatters the
+ * sampled tokens into the token pool and downloads them. All writes to shared device state are on
+ * the compute stream, so they are ordered after every earlier batch.
  */
 #ifndef RIG_ENGINE_IMPL_H
 #define RIG_ENGINE_IMPL_H

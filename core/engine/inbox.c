@@ -23,25 +23,25 @@ enum rig__message_kind {
 
 struct rig__message {
     enum rig__message_kind kind;
-    struct rig_submit submit;  /* SUBMIT: prompt points into the token ring; ABORT: uid */
-    int64_t tokens_end;        /* SUBMIT: token ring position after the prompt */
-    int64_t tokens_held;       /* SUBMIT: prompt + the gap before it, given back on pop */
+    struct rig_submit submit; /* SUBMIT: prompt points into the token ring; ABORT: uid */
+    int64_t tokens_end;       /* SUBMIT: token ring position after the prompt */
+    int64_t tokens_held;      /* SUBMIT: prompt + the gap before it, given back on pop */
 };
 
 struct rig_inbox {
     struct rig_inbox_limits limits;
     pthread_mutex_t lock;
-    pthread_cond_t wake;            /* a message was queued or the inbox closed */
-    struct rig__message *messages;  /* (capacity) ring */
-    int32_t head;                   /* oldest message */
+    pthread_cond_t wake;           /* a message was queued or the inbox closed */
+    struct rig__message *messages; /* (capacity) ring */
+    int32_t head;                  /* oldest message */
     int32_t count;
-    int32_t *tokens;                /* (tokens_size) ring of prompt tokens */
+    int32_t *tokens; /* (tokens_size) ring of prompt tokens */
     int64_t tokens_size;
-    int64_t tokens_head;            /* first token in use */
-    int64_t tokens_tail;            /* first token after the newest prompt */
-    int64_t tokens_used;            /* in use, gaps included */
+    int64_t tokens_head; /* first token in use */
+    int64_t tokens_tail; /* first token after the newest prompt */
+    int64_t tokens_used; /* in use, gaps included */
     bool closed;
-    bool flush_pending;             /* driver thread only */
+    bool flush_pending; /* driver thread only */
 };
 
 int64_t rig_inbox_clock_ns(void)
@@ -252,8 +252,10 @@ void rig_inbox_wait(struct rig_inbox *inbox, int64_t deadline_ns)
     pthread_mutex_lock(&inbox->lock);
     int rc = 0;
     while (inbox->count == 0 && !inbox->closed && rc != ETIMEDOUT) {
-        if (deadline_ns >= 0) rc = pthread_cond_timedwait(&inbox->wake, &inbox->lock, &until);
-        else pthread_cond_wait(&inbox->wake, &inbox->lock);
+        if (deadline_ns >= 0)
+            rc = pthread_cond_timedwait(&inbox->wake, &inbox->lock, &until);
+        else
+            pthread_cond_wait(&inbox->wake, &inbox->lock);
     }
     pthread_mutex_unlock(&inbox->lock);
 }

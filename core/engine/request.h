@@ -1,6 +1,6 @@
 /* request.h — one generation request's lifecycle, and the fixed pool requests live in.
  *
- * States (DESIGN §6): PENDING (queued, no KV) → CHUNKED (part of the prompt prefilled, the
+ * States (docs/engine.md): PENDING (queued, no KV) → CHUNKED (part of the prompt prefilled, the
  * rest waits at the head of the prefill queue) → RUNNING (decoding) → FINISHED | ABORTED.
  * A request may also be REJECTED at submission (it can never fit) and never enter the queue.
  *

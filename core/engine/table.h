@@ -1,4 +1,4 @@
-/* table.h — the table manager: page-table and token-pool rows (DESIGN §2 step 5, §6).
+/* table.h — the table manager: page-table and token-pool rows (docs/architecture.md §2 step 5).
  *
  * The page table maps (row, position) to the KV slot of that token; the token pool holds
  * (row, position) → token id, from which the forward gathers its input ids and into which

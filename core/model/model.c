@@ -251,6 +251,15 @@ enum rig_status rig_model_download_logits(struct rig_model *model, struct rig_st
     return rig_hal_stream_synchronize(stream);
 }
 
+/* Every op of the forward goes through here: issued on `s`, or handed to the sink of
+ * rig_model_forward_ops with the layer being issued and what the op is. */
+static enum rig_status rig__issue(struct rig_model *m, struct rig_stream *s, const char *name,
+                                  const struct rig_op *op)
+{
+    if (m->sink != NULL) return m->sink->op(m->sink->ctx, m->layer, name, op);
+    return rig_hal_op(s, op);
+}
+
 /* The first `rows` rows of a tensor (a view; same strides). */
 static struct rig_tensor rig__rows(const struct rig_tensor *t, int64_t rows)
 {
@@ -279,7 +288,8 @@ static enum rig_status rig__all_reduce(struct rig_model *m, struct rig_stream *s
 {
     if (m->comm == NULL) return RIG_OK;
     struct rig_op_all_reduce p = {.data = data, .comm = m->comm};
-    return rig_hal_all_reduce(s, &p);
+    return rig__issue(m, s, "all_reduce",
+                      &(struct rig_op){.kind = RIG_OP_ALL_REDUCE, .u.all_reduce = p});
 }
 
 /* Attention block of layer `l`: QKV, q/k norm + RoPE + store K/V (one op), attention,
@@ -291,7 +301,7 @@ static enum rig_status rig__attention(struct rig_model *m, struct rig_stream *s,
     int64_t T = b->padded_tokens;
     struct rig_op_gemm qkv = {.out = rig__rows(&m->qkv, T), .a = rig__rows(&m->hidden, T),
                               .b = w->qkv, .bias = w->qkv_bias};
-    RIG_TRY(rig_hal_gemm(s, &qkv));
+    RIG_TRY(rig__issue(m, s, "gemm qkv", &(struct rig_op){.kind = RIG_OP_GEMM, .u.gemm = qkv}));
     struct rig_tensor q = rig__heads(m, T, 0, m->dims.q_heads);
     struct rig_tensor k = rig__heads(m, T, m->dims.q_heads, m->dims.kv_heads);
     struct rig_tensor v = rig__heads(m, T, m->dims.q_heads + m->dims.kv_heads, m->dims.kv_heads);
@@ -309,7 +319,9 @@ static enum rig_status rig__attention(struct rig_model *m, struct rig_stream *s,
                                               .out_loc = b->out_loc,
                                               .eps = m->config.rms_norm_eps,
                                               .params = m->config.rope};
-    RIG_TRY(rig_hal_qk_norm_rope_store(s, &fused));
+    RIG_TRY(rig__issue(
+        m, s, "qk_norm_rope_store",
+        &(struct rig_op){.kind = RIG_OP_QK_NORM_ROPE_STORE, .u.qk_norm_rope_store = fused}));
     float scale = 1.0f / sqrtf((float)m->dims.head_dim);
     struct rig_tensor out = rig__rows(&m->attn, T);
     if (b->phase == RIG_BATCH_DECODE) {
@@ -317,19 +329,23 @@ static enum rig_status rig__attention(struct rig_model *m, struct rig_stream *s,
             .out = out, .q = q, .k_cache = w->k_cache, .v_cache = w->v_cache,
             .page_table = b->page_table, .table_idx = b->table_idx, .kv_len = b->kv_len,
             .scale = scale};
-        RIG_TRY(rig_hal_attention_decode(s, &p));
+        RIG_TRY(
+            rig__issue(m, s, "attention_decode",
+                       &(struct rig_op){.kind = RIG_OP_ATTENTION_DECODE, .u.attention_decode = p}));
     } else {
         struct rig_op_attention_prefill p = {
             .out = out, .q = q, .k_cache = w->k_cache, .v_cache = w->v_cache,
             .page_table = b->page_table, .table_idx = b->table_idx, .cu_q = b->cu_q,
             .kv_len = b->kv_len, .scale = scale};
-        RIG_TRY(rig_hal_attention_prefill(s, &p));
+        RIG_TRY(rig__issue(
+            m, s, "attention_prefill",
+            &(struct rig_op){.kind = RIG_OP_ATTENTION_PREFILL, .u.attention_prefill = p}));
     }
     struct rig_tensor flat = rig_tensor_2d(m->attn.data, RIG_DTYPE_BF16, T,
                                            m->dims.q_heads * m->dims.head_dim);
     struct rig_op_gemm o = {.out = rig__rows(&m->proj, T), .a = flat, .b = w->o_proj,
                             .bias = rig_tensor_none()};
-    RIG_TRY(rig_hal_gemm(s, &o));
+    RIG_TRY(rig__issue(m, s, "gemm o", &(struct rig_op){.kind = RIG_OP_GEMM, .u.gemm = o}));
     return rig__all_reduce(m, s, rig__rows(&m->proj, T));
 }
 
@@ -340,13 +356,15 @@ static enum rig_status rig__mlp(struct rig_model *m, struct rig_stream *s, int64
     struct rig_op_gemm gate_up = {.out = rig__rows(&m->gate_up, T),
                                   .a = rig__rows(&m->hidden, T), .b = w->gate_up,
                                   .bias = rig_tensor_none()};
-    RIG_TRY(rig_hal_gemm(s, &gate_up));
+    RIG_TRY(
+        rig__issue(m, s, "gemm gate_up", &(struct rig_op){.kind = RIG_OP_GEMM, .u.gemm = gate_up}));
     struct rig_op_silu_mul act = {.out = rig__rows(&m->act, T),
                                   .in = rig__rows(&m->gate_up, T)};
-    RIG_TRY(rig_hal_silu_mul(s, &act));
+    RIG_TRY(
+        rig__issue(m, s, "silu_mul", &(struct rig_op){.kind = RIG_OP_SILU_MUL, .u.silu_mul = act}));
     struct rig_op_gemm down = {.out = rig__rows(&m->proj, T), .a = rig__rows(&m->act, T),
                                .b = w->down, .bias = rig_tensor_none()};
-    RIG_TRY(rig_hal_gemm(s, &down));
+    RIG_TRY(rig__issue(m, s, "gemm down", &(struct rig_op){.kind = RIG_OP_GEMM, .u.gemm = down}));
     return rig__all_reduce(m, s, rig__rows(&m->proj, T));
 }
 
@@ -359,12 +377,14 @@ static enum rig_status rig__add_norm(struct rig_model *m, struct rig_stream *s, 
         struct rig_op_rms_norm p = {.out = rig__rows(&m->hidden, T),
                                     .in = rig__rows(&m->residual, T), .weight = weight,
                                     .eps = eps};
-        return rig_hal_rms_norm(s, &p);
+        return rig__issue(m, s, "rms_norm",
+                          &(struct rig_op){.kind = RIG_OP_RMS_NORM, .u.rms_norm = p});
     }
     struct rig_op_add_rms_norm p = {.out = rig__rows(&m->hidden, T),
                                     .residual = rig__rows(&m->residual, T),
                                     .in = rig__rows(&m->proj, T), .weight = weight, .eps = eps};
-    return rig_hal_add_rms_norm(s, &p);
+    return rig__issue(m, s, "add_rms_norm",
+                      &(struct rig_op){.kind = RIG_OP_ADD_RMS_NORM, .u.add_rms_norm = p});
 }
 
 /* The TP>1 tail of the LM head: gather every rank's [R, Vp] logits, then copy each rank's
@@ -376,7 +396,8 @@ static enum rig_status rig__gather_logits(struct rig_model *m, struct rig_stream
     struct rig_op_all_gather gather = {
         .out = rig_tensor_3d(m->gathered.data, RIG_DTYPE_F32, d->tp, R, d->vocab_rank),
         .in = rig__rows(&m->logits_local, R), .comm = m->comm};
-    RIG_TRY(rig_hal_all_gather(s, &gather));
+    RIG_TRY(rig__issue(m, s, "all_gather",
+                       &(struct rig_op){.kind = RIG_OP_ALL_GATHER, .u.all_gather = gather}));
     for (int32_t k = 0; k < d->tp; k++) {
         int64_t start = (int64_t)k * d->vocab_rank;
         int64_t columns = d->vocab - start < d->vocab_rank ? d->vocab - start : d->vocab_rank;
@@ -388,7 +409,7 @@ static enum rig_status rig__gather_logits(struct rig_model *m, struct rig_stream
                                              RIG_DTYPE_F32, R, columns);
         in.stride[0] = d->vocab_rank;
         struct rig_op_copy copy = {.out = out, .in = in};
-        RIG_TRY(rig_hal_copy(s, &copy));
+        RIG_TRY(rig__issue(m, s, "copy", &(struct rig_op){.kind = RIG_OP_COPY, .u.copy = copy}));
     }
     return RIG_OK;
 }
@@ -405,7 +426,7 @@ static enum rig_status rig__penalize(struct rig_model *m, struct rig_stream *s,
                                 .kv_len = b->kv_len, .out_len = b->sample_pos,
                                 .repetition = b->repetition, .frequency = b->frequency,
                                 .presence = b->presence};
-    return rig_hal_penalize(s, &p);
+    return rig__issue(m, s, "penalize", &(struct rig_op){.kind = RIG_OP_PENALIZE, .u.penalize = p});
 }
 
 static enum rig_status rig__logprobs(struct rig_model *m, struct rig_stream *s,
@@ -416,7 +437,7 @@ static enum rig_status rig__logprobs(struct rig_model *m, struct rig_stream *s,
                                 .top_logprobs = b->out_top_logprobs,
                                 .logits = rig__rows(&m->logits, R),
                                 .temperature = b->temperature, .tokens = b->out_tokens};
-    return rig_hal_logprobs(s, &p);
+    return rig__issue(m, s, "logprobs", &(struct rig_op){.kind = RIG_OP_LOGPROBS, .u.logprobs = p});
 }
 
 /* Final hidden rows of the last token of each request → f32 logits [R, V] → (penalties) →
@@ -428,11 +449,13 @@ static enum rig_status rig__lm_head(struct rig_model *m, struct rig_stream *s,
     struct rig_op_gather_rows last = {.out = rig__rows(&m->last, R),
                                       .in = rig__rows(&m->hidden, b->padded_tokens),
                                       .idx = b->last_idx};
-    RIG_TRY(rig_hal_gather_rows(s, &last));
+    RIG_TRY(rig__issue(m, s, "gather_rows",
+                       &(struct rig_op){.kind = RIG_OP_GATHER_ROWS, .u.gather_rows = last}));
     struct rig_op_gemm head = {.out = rig__rows(&m->logits_local, R),
                                .a = rig__rows(&m->last, R), .b = m->lm_head,
                                .bias = rig_tensor_none()};
-    RIG_TRY(rig_hal_gemm(s, &head));
+    RIG_TRY(
+        rig__issue(m, s, "gemm lm_head", &(struct rig_op){.kind = RIG_OP_GEMM, .u.gemm = head}));
     if (m->comm != NULL) RIG_TRY(rig__gather_logits(m, s, R));
     if (!b->sample) return RIG_OK;
     RIG_TRY(rig__penalize(m, s, b, R));
@@ -440,14 +463,16 @@ static enum rig_status rig__lm_head(struct rig_model *m, struct rig_stream *s,
                                    .temperature = b->temperature, .top_k = b->top_k,
                                    .top_p = b->top_p, .seed = b->seed,
                                    .position = b->sample_pos, .min_p = b->min_p};
-    RIG_TRY(rig_hal_sample(s, &sample));
+    RIG_TRY(
+        rig__issue(m, s, "sample", &(struct rig_op){.kind = RIG_OP_SAMPLE, .u.sample = sample}));
     return rig__logprobs(m, s, b, R);
 }
 
-enum rig_status rig_model_forward(struct rig_model *model, struct rig_stream *stream,
-                                  const struct rig_forward_batch *batch)
+/* The forward of `batch`, its ops issued through rig__issue. */
+static enum rig_status rig__forward(struct rig_model *model, struct rig_stream *stream,
+                                    const struct rig_forward_batch *batch)
 {
-    RIG_ASSERT(model != NULL && stream != NULL && batch != NULL);
+    RIG_ASSERT(model != NULL && batch != NULL);
     RIG_ASSERT(batch->num_tokens <= batch->padded_tokens);
     RIG_ASSERT(batch->num_requests <= batch->padded_requests);
     struct rig_model *m = model;
@@ -459,15 +484,38 @@ enum rig_status rig_model_forward(struct rig_model *model, struct rig_stream *st
     struct rig_op_embedding embed = {.out = rig__rows(&m->residual, T), .table = m->embed,
                                      .ids = batch->input_ids,
                                      .vocab_start = m->dims.vocab_start};
-    RIG_TRY(rig_hal_embedding(stream, &embed));
+    RIG_TRY(rig__issue(m, stream, "embedding",
+                       &(struct rig_op){.kind = RIG_OP_EMBEDDING, .u.embedding = embed}));
     RIG_TRY(rig__all_reduce(m, stream, rig__rows(&m->residual, T)));
     for (int32_t l = 0; l < m->config.num_layers; l++) {
+        m->layer = l;
         RIG_TRY(rig__add_norm(m, stream, T, m->layers[l].input_norm, l == 0));
         RIG_TRY(rig__attention(m, stream, batch, l));
         RIG_TRY(rig__add_norm(m, stream, T, m->layers[l].post_norm, false));
         RIG_TRY(rig__mlp(m, stream, T, l));
     }
+    m->layer = -1;
     RIG_TRY(rig__add_norm(m, stream, T, m->final_norm, false));
     if (!batch->sample && !m->keep_logits) return RIG_OK; /* a non-final prefill chunk */
     return rig__lm_head(m, stream, batch);
+}
+
+enum rig_status rig_model_forward(struct rig_model *model, struct rig_stream *stream,
+                                  const struct rig_forward_batch *batch)
+{
+    RIG_ASSERT(model != NULL && stream != NULL && model->sink == NULL);
+    model->layer = -1;
+    return rig__forward(model, stream, batch);
+}
+
+enum rig_status rig_model_forward_ops(struct rig_model *model,
+                                      const struct rig_forward_batch *batch,
+                                      const struct rig_model_op_sink *sink)
+{
+    RIG_ASSERT(model != NULL && sink != NULL && sink->op != NULL);
+    model->sink = sink;
+    model->layer = -1;
+    enum rig_status status = rig__forward(model, NULL, batch);
+    model->sink = NULL;
+    return status;
 }

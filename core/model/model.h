@@ -1,15 +1,14 @@
 /* model.h — a decoder-only transformer (Qwen3, Qwen2, Llama, Mistral) over HAL ops.
  *
- * The forward is written once against the HAL (DESIGN §3, §6) and runs on any backend. One
- * `struct rig_model` is one TP rank's share: its weight shards, its KV cache (per layer
- * k/v [slots, Hk/tp, D]; one replicated KV head per rank when tp > Hk), and activation
- * buffers sized for the largest batch, all allocated in rig_model_create (nothing is
- * allocated in rig_model_forward, which never reads device memory on the host, so it also
- * runs in timing-only simulation and under graph capture). TP sharding: QKV and gate/up are
- * column-parallel, o_proj and down row-parallel followed by an all-reduce; the embedding
- * and LM head are vocab-parallel (a vocabulary not divisible by the TP size is padded per
- * rank and the padded columns are cut before sampling), logits all-gathered. Layout,
- * weights and the golden check: docs/model.md.
+ * The forward is written once against the HAL (docs/architecture.md §5) and runs on any backend.
+ * One `struct rig_model` is one TP rank's share: its weight shards, its KV cache (per layer k/v
+ * [slots, Hk/tp, D]; one replicated KV head per rank when tp > Hk), and activation buffers sized
+ * for the largest batch, all allocated in rig_model_create (nothing is allocated in
+ * rig_model_forward, which never reads device memory on the host, so it also runs in timing-only
+ * simulation and under graph capture). TP sharding: QKV and gate/up are column-parallel, o_proj and
+ * down row-parallel followed by an all-reduce; the embedding and LM head are vocab-parallel (a
+ * vocabulary not divisible by the TP size is padded per rank and the padded columns are cut before
+ * sampling), logits all-gathered. Layout, weights and the golden check: docs/model.md.
  *
  * Threads: a model is used by its rank's thread only. The config is plain data.
  */
@@ -110,6 +109,23 @@ void rig_model_destroy(struct rig_model *model);
  * the limits (RIG_E_CAPACITY) or a backend error. */
 enum rig_status rig_model_forward(struct rig_model *model, struct rig_stream *stream,
                                   const struct rig_forward_batch *batch);
+
+/* Where rig_model_forward_ops sends each op: `layer` is the layer it belongs to (-1: the
+ * step's ends — embedding, final norm, LM head, sampling), `name` says what it is ("gemm
+ * qkv", "attention_decode", ...), `op` is the op exactly as rig_model_forward would issue it
+ * (valid during the call). A negative status stops the walk and is returned. */
+struct rig_model_op_sink {
+    void *ctx;
+    enum rig_status (*op)(void *ctx, int32_t layer, const char *name, const struct rig_op *op);
+};
+
+/* The forward of `batch` taken apart: every op rig_model_forward would issue, in issue
+ * order, handed to `sink` instead of a stream — so a benchmark's op breakdown runs the
+ * model's own op sequence, not a copy of it. Issues nothing. Same errors as
+ * rig_model_forward, or the sink's. */
+enum rig_status rig_model_forward_ops(struct rig_model *model,
+                                      const struct rig_forward_batch *batch,
+                                      const struct rig_model_op_sink *sink);
 
 /* Debug/test access: when enabled, rig_model_forward also leaves the full-vocabulary fp32
  * logits of the last position of each request in a device tensor [R', V] readable until

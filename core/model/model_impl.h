@@ -52,6 +52,8 @@ struct rig_model {
     struct rig_device *device;
     struct rig_comm *comm; /* NULL at TP 1 */
     bool keep_logits;
+    const struct rig_model_op_sink *sink; /* rig_model_forward_ops: ops go here; else NULL */
+    int32_t layer;                        /* the layer being issued; -1 outside the layers */
 
     struct rig_buffer *weights_buffer;     /* every weight of this rank */
     struct rig_buffer *kv_buffer;          /* k/v caches of every layer */

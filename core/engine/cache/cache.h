@@ -1,5 +1,5 @@
 /* cache.h — the KV cache manager: page allocation, the prefix cache, and what a request
- * gives back when it is cached or finishes (DESIGN §2 steps 4, 6, 15).
+ * gives back when it is cached or finishes (docs/architecture.md §2 steps 4, 6, 15).
  *
  * Two types: RADIX reuses prefixes through the radix tree (radix.h); NAIVE never reuses
  * (every request computes its whole prompt and frees every page when it ends) — the

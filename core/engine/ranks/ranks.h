@@ -32,14 +32,14 @@ enum rig_rank_job {
 
 /* One batch, as every rank needs it. Plain data: copyable byte for byte. */
 struct rig_batch_desc {
-    int32_t job;            /* enum rig_rank_job */
-    int32_t slot;           /* batch slot: which metadata region and events the rank uses */
-    int64_t step;           /* launch index */
-    int32_t phase;          /* enum rig_batch_phase */
-    int32_t count;          /* R: real requests */
-    int32_t tokens;         /* T: real tokens */
-    int32_t padded;         /* R' after graph padding */
-    int32_t padded_tokens;  /* T' */
+    int32_t job;           /* enum rig_rank_job */
+    int32_t slot;          /* batch slot: which metadata region and events the rank uses */
+    int64_t step;          /* launch index */
+    int32_t phase;         /* enum rig_batch_phase */
+    int32_t count;         /* R: real requests */
+    int32_t tokens;        /* T: real tokens */
+    int32_t padded;        /* R' after graph padding */
+    int32_t padded_tokens; /* T' */
     int32_t max_q_len;
     int32_t max_kv_len;
     int32_t graph;          /* captured decode graph to replay; -1: eager */

@@ -11,7 +11,7 @@ struct rig__worker {
     int32_t rank;
     pthread_t thread;
     bool started;
-    enum rig_status status;  /* of the last job */
+    enum rig_status status; /* of the last job */
 };
 
 struct rig_ranks {
@@ -19,12 +19,12 @@ struct rig_ranks {
     rig_rank_execute_fn execute;
     void *ctx;
     pthread_mutex_t lock;
-    pthread_cond_t wake;               /* a job was posted */
-    pthread_cond_t idle;               /* the last worker finished the job */
-    int64_t job_seq;                   /* bumped for each job */
-    int32_t job_pending;               /* workers still running the current job */
-    struct rig_batch_desc job;         /* the current job */
-    const uint8_t *job_metadata;       /* (job.metadata_bytes) the caller's, valid while it runs */
+    pthread_cond_t wake;         /* a job was posted */
+    pthread_cond_t idle;         /* the last worker finished the job */
+    int64_t job_seq;             /* bumped for each job */
+    int32_t job_pending;         /* workers still running the current job */
+    struct rig_batch_desc job;   /* the current job */
+    const uint8_t *job_metadata; /* (job.metadata_bytes) the caller's, valid while it runs */
     struct rig__worker workers[RIG_DEVICES_MAX]; /* [1, size) used */
 };
 
@@ -35,14 +35,14 @@ static void *rig__work(void *arg)
     int64_t seen = 0;
     for (;;) {
         pthread_mutex_lock(&p->lock);
-        while (p->job_seq == seen) pthread_cond_wait(&p->wake, &p->lock);
+        while (p->job_seq == seen)
+            pthread_cond_wait(&p->wake, &p->lock);
         seen = p->job_seq;
         struct rig_batch_desc job = p->job;
         const uint8_t *metadata = p->job_metadata;
         pthread_mutex_unlock(&p->lock);
-        enum rig_status status = job.job == RIG_RANK_JOB_EXIT
-                                     ? RIG_OK
-                                     : p->execute(p->ctx, w->rank, &job, metadata);
+        enum rig_status status =
+            job.job == RIG_RANK_JOB_EXIT ? RIG_OK : p->execute(p->ctx, w->rank, &job, metadata);
         pthread_mutex_lock(&p->lock);
         w->status = status;
         if (--p->job_pending == 0) pthread_cond_signal(&p->idle);
@@ -66,7 +66,8 @@ static void rig__post(struct rig_ranks *p, const struct rig_batch_desc *desc,
 static void rig__wait(struct rig_ranks *p)
 {
     pthread_mutex_lock(&p->lock);
-    while (p->job_pending > 0) pthread_cond_wait(&p->idle, &p->lock);
+    while (p->job_pending > 0)
+        pthread_cond_wait(&p->idle, &p->lock);
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -117,7 +118,8 @@ void rig_ranks_destroy(struct rig_ranks *p)
 {
     if (p == NULL) return;
     int32_t started = 0;
-    for (int32_t r = 1; r < p->size; r++) started += p->workers[r].started;
+    for (int32_t r = 1; r < p->size; r++)
+        started += p->workers[r].started;
     if (started > 0) {
         struct rig_batch_desc exit_job = {.job = RIG_RANK_JOB_EXIT, .graph = -1};
         rig__post(p, &exit_job, NULL, started);

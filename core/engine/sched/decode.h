@@ -1,4 +1,4 @@
-/* decode.h — the decode manager: running requests in admission order (DESIGN §6).
+/* decode.h — the decode manager: running requests in admission order (docs/engine.md).
  *
  * Order matters for determinism: Mini-SGLang kept running requests in a Python set, whose
  * iteration order differed between processes (and so between TP ranks). Here they sit in an

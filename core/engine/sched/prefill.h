@@ -1,5 +1,5 @@
-/* prefill.h — the prefill manager: the FIFO of pending requests and admission under the
- * prefill token budget (DESIGN §2 steps 2–6, Mini-SGLang's PrefillManager/PrefillAdder).
+/* prefill.h — the prefill manager: the FIFO of pending requests and admission under the prefill
+ * token budget (docs/architecture.md §2 steps 2–6, Mini-SGLang's PrefillManager/PrefillAdder).
  *
  * Admission of the request at the head of the queue needs (a) a free page-table row and
  * (b) extend_len + max_tokens + reserved ≤ free + evictable slots, where `reserved` starts

@@ -1,7 +1,7 @@
-/* prepare.c — turning the scheduler's choice of requests into a batch (DESIGN §2 steps
- * 5–7, 11): KV slots for the tokens to compute, the page-table and token-pool entries the
- * devices do not have yet, per-token and per-request metadata, CUDA-graph padding; then the
- * lengths advance as the batch is launched. */
+/* prepare.c — turning the scheduler's choice of requests into a batch (docs/architecture.md §2
+ * steps 5–7, 11): KV slots for the tokens to compute, the page-table and token-pool entries the
+ * devices do not have yet, per-token and per-request metadata, CUDA-graph padding; then the lengths
+ * advance as the batch is launched. */
 #include <string.h>
 
 #include "core/engine/engine_impl.h"

@@ -1,7 +1,7 @@
-/* scheduler.c — the scheduler loop (DESIGN §2 steps 3, 9–16): choosing the next batch under
- * the policy, processing a batch's sampled tokens (stop conditions, streaming, prefix
- * caching), ending requests exactly once and releasing their resources only when no
- * in-flight batch uses them; the normal and the overlap loop. */
+/* scheduler.c — the scheduler loop (docs/architecture.md §2 steps 3, 9–16): choosing the next batch
+ * under the policy, processing a batch's sampled tokens (stop conditions, streaming, prefix
+ * caching), ending requests exactly once and releasing their resources only when no in-flight batch
+ * uses them; the normal and the overlap loop. */
 #include <stdio.h>
 #include <string.h>
 

@@ -2,15 +2,15 @@
  * timed alone on the model's shapes, with how many times a step issues it (profile before
  * tuning).
  *
- * Decode: for each batch (1 and 256; quick: 1 and 8) at context 512, the ops of one layer (norms,
- * the four GEMMs, q/k norm + RoPE + store K/V as one fused op, decode attention, SiLU·mul)
- * and of the step's ends (embedding, last-row gather, LM head, sampling) run on buffers of
- * their real shapes (q, k and v are strided views of the fused QKV rows, as in the model).
- * `share` is count x time / the sum over the step's ops: where a graph-replayed step's time
- * goes. Each time is one issue of the op inside a graph of 20 issues of it (graph node
- * overhead included, host launch time not; eager where the backend has no graphs), so the sum
- * is comparable with the decode rows' graph time. Buffers are filled with a finite bf16
- * constant on a real device.
+ * The ops are the model's own: a two-layer model of the benchmarked shapes (dummy weights)
+ * hands its forward's ops to rig_model_forward_ops instead of issuing them, so this file lists
+ * none of them. Layer 0 stands for itself (its first norm has no residual to add), layer 1 for
+ * the other L − 1 layers; ops of one name share a row (its count is how often a step issues
+ * it). Decode: batch 1 and 256 (quick: 1 and 8) at context 512; prefill: one chunk of 8192
+ * (quick: 512) tokens. `share` is count x time / the sum over the step's ops: where a
+ * graph-replayed step's time goes. Each time is one issue of the op inside a graph of 20
+ * issues of it (graph node overhead included, host launch time not; eager where the backend
+ * has no graphs), so the sum is comparable with the decode rows' graph time.
  */
 #include <math.h>
 #include <stdio.h>
@@ -32,86 +32,51 @@ struct rig__step {
     bool prefill;
 };
 
-/* The tensors of one step over four buffers. */
+/* A step's metadata over one buffer, and a model of two layers to take the forward from. */
 struct rig__ops {
-    struct rig_buffer *weights, *acts, *kv, *meta;
-    size_t used[4];
-    struct rig_tensor wqkv, wo, wgu, wdown, lm, norm, qk_norm;              /* weights */
-    struct rig_tensor x, h, res, qkv, q, k, v, attn, gu, act, last, logits; /* [B, ...] */
-    struct rig_tensor kc, vc;                                               /* [S, Hk, D] */
-    struct rig_tensor ids, pos, loc, table, table_idx, kv_len, last_idx;    /* metadata */
-    struct rig_tensor cu_q;                                                 /* [R + 1] */
+    struct rig_buffer *meta;
+    size_t used;
+    struct rig_model *model;
+    struct rig_tensor ids, pos, loc, table, table_idx, kv_len, last_idx; /* metadata */
+    struct rig_tensor cu_q;                                              /* [R + 1] */
     struct rig_tensor temp, top_k, top_p, seed, sample_pos, tokens;
 };
 
-static struct rig_tensor rig__take(struct rig__ops *s, int32_t which, enum rig_dtype dtype,
-                                   int32_t ndim, int64_t n0, int64_t n1, int64_t n2)
+static struct rig_tensor rig__take(struct rig__ops *s, enum rig_dtype dtype, int32_t ndim,
+                                   int64_t n0, int64_t n1)
 {
-    struct rig_buffer *buffers[4] = {s->weights, s->acts, s->kv, s->meta};
-    int64_t shape[3] = {n0, n1, n2};
+    int64_t shape[2] = {n0, n1};
     struct rig_tensor t = rig_tensor_make(NULL, dtype, ndim, shape);
     size_t bytes = (size_t)rig_tensor_numel(&t) * rig_dtype_size(dtype);
-    RIG_ASSERT(s->used[which] + bytes <= rig_hal_buffer_size(buffers[which]));
-    t.data = (uint8_t *)rig_hal_buffer_ptr(buffers[which]) + s->used[which];
-    s->used[which] += (bytes + 255) / 256 * 256;
+    RIG_ASSERT(s->used + bytes <= rig_hal_buffer_size(s->meta));
+    t.data = (uint8_t *)rig_hal_buffer_ptr(s->meta) + s->used;
+    s->used += (bytes + 255) / 256 * 256;
     return t;
 }
 
-static void rig__carve(struct rig__ops *s, const struct rig_model_config *c,
-                       const struct rig__step *st)
+/* Bytes of the metadata buffer (what rig__carve takes, with alignment slack). */
+static size_t rig__meta_bytes(const struct rig__step *st)
+{
+    return (size_t)(3 * st->T * 4 + st->R * (12 + st->C) * 4) + 16 * 256;
+}
+
+static void rig__carve(struct rig__ops *s, const struct rig__step *st)
 {
     int64_t B = st->T, R = st->R, C = st->C;
-    enum rig_dtype bf = RIG_DTYPE_BF16, i32 = RIG_DTYPE_I32, f32 = RIG_DTYPE_F32;
-    int64_t H = c->hidden_size, D = c->head_dim, Hq = c->num_heads, Hk = c->num_kv_heads;
-    int64_t I = c->intermediate_size, V = c->vocab_size, W = (Hq + 2 * Hk) * D;
-    memset(s->used, 0, sizeof s->used);
-    s->wqkv = rig__take(s, 0, bf, 2, W, H, 1);
-    s->wo = rig__take(s, 0, bf, 2, H, Hq * D, 1);
-    s->wgu = rig__take(s, 0, bf, 2, 2 * I, H, 1);
-    s->wdown = rig__take(s, 0, bf, 2, H, I, 1);
-    s->lm = rig__take(s, 0, bf, 2, V, H, 1);
-    s->norm = rig__take(s, 0, bf, 1, H, 1, 1);
-    s->qk_norm = rig__take(s, 0, bf, 1, D, 1, 1);
-    s->x = rig__take(s, 1, bf, 2, B, H, 1);
-    s->h = rig__take(s, 1, bf, 2, B, H, 1);
-    s->res = rig__take(s, 1, bf, 2, B, H, 1);
-    s->qkv = rig__take(s, 1, bf, 2, B, W, 1);
-    s->q = rig_tensor_3d(s->qkv.data, bf, B, Hq, D);
-    s->k = rig_tensor_3d((uint8_t *)s->qkv.data + Hq * D * 2, bf, B, Hk, D);
-    s->v = rig_tensor_3d((uint8_t *)s->qkv.data + (Hq + Hk) * D * 2, bf, B, Hk, D);
-    s->q.stride[0] = s->k.stride[0] = s->v.stride[0] = W;
-    s->attn = rig__take(s, 1, bf, 3, B, Hq, D);
-    s->gu = rig__take(s, 1, bf, 2, B, 2 * I, 1);
-    s->act = rig__take(s, 1, bf, 2, B, I, 1);
-    s->last = rig__take(s, 1, bf, 2, R, H, 1);
-    s->logits = rig__take(s, 1, f32, 2, R, V, 1);
-    s->kc = rig__take(s, 2, bf, 3, R * C, Hk, D);
-    s->vc = rig__take(s, 2, bf, 3, R * C, Hk, D);
+    enum rig_dtype i32 = RIG_DTYPE_I32, f32 = RIG_DTYPE_F32;
+    s->used = 0;
     struct rig_tensor *per_token[] = {&s->ids, &s->pos, &s->loc};
     for (size_t m = 0; m < RIG_ARRAY_LEN(per_token); m++)
-        *per_token[m] = rig__take(s, 3, i32, 1, B, 1, 1);
+        *per_token[m] = rig__take(s, i32, 1, B, 1);
     struct rig_tensor *per_request[] = {&s->table_idx,  &s->kv_len, &s->last_idx,
                                         &s->top_k,      &s->tokens, &s->sample_pos};
     for (size_t m = 0; m < RIG_ARRAY_LEN(per_request); m++)
-        *per_request[m] = rig__take(s, 3, i32, 1, R, 1, 1);
-    s->cu_q = rig__take(s, 3, i32, 1, R + 1, 1, 1);
-    s->temp = rig__take(s, 3, f32, 1, R, 1, 1);
-    s->top_p = rig__take(s, 3, f32, 1, R, 1, 1);
-    s->seed = rig__take(s, 3, RIG_DTYPE_I64, 1, R, 1, 1);
-    s->table = rig__take(s, 3, i32, 2, R, C, 1);
-}
-
-/* Buffer sizes for a step (what rig__carve takes, with alignment slack). */
-static void rig__sizes(const struct rig_model_config *c, const struct rig__step *st,
-                       size_t bytes[4])
-{
-    int64_t H = c->hidden_size, D = c->head_dim, Hq = c->num_heads, Hk = c->num_kv_heads;
-    int64_t I = c->intermediate_size, V = c->vocab_size, W = (Hq + 2 * Hk) * D;
-    int64_t B = st->T, R = st->R, C = st->C;
-    bytes[0] = (size_t)(W * H + H * Hq * D + 3 * I * H + V * H + H + D) * 2 + 8 * 256;
-    bytes[1] = (size_t)(B * (3 * H + W + Hq * D + 3 * I) * 2 + R * (H * 2 + V * 4)) + 16 * 256;
-    bytes[2] = (size_t)(2 * R * C * Hk * D * 2) + 2 * 256;
-    bytes[3] = (size_t)(3 * B * 4 + R * (12 + C) * 4) + 16 * 256;
+        *per_request[m] = rig__take(s, i32, 1, R, 1);
+    s->cu_q = rig__take(s, i32, 1, R + 1, 1);
+    s->temp = rig__take(s, f32, 1, R, 1);
+    s->top_p = rig__take(s, f32, 1, R, 1);
+    s->seed = rig__take(s, RIG_DTYPE_I64, 1, R, 1);
+    s->table = rig__take(s, i32, 2, R, C);
 }
 
 /* Host metadata. Decode: request r in row r, slots r * C + p, kv_len C. Prefill: one
@@ -119,7 +84,7 @@ static void rig__sizes(const struct rig_model_config *c, const struct rig__step 
 static enum rig_status rig__stage(struct rig__bench_dev *dev, struct rig__ops *s,
                                   const struct rig__step *st)
 {
-    size_t bytes = s->used[3];
+    size_t bytes = s->used;
     uint8_t *host = calloc(bytes, 1);
     if (host == NULL) return RIG_E_NO_MEMORY;
     uint8_t *base = rig_hal_buffer_ptr(s->meta);
@@ -148,60 +113,51 @@ static enum rig_status rig__stage(struct rig__bench_dev *dev, struct rig__ops *s
     return status;
 }
 
+/* The model's view of the step. */
+static struct rig_forward_batch rig__batch(const struct rig__ops *s, const struct rig__step *st)
+{
+    return (struct rig_forward_batch){
+        .phase = st->prefill ? RIG_BATCH_PREFILL : RIG_BATCH_DECODE,
+        .num_requests = (int32_t)st->R, .num_tokens = (int32_t)st->T,
+        .padded_requests = (int32_t)st->R, .padded_tokens = (int32_t)st->T,
+        .max_q_len = st->prefill ? (int32_t)st->T : 1, .max_kv_len = (int32_t)st->C,
+        .sample = true, .input_ids = s->ids, .positions = s->pos, .out_loc = s->loc,
+        .table_idx = s->table_idx, .cu_q = s->cu_q, .kv_len = s->kv_len,
+        .last_idx = s->last_idx, .temperature = s->temp, .top_k = s->top_k, .top_p = s->top_p,
+        .seed = s->seed, .sample_pos = s->sample_pos, .page_table = s->table,
+        .out_tokens = s->tokens};
+}
+
 struct rig__op_entry {
     const char *name;
-    int32_t count; /* per decode step */
+    int32_t count; /* per step */
     struct rig_op op;
 };
 
-#define RIG__OP(kind_, member, ...)                                                                \
-    ((struct rig_op){.kind = RIG_OP_##kind_, .u.member = {__VA_ARGS__}})
+#define RIG__OPS_ENTRIES 16
 
-/* The step's ops in issue order; returns how many. */
-static int32_t rig__op_list(const struct rig__ops *s, const struct rig_model_config *c,
-                            bool prefill, struct rig__op_entry *e)
+/* Collects the step's ops from the model's forward. The model has two layers: layer 0
+ * stands for itself (its first norm has no residual to add), layer 1 for the other L − 1;
+ * ops of one name share a row (timed once, counted as often as the forward issues them). */
+struct rig__collect {
+    int32_t layers; /* L of the real model */
+    struct rig__op_entry entries[RIG__OPS_ENTRIES];
+    int32_t count;
+};
+
+static enum rig_status rig__collect_op(void *ctx, int32_t layer, const char *name,
+                                       const struct rig_op *op)
 {
-    int32_t L = c->num_layers, n = 0;
-    float eps = c->rms_norm_eps, scale = 1.0f / sqrtf((float)c->head_dim);
-    struct rig_tensor none = rig_tensor_none();
-    struct rig_tensor attn2d = rig_tensor_2d(s->attn.data, RIG_DTYPE_BF16, s->attn.shape[0],
-                                             s->attn.shape[1] * s->attn.shape[2]);
-    e[n++] = (struct rig__op_entry){"embedding", 1,
-                                    RIG__OP(EMBEDDING, embedding, s->res, s->lm, s->ids, 0)};
-    e[n++] = (struct rig__op_entry){
-        "add_rms_norm", 2 * L + 1,
-        RIG__OP(ADD_RMS_NORM, add_rms_norm, s->h, s->res, s->x, s->norm, eps)};
-    e[n++] =
-        (struct rig__op_entry){"gemm qkv", L, RIG__OP(GEMM, gemm, s->qkv, s->h, s->wqkv, none)};
-    struct rig_tensor q_norm = c->qk_norm ? s->qk_norm : none;
-    e[n++] =
-        (struct rig__op_entry){"qk_norm_rope_store", L,
-                               RIG__OP(QK_NORM_ROPE_STORE, qk_norm_rope_store, s->q, s->k, s->v,
-                                       s->kc, s->vc, q_norm, q_norm, s->pos, s->loc, eps, c->rope)};
-    if (prefill)
-        e[n++] = (struct rig__op_entry){
-            "attention_prefill", L,
-            RIG__OP(ATTENTION_PREFILL, attention_prefill, s->attn, s->q, s->kc, s->vc, s->table,
-                    s->table_idx, s->cu_q, s->kv_len, scale)};
-    else
-        e[n++] = (struct rig__op_entry){
-            "attention_decode", L,
-            RIG__OP(ATTENTION_DECODE, attention_decode, s->attn, s->q, s->kc, s->vc, s->table,
-                    s->table_idx, s->kv_len, scale)};
-    e[n++] = (struct rig__op_entry){"gemm o", L, RIG__OP(GEMM, gemm, s->x, attn2d, s->wo, none)};
-    e[n++] =
-        (struct rig__op_entry){"gemm gate_up", L, RIG__OP(GEMM, gemm, s->gu, s->h, s->wgu, none)};
-    e[n++] = (struct rig__op_entry){"silu_mul", L, RIG__OP(SILU_MUL, silu_mul, s->act, s->gu)};
-    e[n++] =
-        (struct rig__op_entry){"gemm down", L, RIG__OP(GEMM, gemm, s->x, s->act, s->wdown, none)};
-    e[n++] = (struct rig__op_entry){"gather_rows", 1,
-                                    RIG__OP(GATHER_ROWS, gather_rows, s->last, s->h, s->last_idx)};
-    e[n++] = (struct rig__op_entry){"gemm lm_head", 1,
-                                    RIG__OP(GEMM, gemm, s->logits, s->last, s->lm, none)};
-    e[n++] = (struct rig__op_entry){"sample", 1,
-                                    RIG__OP(SAMPLE, sample, s->tokens, s->logits, s->temp, s->top_k,
-                                            s->top_p, s->seed, s->sample_pos)};
-    return n;
+    struct rig__collect *c = ctx;
+    int32_t times = layer == 1 ? c->layers - 1 : 1;
+    for (int32_t i = 0; i < c->count; i++) {
+        if (strcmp(c->entries[i].name, name) != 0) continue;
+        c->entries[i].count += times;
+        return RIG_OK;
+    }
+    if (c->count == RIG__OPS_ENTRIES) return RIG_E_CAPACITY;
+    c->entries[c->count++] = (struct rig__op_entry){name, times, *op};
+    return RIG_OK;
 }
 
 static enum rig_status rig__op_once(void *ctx, struct rig_stream *stream)
@@ -234,30 +190,31 @@ static enum rig_status rig__time_op(const struct rig_bench_options *o, struct ri
     return status;
 }
 
+/* The metadata of step `st` and a two-layer model of `c` sized for it (dummy weights). */
 static enum rig_status rig__alloc(struct rig__bench_dev *dev, const struct rig_model_config *c,
                                   struct rig__ops *s, const struct rig__step *st)
 {
-    size_t bytes[4];
-    rig__sizes(c, st, bytes);
-    static const enum rig_memory_use uses[4] = {RIG_MEMORY_WEIGHTS, RIG_MEMORY_ACTIVATIONS,
-                                                RIG_MEMORY_KV, RIG_MEMORY_METADATA};
-    struct rig_buffer **out[4] = {&s->weights, &s->acts, &s->kv, &s->meta};
-    enum rig_status status = RIG_OK;
-    for (int32_t i = 0; i < 4 && status == RIG_OK; i++)
-        status = rig_hal_buffer_alloc(dev->device, bytes[i], uses[i], out[i]);
-    for (int32_t i = 0; i < 3 && status == RIG_OK && !dev->timing_only; i++)
-        status = rig_hal_buffer_fill(dev->stream, *out[i], 0, 0x3c003c00u, bytes[i] / 4);
-    if (status == RIG_OK) rig__carve(s, c, st);
-    if (status == RIG_OK) status = rig__stage(dev, s, st);
+    enum rig_status status = rig_hal_buffer_alloc(dev->device, rig__meta_bytes(st),
+                                                  RIG_MEMORY_METADATA, &s->meta);
+    if (status != RIG_OK) return status;
+    rig__carve(s, st);
+    status = rig__stage(dev, s, st);
+    struct rig_model_config two = *c;
+    two.num_layers = c->num_layers < 2 ? c->num_layers : 2;
+    struct rig_weights_source weights = {.path = NULL, .dummy_seed = 1};
+    struct rig_model_limits limits = {.max_tokens = (int32_t)st->T, .max_requests = (int32_t)st->R,
+                                      .kv_slots = (int32_t)(st->R * st->C)};
+    char error[256];
+    if (status == RIG_OK)
+        status = rig_model_create(&two, &weights, &limits, dev->device, dev->stream, NULL,
+                                  &s->model, error, sizeof error);
     return status;
 }
 
 static void rig__free(struct rig__ops *s)
 {
+    rig_model_destroy(s->model);
     rig_hal_buffer_free(s->meta);
-    rig_hal_buffer_free(s->kv);
-    rig_hal_buffer_free(s->acts);
-    rig_hal_buffer_free(s->weights);
     memset(s, 0, sizeof *s);
 }
 
@@ -267,22 +224,27 @@ static enum rig_status rig__ops_step(const struct rig_bench_options *o, struct r
                                      struct rig_bench_report *report)
 {
     struct rig__ops s = {0};
-    struct rig__op_entry entries[16];
-    enum rig_status status = rig__alloc(dev, c, &s, st);
-    int32_t n = status == RIG_OK ? rig__op_list(&s, c, st->prefill, entries) : 0;
-    RIG_ASSERT(n <= (int32_t)RIG_ARRAY_LEN(entries));
+    struct rig__collect *ops = calloc(1, sizeof *ops);
+    enum rig_status status = ops != NULL ? rig__alloc(dev, c, &s, st) : RIG_E_NO_MEMORY;
+    if (status == RIG_OK) {
+        ops->layers = c->num_layers;
+        struct rig_forward_batch batch = rig__batch(&s, st);
+        struct rig_model_op_sink sink = {ops, rig__collect_op};
+        status = rig_model_forward_ops(s.model, &batch, &sink);
+    }
+    int32_t n = status == RIG_OK ? ops->count : 0;
     if (report->op_count + n > RIG_BENCH_OPS_MAX) status = RIG_E_CAPACITY;
     int32_t first = report->op_count;
     double total = 0.0;
     for (int32_t i = 0; i < n && status == RIG_OK; i++) {
         struct rig_bench_op_row *row = &report->ops[report->op_count];
         memset(row, 0, sizeof *row);
-        snprintf(row->op, sizeof row->op, "%s", entries[i].name);
+        snprintf(row->op, sizeof row->op, "%s", ops->entries[i].name);
         row->batch = (int32_t)st->R;
         row->tokens = (int32_t)st->T;
         row->context = (int32_t)st->C;
-        row->count = entries[i].count;
-        status = rig__time_op(o, dev, &entries[i].op, &row->ns);
+        row->count = ops->entries[i].count;
+        status = rig__time_op(o, dev, &ops->entries[i].op, &row->ns);
         if (status < 0) break;
         total += row->ns * row->count;
         report->op_count++;
@@ -290,6 +252,7 @@ static enum rig_status rig__ops_step(const struct rig_bench_options *o, struct r
     for (int32_t i = first; i < report->op_count; i++)
         report->ops[i].share = report->ops[i].ns * report->ops[i].count / total;
     rig__free(&s);
+    free(ops);
     return status;
 }
 
