@@ -188,6 +188,9 @@ static enum rig_status rig__to_static(struct rig__rank *rank, int32_t slot)
     struct rig_buffer *src = rank->meta_slot[slot];
     RIG__TRY(rig_hal_buffer_copy(rank->compute, rank->meta_static, 0, src, 0,
                                  l->request_block_bytes));
+    if (rig__batch_extended(b))
+        RIG__TRY(rig_hal_buffer_copy(rank->compute, rank->meta_static, l->extension_begin, src,
+                                     l->extension_begin, l->extension_bytes));
     const size_t arrays[3] = {l->input_idx, l->positions, l->out_loc};
     for (int i = 0; i < 3; i++)
         RIG__TRY(rig_hal_buffer_copy(rank->compute, rank->meta_static, arrays[i], src, arrays[i],
@@ -224,7 +227,9 @@ enum rig_status rig__rank_launch(struct rig__rank *rank, int32_t slot)
     RIG__TRY(rig__apply_writes(rank, slot, meta));
     RIG__TRY(rig_hal_event_record(rank->start[slot], rank->compute));
     if (b->graph >= 0) {
-        RIG__TRY(rig_hal_graph_launch(rank->graphs[b->graph].graph, rank->compute));
+        const struct rig__graph *g = &rank->graphs[b->graph];
+        RIG__TRY(rig_hal_graph_launch(rig__batch_extended(b) ? g->extended : g->graph,
+                                      rank->compute));
     } else {
         struct rig_forward_batch view = rig__view(rank, meta, b);
         RIG__TRY(rig_model_forward(rank->model, rank->compute, &view));
@@ -259,9 +264,42 @@ enum rig_status rig__rank_init_tables(struct rig__rank *rank)
     return rig_hal_stream_synchronize(rank->compute);
 }
 
-/* Captures one decode graph per size in rank->graphs (largest first), each reading the
- * static metadata region, which holds an all-padding batch of the largest size (padding
- * rows are the same for every size). The scheduler thread filled batches[0].staging. */
+/* Captures the decode graph of `bs` requests reading the static region: the plain sampling
+ * path, or (`extended`) every sampling extension with top_logprobs_max alternatives. */
+static enum rig_status rig__capture_one(struct rig__rank *rank, int32_t bs, bool extended,
+                                        struct rig_graph **out)
+{
+    struct rig_engine *e = rank->engine;
+    struct rig__batch tmp = e->batches[0];
+    tmp.phase = RIG_BATCH_DECODE;
+    tmp.count = bs;
+    tmp.tokens = bs;
+    tmp.padded = bs;
+    tmp.padded_tokens = bs;
+    tmp.max_q_len = 1;
+    tmp.max_kv_len = e->max_seq_len; /* a graph serves any length up to the limit */
+    tmp.sample = true;
+    tmp.min_p = tmp.penalize = extended;
+    tmp.top_logprobs = extended ? e->top_logprobs_max : -1;
+    RIG__TRY(rig_hal_graph_capture_begin(rank->compute));
+    struct rig_forward_batch view = rig__view(rank, rank->meta_static, &tmp);
+    enum rig_status status = rig_model_forward(rank->model, rank->compute, &view);
+    struct rig_graph *graph = NULL;
+    enum rig_status end = rig_hal_graph_capture_end(rank->compute, &graph);
+    if (status != RIG_OK || end != RIG_OK) {
+        if (graph) rig_hal_graph_destroy(graph);
+        return status != RIG_OK ? status : end;
+    }
+    *out = graph;
+    return RIG_OK;
+}
+
+/* Captures the plain and the extended decode graph of each size in rank->graphs (largest
+ * first), each reading the static metadata region, which holds an all-padding batch of the
+ * largest size (padding rows are the same for every size). The scheduler thread filled
+ * batches[0].staging. Its extension block is not uploaded here (nothing runs during a
+ * capture; every replay of an extended graph copies its batch's block first), so a start
+ * moves the same bytes as before the extensions existed. */
 enum rig_status rig__rank_capture(struct rig__rank *rank)
 {
     struct rig_engine *e = rank->engine;
@@ -269,35 +307,17 @@ enum rig_status rig__rank_capture(struct rig__rank *rank)
     if (rank->graph_count == 0) return RIG_OK;
     int32_t largest = rank->graphs[0].batch_size;
     const uint8_t *staging = e->batches[0].staging;
-    /* Graphs hold the plain sampling path: the extension block is never read from here. */
     RIG__TRY(rig_hal_buffer_upload(rank->compute, rank->meta_static, 0, staging,
                                    l->extension_begin));
     RIG__TRY(rig_hal_stream_synchronize(rank->compute));
     for (int32_t g = 0; g < rank->graph_count; g++) {
-        struct rig__batch tmp = e->batches[0];
-        int32_t bs = rank->graphs[g].batch_size;
-        RIG_ASSERT(bs <= largest);
-        tmp.phase = RIG_BATCH_DECODE;
-        tmp.count = bs;
-        tmp.tokens = bs;
-        tmp.padded = bs;
-        tmp.padded_tokens = bs;
-        tmp.max_q_len = 1;
-        tmp.max_kv_len = e->max_seq_len; /* a graph serves any length up to the limit */
-        tmp.sample = true;
-        tmp.min_p = tmp.penalize = false; /* graphs hold the plain sampling path only */
-        tmp.top_logprobs = -1;
-        RIG__TRY(rig_hal_graph_capture_begin(rank->compute));
-        struct rig_forward_batch view = rig__view(rank, rank->meta_static, &tmp);
-        enum rig_status status = rig_model_forward(rank->model, rank->compute, &view);
-        struct rig_graph *graph = NULL;
-        enum rig_status end = rig_hal_graph_capture_end(rank->compute, &graph);
-        if (status != RIG_OK || end != RIG_OK) {
-            if (graph) rig_hal_graph_destroy(graph);
-            return status != RIG_OK ? status : end;
-        }
-        rank->graphs[g].graph = graph;
+        RIG_ASSERT(rank->graphs[g].batch_size <= largest);
+        RIG__TRY(rig__capture_one(rank, rank->graphs[g].batch_size, false,
+                                  &rank->graphs[g].graph));
     }
+    for (int32_t g = 0; g < rank->graph_count; g++)
+        RIG__TRY(rig__capture_one(rank, rank->graphs[g].batch_size, true,
+                                  &rank->graphs[g].extended));
     return RIG_OK;
 }
 
