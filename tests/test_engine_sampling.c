@@ -66,16 +66,8 @@ static void on_logprobs(void *ctx, uint64_t uid, int32_t index, int32_t token, f
 
 static void open_engine(const struct rig_engine_config *c)
 {
-    memset(&h, 0, sizeof h);
     logprob_count = 0;
-    rig_backends_register();
-    struct rig_engine_observer obs = {.ctx = &h, .on_token = harness_on_token,
-                                      .on_finish = harness_on_finish,
-                                      .on_step = harness_on_step, .on_logprobs = on_logprobs};
-    char error[256] = "";
-    enum rig_status s = rig_engine_create(c, &obs, &h.engine, error, sizeof error);
-    if (s != RIG_OK) fprintf(stderr, "engine create: %s\n", error);
-    assert_int_equal(s, RIG_OK);
+    harness_open_observing(&h, c, harness_on_finish, on_logprobs);
 }
 
 static void real_config(struct rig_engine_config *c, int32_t tp)
