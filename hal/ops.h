@@ -238,7 +238,8 @@ struct rig_op_sample {
  *   x = logits[r, v] > 0 ? logits[r, v] / repetition[r] : logits[r, v] * repetition[r];
  *   x = fmaf(-(float)c, frequency[r], x);  then, when c > 0, x = x - presence[r];
  *   logits[r, v] = x.
- * Every other logit is unchanged. `counts` is scratch: only the entries of history ids are
+ * Every other logit is unchanged, and so is every row with repetition 1, frequency 0 and
+ * presence 0 (skipped: what lets a graph run the op for all rows). `counts` is scratch: only the entries of history ids are
  * written, nothing needs clearing, and its contents are undefined afterwards. History ids
  * must lie in [0, V). */
 struct rig_op_penalize {

@@ -9,7 +9,15 @@
  * picks kernels by shape), so GPU runs are compared with the simulator's tokens greedy
  * request by greedy request and the agreement is printed; the first token of every greedy
  * request (computed from the same prompt) must agree. With two or more GPUs the base schedule
- * also runs under TP 2 (NCCL), same checks. */
+ * also runs under TP 2 (NCCL), same checks.
+ *
+ * Sampling extensions: the same workload with penalties, min_p and logprobs (graphs on, so
+ * decode batches replay the extended graphs; and graphs off): every request ends with its
+ * length, greedy first tokens agree with the simulator's, every logprobs report is sorted,
+ * a greedy token's logprob is its top alternative's, and the first tokens' logprobs are
+ * within 1e-2 of the simulator's. */
+#include <math.h>
+
 #include "tests/support/engine_harness.h"
 
 #define N_REQ 8
@@ -123,6 +131,80 @@ static void test_engine_on_gpu(void **state)
     harness_close(&sim);
 }
 
+/* The first token's logprob of each request (by uid - 100), and checks of every report. */
+static float first_logprob[2][N_REQ];
+static int32_t reports;
+
+static void on_logprobs(void *ctx, uint64_t uid, int32_t index, int32_t token, float logprob,
+                        int32_t top_count, const int32_t *top_ids, const float *top_logprobs)
+{
+    int which = ctx == (void *)&gpu;
+    int64_t i = (int64_t)uid - 100;
+    assert_true(i >= 0 && i < N_REQ && top_count == 3);
+    for (int32_t k = 1; k < top_count; k++) assert_true(top_logprobs[k] <= top_logprobs[k - 1]);
+    if (i % 2 == 0) { /* greedy */
+        assert_int_equal(top_ids[0], token);
+        assert_true(logprob == top_logprobs[0]);
+    }
+    if (index == 0) first_logprob[which][i] = logprob;
+    reports++;
+}
+
+static void submit_extended(struct harness *h)
+{
+    static int32_t prompts[N_REQ][120];
+    for (int32_t i = 0; i < N_REQ; i++) harness_prompt(prompts[i], 120, i % 3, 1024);
+    for (int32_t i = 0; i < N_REQ; i++) {
+        struct rig_submit s = harness_request_of(100 + (uint64_t)i, prompts[i], 30 + 10 * i);
+        s.sampling.max_tokens = 6 + 2 * i;
+        s.sampling.temperature = i % 2 == 0 ? 0.0f : 0.9f;
+        s.sampling.repetition_penalty = i % 4 == 0 ? 1.3f : 1.0f;
+        s.sampling.frequency_penalty = i % 3 == 0 ? 0.5f : 0.0f;
+        s.sampling.presence_penalty = i % 4 == 2 ? 0.7f : 0.0f;
+        s.sampling.min_p = i % 4 == 1 ? 0.05f : 0.0f;
+        s.sampling.logprobs = i < 6 ? 3 : -1;
+        assert_int_equal(rig_engine_submit(h->engine, &s, NULL, 0), RIG_OK);
+    }
+}
+
+static void run_extended(struct harness *h, const struct rig_engine_config *c)
+{
+    harness_open_observing(h, c, harness_on_finish, on_logprobs);
+    submit_extended(h);
+    harness_run(h);
+    for (int32_t i = 0; i < N_REQ; i++) {
+        assert_int_equal(h->requests[i].finish_calls, 1);
+        assert_int_equal(h->requests[i].reason, RIG_END_LENGTH);
+    }
+}
+
+static void test_sampling_extensions_on_gpu(void **state)
+{
+    (void)state;
+    struct rig_engine_config c;
+    config(&c, "sim");
+    run_extended(&sim, &c);
+    for (int v = 0; v < 2; v++) {
+        config(&c, "cuda");
+        c.cuda_graphs = v == 0;
+        reports = 0;
+        run_extended(&gpu, &c);
+        struct rig_engine_stats st;
+        rig_engine_stats(gpu.engine, &st);
+        assert_true(v == 1 || st.graph_replays > 0);
+        assert_int_equal(reports, 6 + 8 + 10 + 12 + 14 + 16);
+        compare_greedy(v == 0 ? "extensions, extended graphs" : "extensions, graphs off");
+        float worst = 0.0f;
+        for (int32_t i = 0; i < 6; i++)
+            worst = fmaxf(worst, fabsf(first_logprob[1][i] - first_logprob[0][i]));
+        printf("engine on cuda, extensions: first-token logprobs within %.3g of the "
+               "simulator's\n", (double)worst);
+        assert_true(worst <= 1e-2f);
+        harness_close(&gpu);
+    }
+    harness_close(&sim);
+}
+
 int main(void)
 {
     rig_backends_register();
@@ -136,6 +218,7 @@ int main(void)
     rig_hal_close(device);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_engine_on_gpu),
+        cmocka_unit_test(test_sampling_extensions_on_gpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

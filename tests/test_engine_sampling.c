@@ -10,7 +10,8 @@
  * computes the log-softmax in long double, and compares.
  *
  * - Validation at submit: each out-of-range field (NaN included) is RIG_E_INVALID with a
- *   message naming the field, and nothing is queued; the edges of each range are accepted.
+ *   message naming the field, and nothing is queued; the edges of each range are accepted;
+ *   a vocabulary under 20 tokens bounds logprobs (its extended graphs give that many).
  * - Penalties change greedy output as the formulas say: six requests in one batch (plain,
  *   each penalty alone, all three, all three rewarding repeats) checked token by token; the
  *   penalised requests do not produce the plain greedy sequence; chunked prefill (the
@@ -22,7 +23,8 @@
  *   token's logprob is the top one to the bit.
  * - min_p 1 at temperature 1 is greedy; with min_p 0.3 every sampled token has
  *   p >= 0.3 p_max under the reference.
- * - Batches with an extended request run eagerly; plain decode batches still replay graphs.
+ * - Decode batches with an extended request replay the extended graphs and give the tokens
+ *   and logprobs of an eager run; plain decode batches replay the plain graphs.
  */
 #include <math.h>
 
@@ -64,16 +66,8 @@ static void on_logprobs(void *ctx, uint64_t uid, int32_t index, int32_t token, f
 
 static void open_engine(const struct rig_engine_config *c)
 {
-    memset(&h, 0, sizeof h);
     logprob_count = 0;
-    rig_backends_register();
-    struct rig_engine_observer obs = {.ctx = &h, .on_token = harness_on_token,
-                                      .on_finish = harness_on_finish,
-                                      .on_step = harness_on_step, .on_logprobs = on_logprobs};
-    char error[256] = "";
-    enum rig_status s = rig_engine_create(c, &obs, &h.engine, error, sizeof error);
-    if (s != RIG_OK) fprintf(stderr, "engine create: %s\n", error);
-    assert_int_equal(s, RIG_OK);
+    harness_open_observing(&h, c, harness_on_finish, on_logprobs);
 }
 
 static void real_config(struct rig_engine_config *c, int32_t tp)
@@ -196,6 +190,19 @@ static void test_validation(void **state)
     harness_run(&h);
     for (size_t i = 0; i < RIG_ARRAY_LEN(edges); i++)
         assert_int_equal(harness_get(&h, 200 + i)->reason, RIG_END_LENGTH);
+    harness_close(&h);
+    /* a vocabulary of 16 tokens bounds logprobs too (and the extended graphs give 16) */
+    c.model.vocab_size = 16;
+    harness_open(&h, &c);
+    const struct extensions too_many = {"logprobs", 0, 0, 0, 1, 17}, all = {"", 0, 0, 0, 1, 16};
+    struct rig_submit s = submit_with(300, prompt, 4, &too_many);
+    char reason[256] = "";
+    assert_int_equal(rig_engine_submit(h.engine, &s, reason, sizeof reason), RIG_E_INVALID);
+    assert_non_null(strstr(reason, "logprobs 17 is more than the vocabulary's 16 tokens"));
+    s = submit_with(301, prompt, 4, &all);
+    assert_int_equal(rig_engine_submit(h.engine, &s, NULL, 0), RIG_OK);
+    harness_run(&h);
+    assert_int_equal(harness_get(&h, 301)->reason, RIG_END_LENGTH);
     harness_close(&h);
 }
 
@@ -449,9 +456,24 @@ static void test_min_p(void **state)
     harness_close(&h);
 }
 
-/* Decode steps that hold a request with an extension run eagerly; the others replay graphs,
- * and the plain request's tokens are those it gets alone. */
-static void test_extended_batches_run_eagerly(void **state)
+/* Decode steps that hold a request with an extension replay the extended graphs (the others
+ * the plain ones); tokens and logprobs equal an eager run (graphs off), and the plain
+ * request's tokens are those it gets alone. */
+static void run_mixed(const struct rig_engine_config *c, const int32_t *prompt)
+{
+    open_engine(c);
+    submit_min_p(30, prompt, 0.0f, 0.0f, STEPS);
+    struct rig_submit s = harness_request_of(31, prompt, PROMPT);
+    s.sampling.max_tokens = 4;
+    s.sampling.logprobs = 2;
+    s.sampling.temperature = 0.9f;
+    s.sampling.min_p = 0.1f;
+    s.sampling.presence_penalty = 1.0f;
+    assert_int_equal(rig_engine_submit(h.engine, &s, NULL, 0), RIG_OK);
+    harness_run(&h);
+}
+
+static void test_extended_batches_replay_graphs(void **state)
 {
     (void)state;
     int32_t prompt[PROMPT];
@@ -465,25 +487,33 @@ static void test_extended_batches_run_eagerly(void **state)
     int32_t alone[STEPS];
     memcpy(alone, harness_get(&h, 30)->tokens, sizeof alone);
     harness_close(&h);
-    open_engine(&c);
-    submit_min_p(30, prompt, 0.0f, 0.0f, STEPS);
-    struct rig_submit s = harness_request_of(31, prompt, PROMPT);
-    s.sampling.max_tokens = 4;
-    s.sampling.logprobs = 2;
-    assert_int_equal(rig_engine_submit(h.engine, &s, NULL, 0), RIG_OK);
-    harness_run(&h);
+    c.cuda_graphs = false;
+    run_mixed(&c, prompt);
+    static struct harness eager;
+    static struct logprob_row eager_rows[LOGPROB_ROWS];
+    int32_t eager_count = logprob_count;
+    memcpy(eager_rows, logprob_rows, sizeof eager_rows);
+    harness_close(&h);
+    eager = h;
+    c.cuda_graphs = true;
+    run_mixed(&c, prompt);
     assert_memory_equal(harness_get(&h, 30)->tokens, alone, sizeof alone);
-    int32_t eager = 0, replayed = 0;
+    assert_memory_equal(harness_get(&h, 31)->tokens, harness_get(&eager, 31)->tokens,
+                        sizeof(int32_t) * 4);
+    assert_int_equal(logprob_count, eager_count);
+    assert_int_equal(logprob_count, 4);
+    assert_memory_equal(logprob_rows, eager_rows, sizeof(logprob_rows[0]) * 4);
+    int32_t extended = 0, plain = 0;
     for (int32_t i = 0; i < h.step_count; i++) {
         const struct rig_step_record *step = &h.steps[i];
         if (step->phase != RIG_BATCH_DECODE) continue;
-        bool extended = false;
-        for (int32_t k = 0; k < step->batch_size; k++) extended |= h.step_uids[i][k] == 31;
-        assert_true(step->graph_used == !extended);
-        eager += extended;
-        replayed += !extended;
+        assert_true(step->graph_used);
+        bool has = false;
+        for (int32_t k = 0; k < step->batch_size; k++) has |= h.step_uids[i][k] == 31;
+        extended += has;
+        plain += !has;
     }
-    assert_true(eager >= 2 && replayed >= 2);
+    assert_true(extended >= 2 && plain >= 2);
     harness_close(&h);
 }
 
@@ -495,7 +525,7 @@ int main(void)
         cmocka_unit_test(test_penalties_tp2),
         cmocka_unit_test(test_logprobs),
         cmocka_unit_test(test_min_p),
-        cmocka_unit_test(test_extended_batches_run_eagerly),
+        cmocka_unit_test(test_extended_batches_replay_graphs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -88,6 +88,8 @@ static enum rig_status rig__validate(struct rig_engine *e, char *error, size_t l
     e->tokens_max = c->prefill_budget > c->max_running_req ? c->prefill_budget
                                                            : c->max_running_req;
     e->dummy_slot = c->num_pages * c->page_size;
+    e->top_logprobs_max = c->model.vocab_size < RIG_LOGPROBS_TOP_MAX ? c->model.vocab_size
+                                                                     : RIG_LOGPROBS_TOP_MAX;
     return RIG_OK;
 }
 
@@ -221,7 +223,10 @@ static enum rig_status rig__rank_objects(struct rig_engine *e, struct rig__rank 
 static void rig__rank_free(struct rig__rank *rank)
 {
     for (int32_t g = 0; g < rank->graph_count; g++)
+    {
         if (rank->graphs[g].graph) rig_hal_graph_destroy(rank->graphs[g].graph);
+        if (rank->graphs[g].extended) rig_hal_graph_destroy(rank->graphs[g].extended);
+    }
     if (rank->model) rig_model_destroy(rank->model);
     struct rig_buffer *buffers[] = {rank->meta_slot[0], rank->meta_slot[1], rank->meta_static,
                                     rank->page_table, rank->token_pool, rank->input_ids,
@@ -388,9 +393,10 @@ _Static_assert(RIG_TOP_LOGPROBS_MAX <= RIG_LOGPROBS_TOP_MAX,
                "the logprobs op must give every alternative a request may ask for");
 
 /* The first sampling extension out of its range, written to `buf`, or NULL when all are in
- * range. Comparisons are written so that NaN fails them. */
-static const char *rig__sampling_invalid(const struct rig_sampling_params *p, char *buf,
-                                         size_t len)
+ * range. Comparisons are written so that NaN fails them. A vocabulary of fewer than 20
+ * tokens (test models) also bounds logprobs. */
+static const char *rig__sampling_invalid(const struct rig_sampling_params *p, int32_t vocab,
+                                         char *buf, size_t len)
 {
     if (!(p->min_p >= 0.0f && p->min_p <= 1.0f))
         snprintf(buf, len, "min_p %g is outside [0, 1]", (double)p->min_p);
@@ -404,6 +410,9 @@ static const char *rig__sampling_invalid(const struct rig_sampling_params *p, ch
                  (double)p->repetition_penalty);
     else if (p->logprobs < -1 || p->logprobs > RIG_TOP_LOGPROBS_MAX)
         snprintf(buf, len, "logprobs %d is outside [-1, %d]", p->logprobs, RIG_TOP_LOGPROBS_MAX);
+    else if (p->logprobs > vocab)
+        snprintf(buf, len, "logprobs %d is more than the vocabulary's %d tokens", p->logprobs,
+                 vocab);
     else
         return NULL;
     return buf;
@@ -431,7 +440,7 @@ enum rig_status rig_engine_submit(struct rig_engine *e, const struct rig_submit 
                    (unsigned long long)s->uid);
         return RIG_E_INVALID;
     }
-    if (rig__sampling_invalid(&s->sampling, why, sizeof why)) {
+    if (rig__sampling_invalid(&s->sampling, e->config.model.vocab_size, why, sizeof why)) {
         rig__error(reason, reason_len, "request %llu: %s", (unsigned long long)s->uid, why);
         return RIG_E_INVALID;
     }

@@ -8,8 +8,12 @@
  * sample_pos, write_idx; per token [T_max]: input_idx (token-pool index of each input),
  * positions, out_loc; page-table and token-pool writes [W_max]: flat index and value; then
  * the sampling extensions per request [R_max]: min_p, repetition, frequency, presence — staged
- * for every batch but uploaded only for a batch that uses them (an extended batch, always
- * eager), so a plain batch moves exactly the bytes it did before they existed.
+ * for every batch but uploaded only for a batch that uses them (an extended batch), so a
+ * plain batch moves exactly the bytes it did before they existed.
+ *
+ * Graphs: each decode size has a plain graph (today's sampling ops) and an extended one that
+ * always runs penalize (a no-op on rows without penalties), sample with min_p and logprobs
+ * with top_logprobs_max alternatives; an extended decode batch replays the latter.
  *
  * Batch slots: RIG__SLOTS (2) batches may be prepared/in flight at once (overlap); batch n uses
  * slot n % 2. Stream use per rank (why two streams: docs/architecture.md §2): uploads of batch n go
@@ -77,7 +81,8 @@ struct rig__batch {
     float *top_logprobs_out;     /* (R_max, top_logprobs) */
 };
 
-/* A batch that uses a sampling extension: it runs eagerly and uploads the extension block. */
+/* A batch that uses a sampling extension: it uploads the extension block and runs eagerly or
+ * replays an extended graph. */
 static inline bool rig__batch_extended(const struct rig__batch *b)
 {
     return b->min_p || b->penalize || b->top_logprobs >= 0;
@@ -85,7 +90,8 @@ static inline bool rig__batch_extended(const struct rig__batch *b)
 
 struct rig__graph {
     int32_t batch_size;
-    struct rig_graph *graph;
+    struct rig_graph *graph;    /* the plain sampling path */
+    struct rig_graph *extended; /* with every sampling extension; NULL when not captured */
 };
 
 /* One TP rank: a device, its model rank, streams, events and buffers. */
@@ -122,6 +128,7 @@ struct rig_engine {
     int32_t max_seq_len;          /* L */
     int32_t tokens_max;           /* T_max of a batch */
     int32_t dummy_slot;           /* the KV slot padded requests write */
+    int32_t top_logprobs_max;     /* alternatives an extended graph gives: min(20, V) */
     struct rig_device *devices[RIG_DEVICES_MAX];
     struct rig__rank ranks[RIG_DEVICES_MAX];
     struct rig_request_pool pool;

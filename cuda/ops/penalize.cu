@@ -50,6 +50,8 @@ static __global__ void __launch_bounds__(RIG__PENALIZE_THREADS)
     rig__penalize_kernel(struct rig__penalize_args a)
 {
     int64_t r = blockIdx.x;
+    float repetition = a.repetition[r], frequency = a.frequency[r], presence = a.presence[r];
+    if (repetition == 1.0f && frequency == 0.0f && presence == 0.0f) return; /* the contract */
     int64_t table_row = a.table_idx[r];
     if (table_row < 0 || table_row >= a.pool_rows) return;
     int32_t length = min(max(a.kv_len[r], 0), (int32_t)a.max_len);
@@ -67,7 +69,6 @@ static __global__ void __launch_bounds__(RIG__PENALIZE_THREADS)
         if (id >= 0 && id < a.vocab) atomicAdd(&counts[id], 1);
     }
     __syncthreads();
-    float repetition = a.repetition[r], frequency = a.frequency[r], presence = a.presence[r];
     for (int32_t i = threadIdx.x; i < length; i += blockDim.x) {
         int32_t id = history[i];
         if (id < 0 || id >= a.vocab) continue;

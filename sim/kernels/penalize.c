@@ -45,14 +45,15 @@ void rig_sim_op_penalize(const struct rig_op_penalize *p)
         const int32_t *history = (const int32_t *)rig_sim_addr(&p->token_pool, table_row, 0);
         int32_t *counts = (int32_t *)rig_sim_addr(&p->counts, r, 0);
         float *logits = rig_sim_row_f32(&p->logits, r);
+        float repetition = rig_sim_get_f32(&p->repetition, r);
+        float frequency = rig_sim_get_f32(&p->frequency, r);
+        float presence = rig_sim_get_f32(&p->presence, r);
+        if (repetition == 1.0f && frequency == 0.0f && presence == 0.0f) continue;
         for (int32_t i = 0; i < length; i++) {
             RIG_ASSERT_MSG(history[i] >= 0 && history[i] < vocab, "penalize: id outside V");
             counts[history[i]] = 0;
         }
         for (int32_t i = generated_from; i < length; i++) counts[history[i]]++;
-        float repetition = rig_sim_get_f32(&p->repetition, r);
-        float frequency = rig_sim_get_f32(&p->frequency, r);
-        float presence = rig_sim_get_f32(&p->presence, r);
         for (int32_t i = 0; i < length; i++) {
             int32_t id = history[i];
             if (counts[id] < 0) continue; /* penalised at an earlier occurrence */

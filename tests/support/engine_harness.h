@@ -122,18 +122,28 @@ static inline void harness_config(struct rig_engine_config *c, const char *prese
 }
 
 /* Opens an engine whose observer records into `h`; `on_finish` may replace the recorder's
- * (it should call harness_on_finish itself). */
-static inline void harness_open_with(struct harness *h, const struct rig_engine_config *c,
-                                     void (*on_finish)(void *, const struct rig_request_result *))
+ * (it should call harness_on_finish itself); `on_logprobs` (may be NULL) gets `h` as ctx. */
+static inline void harness_open_observing(
+    struct harness *h, const struct rig_engine_config *c,
+    void (*on_finish)(void *, const struct rig_request_result *),
+    void (*on_logprobs)(void *, uint64_t, int32_t, int32_t, float, int32_t, const int32_t *,
+                        const float *))
 {
     memset(h, 0, sizeof *h);
     rig_backends_register();
     struct rig_engine_observer obs = {.ctx = h, .on_token = harness_on_token,
-                                      .on_finish = on_finish, .on_step = harness_on_step};
+                                      .on_finish = on_finish, .on_step = harness_on_step,
+                                      .on_logprobs = on_logprobs};
     char error[256] = "";
     enum rig_status s = rig_engine_create(c, &obs, &h->engine, error, sizeof error);
     if (s != RIG_OK) fprintf(stderr, "engine create: %s\n", error);
     assert_int_equal(s, RIG_OK);
+}
+
+static inline void harness_open_with(struct harness *h, const struct rig_engine_config *c,
+                                     void (*on_finish)(void *, const struct rig_request_result *))
+{
+    harness_open_observing(h, c, on_finish, NULL);
 }
 
 static inline void harness_open(struct harness *h, const struct rig_engine_config *c)

@@ -57,6 +57,13 @@ static struct rig_tensor rig__at(struct rig_buffer *buffer, size_t offset, enum 
     return rig_tensor_1d((uint8_t *)rig_hal_buffer_ptr(buffer) + offset, dtype, n);
 }
 
+/* A batch that uses a sampling extension: it uploads the extension block and replays the
+ * extended graph. */
+static bool rig__desc_extended(const struct rig_batch_desc *b)
+{
+    return b->min_p || b->penalize || b->top_logprobs >= 0;
+}
+
 /* The tensors of the sampling extensions the batch uses (rig_forward_batch leaves the others
  * absent). */
 static void rig__view_extensions(const struct rig__rank *rank, struct rig_buffer *meta,
@@ -143,7 +150,7 @@ static enum rig_status rig__upload(struct rig__rank *rank, const struct rig_batc
         RIG_TRY(rig_hal_buffer_upload(rank->meta, dst, writes[i][0],
                                        metadata + writes[i][0], 4 * writes[i][1]));
     }
-    if (b->min_p || b->penalize || b->top_logprobs >= 0)
+    if (rig__desc_extended(b))
         RIG_TRY(rig_hal_buffer_upload(rank->meta, dst, l->extension_begin,
                                       metadata + l->extension_begin, l->extension_bytes));
     return rig_hal_event_record(rank->uploaded[slot], rank->meta);
@@ -183,6 +190,9 @@ static enum rig_status rig__to_static(struct rig__rank *rank, const struct rig_b
     struct rig_buffer *src = rank->meta_slot[b->slot];
     RIG_TRY(rig_hal_buffer_copy(rank->compute, rank->meta_static, 0, src, 0,
                                  l->request_block_bytes));
+    if (rig__desc_extended(b))
+        RIG_TRY(rig_hal_buffer_copy(rank->compute, rank->meta_static, l->extension_begin, src,
+                                    l->extension_begin, l->extension_bytes));
     const size_t arrays[3] = {l->input_idx, l->positions, l->out_loc};
     for (int i = 0; i < 3; i++)
         RIG_TRY(rig_hal_buffer_copy(rank->compute, rank->meta_static, arrays[i], src, arrays[i],
@@ -222,7 +232,9 @@ static enum rig_status rig__rank_launch(struct rig__rank *rank, const struct rig
     RIG_TRY(rig__apply_writes(rank, b, meta));
     RIG_TRY(rig_hal_event_record(rank->start[slot], rank->compute));
     if (b->graph >= 0) {
-        RIG_TRY(rig_hal_graph_launch(rank->graphs[b->graph].graph, rank->compute));
+        const struct rig__graph *g = &rank->graphs[b->graph];
+        RIG_TRY(rig_hal_graph_launch(rig__desc_extended(b) ? g->extended : g->graph,
+                                     rank->compute));
     } else {
         struct rig_forward_batch view = rig__view(rank, meta, b);
         RIG_TRY(rig_model_forward(rank->model, rank->compute, &view));
@@ -257,9 +269,43 @@ enum rig_status rig__rank_init_tables(struct rig__rank *rank)
     return rig_hal_stream_synchronize(rank->compute);
 }
 
-/* Captures one decode graph per size in rank->graphs (largest first), each reading the
- * static metadata region, which holds `metadata`: an all-padding batch of the largest size
- * (padding rows are the same for every size), prepared by the scheduler thread. */
+/* Captures the decode graph of `bs` requests reading the static region, from the all-padding
+ * batch `base`: the plain sampling path, or (`extended`) every sampling extension with
+ * top_logprobs_max alternatives. */
+static enum rig_status rig__capture_one(struct rig__rank *rank, const struct rig_batch_desc *base,
+                                        int32_t bs, bool extended, struct rig_graph **out)
+{
+    struct rig_engine *e = rank->engine;
+    struct rig_batch_desc tmp = *base;
+    tmp.phase = RIG_BATCH_DECODE;
+    tmp.count = bs;
+    tmp.tokens = bs;
+    tmp.padded = bs;
+    tmp.padded_tokens = bs;
+    tmp.max_q_len = 1;
+    tmp.max_kv_len = e->max_seq_len; /* a graph serves any length up to the limit */
+    tmp.sample = 1;
+    tmp.min_p = tmp.penalize = extended ? 1 : 0;
+    tmp.top_logprobs = extended ? e->top_logprobs_max : -1;
+    RIG_TRY(rig_hal_graph_capture_begin(rank->compute));
+    struct rig_forward_batch view = rig__view(rank, rank->meta_static, &tmp);
+    enum rig_status status = rig_model_forward(rank->model, rank->compute, &view);
+    struct rig_graph *graph = NULL;
+    enum rig_status end = rig_hal_graph_capture_end(rank->compute, &graph);
+    if (status != RIG_OK || end != RIG_OK) {
+        if (graph) rig_hal_graph_destroy(graph);
+        return status != RIG_OK ? status : end;
+    }
+    *out = graph;
+    return RIG_OK;
+}
+
+/* Captures the plain and the extended decode graph of each size in rank->graphs (largest
+ * first), each reading the static metadata region, which holds `metadata`: an all-padding
+ * batch of the largest size (padding rows are the same for every size), prepared by the
+ * scheduler thread. Its extension block is not uploaded here (every replay of an extended
+ * graph copies its batch's block first), so a start moves the same bytes as before the
+ * extensions existed. */
 static enum rig_status rig__rank_capture(struct rig__rank *rank, const struct rig_batch_desc *b,
                                          const uint8_t *metadata)
 {
@@ -268,35 +314,17 @@ static enum rig_status rig__rank_capture(struct rig__rank *rank, const struct ri
     if (rank->graph_count == 0) return RIG_OK;
     int32_t largest = rank->graphs[0].batch_size;
     RIG_ASSERT(b->metadata_bytes == (int64_t)l->bytes);
-    /* Graphs hold the plain sampling path: the extension block is never read from here. */
     RIG_TRY(rig_hal_buffer_upload(rank->compute, rank->meta_static, 0, metadata,
                                   l->extension_begin));
     RIG_TRY(rig_hal_stream_synchronize(rank->compute));
     for (int32_t g = 0; g < rank->graph_count; g++) {
-        struct rig_batch_desc tmp = *b;
-        int32_t bs = rank->graphs[g].batch_size;
-        RIG_ASSERT(bs <= largest);
-        tmp.phase = RIG_BATCH_DECODE;
-        tmp.count = bs;
-        tmp.tokens = bs;
-        tmp.padded = bs;
-        tmp.padded_tokens = bs;
-        tmp.max_q_len = 1;
-        tmp.max_kv_len = e->max_seq_len; /* a graph serves any length up to the limit */
-        tmp.sample = 1;
-        tmp.min_p = tmp.penalize = 0; /* graphs hold the plain sampling path only */
-        tmp.top_logprobs = -1;
-        RIG_TRY(rig_hal_graph_capture_begin(rank->compute));
-        struct rig_forward_batch view = rig__view(rank, rank->meta_static, &tmp);
-        enum rig_status status = rig_model_forward(rank->model, rank->compute, &view);
-        struct rig_graph *graph = NULL;
-        enum rig_status end = rig_hal_graph_capture_end(rank->compute, &graph);
-        if (status != RIG_OK || end != RIG_OK) {
-            if (graph) rig_hal_graph_destroy(graph);
-            return status != RIG_OK ? status : end;
-        }
-        rank->graphs[g].graph = graph;
+        RIG_ASSERT(rank->graphs[g].batch_size <= largest);
+        RIG_TRY(rig__capture_one(rank, b, rank->graphs[g].batch_size, false,
+                                 &rank->graphs[g].graph));
     }
+    for (int32_t g = 0; g < rank->graph_count; g++)
+        RIG_TRY(rig__capture_one(rank, b, rank->graphs[g].batch_size, true,
+                                 &rank->graphs[g].extended));
     return RIG_OK;
 }
 

@@ -143,15 +143,17 @@ void rig__stage_padding(struct rig_engine *e, struct rig__batch *b, int32_t from
     }
 }
 
-/* The smallest captured graph that holds `count` decode requests, or -1 (also for a batch
- * with sampling extensions: graphs hold the plain sampling path). */
+/* The smallest captured graph that holds `count` decode requests, or -1; for a batch with
+ * sampling extensions, one of which an extended graph was captured. */
 static int32_t rig__pick_graph(const struct rig_engine *e, const struct rig__batch *b)
 {
     const struct rig__rank *rank = &e->ranks[0];
-    if (b->phase != RIG_BATCH_DECODE || rig__batch_extended(b)) return -1;
+    if (b->phase != RIG_BATCH_DECODE) return -1;
+    bool extended = rig__batch_extended(b);
     int32_t best = -1;
     for (int32_t g = 0; g < rank->graph_count; g++) {
         int32_t bs = rank->graphs[g].batch_size;
+        if (extended && rank->graphs[g].extended == NULL) continue;
         if (bs >= b->count && (best < 0 || bs < rank->graphs[best].batch_size)) best = g;
     }
     return best;
@@ -207,6 +209,8 @@ void rig__prepare(struct rig_engine *e, struct rig__batch *b)
     for (int32_t i = 0; i < b->count; i++) b->sample |= b->produces[i];
     b->graph = rig__pick_graph(e, b);
     b->padded = b->graph >= 0 ? e->ranks[0].graphs[b->graph].batch_size : b->count;
+    /* An extended graph computes every alternative: the host arrays take its row stride. */
+    if (b->graph >= 0 && b->top_logprobs >= 0) b->top_logprobs = e->top_logprobs_max;
     rig__stage_padding(e, b, b->count, b->padded, t);
     b->padded_tokens = t + (b->padded - b->count);
     b->kv = rig_cache_sizes(&e->cache);
