@@ -356,7 +356,8 @@ static enum rig_status rig__sample(struct rig__sweep *s, const struct rig__shape
         seed_h[2 * r] = (int32_t)r + 1, seed_h[2 * r + 1] = 0;
     }
     struct rig_tensor logits = rig_tensor_2d(rig__base(s, RIG__IN), RIG_DTYPE_F32, R, x->V);
-    struct rig_op op = RIG__OP(SAMPLE, sample, tokens, logits, temp, top_k, top_p, seed, pos);
+    struct rig_op op =
+        RIG__OP(SAMPLE, sample, tokens, logits, temp, top_k, top_p, seed, pos, rig_tensor_none());
     return rig__point(s, &op);
 }
 
