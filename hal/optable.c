@@ -259,6 +259,12 @@ struct rig_optable_key rig_optable_op_key(const struct rig_op *op)
     return key;
 }
 
+bool rig_optable_key_equal(const struct rig_optable_key *a, const struct rig_optable_key *b)
+{
+    RIG_ASSERT(a != NULL && b != NULL);
+    return a->kind == b->kind && memcmp(a->p, b->p, sizeof a->p) == 0;
+}
+
 /* --- HDF5 -------------------------------------------------------------------------------- */
 
 /* The /points row type in memory; the file stores it packed. */

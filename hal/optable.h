@@ -24,6 +24,7 @@
 #ifndef RIG_HAL_OPTABLE_H
 #define RIG_HAL_OPTABLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -58,6 +59,10 @@ struct rig_op_work rig_optable_op_work(const struct rig_op *op);
 
 /* The key of a validated, non-collective op. Can't fail. */
 struct rig_optable_key rig_optable_op_key(const struct rig_op *op);
+
+/* Whether two keys name the same shape: kind and parameters bit for bit (never memcmp of the
+ * structs, whose padding after `kind` is not part of the value). Can't fail. */
+bool rig_optable_key_equal(const struct rig_optable_key *a, const struct rig_optable_key *b);
 
 /* Reads the table at `name_or_path`: a built-in name ("h100" finds the embedded h100.h5) or
  * a path to an .h5 file (a name with a '/' or ".h5" in it). On success *points (malloc'd,

@@ -142,7 +142,7 @@ bool rig_sim_optable_predict(const struct rig_sim_optable *table,
     RIG_ASSERT(table != NULL && key != NULL && ns != NULL);
     RIG_ASSERT(key->kind >= 0 && key->kind < RIG_OP_COUNT);
     struct rig__memo *m = &rig__memo[rig__memo_slot(key, flops, bytes)];
-    bool hit = m->table == table && memcmp(&m->key, key, sizeof *key) == 0 &&
+    bool hit = m->table == table && rig_optable_key_equal(&m->key, key) &&
                m->flops == flops && m->bytes == bytes && m->peak == peak_flops &&
                m->bandwidth == hbm_bytes_per_s && m->launch == launch_ns;
     if (!hit) {

@@ -3,7 +3,8 @@
  * (core/harness/bench/profile.c) on the simulator.
  *
  * Checks: the key and work of a GEMM, a decode attention (lengths read from its tensor) and
- * a row-wise op, and that the cost model's work is the same; a table written and read back
+ * a row-wise op, and that the cost model's work is the same; keys compare by value (not
+ * their padding), and the sweep times each shape once; a table written and read back
  * keeps its points in file order; a missing file, a file that is not HDF5, one without
  * points and an unknown built-in name fail with their statuses; the built-in h100 table
  * reads; a point measured exactly is predicted as measured (scaled by the op's own roofline:
@@ -94,6 +95,15 @@ static void test_key_and_work(void **state)
     assert_float_equal(key.p[0], 64, 0);
     assert_float_equal(key.p[1], 3.0 * 64 * 3072 * 2, 0);
     assert_same_work(&op, 6.0 * 64 * 3072, 3.0 * 64 * 3072 * 2);
+
+    /* equality is by value: whatever the padding after `kind` holds */
+    struct rig_optable_key dirty;
+    memset(&dirty, 0xab, sizeof dirty);
+    dirty.kind = key.kind;
+    memcpy(dirty.p, key.p, sizeof key.p);
+    assert_true(rig_optable_key_equal(&dirty, &key));
+    dirty.p[5] = 1;
+    assert_false(rig_optable_key_equal(&dirty, &key));
 }
 
 static void test_file_read_back_and_errors(void **state)
@@ -191,6 +201,9 @@ static void test_sweep_reproduces_the_analytic_model(void **state)
                      RIG_OK);
     assert_true(count > 50);
     assert_string_equal(device, "sim:h100");
+    for (int64_t i = 0; i < count; i++) /* every shape swept once */
+        for (int64_t j = i + 1; j < count; j++)
+            assert_false(rig_optable_key_equal(&points[i].key, &points[j].key));
     assert_int_equal(rig_optable_write("optable_sweep.h5", points, count, NULL, 0, error,
                                        sizeof error),
                      RIG_OK);

@@ -78,7 +78,7 @@ static enum rig_status rig__stage(struct rig__sweep *s)
 static bool rig__seen(const struct rig__sweep *s, const struct rig_optable_key *key)
 {
     for (int64_t i = s->count - 1; i >= 0; i--)
-        if (memcmp(&s->points[i].key, key, sizeof *key) == 0) return true;
+        if (rig_optable_key_equal(&s->points[i].key, key)) return true;
     return false;
 }
 
