@@ -1,18 +1,14 @@
-/* cost.c — FLOPs and bytes per op, and the roofline, see cost.h. */
+/* cost.c — how rig's kernel runs each op, and the roofline, see cost.h. */
 #include "sim/cost.h"
 
 #include <math.h>
 
+#include "hal/optable.h"
 #include "sim/optable.h"
-
-static double rig__numel(const struct rig_tensor *t)
-{
-    return (double)rig_tensor_numel(t);
-}
 
 static double rig__bytes(const struct rig_tensor *t)
 {
-    return rig__numel(t) * (double)rig_dtype_size(t->dtype);
+    return (double)rig_tensor_numel(t) * (double)rig_dtype_size(t->dtype);
 }
 
 static int32_t rig__i32(const struct rig_tensor *t, int64_t i)
@@ -47,162 +43,58 @@ static int64_t rig__ceil_ns(double seconds)
     return (int64_t)ns;
 }
 
-/* Query-key pairs of a causal prefill: query row i of a request with q_len new tokens and
- * kv_len total attends to kv_len - q_len + i + 1 positions. KV bytes: each request reads
- * its kv_len positions of K and V once. */
-static struct rig_sim_work rig__work_prefill(const struct rig_op_attention_prefill *p)
+/* Prefill attention: a block per RIG__PREFILL_ROWS packed query rows of a request (GQA: a
+ * block packs the group) per KV head. */
+static double rig__prefill_blocks(const struct rig_op_attention_prefill *p)
 {
-    double pairs = 0, kv_positions = 0, tiles = 0;
-    int64_t requests = p->table_idx.shape[0];
+    double tiles = 0;
     double group = (double)p->q.shape[1] / (double)p->k_cache.shape[1];
-    for (int64_t r = 0; r < requests; r++) {
-        double q_len = (double)(rig__i32(&p->cu_q, r + 1) - rig__i32(&p->cu_q, r));
-        double kv_len = (double)rig__i32(&p->kv_len, r);
-        RIG_ASSERT(q_len >= 0 && kv_len >= q_len);
-        pairs += q_len * (kv_len - q_len) + q_len * (q_len + 1) / 2;
-        kv_positions += kv_len;
-        tiles += ceil(q_len * group / RIG__PREFILL_ROWS); /* GQA: a block packs the group */
-    }
-    double heads_q = (double)p->q.shape[1], heads_kv = (double)p->k_cache.shape[1];
-    double dim = (double)p->q.shape[2];
-    struct rig_sim_work work = {.op_class = RIG_SIM_OP_CLASS_ATTENTION};
-    work.blocks = tiles * heads_kv;
-    work.flops = 4.0 * pairs * heads_q * dim; /* QK^T and PV, 2 FLOPs per MAC each */
-    work.bytes =
-        rig__bytes(&p->q) + rig__bytes(&p->out) + kv_positions * (2.0 * heads_kv * dim * 2.0 + 4.0);
-    return work;
-}
-
-static struct rig_sim_work rig__work_decode(const struct rig_op_attention_decode *p)
-{
-    double kv_positions = 0;
     for (int64_t r = 0; r < p->table_idx.shape[0]; r++) {
-        int32_t kv_len = rig__i32(&p->kv_len, r);
-        RIG_ASSERT(kv_len >= 0);
-        kv_positions += kv_len;
+        double q_len = (double)(rig__i32(&p->cu_q, r + 1) - rig__i32(&p->cu_q, r));
+        tiles += ceil(q_len * group / RIG__PREFILL_ROWS);
     }
-    double heads_q = (double)p->q.shape[1], heads_kv = (double)p->k_cache.shape[1];
-    double dim = (double)p->q.shape[2];
-    struct rig_sim_work work = {.op_class = RIG_SIM_OP_CLASS_DECODE_ATTENTION};
-    work.blocks = (double)p->table_idx.shape[0] * heads_kv;
-    work.flops = 4.0 * kv_positions * heads_q * dim;
-    work.bytes =
-        rig__bytes(&p->q) + rig__bytes(&p->out) + kv_positions * (2.0 * heads_kv * dim * 2.0 + 4.0);
-    return work;
+    return tiles * (double)p->k_cache.shape[1];
 }
 
-static struct rig_sim_work rig__work_gemm(const struct rig_op_gemm *p)
+/* A GEMM's class, blocks (none for the small-batch kernel) and reduction depth. */
+static struct rig_sim_work rig__kernel_gemm(const struct rig_op_gemm *p)
 {
     double m = (double)p->a.shape[0], k = (double)p->a.shape[1], n = (double)p->b.shape[0];
     struct rig_sim_work work = {.op_class = RIG_SIM_OP_CLASS_GEMM};
     bool gemv = m <= RIG__GEMV_ROWS && (k >= RIG__GEMV_DEPTH || n >= RIG__GEMV_WIDE_N);
     work.blocks = gemv ? 0.0 : ceil(m / RIG__GEMM_TILE) * ceil(n / RIG__GEMM_TILE);
     work.depth = k;
-    work.flops = 2.0 * m * n * k;
-    work.bytes = rig__bytes(&p->a) + rig__bytes(&p->b) + rig__bytes(&p->out);
-    if (p->bias.data != NULL) work.bytes += rig__bytes(&p->bias);
     return work;
 }
 
-/* One pass over the layer's new q, k, v: reads q, k, v (and the norm weights, positions,
- * out_loc), writes q and k back and k, v into the cache. FLOPs: the norm's 4 and RoPE's 6
- * per q/k element; an element-wise kernel (latency class ELEMENTWISE), launched once, at
- * RIG__QK_FUSED_RATE of the class's bandwidth. */
-static struct rig_sim_work rig__work_qk_norm_rope_store(const struct rig_op_qk_norm_rope_store *p)
-{
-    struct rig_sim_work work = {.op_class = RIG_SIM_OP_CLASS_ELEMENTWISE};
-    double qk = rig__bytes(&p->q) + rig__bytes(&p->k), v = rig__bytes(&p->v);
-    work.bytes = 2.0 * qk + rig__bytes(&p->k) + 2.0 * v + rig__bytes(&p->positions) +
-                 rig__bytes(&p->out_loc);
-    double norm_flops = 0.0;
-    if (p->q_norm.data != NULL) {
-        work.bytes += rig__bytes(&p->q_norm) + rig__bytes(&p->k_norm);
-        norm_flops = 4.0;
-    }
-    work.rate = RIG__QK_FUSED_RATE;
-    work.flops = (norm_flops + 6.0) * (rig__numel(&p->q) + rig__numel(&p->k));
-    return work;
-}
-
-/* Penalties: three passes over each row's history (clear, count, apply), each position
- * reading its id and touching its counts entry, each applying one a logit: about 32 bytes a
- * history position. Reads kv_len, which must be real memory (METADATA) in timing-only mode. */
-static struct rig_sim_work rig__work_penalize(const struct rig_op_penalize *p)
-{
-    struct rig_sim_work work = {.op_class = RIG_SIM_OP_CLASS_ELEMENTWISE};
-    double positions = 0.0;
-    for (int64_t r = 0; r < p->kv_len.shape[0]; r++) positions += rig__i32(&p->kv_len, r);
-    work.bytes = 32.0 * positions;
-    work.flops = 4.0 * positions;
-    return work;
-}
-
-/* Memory-bound ops: bytes read + written, a few FLOPs per element (never the bound). */
-static struct rig_sim_work rig__work_elementwise(const struct rig_op *op)
+/* How rig's kernel for `op` runs: its class, thread blocks, reduction depth, rate and
+ * kernel count (the FLOPs and bytes are left 0). */
+static struct rig_sim_work rig__kernel(const struct rig_op *op)
 {
     struct rig_sim_work work = {.op_class = RIG_SIM_OP_CLASS_ELEMENTWISE};
     switch (op->kind) {
+    case RIG_OP_GEMM: return rig__kernel_gemm(&op->u.gemm);
+    case RIG_OP_ATTENTION_PREFILL:
+        work.op_class = RIG_SIM_OP_CLASS_ATTENTION;
+        work.blocks = rig__prefill_blocks(&op->u.attention_prefill);
+        break;
+    case RIG_OP_ATTENTION_DECODE:
+        work.op_class = RIG_SIM_OP_CLASS_DECODE_ATTENTION;
+        work.blocks = (double)op->u.attention_decode.table_idx.shape[0] *
+                      (double)op->u.attention_decode.k_cache.shape[1];
+        break;
+    case RIG_OP_QK_NORM_ROPE_STORE: work.rate = RIG__QK_FUSED_RATE; break;
+    case RIG_OP_SAMPLE: work.kernels = 2; break; /* chunks of a row, then a merge per row */
     case RIG_OP_EMBEDDING:
-        work.bytes = 2.0 * rig__bytes(&op->u.embedding.out) + rig__bytes(&op->u.embedding.ids);
-        work.op_class = RIG_SIM_OP_CLASS_COPY;
-        break;
-    case RIG_OP_RMS_NORM:
-        work.bytes = rig__bytes(&op->u.rms_norm.in) + rig__bytes(&op->u.rms_norm.out) +
-                     rig__bytes(&op->u.rms_norm.weight);
-        work.flops = 4.0 * rig__numel(&op->u.rms_norm.in);
-        break;
-    case RIG_OP_ADD_RMS_NORM: /* reads in and residual, writes residual and out */
-        work.bytes =
-            4.0 * rig__bytes(&op->u.add_rms_norm.out) + rig__bytes(&op->u.add_rms_norm.weight);
-        work.flops = 5.0 * rig__numel(&op->u.add_rms_norm.out);
-        break;
-    case RIG_OP_HEAD_RMS_NORM:
-        work.bytes = 2.0 * rig__bytes(&op->u.head_rms_norm.x);
-        work.flops = 4.0 * rig__numel(&op->u.head_rms_norm.x);
-        break;
-    case RIG_OP_ROPE:
-        work.bytes = 2.0 * (rig__bytes(&op->u.rope.q) + rig__bytes(&op->u.rope.k)) +
-                     rig__bytes(&op->u.rope.positions);
-        work.flops = 6.0 * (rig__numel(&op->u.rope.q) + rig__numel(&op->u.rope.k));
-        break;
-    case RIG_OP_QK_NORM_ROPE_STORE:
-        work = rig__work_qk_norm_rope_store(&op->u.qk_norm_rope_store);
-        break;
-    case RIG_OP_SILU_MUL:
-        work.bytes = rig__bytes(&op->u.silu_mul.in) + rig__bytes(&op->u.silu_mul.out);
-        work.flops = 6.0 * rig__numel(&op->u.silu_mul.out);
-        break;
-    case RIG_OP_PENALIZE: work = rig__work_penalize(&op->u.penalize); break;
-    case RIG_OP_LOGPROBS: /* three passes over the logits: maximum, sum, top N */
-        work.bytes = 3.0 * rig__bytes(&op->u.logprobs.logits);
-        work.flops = 8.0 * rig__numel(&op->u.logprobs.logits);
-        break;
-    case RIG_OP_SAMPLE: /* one pass over the logits (top-k/top-p work stays on-chip) */
-        work.bytes = rig__bytes(&op->u.sample.logits) + 32.0 * rig__numel(&op->u.sample.tokens);
-        work.flops = 4.0 * rig__numel(&op->u.sample.logits);
-        work.kernels = 2; /* chunks of the row over many blocks, then a merge per row */
-        break;
-    default: RIG_UNREACHABLE();
-    }
-    return work;
-}
-
-/* Data movement: bytes read + written. */
-static struct rig_sim_work rig__work_copy(const struct rig_op *op)
-{
-    struct rig_sim_work work = {.op_class = RIG_SIM_OP_CLASS_COPY};
-    switch (op->kind) {
-    case RIG_OP_STORE_KV: /* reads k, v; writes them into the cache; reads out_loc */
-        work.bytes = 2.0 * (rig__bytes(&op->u.store_kv.k) + rig__bytes(&op->u.store_kv.v)) +
-                     rig__bytes(&op->u.store_kv.out_loc);
-        break;
+    case RIG_OP_STORE_KV:
     case RIG_OP_GATHER_ROWS:
-        work.bytes = 2.0 * rig__bytes(&op->u.gather_rows.out) + rig__bytes(&op->u.gather_rows.idx);
-        break;
-    case RIG_OP_INDEX_GATHER: work.bytes = 3.0 * rig__bytes(&op->u.index_gather.out); break;
-    case RIG_OP_INDEX_SCATTER: work.bytes = 3.0 * rig__bytes(&op->u.index_scatter.src); break;
-    case RIG_OP_COPY: work.bytes = rig__bytes(&op->u.copy.in) + rig__bytes(&op->u.copy.out); break;
-    default: RIG_UNREACHABLE();
+    case RIG_OP_INDEX_GATHER:
+    case RIG_OP_INDEX_SCATTER:
+    case RIG_OP_COPY: work.op_class = RIG_SIM_OP_CLASS_COPY; break;
+    case RIG_OP_ALL_REDUCE:
+    case RIG_OP_ALL_GATHER:
+    case RIG_OP_COUNT: RIG_UNREACHABLE();
+    default: break;
     }
     return work;
 }
@@ -210,20 +102,11 @@ static struct rig_sim_work rig__work_copy(const struct rig_op *op)
 struct rig_sim_work rig_sim_cost_work(const struct rig_op *op)
 {
     RIG_ASSERT(op != NULL);
-    switch (op->kind) {
-    case RIG_OP_GEMM: return rig__work_gemm(&op->u.gemm);
-    case RIG_OP_ATTENTION_PREFILL: return rig__work_prefill(&op->u.attention_prefill);
-    case RIG_OP_ATTENTION_DECODE: return rig__work_decode(&op->u.attention_decode);
-    case RIG_OP_STORE_KV:
-    case RIG_OP_GATHER_ROWS:
-    case RIG_OP_INDEX_GATHER:
-    case RIG_OP_INDEX_SCATTER:
-    case RIG_OP_COPY: return rig__work_copy(op);
-    case RIG_OP_ALL_REDUCE:
-    case RIG_OP_ALL_GATHER:
-    case RIG_OP_COUNT: RIG_UNREACHABLE();
-    default: return rig__work_elementwise(op);
-    }
+    struct rig_sim_work work = rig__kernel(op);
+    struct rig_op_work analytic = rig_optable_op_work(op);
+    work.flops = analytic.flops;
+    work.bytes = analytic.bytes;
+    return work;
 }
 
 /* An op whose kernel launches fewer thread blocks than fill the GPU (profile full_blocks)
@@ -290,7 +173,7 @@ static int64_t rig__op_ns(const struct rig_sim_profile *profile, const struct ri
                                           ranks);
     struct rig_sim_work work = rig_sim_cost_work(op);
     if (profile->table != NULL) { /* measured: the op table, where it reaches the op */
-        struct rig_sim_op_key key = rig_sim_optable_key(op);
+        struct rig_optable_key key = rig_optable_op_key(op);
         double measured = 0;
         int64_t launch = profile->min_kernel_ns - profile->graph_node_ns; /* eager's extra */
         if (rig_sim_optable_predict(profile->table, &key, work.flops, work.bytes,

@@ -4,12 +4,12 @@
  *   time = max(floor, flops / (peak_bf16_flops * eff), bytes / (hbm_bytes_per_s * eff))
  * with eff the profile's achievable fraction for the op's class (gemm, prefill attention,
  * decode attention, elementwise, copy) and floor min_kernel_ns (graph nodes: graph_node_ns).
- * FLOPs and bytes come from the op's shapes; attention reads the per-request lengths
- * (kv_len, cu_q) from their tensors, which are host memory on the simulator (METADATA
- * buffers, real even in timing-only mode). Copies over PCIe cost latency + bytes /
- * bandwidth; collectives use the ring formulas of nccl-tests' "bus bandwidth". Results
- * are integer nanoseconds, rounded up, a pure function of the profile and the op
- * (determinism). Thread safety: pure functions.
+ * FLOPs and bytes are the op's analytic work (hal/optable.h, shared with `rig profile`);
+ * attention reads the per-request lengths (kv_len, cu_q) from their tensors, which are host
+ * memory on the simulator (METADATA buffers, real even in timing-only mode). Copies over
+ * PCIe cost latency + bytes / bandwidth; collectives use the ring formulas of nccl-tests'
+ * "bus bandwidth". Results are integer nanoseconds, rounded up, a pure function of the
+ * profile and the op (determinism). Thread safety: pure functions.
  */
 #ifndef RIG_SIM_COST_H
 #define RIG_SIM_COST_H
@@ -19,7 +19,8 @@
 #include "hal/hal_impl.h"
 #include "sim/profile.h"
 
-/* The work an op does: floating-point operations and bytes moved to/from device memory. */
+/* The work an op does (floating-point operations and bytes moved to/from device memory:
+ * rig_optable_op_work) and how rig's kernel for it runs. */
 struct rig_sim_work {
     double flops;
     double bytes;
@@ -30,8 +31,8 @@ struct rig_sim_work {
     int32_t kernels; /* kernels the op launches, each paying the class latency (0: 1) */
 };
 
-/* FLOPs, bytes and class of a validated, non-collective op. Attention ops read kv_len and
- * cu_q (which must be real memory). */
+/* FLOPs, bytes, class and kernel shape of a validated, non-collective op. Attention ops read
+ * kv_len and cu_q (which must be real memory). */
 struct rig_sim_work rig_sim_cost_work(const struct rig_op *op);
 
 /* Duration of a validated op. Collectives: the transfer part only, for `ranks` ranks (see

@@ -1,31 +1,25 @@
 /* optable.h — the table-driven cost model: op times measured on a GPU (`rig profile
  * --backend cuda`, docs/simulator.md), interpolated for the op being simulated.
  *
- * An op is described by its key: its kind and up to six shape parameters (below). A table
- * is the list of points the profile sweep timed, each a key, the op's FLOPs and bytes (the
- * analytic model's, rig_sim_cost_work) and its measured device time, cold in L2 (the
- * operands evicted before each repeat; what a step sees, where every op reads weights the
- * previous op did not) and warm. The model predicts an op from the points of the same kind
- * nearest to it in log2 of the shape parameters: it interpolates the ratio
- * time / roofline (time: the geometric mean of the cold time, less the eager launch term,
- * and the warm time) (roofline = max(FLOPs / peak, bytes / bandwidth), datasheet numbers) as a
- * weighted geometric mean over the nearest points (weights 1 / distance; an exact match is
- * returned as measured; along one axis between two points this is linear interpolation of
- * log ratio), then multiplies by the op's own roofline. So a model shape the sweep never
- * saw (another hidden size, another head count) is predicted from the measured efficiency
- * of similar shapes, and the prediction follows the op's own FLOPs and bytes. An op further
- * than RIG_SIM_OPTABLE_REACH from every point of its kind is left to the analytic model,
- * and counted (rig_sim_stats.table_misses).
+ * A table is the list of points the profile sweep timed (hal/optable.h: each a key — the
+ * op's kind and up to six shape parameters —, the op's analytic FLOPs and bytes and its
+ * measured device time, cold in L2 (the operands evicted before each repeat; what a step
+ * sees, where every op reads weights the previous op did not) and warm). The model predicts
+ * an op from the points of the same kind nearest to it in log2 of the shape parameters: it
+ * interpolates the ratio time / roofline (time: the geometric mean of the cold time, less
+ * the eager launch term, and the warm time) (roofline = max(FLOPs / peak, bytes /
+ * bandwidth), datasheet numbers) as a weighted geometric mean over the nearest points
+ * (weights 1 / distance; an exact match is returned as measured; along one axis between two
+ * points this is linear interpolation of log ratio), then multiplies by the op's own
+ * roofline. So a model shape the sweep never saw (another hidden size, another head count)
+ * is predicted from the measured efficiency of similar shapes, and the prediction follows
+ * the op's own FLOPs and bytes. An op further than RIG_SIM_OPTABLE_REACH from every point
+ * of its kind is left to the analytic model, and counted (rig_sim_stats.table_misses).
  *
- * Keys, p[0..5] (unused: 0):
- *   gemm                M, N, K, bytes per output element
- *   attention_decode    requests, mean KV length, max KV length, Hq, Hk, head dim
- *   attention_prefill   requests, query tokens, mean KV length per request, Hq, Hk, head dim
- *   every other op      rows (the first dimension of its main tensor), bytes moved
- *
- * Tables are HDF5 files (docs/simulator.md gives the layout), loaded once per path and kept
- * for the process (read-only after loading; loading is serialised by a mutex, lookups are
- * thread-safe). Built-in tables (sim/profiles/<name>.h5) are embedded in the binary.
+ * Tables are HDF5 files (hal/optable.h reads them; docs/simulator.md gives the layout),
+ * loaded once per path and kept for the process (read-only after loading; loading is
+ * serialised by a mutex, lookups are thread-safe). Built-in tables (sim/profiles/<name>.h5)
+ * are embedded in the binary.
  * Determinism: a lookup is a pure function of the table and the key.
  */
 #ifndef RIG_SIM_OPTABLE_H
@@ -36,58 +30,34 @@
 #include <stdint.h>
 
 #include "hal/hal_impl.h"
+#include "hal/optable.h"
 
-#define RIG_SIM_OPTABLE_PARAMS 6
-#define RIG_SIM_OPTABLE_POINTS_MAX (1 << 16)
 #define RIG_SIM_OPTABLE_NEIGHBOURS 4
 /* Farthest an op may lie from its nearest point, in log2 units (a factor of 2^1.5 in one
  * shape parameter), before the analytic model takes it. */
 #define RIG_SIM_OPTABLE_REACH 1.5
 
-struct rig_sim_op_key {
-    int32_t kind; /* enum rig_op_kind */
-    double p[RIG_SIM_OPTABLE_PARAMS];
-};
-
-/* One timed point of a sweep. */
-struct rig_sim_optable_point {
-    struct rig_sim_op_key key;
-    double flops, bytes;      /* the analytic model's work of the op */
-    double cold_ns;           /* median device time, operands evicted from L2 first */
-    double cold_p10_ns, cold_p90_ns;
-    double warm_ns;           /* median device time per issue, repeated in a graph */
-};
-
 struct rig_sim_optable; /* opaque, read-only once loaded */
-
-/* The key of a validated, non-collective op (attention reads kv_len / cu_q, which must be
- * real memory, as for the cost model). Can't fail. */
-struct rig_sim_op_key rig_sim_optable_key(const struct rig_op *op);
 
 /* The table at `name_or_path`: a built-in name ("h100" finds the embedded h100.h5) or a
  * path to an .h5 file. Loaded once per process and name; later calls return the same
- * table. RIG_E_NOT_FOUND / RIG_E_IO / RIG_E_PARSE with a message in `error`. */
+ * table. RIG_E_NOT_FOUND / RIG_E_IO / RIG_E_PARSE (rig_optable_read), RIG_E_RANGE (name
+ * too long), RIG_E_CAPACITY or RIG_E_NO_MEMORY with a message in `error`. */
 enum rig_status rig_sim_optable_get(const char *name_or_path, const struct rig_sim_optable **out,
                                     char *error, size_t error_len);
 
 /* Points of a table (for tests and `rig profile` reports). */
 int64_t rig_sim_optable_count(const struct rig_sim_optable *table);
-const struct rig_sim_optable_point *rig_sim_optable_point(const struct rig_sim_optable *table,
-                                                          int64_t index);
+const struct rig_optable_point *rig_sim_optable_point(const struct rig_sim_optable *table,
+                                                      int64_t index);
 
 /* The predicted device time, as a graph node, of an op with `key`, `flops` and `bytes` on a
  * device of `peak_flops` FLOP/s and `hbm_bytes_per_s` whose eager launches cost `launch_ns`
  * more than a node: true and *ns when the table reaches it; false (nothing written) when it
  * has no point of that kind within RIG_SIM_OPTABLE_REACH. */
 bool rig_sim_optable_predict(const struct rig_sim_optable *table,
-                             const struct rig_sim_op_key *key, double flops, double bytes,
+                             const struct rig_optable_key *key, double flops, double bytes,
                              double peak_flops, double hbm_bytes_per_s, double launch_ns,
                              double *ns);
-
-/* Writes `count` points to an HDF5 table at `path` with the given root attributes (pairs of
- * name, value strings; `attr_count` pairs). Deterministic bytes. RIG_E_IO with a message. */
-enum rig_status rig_sim_optable_write(const char *path, const struct rig_sim_optable_point *points,
-                                      int64_t count, const char *const (*attrs)[2],
-                                      int32_t attr_count, char *error, size_t error_len);
 
 #endif /* RIG_SIM_OPTABLE_H */

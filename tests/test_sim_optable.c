@@ -1,7 +1,13 @@
-/* test_sim_optable.c — the table-driven cost model (sim/optable.c) and `rig profile`'s sweep
- * (core/bench/profile.c) on the simulator.
+/* test_sim_optable.c — op tables: the shared key, work and file (hal/optable.c), the
+ * table-driven cost model (sim/optable.c) and `rig profile`'s sweep
+ * (core/harness/bench/profile.c) on the simulator.
  *
- * Checks: a point measured exactly is predicted as measured (scaled by the op's own roofline:
+ * Checks: the key and work of a GEMM, a decode attention (lengths read from its tensor) and
+ * a row-wise op, and that the cost model's work is the same; keys compare by value (not
+ * their padding), and the sweep times each shape once; a table written and read back
+ * keeps its points in file order; a missing file, a file that is not HDF5, one without
+ * points and an unknown built-in name fail with their statuses; the built-in h100 table
+ * reads; a point measured exactly is predicted as measured (scaled by the op's own roofline:
  * the same work gives the same time); between two GEMM rows the log ratio is interpolated
  * linearly in log M; an op far from every point of its kind is not predicted (the analytic
  * model takes it); a table that is not one is RIG_E_PARSE; the sweep of the analytic model
@@ -16,57 +22,20 @@
 #include <unistd.h>
 
 #include "core/harness/bench/profile.h"
+#include "hal/optable.h"
 #include "sim/cost.h"
 #include "sim/optable.h"
 #include "sim/profile.h"
 #include "tests/support/test_support.h"
 #include "tools/rig/commands.h"
 
-static struct rig_sim_optable_point gemm_point(double m, double n, double k, double ns)
+static struct rig_optable_point gemm_point(double m, double n, double k, double ns)
 {
-    struct rig_sim_optable_point p = {.key = {.kind = RIG_OP_GEMM, .p = {m, n, k, 2}}};
+    struct rig_optable_point p = {.key = {.kind = RIG_OP_GEMM, .p = {m, n, k, 2}}};
     p.flops = 2 * m * n * k;
     p.bytes = 2 * (m * k + n * k + m * n);
     p.cold_ns = p.cold_p10_ns = p.cold_p90_ns = p.warm_ns = ns;
     return p;
-}
-
-static void test_exact_interpolated_and_out_of_reach(void **state)
-{
-    (void)state;
-    struct rig_sim_optable_point points[2] = {gemm_point(64, 4096, 4096, 10000),
-                                              gemm_point(256, 4096, 4096, 20000)};
-    const char *attrs[1][2] = {{"device", "unit"}};
-    char error[256];
-    assert_int_equal(rig_sim_optable_write("optable_unit.h5", points, 2,
-                                           (const char *const(*)[2])attrs, 1, error,
-                                           sizeof error),
-                     RIG_OK);
-    const struct rig_sim_optable *t = NULL;
-    assert_int_equal(rig_sim_optable_get("optable_unit.h5", &t, error, sizeof error), RIG_OK);
-    assert_int_equal(rig_sim_optable_count(t), 2);
-    double peak = 1e15, bw = 3e12, ns = 0;
-    struct rig_sim_optable_point q = gemm_point(64, 4096, 4096, 0);
-    assert_true(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, &ns));
-    assert_float_equal(ns, 10000, 1e-6);
-    /* M = 128: halfway in log2(M + 1) between the two rows (nearly: +1 in the log) */
-    q = gemm_point(128, 4096, 4096, 0);
-    assert_true(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, &ns));
-    double r64 = 10000e-9 / fmax(points[0].flops / peak, points[0].bytes / bw);
-    double r256 = 20000e-9 / fmax(points[1].flops / peak, points[1].bytes / bw);
-    double a = log2(129) - log2(65), b = log2(257) - log2(129);
-    double ratio = exp((log(r64) / a + log(r256) / b) / (1 / a + 1 / b));
-    assert_float_equal(ns, 1e9 * ratio * fmax(q.flops / peak, q.bytes / bw), 1e-6);
-    q = gemm_point(64, 65536, 4096, 0); /* N 16 x off: out of reach */
-    assert_false(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, &ns));
-    struct rig_sim_op_key other = {.kind = RIG_OP_SILU_MUL, .p = {1, 1000}};
-    assert_false(rig_sim_optable_predict(t, &other, 0, 1000, peak, bw, 0, &ns));
-    FILE *f = fopen("optable_bad.h5", "w");
-    fputs("not hdf5", f);
-    fclose(f);
-    assert_int_equal(rig_sim_optable_get("optable_bad.h5", &t, error, sizeof error), RIG_E_IO);
-    assert_int_equal(rig_sim_optable_get("nonesuch", &t, error, sizeof error), RIG_E_NOT_FOUND);
-    unlink("optable_bad.h5");
 }
 
 static struct rig_op gemm_op(int64_t m, int64_t n, int64_t k)
@@ -80,6 +49,141 @@ static struct rig_op gemm_op(int64_t m, int64_t n, int64_t k)
     return op;
 }
 
+static void assert_same_work(const struct rig_op *op, double flops, double bytes)
+{
+    struct rig_op_work work = rig_optable_op_work(op);
+    assert_float_equal(work.flops, flops, 0);
+    assert_float_equal(work.bytes, bytes, 0);
+    struct rig_sim_work sim = rig_sim_cost_work(op);
+    assert_float_equal(sim.flops, flops, 0);
+    assert_float_equal(sim.bytes, bytes, 0);
+}
+
+static void test_key_and_work(void **state)
+{
+    (void)state;
+    struct rig_op op = gemm_op(16, 4096, 1024);
+    struct rig_optable_key key = rig_optable_op_key(&op);
+    assert_int_equal(key.kind, RIG_OP_GEMM);
+    const double gemm_p[RIG_OPTABLE_PARAMS] = {16, 4096, 1024, 2, 0, 0};
+    for (int32_t i = 0; i < RIG_OPTABLE_PARAMS; i++) assert_float_equal(key.p[i], gemm_p[i], 0);
+    assert_same_work(&op, 2.0 * 16 * 4096 * 1024, 2.0 * (16 * 1024 + 4096 * 1024 + 16 * 4096));
+
+    /* decode: 2 requests of 100 and 300 positions, Hq 16, Hk 8, D 128 */
+    static uint16_t dummy[1];
+    int32_t kv_len[2] = {100, 300}, idx[2] = {0, 1};
+    struct rig_op_attention_decode *a = &op.u.attention_decode;
+    op = (struct rig_op){.kind = RIG_OP_ATTENTION_DECODE};
+    a->out = rig_tensor_3d(dummy, RIG_DTYPE_BF16, 2, 16, 128);
+    a->q = rig_tensor_3d(dummy, RIG_DTYPE_BF16, 2, 16, 128);
+    a->k_cache = a->v_cache = rig_tensor_3d(dummy, RIG_DTYPE_BF16, 1024, 8, 128);
+    a->page_table = rig_tensor_2d(dummy, RIG_DTYPE_I32, 2, 512);
+    a->table_idx = rig_tensor_1d(idx, RIG_DTYPE_I32, 2);
+    a->kv_len = rig_tensor_1d(kv_len, RIG_DTYPE_I32, 2);
+    key = rig_optable_op_key(&op);
+    const double decode_p[RIG_OPTABLE_PARAMS] = {2, 200, 300, 16, 8, 128};
+    for (int32_t i = 0; i < RIG_OPTABLE_PARAMS; i++) assert_float_equal(key.p[i], decode_p[i], 0);
+    assert_same_work(&op, 4.0 * 400 * 16 * 128,
+                     2.0 * (2 * 16 * 128 * 2) + 400 * (2.0 * 8 * 128 * 2 + 4));
+
+    /* a row-wise op: its rows and the bytes it moves */
+    op = (struct rig_op){.kind = RIG_OP_SILU_MUL};
+    op.u.silu_mul.out = rig_tensor_2d(dummy, RIG_DTYPE_BF16, 64, 3072);
+    op.u.silu_mul.in = rig_tensor_2d(dummy, RIG_DTYPE_BF16, 64, 6144);
+    key = rig_optable_op_key(&op);
+    assert_int_equal(key.kind, RIG_OP_SILU_MUL);
+    assert_float_equal(key.p[0], 64, 0);
+    assert_float_equal(key.p[1], 3.0 * 64 * 3072 * 2, 0);
+    assert_same_work(&op, 6.0 * 64 * 3072, 3.0 * 64 * 3072 * 2);
+
+    /* equality is by value: whatever the padding after `kind` holds */
+    struct rig_optable_key dirty;
+    memset(&dirty, 0xab, sizeof dirty);
+    dirty.kind = key.kind;
+    memcpy(dirty.p, key.p, sizeof key.p);
+    assert_true(rig_optable_key_equal(&dirty, &key));
+    dirty.p[5] = 1;
+    assert_false(rig_optable_key_equal(&dirty, &key));
+}
+
+static void test_file_read_back_and_errors(void **state)
+{
+    (void)state;
+    struct rig_optable_point written[2] = {gemm_point(64, 4096, 4096, 10000),
+                                           gemm_point(16, 1024, 1024, 3000)};
+    written[1].key.kind = RIG_OP_COPY; /* after the GEMM in file order, before it by kind */
+    char error[256];
+    assert_int_equal(rig_optable_write("optable_file.h5", written, 2, NULL, 0, error,
+                                       sizeof error),
+                     RIG_OK);
+    struct rig_optable_point *points = NULL;
+    int64_t count = 0;
+    assert_int_equal(rig_optable_read("optable_file.h5", &points, &count, error, sizeof error),
+                     RIG_OK);
+    assert_int_equal(count, 2);
+    for (int64_t i = 0; i < 2; i++) {
+        assert_int_equal(points[i].key.kind, written[i].key.kind);
+        assert_memory_equal(points[i].key.p, written[i].key.p, sizeof written[i].key.p);
+        assert_float_equal(points[i].flops, written[i].flops, 0);
+        assert_float_equal(points[i].warm_ns, written[i].warm_ns, 0);
+    }
+    free(points);
+    points = NULL;
+    assert_int_equal(rig_optable_write("optable_empty.h5", written, 0, NULL, 0, error,
+                                       sizeof error),
+                     RIG_OK);
+    assert_int_equal(rig_optable_read("optable_empty.h5", &points, &count, error, sizeof error),
+                     RIG_E_PARSE);
+    assert_non_null(strstr(error, "not an op table"));
+    assert_int_equal(rig_optable_read("./nonesuch.h5", &points, &count, error, sizeof error),
+                     RIG_E_IO);
+    assert_int_equal(rig_optable_read("nonesuch", &points, &count, error, sizeof error),
+                     RIG_E_NOT_FOUND);
+    assert_null(points);
+    assert_int_equal(rig_optable_read("h100", &points, &count, error, sizeof error), RIG_OK);
+    assert_true(count > 1000);
+    free(points);
+    unlink("optable_file.h5");
+    unlink("optable_empty.h5");
+}
+
+static void test_exact_interpolated_and_out_of_reach(void **state)
+{
+    (void)state;
+    struct rig_optable_point points[2] = {gemm_point(64, 4096, 4096, 10000),
+                                          gemm_point(256, 4096, 4096, 20000)};
+    const char *attrs[1][2] = {{"device", "unit"}};
+    char error[256];
+    assert_int_equal(rig_optable_write("optable_unit.h5", points, 2,
+                                       (const char *const(*)[2])attrs, 1, error, sizeof error),
+                     RIG_OK);
+    const struct rig_sim_optable *t = NULL;
+    assert_int_equal(rig_sim_optable_get("optable_unit.h5", &t, error, sizeof error), RIG_OK);
+    assert_int_equal(rig_sim_optable_count(t), 2);
+    double peak = 1e15, bw = 3e12, ns = 0;
+    struct rig_optable_point q = gemm_point(64, 4096, 4096, 0);
+    assert_true(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, &ns));
+    assert_float_equal(ns, 10000, 1e-6);
+    /* M = 128: halfway in log2(M + 1) between the two rows (nearly: +1 in the log) */
+    q = gemm_point(128, 4096, 4096, 0);
+    assert_true(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, &ns));
+    double r64 = 10000e-9 / fmax(points[0].flops / peak, points[0].bytes / bw);
+    double r256 = 20000e-9 / fmax(points[1].flops / peak, points[1].bytes / bw);
+    double a = log2(129) - log2(65), b = log2(257) - log2(129);
+    double ratio = exp((log(r64) / a + log(r256) / b) / (1 / a + 1 / b));
+    assert_float_equal(ns, 1e9 * ratio * fmax(q.flops / peak, q.bytes / bw), 1e-6);
+    q = gemm_point(64, 65536, 4096, 0); /* N 16 x off: out of reach */
+    assert_false(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, &ns));
+    struct rig_optable_key other = {.kind = RIG_OP_SILU_MUL, .p = {1, 1000}};
+    assert_false(rig_sim_optable_predict(t, &other, 0, 1000, peak, bw, 0, &ns));
+    FILE *f = fopen("optable_bad.h5", "w");
+    fputs("not hdf5", f);
+    fclose(f);
+    assert_int_equal(rig_sim_optable_get("optable_bad.h5", &t, error, sizeof error), RIG_E_IO);
+    assert_int_equal(rig_sim_optable_get("nonesuch", &t, error, sizeof error), RIG_E_NOT_FOUND);
+    unlink("optable_bad.h5");
+}
+
 static void test_sweep_reproduces_the_analytic_model(void **state)
 {
     (void)state;
@@ -89,7 +193,7 @@ static void test_sweep_reproduces_the_analytic_model(void **state)
     o.profile = "h100:analytic:pinned";
     o.quick = true;
     o.repeats = 3;
-    struct rig_sim_optable_point *points = NULL;
+    struct rig_optable_point *points = NULL;
     int64_t count = 0;
     char device[64], error[256];
     assert_int_equal(rig_profile_run(&o, &points, &count, device, sizeof device, error,
@@ -97,8 +201,11 @@ static void test_sweep_reproduces_the_analytic_model(void **state)
                      RIG_OK);
     assert_true(count > 50);
     assert_string_equal(device, "sim:h100");
-    assert_int_equal(rig_sim_optable_write("optable_sweep.h5", points, count, NULL, 0, error,
-                                           sizeof error),
+    for (int64_t i = 0; i < count; i++) /* every shape swept once */
+        for (int64_t j = i + 1; j < count; j++)
+            assert_false(rig_optable_key_equal(&points[i].key, &points[j].key));
+    assert_int_equal(rig_optable_write("optable_sweep.h5", points, count, NULL, 0, error,
+                                       sizeof error),
                      RIG_OK);
     free(points);
     FILE *f = fopen("optable_profile.yaml", "w");
@@ -140,6 +247,8 @@ static void test_sweep_reproduces_the_analytic_model(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_key_and_work),
+        cmocka_unit_test(test_file_read_back_and_errors),
         cmocka_unit_test(test_exact_interpolated_and_out_of_reach),
         cmocka_unit_test(test_sweep_reproduces_the_analytic_model),
     };

@@ -1,8 +1,8 @@
 /* cmd_profile.c — `rig profile`: the op sweep behind the simulator's op tables
- * (core/bench/profile.h, sim/optable.h, docs/simulator.md "Op tables").
+ * (core/harness/bench/profile.h, hal/optable.h, sim/optable.h, docs/simulator.md "Op tables").
  *
  * Sweeps on --backend cuda (measured with device events) or sim (the cost model's own
- * predictions), writes the points to --out (HDF5, the layout rig_sim_optable_write gives)
+ * predictions), writes the points to --out (HDF5, the layout rig_optable_write gives)
  * with the device, backend, commit and any --meta KEY=VALUE pairs (driver, clocks) as
  * root attributes, and prints how many points and how long the sweep took.
  * Exit status: 0 written, 1 a run error, 2 a usage error. */
@@ -92,7 +92,7 @@ static int rig__profile_option(struct rig__profile_args *a, int argc, char **arg
 }
 
 static int rig__profile_write(const struct rig__profile_args *a,
-                              const struct rig_sim_optable_point *points, int64_t count,
+                              const struct rig_optable_point *points, int64_t count,
                               const char *device, double seconds)
 {
     char repeats[16], took[32];
@@ -107,8 +107,8 @@ static int rig__profile_write(const struct rig__profile_args *a,
         attrs[n][1] = a->meta[i][1];
     }
     char error[512];
-    if (rig_sim_optable_write(a->out, points, count, (const char *const(*)[2])attrs, n, error,
-                              sizeof error) != RIG_OK) {
+    if (rig_optable_write(a->out, points, count, (const char *const(*)[2])attrs, n, error,
+                          sizeof error) != RIG_OK) {
         fprintf(stderr, "rig profile: %s\n", error);
         return 1;
     }
@@ -135,7 +135,7 @@ int rig_cmd_profile(int argc, char **argv)
     }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    struct rig_sim_optable_point *points = NULL;
+    struct rig_optable_point *points = NULL;
     int64_t count = 0;
     char device[128] = "", error[512];
     enum rig_status status =

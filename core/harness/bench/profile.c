@@ -3,7 +3,7 @@
  * One device, six buffers allocated once: weights, two activation areas (inputs, outputs),
  * KV, metadata (page tables, indices; staged from the host for each point) and a 128 MiB
  * flush buffer. Each point builds one op over views of them, times it cold and warm, and
- * records its key (sim/optable.h) and the analytic model's FLOPs and bytes. Buffers are
+ * records its key and the op's analytic FLOPs and bytes (hal/optable.h). Buffers are
  * filled once with a finite bf16 constant on a real device.
  */
 #include "core/harness/bench/profile.h"
@@ -17,14 +17,13 @@
 #include "core/harness/bench/bench_impl.h"
 #include "core/model/model.h"
 #include "core/harness/results/metrics.h"
-#include "sim/cost.h"
 
 #define RIG__FLUSH_BYTES   ((size_t)128 << 20)
 #define RIG__WARM_ISSUES   8
 #define RIG__WARM_REPLAYS  3
 #define RIG__SLOTS_MAX     (1 << 20)
 #define RIG__META_WORDS    ((size_t)3 << 20)
-#define RIG__POINTS_MAX    RIG_SIM_OPTABLE_POINTS_MAX
+#define RIG__POINTS_MAX    RIG_OPTABLE_POINTS_MAX
 
 enum { RIG__W, RIG__IN, RIG__OUT, RIG__KV, RIG__META, RIG__FLUSH, RIG__BUFFERS };
 
@@ -41,7 +40,7 @@ struct rig__sweep {
     struct rig_buffer *buffers[RIG__BUFFERS];
     int32_t *host;         /* (RIG__META_WORDS) staging of the metadata buffer */
     size_t meta_used;      /* words of the metadata buffer carved for this point */
-    struct rig_sim_optable_point *points; /* (RIG__POINTS_MAX) */
+    struct rig_optable_point *points; /* (RIG__POINTS_MAX) */
     int64_t count;
     const char *family;    /* for progress */
     struct timespec started;
@@ -76,10 +75,10 @@ static enum rig_status rig__stage(struct rig__sweep *s)
     return status;
 }
 
-static bool rig__seen(const struct rig__sweep *s, const struct rig_sim_op_key *key)
+static bool rig__seen(const struct rig__sweep *s, const struct rig_optable_key *key)
 {
     for (int64_t i = s->count - 1; i >= 0; i--)
-        if (memcmp(&s->points[i].key, key, sizeof *key) == 0) return true;
+        if (rig_optable_key_equal(&s->points[i].key, key)) return true;
     return false;
 }
 
@@ -116,7 +115,7 @@ static enum rig_status rig__warm(struct rig__sweep *s, const struct rig_op *op, 
 
 /* Cold issues: a fill of the flush buffer evicts L2, then the op alone between events. */
 static enum rig_status rig__cold(struct rig__sweep *s, const struct rig_op *op,
-                                 struct rig_sim_optable_point *point)
+                                 struct rig_optable_point *point)
 {
     struct rig_stream *stream = s->dev.stream;
     int32_t repeats = s->options->repeats;
@@ -185,10 +184,10 @@ static enum rig_status rig__point(struct rig__sweep *s, const struct rig_op *op)
     enum rig_status status = rig__stage(s);
     if (status != RIG_OK) return status;
     struct rig_op view = rig__host_view(s, op);
-    struct rig_sim_optable_point point = {.key = rig_sim_optable_key(&view)};
+    struct rig_optable_point point = {.key = rig_optable_op_key(&view)};
     if (rig__seen(s, &point.key) || rig__out_of_time(s)) return RIG_OK;
     if (s->count == RIG__POINTS_MAX) return RIG_E_CAPACITY;
-    struct rig_sim_work work = rig_sim_cost_work(&view);
+    struct rig_op_work work = rig_optable_op_work(&view);
     point.flops = work.flops;
     point.bytes = work.bytes;
     status = rig__cold(s, op, &point);
@@ -356,7 +355,8 @@ static enum rig_status rig__sample(struct rig__sweep *s, const struct rig__shape
         seed_h[2 * r] = (int32_t)r + 1, seed_h[2 * r + 1] = 0;
     }
     struct rig_tensor logits = rig_tensor_2d(rig__base(s, RIG__IN), RIG_DTYPE_F32, R, x->V);
-    struct rig_op op = RIG__OP(SAMPLE, sample, tokens, logits, temp, top_k, top_p, seed, pos);
+    struct rig_op op =
+        RIG__OP(SAMPLE, sample, tokens, logits, temp, top_k, top_p, seed, pos, rig_tensor_none());
     return rig__point(s, &op);
 }
 
@@ -455,7 +455,7 @@ void rig_profile_options_default(struct rig_profile_options *options)
 }
 
 enum rig_status rig_profile_run(const struct rig_profile_options *options,
-                                struct rig_sim_optable_point **points, int64_t *count,
+                                struct rig_optable_point **points, int64_t *count,
                                 char *device, size_t device_len, char *error, size_t error_len)
 {
     RIG_ASSERT(options != NULL && points != NULL && count != NULL);

@@ -1,5 +1,5 @@
 /* profile.h — `rig profile`: the op sweep behind the simulator's table-driven cost model
- * (sim/optable.h, docs/simulator.md "Op tables").
+ * (sim/optable.h; the table format, hal/optable.h; docs/simulator.md "Op tables").
  *
  * Times every HAL op the forward issues over a grid of shapes that covers the calibration
  * models' layers and their TP splits (default qwen3-0.6b and qwen3-8b at TP 1, 2, 4, 8):
@@ -15,7 +15,7 @@
  * Each point: the median, 10th and 90th percentile of `repeats` cold issues (a 128 MiB
  * fill evicts L2 before each; device events around the op alone) and the median warm time
  * per issue (8 issues captured in a graph, replayed 3 times). Points are written with
- * rig_sim_optable_write; on the simulator the same sweep gives the cost model's own table
+ * rig_optable_write; on the simulator the same sweep gives the cost model's own table
  * (a test of the pipeline, and what `rig compare` of two models needs).
  *
  * Threads: one. Memory: buffers sized for the largest point, allocated once.
@@ -27,7 +27,7 @@
 #include <stdint.h>
 
 #include "hal/status.h"
-#include "sim/optable.h"
+#include "hal/optable.h"
 
 #define RIG_PROFILE_MODELS_MAX 4
 #define RIG_PROFILE_ATTRS_MAX  16
@@ -51,7 +51,7 @@ void rig_profile_options_default(struct rig_profile_options *options);
 /* Runs the sweep; *points (malloc'd, the caller frees) receives *count points. On error
  * returns a negative status with a message; nothing is returned. */
 enum rig_status rig_profile_run(const struct rig_profile_options *options,
-                                struct rig_sim_optable_point **points, int64_t *count,
+                                struct rig_optable_point **points, int64_t *count,
                                 char *device, size_t device_len, char *error, size_t error_len);
 
 #endif /* RIG_BENCH_PROFILE_H */

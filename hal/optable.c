@@ -1,0 +1,417 @@
+/* optable.c — op tables: an op's key and work, the HDF5 table format; see optable.h. */
+#include "hal/optable.h"
+
+#include <hdf5.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hal/embedded.h"
+
+static double rig__numel(const struct rig_tensor *t)
+{
+    return (double)rig_tensor_numel(t);
+}
+
+static double rig__bytes(const struct rig_tensor *t)
+{
+    return rig__numel(t) * (double)rig_dtype_size(t->dtype);
+}
+
+static int32_t rig__i32(const struct rig_tensor *t, int64_t i)
+{
+    int64_t index[1] = {i};
+    int32_t value;
+    memcpy(&value, rig_tensor_at(t, index), sizeof value);
+    return value;
+}
+
+/* --- work -------------------------------------------------------------------------------- */
+
+/* Query-key pairs of a causal prefill: query row i of a request with q_len new tokens and
+ * kv_len total attends to kv_len - q_len + i + 1 positions. KV bytes: each request reads
+ * its kv_len positions of K and V once. */
+static struct rig_op_work rig__work_prefill(const struct rig_op_attention_prefill *p)
+{
+    double pairs = 0, kv_positions = 0;
+    int64_t requests = p->table_idx.shape[0];
+    for (int64_t r = 0; r < requests; r++) {
+        double q_len = (double)(rig__i32(&p->cu_q, r + 1) - rig__i32(&p->cu_q, r));
+        double kv_len = (double)rig__i32(&p->kv_len, r);
+        RIG_ASSERT(q_len >= 0 && kv_len >= q_len);
+        pairs += q_len * (kv_len - q_len) + q_len * (q_len + 1) / 2;
+        kv_positions += kv_len;
+    }
+    double heads_q = (double)p->q.shape[1], heads_kv = (double)p->k_cache.shape[1];
+    double dim = (double)p->q.shape[2];
+    struct rig_op_work work;
+    work.flops = 4.0 * pairs * heads_q * dim; /* QK^T and PV, 2 FLOPs per MAC each */
+    work.bytes =
+        rig__bytes(&p->q) + rig__bytes(&p->out) + kv_positions * (2.0 * heads_kv * dim * 2.0 + 4.0);
+    return work;
+}
+
+static struct rig_op_work rig__work_decode(const struct rig_op_attention_decode *p)
+{
+    double kv_positions = 0;
+    for (int64_t r = 0; r < p->table_idx.shape[0]; r++) {
+        int32_t kv_len = rig__i32(&p->kv_len, r);
+        RIG_ASSERT(kv_len >= 0);
+        kv_positions += kv_len;
+    }
+    double heads_q = (double)p->q.shape[1], heads_kv = (double)p->k_cache.shape[1];
+    double dim = (double)p->q.shape[2];
+    struct rig_op_work work;
+    work.flops = 4.0 * kv_positions * heads_q * dim;
+    work.bytes =
+        rig__bytes(&p->q) + rig__bytes(&p->out) + kv_positions * (2.0 * heads_kv * dim * 2.0 + 4.0);
+    return work;
+}
+
+static struct rig_op_work rig__work_gemm(const struct rig_op_gemm *p)
+{
+    double m = (double)p->a.shape[0], k = (double)p->a.shape[1], n = (double)p->b.shape[0];
+    struct rig_op_work work;
+    work.flops = 2.0 * m * n * k;
+    work.bytes = rig__bytes(&p->a) + rig__bytes(&p->b) + rig__bytes(&p->out);
+    if (p->bias.data != NULL) work.bytes += rig__bytes(&p->bias);
+    return work;
+}
+
+/* One pass over the layer's new q, k, v: reads q, k, v (and the norm weights, positions,
+ * out_loc), writes q and k back and k, v into the cache. FLOPs: the norm's 4 and RoPE's 6
+ * per q/k element. */
+static struct rig_op_work rig__work_qk_norm_rope_store(const struct rig_op_qk_norm_rope_store *p)
+{
+    struct rig_op_work work;
+    double qk = rig__bytes(&p->q) + rig__bytes(&p->k), v = rig__bytes(&p->v);
+    work.bytes = 2.0 * qk + rig__bytes(&p->k) + 2.0 * v + rig__bytes(&p->positions) +
+                 rig__bytes(&p->out_loc);
+    double norm_flops = 0.0;
+    if (p->q_norm.data != NULL) {
+        work.bytes += rig__bytes(&p->q_norm) + rig__bytes(&p->k_norm);
+        norm_flops = 4.0;
+    }
+    work.flops = (norm_flops + 6.0) * (rig__numel(&p->q) + rig__numel(&p->k));
+    return work;
+}
+
+/* Penalties: three passes over each row's history (clear, count, apply), each position
+ * reading its id and touching its counts entry, each applying one a logit: about 32 bytes a
+ * history position. Reads kv_len, which must be real memory (METADATA) in timing-only mode. */
+static struct rig_op_work rig__work_penalize(const struct rig_op_penalize *p)
+{
+    double positions = 0.0;
+    for (int64_t r = 0; r < p->kv_len.shape[0]; r++)
+        positions += rig__i32(&p->kv_len, r);
+    return (struct rig_op_work){.flops = 4.0 * positions, .bytes = 32.0 * positions};
+}
+
+/* Memory-bound ops: bytes read + written, a few FLOPs per element (never the bound). */
+static struct rig_op_work rig__work_elementwise(const struct rig_op *op)
+{
+    struct rig_op_work work = {0};
+    switch (op->kind) {
+    case RIG_OP_EMBEDDING:
+        work.bytes = 2.0 * rig__bytes(&op->u.embedding.out) + rig__bytes(&op->u.embedding.ids);
+        break;
+    case RIG_OP_RMS_NORM:
+        work.bytes = rig__bytes(&op->u.rms_norm.in) + rig__bytes(&op->u.rms_norm.out) +
+                     rig__bytes(&op->u.rms_norm.weight);
+        work.flops = 4.0 * rig__numel(&op->u.rms_norm.in);
+        break;
+    case RIG_OP_ADD_RMS_NORM: /* reads in and residual, writes residual and out */
+        work.bytes =
+            4.0 * rig__bytes(&op->u.add_rms_norm.out) + rig__bytes(&op->u.add_rms_norm.weight);
+        work.flops = 5.0 * rig__numel(&op->u.add_rms_norm.out);
+        break;
+    case RIG_OP_HEAD_RMS_NORM:
+        work.bytes = 2.0 * rig__bytes(&op->u.head_rms_norm.x);
+        work.flops = 4.0 * rig__numel(&op->u.head_rms_norm.x);
+        break;
+    case RIG_OP_ROPE:
+        work.bytes = 2.0 * (rig__bytes(&op->u.rope.q) + rig__bytes(&op->u.rope.k)) +
+                     rig__bytes(&op->u.rope.positions);
+        work.flops = 6.0 * (rig__numel(&op->u.rope.q) + rig__numel(&op->u.rope.k));
+        break;
+    case RIG_OP_QK_NORM_ROPE_STORE:
+        work = rig__work_qk_norm_rope_store(&op->u.qk_norm_rope_store);
+        break;
+    case RIG_OP_SILU_MUL:
+        work.bytes = rig__bytes(&op->u.silu_mul.in) + rig__bytes(&op->u.silu_mul.out);
+        work.flops = 6.0 * rig__numel(&op->u.silu_mul.out);
+        break;
+    case RIG_OP_PENALIZE: work = rig__work_penalize(&op->u.penalize); break;
+    case RIG_OP_LOGPROBS: /* three passes over the logits: maximum, sum, top N */
+        work.bytes = 3.0 * rig__bytes(&op->u.logprobs.logits);
+        work.flops = 8.0 * rig__numel(&op->u.logprobs.logits);
+        break;
+    case RIG_OP_SAMPLE: /* one pass over the logits (top-k/top-p work stays on-chip) */
+        work.bytes = rig__bytes(&op->u.sample.logits) + 32.0 * rig__numel(&op->u.sample.tokens);
+        work.flops = 4.0 * rig__numel(&op->u.sample.logits);
+        break;
+    default: RIG_UNREACHABLE();
+    }
+    return work;
+}
+
+/* Data movement: bytes read + written. */
+static struct rig_op_work rig__work_copy(const struct rig_op *op)
+{
+    struct rig_op_work work = {0};
+    switch (op->kind) {
+    case RIG_OP_STORE_KV: /* reads k, v; writes them into the cache; reads out_loc */
+        work.bytes = 2.0 * (rig__bytes(&op->u.store_kv.k) + rig__bytes(&op->u.store_kv.v)) +
+                     rig__bytes(&op->u.store_kv.out_loc);
+        break;
+    case RIG_OP_GATHER_ROWS:
+        work.bytes = 2.0 * rig__bytes(&op->u.gather_rows.out) + rig__bytes(&op->u.gather_rows.idx);
+        break;
+    case RIG_OP_INDEX_GATHER: work.bytes = 3.0 * rig__bytes(&op->u.index_gather.out); break;
+    case RIG_OP_INDEX_SCATTER: work.bytes = 3.0 * rig__bytes(&op->u.index_scatter.src); break;
+    case RIG_OP_COPY: work.bytes = rig__bytes(&op->u.copy.in) + rig__bytes(&op->u.copy.out); break;
+    default: RIG_UNREACHABLE();
+    }
+    return work;
+}
+
+struct rig_op_work rig_optable_op_work(const struct rig_op *op)
+{
+    RIG_ASSERT(op != NULL);
+    switch (op->kind) {
+    case RIG_OP_GEMM: return rig__work_gemm(&op->u.gemm);
+    case RIG_OP_ATTENTION_PREFILL: return rig__work_prefill(&op->u.attention_prefill);
+    case RIG_OP_ATTENTION_DECODE: return rig__work_decode(&op->u.attention_decode);
+    case RIG_OP_STORE_KV:
+    case RIG_OP_GATHER_ROWS:
+    case RIG_OP_INDEX_GATHER:
+    case RIG_OP_INDEX_SCATTER:
+    case RIG_OP_COPY: return rig__work_copy(op);
+    case RIG_OP_ALL_REDUCE:
+    case RIG_OP_ALL_GATHER:
+    case RIG_OP_COUNT: RIG_UNREACHABLE();
+    default: return rig__work_elementwise(op);
+    }
+}
+
+/* --- key --------------------------------------------------------------------------------- */
+
+static struct rig_optable_key rig__attention_key(const struct rig_tensor *q,
+                                                 const struct rig_tensor *k_cache,
+                                                 const struct rig_tensor *kv_len,
+                                                 const struct rig_tensor *cu_q, int64_t requests)
+{
+    struct rig_optable_key key = {0};
+    double sum = 0, most = 0;
+    for (int64_t r = 0; r < requests; r++) {
+        double len = rig__i32(kv_len, r);
+        sum += len;
+        most = len > most ? len : most;
+    }
+    key.p[0] = (double)requests;
+    key.p[1] = requests > 0 ? sum / (double)requests : 0;
+    key.p[2] = most;
+    if (cu_q != NULL) { /* prefill: query tokens, then the mean KV length */
+        key.p[1] = (double)(rig__i32(cu_q, requests) - rig__i32(cu_q, 0));
+        key.p[2] = requests > 0 ? sum / (double)requests : 0;
+    }
+    key.p[3] = (double)q->shape[1];
+    key.p[4] = (double)k_cache->shape[1];
+    key.p[5] = (double)q->shape[2];
+    return key;
+}
+
+struct rig_optable_key rig_optable_op_key(const struct rig_op *op)
+{
+    RIG_ASSERT(op != NULL && op->kind != RIG_OP_ALL_REDUCE && op->kind != RIG_OP_ALL_GATHER);
+    struct rig_optable_key key = {0};
+    switch (op->kind) {
+    case RIG_OP_GEMM: {
+        const struct rig_op_gemm *g = &op->u.gemm;
+        key.p[0] = (double)g->a.shape[0];
+        key.p[1] = (double)g->b.shape[0];
+        key.p[2] = (double)g->a.shape[1];
+        key.p[3] = (double)rig_dtype_size(g->out.dtype);
+        break;
+    }
+    case RIG_OP_ATTENTION_DECODE: {
+        const struct rig_op_attention_decode *a = &op->u.attention_decode;
+        key = rig__attention_key(&a->q, &a->k_cache, &a->kv_len, NULL, a->table_idx.shape[0]);
+        break;
+    }
+    case RIG_OP_ATTENTION_PREFILL: {
+        const struct rig_op_attention_prefill *a = &op->u.attention_prefill;
+        key = rig__attention_key(&a->q, &a->k_cache, &a->kv_len, &a->cu_q, a->table_idx.shape[0]);
+        break;
+    }
+    default: {
+        struct rig_op_work work = rig_optable_op_work(op);
+        /* every op's first tensor is its output (ops.h): its rows are the op's rows */
+        const struct rig_tensor *first = (const struct rig_tensor *)&op->u;
+        key.p[0] = first->ndim > 0 ? (double)first->shape[0] : 1.0;
+        key.p[1] = work.bytes;
+        break;
+    }
+    }
+    key.kind = (int32_t)op->kind;
+    return key;
+}
+
+bool rig_optable_key_equal(const struct rig_optable_key *a, const struct rig_optable_key *b)
+{
+    RIG_ASSERT(a != NULL && b != NULL);
+    return a->kind == b->kind && memcmp(a->p, b->p, sizeof a->p) == 0;
+}
+
+/* --- HDF5 -------------------------------------------------------------------------------- */
+
+/* The /points row type in memory; the file stores it packed. */
+static hid_t rig__point_type(void)
+{
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(struct rig_optable_point));
+    hid_t params = H5Tarray_create2(H5T_NATIVE_DOUBLE, 1, (hsize_t[]){RIG_OPTABLE_PARAMS});
+#define RIG__FIELD(name, member, type)                                                             \
+    H5Tinsert(t, name, HOFFSET(struct rig_optable_point, member), type)
+    RIG__FIELD("kind", key.kind, H5T_NATIVE_INT32);
+    RIG__FIELD("p", key.p, params);
+    RIG__FIELD("flops", flops, H5T_NATIVE_DOUBLE);
+    RIG__FIELD("bytes", bytes, H5T_NATIVE_DOUBLE);
+    RIG__FIELD("cold_ns", cold_ns, H5T_NATIVE_DOUBLE);
+    RIG__FIELD("cold_p10_ns", cold_p10_ns, H5T_NATIVE_DOUBLE);
+    RIG__FIELD("cold_p90_ns", cold_p90_ns, H5T_NATIVE_DOUBLE);
+    RIG__FIELD("warm_ns", warm_ns, H5T_NATIVE_DOUBLE);
+#undef RIG__FIELD
+    H5Tclose(params);
+    return t;
+}
+
+static bool rig__point_valid(const struct rig_optable_point *p)
+{
+    bool ok = p->key.kind >= 0 && p->key.kind < RIG_OP_COUNT && p->cold_ns > 0 &&
+              isfinite(p->cold_ns) && p->flops >= 0 && p->bytes >= 0;
+    for (int32_t k = 0; ok && k < RIG_OPTABLE_PARAMS; k++)
+        ok = isfinite(p->key.p[k]) && p->key.p[k] >= 0;
+    return ok;
+}
+
+/* Reads /points of an open file: a malloc'd array of *count valid points, or NULL when
+ * missing or malformed. */
+static struct rig_optable_point *rig__read_points(hid_t file, int64_t *count)
+{
+    if (H5Lexists(file, "points", H5P_DEFAULT) <= 0) return NULL;
+    hid_t set = H5Dopen2(file, "points", H5P_DEFAULT);
+    hid_t space = set >= 0 ? H5Dget_space(set) : -1;
+    hssize_t n = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
+    bool ok = n > 0 && n <= RIG_OPTABLE_POINTS_MAX;
+    hid_t type = rig__point_type();
+    struct rig_optable_point *points = ok ? calloc((size_t)n, sizeof *points) : NULL;
+    ok = ok && points != NULL && H5Dread(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, points) >= 0;
+    H5Tclose(type);
+    if (space >= 0) H5Sclose(space);
+    if (set >= 0) H5Dclose(set);
+    for (hssize_t i = 0; ok && i < n; i++)
+        ok = rig__point_valid(&points[i]);
+    if (!ok) {
+        free(points);
+        return NULL;
+    }
+    *count = (int64_t)n;
+    return points;
+}
+
+/* Opens an .h5 file, or an image of one in memory (embedded tables). */
+static hid_t rig__open(const char *path, const struct rig_embedded_file *image)
+{
+    if (image == NULL)
+        return H5Fis_hdf5(path) > 0 ? H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT) : -1;
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5Pset_fapl_core(fapl, 1 << 16, 0);
+    H5Pset_file_image(fapl, (void *)image->text, image->size); /* HDF5 copies it */
+    hid_t file = H5Fopen(image->name, H5F_ACC_RDONLY, fapl);
+    H5Pclose(fapl);
+    return file;
+}
+
+enum rig_status rig_optable_read(const char *name, struct rig_optable_point **points,
+                                 int64_t *count, char *error, size_t error_len)
+{
+    RIG_ASSERT(name != NULL && points != NULL && count != NULL && error != NULL);
+    bool path = strchr(name, '/') != NULL || strstr(name, ".h5") != NULL;
+    char file_name[96];
+    snprintf(file_name, sizeof file_name, "%s.h5", name);
+    const struct rig_embedded_file *image = path ? NULL : rig_embedded_find(file_name);
+    if (!path && image == NULL) {
+        snprintf(error, error_len, "no built-in op table '%s' (or give a path to an .h5 file)",
+                 name);
+        return RIG_E_NOT_FOUND;
+    }
+    H5E_auto2_t saved_func;
+    void *saved_data;
+    H5Eget_auto2(H5E_DEFAULT, &saved_func, &saved_data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    hid_t file = rig__open(name, image);
+    enum rig_status status = file < 0 ? RIG_E_IO : RIG_OK;
+    struct rig_optable_point *read = status == RIG_OK ? rig__read_points(file, count) : NULL;
+    if (status == RIG_OK && read == NULL) status = RIG_E_PARSE;
+    if (status == RIG_OK) *points = read;
+    if (file >= 0) H5Fclose(file);
+    H5Eset_auto2(H5E_DEFAULT, saved_func, saved_data);
+    if (status != RIG_OK)
+        snprintf(error, error_len, "%s: %s", name,
+                 status == RIG_E_IO ? "cannot open the op table"
+                                    : "not an op table (/points missing or malformed)");
+    return status;
+}
+
+static void rig__write_attr(hid_t object, const char *name, const char *value, bool *ok)
+{
+    hid_t type = H5Tcopy(H5T_C_S1);
+    H5Tset_size(type, H5T_VARIABLE);
+    H5Tset_cset(type, H5T_CSET_UTF8);
+    hid_t space = H5Screate(H5S_SCALAR);
+    hid_t attr = H5Acreate2(object, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+    if (attr < 0 || H5Awrite(attr, type, &value) < 0) *ok = false;
+    if (attr >= 0) H5Aclose(attr);
+    H5Sclose(space);
+    H5Tclose(type);
+}
+
+enum rig_status rig_optable_write(const char *path, const struct rig_optable_point *points,
+                                  int64_t count, const char *const (*attrs)[2], int32_t attr_count,
+                                  char *error, size_t error_len)
+{
+    RIG_ASSERT(path != NULL && (points != NULL || count == 0) && count >= 0);
+    H5E_auto2_t saved_func;
+    void *saved_data;
+    H5Eget_auto2(H5E_DEFAULT, &saved_func, &saved_data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    hid_t fcpl = H5Pcreate(H5P_FILE_CREATE), fapl = H5Pcreate(H5P_FILE_ACCESS);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_obj_track_times(fcpl, 0); /* no timestamps: the same points give the same bytes */
+    H5Pset_obj_track_times(dcpl, 0);
+    H5Pset_libver_bounds(fapl, H5F_LIBVER_EARLIEST, H5F_LIBVER_V18);
+    hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, fapl);
+    bool ok = file >= 0;
+    hid_t type = rig__point_type(), packed = H5Tcopy(type);
+    H5Tpack(packed);
+    hid_t space = H5Screate_simple(1, (hsize_t[]){(hsize_t)count}, NULL);
+    hid_t set = ok ? H5Dcreate2(file, "points", packed, space, H5P_DEFAULT, dcpl, H5P_DEFAULT) : -1;
+    ok = ok && set >= 0 &&
+         (count == 0 || H5Dwrite(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, points) >= 0);
+    if (ok) rig__write_attr(file, "format", "rig-optable", &ok);
+    for (int32_t i = 0; ok && i < attr_count; i++)
+        rig__write_attr(file, attrs[i][0], attrs[i][1], &ok);
+    if (set >= 0) H5Dclose(set);
+    H5Sclose(space);
+    H5Tclose(packed);
+    H5Tclose(type);
+    if (file >= 0 && H5Fclose(file) < 0) ok = false;
+    H5Pclose(fcpl), H5Pclose(fapl), H5Pclose(dcpl);
+    H5Eset_auto2(H5E_DEFAULT, saved_func, saved_data);
+    if (ok) return RIG_OK;
+    remove(path);
+    snprintf(error, error_len, "%s: cannot write the op table", path);
+    return RIG_E_IO;
+}

@@ -1,0 +1,83 @@
+/* optable.h — op tables, the part both sides share: the key that names an op's shape, the
+ * op's analytic work (FLOPs and bytes), a timed point, and the HDF5 file that holds the
+ * points. `rig profile` (core/harness/bench/profile.c) writes tables; the simulator's
+ * table-driven cost model (sim/optable.h) reads them and interpolates. Both sit above the
+ * HAL, so the format lives here and neither includes the other.
+ *
+ * Keys, p[0..5] (unused: 0):
+ *   gemm                M, N, K, bytes per output element
+ *   attention_decode    requests, mean KV length, max KV length, Hq, Hk, head dim
+ *   attention_prefill   requests, query tokens, mean KV length per request, Hq, Hk, head dim
+ *   every other op      rows (the first dimension of its main tensor), bytes moved
+ *
+ * Work (docs/simulator.md gives every formula): FLOPs and bytes moved to and from device
+ * memory, from the op's shapes; attention reads the per-request lengths (kv_len, cu_q) from
+ * their tensors, which must be host-readable memory (METADATA buffers on the simulator, the
+ * sweep's staging on a real device).
+ *
+ * File: dataset /points (one packed row per point: kind, p[6], flops, bytes, cold_ns,
+ * cold_p10_ns, cold_p90_ns, warm_ns) and string attributes on the root (format =
+ * "rig-optable", then the writer's: device, backend, git_commit, ...).
+ * Threads: key and work are pure functions; reading and writing use the HDF5 library, whose
+ * calls the caller serialises (the simulator loads under its own lock).
+ */
+#ifndef RIG_HAL_OPTABLE_H
+#define RIG_HAL_OPTABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hal/ops.h"
+#include "hal/status.h"
+
+#define RIG_OPTABLE_PARAMS     6
+#define RIG_OPTABLE_POINTS_MAX (1 << 16)
+
+struct rig_optable_key {
+    int32_t kind; /* enum rig_op_kind */
+    double p[RIG_OPTABLE_PARAMS];
+};
+
+/* One timed point of a sweep. */
+struct rig_optable_point {
+    struct rig_optable_key key;
+    double flops, bytes; /* the op's analytic work (rig_optable_op_work) */
+    double cold_ns;      /* median device time, operands evicted from L2 first */
+    double cold_p10_ns, cold_p90_ns;
+    double warm_ns; /* median device time per issue, repeated in a graph */
+};
+
+/* What an op does, whatever runs it. */
+struct rig_op_work {
+    double flops; /* floating-point operations */
+    double bytes; /* bytes read from and written to device memory */
+};
+
+/* The work of a validated, non-collective op. Can't fail. */
+struct rig_op_work rig_optable_op_work(const struct rig_op *op);
+
+/* The key of a validated, non-collective op. Can't fail. */
+struct rig_optable_key rig_optable_op_key(const struct rig_op *op);
+
+/* Whether two keys name the same shape: kind and parameters bit for bit (never memcmp of the
+ * structs, whose padding after `kind` is not part of the value). Can't fail. */
+bool rig_optable_key_equal(const struct rig_optable_key *a, const struct rig_optable_key *b);
+
+/* Reads the table at `name_or_path`: a built-in name ("h100" finds the embedded h100.h5) or
+ * a path to an .h5 file (a name with a '/' or ".h5" in it). On success *points (malloc'd,
+ * the caller frees; in file order) holds *count > 0 valid points (kind in range, key
+ * parameters finite and >= 0, cold time finite and > 0, work >= 0). RIG_E_NOT_FOUND (no
+ * such built-in), RIG_E_IO (cannot open) or RIG_E_PARSE (/points missing or malformed) with
+ * a message in `error`; nothing is returned then. */
+enum rig_status rig_optable_read(const char *name_or_path, struct rig_optable_point **points,
+                                 int64_t *count, char *error, size_t error_len);
+
+/* Writes `count` points to an HDF5 table at `path` with the given root attributes (pairs of
+ * name, value strings; `attr_count` pairs). Deterministic bytes. RIG_E_IO with a message
+ * (and no file left behind). */
+enum rig_status rig_optable_write(const char *path, const struct rig_optable_point *points,
+                                  int64_t count, const char *const (*attrs)[2], int32_t attr_count,
+                                  char *error, size_t error_len);
+
+#endif /* RIG_HAL_OPTABLE_H */
