@@ -200,7 +200,7 @@ static int32_t rig__op_list(const struct rig__ops *s, const struct rig_model_con
                                     RIG__OP(GEMM, gemm, s->logits, s->last, s->lm, none)};
     e[n++] = (struct rig__op_entry){"sample", 1,
                                     RIG__OP(SAMPLE, sample, s->tokens, s->logits, s->temp, s->top_k,
-                                            s->top_p, s->seed, s->sample_pos)};
+                                            s->top_p, s->seed, s->sample_pos, none)};
     return n;
 }
 
