@@ -56,6 +56,34 @@ static json_t *rig__token_text(const struct rig_serve *server, int32_t id)
     return value;
 }
 
+/* The UTF-8 bytes of a token's text as a list of integers (OpenAI's "bytes"). */
+static json_t *rig__token_bytes(const json_t *text)
+{
+    json_t *bytes = json_array();
+    const unsigned char *s = (const unsigned char *)json_string_value(text);
+    size_t len = json_string_length(text);
+    for (size_t i = 0; s != NULL && i < len; i++) json_array_append_new(bytes, json_integer(s[i]));
+    return bytes;
+}
+
+/* Characters (code points) of a token's text: text_offset counts them, as Python's len. */
+static int64_t rig__token_chars(const json_t *text)
+{
+    const unsigned char *s = (const unsigned char *)json_string_value(text);
+    size_t len = json_string_length(text);
+    int64_t chars = 0;
+    for (size_t i = 0; s != NULL && i < len; i++) chars += (s[i] & 0xC0) != 0x80;
+    return chars;
+}
+
+/* One chat logprob entry {"token", "logprob", "bytes"}, top_logprobs added by the caller. */
+static json_t *rig__chat_entry(const struct rig_serve *server, int32_t id, float logprob)
+{
+    json_t *text = rig__token_text(server, id);
+    return json_pack("{s:o, s:f, s:o}", "token", text, "logprob", (double)logprob, "bytes",
+                     rig__token_bytes(text));
+}
+
 /* Chat logprobs of tokens [from, to): {"content": [...]}. */
 static json_t *rig__chat_logprobs(const struct rig_serve *server, const struct rig__slot *slot,
                                   int32_t from, int32_t to)
@@ -65,26 +93,28 @@ static json_t *rig__chat_logprobs(const struct rig_serve *server, const struct r
         const struct rig__logprob *lp = &slot->logprobs[i];
         json_t *top = json_array();
         for (int32_t k = 0; k < lp->top_count; k++)
-            json_array_append_new(top, json_pack("{s:o, s:f, s:n}", "token",
-                                                 rig__token_text(server, lp->top_ids[k]),
-                                                 "logprob", (double)lp->top_logprobs[k],
-                                                 "bytes"));
-        json_array_append_new(content, json_pack("{s:o, s:f, s:n, s:o}", "token",
-                                                 rig__token_text(server, slot->tokens[i]),
-                                                 "logprob", (double)lp->logprob, "bytes",
-                                                 "top_logprobs", top));
+            json_array_append_new(top,
+                                  rig__chat_entry(server, lp->top_ids[k], lp->top_logprobs[k]));
+        json_t *entry = rig__chat_entry(server, slot->tokens[i], lp->logprob);
+        json_object_set_new(entry, "top_logprobs", top);
+        json_array_append_new(content, entry);
     }
     return json_pack("{s:o}", "content", content);
 }
 
-/* Completions logprobs of tokens [from, to). */
+/* Completions logprobs of tokens [from, to); `*offset` is the characters before token `from`
+ * and advances past token to - 1. */
 static json_t *rig__text_logprobs(const struct rig_serve *server, const struct rig__slot *slot,
-                                  int32_t from, int32_t to)
+                                  int32_t from, int32_t to, int64_t *offset)
 {
     json_t *tokens = json_array(), *values = json_array(), *tops = json_array();
+    json_t *offsets = json_array();
     for (int32_t i = from; i < to; i++) {
         const struct rig__logprob *lp = &slot->logprobs[i];
-        json_array_append_new(tokens, rig__token_text(server, slot->tokens[i]));
+        json_t *token = rig__token_text(server, slot->tokens[i]);
+        json_array_append_new(offsets, json_integer(*offset));
+        *offset += rig__token_chars(token);
+        json_array_append_new(tokens, token);
         json_array_append_new(values, json_real(lp->logprob));
         json_t *top = json_object();
         for (int32_t k = 0; k < lp->top_count; k++) {
@@ -94,8 +124,8 @@ static json_t *rig__text_logprobs(const struct rig_serve *server, const struct r
         }
         json_array_append_new(tops, top);
     }
-    return json_pack("{s:o, s:o, s:o, s:[]}", "tokens", tokens, "token_logprobs", values,
-                     "top_logprobs", tops, "text_offset");
+    return json_pack("{s:o, s:o, s:o, s:o}", "tokens", tokens, "token_logprobs", values,
+                     "top_logprobs", tops, "text_offset", offsets);
 }
 
 /* SGLang's [[logprob, id, null], ...] and the top lists, for /generate. */
@@ -124,15 +154,15 @@ static int32_t rig__logprobs_ready(const struct rig__call *call, const struct ri
     return ready < c->kept ? ready : c->kept;
 }
 
+/* The logprobs of a choice's tokens [from, to) (`*offset`: see rig__text_logprobs). */
 static json_t *rig__logprobs(const struct rig__call *call, const struct rig__choice *c,
-                             int32_t from)
+                             int32_t from, int32_t to, int64_t *offset)
 {
     const struct rig__slot *slot = &call->server->slots[c->slot];
     if (!call->params.sampling.logprobs || slot->logprobs == NULL) return json_null();
-    int32_t to = rig__logprobs_ready(call, c);
     if (call->params.api == RIG_SERVE_API_CHAT)
         return rig__chat_logprobs(call->server, slot, from, to);
-    return rig__text_logprobs(call->server, slot, from, to);
+    return rig__text_logprobs(call->server, slot, from, to, offset);
 }
 
 static json_t *rig__usage(const struct rig__call *call)
@@ -199,16 +229,18 @@ static json_t *rig__chunk(struct rig__call *call, struct rig__choice *c)
     const char *text = c->text.data != NULL ? c->text.data + c->text_sent : "";
     size_t len = c->text.len - c->text_sent;
     bool ends = c->finished;
+    int32_t ready = rig__logprobs_ready(call, c);
+    json_t *logprobs = rig__logprobs(call, c, c->logprobs_sent, ready, &c->logprobs_offset);
     json_t *choice;
     if (call->params.api == RIG_SERVE_API_CHAT) {
         json_t *delta = json_pack("{s:s%}", "content", text, len);
         if (!c->role_sent) json_object_set_new(delta, "role", json_string("assistant"));
         choice = json_pack("{s:i, s:o, s:o, s:o}", "index", c->index, "delta", delta,
-                           "logprobs", rig__logprobs(call, c, c->logprobs_sent), "finish_reason",
+                           "logprobs", logprobs, "finish_reason",
                            ends ? json_string(rig__finish_text(c)) : json_null());
     } else {
         choice = json_pack("{s:i, s:s%, s:o, s:o}", "index", c->index, "text", text, len,
-                           "logprobs", rig__logprobs(call, c, c->logprobs_sent), "finish_reason",
+                           "logprobs", logprobs, "finish_reason",
                            ends ? json_string(rig__finish_text(c)) : json_null());
     }
     if (choice != NULL && ends && c->stop_matched >= 0)
@@ -216,7 +248,7 @@ static json_t *rig__chunk(struct rig__call *call, struct rig__choice *c)
                             json_string(call->params.sampling.stop[c->stop_matched]));
     c->role_sent = true;
     c->text_sent = c->text.len;
-    c->logprobs_sent = rig__logprobs_ready(call, c);
+    c->logprobs_sent = ready;
     c->finish_sent = ends;
     json_t *chunk = rig__envelope(call, call->params.api == RIG_SERVE_API_CHAT
                                             ? "chat.completion.chunk"
@@ -258,16 +290,17 @@ enum rig_status rig__response_stream(struct rig__call *call)
 
 static json_t *rig__full_choice(const struct rig__call *call, const struct rig__choice *c)
 {
+    int64_t offset = 0;
     const char *text = c->text.data != NULL ? c->text.data : "";
+    json_t *logprobs = rig__logprobs(call, c, 0, rig__logprobs_ready(call, c), &offset);
     json_t *choice;
     if (call->params.api == RIG_SERVE_API_CHAT)
         choice = json_pack("{s:i, s:{s:s, s:s%}, s:o, s:s}", "index", c->index, "message",
                            "role", "assistant", "content", text, c->text.len, "logprobs",
-                           rig__logprobs(call, c, 0), "finish_reason", rig__finish_text(c));
+                           logprobs, "finish_reason", rig__finish_text(c));
     else
         choice = json_pack("{s:i, s:s%, s:o, s:s}", "index", c->index, "text", text, c->text.len,
-                           "logprobs", rig__logprobs(call, c, 0), "finish_reason",
-                           rig__finish_text(c));
+                           "logprobs", logprobs, "finish_reason", rig__finish_text(c));
     if (choice != NULL && c->stop_matched >= 0)
         json_object_set_new(choice, "matched_stop",
                             json_string(call->params.sampling.stop[c->stop_matched]));

@@ -99,18 +99,67 @@ def check_stop(client):
         assert finish == "stop", finish
 
 
+def check_chat_entries(content, top, greedy):
+    """Chat logprob entries: values <= 0, the top list sorted, bytes the token's UTF-8."""
+    for entry in content:
+        assert entry.logprob <= 0.0 and len(entry.top_logprobs) == top, entry
+        assert entry.bytes == list(entry.token.encode()), entry
+        values = [t.logprob for t in entry.top_logprobs]
+        assert all(v <= 0.0 for v in values) and values == sorted(values, reverse=True), values
+        assert entry.logprob <= values[0] + 1e-6, entry  # nothing beats the most likely
+        if greedy:  # temperature 0 takes the most likely token: top-1 is the token itself
+            assert entry.token == entry.top_logprobs[0].token, entry
+            assert abs(entry.logprob - values[0]) < 1e-6, entry
+
+
 def check_logprobs(client):
-    r = client.chat.completions.create(model="tiny-qwen3", max_tokens=4, logprobs=True,
-                                       top_logprobs=3,
-                                       messages=[{"role": "user", "content": "Hi"}])
+    messages = [{"role": "user", "content": "Hi"}]
+    for temperature in (0, 1):
+        r = client.chat.completions.create(model="tiny-qwen3", max_tokens=6, logprobs=True,
+                                           top_logprobs=3, temperature=temperature,
+                                           messages=messages, seed=5)
+        content = r.choices[0].logprobs.content
+        assert len(content) == r.usage.completion_tokens == 6, (r.choices[0], r.usage)
+        check_chat_entries(content, 3, greedy=temperature == 0)
+        chunks = list(client.chat.completions.create(
+            model="tiny-qwen3", max_tokens=6, logprobs=True, top_logprobs=3, stream=True,
+            temperature=temperature, messages=messages, seed=5))
+        streamed = [e for c in chunks if c.choices and c.choices[0].logprobs
+                    for e in c.choices[0].logprobs.content]
+        assert [(e.token, e.logprob) for e in streamed] == \
+            [(e.token, e.logprob) for e in content], (streamed, content)
+    assert client.chat.completions.create(model="tiny-qwen3", max_tokens=2, messages=messages
+                                          ).choices[0].logprobs is None
+    # completions: tokens, token_logprobs, top_logprobs (a dict) and text_offset
+    r = client.completions.create(model="tiny-qwen3", prompt="The quick brown fox",
+                                  max_tokens=6, temperature=0, logprobs=2)
     lp = r.choices[0].logprobs
-    assert lp is not None and lp.content is not None
-    if len(lp.content) == 0:  # the engine's on_logprobs (sampling branch) not wired yet
-        print("skip: check_logprobs values (the engine emits no logprobs yet)")
-        return
-    assert len(lp.content) == r.usage.completion_tokens, (lp, r.usage)
-    for entry in lp.content:
-        assert entry.logprob <= 0.0 and len(entry.top_logprobs) == 3
+    assert "".join(lp.tokens) == r.choices[0].text, (lp.tokens, r.choices[0].text)
+    assert len(lp.token_logprobs) == len(lp.top_logprobs) == 6
+    offsets = [sum(len(t) for t in lp.tokens[:i]) for i in range(6)]
+    assert lp.text_offset == offsets, (lp.text_offset, offsets)
+    for token, value, top in zip(lp.tokens, lp.token_logprobs, lp.top_logprobs):
+        assert value <= 0.0 and len(top) <= 2 and max(top.values()) == value, (token, top)
+    chunks = list(client.completions.create(model="tiny-qwen3", prompt="The quick brown fox",
+                                            max_tokens=6, temperature=0, logprobs=2,
+                                            stream=True))
+    parts = [c.choices[0].logprobs for c in chunks if c.choices[0].logprobs is not None]
+    assert sum((p.tokens for p in parts), []) == lp.tokens
+    assert sum((p.token_logprobs for p in parts), []) == lp.token_logprobs
+    assert sum((p.text_offset for p in parts), []) == lp.text_offset
+
+
+def check_native_logprobs(server):
+    status, body = post(server, "/generate", {"text": "Hello", "return_logprob": True,
+                                              "top_logprobs_num": 2, "sampling_params":
+                                              {"max_new_tokens": 4, "temperature": 0}})
+    out = json.loads(body)
+    meta = out["meta_info"]
+    values, tops = meta["output_token_logprobs"], meta["output_top_logprobs"]
+    assert [v[1] for v in values] == out["output_ids"], (values, out["output_ids"])
+    for (value, token, _), top in zip(values, tops):
+        assert value <= 0.0 and len(top) == 2 and top[0][0] >= top[1][0], top
+        assert top[0][1] == token and abs(top[0][0] - value) < 1e-6, (value, token, top)
 
 
 def check_native(server):
@@ -146,6 +195,8 @@ def main():
             print("ok:", check.__name__, flush=True)
         check_native(server)
         print("ok: check_native")
+        check_native_logprobs(server)
+        print("ok: check_native_logprobs")
     finally:
         err = server.stop()
     print("test_openai: all passed")

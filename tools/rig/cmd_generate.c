@@ -21,6 +21,12 @@
  * extensions (docs/engine.md); --logprobs N adds to each --json object "logprobs": one
  * {"logprob", "top": [[id, logprob], ...]} per generated token (N alternatives).
  *
+ * --prompt TEXT (with --tokenizer DIR, by default the model's directory) is text in and text
+ * out: the text encoded as `rig tokenize` does (with --chat: one user message in the model's
+ * chat template, as `rig tokenize --chat`), the generated text streamed to standard output
+ * through the incremental detokenizer (tools/rig/text_cli.h) — the text `rig detokenize`
+ * gives of the ids the same run with --prompt-ids prints.
+ *
  * Exit status: 0 success, 1 a run error or a rejected prompt, 2 a usage error.
  */
 #include <errno.h>
@@ -33,6 +39,7 @@
 #include "core/engine/engine.h"
 #include "core/engine/driver.h"
 #include "tools/rig/commands.h"
+#include "tools/rig/text_cli.h"
 
 #define RIG__PROMPTS_MAX 64
 #define RIG__PROMPT_TOKENS_MAX 65536
@@ -61,6 +68,9 @@ struct rig__generate_args {
     int32_t prefill_budget;                    /* 0: raised to fit every prompt */
     int32_t max_running;                       /* 0: raised to the prompt count */
     int64_t collective_timeout_ms;             /* 0: the backend's default */
+    const char *prompt;                        /* --prompt TEXT, or NULL */
+    const char *tokenizer_dir;                 /* --tokenizer DIR (default: --model) */
+    bool chat;                                 /* --chat: the prompt is a user message */
 };
 
 /* What the observer collects, per prompt (uid = index + 1). */
@@ -78,6 +88,7 @@ struct rig__generate_state {
     float *logprob[RIG__PROMPTS_MAX];    /* (max_tokens) the sampled tokens' */
     int32_t *top_ids[RIG__PROMPTS_MAX];  /* (max_tokens, top) */
     float *top_logprobs[RIG__PROMPTS_MAX]; /* (max_tokens, top) */
+    struct rig_cli_stream *text;         /* --prompt: prompt 0's text goes here, or NULL */
 };
 
 static void rig__generate_usage(FILE *out)
@@ -95,6 +106,9 @@ static void rig__generate_usage(FILE *out)
             "  --backend sim|cuda   (default sim)\n"
             "  --tp N               tensor-parallel ranks (default 1)\n"
             "  --prompt-ids IDS     comma-separated token ids of one prompt (repeatable, <= %d)\n"
+            "  --prompt TEXT        text in, text streamed out (instead of --prompt-ids)\n"
+            "  --chat               --prompt is a user message in the model's chat template\n"
+            "  --tokenizer DIR      tokenizer.json for --prompt (default: the --model DIR)\n"
             "  --max-tokens N       tokens to generate per prompt (>= 1)\n"
             "  --temperature T      0 = greedy (default 0)\n"
             "  --top-k K            0 = off (default 0)\n"
@@ -174,6 +188,8 @@ static bool rig__generate_option(struct rig__generate_args *a, const char *arg,
     else if (strcmp(arg, "--backend") == 0) a->backend = v;
     else if (strcmp(arg, "--logits-out") == 0) a->logits_out = v;
     else if (strcmp(arg, "--stop-token-ids") == 0) a->stop_text = v;
+    else if (strcmp(arg, "--prompt") == 0) a->prompt = v;
+    else if (strcmp(arg, "--tokenizer") == 0) a->tokenizer_dir = v;
     else if (strcmp(arg, "--tp") == 0) {
         if (!rig__number(arg, v, 1, RIG_DEVICES_MAX, &x)) return false;
         a->tp = (int32_t)x;
@@ -234,6 +250,7 @@ static int rig__generate_parse(int argc, char **argv, struct rig__generate_args 
         if (strcmp(arg, "--dummy-weights") == 0) a->dummy_weights = true;
         else if (strcmp(arg, "--ignore-eos") == 0) a->ignore_eos = true;
         else if (strcmp(arg, "--json") == 0) a->json = true;
+        else if (strcmp(arg, "--chat") == 0) a->chat = true;
         else {
             const char *v = rig__gen_value(argc, argv, &i);
             if (v == NULL || !rig__generate_option(a, arg, v)) return 2;
@@ -241,7 +258,12 @@ static int rig__generate_parse(int argc, char **argv, struct rig__generate_args 
     }
     const char *problem = NULL;
     if ((a->model_dir == NULL) == (a->preset == NULL)) problem = "give --model or --preset";
-    else if (a->prompt_count == 0) problem = "give at least one --prompt-ids";
+    else if ((a->prompt_count == 0) == (a->prompt == NULL))
+        problem = "give --prompt TEXT or at least one --prompt-ids (not both)";
+    else if (a->prompt != NULL && a->json) problem = "--prompt prints text, not --json";
+    else if (a->prompt != NULL && a->tokenizer_dir == NULL && a->model_dir == NULL)
+        problem = "--prompt needs --tokenizer DIR (or --model DIR)";
+    else if (a->chat && a->prompt == NULL) problem = "--chat needs --prompt";
     else if (a->max_tokens <= 0) problem = "give --max-tokens N (N >= 1)";
     if (problem == NULL) return -1;
     fprintf(stderr, "rig generate: %s\n\n", problem);
@@ -287,12 +309,12 @@ static void rig__on_finish(void *ctx, const struct rig_request_result *result)
 
 static void rig__on_token(void *ctx, uint64_t uid, int32_t index, int32_t token, int64_t t_ns)
 {
-    (void)token;
     (void)t_ns;
     struct rig__generate_state *st = ctx;
     int64_t i = (int64_t)uid - 1;
     RIG_ASSERT(i >= 0 && i < RIG__PROMPTS_MAX);
     if (index == 0) st->first_token[i] = true;
+    if (st->text != NULL && index < st->capacity) rig_cli_stream_token(st->text, token);
 }
 
 static void rig__on_logprobs(void *ctx, uint64_t uid, int32_t index, int32_t token,
@@ -536,8 +558,52 @@ static int rig__generate_run(const struct rig__generate_args *a, int32_t *const 
     if (rc == 0) rc = rig__generate_drive(engine, st, a->prompt_count, a->logits_out);
     rig_engine_destroy(engine);
     if (rc > 0) return rc;
-    rig__generate_print(a, st, lengths);
+    if (st->text == NULL) rig__generate_print(a, st, lengths);
     return 0;
+}
+
+/* --prompt: the text's ids into `ids` (prompt 0). 0 on success, else the exit status. */
+static int rig__generate_encode(struct rig__generate_args *a, const struct rig_tokenizer *tok,
+                                int32_t *ids, int32_t *length)
+{
+    struct rig_tokenizer_ids encoded = {0};
+    struct rig_chat_message message = {.role = "user", .content = a->prompt};
+    int rc = rig_cli_prompt_encode("rig generate", tok, &message, 1, a->chat, true, &encoded)
+                 ? 0
+                 : 1;
+    if (rc == 0 && (encoded.count == 0 || encoded.count > RIG__PROMPT_TOKENS_MAX)) {
+        fprintf(stderr, "rig generate: --prompt: %zu tokens (1 to %d allowed)\n",
+                encoded.count, RIG__PROMPT_TOKENS_MAX);
+        rc = 2;
+    }
+    if (rc == 0) {
+        memcpy(ids, encoded.ids, sizeof(int32_t) * encoded.count);
+        *length = (int32_t)encoded.count;
+        a->prompt_count = 1;
+    }
+    rig_tokenizer_ids_free(&encoded);
+    return rc;
+}
+
+/* --prompt: runs the text's ids with the text streamed to standard output. */
+static int rig__generate_text(struct rig__generate_args *a, int32_t *const *prompts,
+                              int32_t *lengths, struct rig__generate_state *st)
+{
+    struct rig_tokenizer *tok = rig_cli_tokenizer_load(
+        "rig generate", a->tokenizer_dir != NULL ? a->tokenizer_dir : a->model_dir);
+    if (tok == NULL) return 1;
+    struct rig_cli_stream text;
+    int rc = rig__generate_encode(a, tok, prompts[0], &lengths[0]);
+    if (rc == 0 && !rig_cli_stream_begin(&text, tok, false, false, stdout)) rc = 1;
+    if (rc == 0) {
+        st->text = &text;
+        rc = rig__generate_run(a, prompts, lengths, st);
+        rig_cli_stream_end(&text);
+        printf("\n");
+        st->text = NULL;
+    }
+    rig_tokenizer_free(tok);
+    return rc;
 }
 
 int rig_cmd_generate(int argc, char **argv)
@@ -554,11 +620,13 @@ int rig_cmd_generate(int argc, char **argv)
     if (a.stop_text != NULL &&
         !rig__parse_ids(a.stop_text, a.stop, RIG_STOP_TOKENS_MAX, &a.stop_count))
         return 2;
-    for (int32_t i = 0; i < a.prompt_count; i++) {
+    prompts[0] = ids[0];
+    for (int32_t i = 0; a.prompt == NULL && i < a.prompt_count; i++) {
         prompts[i] = ids[i];
         if (!rig__parse_ids(a.prompt_text[i], ids[i], RIG__PROMPT_TOKENS_MAX, &lengths[i]))
             return 2;
     }
+    if (a.prompt != NULL) a.prompt_count = 1; /* prompt 0's arrays, filled from the text */
     size_t tokens = (size_t)a.max_tokens, top = a.logprobs > 0 ? (size_t)a.logprobs : 1;
     for (int32_t i = 0; i < a.prompt_count && rc < 0; i++) {
         st.outputs[i] = malloc(sizeof(int32_t) * tokens);
@@ -569,7 +637,8 @@ int rig_cmd_generate(int argc, char **argv)
         st.top_logprobs[i] = malloc(sizeof(float) * tokens * top);
         if (!st.logprob[i] || !st.top_ids[i] || !st.top_logprobs[i]) rc = 1;
     }
-    if (rc < 0) rc = rig__generate_run(&a, prompts, lengths, &st);
+    if (rc < 0 && a.prompt != NULL) rc = rig__generate_text(&a, prompts, lengths, &st);
+    else if (rc < 0) rc = rig__generate_run(&a, prompts, lengths, &st);
     for (int32_t i = 0; i < a.prompt_count; i++) {
         free(st.outputs[i]);
         free(st.logprob[i]);

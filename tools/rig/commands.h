@@ -25,5 +25,6 @@ int rig_cmd_fuzz(int argc, char **argv);
 int rig_cmd_compare(int argc, char **argv);
 int rig_cmd_profile(int argc, char **argv);
 int rig_cmd_serve(int argc, char **argv);
+int rig_cmd_shell(int argc, char **argv);
 
 #endif /* RIG_COMMANDS_H */

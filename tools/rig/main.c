@@ -17,6 +17,7 @@ static const struct rig_command rig__commands[] = {
     {"profile", rig_cmd_profile, "sweep every op over the models' shapes: the simulator's op table"},
     {"compare", rig_cmd_compare, "a prediction against a measured run: step and latency errors"},
     {"serve", rig_cmd_serve, "the OpenAI-compatible HTTP server (chat, completions, /generate)"},
+    {"shell", rig_cmd_shell, "interactive chat: text in, text streamed out (/reset, /exit)"},
     {"fuzz", rig_cmd_fuzz, "swarm-test the engine: random configs, traces and faults per seed"},
 };
 
