@@ -5,8 +5,9 @@
  * group of simulated devices driven by one thread per rank, with batches staged here the way
  * the scheduler stages them (core/engine/batch.h). Each run is three steps: a prefill of
  * three tokens of request 0; a prefill of four more tokens of request 0 (three cached) and
- * three of request 1; a decode step of both — then the decode step again, captured as a
- * CUDA graph (its collectives inside) and replayed. The checks:
+ * three of request 1; a decode step of both, eagerly and then captured as a CUDA graph (its
+ * collectives inside) and replayed; the next decode step eagerly and by replaying that graph
+ * with the new step's metadata (as the engine replays decode graphs). The checks:
  *   - TP logits match the single device's (normalised squared error < 1e-3) with the same
  *     tokens, every rank samples the same tokens from the same all-gathered logits, the
  *     graph replay equals the eager step bit for bit;
@@ -32,7 +33,7 @@ enum {
     RIG__TP_MAX = 4,
     RIG__ROWS_MAX = 64, /* requests of the largest batch (the Qwen3-32B step) */
     RIG__VOCAB_MAX = 1024,
-    RIG__STEPS = 4, /* prefill, prefill after a cached prefix, decode, decode as a graph */
+    RIG__STEPS = 6, /* prefill, prefill after a prefix, decode ×2 (eager, graph) ×2 */
 };
 
 /* A batch's sizes: page-table rows (one per request), row length, tokens. */
@@ -315,8 +316,10 @@ struct rig__outcome {
 };
 
 /* Stages step `step` of the run: prefill of request 0's first three tokens; four more of
- * request 0 after those three (cached) and three of request 1; decode of both (twice). */
-static void rig__stage_step(struct rig__stage *s, int32_t step, const int32_t *sampled)
+ * request 0 after those three (cached) and three of request 1; decode of both (steps 2 and
+ * 3: the tokens of step 1), decode of the next (steps 4 and 5: the tokens of step 2). */
+static void rig__stage_step(struct rig__stage *s, int32_t step,
+                            const int32_t (*sampled)[RIG__ROWS])
 {
     static const int32_t prompt0[] = {11, 402, 57, 990, 3, 250, 777}, prompt1[] = {5, 600, 81};
     if (step == 0) {
@@ -327,9 +330,10 @@ static void rig__stage_step(struct rig__stage *s, int32_t step, const int32_t *s
         rig__stage_add(s, 0, 3, 4, prompt0 + 3, 0);
         rig__stage_add(s, 1, 0, 3, prompt1, 0);
     } else {
+        int32_t next = step < 4 ? 0 : 1; /* tokens decoded before this one */
         rig__stage_begin(s, RIG_BATCH_DECODE);
-        rig__stage_add(s, 0, 7, 1, &sampled[0], 1);
-        rig__stage_add(s, 1, 3, 1, &sampled[1], 1);
+        rig__stage_add(s, 0, 7 + next, 1, &sampled[1 + next][0], 1 + next);
+        rig__stage_add(s, 1, 3 + next, 1, &sampled[1 + next][1], 1 + next);
     }
 }
 
@@ -367,10 +371,12 @@ static int rig__run_small(const struct rig_model_config *config, int32_t tp,
     group = (struct rig__group){.read_logits = true, .config = config, .limits = &limits,
                                 .stage = &stage};
     int failed = rig__group_open(&group, tp, false);
-    static const enum rig__action actions[RIG__STEPS] = {RIG__EAGER, RIG__EAGER, RIG__EAGER,
-                                                         RIG__CAPTURE};
+    /* the graph is captured at step 3 and replayed with step 5's metadata, as the engine
+     * replays a decode graph for the batches after its capture */
+    static const enum rig__action actions[RIG__STEPS] = {
+        RIG__EAGER, RIG__EAGER, RIG__EAGER, RIG__CAPTURE, RIG__EAGER, RIG__REPLAY};
     for (int32_t step = 0; step < RIG__STEPS && !failed; step++) {
-        rig__stage_step(&stage, step, out->tokens[1]);
+        rig__stage_step(&stage, step, (const int32_t (*)[RIG__ROWS])out->tokens);
         failed |= rig__group_act(&group, actions[step]);
         if (!failed) rig__collect(&group, step, out);
     }
@@ -410,15 +416,17 @@ static int rig__check_case(const char *label, const struct rig_model_config *con
     size_t n = (size_t)RIG__ROWS * (size_t)config->vocab_size;
     double nmse = 0;
     bool tokens = true, in_vocab = true;
-    for (int32_t step = 1; step < 3; step++) { /* the prefill after the prefix, the decode */
+    for (int32_t step = 1; step < RIG__STEPS; step++) { /* all but the first prefill */
         double e = rig__nmse(group.logits[step], single.logits[step], n);
         nmse = e > nmse ? e : nmse;
         tokens &= memcmp(group.tokens[step], single.tokens[step], sizeof single.tokens[0]) == 0;
         for (int32_t r = 0; r < RIG__ROWS; r++)
             in_vocab &= group.tokens[step][r] >= 0 && group.tokens[step][r] < config->vocab_size;
     }
-    bool graph = memcmp(group.logits[3], group.logits[2], sizeof group.logits[2]) == 0 &&
-                 memcmp(group.tokens[3], group.tokens[2], sizeof group.tokens[2]) == 0;
+    bool graph = true; /* captured at step 3, replayed at 5: each equals the eager step */
+    for (int32_t step = 3; step < RIG__STEPS; step += 2)
+        graph &= memcmp(group.logits[step], group.logits[step - 1], sizeof group.logits[0]) == 0 &&
+                 memcmp(group.tokens[step], group.tokens[step - 1], sizeof group.tokens[0]) == 0;
     printf("  %-28s TP=%d vs TP=1: logits nmse %.3g (limit 1e-3); tokens %s [%d %d | %d %d]%s; "
            "ranks agree: %s; graph replay %s\n",
            label, tp, nmse, tokens ? "equal" : "DIFFER", group.tokens[1][0], group.tokens[1][1],
@@ -447,7 +455,7 @@ static int rig__small_checks(void)
     struct rig__stage greedy = {.temperature = 0.0f, .top_k = 0, .top_p = 1.0f};
     struct rig__stage sampled = {.temperature = 0.8f, .top_k = 20, .top_p = 0.9f};
     printf("rig selftest: %s (dummy weights): %d layers, H=%d, %d/%d heads, D=%d, I=%d, V=%d; "
-           "%d requests, a cached prefix, a decode step eager and as a graph\n",
+           "%d requests, a cached prefix, two decode steps eager and as a graph\n",
            tiny.name, tiny.num_layers, tiny.hidden_size, tiny.num_heads, tiny.num_kv_heads,
            tiny.head_dim, tiny.intermediate_size, tiny.vocab_size, RIG__ROWS);
     static struct rig__outcome first, again, one;
