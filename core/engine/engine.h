@@ -181,10 +181,7 @@ enum rig_status rig_engine_abort(struct rig_engine *engine, uint64_t uid);
  * *progress (may be NULL) tells whether anything happened. Fails only on a device error;
  * the engine is then in an undefined state and must be destroyed. */
 enum rig_status rig_engine_step(struct rig_engine *engine, bool *progress);
-/* Steps until idle (nothing queued, running or in flight), at most `max_steps` steps (<= 0:
- * no bound). RIG_E_STATE when a step makes no progress while work remains (queued requests
- * that can never be admitted — a bug, since such requests are rejected at submission). */
-enum rig_status rig_engine_run(struct rig_engine *engine, int64_t max_steps);
+/* Nothing queued, running or in flight. */
 bool rig_engine_idle(const struct rig_engine *engine);
 /* Why the engine failed, beyond the status its call returned: with TP, the group's failure
  * naming the rank and the collective (a late, stalled or failed rank); "" otherwise. */

@@ -335,15 +335,3 @@ bool rig_engine_idle(const struct rig_engine *e)
         if (e->batches[s].active) return false;
     return e->prefill.count == 0 && e->decode.count == 0 && e->releasing_count == 0;
 }
-
-enum rig_status rig_engine_run(struct rig_engine *e, int64_t max_steps)
-{
-    for (int64_t n = 0; max_steps <= 0 || n < max_steps; n++) {
-        if (rig_engine_idle(e)) return RIG_OK;
-        bool progress = false;
-        enum rig_status status = rig_engine_step(e, &progress);
-        if (status != RIG_OK) return status;
-        if (!progress) return RIG_E_STATE; /* queued work that can never be scheduled */
-    }
-    return RIG_OK;
-}
