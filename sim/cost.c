@@ -152,11 +152,14 @@ int64_t rig_sim_cost_collective_ns(const struct rig_sim_profile *profile, enum r
     RIG_ASSERT(ranks >= 1 && bytes >= 0);
     RIG_ASSERT(kind == RIG_OP_ALL_REDUCE || kind == RIG_OP_ALL_GATHER);
     double share = (double)(ranks - 1) / (double)ranks;
-    if (kind == RIG_OP_ALL_REDUCE)
-        return profile->all_reduce_latency_ns +
-               rig__ceil_ns(2.0 * share * bytes / profile->all_reduce_bytes_per_s);
-    return profile->all_gather_latency_ns +
-           rig__ceil_ns(share * bytes / profile->all_gather_bytes_per_s);
+    bool reduce = kind == RIG_OP_ALL_REDUCE;
+    double rate = reduce ? profile->all_reduce_bytes_per_s : profile->all_gather_bytes_per_s;
+    int64_t latency = reduce ? profile->all_reduce_latency_ns : profile->all_gather_latency_ns;
+    if (ranks > profile->gpus_per_node) { /* the ring crosses nodes (profile.h) */
+        if (profile->inter_node_bytes_per_s < rate) rate = profile->inter_node_bytes_per_s;
+        latency += profile->inter_node_latency_ns;
+    }
+    return latency + rig__ceil_ns((reduce ? 2.0 : 1.0) * share * bytes / rate);
 }
 
 /* A kernel of rig's: its class's fixed latency (per kernel the op launches) plus the

@@ -73,6 +73,9 @@ static const struct rig__key rig__keys[] = {
     {"all_reduce_latency_ns", RIG__KEY_COUNT, RIG__AT(all_reduce_latency_ns)},
     {"all_gather_bytes_per_s", RIG__KEY_RATE, RIG__AT(all_gather_bytes_per_s)},
     {"all_gather_latency_ns", RIG__KEY_COUNT, RIG__AT(all_gather_latency_ns)},
+    {"gpus_per_node", RIG__KEY_COUNT, RIG__AT(gpus_per_node)},
+    {"inter_node_bytes_per_s", RIG__KEY_RATE, RIG__AT(inter_node_bytes_per_s)},
+    {"inter_node_latency_ns", RIG__KEY_COUNT, RIG__AT(inter_node_latency_ns)},
     {"gemm_compute_efficiency", RIG__KEY_FRACTION, RIG__AT(gemm_compute_efficiency)},
     {"gemm_k_half", RIG__KEY_COUNT, RIG__AT(gemm_k_half)},
     {"gemm_latency_ns", RIG__KEY_COUNT, RIG__LATENCY(RIG_SIM_OP_CLASS_GEMM)},
@@ -166,7 +169,9 @@ static enum rig_status rig__set_value(const struct rig__key *key, const char *te
  * the later additions, so older profile files still load. */
 static bool rig__optional(const char *key)
 {
-    return strcmp(key, "op_table") == 0 || strcmp(key, "pageable_host_copies") == 0;
+    return strcmp(key, "op_table") == 0 || strcmp(key, "pageable_host_copies") == 0 ||
+           strcmp(key, "gpus_per_node") == 0 || strcmp(key, "inter_node_bytes_per_s") == 0 ||
+           strcmp(key, "inter_node_latency_ns") == 0;
 }
 
 static int32_t rig__find_key(const char *name)
@@ -285,6 +290,9 @@ enum rig_status rig_sim_profile_parse(const char *file, const char *text, size_t
     struct rig_sim_profile profile;
     memset(&profile, 0, sizeof profile);
     snprintf(profile.op_table, sizeof profile.op_table, "none");
+    profile.gpus_per_node = RIG_SIM_GPUS_PER_NODE;
+    profile.inter_node_bytes_per_s = RIG_SIM_INTER_NODE_BYTES_PER_S;
+    profile.inter_node_latency_ns = RIG_SIM_INTER_NODE_LATENCY_NS;
     if (status == RIG_OK)
         status = rig__read_mapping(file, fy_document_root(document), &profile, error, error_size);
     if (status == RIG_OK) *out = profile;

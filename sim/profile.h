@@ -69,7 +69,21 @@ struct rig_sim_profile {
     int64_t all_reduce_latency_ns;
     double all_gather_bytes_per_s; /* NVLink bus bandwidth, ring */
     int64_t all_gather_latency_ns;
+    /* The network between nodes (optional keys; defaults below). A TP group of more ranks
+     * than gpus_per_node spans nodes: its collectives' rings cross the inter-node links, one
+     * NIC per GPU (rail-optimised), so they run at min(NVLink, network) bandwidth and pay the
+     * network's latency on top of NVLink's (sim/cost.c, rig_sim_cost_collective_ns). */
+    int64_t gpus_per_node;
+    double inter_node_bytes_per_s; /* per GPU, one direction */
+    int64_t inter_node_latency_ns; /* per collective, added to the NVLink latency */
 };
+
+/* Defaults of the network keys: an HGX H100 node of 8 GPUs, each with a 400 Gb/s
+ * InfiniBand NDR NIC (ConnectX-7): 50e9 B/s per GPU; ~10 us more per collective than within
+ * the node (NCCL's small-message all-reduce across two nodes, an estimate). */
+#define RIG_SIM_GPUS_PER_NODE 8
+#define RIG_SIM_INTER_NODE_BYTES_PER_S 50e9
+#define RIG_SIM_INTER_NODE_LATENCY_NS 10000
 
 /* Parses `text` (`size` bytes, YAML) into `out`; `file` is the name used in messages.
  * Returns RIG_OK, or RIG_E_PARSE / RIG_E_RANGE with "file:line:col: ..." in `error`

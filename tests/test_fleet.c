@@ -88,6 +88,44 @@ static void test_same_bytes_twice(void **state)
     rig_fleet_results_free(&b);
 }
 
+/* The recorded run (what `rig run` writes for a `cluster:` scenario) holds the same routes and
+ * totals as the fleet's own records, every output token's time, and valid results. */
+static void test_recorded(void **state)
+{
+    (void)state;
+    struct rig_fleet_config config;
+    rig_fleet_config_default(&config);
+    config.replicas = 4;
+    config.router = RIG_FLEET_CACHE_AWARE;
+    struct rig_fleet_results out;
+    struct rig_results record;
+    char error[512] = "";
+    if (rig_fleet_run_recorded(&rig__scenario, &config, &out, &record, error, sizeof error) !=
+        RIG_OK)
+        fail_msg("%s", error);
+    assert_non_null(record.fleet);
+    assert_string_equal(record.fleet->router, "cache_aware");
+    assert_int_equal(record.fleet->replica_count, 4);
+    assert_int_equal(rig_results_check(&record, error, sizeof error), 0);
+    int64_t cached = 0;
+    for (int64_t i = 0; i < out.request_count; i++) {
+        const struct rig_results_request *q = &record.requests[i];
+        assert_int_equal(record.fleet->routes[i].replica, out.requests[i].replica);
+        assert_int_equal(record.fleet->routes[i].matched, out.requests[i].matched);
+        assert_int_equal(q->first_token_ns, out.requests[i].first_token_ns);
+        assert_int_equal(q->output_len, 256);
+        assert_int_equal(record.token_time_ns[q->token_offset], q->first_token_ns);
+        assert_int_equal(record.token_time_ns[q->token_offset + 255], q->finish_ns);
+        cached += q->cached_len;
+    }
+    for (int32_t r = 0; r < 4; r++)
+        assert_memory_equal(&record.fleet->replicas[r], &out.replicas[r], sizeof out.replicas[r]);
+    assert_int_equal(record.cache_hit_tokens, cached);
+    assert_int_equal(record.step_count, 0);
+    rig_results_free(&record);
+    rig_fleet_results_free(&out);
+}
+
 static void test_bad_config(void **state)
 {
     (void)state;
@@ -113,6 +151,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cache_aware_beats_round_robin),
         cmocka_unit_test(test_same_bytes_twice),
+        cmocka_unit_test(test_recorded),
         cmocka_unit_test(test_bad_config),
     };
     return cmocka_run_group_tests(tests, rig__setup, rig__teardown);

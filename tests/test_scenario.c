@@ -217,6 +217,42 @@ static void test_errors_name_position_and_key(void **state)
     load_fails("", RIG_E_PARSE, "t.yaml");
 }
 
+/* cluster: strict like every key; parsed values reach the scenario. */
+static void test_cluster(void **state)
+{
+    (void)state;
+    const char *requests = "requests: [{id: a, tokens: [1]}]\n";
+    char text[512];
+    snprintf(text, sizeof text, HEAD "cluster: {replicas: 4, routr: x}\n%s", requests);
+    load_fails(text, RIG_E_INVALID, "t.yaml:3:24: unknown key 'routr' in cluster");
+    snprintf(text, sizeof text, HEAD "cluster: {replicas: 0}\n%s", requests);
+    load_fails(text, RIG_E_RANGE, "t.yaml:3:21: 'replicas' = 0 is outside [1, 64]");
+    snprintf(text, sizeof text, HEAD "cluster: {router: random}\n%s", requests);
+    load_fails(text, RIG_E_INVALID,
+               "'router' must be one of round_robin, least_load, cache_aware, not 'random'");
+    snprintf(text, sizeof text, HEAD "cluster: 4\n%s", requests);
+    load_fails(text, RIG_E_INVALID, "t.yaml:3:10: 'cluster' must be a mapping");
+    snprintf(text, sizeof text, HEAD "backend: cuda\ncluster: {replicas: 2}\n%s", requests);
+    load_fails(text, RIG_E_INVALID, "a fleet runs on the simulator only");
+    struct rig_scenario s;
+    char error[512];
+    snprintf(text, sizeof text,
+             HEAD "cluster: {replicas: 8, tp: 2, router: cache_aware, load_cap: 16}\n%s",
+             requests);
+    assert_int_equal(rig_scenario_load_string(text, "t.yaml", NULL, 0, &s, error, sizeof error),
+                     RIG_OK);
+    assert_int_equal(s.cluster.replicas, 8);
+    assert_int_equal(s.cluster.tp, 2);
+    assert_int_equal(s.cluster.router, RIG_SCENARIO_CACHE_AWARE);
+    assert_int_equal(s.cluster.load_cap, 16);
+    rig_scenario_free(&s);
+    snprintf(text, sizeof text, HEAD "%s", requests);
+    assert_int_equal(rig_scenario_load_string(text, "t.yaml", NULL, 0, &s, error, sizeof error),
+                     RIG_OK);
+    assert_int_equal(s.cluster.replicas, 0); /* no cluster: one engine */
+    rig_scenario_free(&s);
+}
+
 static void test_missing_file(void **state)
 {
     (void)state;
@@ -296,6 +332,7 @@ int main(void)
         cmocka_unit_test(test_sampling_defaults_and_overrides),
         cmocka_unit_test(test_set_overrides),
         cmocka_unit_test(test_errors_name_position_and_key),
+        cmocka_unit_test(test_cluster),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_expectations),
     };

@@ -531,6 +531,42 @@ static void test_timing_only_same_times(void **state)
     assert_true(times[0][2] > times[0][1]);
 }
 
+/* Collectives of a TP group larger than a node cross the network: 400 Gb/s per GPU and 10 us
+ * more latency by default (sim/profile.h); within a node, NVLink alone. A profile may say
+ * otherwise (gpus_per_node, inter_node_bytes_per_s, inter_node_latency_ns). */
+static void test_collectives_cross_nodes(void **state)
+{
+    (void)state;
+    struct rig_sim_profile p;
+    char error[RIG_SIM_PROFILE_ERROR_MAX];
+    assert_int_equal(rig_sim_profile_load("h100", &p, error, sizeof error), RIG_OK);
+    assert_int_equal(p.gpus_per_node, 8);
+    assert_true(p.inter_node_bytes_per_s == 50e9);
+    assert_int_equal(p.inter_node_latency_ns, 10000);
+    double bytes = 64.0 * 1024 * 1024; /* 64 MiB: bandwidth-bound */
+    int64_t in_node = rig_sim_cost_collective_ns(&p, RIG_OP_ALL_REDUCE, bytes, 8);
+    int64_t two_nodes = rig_sim_cost_collective_ns(&p, RIG_OP_ALL_REDUCE, bytes, 16);
+    assert_int_equal(in_node, p.all_reduce_latency_ns +
+                                  (int64_t)ceil(2.0 * 7 / 8 * bytes / p.all_reduce_bytes_per_s * 1e9));
+    assert_int_equal(two_nodes, p.all_reduce_latency_ns + 10000 +
+                                    (int64_t)ceil(2.0 * 15 / 16 * bytes / 50e9 * 1e9));
+    print_message("all-reduce of 64 MiB: TP 8 in a node %.1f us, TP 16 over two nodes %.1f us\n",
+                  (double)in_node * 1e-3, (double)two_nodes * 1e-3);
+    assert_true(two_nodes > 2 * in_node);
+    int64_t gather = rig_sim_cost_collective_ns(&p, RIG_OP_ALL_GATHER, bytes, 16);
+    assert_int_equal(gather, p.all_gather_latency_ns + 10000 +
+                                 (int64_t)ceil(15.0 / 16 * bytes / 50e9 * 1e9));
+    p.gpus_per_node = 4; /* e.g. a 4-GPU node: TP 8 spans two */
+    assert_true(rig_sim_cost_collective_ns(&p, RIG_OP_ALL_REDUCE, bytes, 8) > in_node * 2);
+    assert_int_equal(rig_sim_cost_collective_ns(&p, RIG_OP_ALL_REDUCE, bytes, 4),
+                     p.all_reduce_latency_ns +
+                         (int64_t)ceil(2.0 * 3 / 4 * bytes / p.all_reduce_bytes_per_s * 1e9));
+    const char *text = "name: x\ninter_node_latency_ns: 5\n";
+    struct rig_sim_profile q;
+    assert_int_equal(rig_sim_profile_parse("x.yaml", text, strlen(text), &q, error,
+                                           sizeof error), RIG_E_PARSE); /* other keys missing */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -546,6 +582,7 @@ int main(void)
         cmocka_unit_test(test_prefill_attention_occupancy),
         cmocka_unit_test(test_graph_replay_cheaper_on_host),
         cmocka_unit_test(test_timing_only_same_times),
+        cmocka_unit_test(test_collectives_cross_nodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

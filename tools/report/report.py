@@ -12,6 +12,11 @@ One figure, four panels, per run:
   definitions, completed requests only). With several files the panels overlay the runs, which
   is how one compares policies or cache types on the same scenario.
 
+A fleet run (a scenario with `cluster:`; the file has /fleet) gets the fleet's figure instead:
+per replica, its load (live requests) each time the router sent it a request, against the
+arrival time; its cumulative prefix-cache hit rate (cached / prompt tokens of the requests
+routed there) against time, with the final rate per replica; and the fleet's latency CDFs.
+
 With --compare and two files (a measured run, then its prediction) the figure is rig compare's
 instead: every step paired with the predicted step that ran the same requests (phase, tokens,
 uids), predicted against measured duration; the distribution of step errors per phase; both
@@ -57,6 +62,10 @@ def load(path):
             "summary": {k: float(f["summary"][k][()]) for k in f["summary"]},
         }
         run["step_requests"] = f["step_requests"][:]
+        if "fleet" in f:
+            run["routes"] = f["fleet/routes"][:]
+            run["replicas"] = f["fleet/replicas"][:]
+            run["router"] = text(f["fleet"].attrs["router"])
         run["reason"] = np.array([names.get(int(v), "?") for v in run["requests"]["finish_reason"]])
     return run
 
@@ -129,6 +138,51 @@ def figure(runs, out_path):
     plt.close(fig)
 
 
+def fleet_figure(runs, out_path):
+    """Load and cache hit rate per replica (docs/results.md, /fleet), and the latency CDFs."""
+    fig, axes = plt.subplots(2, 2, figsize=(13, 8.5))
+    (ax_load, ax_hit), (ax_bar, ax_lat) = axes
+    styles = ["-", "--", ":", "-."]
+    width = 0.8 / len(runs)
+    for i, run in enumerate(runs):
+        req, routes, style = run["requests"], run["routes"], styles[i % len(styles)]
+        label = f"{run['router']} — {run['label']}"
+        for r in run["replicas"]["index"]:
+            mine = routes["replica"] == r
+            arrival = req["arrival"][mine]
+            ax_load.plot(arrival, routes["load"][mine] + 1, style, drawstyle="steps-post",
+                         label=f"replica {r} — {label}")
+            hit = np.cumsum(req["cached_len"][mine]) / np.maximum(np.cumsum(req["input_len"][mine]), 1)
+            ax_hit.plot(arrival, hit * 100, style, label=f"replica {r} — {label}")
+        index = run["replicas"]["index"]
+        ax_bar.bar(index + i * width, run["replicas"]["cache_hit_rate"] * 100, width,
+                   label=label)
+        lat = latencies(run)
+        for name in ("TTFT", "TPOT", "E2E"):
+            plot_cdf(ax_lat, lat[name], f"{name} — {label}", style)
+    ax_load.set(title="Load per replica when the router sent it a request",
+                xlabel="arrival (s)", ylabel="live requests (incl. the new one)")
+    ax_hit.set(title="Prefix-cache hit rate per replica (cumulative)", xlabel="arrival (s)",
+               ylabel="cached / prompt tokens (%)")
+    ax_bar.set(title="Cache hit rate per replica (whole run)", xlabel="replica", ylabel="%")
+    ticks = runs[0]["replicas"]["index"]
+    ax_bar.set_xticks(ticks + width * (len(runs) - 1) / 2, [str(r) for r in ticks])
+    ax_lat.set(title="Latency CDFs (fleet)", xlabel="ms", ylabel="fraction", xscale="log")
+    save(fig, axes, f"{text(runs[0]['attrs'].get('device', ''))} — fleet of "
+                    f"{len(runs[0]['replicas'])}, {len(runs)} run(s)", out_path, 6)
+
+
+def save(fig, axes, title, out_path, legend_size=7):
+    """Grid and legend on every panel, the title, then the PNG."""
+    for ax in axes.flat:
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=legend_size, loc="best")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(out_path, dpi=110)
+    plt.close(fig)
+
+
 def step_keys(run):
     """Per step: (phase, tokens, uids) — what `rig compare` pairs steps by."""
     steps, uids = run["steps"], run["step_requests"]
@@ -183,14 +237,8 @@ def compare_figure(measured, predicted, out_path):
         for name in ("TTFT", "TPOT", "E2E"):
             plot_cdf(ax_lat, lat[name], f"{name} — {run['label']}", style)
     ax_lat.set(title="Latency CDFs", xlabel="ms", ylabel="fraction", xscale="log")
-    for ax in axes.flat:
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7, loc="best")
-    fig.suptitle(f"measured: {text(measured['attrs'].get('device', ''))} — predicted: "
-                 f"{text(predicted['attrs'].get('device', ''))}")
-    fig.tight_layout()
-    fig.savefig(out_path, dpi=110)
-    plt.close(fig)
+    save(fig, axes, f"measured: {text(measured['attrs'].get('device', ''))} — predicted: "
+                    f"{text(predicted['attrs'].get('device', ''))}", out_path)
 
 
 def print_summary(run):
@@ -220,6 +268,8 @@ def main(argv):
         print_summary(run)
     if args.compare:
         compare_figure(runs[0], runs[1], out)
+    elif all("routes" in run for run in runs):
+        fleet_figure(runs, out)
     else:
         figure(runs, out)
     print(f"wrote {out}")

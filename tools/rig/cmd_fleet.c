@@ -16,9 +16,10 @@ static int rig__fleet_usage(FILE *out, int status)
             "usage: rig fleet SCENARIO.yaml [--replicas N] [--tp T] [--router R] [--set K=V]\n\n"
             "Runs the scenario's requests on N engine replicas (each of T ranks) behind a\n"
             "router on the simulator's clock (docs/scenarios.md, \"Fleets\").\n\n"
-            "  --replicas N   1..%d (default 1)\n"
-            "  --tp T         ranks per replica (default: the scenario's engine.tp_size)\n"
-            "  --router R     round_robin | least_load | cache_aware (default round_robin)\n"
+            "  --replicas N   1..%d (default: the scenario's cluster.replicas, else 1)\n"
+            "  --tp T         ranks per replica (default: cluster.tp, else engine.tp_size)\n"
+            "  --router R     round_robin | least_load | cache_aware (default: cluster.router,\n"
+            "                 else round_robin)\n"
             "  --set KEY=VAL  override a scenario key (repeatable)\n",
             RIG_FLEET_REPLICAS_MAX);
     return status;
@@ -29,7 +30,7 @@ static void rig__fleet_print(const struct rig_fleet_results *r)
     printf("%-8s %9s %12s %12s %8s %8s %10s\n", "replica", "requests", "input tok",
            "cached tok", "hit %", "peak", "busy s");
     for (int32_t i = 0; i < r->config.replicas; i++) {
-        const struct rig_fleet_replica *p = &r->replicas[i];
+        const struct rig_results_replica *p = &r->replicas[i];
         double hit = p->input_tokens > 0 ? 100.0 * (double)p->cached_tokens / (double)p->input_tokens
                                          : 0.0;
         printf("%-8d %9lld %12lld %12lld %8.1f %8d %10.3f\n", i, (long long)p->requests,
@@ -67,10 +68,22 @@ static int rig__fleet_main(const struct rig_scenario *s, const struct rig_fleet_
     return exit_status;
 }
 
+/* The scenario's `cluster:` (or the defaults), then the flags that were given (>= 0). */
+static void rig__fleet_merge(const struct rig_scenario *s, const struct rig_fleet_config *flags,
+                             struct rig_fleet_config *config)
+{
+    rig_fleet_config_of_scenario(s, config);
+    if (flags->replicas >= 0) config->replicas = flags->replicas;
+    if (flags->tp >= 0) config->tp = flags->tp;
+    if ((int)flags->router >= 0) config->router = flags->router;
+}
+
 int rig_cmd_fleet(int argc, char **argv)
 {
     struct rig_fleet_config config;
     rig_fleet_config_default(&config);
+    config.replicas = config.tp = -1;
+    config.router = (enum rig_fleet_router)-1;
     const char *path = NULL, *sets[RIG_SCENARIO_SETS_MAX];
     int32_t set_count = 0;
     for (int i = 1; i < argc; i++) {
@@ -92,8 +105,9 @@ int rig_cmd_fleet(int argc, char **argv)
             return rig__fleet_usage(stderr, 2);
         }
     }
-    if (path == NULL || config.replicas < 1 || config.replicas > RIG_FLEET_REPLICAS_MAX ||
-        config.tp < 0 || config.tp > 8)
+    if (path == NULL || config.replicas == 0 || config.replicas < -1 ||
+        config.replicas > RIG_FLEET_REPLICAS_MAX ||
+        config.tp < -1 || config.tp > 8)
         return rig__fleet_usage(stderr, 2);
     struct rig_scenario scenario;
     char error[RIG_SCENARIO_ERROR_MAX];
@@ -102,7 +116,9 @@ int rig_cmd_fleet(int argc, char **argv)
         return 2;
     }
     rig_backends_register();
-    int status = rig__fleet_main(&scenario, &config);
+    struct rig_fleet_config merged;
+    rig__fleet_merge(&scenario, &config, &merged);
+    int status = rig__fleet_main(&scenario, &merged);
     rig_scenario_free(&scenario);
     return status;
 }

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/harness/fleet/fleet.h"
 #include "core/harness/results/h5.h"
 #include "core/harness/results/metrics.h"
 #include "core/harness/scenario/expect.h"
@@ -206,6 +207,37 @@ static void rig__print_summary(const struct rig_results *r, const struct rig_met
     rig__print_stats("E2E", &m->e2e);
 }
 
+/* A fleet's replicas (`cluster:`): routed requests, cache hit rate, peak load, busy time. */
+static void rig__print_replicas(const struct rig_results_fleet *f)
+{
+    printf("%s router, %d replicas of tp %d:\n", f->router, f->replica_count, f->tp_size);
+    printf("%-8s %9s %12s %12s %8s %8s %10s\n", "replica", "requests", "input tok",
+           "cached tok", "hit %", "peak", "busy s");
+    for (int32_t i = 0; i < f->replica_count; i++) {
+        const struct rig_results_replica *p = &f->replicas[i];
+        double hit = p->input_tokens > 0
+                         ? 100.0 * (double)p->cached_tokens / (double)p->input_tokens : 0.0;
+        printf("%-8d %9lld %12lld %12lld %8.1f %8d %10.3f\n", i, (long long)p->requests,
+               (long long)p->input_tokens, (long long)p->cached_tokens, hit, p->peak_load,
+               (double)p->busy_ns * 1e-9);
+    }
+}
+
+/* The scenario on one engine, or on the fleet its `cluster:` key describes. */
+static enum rig_status rig__replay(const struct rig_scenario *s,
+                                   const struct rig_run_options *options,
+                                   struct rig_results *results, char *error, size_t error_len)
+{
+    if (s->cluster.replicas == 0) return rig_scenario_run(s, options, results, error, error_len);
+    struct rig_fleet_config config;
+    rig_fleet_config_of_scenario(s, &config);
+    struct rig_fleet_results fleet;
+    enum rig_status status = rig_fleet_run_recorded(s, &config, &fleet, results, error,
+                                                    error_len);
+    rig_fleet_results_free(&fleet);
+    return status;
+}
+
 /* out/<name>.h5 unless --out says otherwise; creates out/ when needed. NULL: no file. */
 static const char *rig__out_path(const struct rig__run_args *a, const struct rig_scenario *s,
                                  char *buffer, size_t len)
@@ -228,7 +260,7 @@ static int rig__run_loaded(const struct rig__run_args *a, const struct rig_scena
     }
     struct rig_results results;
     char error[512] = "";
-    enum rig_status status = rig_scenario_run(s, &options, &results, error, sizeof error);
+    enum rig_status status = rig__replay(s, &options, &results, error, sizeof error);
     if (options.progress != NULL && terminal) fprintf(stderr, "\r%60s\r", "");
     if (status < 0) {
         fprintf(stderr, "rig run: %s: %s\n", s->path, error);
@@ -241,6 +273,7 @@ static int rig__run_loaded(const struct rig__run_args *a, const struct rig_scena
     if (!a->quiet) {
         rig__print_table(&results, a->rows);
         rig__print_summary(&results, &metrics);
+        if (results.fleet != NULL) rig__print_replicas(results.fleet);
     }
     int exit_status = 0;
     char path_buffer[RIG_SCENARIO_NAME_MAX + 16];

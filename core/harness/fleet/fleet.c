@@ -12,12 +12,29 @@
 
 static const char *const rig__router_names[] = {"round_robin", "least_load", "cache_aware"};
 
+_Static_assert((int)RIG_SCENARIO_CACHE_AWARE == (int)RIG_FLEET_CACHE_AWARE &&
+                   (int)RIG_SCENARIO_LEAST_LOAD == (int)RIG_FLEET_LEAST_LOAD &&
+                   RIG_SCENARIO_REPLICAS_MAX == RIG_FLEET_REPLICAS_MAX &&
+                   RIG_RESULTS_REPLICAS_MAX == RIG_FLEET_REPLICAS_MAX,
+               "the scenario's cluster and the results name the fleet's routers and sizes");
+
 void rig_fleet_config_default(struct rig_fleet_config *c)
 {
     RIG_ASSERT(c != NULL);
     *c = (struct rig_fleet_config){.replicas = 1, .tp = 0, .router = RIG_FLEET_ROUND_ROBIN,
                                    .cache_threshold = 0.5, .load_cap = 0, .balance_abs = 32,
                                    .balance_rel = 1.5};
+}
+
+void rig_fleet_config_of_scenario(const struct rig_scenario *s, struct rig_fleet_config *c)
+{
+    RIG_ASSERT(s != NULL && c != NULL);
+    rig_fleet_config_default(c);
+    if (s->cluster.replicas == 0) return;
+    c->replicas = s->cluster.replicas;
+    c->tp = s->cluster.tp;
+    c->router = (enum rig_fleet_router)s->cluster.router;
+    c->load_cap = s->cluster.load_cap;
 }
 
 enum rig_status rig_fleet_router_parse(const char *name, enum rig_fleet_router *out)
@@ -108,15 +125,40 @@ struct rig__replica {
     struct rig_engine *engine;
     int64_t origin_ns;            /* its host clock when it was ready: fleet time 0 */
     struct rig_fleet_results *out;
+    struct rig_results *record;   /* NULL: not recorded */
     int32_t index;
 };
+
+static void rig__on_token(void *ctx, uint64_t uid, int32_t index, int32_t token, int64_t t_ns)
+{
+    struct rig__replica *p = ctx;
+    RIG_ASSERT(uid < (uint64_t)p->record->request_count);
+    const struct rig_results_request *q = &p->record->requests[uid];
+    RIG_ASSERT(index >= 0 && q->token_offset + index < p->record->token_count);
+    p->record->token_ids[q->token_offset + index] = token;
+    p->record->token_time_ns[q->token_offset + index] = t_ns - p->origin_ns;
+}
+
+/* The recorded request as run.c records one on a single engine. */
+static void rig__record_finish(struct rig__replica *p, const struct rig_request_result *result)
+{
+    struct rig_results_request *q = &p->record->requests[result->uid];
+    const struct rig_fleet_request *f = &p->out->requests[result->uid];
+    q->finish_reason = f->finish_reason;
+    q->cached_len = f->cached_len;
+    q->output_len = f->output_len;
+    q->first_scheduled_ns =
+        result->first_scheduled_ns < 0 ? -1 : result->first_scheduled_ns - p->origin_ns;
+    q->first_token_ns = f->first_token_ns;
+    q->finish_ns = f->finish_ns;
+}
 
 static void rig__on_finish(void *ctx, const struct rig_request_result *result)
 {
     struct rig__replica *p = ctx;
     RIG_ASSERT(result->uid < (uint64_t)p->out->request_count);
     struct rig_fleet_request *q = &p->out->requests[result->uid];
-    struct rig_fleet_replica *s = &p->out->replicas[p->index];
+    struct rig_results_replica *s = &p->out->replicas[p->index];
     q->cached_len = result->cached_len;
     q->output_len = result->output_len;
     q->finish_reason = rig_results_finish_reason(result->reason);
@@ -125,12 +167,13 @@ static void rig__on_finish(void *ctx, const struct rig_request_result *result)
     s->cached_tokens += result->cached_len;
     s->output_tokens += result->output_len;
     if (q->finish_ns > p->out->end_ns) p->out->end_ns = q->finish_ns;
+    if (p->record != NULL) rig__record_finish(p, result);
 }
 
 static void rig__on_step(void *ctx, const struct rig_step_record *record)
 {
     struct rig__replica *p = ctx;
-    struct rig_fleet_replica *s = &p->out->replicas[p->index];
+    struct rig_results_replica *s = &p->out->replicas[p->index];
     s->steps++;
     s->busy_ns += record->device_end_ns - record->device_start_ns;
 }
@@ -250,7 +293,7 @@ static enum rig_status rig__submit(struct rig__fleet *f, struct rig__replica *p,
 /* --- the run ----------------------------------------------------------------------------------- */
 
 static enum rig_status rig__start(struct rig__fleet *f, struct rig_fleet_results *out,
-                                  char *error, size_t error_len)
+                                  struct rig_results *record, char *error, size_t error_len)
 {
     struct rig_engine_config config;
     enum rig_status status = rig_scenario_engine_config(f->scenario, &config, error, error_len);
@@ -260,11 +303,14 @@ static enum rig_status rig__start(struct rig__fleet *f, struct rig_fleet_results
     f->load_cap = f->config.load_cap > 0 ? f->config.load_cap : config.max_running_req;
     for (int32_t r = 0; r < f->config.replicas; r++) {
         struct rig__replica *p = &f->replicas[r];
-        *p = (struct rig__replica){.out = out, .index = r};
+        *p = (struct rig__replica){.out = out, .record = record, .index = r};
         struct rig_engine_observer observer = {
-            .ctx = p, .on_finish = rig__on_finish, .on_step = rig__on_step};
+            .ctx = p, .on_token = record != NULL ? rig__on_token : NULL,
+            .on_finish = rig__on_finish, .on_step = rig__on_step};
         status = rig_engine_create(&config, &observer, &p->engine, error, error_len);
         if (status != RIG_OK) return status;
+        if (r == 0 && record != NULL)
+            rig_scenario_results_meta(f->scenario, &config, p->engine, record);
         p->origin_ns = rig_engine_now_ns(p->engine);
     }
     return RIG_OK;
@@ -280,7 +326,7 @@ static enum rig_status rig__feed(struct rig__fleet *f, char *error, size_t error
             if (status != RIG_OK) return status;
         }
         struct rig__replica *p = &f->replicas[rig__route(f, uid)];
-        struct rig_fleet_replica *stats = &f->replicas[0].out->replicas[p->index];
+        struct rig_results_replica *stats = &f->replicas[0].out->replicas[p->index];
         stats->requests++;
         stats->input_tokens += s->requests[uid].input_len;
         if (f->loads[p->index] + 1 > stats->peak_load) stats->peak_load = f->loads[p->index] + 1;
@@ -310,12 +356,55 @@ static void rig__totals(struct rig__fleet *f, struct rig_fleet_results *out)
     }
 }
 
-enum rig_status rig_fleet_run(const struct rig_scenario *scenario,
-                              const struct rig_fleet_config *config,
-                              struct rig_fleet_results *out, char *error, size_t error_len)
+/* Sizes `record` for the scenario: every request's id, arrival, prompt and token rows. */
+static enum rig_status rig__record_init(const struct rig_scenario *s, struct rig_results *record)
+{
+    int64_t tokens = 0;
+    for (int32_t i = 0; i < s->request_count; i++) tokens += s->requests[i].max_tokens;
+    enum rig_status status = rig_results_init(record, s->request_count, tokens, 0, 0);
+    if (status == RIG_OK) status = rig_results_init_fleet(record);
+    if (status != RIG_OK) return status;
+    for (int32_t i = 0; i < s->request_count; i++) {
+        struct rig_results_request *q = &record->requests[i];
+        snprintf(q->id, sizeof q->id, "%s", s->requests[i].id);
+        q->arrival_ns = s->requests[i].arrival_ns;
+        q->input_len = s->requests[i].input_len;
+        q->token_offset = rig_results_reserve_tokens(record, s->requests[i].max_tokens);
+        RIG_ASSERT(q->token_offset >= 0);
+    }
+    return RIG_OK;
+}
+
+/* After the run: the routes, the replicas' totals and their sums. */
+static void rig__record_totals(const struct rig__fleet *f, const struct rig_fleet_results *out,
+                               struct rig_results *record)
+{
+    struct rig_results_fleet *fleet = record->fleet;
+    snprintf(fleet->router, sizeof fleet->router, "%s", rig_fleet_router_name(f->config.router));
+    fleet->replica_count = f->config.replicas;
+    fleet->tp_size = record->meta.tp_size;
+    fleet->load_cap = f->load_cap;
+    for (int64_t i = 0; i < out->request_count; i++)
+        fleet->routes[i] = (struct rig_results_route){
+            out->requests[i].replica, out->requests[i].matched, out->requests[i].load};
+    for (int32_t r = 0; r < f->config.replicas; r++) {
+        const struct rig_results_replica *p = &out->replicas[r];
+        fleet->replicas[r] = *p;
+        record->invariant_violations += p->invariant_violations;
+        record->pages_leaked += p->pages_leaked;
+        record->cache_hit_tokens += p->cached_tokens;
+    }
+    record->pages_total = record->meta.num_pages * f->config.replicas;
+}
+
+enum rig_status rig_fleet_run_recorded(const struct rig_scenario *scenario,
+                                       const struct rig_fleet_config *config,
+                                       struct rig_fleet_results *out, struct rig_results *record,
+                                       char *error, size_t error_len)
 {
     RIG_ASSERT(scenario != NULL && config != NULL && out != NULL);
     memset(out, 0, sizeof *out);
+    if (record != NULL) memset(record, 0, sizeof *record);
     out->config = *config;
     if (config->replicas < 1 || config->replicas > RIG_FLEET_REPLICAS_MAX || config->tp < 0 ||
         config->router < RIG_FLEET_ROUND_ROBIN || config->router > RIG_FLEET_CACHE_AWARE) {
@@ -325,8 +414,10 @@ enum rig_status rig_fleet_run(const struct rig_scenario *scenario,
     }
     struct rig__fleet *f = calloc(1, sizeof *f);
     out->requests = calloc((size_t)scenario->request_count + 1, sizeof *out->requests);
-    if (f != NULL) f->prefixes.entries = calloc(RIG_FLEET_PREFIX_TABLE, sizeof(struct rig__prefix_entry));
-    if (f == NULL || out->requests == NULL || f->prefixes.entries == NULL) {
+    if (f != NULL)
+        f->prefixes.entries = calloc(RIG_FLEET_PREFIX_TABLE, sizeof(struct rig__prefix_entry));
+    if (f == NULL || out->requests == NULL || f->prefixes.entries == NULL ||
+        (record != NULL && rig__record_init(scenario, record) != RIG_OK)) {
         if (f != NULL) free(f->prefixes.entries);
         free(f);
         snprintf(error, error_len, "fleet: out of host memory");
@@ -339,14 +430,22 @@ enum rig_status rig_fleet_run(const struct rig_scenario *scenario,
             .arrival_ns = scenario->requests[i].arrival_ns, .first_token_ns = -1, .finish_ns = -1};
     f->scenario = scenario;
     f->config = *config;
-    enum rig_status status = rig__start(f, out, error, error_len);
+    enum rig_status status = rig__start(f, out, record, error, error_len);
     if (status == RIG_OK) status = rig__feed(f, error, error_len);
     if (status == RIG_OK) rig__totals(f, out);
+    if (status == RIG_OK && record != NULL) rig__record_totals(f, out, record);
     for (int32_t r = 0; r < config->replicas; r++)
         if (f->replicas[r].engine != NULL) rig_engine_destroy(f->replicas[r].engine);
     free(f->prefixes.entries);
     free(f);
     return status;
+}
+
+enum rig_status rig_fleet_run(const struct rig_scenario *scenario,
+                              const struct rig_fleet_config *config,
+                              struct rig_fleet_results *out, char *error, size_t error_len)
+{
+    return rig_fleet_run_recorded(scenario, config, out, NULL, error, error_len);
 }
 
 void rig_fleet_results_free(struct rig_fleet_results *results)

@@ -21,7 +21,8 @@
  * Determinism: the same scenario, seed and config give the same decisions, the same per-
  * request times and the same bytes in the results.
  * Memory: N engines, each sized from the scenario's engine section (timing-only: metadata
- * only); the router's table (RIG_FLEET_PREFIX_TABLE entries); the per-request records.
+ * only); the router's table (RIG_FLEET_PREFIX_TABLE entries); the per-request records (and,
+ * recorded, every output token's time).
  * Threads: one thread drives every replica (TP ranks of a replica have their own workers).
  */
 #ifndef RIG_FLEET_H
@@ -30,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/harness/results/results.h"
 #include "core/harness/scenario/scenario.h"
 #include "hal/status.h"
 
@@ -56,6 +58,9 @@ struct rig_fleet_config {
 
 /* Defaults: 1 replica, the scenario's TP, round_robin, SGLang's router thresholds. */
 void rig_fleet_config_default(struct rig_fleet_config *config);
+/* The defaults, then what the scenario's `cluster:` key says (nothing when it has none). */
+void rig_fleet_config_of_scenario(const struct rig_scenario *scenario,
+                                  struct rig_fleet_config *config);
 /* "round_robin" | "least_load" | "cache_aware"; RIG_E_NOT_FOUND otherwise. */
 enum rig_status rig_fleet_router_parse(const char *name, enum rig_fleet_router *out);
 const char *rig_fleet_router_name(enum rig_fleet_router router);
@@ -71,23 +76,11 @@ struct rig_fleet_request {
     int64_t arrival_ns, first_token_ns, finish_ns;
 };
 
-struct rig_fleet_replica {
-    int64_t requests;        /* routed to it */
-    int64_t input_tokens;
-    int64_t cached_tokens;   /* prompt tokens served from its cache */
-    int64_t output_tokens;
-    int64_t steps;
-    int64_t busy_ns;         /* device time of its steps (rank 0) */
-    int32_t peak_load;       /* most live requests at once */
-    int32_t invariant_violations;
-    int64_t pages_leaked;
-};
-
 struct rig_fleet_results {
     struct rig_fleet_config config;
     struct rig_fleet_request *requests;  /* (request_count) by scenario uid */
     int64_t request_count;
-    struct rig_fleet_replica replicas[RIG_FLEET_REPLICAS_MAX]; /* (config.replicas) */
+    struct rig_results_replica replicas[RIG_FLEET_REPLICAS_MAX]; /* (config.replicas) */
     int64_t end_ns;                      /* last finish on the fleet clock */
 };
 
@@ -98,6 +91,15 @@ enum rig_status rig_fleet_run(const struct rig_scenario *scenario,
                               const struct rig_fleet_config *config,
                               struct rig_fleet_results *out, char *error, size_t error_len);
 void rig_fleet_results_free(struct rig_fleet_results *results);
+
+/* As rig_fleet_run, and records the run in `record` (initialised here; the caller frees it
+ * with rig_results_free, also on error) as `rig run` records one engine: every request's
+ * times and every output token on the fleet clock, the summed totals, and the fleet part
+ * (record->fleet: each request's route, each replica's totals). No steps are recorded. */
+enum rig_status rig_fleet_run_recorded(const struct rig_scenario *scenario,
+                                       const struct rig_fleet_config *config,
+                                       struct rig_fleet_results *out, struct rig_results *record,
+                                       char *error, size_t error_len);
 
 /* TTFT (first token − arrival) at quantile q in [0, 1] over finished requests, seconds; NaN
  * when none finished. Can't fail beyond that. */

@@ -27,6 +27,18 @@ struct rig__step_row {
     double host_launch, host_process;
 };
 
+/* Rows of /fleet/routes and /fleet/replicas (a fleet run only). */
+struct rig__route_row {
+    int64_t uid;
+    int32_t replica, matched, load;
+};
+
+struct rig__replica_row {
+    int64_t index, requests, input_tokens, cached_tokens, output_tokens, steps;
+    double cache_hit_rate, busy;
+    int64_t peak_load, invariant_violations, pages_leaked;
+};
+
 /* The file being written and the first error. */
 struct rig__writer {
     hid_t file;
@@ -330,6 +342,88 @@ static void rig__write_summary(struct rig__writer *w, const struct rig_metrics *
     if (group >= 0) H5Gclose(group);
 }
 
+/* Writes a compound dataset `name` under `group` from `rows`, packed in the file. */
+static void rig__write_table(struct rig__writer *w, hid_t group, const char *name, hid_t type,
+                             int64_t count, const void *rows, const char *units)
+{
+    hid_t packed = H5Tcopy(type);
+    H5Tpack(packed);
+    hid_t set = rig__dataset(w, group, name, type, packed, count, rows);
+    rig__attr_string(w, set, "units", units);
+    if (set >= 0) H5Dclose(set);
+    H5Tclose(packed);
+    H5Tclose(type);
+}
+
+static void rig__write_routes(struct rig__writer *w, hid_t group, const struct rig_results *r)
+{
+    struct rig__route_row *rows = calloc((size_t)r->request_count + 1, sizeof *rows);
+    if (rows == NULL) {
+        rig__fail(w, "/fleet/routes (out of memory)");
+        return;
+    }
+    for (int64_t i = 0; i < r->request_count; i++)
+        rows[i] = (struct rig__route_row){i, r->fleet->routes[i].replica,
+                                          r->fleet->routes[i].matched, r->fleet->routes[i].load};
+    hid_t type = H5Tcreate(H5T_COMPOUND, sizeof(struct rig__route_row));
+    H5Tinsert(type, "uid", HOFFSET(struct rig__route_row, uid), H5T_NATIVE_INT64);
+    H5Tinsert(type, "replica", HOFFSET(struct rig__route_row, replica), H5T_NATIVE_INT32);
+    H5Tinsert(type, "matched", HOFFSET(struct rig__route_row, matched), H5T_NATIVE_INT32);
+    H5Tinsert(type, "load", HOFFSET(struct rig__route_row, load), H5T_NATIVE_INT32);
+    rig__write_table(w, group, "routes", type, r->request_count, rows,
+                     "replica: index; matched: prompt tokens; load: live requests");
+    free(rows);
+}
+
+static void rig__write_replicas(struct rig__writer *w, hid_t group, const struct rig_results *r)
+{
+    struct rig__replica_row rows[RIG_RESULTS_REPLICAS_MAX];
+    memset(rows, 0, sizeof rows);
+    int32_t n = r->fleet->replica_count;
+    for (int32_t i = 0; i < n; i++) {
+        const struct rig_results_replica *p = &r->fleet->replicas[i];
+        rows[i] = (struct rig__replica_row){
+            i, p->requests, p->input_tokens, p->cached_tokens, p->output_tokens, p->steps,
+            p->input_tokens > 0 ? (double)p->cached_tokens / (double)p->input_tokens : 0.0,
+            rig__seconds(p->busy_ns), p->peak_load, p->invariant_violations, p->pages_leaked};
+    }
+    hid_t type = H5Tcreate(H5T_COMPOUND, sizeof(struct rig__replica_row));
+#define RIG__COLUMN(name, h5) H5Tinsert(type, #name, HOFFSET(struct rig__replica_row, name), h5)
+    RIG__COLUMN(index, H5T_NATIVE_INT64);
+    RIG__COLUMN(requests, H5T_NATIVE_INT64);
+    RIG__COLUMN(input_tokens, H5T_NATIVE_INT64);
+    RIG__COLUMN(cached_tokens, H5T_NATIVE_INT64);
+    RIG__COLUMN(cache_hit_rate, H5T_NATIVE_DOUBLE);
+    RIG__COLUMN(output_tokens, H5T_NATIVE_INT64);
+    RIG__COLUMN(steps, H5T_NATIVE_INT64);
+    RIG__COLUMN(busy, H5T_NATIVE_DOUBLE);
+    RIG__COLUMN(peak_load, H5T_NATIVE_INT64);
+    RIG__COLUMN(invariant_violations, H5T_NATIVE_INT64);
+    RIG__COLUMN(pages_leaked, H5T_NATIVE_INT64);
+#undef RIG__COLUMN
+    rig__write_table(w, group, "replicas", type, n, rows,
+                     "busy in s (device time of its steps); tokens; cache_hit_rate = "
+                     "cached_tokens / input_tokens");
+}
+
+/* /fleet: the router's decisions and each replica's totals; only for a fleet run. */
+static void rig__write_fleet(struct rig__writer *w, const struct rig_results *r)
+{
+    if (w->failed || r->fleet == NULL) return;
+    hid_t group = H5Gcreate2(w->file, "fleet", H5P_DEFAULT, w->gcpl, H5P_DEFAULT);
+    if (group < 0) rig__fail(w, "group /fleet");
+    rig__attr_string(w, group, "router", r->fleet->router);
+    rig__attr_i64(w, group, "replicas", r->fleet->replica_count);
+    rig__attr_i64(w, group, "tp_size", r->fleet->tp_size);
+    rig__attr_i64(w, group, "load_cap", r->fleet->load_cap);
+    rig__attr_string(w, group, "description",
+                     "routes: row i = request uid i (where the router sent it, the prefix it "
+                     "believed cached there, that replica's load then); replicas: one row each");
+    rig__write_routes(w, group, r);
+    rig__write_replicas(w, group, r);
+    if (group >= 0) H5Gclose(group);
+}
+
 /* Opens the file with fixed creation properties and no timestamps on the root group. */
 static bool rig__open(struct rig__writer *w)
 {
@@ -371,6 +465,7 @@ enum rig_status rig_results_write_h5(const struct rig_results *results,
         rig__write_steps(&w, results);
         rig__write_tokens(&w, results);
         rig__write_summary(&w, metrics);
+        rig__write_fleet(&w, results);
         if (H5Fclose(w.file) < 0) rig__fail(&w, "the file (closing it)");
     }
     H5Tclose(w.string_type);

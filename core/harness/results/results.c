@@ -72,7 +72,25 @@ void rig_results_free(struct rig_results *results)
     free(results->token_time_ns);
     free(results->token_ids);
     free(results->step_uids);
+    if (results->fleet != NULL) free(results->fleet->routes);
+    free(results->fleet);
     memset(results, 0, sizeof *results);
+}
+
+enum rig_status rig_results_init_fleet(struct rig_results *results)
+{
+    RIG_ASSERT(results != NULL && results->fleet == NULL);
+    struct rig_results_fleet *fleet = calloc(1, sizeof *fleet);
+    if (fleet != NULL)
+        fleet->routes = calloc((size_t)results->request_count + 1, sizeof *fleet->routes);
+    if (fleet == NULL || fleet->routes == NULL) {
+        free(fleet);
+        return RIG_E_NO_MEMORY;
+    }
+    for (int64_t i = 0; i < results->request_count; i++)
+        fleet->routes[i] = (struct rig_results_route){.replica = -1};
+    results->fleet = fleet;
+    return RIG_OK;
 }
 
 enum rig_status rig_results_add_step(struct rig_results *results,

@@ -99,6 +99,35 @@ struct rig_results_meta {
     int32_t timing_only;
 };
 
+/* A fleet run (core/harness/fleet/fleet.h): the router's decision for every request ... */
+struct rig_results_route {
+    int32_t replica; /* where the router sent it; -1 never routed */
+    int32_t matched; /* prompt tokens the router believed cached there (cache_aware; else 0) */
+    int32_t load;    /* that replica's live requests (queued + running) when it was sent */
+};
+
+/* ... and each replica's totals. */
+struct rig_results_replica {
+    int64_t requests;        /* routed to it */
+    int64_t input_tokens;
+    int64_t cached_tokens;   /* prompt tokens served from its cache */
+    int64_t output_tokens;
+    int64_t steps;
+    int64_t busy_ns;         /* device time of its steps (rank 0) */
+    int32_t peak_load;       /* most live requests at once */
+    int32_t invariant_violations;
+    int64_t pages_leaked;
+};
+
+#define RIG_RESULTS_REPLICAS_MAX 64
+
+struct rig_results_fleet {
+    char router[16];                     /* "round_robin", "least_load", "cache_aware" */
+    int32_t replica_count, tp_size, load_cap;
+    struct rig_results_route *routes;    /* (request_count) by uid */
+    struct rig_results_replica replicas[RIG_RESULTS_REPLICAS_MAX]; /* (replica_count) */
+};
+
 struct rig_results {
     struct rig_results_meta meta;
     struct rig_results_request *requests; /* (request_count) */
@@ -117,6 +146,9 @@ struct rig_results {
     int64_t pages_total;
     /* the engine's overlap counters (rig_engine_stats; not written to the results file) */
     int64_t launches_behind_inflight, launches_ahead, launch_host_ns;
+    /* A fleet run's routes and replicas (rig_results_init_fleet); NULL for one engine. A
+     * fleet run records no steps (each replica's are summed in its totals). */
+    struct rig_results_fleet *fleet;
 };
 
 /* Allocates room for `requests` requests, `tokens` output tokens in all, `steps` steps and
@@ -125,6 +157,9 @@ struct rig_results {
 enum rig_status rig_results_init(struct rig_results *results, int64_t requests, int64_t tokens,
                                  int64_t steps, int64_t step_uids);
 void rig_results_free(struct rig_results *results);
+/* Adds the fleet part to initialised `results` (routes all -1). RIG_E_NO_MEMORY, nothing
+ * changed, on failure. */
+enum rig_status rig_results_init_fleet(struct rig_results *results);
 
 /* Appends a step with its requests (uids). RIG_E_CAPACITY when full, nothing changed. */
 enum rig_status rig_results_add_step(struct rig_results *results,

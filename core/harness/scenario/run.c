@@ -401,8 +401,8 @@ static enum rig_status rig__loop(struct rig__run *run, char *error, size_t error
     return rig_driver_run(run->engine, &source, &driver, error, error_len);
 }
 
-static void rig__meta(const struct rig_scenario *s, const struct rig_engine_config *c,
-                      struct rig_engine *engine, struct rig_results *r)
+void rig_scenario_results_meta(const struct rig_scenario *s, const struct rig_engine_config *c,
+                               struct rig_engine *engine, struct rig_results *r)
 {
     struct rig_results_meta *m = &r->meta;
     snprintf(m->scenario, sizeof m->scenario, "%s", s->name);
@@ -488,7 +488,7 @@ enum rig_status rig_scenario_run(const struct rig_scenario *scenario,
     if (status == RIG_OK)
         status = rig_engine_create(&config, &observer, &run.engine, error, error_len);
     if (status == RIG_OK) {
-        rig__meta(scenario, &config, run.engine, results);
+        rig_scenario_results_meta(scenario, &config, run.engine, results);
         status = rig__apply_fault(scenario, run.engine, error, error_len);
     }
     if (status == RIG_OK) {

@@ -66,6 +66,11 @@ enum rig_status rig_scenario_run(const struct rig_scenario *scenario,
 enum rig_status rig_scenario_engine_config(const struct rig_scenario *scenario,
                                            struct rig_engine_config *config, char *error,
                                            size_t error_len);
+/* The results' identification (results->meta, pages_total) for a run of `scenario` on
+ * `engine`, created from `config`. Can't fail. */
+void rig_scenario_results_meta(const struct rig_scenario *scenario,
+                               const struct rig_engine_config *config, struct rig_engine *engine,
+                               struct rig_results *results);
 /* Request `uid` as the engine takes it, arriving at its scenario time + origin_ns. */
 struct rig_submit rig_scenario_submit_of(const struct rig_scenario *scenario, int32_t uid,
                                          int64_t origin_ns);

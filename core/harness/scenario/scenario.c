@@ -250,6 +250,30 @@ static enum rig_status rig__parse_sim(struct rig_scenario_build *b, struct fy_no
     return status;
 }
 
+/* cluster: {replicas: N, tp: T, router: round_robin|least_load|cache_aware, load_cap: L}. */
+static enum rig_status rig__parse_cluster(struct rig_scenario_build *b, struct fy_node *map)
+{
+    static const char *const keys[] = {"replicas", "tp", "router", "load_cap", NULL};
+    static const char *const routers[] = {"round_robin", "least_load", "cache_aware", NULL};
+    struct rig_yaml *y = &b->yaml;
+    struct rig_scenario_cluster *c = &b->scenario->cluster;
+    int64_t replicas = 1, tp = 0, load_cap = 0;
+    int32_t router = RIG_SCENARIO_ROUND_ROBIN;
+    enum rig_status status = rig_yaml_mapping(y, map, "cluster");
+    if (status == RIG_OK) status = rig_yaml_check_keys(y, map, "cluster", keys);
+    if (status == RIG_OK)
+        status = rig_yaml_key_int(y, map, "replicas", 1, RIG_SCENARIO_REPLICAS_MAX, &replicas);
+    if (status == RIG_OK) status = rig_yaml_key_int(y, map, "tp", 1, 8, &tp);
+    if (status == RIG_OK) status = rig_yaml_key_enum(y, map, "router", routers, &router);
+    if (status == RIG_OK) status = rig_yaml_key_int(y, map, "load_cap", 1, 1 << 20, &load_cap);
+    if (status == RIG_OK && b->scenario->backend != RIG_SCENARIO_BACKEND_SIM)
+        status = rig_yaml_fail(y, map, RIG_E_INVALID,
+                               "cluster: a fleet runs on the simulator only (backend: sim)");
+    if (status < 0) return status;
+    *c = (struct rig_scenario_cluster){(int32_t)replicas, (int32_t)tp, router, (int32_t)load_cap};
+    return RIG_OK;
+}
+
 static enum rig_status rig__parse_defaults(struct rig_scenario_build *b, struct fy_node *map)
 {
     static const char *const keys[] = {"max_tokens", "temperature", "top_k", "top_p",
@@ -281,6 +305,8 @@ static enum rig_status rig__parse_settings(struct rig_scenario_build *b, struct 
     if (status == RIG_OK && node != NULL) status = rig__parse_engine(b, node);
     node = rig_yaml_get(root, "sim");
     if (status == RIG_OK && node != NULL) status = rig__parse_sim(b, node);
+    node = rig_yaml_get(root, "cluster");
+    if (status == RIG_OK && node != NULL) status = rig__parse_cluster(b, node);
     node = rig_yaml_get(root, "defaults");
     if (status == RIG_OK && node != NULL) status = rig__parse_defaults(b, node);
     return status;
@@ -361,7 +387,8 @@ static enum rig_status rig__load_document(struct rig_scenario_build *b, struct f
 {
     static const char *const keys[] = {"name",     "description", "model",     "backend",
                                        "sim",      "engine",      "seed",      "defaults",
-                                       "requests", "workloads",   "expect",    NULL};
+                                       "requests", "workloads",   "expect",    "cluster",
+                                       NULL};
     struct rig_yaml *y = &b->yaml;
     enum rig_status status = RIG_OK;
     if (set_count < 0 || set_count > RIG_SCENARIO_SETS_MAX)

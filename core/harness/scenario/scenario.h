@@ -96,6 +96,23 @@ struct rig_scenario_sim {
     struct rig_scenario_fault fault;
 };
 
+/* `cluster:` — run the scenario on a fleet of replicas behind a router
+ * (core/harness/fleet/fleet.h); replicas == 0: one engine, no cluster. */
+#define RIG_SCENARIO_REPLICAS_MAX 64
+
+enum rig_scenario_router { /* the order of enum rig_fleet_router */
+    RIG_SCENARIO_ROUND_ROBIN = 0,
+    RIG_SCENARIO_LEAST_LOAD = 1,
+    RIG_SCENARIO_CACHE_AWARE = 2,
+};
+
+struct rig_scenario_cluster {
+    int32_t replicas; /* 1..RIG_SCENARIO_REPLICAS_MAX; 0 = no cluster key */
+    int32_t tp;       /* ranks per replica; 0 = engine.tp_size */
+    int32_t router;   /* enum rig_scenario_router */
+    int32_t load_cap; /* cache_aware: 0 = engine.max_running_req */
+};
+
 struct rig_scenario_sampling {
     float temperature;   /* 0 = greedy */
     int32_t top_k;       /* -1 = whole vocabulary */
@@ -163,6 +180,7 @@ struct rig_scenario {
     struct rig_scenario_model model;
     struct rig_scenario_engine engine;
     struct rig_scenario_sim sim;
+    struct rig_scenario_cluster cluster;
     uint64_t seed;
     int32_t token_id_max;                  /* largest prompt token id (the runner checks it
                                               against the model's vocabulary) */
