@@ -231,9 +231,9 @@ def check_mixed(rig, url, work, backend, extra):
     itls = [g for i in ok for g in r["itls"][i]]
     assert outs == [4, 4], outs
     assert all(0.09 <= t <= 0.6 for t in ttfts), ttfts
-    assert all(0.03 <= g <= 0.4 for g in r["itls"][0]), r["itls"][0]
+    assert all(0.02 <= g <= 0.5 for g in r["itls"][0]), r["itls"][0]
     multi = r["itls"][1]
-    assert len(multi) == 3 and max(multi) - min(multi) < 1e-6 and 0.03 <= multi[0] <= 0.3, multi
+    assert len(multi) == 3 and max(multi) - min(multi) < 1e-6 and 0.02 <= multi[0] <= 0.4, multi
     # the summary is the hand computation from what the client recorded
     duration = r["duration"]
     assert r["total_input_tokens"] == 4 and r["total_output_tokens"] == 8
