@@ -148,6 +148,11 @@ static void test_chunks(void **state)
           &c);
     assert_true(c.text == NULL && c.completion_tokens == 7 && c.error[0] == '\0');
     rig_serve_chunk_release(&c);
+    /* a NUL character is valid JSON (\u0000): a token may decode to it (rig serve, SGLang) */
+    parse(RIG_SERVE_API_COMPLETIONS, "{\"choices\": [{\"text\": \"a\\u0000b\"}]}", &c);
+    assert_string_equal(c.error, "");
+    assert_true(c.text_len == 3 && memcmp(c.text, "a\0b", 3) == 0);
+    rig_serve_chunk_release(&c);
     parse(RIG_SERVE_API_COMPLETIONS, " [DONE] ", &c);
     assert_true(c.done && c.root == NULL);
     parse(RIG_SERVE_API_COMPLETIONS, "{not json", &c);

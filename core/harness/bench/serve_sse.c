@@ -176,7 +176,7 @@ void rig_serve_chunk_parse(enum rig_serve_api api, const char *data, size_t len,
         return;
     }
     json_error_t problem;
-    json_t *root = json_loadb(data, len, JSON_REJECT_DUPLICATES, &problem);
+    json_t *root = json_loadb(data, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &problem);
     if (!json_is_object(root)) {
         snprintf(chunk->error, sizeof chunk->error, "malformed chunk (%.60s): '%.*s'",
                  root == NULL ? problem.text : "not a JSON object", (int)(len < 40 ? len : 40),
