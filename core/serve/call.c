@@ -111,6 +111,9 @@ void rig__call_unref(struct rig__call *call)
     for (int32_t i = 0; i < call->choice_count; i++) rig_serve_buffer_free(&call->choices[i].text);
     free(call->choices);
     free(call->prompt_lens);
+    for (int32_t i = 0; i < call->held_prompt_count; i++)
+        rig_tokenizer_ids_free(&call->held_prompts[i]);
+    free(call->held_prompts);
     rig_serve_params_free(&call->params);
     rig_serve_buffer_free(&call->body);
     rig_serve_buffer_free(&call->out);
@@ -142,8 +145,10 @@ void rig__call_abort(struct rig__call *call)
     for (int32_t i = 0; i < call->choice_count; i++) {
         const struct rig__choice *choice = &call->choices[i];
         if (choice->slot < 0 || choice->finished) continue;
+        struct rig__slot *slot = &server->slots[choice->slot];
+        atomic_store(&slot->cancel, true); /* a held choice: never posted (serve_impl.h) */
         /* Harmless when the request just ended; the inbox is sized for one abort per slot. */
-        rig_inbox_abort(server->inbox, server->slots[choice->slot].uid);
+        rig_inbox_abort(server->inbox, slot->uid);
     }
 }
 

@@ -20,6 +20,15 @@
  * the detokenizer has seen its end) and, briefly, by the stage working on it; the last
  * reference frees it and returns its slots.
  *
+ * n > 1 shares the prompt's prefix cache: a tokenizer worker posts only the first choice of
+ * each prompt and holds the others (their submits in their slots); the engine thread posts
+ * them when that first choice's first token comes (the engine has then put the prompt in the
+ * radix cache, before the next inbox drain), or ends them as it ends (rejected: rejected the
+ * same; aborted: aborted). It posts with the inbox's non-blocking submit; a full inbox puts
+ * the choice on a retry list, posted again before the next step. A client's abort sets the
+ * slot's `cancel` before queueing the inbox abort; the engine thread reads it after posting
+ * and queues the abort again, so a held choice never outlives its call's abort.
+ *
  * Locks, in order: calls_lock, then call->lock, then slots_lock / tokenize_lock / detok_lock
  * (never the other way). The engine thread takes only detok_lock, once per step, to hand over
  * the slots it touched.
@@ -61,6 +70,13 @@ struct rig__slot {
     int32_t capacity;             /* tokens the arrays hold: the request's max_tokens */
     int32_t *tokens;              /* (capacity) output ids, written by the engine thread */
     struct rig__logprob *logprobs; /* (capacity) or NULL when none were asked for */
+    /* n > 1 (stages.c): a prompt's later choices are held until its first choice's first
+     * token, when its prompt is in the radix cache; then the engine thread posts them. */
+    int32_t held_first;           /* a first choice: its first held choice's slot, -1 none
+                                     (the engine thread clears it once it posted them) */
+    int32_t held_next;            /* a held choice: the next one of its prompt, -1 none */
+    struct rig_submit held;       /* a held choice: its submit (prompt in call->held_prompts) */
+    _Atomic bool cancel;          /* aborted by the client: a held choice is never posted */
     _Atomic int32_t produced;     /* tokens written: release / acquire */
     _Atomic int32_t logprobs_ready; /* logprob entries written (on_logprobs follows on_token) */
     /* the end, written by the engine thread before `ended` (release) */
@@ -73,6 +89,13 @@ struct rig__slot {
     int64_t last_token_ns;
     _Atomic bool queued;          /* listed for the detokenizer, not yet taken */
     int32_t free_next;            /* free list (slots_lock) */
+};
+
+/* A held choice the full inbox refused (engine thread): its submit, or (abort) the abort that
+ * must follow it. By uid: a stale abort is harmless. */
+struct rig__retry {
+    uint64_t uid;
+    bool abort;
 };
 
 /* One choice of a call: the detokenizer's state and the text not yet sent. */
@@ -125,6 +148,8 @@ struct rig__call {
     int32_t choice_count;
     struct rig__choice *choices;  /* (choice_count) */
     int32_t *prompt_lens;         /* (prompt_count) */
+    struct rig_tokenizer_ids *held_prompts; /* (prompt_count) n > 1: held choices' prompts */
+    int32_t held_prompt_count;
     struct rig_serve_buffer out;  /* SSE bytes not yet handed to libmicrohttpd */
     struct rig__call *prev, *next; /* the server's list of calls (calls_lock) */
     struct rig__call *queue_next; /* the tokenizer queue */
@@ -173,6 +198,9 @@ struct rig_serve {
     uint64_t *detok_working;      /* (slot_count) the detokenizer's copy */
     uint64_t *engine_dirty;       /* (slot_count) engine thread: uids touched this step */
     int32_t engine_dirty_count;
+    struct rig__retry *held_retry; /* (slot_count) engine thread: what the full inbox
+                                      refused, posted again before the next step */
+    int32_t held_retry_count;
     bool detok_stop;
     pthread_t detok_thread;
     bool detok_started;
@@ -212,9 +240,12 @@ void rig__stages_stop(struct rig_serve *server);
 bool rig__tokenize_post(struct rig_serve *server, struct rig__call *call);
 /* The engine observer (made on the engine thread). */
 struct rig_engine_observer rig__observer(struct rig_serve *server);
-/* The driver's arrival source: nothing scheduled; after each step it publishes the gauges
- * and hands the touched slots to the detokenizer. */
+/* The driver's arrival source: nothing scheduled; before each step it posts the held choices
+ * the full inbox refused; after each step it publishes the gauges and hands the touched slots
+ * to the detokenizer. */
 struct rig_arrival_source rig__arrivals(struct rig_serve *server);
+/* Engine thread, once the driver returned: ends the held choices never posted as aborted. */
+void rig__held_drop(struct rig_serve *server);
 
 /* response.c */
 /* Formats what the call's choices hold as SSE events into call->out (holds call->lock). */

@@ -76,6 +76,7 @@ static void *rig__engine_main(void *arg)
         struct rig_driver_options options = {.inbox = server->inbox,
                                              .pace = server->config.pace};
         st = rig_driver_run(engine, &source, &options, error, sizeof error);
+        rig__held_drop(server);
     }
     pthread_mutex_lock(&server->state_lock);
     server->engine_done = true;
@@ -103,8 +104,10 @@ static enum rig_status rig__allocate(struct rig_serve *server)
     server->detok_pending = calloc((size_t)(2 * n), sizeof(uint64_t));
     server->detok_working = calloc((size_t)(2 * n), sizeof(uint64_t));
     server->engine_dirty = calloc((size_t)n, sizeof(uint64_t));
+    server->held_retry = calloc((size_t)n, sizeof *server->held_retry);
     if (server->slots == NULL || server->detok_pending == NULL ||
-        server->detok_working == NULL || server->engine_dirty == NULL)
+        server->detok_working == NULL || server->engine_dirty == NULL ||
+        server->held_retry == NULL)
         return RIG_E_NO_MEMORY;
     for (int32_t i = 0; i < n; i++) server->slots[i].free_next = i + 1 < n ? i + 1 : -1;
     server->slot_free = 0;
@@ -224,5 +227,6 @@ void rig_serve_destroy(struct rig_serve *server)
     free(server->detok_pending);
     free(server->detok_working);
     free(server->engine_dirty);
+    free(server->held_retry);
     free(server);
 }

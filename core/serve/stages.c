@@ -154,6 +154,9 @@ static bool rig__slot_prepare(struct rig_serve *server, struct rig__call *call, 
     atomic_store(&slot->logprobs_ready, 0);
     atomic_store(&slot->ended, false);
     atomic_store(&slot->queued, false);
+    slot->held_first = -1;
+    slot->held_next = -1;
+    atomic_store(&slot->cancel, false);
     slot->end = RIG_END_NONE;
     slot->last_token_ns = -1;
     slot->message[0] = '\0';
@@ -174,28 +177,64 @@ static void rig__choices_init(struct rig_serve *server, struct rig__call *call)
     }
 }
 
-/* Posts every choice to the inbox (call->lock held). A choice the inbox refuses ends at once
- * as rejected; the call then answers 503 if nothing was posted. */
+/* n > 1 with the radix cache: the call keeps its prompts for the choices it holds back
+ * (serve_impl.h). Without memory it holds none back (each choice prefills its prompt). */
+static void rig__keep_prompts(struct rig_serve *server, struct rig__call *call,
+                              struct rig_tokenizer_ids *ids, struct rig_tokenizer_ids **prompts,
+                              int32_t prompt_count)
+{
+    if (call->params.n < 2 || server->config.engine.cache_type != RIG_CACHE_RADIX) return;
+    call->held_prompts = calloc((size_t)prompt_count, sizeof *call->held_prompts);
+    if (call->held_prompts == NULL) return;
+    call->held_prompt_count = prompt_count;
+    for (int32_t i = 0; i < prompt_count; i++) {
+        call->held_prompts[i] = ids[i];
+        memset(&ids[i], 0, sizeof ids[i]);
+        prompts[i] = &call->held_prompts[i];
+    }
+}
+
+/* The engine request of choice i. */
+static struct rig_submit rig__submit_of(const struct rig_serve *server,
+                                        const struct rig__call *call,
+                                        struct rig_tokenizer_ids *const *prompts,
+                                        const int32_t *max_tokens, int32_t i)
+{
+    const struct rig__choice *c = &call->choices[i];
+    return (struct rig_submit){
+        .uid = server->slots[c->slot].uid, .prompt = prompts[c->prompt]->ids,
+        .prompt_len = (int32_t)prompts[c->prompt]->count,
+        .sampling = rig__sampling(&call->params.sampling, max_tokens[c->prompt], i),
+        .arrival_ns = -1};
+}
+
+/* Posts every prompt's first choice to the inbox, the others held behind it when the call
+ * keeps its prompts (call->lock held). A first choice the inbox refuses ends at once as
+ * rejected, with those behind it; the call then answers 503 if nothing was posted. */
 static void rig__submit(struct rig_serve *server, struct rig__call *call,
                         struct rig_tokenizer_ids *const *prompts, const int32_t *max_tokens)
 {
-    int32_t posted = 0;
-    for (int32_t i = 0; i < call->choice_count; i++) {
-        struct rig__choice *c = &call->choices[i];
-        struct rig__slot *slot = &server->slots[c->slot];
-        struct rig_submit submit = {
-            .uid = slot->uid, .prompt = prompts[c->prompt]->ids,
-            .prompt_len = (int32_t)prompts[c->prompt]->count,
-            .sampling = rig__sampling(&call->params.sampling, max_tokens[c->prompt], i),
-            .arrival_ns = -1};
-        rig__call_ref(call); /* the engine's reference, dropped when its end is seen */
+    int32_t posted = 0, group = call->held_prompts != NULL ? call->params.n : 1;
+    for (int32_t first = 0; first < call->choice_count; first += group) {
+        struct rig__slot *lead = &server->slots[call->choices[first].slot];
+        for (int32_t i = first + group - 1; i > first; i--) { /* the chain, in index order */
+            struct rig__slot *slot = &server->slots[call->choices[i].slot];
+            slot->held = rig__submit_of(server, call, prompts, max_tokens, i);
+            slot->held_next = lead->held_first;
+            lead->held_first = call->choices[i].slot;
+        }
+        /* the engine's references, each dropped when the detokenizer sees that choice end */
+        for (int32_t i = first; i < first + group; i++) rig__call_ref(call);
+        struct rig_submit submit = rig__submit_of(server, call, prompts, max_tokens, first);
         if (rig_inbox_submit(server->inbox, &submit) == RIG_OK) {
             posted++;
             continue;
         }
-        atomic_fetch_sub(&call->refs, 1);
-        c->finished = true;
-        c->finish = RIG_SERVE_FINISH_ABORT;
+        for (int32_t i = first; i < first + group; i++) {
+            atomic_fetch_sub(&call->refs, 1);
+            call->choices[i].finished = true;
+            call->choices[i].finish = RIG_SERVE_FINISH_ABORT;
+        }
     }
     if (posted > 0) return;
     struct rig_serve_error e;
@@ -238,6 +277,7 @@ static void rig__tokenize_call(struct rig_serve *server, struct rig_tokenizer_wo
     for (int32_t i = 0; i < call->choice_count && st == RIG_OK; i++)
         if (!rig__slot_prepare(server, call, i, max_tokens[call->choices[i].prompt]))
             st = rig_serve_error_set(&e, 500, "server_error", NULL, NULL, "out of memory");
+    if (st == RIG_OK) rig__keep_prompts(server, call, ids, prompts, prompt_count);
     pthread_mutex_lock(&call->lock);
     if (st == RIG_OK) {
         call->state = RIG__CALL_RUNNING;
@@ -301,6 +341,93 @@ static void rig__hand_over(struct rig_serve *server)
     server->engine_dirty_count = 0;
 }
 
+/* Ends held choice `slot`, never posted, as the engine's on_finish would have. */
+static void rig__held_end(struct rig_serve *server, struct rig__slot *slot,
+                          enum rig_request_end reason, const char *message, int64_t t_ns)
+{
+    slot->end = reason;
+    slot->input_len = slot->held.prompt_len;
+    slot->cached_len = 0;
+    slot->output_len = 0;
+    slot->arrival_ns = t_ns;
+    slot->first_token_ns = -1;
+    slot->finish_ns = t_ns;
+    snprintf(slot->message, sizeof slot->message, "%s", message);
+    atomic_store_explicit(&slot->ended, true, memory_order_release);
+    rig__touch(server, slot);
+}
+
+static void rig__retry_push(struct rig_serve *server, uint64_t uid, bool abort)
+{
+    RIG_ASSERT(server->held_retry_count < server->slot_count);
+    server->held_retry[server->held_retry_count++] = (struct rig__retry){uid, abort};
+}
+
+/* Posts held choice `slot` with the inbox's non-blocking submit; what the full inbox refuses
+ * goes on the retry list. A client's abort that came before the submit is queued again after
+ * it (rig__call_abort sets `cancel` before queueing its own). */
+static void rig__held_post(struct rig_serve *server, struct rig__slot *slot, int64_t t_ns)
+{
+    if (atomic_load(&slot->cancel)) {
+        rig__held_end(server, slot, RIG_END_ABORT, "", t_ns);
+        return;
+    }
+    enum rig_status st = rig_inbox_submit(server->inbox, &slot->held);
+    if (st == RIG_E_CAPACITY) {
+        rig__retry_push(server, slot->uid, false);
+    } else if (st != RIG_OK) { /* closed: the server is stopping */
+        char why[128];
+        snprintf(why, sizeof why, "the engine's inbox refused the choice: %s",
+                 rig_status_message(st));
+        rig__held_end(server, slot, st == RIG_E_STATE ? RIG_END_ABORT : RIG_END_REJECTED, why,
+                      t_ns);
+    } else if (atomic_load(&slot->cancel) &&
+               rig_inbox_abort(server->inbox, slot->uid) == RIG_E_CAPACITY) {
+        rig__retry_push(server, slot->uid, true);
+    }
+}
+
+/* The choices held behind first choice `lead`: posted (reason NONE) or ended as `reason`. */
+static void rig__held_release(struct rig_serve *server, struct rig__slot *lead,
+                              enum rig_request_end reason, const char *message, int64_t t_ns)
+{
+    for (int32_t next = lead->held_first; next >= 0;) {
+        struct rig__slot *slot = &server->slots[next];
+        next = slot->held_next;
+        if (reason == RIG_END_NONE) rig__held_post(server, slot, t_ns);
+        else rig__held_end(server, slot, reason, message, t_ns);
+    }
+    lead->held_first = -1;
+}
+
+/* Before each step: posts again what the full inbox refused. */
+static void rig__held_retry(struct rig_serve *server, int64_t t_ns)
+{
+    int32_t count = server->held_retry_count;
+    server->held_retry_count = 0; /* each entry pushes at most one back, at or below its own */
+    for (int32_t i = 0; i < count; i++) {
+        struct rig__retry entry = server->held_retry[i];
+        if (entry.abort) {
+            if (rig_inbox_abort(server->inbox, entry.uid) == RIG_E_CAPACITY)
+                rig__retry_push(server, entry.uid, true);
+            continue;
+        }
+        rig__held_post(server, rig__slot_of(server, entry.uid), t_ns);
+    }
+    rig__hand_over(server);
+}
+
+void rig__held_drop(struct rig_serve *server)
+{
+    for (int32_t i = 0; i < server->held_retry_count; i++) {
+        struct rig__retry entry = server->held_retry[i];
+        if (!entry.abort) /* the driver aborted every posted request when it stopped */
+            rig__held_end(server, rig__slot_of(server, entry.uid), RIG_END_ABORT, "", 0);
+    }
+    server->held_retry_count = 0;
+    rig__hand_over(server);
+}
+
 static void rig__on_token(void *ctx, uint64_t uid, int32_t index, int32_t token, int64_t t_ns)
 {
     struct rig_serve *server = ctx;
@@ -313,6 +440,10 @@ static void rig__on_token(void *ctx, uint64_t uid, int32_t index, int32_t token,
     slot->last_token_ns = t_ns;
     atomic_fetch_add_explicit(&server->metrics.generation_tokens, 1, memory_order_relaxed);
     rig__touch(server, slot);
+    /* The engine puts the prompt in the radix cache right after this token and drains the
+     * inbox only after the step: the held choices find it there. */
+    if (index == 0 && slot->held_first >= 0)
+        rig__held_release(server, slot, RIG_END_NONE, "", t_ns);
 }
 
 static void rig__on_logprobs(void *ctx, uint64_t uid, int32_t index, int32_t token,
@@ -348,6 +479,11 @@ static void rig__on_finish(void *ctx, const struct rig_request_result *r)
 {
     struct rig_serve *server = ctx;
     struct rig__slot *slot = rig__slot_of(server, r->uid);
+    if (slot->held_first >= 0) { /* it ended before its first token: so do those behind it */
+        bool refused = r->reason == RIG_END_REJECTED || r->reason == RIG_END_ABORT;
+        rig__held_release(server, slot, refused ? r->reason : RIG_END_NONE, r->message,
+                          r->finish_ns);
+    }
     slot->end = r->reason;
     slot->input_len = r->input_len;
     slot->cached_len = r->cached_len;
@@ -387,8 +523,12 @@ struct rig_engine_observer rig__observer(struct rig_serve *server)
 static enum rig_status rig__feed(void *ctx, struct rig_engine *engine, int64_t now_ns,
                                  char *error, size_t error_len)
 {
-    (void)ctx, (void)engine, (void)now_ns, (void)error, (void)error_len;
-    return RIG_OK; /* everything arrives through the inbox */
+    (void)engine, (void)error, (void)error_len;
+    struct rig_serve *server = ctx;
+    /* Everything arrives through the inbox; held choices it refused are posted again. While
+     * one waits here the inbox is full, so the driver does not block on it. */
+    if (server->held_retry_count > 0) rig__held_retry(server, now_ns);
+    return RIG_OK;
 }
 
 static int64_t rig__next_event(void *ctx)

@@ -1,6 +1,7 @@
 """test_openai.py — the official `openai` Python client against a real `rig serve`.
 
-Chat and text completions, streamed and not; n; stop strings (matched across tokens, never
+Chat and text completions, streamed and not; n (sharing the prompt's prefix cache: usage,
+per-choice cached_tokens, /metrics); stop strings (matched across tokens, never
 emitted); max_tokens; the same seed gives the same text twice; logprobs; usage equal to
 `rig tokenize` of the same text (--chat for the Qwen3 template, --no-thinking for
 chat_template_kwargs.enable_thinking=false); /generate, /health, /metrics, /abort_request,
@@ -74,6 +75,45 @@ def check_completions(client):
     by_ids = client.completions.create(model="tiny-qwen3", prompt=ids, max_tokens=5,
                                        temperature=0)
     assert by_ids.choices[0].text == r.choices[0].text
+
+
+def check_n_shares_prefix(server, client):
+    """n > 1 shares the prompt's prefix cache: the first choice of a prompt prefills it, the
+    others wait for its first token and find the prompt in the radix cache (P - 1 tokens each:
+    the last prompt token is always computed). Seeded choices differ and repeat exactly."""
+    prompt = "Every choice of this prompt shares one prefill of its thirty or so tokens: " \
+             "n equals four, so three of them hit the radix cache"
+    P = len(tokenize(prompt))
+    before = server.wait_idle()
+    r = client.completions.create(model="tiny-qwen3", prompt=prompt, max_tokens=6, n=4,
+                                  temperature=1.0, seed=21)
+    after = server.wait_idle()
+    assert r.usage.prompt_tokens == P, (r.usage, P)  # once per prompt
+    assert r.usage.prompt_tokens_details.cached_tokens == P - 1, (r.usage, P)  # per prompt
+    computed = after["rig:prompt_tokens_total"] - before["rig:prompt_tokens_total"]
+    cached = after["rig:cached_tokens_total"] - before["rig:cached_tokens_total"]
+    assert computed + cached == 4 * P and cached >= 3 * (P - 1), (computed, cached, P)
+    assert computed <= P + 3, (computed, P)  # one prompt, and one token per other choice
+    texts = [c.text for c in sorted(r.choices, key=lambda c: c.index)]
+    assert len(set(texts)) == 4, texts  # seed + i per choice
+    again = client.completions.create(model="tiny-qwen3", prompt=prompt, max_tokens=6, n=4,
+                                      temperature=1.0, seed=21)
+    assert [c.text for c in sorted(again.choices, key=lambda c: c.index)] == texts
+    streamed = ["", "", "", ""]
+    for chunk in client.completions.create(model="tiny-qwen3", prompt=prompt, max_tokens=6,
+                                           n=4, temperature=1.0, seed=21, stream=True):
+        for c in chunk.choices:
+            streamed[c.index] += c.text
+    assert streamed == texts, (streamed, texts)
+    # per choice (/generate's meta_info): the three held choices each hit P' - 1 tokens
+    fresh = prompt + " once more, with feeling"
+    Pf = len(tokenize(fresh))
+    status, body = post(server, "/generate", {"text": fresh, "sampling_params": {
+        "max_new_tokens": 3, "n": 4, "temperature": 1.0, "seed": 5}})
+    metas = [o["meta_info"] for o in json.loads(body)]
+    assert len(metas) == 4 and all(m["prompt_tokens"] == Pf for m in metas), metas
+    assert all(m["cached_tokens"] == Pf - 1 for m in metas[1:]), (metas, Pf)
+    assert sum(m["cached_tokens"] for m in metas) >= 3 * (Pf - 1)
 
 
 def check_stop(client):
@@ -193,6 +233,8 @@ def main():
         for check in (check_chat, check_completions, check_stop, check_logprobs):
             check(client)
             print("ok:", check.__name__, flush=True)
+        check_n_shares_prefix(server, client)
+        print("ok: check_n_shares_prefix")
         check_native(server)
         print("ok: check_native")
         check_native_logprobs(server)
