@@ -202,8 +202,11 @@ static enum rig_status rig__memcpy_async(struct rig_stream *stream, void *dst, c
     enum rig_status status = rig__select(stream->device);
     if (status != RIG_OK) return status;
     /* A download into pageable memory blocks the host until the stream gets there: in a TP
-     * group, wait under the watchdog first, so a stuck collective becomes an error. */
-    if (kind == RIG_COPY_DEVICE_TO_HOST && !stream->capturing) {
+     * group, wait under the watchdog first, so a stuck collective becomes an error. A download
+     * into pinned memory is asynchronous and must stay so (overlap scheduling issues batch
+     * N+1 while N runs); its later event wait is the one the watchdog bounds. */
+    if (kind == RIG_COPY_DEVICE_TO_HOST && !stream->capturing &&
+        rig__device(stream->device)->group != NULL && !rig_hal_host_is_pinned(dst, bytes)) {
         status = rig_cuda_group_wait(rig__device(stream->device), rig__stream(stream)->stream,
                                      NULL);
         if (status != RIG_OK) return status;
