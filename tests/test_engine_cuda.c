@@ -99,6 +99,12 @@ static void test_engine_on_gpu(void **state)
     rig_engine_stats(gpu.engine, &st);
     assert_true(st.graph_replays > 0);
     assert_true(st.cached_tokens > 0);
+    /* Overlap on the GPU: with the token download asynchronous (pinned memory), some launches
+     * are issued while the previous batch still runs. A synchronous download (a wait before
+     * it) makes this 0: the regression of dd78af1. */
+    printf("engine on cuda: %lld of %lld launches ahead of the device\n",
+           (long long)st.launches_ahead, (long long)st.launches_behind_inflight);
+    assert_true(st.launches_ahead > 0);
     printf("engine on cuda: %lld steps, %lld graph replays, %lld cached tokens, last step "
            "ends at %lld ns\n", (long long)st.steps, (long long)st.graph_replays,
            (long long)st.cached_tokens, (long long)gpu.steps[gpu.step_count - 1].device_end_ns);
