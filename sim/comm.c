@@ -176,8 +176,7 @@ static bool rig__check_lateness(struct rig_sim_world *world, int64_t *first_ns)
     return true;
 }
 
-/* The last arrival's work: data (unless phantom), then the common end time. */
-static void rig__complete(struct rig_sim_world *world, const struct rig_sim_profile *profile)
+void rig_sim_world_complete(struct rig_sim_world *world, const struct rig_sim_profile *profile)
 {
     rig__check_agree(world);
     int64_t first = 0;
@@ -274,7 +273,7 @@ enum rig_status rig_sim_world_collective(struct rig_sim_world *world,
     RIG_ASSERT(world->arrived <= world->size);
     uint64_t generation = atomic_load_explicit(&world->generation, memory_order_relaxed);
     if (world->arrived == world->size) {
-        rig__complete(world, profile);
+        rig_sim_world_complete(world, profile);
         world->arrived = 0;
         world->present = 0;
         /* release: end_ns and the results are visible to whoever sees the new generation */

@@ -81,6 +81,11 @@ enum rig_status rig_sim_world_collective(struct rig_sim_world *world,
                                          const struct rig_sim_profile *profile, int32_t rank,
                                          const struct rig_op *op, int64_t earliest_ns,
                                          bool phantom, int64_t *end_ns);
+/* The last arrival's work over world->arrivals[0, size) (every rank's op filled in): checks
+ * that they agree and the lateness, then the data (unless a rank is phantom) and end_ns —
+ * or fails the world. Called under the mutex by rig_sim_world_collective; also by
+ * comm_mpi.c, whose process 0 fills the arrivals from the other processes' messages. */
+void rig_sim_world_complete(struct rig_sim_world *world, const struct rig_sim_profile *profile);
 /* Fails the world with `status` (< 0) and "rank R: reason", unless it has failed already;
  * wakes every waiting rank. Any thread. */
 void rig_sim_world_abort(struct rig_sim_world *world, int32_t rank, enum rig_status status,
