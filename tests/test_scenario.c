@@ -217,6 +217,43 @@ static void test_errors_name_position_and_key(void **state)
     load_fails("", RIG_E_PARSE, "t.yaml");
 }
 
+/* The swarm's fault plan and back-pressure, so a swarm case replays with them (issue 15). */
+static void test_faults_and_back_pressure(void **state)
+{
+    (void)state;
+    struct rig_scenario s = load_ok(HEAD "requests: [{id: a, tokens: [1]}]\n");
+    assert_false(s.faults.set);
+    assert_int_equal(s.faults.stall_op, -1);
+    assert_int_equal(s.faults.start_alloc_fail, -1);
+    assert_int_equal(s.engine.max_requests, RIG_SCENARIO_DEFAULT);
+    rig_scenario_free(&s);
+    s = load_ok(HEAD "engine: {tp_size: 2, max_requests: 3}\n"
+                     "faults: {until_step: 120, start_alloc_fail: 19,\n"
+                     "         stall: {rank: 1, op: 1756, duration: 7ms}}\n"
+                     "requests: [{id: a, tokens: [1]}]\n");
+    assert_true(s.faults.set);
+    assert_int_equal(s.engine.max_requests, 3);
+    assert_int_equal(s.faults.until_step, 120);
+    assert_int_equal(s.faults.start_alloc_fail, 19);
+    assert_int_equal(s.faults.stall_rank, 1);
+    assert_int_equal(s.faults.stall_op, 1756);
+    assert_int_equal(s.faults.stall_ns, 7000000);
+    rig_scenario_free(&s);
+    load_fails(HEAD "faults: {stall: {rank: 1, op: 5, duration: 1ms}}\n"
+                    "requests: [{id: a, tokens: [1]}]\n",
+               RIG_E_RANGE, "t.yaml:3:18: stall rank 1: the engine has 1 rank");
+    load_fails(HEAD "faults: {stall: {op: 5}}\nrequests: [{id: a, tokens: [1]}]\n",
+               RIG_E_INVALID, "stall needs 'op' and 'duration'");
+    load_fails(HEAD "faults: {stal: {op: 5}}\nrequests: [{id: a, tokens: [1]}]\n",
+               RIG_E_INVALID, "unknown key 'stal' in faults");
+    load_fails(HEAD "faults: [1]\nrequests: [{id: a, tokens: [1]}]\n", RIG_E_INVALID,
+               "'faults' must be a mapping");
+    load_fails(HEAD "backend: cuda\nfaults: {until_step: 3}\nrequests: [{id: a, tokens: [1]}]\n",
+               RIG_E_INVALID, "faults are injected on the simulator only");
+    load_fails(HEAD "engine: {max_requests: 0}\nrequests: [{id: a, tokens: [1]}]\n",
+               RIG_E_RANGE, "'max_requests' = 0 is outside [1, 65536]");
+}
+
 static void test_missing_file(void **state)
 {
     (void)state;
@@ -296,6 +333,7 @@ int main(void)
         cmocka_unit_test(test_sampling_defaults_and_overrides),
         cmocka_unit_test(test_set_overrides),
         cmocka_unit_test(test_errors_name_position_and_key),
+        cmocka_unit_test(test_faults_and_back_pressure),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_expectations),
     };

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/engine.h"
+#include "sim/sim.h"
 
 #define RIG__RUN_SMALL 64 /* requests: at or below, the checker runs after every step */
 
@@ -36,6 +37,7 @@ struct rig__run {
     int32_t *abort_order;     /* (abort_count) uids by abort time */
     int32_t abort_count;
     int64_t violations;
+    int64_t engine_steps;     /* rig_engine_step calls (the faults' until_step counts them) */
 };
 
 /* Engine clock -> scenario time (0 = when the run started); -1 stays "never". */
@@ -191,6 +193,7 @@ static enum rig_status rig__config(const struct rig_scenario *s, struct rig_engi
      * holds max_seq_len tokens), arrivals beyond it wait in the runner. */
     int32_t window = 4 * c->max_running_req > 256 ? 4 * c->max_running_req : 256;
     c->max_requests = s->request_count < window ? s->request_count : window;
+    if (e->max_requests != RIG_SCENARIO_DEFAULT) c->max_requests = e->max_requests;
     c->check_invariants = false; /* the runner counts violations instead of aborting */
     return rig__model(s, c, error, error_len);
 }
@@ -357,6 +360,44 @@ static int64_t rig__next_event(const struct rig__run *run, int32_t next, int32_t
     return t;
 }
 
+/* The in-loop fault plan of a scenario with `faults:` (the swarm's): every device
+ * allocation fails (the step loop makes none) and, while `stall` holds, the planned stall. */
+static enum rig_status rig__set_faults(struct rig__run *run, bool stall, char *error,
+                                       size_t error_len)
+{
+    const struct rig_scenario_faults *f = &run->scenario->faults;
+    int32_t ranks = rig_engine_get_config(run->engine)->tp_size;
+    for (int32_t r = 0; r < ranks; r++) {
+        struct rig_sim_faults plan = {.fail_alloc_at = 0, .stall_op_at = -1, .stall_ns = 0};
+        if (stall && r == f->stall_rank && f->stall_op >= 0) {
+            plan.stall_op_at = f->stall_op;
+            plan.stall_ns = f->stall_ns;
+        }
+        enum rig_status status = rig_sim_set_faults(rig_engine_device(run->engine, r), &plan);
+        if (status < 0) {
+            snprintf(error, error_len, "faults: rank %d is not a simulator device", r);
+            return status;
+        }
+    }
+    return RIG_OK;
+}
+
+/* One engine step; the planned stall is lifted once `until_step` steps have run. */
+static enum rig_status rig__step(struct rig__run *run, bool *progress, char *error,
+                                 size_t error_len)
+{
+    const struct rig_scenario_faults *f = &run->scenario->faults;
+    if (f->set && run->engine_steps == f->until_step) {
+        enum rig_status status = rig__set_faults(run, false, error, error_len);
+        if (status < 0) return status;
+    }
+    run->engine_steps++;
+    enum rig_status status = rig_engine_step(run->engine, progress);
+    if (status < 0)
+        snprintf(error, error_len, "engine step failed: %s", rig_status_message(status));
+    return status;
+}
+
 static enum rig_status rig__loop(struct rig__run *run, char *error, size_t error_len)
 {
     const struct rig_run_options *o = run->options;
@@ -376,11 +417,8 @@ static enum rig_status rig__loop(struct rig__run *run, char *error, size_t error
             continue;
         }
         bool progress = false;
-        status = rig_engine_step(run->engine, &progress);
-        if (status < 0) {
-            snprintf(error, error_len, "engine step failed: %s", rig_status_message(status));
-            return status;
-        }
+        status = rig__step(run, &progress, error, error_len);
+        if (status < 0) return status;
         if (every_step) rig__check(run);
         if (!progress && event >= 0)
             rig_engine_wait_until_ns(run->engine, event + run->origin_ns);
@@ -440,6 +478,42 @@ static void rig__totals(struct rig__run *run)
     run->results->invariant_violations = run->violations;
 }
 
+/* The swarm's start-up fault: a first start whose n-th device allocation fails must fail
+ * cleanly (out of device memory) or succeed (the fault lies beyond its allocations). */
+static enum rig_status rig__faulty_start(const struct rig_scenario *s,
+                                         const struct rig_engine_config *config,
+                                         const struct rig_engine_observer *observer,
+                                         char *error, size_t error_len)
+{
+    struct rig_sim_faults faults = {.fail_alloc_at = s->faults.start_alloc_fail,
+                                    .stall_op_at = -1};
+    struct rig_engine *doomed = NULL;
+    char why[RIG_SCENARIO_ERROR_MAX] = "";
+    rig_sim_set_open_faults(&faults);
+    enum rig_status status = rig_engine_create(config, observer, &doomed, why, sizeof why);
+    rig_sim_set_open_faults(NULL);
+    if (status == RIG_OK) rig_engine_destroy(doomed);
+    if (status == RIG_OK || status == RIG_E_DEVICE_MEMORY) return RIG_OK;
+    snprintf(error, error_len, "faults: the engine start with device allocation %lld failing "
+             "did not fail cleanly: %s", (long long)s->faults.start_alloc_fail, why);
+    return status;
+}
+
+/* Creates the engine (after the start-up fault, if planned) and arms the in-loop faults. */
+static enum rig_status rig__start(struct rig__run *run, const struct rig_engine_config *config,
+                                  const struct rig_engine_observer *observer, char *error,
+                                  size_t error_len)
+{
+    const struct rig_scenario_faults *f = &run->scenario->faults;
+    enum rig_status status = RIG_OK;
+    if (f->set && f->start_alloc_fail >= 0)
+        status = rig__faulty_start(run->scenario, config, observer, error, error_len);
+    if (status == RIG_OK)
+        status = rig_engine_create(config, observer, &run->engine, error, error_len);
+    if (status == RIG_OK && f->set) status = rig__set_faults(run, true, error, error_len);
+    return status;
+}
+
 enum rig_status rig_scenario_run(const struct rig_scenario *scenario,
                                  const struct rig_run_options *options,
                                  struct rig_results *results, char *error, size_t error_len)
@@ -455,8 +529,7 @@ enum rig_status rig_scenario_run(const struct rig_scenario *scenario,
     status = rig__init_run(&run, config.prefill_budget);
     if (status < 0) snprintf(error, error_len, "out of memory for the run's records");
     struct rig_engine_observer observer = {&run, rig__on_token, rig__on_finish, rig__on_step};
-    if (status == RIG_OK)
-        status = rig_engine_create(&config, &observer, &run.engine, error, error_len);
+    if (status == RIG_OK) status = rig__start(&run, &config, &observer, error, error_len);
     if (status == RIG_OK) {
         rig__meta(scenario, &config, run.engine, results);
         /* Scenario time 0 is when the engine is ready (weights loaded, graphs captured). */

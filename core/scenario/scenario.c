@@ -166,8 +166,8 @@ static enum rig_status rig__parse_engine_ints(struct rig_scenario_build *b, stru
 {
     struct rig_yaml *y = &b->yaml;
     struct rig_scenario_engine *e = &b->scenario->engine;
-    int64_t v[7] = {e->num_pages, e->page_size,    e->max_running_req, e->max_seq_len,
-                    e->prefill_budget, e->cuda_graph_max_bs, e->tp_size};
+    int64_t v[8] = {e->num_pages, e->page_size,    e->max_running_req, e->max_seq_len,
+                    e->prefill_budget, e->cuda_graph_max_bs, e->tp_size, e->max_requests};
     enum rig_status status = rig_yaml_key_int(y, map, "num_pages", 1, INT32_MAX, &v[0]);
     if (status == RIG_OK) status = rig_yaml_key_int(y, map, "page_size", 1, 1024, &v[1]);
     if (status == RIG_OK) status = rig_yaml_key_int(y, map, "max_running_req", 1, 65536, &v[2]);
@@ -177,6 +177,7 @@ static enum rig_status rig__parse_engine_ints(struct rig_scenario_build *b, stru
     if (status == RIG_OK)
         status = rig_yaml_key_int(y, map, "cuda_graph_max_bs", 0, 65536, &v[5]);
     if (status == RIG_OK) status = rig_yaml_key_int(y, map, "tp_size", 1, 8, &v[6]);
+    if (status == RIG_OK) status = rig_yaml_key_int(y, map, "max_requests", 1, 65536, &v[7]);
     if (status < 0) return status;
     e->num_pages = v[0];
     e->page_size = (int32_t)v[1];
@@ -185,6 +186,7 @@ static enum rig_status rig__parse_engine_ints(struct rig_scenario_build *b, stru
     e->prefill_budget = (int32_t)v[4];
     e->cuda_graph_max_bs = (int32_t)v[5];
     e->tp_size = (int32_t)v[6];
+    e->max_requests = (int32_t)v[7];
     return RIG_OK;
 }
 
@@ -192,7 +194,8 @@ static enum rig_status rig__parse_engine(struct rig_scenario_build *b, struct fy
 {
     static const char *const keys[] = {"num_pages", "page_size", "max_running_req",
                                        "max_seq_len", "prefill_budget", "cuda_graph_max_bs",
-                                       "tp_size", "policy", "cache", "overlap", NULL};
+                                       "tp_size", "policy", "cache", "overlap",
+                                       "max_requests", NULL};
     struct rig_yaml *y = &b->yaml;
     struct rig_scenario_engine *e = &b->scenario->engine;
     enum rig_status status = rig_yaml_check_keys(y, map, "engine", keys);
@@ -220,6 +223,53 @@ static enum rig_status rig__parse_sim(struct rig_scenario_build *b, struct fy_no
         status = rig_yaml_key_string(y, map, "profile", sim->profile, sizeof sim->profile);
     if (status == RIG_OK) status = rig_yaml_key_bool(y, map, "timing_only", &sim->timing_only);
     return status;
+}
+
+/* `stall: {rank, op, duration}` of the faults section. */
+static enum rig_status rig__parse_stall(struct rig_scenario_build *b, struct fy_node *map)
+{
+    static const char *const keys[] = {"rank", "op", "duration", NULL};
+    struct rig_yaml *y = &b->yaml;
+    struct rig_scenario_faults *f = &b->scenario->faults;
+    int64_t rank = 0, op = -1, ns = 0;
+    enum rig_status status = rig_yaml_mapping(y, map, "stall");
+    if (status == RIG_OK) status = rig_yaml_check_keys(y, map, "stall", keys);
+    if (status == RIG_OK) status = rig_yaml_key_int(y, map, "rank", 0, 7, &rank);
+    if (status == RIG_OK) status = rig_yaml_key_int(y, map, "op", 0, INT64_MAX, &op);
+    if (status == RIG_OK) status = rig_yaml_key_duration_ns(y, map, "duration", &ns);
+    if (status < 0) return status;
+    if (rig_yaml_get(map, "op") == NULL || rig_yaml_get(map, "duration") == NULL)
+        return rig_yaml_fail(y, map, RIG_E_INVALID, "stall needs 'op' and 'duration'");
+    f->stall_rank = (int32_t)rank;
+    f->stall_op = op;
+    f->stall_ns = ns;
+    return RIG_OK;
+}
+
+static enum rig_status rig__parse_faults(struct rig_scenario_build *b, struct fy_node *map)
+{
+    static const char *const keys[] = {"start_alloc_fail", "stall", "until_step", NULL};
+    struct rig_yaml *y = &b->yaml;
+    struct rig_scenario_faults *f = &b->scenario->faults;
+    enum rig_status status = rig_yaml_mapping(y, map, "faults");
+    if (status == RIG_OK) status = rig_yaml_check_keys(y, map, "faults", keys);
+    if (status == RIG_OK)
+        status = rig_yaml_key_int(y, map, "start_alloc_fail", 0, INT64_MAX,
+                                  &f->start_alloc_fail);
+    if (status == RIG_OK) status = rig_yaml_key_int(y, map, "until_step", 0, INT64_MAX,
+                                                    &f->until_step);
+    struct fy_node *stall = status == RIG_OK ? rig_yaml_get(map, "stall") : NULL;
+    if (stall != NULL) status = rig__parse_stall(b, stall);
+    if (status < 0) return status;
+    if (b->scenario->backend != RIG_SCENARIO_BACKEND_SIM)
+        return rig_yaml_fail(y, map, RIG_E_INVALID, "faults are injected on the simulator "
+                             "only (backend: sim)");
+    if (f->stall_op >= 0 && f->stall_rank >= b->scenario->engine.tp_size)
+        return rig_yaml_fail(y, stall, RIG_E_RANGE, "stall rank %d: the engine has %d rank%s",
+                             f->stall_rank, b->scenario->engine.tp_size,
+                             b->scenario->engine.tp_size == 1 ? "" : "s");
+    f->set = true;
+    return RIG_OK;
 }
 
 static enum rig_status rig__parse_defaults(struct rig_scenario_build *b, struct fy_node *map)
@@ -255,6 +305,8 @@ static enum rig_status rig__parse_settings(struct rig_scenario_build *b, struct 
     if (status == RIG_OK && node != NULL) status = rig__parse_sim(b, node);
     node = rig_yaml_get(root, "defaults");
     if (status == RIG_OK && node != NULL) status = rig__parse_defaults(b, node);
+    node = rig_yaml_get(root, "faults");
+    if (status == RIG_OK && node != NULL) status = rig__parse_faults(b, node);
     return status;
 }
 
@@ -333,7 +385,8 @@ static enum rig_status rig__load_document(struct rig_scenario_build *b, struct f
 {
     static const char *const keys[] = {"name",     "description", "model",     "backend",
                                        "sim",      "engine",      "seed",      "defaults",
-                                       "requests", "workloads",   "expect",    NULL};
+                                       "requests", "workloads",   "expect",    "faults",
+                                       NULL};
     struct rig_yaml *y = &b->yaml;
     enum rig_status status = RIG_OK;
     if (set_count < 0 || set_count > RIG_SCENARIO_SETS_MAX)
@@ -371,8 +424,10 @@ static void rig__init_build(struct rig_scenario_build *b, struct rig_scenario *o
     struct rig_scenario_engine *e = &out->engine;
     e->num_pages = e->page_size = e->max_running_req = e->max_seq_len = RIG_SCENARIO_DEFAULT;
     e->prefill_budget = e->cuda_graph_max_bs = RIG_SCENARIO_DEFAULT;
-    e->policy = e->cache = e->overlap = RIG_SCENARIO_DEFAULT;
+    e->policy = e->cache = e->overlap = e->max_requests = RIG_SCENARIO_DEFAULT;
     e->tp_size = 1;
+    out->faults = (struct rig_scenario_faults){.start_alloc_fail = -1, .stall_op = -1,
+                                               .until_step = -1};
     snprintf(out->path, sizeof out->path, "%s", name);
     const char *slash = strrchr(name, '/');
     if (slash != NULL && (size_t)(slash - name) < sizeof b->dir)

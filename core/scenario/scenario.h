@@ -79,6 +79,21 @@ struct rig_scenario_engine {
     int32_t policy;             /* enum rig_scenario_policy, or DEFAULT */
     int32_t cache;              /* enum rig_scenario_cache, or DEFAULT */
     int32_t overlap;            /* 0 / 1, or DEFAULT */
+    int32_t max_requests;       /* live requests at once (back-pressure beyond); DEFAULT =
+                                   all of a small scenario, a window over a big one */
+};
+
+/* Injected faults (simulator only), so a swarm case (core/swarm/) replays with its whole
+ * fault plan. With a `faults:` section the run also makes every device allocation in the
+ * step loop fail, as the swarm does (the engine makes none). */
+struct rig_scenario_faults {
+    bool set;                   /* the scenario has a `faults:` section */
+    int64_t start_alloc_fail;   /* the n-th device allocation of a first engine start fails
+                                   (it must fail cleanly, then the run starts again); -1 */
+    int32_t stall_rank;         /* the rank whose stream stalls */
+    int64_t stall_op;           /* the n-th op that rank issues in the run stalls; -1 */
+    int64_t stall_ns;           /* for this long (virtual time) */
+    int64_t until_step;         /* the stall is cleared before this engine step; -1 = never */
 };
 
 struct rig_scenario_sim {
@@ -153,6 +168,7 @@ struct rig_scenario {
     struct rig_scenario_model model;
     struct rig_scenario_engine engine;
     struct rig_scenario_sim sim;
+    struct rig_scenario_faults faults;
     uint64_t seed;
     int32_t token_id_max;                  /* largest prompt token id (the runner checks it
                                               against the model's vocabulary) */

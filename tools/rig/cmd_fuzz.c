@@ -162,14 +162,28 @@ static void rig__fuzz_failure(const struct rig__fuzz_args *a, struct rig_swarm_c
            (long long)r->step_failed, r->message, line);
     printf("  replay: rig fuzz --seed %llu --faults %s%s\n", (unsigned long long)c->seed,
            c->faults ? "on" : "off", rig_debug_plant ? " (with RIG_PLANT set)" : "");
+    int32_t stage = r->stage;
     if (a->shrink) {
         int32_t before = c->request_count;
         int32_t runs = rig_swarm_shrink(c, r->verdict, equivalence, a->isolate, 200);
-        printf("  shrunk: %d -> %d requests in %d runs\n", before, c->request_count, runs);
+        struct rig_swarm_result again; /* which run fails now */
+        rig_swarm_check(c, equivalence, a->isolate, &again);
+        stage = again.stage;
+        printf("  shrunk: %d -> %d requests in %d runs\n", before, c->request_count, runs + 1);
     }
     if (a->scenario_out != NULL && !*written) {
-        enum rig_status s = rig_swarm_write_scenario(c, a->scenario_out);
-        printf("  scenario: %s%s\n", a->scenario_out, s == RIG_OK ? "" : " (cannot write)");
+        /* The run that failed: an equivalence run's variant is a case of its own. */
+        struct rig_swarm_case *failing = malloc(sizeof *failing);
+        enum rig_status s = RIG_E_NO_MEMORY;
+        if (failing != NULL) {
+            rig_swarm_stage_case(c, stage, failing);
+            s = rig_swarm_write_scenario(failing, a->scenario_out);
+            free(failing);
+        }
+        char where[96];
+        rig_swarm_stage_name(stage, where, sizeof where);
+        printf("  scenario: %s (%s)%s\n", a->scenario_out, where,
+               s == RIG_OK ? "" : " (cannot write)");
         *written = true;
     }
     fflush(stdout);
