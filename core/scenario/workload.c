@@ -287,12 +287,15 @@ struct rig__trace_line {
     json_t *hash_ids; /* borrowed from the parsed line */
 };
 
-/* Reads one JSONL record; an error names the trace file and line. */
+/* Reads one JSONL record; an error names the trace file and line. The timestamp, scaled,
+ * has the bounds of a request's `at:` ([0, 1e9 s]): beyond them the conversion to integer
+ * nanoseconds overflows. */
 static enum rig_status rig__trace_record(struct rig_scenario_build *b, const char *path,
-                                         int64_t line_no, json_t *root,
+                                         int64_t line_no, json_t *root, double time_scale,
                                          struct rig__trace_line *out)
 {
     const char *problem = NULL;
+    char range[96];
     json_t *ts = json_object_get(root, "timestamp");
     json_t *in = json_object_get(root, "input_length");
     json_t *outl = json_object_get(root, "output_length");
@@ -307,6 +310,12 @@ static enum rig_status rig__trace_record(struct rig_scenario_build *b, const cha
         problem = "'output_length' must be an integer in [1, 16777216]";
     else if (out->hash_ids != NULL && !json_is_array(out->hash_ids))
         problem = "'hash_ids' must be a list of integers";
+    double ns = problem == NULL ? json_number_value(ts) * time_scale * 1e9 : 0.0;
+    if (problem == NULL && !(ns >= 0.0 && ns <= 1e18)) {
+        snprintf(range, sizeof range, "'timestamp' = %g is outside [0, 1e9 s]%s",
+                 json_number_value(ts), time_scale != 1.0 ? " (after time_scale)" : "");
+        problem = range;
+    }
     if (problem != NULL) {
         if (b->yaml.error[0] == '\0')
             snprintf(b->yaml.error, b->yaml.error_len, "%s:%lld: %s", path,
@@ -353,7 +362,7 @@ static enum rig_status rig__trace_line(struct rig_scenario_build *b, struct fy_n
         return RIG_E_PARSE;
     }
     struct rig__trace_line t;
-    enum rig_status status = rig__trace_record(b, path, line_no, root, &t);
+    enum rig_status status = rig__trace_record(b, path, line_no, root, w->time_scale, &t);
     struct rig_scenario_request *r =
         status == RIG_OK ? rig__append(b, map, w, n, t.input_len, t.output_len) : NULL;
     if (status == RIG_OK && r == NULL) status = RIG_E_CAPACITY;
