@@ -220,6 +220,12 @@ static void test_trace_replay(void **state)
     assert_int_equal(rig_scenario_load_string(yaml, "w.yaml", NULL, 0, &s, error, sizeof error),
                      RIG_E_PARSE);
     assert_non_null(strstr(error, ".jsonl:1:"));
+    /* A file with no newline is read up to the line limit, not without bound (issue 15). */
+    const char *zero = HEAD "workloads: [{kind: trace, path: /dev/zero}]\n";
+    assert_int_equal(rig_scenario_load_string(zero, "w.yaml", NULL, 0, &s, error, sizeof error),
+                     RIG_E_CAPACITY);
+    assert_non_null(strstr(error, "trace '/dev/zero': line 1 is longer than 16777216 bytes "
+                                  "(the line limit)"));
     unlink(path);
     assert_int_equal(rig_scenario_load_string(yaml, "w.yaml", NULL, 0, &s, error, sizeof error),
                      RIG_E_IO);
