@@ -215,6 +215,15 @@ static void test_errors_name_position_and_key(void **state)
     load_fails("name: x\nmodel: {preset: tiny, path: /m}\nrequests: [{id: a, tokens: [1]}]\n",
                RIG_E_INVALID, "model needs exactly one of preset, path or config");
     load_fails("", RIG_E_PARSE, "t.yaml");
+    /* The name is the default results file's: an identifier, never a path (issue 15). */
+    static const char *const names[] = {"../../../../tmp/x", "''", "a/b", ".hidden", "-x",
+                                        "'a b'", "..", "'x\\ty'"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char text[160];
+        snprintf(text, sizeof text, "name: %s\nmodel: {preset: tiny}\n"
+                 "requests: [{id: a, tokens: [1]}]\n", names[i]);
+        load_fails(text, RIG_E_INVALID, "'name' must be an identifier");
+    }
 }
 
 /* The swarm's fault plan and back-pressure, so a swarm case replays with them (issue 15). */

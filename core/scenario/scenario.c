@@ -281,6 +281,20 @@ static enum rig_status rig__parse_defaults(struct rig_scenario_build *b, struct 
     return rig_scenario_parse_sampling(b, map, &b->defaults, &b->default_max_tokens);
 }
 
+/* A scenario's name is an identifier: it becomes the default results file out/<name>.h5, so
+ * '/', "..", a leading '.' or '-' and the empty name would write elsewhere or oddly. */
+static enum rig_status rig__check_name(struct rig_scenario_build *b, struct fy_node *root)
+{
+    const char *name = b->scenario->name;
+    size_t good = strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                               "0123456789_-.");
+    if (name[0] != '\0' && name[good] == '\0' && name[0] != '.' && name[0] != '-')
+        return RIG_OK;
+    return rig_yaml_fail(&b->yaml, rig_yaml_get(root, "name"), RIG_E_INVALID,
+                         "'name' must be an identifier (letters, digits, '_', '-' and '.', "
+                         "not first), not '%s'", name);
+}
+
 static enum rig_status rig__parse_settings(struct rig_scenario_build *b, struct fy_node *root)
 {
     struct rig_yaml *y = &b->yaml;
@@ -290,6 +304,7 @@ static enum rig_status rig__parse_settings(struct rig_scenario_build *b, struct 
     enum rig_status status = rig_yaml_key_string(y, root, "name", s->name, sizeof s->name);
     if (status == RIG_OK && rig_yaml_get(root, "name") == NULL)
         status = rig_yaml_fail(y, root, RIG_E_INVALID, "the scenario needs a 'name'");
+    if (status == RIG_OK) status = rig__check_name(b, root);
     if (status == RIG_OK)
         status = rig_yaml_key_enum(y, root, "backend", rig__backend_names, &backend);
     if (status == RIG_OK) status = rig_yaml_key_int(y, root, "seed", 0, INT64_MAX, &seed);
