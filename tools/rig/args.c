@@ -96,29 +96,86 @@ enum rig_status rig_args_f64(const char *text, double lo, double hi, double *out
     return RIG_OK;
 }
 
-enum rig_status rig_args_i32_list(const char *text, int32_t lo, int32_t hi, int32_t *out,
-                                  int32_t capacity, int32_t *count, char *msg, size_t msg_len)
+bool rig_args_next_item(const char **cursor, const char *separators, char *item,
+                        size_t item_len)
+{
+    const char *p = *cursor + strspn(*cursor, separators);
+    if (*p == '\0') return false;
+    size_t len = strcspn(p, separators);
+    size_t kept = len < item_len - 1 ? len : item_len - 1; /* too long for a number anyway */
+    memcpy(item, p, kept);
+    item[kept] = '\0';
+    *cursor = p + len;
+    return true;
+}
+
+/* Splits a comma-separated list (spaces around items allowed) into items for `parse`; on
+ * error *count is unchanged. */
+static enum rig_status rig__list(const char *text, int32_t capacity, int32_t *count,
+                                 enum rig_status (*parse)(const char *item, int32_t index,
+                                                          void *ctx, char *msg, size_t len),
+                                 void *ctx, char *msg, size_t msg_len)
 {
     RIG_ASSERT(text != NULL && capacity > 0);
-    char item[32];
     int32_t n = 0;
-    for (const char *p = text;; n++) {
+    for (const char *p = text;; p++) {
         size_t len = strcspn(p, ",");
+        size_t from = strspn(p, " "), to = len;
+        while (to > from && p[to - 1] == ' ') to--;
+        char item[32];
+        if (to == from || to - from >= sizeof item) {
+            snprintf(msg, msg_len, "'%s' is not a comma-separated list of numbers", text);
+            return to == from ? RIG_E_PARSE : RIG_E_RANGE;
+        }
         if (n == capacity) {
             snprintf(msg, msg_len, "'%s' has more than %d numbers", text, capacity);
             return RIG_E_CAPACITY;
         }
-        if (len >= sizeof item) len = sizeof item - 1; /* too long for any int32: refused */
-        memcpy(item, p, len);
-        item[len] = '\0';
-        int32_t value = 0;
-        enum rig_status status = rig_args_i32(item, lo, hi, &value, msg, msg_len);
+        memcpy(item, p + from, to - from);
+        item[to - from] = '\0';
+        enum rig_status status = parse(item, n++, ctx, msg, msg_len);
         if (status != RIG_OK) return status;
-        out[n] = value;
-        if (p[strcspn(p, ",")] == '\0') break;
-        p += strcspn(p, ",") + 1;
-        if (*p == ' ') p++;
+        p += len;
+        if (*p == '\0') break;
     }
-    *count = n + 1;
+    *count = n;
     return RIG_OK;
+}
+
+struct rig__i32_list {
+    int32_t lo, hi;
+    int32_t *out;
+};
+
+static enum rig_status rig__i32_item(const char *item, int32_t index, void *ctx, char *msg,
+                                     size_t len)
+{
+    struct rig__i32_list *l = ctx;
+    return rig_args_i32(item, l->lo, l->hi, &l->out[index], msg, len);
+}
+
+enum rig_status rig_args_i32_list(const char *text, int32_t lo, int32_t hi, int32_t *out,
+                                  int32_t capacity, int32_t *count, char *msg, size_t msg_len)
+{
+    struct rig__i32_list l = {lo, hi, out};
+    return rig__list(text, capacity, count, rig__i32_item, &l, msg, msg_len);
+}
+
+struct rig__f64_list {
+    double lo, hi;
+    double *out;
+};
+
+static enum rig_status rig__f64_item(const char *item, int32_t index, void *ctx, char *msg,
+                                     size_t len)
+{
+    struct rig__f64_list *l = ctx;
+    return rig_args_f64(item, l->lo, l->hi, &l->out[index], msg, len);
+}
+
+enum rig_status rig_args_f64_list(const char *text, double lo, double hi, double *out,
+                                  int32_t capacity, int32_t *count, char *msg, size_t msg_len)
+{
+    struct rig__f64_list l = {lo, hi, out};
+    return rig__list(text, capacity, count, rig__f64_item, &l, msg, msg_len);
 }

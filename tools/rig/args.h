@@ -14,6 +14,7 @@
 #ifndef RIG_ARGS_H
 #define RIG_ARGS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,10 +29,21 @@ enum rig_status rig_args_i32(const char *text, int32_t lo, int32_t hi, int32_t *
                              size_t msg_len);
 enum rig_status rig_args_f64(const char *text, double lo, double hi, double *out, char *msg,
                              size_t msg_len);
-/* A comma-separated list of integers in [lo, hi] ("1,2, 3": a space may follow a comma):
- * at least one and at most `capacity`, written to out[0, *count). RIG_E_CAPACITY when there
- * are more; on any error *count is unchanged (out may hold some of the numbers). */
+/* A comma-separated list of integers in [lo, hi] ("1,2 , 3": spaces may surround an item):
+ * at least one and at most `capacity`, written to out[0, *count). RIG_E_PARSE for an empty
+ * item, RIG_E_CAPACITY when there are more; on any error *count is unchanged (out may hold
+ * some of the numbers). */
 enum rig_status rig_args_i32_list(const char *text, int32_t lo, int32_t hi, int32_t *out,
                                   int32_t capacity, int32_t *count, char *msg, size_t msg_len);
+/* The same for finite reals in [lo, hi]. */
+enum rig_status rig_args_f64_list(const char *text, double lo, double hi, double *out,
+                                  int32_t capacity, int32_t *count, char *msg, size_t msg_len);
+
+/* Splitting text into items for the parsers above: skips any of `separators` at *cursor,
+ * copies the item up to the next separator into item (at most item_len − 1 characters: a
+ * longer item is cut, and no number is that long) and moves *cursor past it. False when only
+ * separators were left. */
+bool rig_args_next_item(const char **cursor, const char *separators, char *item,
+                        size_t item_len);
 
 #endif /* RIG_ARGS_H */

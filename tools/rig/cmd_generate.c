@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "core/engine.h"
+#include "tools/rig/args.h"
 #include "tools/rig/commands.h"
 
 #define RIG__PROMPTS_MAX 64
@@ -106,20 +107,24 @@ static const char *rig__gen_value(int argc, char **argv, int *i)
     return NULL;
 }
 
-/* Parses a whole decimal or float number; false (with a message) on anything else. */
+/* A finite real number in [lo, hi]; false (with a message) on anything else. */
 static bool rig__number(const char *option, const char *text, double lo, double hi,
                         double *out)
 {
-    char *end = NULL;
-    errno = 0;
-    double value = strtod(text, &end);
-    if (errno != 0 || end == text || *end != '\0' || !(value >= lo && value <= hi)) {
-        fprintf(stderr, "rig generate: %s: '%s' is not a number in [%g, %g]\n", option, text,
-                lo, hi);
-        return false;
-    }
-    *out = value;
-    return true;
+    char msg[160];
+    if (rig_args_f64(text, lo, hi, out, msg, sizeof msg) == RIG_OK) return true;
+    fprintf(stderr, "rig generate: %s: %s\n", option, msg);
+    return false;
+}
+
+/* A whole number in [lo, hi]; false (with a message) on anything else ("1.5" included). */
+static bool rig__integer(const char *option, const char *text, int32_t lo, int32_t hi,
+                         int32_t *out)
+{
+    char msg[160];
+    if (rig_args_i32(text, lo, hi, out, msg, sizeof msg) == RIG_OK) return true;
+    fprintf(stderr, "rig generate: %s: %s\n", option, msg);
+    return false;
 }
 
 /* One option with a value; returns false (with a message) when it is malformed. */
@@ -133,29 +138,26 @@ static bool rig__generate_option(struct rig__generate_args *a, const char *arg,
     else if (strcmp(arg, "--logits-out") == 0) a->logits_out = v;
     else if (strcmp(arg, "--stop-token-ids") == 0) a->stop_text = v;
     else if (strcmp(arg, "--tp") == 0) {
-        if (!rig__number(arg, v, 1, RIG_DEVICES_MAX, &x)) return false;
-        a->tp = (int32_t)x;
+        return rig__integer(arg, v, 1, RIG_DEVICES_MAX, &a->tp);
     } else if (strcmp(arg, "--prefill-budget") == 0) {
-        if (!rig__number(arg, v, 1, 1 << 24, &x)) return false;
-        a->prefill_budget = (int32_t)x;
+        return rig__integer(arg, v, 1, 1 << 24, &a->prefill_budget);
     } else if (strcmp(arg, "--max-running") == 0) {
-        if (!rig__number(arg, v, 1, RIG__PROMPTS_MAX, &x)) return false;
-        a->max_running = (int32_t)x;
+        return rig__integer(arg, v, 1, RIG__PROMPTS_MAX, &a->max_running);
     } else if (strcmp(arg, "--max-tokens") == 0) {
-        if (!rig__number(arg, v, 1, 1 << 20, &x)) return false;
-        a->max_tokens = (int32_t)x;
+        return rig__integer(arg, v, 1, 1 << 20, &a->max_tokens);
     } else if (strcmp(arg, "--temperature") == 0) {
         if (!rig__number(arg, v, 0, 100, &x)) return false;
         a->temperature = (float)x;
     } else if (strcmp(arg, "--top-k") == 0) {
-        if (!rig__number(arg, v, 0, 1 << 24, &x)) return false;
-        a->top_k = (int32_t)x;
+        return rig__integer(arg, v, 0, 1 << 24, &a->top_k);
     } else if (strcmp(arg, "--top-p") == 0) {
         if (!rig__number(arg, v, 1e-6, 1, &x)) return false;
         a->top_p = (float)x;
     } else if (strcmp(arg, "--seed") == 0) {
-        if (!rig__number(arg, v, 0, 9007199254740991.0, &x)) return false;
-        a->seed = (uint64_t)x;
+        char msg[160];
+        if (rig_args_u64(v, 0, UINT64_MAX, &a->seed, msg, sizeof msg) == RIG_OK) return true;
+        fprintf(stderr, "rig generate: --seed: %s\n", msg);
+        return false;
     } else if (strcmp(arg, "--prompt-ids") == 0) {
         if (a->prompt_count == RIG__PROMPTS_MAX) {
             fprintf(stderr, "rig generate: at most %d prompts\n", RIG__PROMPTS_MAX);
@@ -204,22 +206,12 @@ static int rig__generate_parse(int argc, char **argv, struct rig__generate_args 
 static bool rig__parse_ids(const char *text, int32_t *ids, int32_t capacity,
                            int32_t *count)
 {
+    char msg[160];
     *count = 0;
-    const char *p = text;
-    for (int32_t round = 0; round <= capacity; round++) {
-        char *end = NULL;
-        errno = 0;
-        long value = strtol(p, &end, 10);
-        bool bad = end == p || errno != 0 || value < 0 || value > INT32_MAX;
-        if (bad || *count == capacity) break;
-        ids[(*count)++] = (int32_t)value;
-        while (*end == ' ') end++;
-        if (*end == '\0') return true;
-        if (*end != ',') break;
-        p = end + 1;
-    }
-    fprintf(stderr, "rig generate: '%s': expected comma-separated token ids (1 to %d of "
-                    "them)\n", text, capacity);
+    if (rig_args_i32_list(text, 0, INT32_MAX, ids, capacity, count, msg, sizeof msg) == RIG_OK)
+        return true;
+    fprintf(stderr, "rig generate: expected comma-separated token ids (1 to %d of them): %s\n",
+            capacity, msg);
     return false;
 }
 
