@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/scenario/expect.h"
 #include "core/scenario/scenario.h"
@@ -263,6 +264,40 @@ static void test_faults_and_back_pressure(void **state)
                RIG_E_RANGE, "'max_requests' = 0 is outside [1, 65536]");
 }
 
+/* YAML the loader does not take gets an exact error, not silence or a misleading one
+ * (issue 15): a second document, a list as the description, an alias, a NUL byte. */
+static void test_yaml_exact_errors(void **state)
+{
+    (void)state;
+    const char *one = HEAD "requests: [{id: a, tokens: [1]}]\n";
+    char text[256];
+    snprintf(text, sizeof text, "%s---\nname: y\n", one);
+    load_fails(text, RIG_E_PARSE, "t.yaml:4:1: a second YAML document: a scenario file holds "
+                                  "exactly one");
+    snprintf(text, sizeof text, "--- \n%s...\n", one); /* one document, marked: fine */
+    struct rig_scenario s = load_ok(text);
+    rig_scenario_free(&s);
+    load_fails(HEAD "description: [a, b]\nrequests: [{id: a, tokens: [1]}]\n", RIG_E_INVALID,
+               "t.yaml:3:15: 'description' must be text, not a list");
+    load_fails(HEAD "defaults: &d {max_tokens: 2}\nengine: *d\n"
+                    "requests: [{id: a, tokens: [1]}]\n",
+               RIG_E_INVALID, "t.yaml:4:10: 'engine' is an alias (*d): YAML anchors and "
+                              "aliases are not supported, write the value out");
+    load_fails(HEAD "defaults: {max_tokens: &n 2}\nrequests: [{id: a, tokens: [1], "
+                    "max_tokens: *n}]\n",
+               RIG_E_INVALID, "'max_tokens' is an alias (*n)");
+    char path[] = "/tmp/rig_test_nul_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char nul[] = "name: x\nmodel: {preset: tiny}\nrequests: [{id: a, tokens: [1]}]\n"
+                       "  \0garbage\n";
+    assert_int_equal(write(fd, nul, sizeof nul - 1), (ssize_t)(sizeof nul - 1));
+    close(fd);
+    assert_int_equal(rig_scenario_load(path, NULL, 0, &s, error, sizeof error), RIG_E_PARSE);
+    assert_non_null(strstr(error, ":4:3: a NUL byte: the file is not YAML text"));
+    unlink(path);
+}
+
 static void test_missing_file(void **state)
 {
     (void)state;
@@ -343,6 +378,7 @@ int main(void)
         cmocka_unit_test(test_set_overrides),
         cmocka_unit_test(test_errors_name_position_and_key),
         cmocka_unit_test(test_faults_and_back_pressure),
+        cmocka_unit_test(test_yaml_exact_errors),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_expectations),
     };

@@ -305,6 +305,9 @@ static enum rig_status rig__parse_settings(struct rig_scenario_build *b, struct 
     if (status == RIG_OK && rig_yaml_get(root, "name") == NULL)
         status = rig_yaml_fail(y, root, RIG_E_INVALID, "the scenario needs a 'name'");
     if (status == RIG_OK) status = rig__check_name(b, root);
+    struct fy_node *description = rig_yaml_get(root, "description");
+    if (status == RIG_OK && description != NULL)
+        status = rig_yaml_text(y, description, "description");
     if (status == RIG_OK)
         status = rig_yaml_key_enum(y, root, "backend", rig__backend_names, &backend);
     if (status == RIG_OK) status = rig_yaml_key_int(y, root, "seed", 0, INT64_MAX, &seed);
