@@ -121,7 +121,7 @@ static void rig__write_meta(struct rig__writer *w, const struct rig_results *r)
     rig__attr_string(w, root, "device", m->device);
     rig__attr_string(w, root, "model", m->model);
     rig__attr_string(w, root, "scenario", m->scenario);
-    rig__attr_string(w, root, "scenario_path", m->scenario_path);
+    rig__attr_string(w, root, "scenario_sha256", m->scenario_sha256);
     rig__attr_string(w, root, "policy", m->policy);
     rig__attr_string(w, root, "cache", m->cache);
     rig__attr_string(w, root, "time_units", "s");

@@ -443,7 +443,7 @@ static void rig__meta(const struct rig_scenario *s, const struct rig_engine_conf
 {
     struct rig_results_meta *m = &r->meta;
     snprintf(m->scenario, sizeof m->scenario, "%s", s->name);
-    snprintf(m->scenario_path, sizeof m->scenario_path, "%s", s->path);
+    snprintf(m->scenario_sha256, sizeof m->scenario_sha256, "%s", s->sha256);
     snprintf(m->backend, sizeof m->backend, "%s", c->backend);
     /* The device's own name ("sim:h100", "NVIDIA H100 80GB HBM3"), as the backend reports it. */
     const struct rig_device_info *info =

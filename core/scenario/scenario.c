@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+
 #include "core/scenario/build.h"
 #include "hal/philox.h"
 
@@ -452,6 +454,34 @@ static void rig__init_build(struct rig_scenario_build *b, struct rig_scenario *o
         memcpy(b->dir, name, (size_t)(slash - name) + 1);
 }
 
+/* out->sha256: SHA-256 (OpenSSL) of the text (or the file's bytes, read in blocks) followed
+ * by "\n--set " and each override. RIG_E_IO when the file cannot be read again. */
+static enum rig_status rig__content_hash(const char *text, const char *path,
+                                         const char *const *sets, int32_t set_count,
+                                         struct rig_scenario *out)
+{
+    EVP_MD_CTX *context = EVP_MD_CTX_new();
+    FILE *file = text == NULL ? fopen(path, "rb") : NULL;
+    bool ok = context != NULL && EVP_DigestInit_ex(context, EVP_sha256(), NULL) == 1 &&
+              (text != NULL || file != NULL);
+    if (ok && text != NULL) ok = EVP_DigestUpdate(context, text, strlen(text)) == 1;
+    char block[65536];
+    for (size_t n; ok && file != NULL && (n = fread(block, 1, sizeof block, file)) > 0;)
+        ok = EVP_DigestUpdate(context, block, n) == 1;
+    if (file != NULL) ok = ok && !ferror(file);
+    for (int32_t i = 0; ok && i < set_count; i++)
+        ok = EVP_DigestUpdate(context, "\n--set ", 7) == 1 &&
+             EVP_DigestUpdate(context, sets[i], strlen(sets[i])) == 1;
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int length = 0;
+    ok = ok && EVP_DigestFinal_ex(context, digest, &length) == 1 && length == 32;
+    for (unsigned int i = 0; ok && i < length; i++)
+        snprintf(out->sha256 + 2 * i, 3, "%02x", digest[i]);
+    if (file != NULL) fclose(file);
+    EVP_MD_CTX_free(context);
+    return ok ? RIG_OK : RIG_E_IO;
+}
+
 static enum rig_status rig__load(const char *text, const char *name, const char *const *sets,
                                  int32_t set_count, struct rig_scenario *out, char *error,
                                  size_t error_len)
@@ -465,6 +495,9 @@ static enum rig_status rig__load(const char *text, const char *name, const char 
     if (doc == NULL) return status;
     status = rig__load_document(&build, doc, sets, set_count);
     fy_document_destroy(doc);
+    if (status == RIG_OK && rig__content_hash(text, name, sets, set_count, out) != RIG_OK)
+        status = rig_yaml_fail(&build.yaml, NULL, RIG_E_IO, "cannot read the file again to "
+                               "hash it");
     if (status < 0) {
         rig_scenario_free(out);
         return status;

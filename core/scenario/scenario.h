@@ -163,7 +163,10 @@ struct rig_scenario_expect {
 
 struct rig_scenario {
     char name[RIG_SCENARIO_NAME_MAX];
-    char path[RIG_SCENARIO_PATH_MAX];      /* the file it was read from */
+    char path[RIG_SCENARIO_PATH_MAX];      /* the file it was read from (for messages) */
+    char sha256[65];                       /* hex SHA-256 of the file's bytes, then of each
+                                              --set override: what identifies the scenario
+                                              in results, whatever the path's spelling */
     enum rig_scenario_backend backend;
     struct rig_scenario_model model;
     struct rig_scenario_engine engine;
