@@ -2,7 +2,7 @@
 # scenario_hashes.sh — every simulator scenario's HDF5 results, byte for byte.
 #
 # Runs each scenario named in tests/scenario_hashes.txt with `rig run --quiet`, from the source
-# directory (so the file's scenario_path attribute is the relative path in the list) and with
+# directory (the file names the scenario by name and content hash, whatever the path) and with
 # RIG_RESULTS_GIT_COMMIT=pinned (so the git_commit attribute does not change with every
 # commit), and compares the sha256 of each results file with the list. A difference means a
 # change of behaviour: a refactor must leave every hash as it is; a change meant to alter

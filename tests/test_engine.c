@@ -3,7 +3,8 @@
  *
  * - Eviction under pressure: cached prefixes are evicted least recently used first, and a
  *   prefix locked by a running request survives.
- * - Admission blocked by the decode reservation, unblocked when the running request ends.
+ * - Admission blocked by the decode reservation, unblocked when the running request ends;
+ *   what admitted requests reserve is counted in whole pages (a swarm finding).
  * - Rejections with a reason (context limit, KV capacity); invalid submissions refused.
  * - The Python original's defects, as regression tests: a request finished by batch N−1 is
  *   not released while the overlapped batch N still holds it; duplicate-prefix pages are
@@ -95,6 +96,38 @@ static void test_admission_blocked_by_reservation(void **state)
     assert_true(b->first_scheduled_ns >= a->finish_ns);
     for (int32_t i = 0; i < h.step_count; i++) assert_true(h.steps[i].batch_size == 1);
     harness_close(&h);
+}
+
+/* Issue 15 (swarm seed 9000000000000000783, shrunk): three 2-token prompts wanting 4, 11 and
+ * 16 slots arrive together at a pool of two 16-slot pages. In tokens they fit (31 of 32); in
+ * pages they need three, so the third must wait for one to end. Counting what admitted
+ * requests reserve in tokens let all three in, and the third page's allocation failed on an
+ * assertion ("KV reservation violated"). */
+static void test_admission_counts_whole_pages(void **state)
+{
+    (void)state;
+    struct rig_engine_config c;
+    harness_config(&c, "tiny", true);
+    c.page_size = 16;
+    c.num_pages = 2;
+    c.max_seq_len = 16;
+    c.prefill_budget = 39;
+    for (int32_t overlap = 0; overlap < 2; overlap++) {
+        c.overlap = overlap == 1;
+        harness_open(&h, &c);
+        int32_t prompts[3][2];
+        const int32_t max_tokens[3] = {2, 9, 14};
+        for (int32_t i = 0; i < 3; i++) {
+            harness_prompt(prompts[i], 2, i + 1, 1024);
+            harness_submit(&h, (uint64_t)i + 1, prompts[i], 2, max_tokens[i], 0.0f, RIG_OK);
+        }
+        harness_run(&h);
+        for (int32_t i = 0; i < 3; i++)
+            assert_int_equal(harness_get(&h, (uint64_t)i + 1)->output_len, max_tokens[i]);
+        assert_int_equal(h.steps[0].batch_size, 2); /* two pages: two requests admitted */
+        assert_true(harness_get(&h, 3)->first_scheduled_ns >= harness_get(&h, 1)->finish_ns);
+        harness_close(&h);
+    }
 }
 
 static void test_rejections(void **state)
@@ -442,6 +475,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_eviction_lru_and_locked),
         cmocka_unit_test(test_admission_blocked_by_reservation),
+        cmocka_unit_test(test_admission_counts_whole_pages),
         cmocka_unit_test(test_rejections),
         cmocka_unit_test(test_overlap_finish_waits_for_inflight),
         cmocka_unit_test(test_overlap_launches_ahead),

@@ -204,6 +204,20 @@ static void test_damaged_files(void **state)
                "{\"w\": {\"dtype\": \"U8\", \"shape\": [-16], \"data_offsets\": [0, 16]}}",
                data, 16, 0);
     rig__expect_fail("negative.safetensors", RIG_E_PARSE, "'w'", "shape");
+    /* Issue 15: the element count must not wrap (2^40 * 2^24 = 2^64 = 0 elements). */
+    rig__write("wraps.safetensors",
+               "{\"w\": {\"dtype\": \"U8\", \"shape\": [1099511627776, 16777216], "
+               "\"data_offsets\": [0, 0]}}", data, 16, 0);
+    rig__expect_fail("wraps.safetensors", RIG_E_PARSE, "'w'", "too large");
+    /* A header of no tensors opens; finding a name in it searches no NULL array (UBSan). */
+    rig__write("empty.safetensors", "{}", data, 0, 0);
+    char path[512], error[256];
+    rig__path(path, sizeof path, "empty.safetensors");
+    struct rig_safetensors *st = NULL;
+    assert_int_equal(rig_safetensors_open(path, &st, error, sizeof error), RIG_OK);
+    assert_int_equal(rig_safetensors_count(st), 0);
+    assert_null(rig_safetensors_find(st, "w"));
+    rig_safetensors_close(st);
     rig__write_text("tiny.safetensors", "abc");
     rig__expect_fail("tiny.safetensors", RIG_E_PARSE, "tiny", "truncated");
     rig__expect_fail("absent.safetensors", RIG_E_IO, "absent", NULL);

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/harness/scenario/expect.h"
 #include "core/harness/scenario/scenario.h"
@@ -215,6 +216,93 @@ static void test_errors_name_position_and_key(void **state)
     load_fails("name: x\nmodel: {preset: tiny, path: /m}\nrequests: [{id: a, tokens: [1]}]\n",
                RIG_E_INVALID, "model needs exactly one of preset, path or config");
     load_fails("", RIG_E_PARSE, "t.yaml");
+    /* The name is the default results file's: an identifier, never a path (issue 15). */
+    static const char *const names[] = {"../../../../tmp/x", "''", "a/b", ".hidden", "-x",
+                                        "'a b'", "..", "'x\\ty'"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char text[160];
+        snprintf(text, sizeof text, "name: %s\nmodel: {preset: tiny}\n"
+                 "requests: [{id: a, tokens: [1]}]\n", names[i]);
+        load_fails(text, RIG_E_INVALID, "'name' must be an identifier");
+    }
+}
+
+/* The swarm's fault plan and back-pressure, so a swarm case replays with them (issue 15). */
+static void test_faults_and_back_pressure(void **state)
+{
+    (void)state;
+    struct rig_scenario s = load_ok(HEAD "requests: [{id: a, tokens: [1]}]\n");
+    assert_false(s.faults.set);
+    assert_int_equal(s.faults.stall_op, -1);
+    assert_int_equal(s.faults.start_alloc_fail, -1);
+    assert_int_equal(s.engine.max_requests, RIG_SCENARIO_DEFAULT);
+    rig_scenario_free(&s);
+    s = load_ok(HEAD "engine: {tp_size: 2, max_requests: 3}\n"
+                     "faults: {until_step: 120, start_alloc_fail: 19,\n"
+                     "         stall: {rank: 1, op: 1756, duration: 7ms}}\n"
+                     "requests: [{id: a, tokens: [1]}]\n");
+    assert_true(s.faults.set);
+    assert_int_equal(s.engine.max_requests, 3);
+    assert_int_equal(s.faults.until_step, 120);
+    assert_int_equal(s.faults.start_alloc_fail, 19);
+    assert_int_equal(s.faults.stall_rank, 1);
+    assert_int_equal(s.faults.stall_op, 1756);
+    assert_int_equal(s.faults.stall_ns, 7000000);
+    rig_scenario_free(&s);
+    load_fails(HEAD "faults: {stall: {rank: 1, op: 5, duration: 1ms}}\n"
+                    "requests: [{id: a, tokens: [1]}]\n",
+               RIG_E_RANGE, "t.yaml:3:18: stall rank 1: the engine has 1 rank");
+    load_fails(HEAD "faults: {stall: {op: 5}}\nrequests: [{id: a, tokens: [1]}]\n",
+               RIG_E_INVALID, "stall needs 'op' and 'duration'");
+    load_fails(HEAD "faults: {stal: {op: 5}}\nrequests: [{id: a, tokens: [1]}]\n",
+               RIG_E_INVALID, "unknown key 'stal' in faults");
+    load_fails(HEAD "faults: [1]\nrequests: [{id: a, tokens: [1]}]\n", RIG_E_INVALID,
+               "'faults' must be a mapping");
+    load_fails(HEAD "backend: cuda\nfaults: {until_step: 3}\nrequests: [{id: a, tokens: [1]}]\n",
+               RIG_E_INVALID, "faults are injected on the simulator only");
+    load_fails(HEAD "engine: {max_requests: 0}\nrequests: [{id: a, tokens: [1]}]\n",
+               RIG_E_RANGE, "'max_requests' = 0 is outside [1, 65536]");
+    /* One fault plan per rank: not with sim.fault; a fleet injects none. */
+    load_fails(HEAD "engine: {tp_size: 2}\nsim: {fault: {kind: stall, rank: 1}}\n"
+                    "faults: {until_step: 3}\nrequests: [{id: a, tokens: [1]}]\n",
+               RIG_E_INVALID, "faults: not with sim.fault");
+    load_fails(HEAD "cluster: {replicas: 2}\nfaults: {until_step: 3}\n"
+                    "requests: [{id: a, tokens: [1]}]\n",
+               RIG_E_INVALID, "faults: a fleet (cluster:) injects none");
+}
+
+/* YAML the loader does not take gets an exact error, not silence or a misleading one
+ * (issue 15): a second document, a list as the description, an alias, a NUL byte. */
+static void test_yaml_exact_errors(void **state)
+{
+    (void)state;
+    const char *one = HEAD "requests: [{id: a, tokens: [1]}]\n";
+    char text[256];
+    snprintf(text, sizeof text, "%s---\nname: y\n", one);
+    load_fails(text, RIG_E_PARSE, "t.yaml:4:1: a second YAML document: a scenario file holds "
+                                  "exactly one");
+    snprintf(text, sizeof text, "--- \n%s...\n", one); /* one document, marked: fine */
+    struct rig_scenario s = load_ok(text);
+    rig_scenario_free(&s);
+    load_fails(HEAD "description: [a, b]\nrequests: [{id: a, tokens: [1]}]\n", RIG_E_INVALID,
+               "t.yaml:3:15: 'description' must be text, not a list");
+    load_fails(HEAD "defaults: &d {max_tokens: 2}\nengine: *d\n"
+                    "requests: [{id: a, tokens: [1]}]\n",
+               RIG_E_INVALID, "t.yaml:4:10: 'engine' is an alias (*d): YAML anchors and "
+                              "aliases are not supported, write the value out");
+    load_fails(HEAD "defaults: {max_tokens: &n 2}\nrequests: [{id: a, tokens: [1], "
+                    "max_tokens: *n}]\n",
+               RIG_E_INVALID, "'max_tokens' is an alias (*n)");
+    char path[] = "/tmp/rig_test_nul_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char nul[] = "name: x\nmodel: {preset: tiny}\nrequests: [{id: a, tokens: [1]}]\n"
+                       "  \0garbage\n";
+    assert_int_equal(write(fd, nul, sizeof nul - 1), (ssize_t)(sizeof nul - 1));
+    close(fd);
+    assert_int_equal(rig_scenario_load(path, NULL, 0, &s, error, sizeof error), RIG_E_PARSE);
+    assert_non_null(strstr(error, ":4:3: a NUL byte: the file is not YAML text"));
+    unlink(path);
 }
 
 /* cluster: strict like every key; parsed values reach the scenario. */
@@ -333,6 +421,8 @@ int main(void)
         cmocka_unit_test(test_set_overrides),
         cmocka_unit_test(test_errors_name_position_and_key),
         cmocka_unit_test(test_cluster),
+        cmocka_unit_test(test_faults_and_back_pressure),
+        cmocka_unit_test(test_yaml_exact_errors),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_expectations),
     };

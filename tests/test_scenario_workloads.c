@@ -203,10 +203,29 @@ static void test_trace_replay(void **state)
     assert_int_equal(rig_scenario_load_string(yaml, "w.yaml", NULL, 0, &s, error, sizeof error),
                      RIG_E_PARSE);
     assert_non_null(strstr(error, ".jsonl:2: 'input_length' must be an integer"));
+    /* Timestamps have the bounds of `at:` (issue 15: ±1e18 overflowed to t = 0). */
+    static const char *const stamps[] = {"1e18", "-1e18", "-1", "1.5e9"};
+    for (size_t i = 0; i < sizeof stamps / sizeof stamps[0]; i++) {
+        char line[160];
+        snprintf(line, sizeof line, "{\"timestamp\": 1, \"input_length\": 4, "
+                 "\"output_length\": 1}\n{\"timestamp\": %s, \"input_length\": 4, "
+                 "\"output_length\": 1}\n", stamps[i]);
+        write_file(path, line);
+        assert_int_equal(rig_scenario_load_string(yaml, "w.yaml", NULL, 0, &s, error,
+                                                  sizeof error), RIG_E_PARSE);
+        assert_non_null(strstr(error, ".jsonl:2: 'timestamp' = "));
+        assert_non_null(strstr(error, " is outside [0, 1e9 s]"));
+    }
     write_file(path, "{\"timestamp\": 1, \"input_length\": 4,\n");
     assert_int_equal(rig_scenario_load_string(yaml, "w.yaml", NULL, 0, &s, error, sizeof error),
                      RIG_E_PARSE);
     assert_non_null(strstr(error, ".jsonl:1:"));
+    /* A file with no newline is read up to the line limit, not without bound (issue 15). */
+    const char *zero = HEAD "workloads: [{kind: trace, path: /dev/zero}]\n";
+    assert_int_equal(rig_scenario_load_string(zero, "w.yaml", NULL, 0, &s, error, sizeof error),
+                     RIG_E_CAPACITY);
+    assert_non_null(strstr(error, "trace '/dev/zero': line 1 is longer than 16777216 bytes "
+                                  "(the line limit)"));
     unlink(path);
     assert_int_equal(rig_scenario_load_string(yaml, "w.yaml", NULL, 0, &s, error, sizeof error),
                      RIG_E_IO);

@@ -54,7 +54,7 @@ static void test_swarm_results_pinned(void **state)
     }
     for (uint64_t seed = 1; seed <= 4; seed++) {
         rig_swarm_draw(seed, false, c);
-        h = rig__fold(h, (rig_swarm_equivalence(c, &r), &r));
+        h = rig__fold(h, (rig_swarm_equivalence(c, NULL, &r), &r));
     }
     static const uint32_t plants[] = {RIG_PLANT_SKIP_UNLOCK, RIG_PLANT_FREE_SHARED_PAGE,
                                       RIG_PLANT_RELEASE_INFLIGHT, RIG_PLANT_ADMIT_FREE_ONLY};

@@ -21,7 +21,7 @@ run | test) ;;
 esac
 
 packages=(build-essential cmake ninja-build pkg-config git ca-certificates
-    libfyaml-dev libhdf5-dev libcmocka-dev libpcre2-dev libutf8proc-dev libjansson-dev
+    libfyaml-dev libhdf5-dev libcmocka-dev libpcre2-dev libutf8proc-dev libjansson-dev libssl-dev
     libcurl4-openssl-dev
     libmicrohttpd-dev curl
     openmpi-bin libopenmpi-dev

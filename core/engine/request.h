@@ -129,6 +129,15 @@ static inline int32_t rig_request_remain_len(const struct rig_request *r)
 {
     return r->max_device_len - r->device_len;
 }
+/* KV slots the request may still allocate, in whole pages: its row is allocated page by page
+ * up to max_device_len, and [0, alloc_len) rounded up to a page is already held. This is what
+ * admission must keep available for it (a partial page costs a whole one). */
+static inline int64_t rig_request_unallocated(const struct rig_request *r, int32_t page_size)
+{
+    int64_t end = ((int64_t)r->max_device_len + page_size - 1) / page_size * page_size;
+    int64_t have = ((int64_t)r->alloc_len + page_size - 1) / page_size * page_size;
+    return end - have;
+}
 static inline bool rig_request_live(const struct rig_request *r)
 {
     return r->state >= RIG_REQUEST_PENDING && r->state <= RIG_REQUEST_RUNNING;

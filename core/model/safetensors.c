@@ -138,9 +138,11 @@ static enum rig_status rig__st_entry(const char *file, const char *name, const j
             json_integer_value(n) > (1ll << 40))
             return rig__st_fail(e, RIG_E_PARSE, "%s: tensor '%s': bad shape", file, name);
         t->shape[d] = json_integer_value(n);
+        /* Checked before multiplying: [2^40, 2^24] would wrap around to 0 elements. */
+        if (t->shape[d] != 0 && numel > (1ull << 40) / (uint64_t)t->shape[d])
+            return rig__st_fail(e, RIG_E_PARSE, "%s: tensor '%s': too large (more than 2^40 "
+                                "elements)", file, name);
         numel *= (uint64_t)t->shape[d];
-        if (numel > (1ull << 40))
-            return rig__st_fail(e, RIG_E_PARSE, "%s: tensor '%s': too large", file, name);
     }
     const json_t *b = json_array_get(offsets, 0), *f = json_array_get(offsets, 1);
     if (!json_is_integer(b) || !json_is_integer(f) || json_integer_value(b) < 0 ||
@@ -363,6 +365,7 @@ const struct rig_safetensors_tensor *rig_safetensors_find(const struct rig_safet
 {
     RIG_ASSERT(st != NULL && name != NULL);
     struct rig_safetensors_tensor key = {.name = name};
+    if (st->count == 0) return NULL; /* a header of no tensors ("{}"): no array to search */
     return bsearch(&key, st->tensors, (size_t)st->count, sizeof key, rig__st_compare);
 }
 

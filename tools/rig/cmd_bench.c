@@ -18,6 +18,7 @@
 
 #include "core/harness/bench/bench.h"
 #include "core/version.h"
+#include "tools/rig/args.h"
 #include "tools/rig/commands.h"
 
 struct rig__bench_args {
@@ -60,29 +61,24 @@ static const char *rig__arg(int argc, char **argv, int *i)
 /* "4,8,16" into options->online_rates; returns -1 to continue, else the exit status. */
 static int rig__parse_rates(const char *text, struct rig_bench_options *o)
 {
-    const char *p = text;
-    o->online_rate_count = 0;
-    for (int32_t n = 0; n < RIG_BENCH_SERVING_MAX - 2; n++) {
-        char *end = NULL;
-        double rate = strtod(p, &end);
-        if (end == p || !(rate > 0.0) || isinf(rate) || (*end != ',' && *end != '\0')) break;
-        o->online_rates[o->online_rate_count++] = rate;
-        if (*end == '\0') return -1;
-        p = end + 1;
+    char msg[160];
+    int32_t count = 0;
+    if (rig_args_f64_list(text, 1e-6, 1e9, o->online_rates, RIG_BENCH_SERVING_MAX - 2, &count,
+                          msg, sizeof msg) == RIG_OK) {
+        o->online_rate_count = count;
+        return -1;
     }
-    fprintf(stderr,
-            "rig bench: --rates takes up to %d positive numbers separated by commas, "
-            "not '%s'\n",
-            RIG_BENCH_SERVING_MAX - 2, text);
+    fprintf(stderr, "rig bench: --rates takes up to %d positive numbers separated by commas: "
+                    "%s\n", RIG_BENCH_SERVING_MAX - 2, msg);
     return 2;
 }
 
 /* A positive integer option value in [1, max]; -1 when it is not one. */
 static int32_t rig__count(const char *value, int32_t max)
 {
-    char *end = NULL;
-    long v = strtol(value, &end, 10);
-    return end != value && *end == '\0' && v >= 1 && v <= max ? (int32_t)v : -1;
+    char msg[128];
+    int32_t v = -1;
+    return rig_args_i32(value, 1, max, &v, msg, sizeof msg) == RIG_OK ? v : -1;
 }
 
 /* Option with a value; returns -1 to continue, else the exit status. */

@@ -19,6 +19,7 @@
 
 #include "core/harness/bench/serve.h"
 #include "core/text/tokenizer.h"
+#include "tools/rig/args.h"
 #include "tools/rig/commands.h"
 
 #define RIG__MODEL_MAX 256
@@ -81,32 +82,26 @@ struct rig__args {
     bool dry_run; /* print the prompts and their schedule, send nothing */
 };
 
-/* A number option; false (and a message) when `text` is not one in [lo, hi]. */
+/* A number option (tools/rig/args.h; "inf" where hi is infinite, as --request-rate takes);
+ * false (and a message) when `text` is not one in [lo, hi]. */
 static bool rig__number(const char *name, const char *text, double lo, double hi, double *out)
 {
-    char *end = NULL;
-    errno = 0;
-    double v = strcmp(text, "inf") == 0 ? INFINITY : strtod(text, &end);
-    if (strcmp(text, "inf") != 0 && (end == text || *end != '\0' || errno != 0)) v = NAN;
-    if (v >= lo && v <= hi) {
-        *out = v;
+    char msg[160];
+    if (isinf(hi) && strcmp(text, "inf") == 0) {
+        *out = INFINITY;
         return true;
     }
-    fprintf(stderr, "rig bench serve: %s takes a number in [%g, %g], not '%s'\n", name, lo, hi,
-            text);
+    if (rig_args_f64(text, lo, hi, out, msg, sizeof msg) == RIG_OK) return true;
+    fprintf(stderr, "rig bench serve: %s: %s\n", name, msg);
     return false;
 }
 
 static bool rig__int(const char *name, const char *text, int32_t lo, int32_t hi, int32_t *out)
 {
-    double v = 0.0;
-    if (!rig__number(name, text, lo, hi, &v)) return false;
-    if (v != floor(v)) {
-        fprintf(stderr, "rig bench serve: %s takes a whole number, not '%s'\n", name, text);
-        return false;
-    }
-    *out = (int32_t)v;
-    return true;
+    char msg[160];
+    if (rig_args_i32(text, lo, hi, out, msg, sizeof msg) == RIG_OK) return true;
+    fprintf(stderr, "rig bench serve: %s: %s\n", name, msg);
+    return false;
 }
 
 /* Integer-valued options; true when `name` was one (ok says whether its value parsed). */
@@ -143,7 +138,7 @@ static bool rig__int_option(struct rig_serve_options *o, const char *name, const
 
 static bool rig__real_option(struct rig_serve_options *o, const char *name, const char *v, bool *ok)
 {
-    double seed = 0.0;
+    char msg[160];
     if (strcmp(name, "--random-range-ratio") == 0)
         *ok = rig__number(name, v, 0.0, 1.0, &o->random_range_ratio);
     else if (strcmp(name, "--request-rate") == 0) {
@@ -156,8 +151,8 @@ static bool rig__real_option(struct rig_serve_options *o, const char *name, cons
     else if (strcmp(name, "--timeout") == 0)
         *ok = rig__number(name, v, 0.0, 1e7, &o->timeout_s);
     else if (strcmp(name, "--seed") == 0) {
-        *ok = rig__number(name, v, 0.0, 9007199254740992.0, &seed) && seed == floor(seed);
-        o->seed = (uint64_t)seed;
+        *ok = rig_args_u64(v, 0, UINT64_MAX, &o->seed, msg, sizeof msg) == RIG_OK;
+        if (!*ok) fprintf(stderr, "rig bench serve: --seed: %s\n", msg);
     } else
         return false;
     return true;

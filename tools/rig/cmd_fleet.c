@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/harness/fleet/fleet.h"
+#include "tools/rig/args.h"
 #include "tools/rig/commands.h"
 
 static int rig__fleet_usage(FILE *out, int status)
@@ -68,6 +69,15 @@ static int rig__fleet_main(const struct rig_scenario *s, const struct rig_fleet_
     return exit_status;
 }
 
+/* --replicas / --tp: a whole number in [1, hi] (tools/rig/args.h); false with a message. */
+static bool rig__fleet_int(const char *option, const char *text, int32_t hi, int32_t *out)
+{
+    char msg[160];
+    if (rig_args_i32(text, 1, hi, out, msg, sizeof msg) == RIG_OK) return true;
+    fprintf(stderr, "rig fleet: %s: %s\n", option, msg);
+    return false;
+}
+
 /* The scenario's `cluster:` (or the defaults), then the flags that were given (>= 0). */
 static void rig__fleet_merge(const struct rig_scenario *s, const struct rig_fleet_config *flags,
                              struct rig_fleet_config *config)
@@ -95,9 +105,11 @@ int rig_cmd_fleet(int argc, char **argv)
         }
         if (v == NULL) return rig__fleet_usage(stderr, 2);
         i++;
-        if (strcmp(arg, "--replicas") == 0) config.replicas = atoi(v);
-        else if (strcmp(arg, "--tp") == 0) config.tp = atoi(v);
-        else if (strcmp(arg, "--router") == 0) {
+        if (strcmp(arg, "--replicas") == 0) {
+            if (!rig__fleet_int(arg, v, RIG_FLEET_REPLICAS_MAX, &config.replicas)) return 2;
+        } else if (strcmp(arg, "--tp") == 0) {
+            if (!rig__fleet_int(arg, v, 8, &config.tp)) return 2;
+        } else if (strcmp(arg, "--router") == 0) {
             if (rig_fleet_router_parse(v, &config.router) != RIG_OK) return rig__fleet_usage(stderr, 2);
         } else if (strcmp(arg, "--set") == 0 && set_count < RIG_SCENARIO_SETS_MAX) {
             sets[set_count++] = v;
@@ -105,10 +117,7 @@ int rig_cmd_fleet(int argc, char **argv)
             return rig__fleet_usage(stderr, 2);
         }
     }
-    if (path == NULL || config.replicas == 0 || config.replicas < -1 ||
-        config.replicas > RIG_FLEET_REPLICAS_MAX ||
-        config.tp < -1 || config.tp > 8)
-        return rig__fleet_usage(stderr, 2);
+    if (path == NULL) return rig__fleet_usage(stderr, 2);
     struct rig_scenario scenario;
     char error[RIG_SCENARIO_ERROR_MAX];
     if (rig_scenario_load(path, sets, set_count, &scenario, error, sizeof error) != RIG_OK) {

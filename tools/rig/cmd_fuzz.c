@@ -16,6 +16,7 @@
 
 #include "core/harness/swarm/plant.h"
 #include "core/harness/swarm/swarm.h"
+#include "tools/rig/args.h"
 #include "tools/rig/commands.h"
 
 struct rig__fuzz_args {
@@ -58,14 +59,6 @@ static bool rig__on_off(const char *value, bool *out)
     return true;
 }
 
-static bool rig__number(const char *value, double lo, double *out)
-{
-    char *end = NULL;
-    if (value == NULL) return false;
-    *out = strtod(value, &end);
-    return end != value && *end == '\0' && *out >= lo;
-}
-
 /* A flag without a value; false when `arg` is none. */
 static bool rig__fuzz_flag(const char *arg, struct rig__fuzz_args *a)
 {
@@ -75,35 +68,46 @@ static bool rig__fuzz_flag(const char *arg, struct rig__fuzz_args *a)
     return true;
 }
 
-/* An option with its value at argv[*i + 1] (consumed); false on a usage error. */
-static bool rig__fuzz_option(int argc, char **argv, int *i, struct rig__fuzz_args *a,
-                             bool *one_seed)
+/* A numeric option's value into `a`; false (with the reason in msg) when it is malformed. */
+static bool rig__fuzz_number(const char *arg, const char *value, struct rig__fuzz_args *a,
+                             bool *one_seed, char *msg, size_t msg_len)
 {
+    enum rig_status s = RIG_E_PARSE;
+    if (value == NULL) {
+        snprintf(msg, msg_len, "needs a value");
+    } else if (strcmp(arg, "--seeds") == 0) {
+        s = rig_args_i64(value, 1, INT64_MAX, &a->seeds, msg, msg_len);
+    } else if (strcmp(arg, "--seed") == 0 || strcmp(arg, "--first") == 0) {
+        s = rig_args_u64(value, 0, UINT64_MAX, &a->first, msg, msg_len);
+        if (strcmp(arg, "--seed") == 0) *one_seed = true;
+    } else if (strcmp(arg, "--equivalence-every") == 0) {
+        s = rig_args_i64(value, 0, INT64_MAX, &a->equivalence_every, msg, msg_len);
+    } else if (strcmp(arg, "--minutes") == 0) {
+        s = rig_args_f64(value, 0.0, 1e7, &a->minutes, msg, msg_len);
+    }
+    return s == RIG_OK;
+}
+
+/* An option with its value at argv[*i + 1] (consumed); false (with the reason in msg) on a
+ * usage error. */
+static bool rig__fuzz_option(int argc, char **argv, int *i, struct rig__fuzz_args *a,
+                             bool *one_seed, char *msg, size_t msg_len)
+{
+    static const char *const numeric[] = {"--seeds", "--seed", "--first",
+                                          "--equivalence-every", "--minutes"};
     const char *arg = argv[*i];
     if (rig__fuzz_flag(arg, a)) return true;
     const char *value = *i + 1 < argc ? argv[++*i] : NULL;
-    double n = 0;
-    if (strcmp(arg, "--seeds") == 0 && rig__number(value, 1, &n)) {
-        a->seeds = (int64_t)n;
-    } else if (strcmp(arg, "--seed") == 0 && rig__number(value, 0, &n)) {
-        a->first = (uint64_t)n;
-        *one_seed = true;
-    } else if (strcmp(arg, "--first") == 0 && rig__number(value, 0, &n)) {
-        a->first = (uint64_t)n;
-    } else if (strcmp(arg, "--equivalence-every") == 0 && rig__number(value, 0, &n)) {
-        a->equivalence_every = (int64_t)n;
-    } else if (strcmp(arg, "--minutes") == 0) {
-        return rig__number(value, 0, &a->minutes);
-    } else if (strcmp(arg, "--faults") == 0) {
-        return rig__on_off(value, &a->faults);
-    } else if (strcmp(arg, "--isolate") == 0) {
-        return rig__on_off(value, &a->isolate);
-    } else if (strcmp(arg, "--scenario-out") == 0 && value != NULL) {
+    for (size_t k = 0; k < RIG_ARRAY_LEN(numeric); k++)
+        if (strcmp(arg, numeric[k]) == 0)
+            return rig__fuzz_number(arg, value, a, one_seed, msg, msg_len);
+    if (strcmp(arg, "--faults") == 0) return rig__on_off(value, &a->faults);
+    if (strcmp(arg, "--isolate") == 0) return rig__on_off(value, &a->isolate);
+    if (strcmp(arg, "--scenario-out") == 0 && value != NULL) {
         a->scenario_out = value;
-    } else {
-        return false;
+        return true;
     }
-    return true;
+    return false;
 }
 
 /* Returns -1 to go on, else the exit status. */
@@ -118,12 +122,20 @@ static int rig__fuzz_parse(int argc, char **argv, struct rig__fuzz_args *a)
             return 0;
         }
         int at = i;
-        if (!rig__fuzz_option(argc, argv, &i, a, &one_seed)) {
-            fprintf(stderr, "rig fuzz: bad option or value: %s%s%s\n", argv[at],
-                    i > at ? " " : "", i > at ? argv[i] : "");
+        char msg[160] = "";
+        if (!rig__fuzz_option(argc, argv, &i, a, &one_seed, msg, sizeof msg)) {
+            fprintf(stderr, "rig fuzz: bad option or value: %s%s%s%s%s\n", argv[at],
+                    i > at ? " " : "", i > at ? argv[i] : "", msg[0] ? ": " : "", msg);
             rig__fuzz_usage(stderr);
             return 2;
         }
+    }
+    /* Seeds first .. first + seeds − 1 must not wrap around 2^64. */
+    if (!one_seed && a->minutes <= 0 && (uint64_t)(a->seeds - 1) > UINT64_MAX - a->first) {
+        fprintf(stderr, "rig fuzz: --first %llu with --seeds %lld runs past seed %llu\n",
+                (unsigned long long)a->first, (long long)a->seeds,
+                (unsigned long long)UINT64_MAX);
+        return 2;
     }
     if (one_seed) a->seeds = 1;
     if (a->equivalence_every < 0) a->equivalence_every = one_seed ? 1 : 10;
@@ -151,14 +163,28 @@ static void rig__fuzz_failure(const struct rig__fuzz_args *a, struct rig_swarm_c
            (long long)r->step_failed, r->message, line);
     printf("  replay: rig fuzz --seed %llu --faults %s%s\n", (unsigned long long)c->seed,
            c->faults ? "on" : "off", rig_debug_plant ? " (with RIG_PLANT set)" : "");
+    int32_t stage = r->stage;
     if (a->shrink) {
         int32_t before = c->request_count;
         int32_t runs = rig_swarm_shrink(c, r->verdict, equivalence, a->isolate, 200);
-        printf("  shrunk: %d -> %d requests in %d runs\n", before, c->request_count, runs);
+        struct rig_swarm_result again; /* which run fails now */
+        rig_swarm_check(c, equivalence, a->isolate, &again);
+        stage = again.stage;
+        printf("  shrunk: %d -> %d requests in %d runs\n", before, c->request_count, runs + 1);
     }
     if (a->scenario_out != NULL && !*written) {
-        enum rig_status s = rig_swarm_write_scenario(c, a->scenario_out);
-        printf("  scenario: %s%s\n", a->scenario_out, s == RIG_OK ? "" : " (cannot write)");
+        /* The run that failed: an equivalence run's variant is a case of its own. */
+        struct rig_swarm_case *failing = malloc(sizeof *failing);
+        enum rig_status s = RIG_E_NO_MEMORY;
+        if (failing != NULL) {
+            rig_swarm_stage_case(c, stage, failing);
+            s = rig_swarm_write_scenario(failing, a->scenario_out);
+            free(failing);
+        }
+        char where[96];
+        rig_swarm_stage_name(stage, where, sizeof where);
+        printf("  scenario: %s (%s)%s\n", a->scenario_out, where,
+               s == RIG_OK ? "" : " (cannot write)");
         *written = true;
     }
     fflush(stdout);

@@ -38,6 +38,7 @@
 
 #include "core/engine/engine.h"
 #include "core/engine/driver.h"
+#include "tools/rig/args.h"
 #include "tools/rig/commands.h"
 #include "tools/rig/text_cli.h"
 
@@ -140,20 +141,24 @@ static const char *rig__gen_value(int argc, char **argv, int *i)
     return NULL;
 }
 
-/* Parses a whole decimal or float number; false (with a message) on anything else. */
+/* A finite real number in [lo, hi]; false (with a message) on anything else. */
 static bool rig__number(const char *option, const char *text, double lo, double hi,
                         double *out)
 {
-    char *end = NULL;
-    errno = 0;
-    double value = strtod(text, &end);
-    if (errno != 0 || end == text || *end != '\0' || !(value >= lo && value <= hi)) {
-        fprintf(stderr, "rig generate: %s: '%s' is not a number in [%g, %g]\n", option, text,
-                lo, hi);
-        return false;
-    }
-    *out = value;
-    return true;
+    char msg[160];
+    if (rig_args_f64(text, lo, hi, out, msg, sizeof msg) == RIG_OK) return true;
+    fprintf(stderr, "rig generate: %s: %s\n", option, msg);
+    return false;
+}
+
+/* A whole number in [lo, hi]; false (with a message) on anything else ("1.5" included). */
+static bool rig__integer(const char *option, const char *text, int32_t lo, int32_t hi,
+                         int32_t *out)
+{
+    char msg[160];
+    if (rig_args_i32(text, lo, hi, out, msg, sizeof msg) == RIG_OK) return true;
+    fprintf(stderr, "rig generate: %s: %s\n", option, msg);
+    return false;
 }
 
 /* The sampling-extension options: true when `arg` is one of them, with *x set to the value
@@ -167,12 +172,10 @@ static bool rig__extension_option(struct rig__generate_args *a, const char *arg,
                        &a->repetition_penalty};
     for (size_t i = 0; i < RIG_ARRAY_LEN(names); i++) {
         if (strcmp(arg, names[i]) != 0) continue;
-        if (!rig__number(arg, v, -100, 100, x)) *x = NAN;
-        else if (i < RIG_ARRAY_LEN(fields)) *fields[i] = (float)*x;
-        else if (*x != (int32_t)*x || *x < 0) {
-            fprintf(stderr, "rig generate: --logprobs: '%s' is not a count\n", v);
-            *x = NAN;
-        } else a->logprobs = (int32_t)*x;
+        if (i == RIG_ARRAY_LEN(fields)) /* --logprobs: a count */
+            *x = rig__integer(arg, v, 0, 100, &a->logprobs) ? a->logprobs : NAN;
+        else if (!rig__number(arg, v, -100, 100, x)) *x = NAN;
+        else *fields[i] = (float)*x;
         return true;
     }
     return false;
@@ -191,34 +194,32 @@ static bool rig__generate_option(struct rig__generate_args *a, const char *arg,
     else if (strcmp(arg, "--prompt") == 0) a->prompt = v;
     else if (strcmp(arg, "--tokenizer") == 0) a->tokenizer_dir = v;
     else if (strcmp(arg, "--tp") == 0) {
-        if (!rig__number(arg, v, 1, RIG_DEVICES_MAX, &x)) return false;
-        a->tp = (int32_t)x;
+        return rig__integer(arg, v, 1, RIG_DEVICES_MAX, &a->tp);
     } else if (strcmp(arg, "--prefill-budget") == 0) {
-        if (!rig__number(arg, v, 1, 1 << 24, &x)) return false;
-        a->prefill_budget = (int32_t)x;
+        return rig__integer(arg, v, 1, 1 << 24, &a->prefill_budget);
     } else if (strcmp(arg, "--collective-timeout") == 0) {
-        if (!rig__number(arg, v, 1, 86400000, &x)) return false;
-        a->collective_timeout_ms = (int64_t)x;
+        int32_t ms = 0;
+        if (!rig__integer(arg, v, 1, 86400000, &ms)) return false;
+        a->collective_timeout_ms = ms;
     } else if (strcmp(arg, "--max-running") == 0) {
-        if (!rig__number(arg, v, 1, RIG__PROMPTS_MAX, &x)) return false;
-        a->max_running = (int32_t)x;
+        return rig__integer(arg, v, 1, RIG__PROMPTS_MAX, &a->max_running);
     } else if (strcmp(arg, "--max-tokens") == 0) {
-        if (!rig__number(arg, v, 1, 1 << 20, &x)) return false;
-        a->max_tokens = (int32_t)x;
+        return rig__integer(arg, v, 1, 1 << 20, &a->max_tokens);
     } else if (strcmp(arg, "--temperature") == 0) {
         if (!rig__number(arg, v, 0, 100, &x)) return false;
         a->temperature = (float)x;
     } else if (strcmp(arg, "--top-k") == 0) {
-        if (!rig__number(arg, v, 0, 1 << 24, &x)) return false;
-        a->top_k = (int32_t)x;
+        return rig__integer(arg, v, 0, 1 << 24, &a->top_k);
     } else if (strcmp(arg, "--top-p") == 0) {
         if (!rig__number(arg, v, 1e-6, 1, &x)) return false;
         a->top_p = (float)x;
     } else if (rig__extension_option(a, arg, v, &x)) {
         return !isnan(x);
     } else if (strcmp(arg, "--seed") == 0) {
-        if (!rig__number(arg, v, 0, 9007199254740991.0, &x)) return false;
-        a->seed = (uint64_t)x;
+        char msg[160];
+        if (rig_args_u64(v, 0, UINT64_MAX, &a->seed, msg, sizeof msg) == RIG_OK) return true;
+        fprintf(stderr, "rig generate: --seed: %s\n", msg);
+        return false;
     } else if (strcmp(arg, "--prompt-ids") == 0) {
         if (a->prompt_count == RIG__PROMPTS_MAX) {
             fprintf(stderr, "rig generate: at most %d prompts\n", RIG__PROMPTS_MAX);
@@ -275,22 +276,12 @@ static int rig__generate_parse(int argc, char **argv, struct rig__generate_args 
 static bool rig__parse_ids(const char *text, int32_t *ids, int32_t capacity,
                            int32_t *count)
 {
+    char msg[160];
     *count = 0;
-    const char *p = text;
-    for (int32_t round = 0; round <= capacity; round++) {
-        char *end = NULL;
-        errno = 0;
-        long value = strtol(p, &end, 10);
-        bool bad = end == p || errno != 0 || value < 0 || value > INT32_MAX;
-        if (bad || *count == capacity) break;
-        ids[(*count)++] = (int32_t)value;
-        while (*end == ' ') end++;
-        if (*end == '\0') return true;
-        if (*end != ',') break;
-        p = end + 1;
-    }
-    fprintf(stderr, "rig generate: '%s': expected comma-separated token ids (1 to %d of "
-                    "them)\n", text, capacity);
+    if (rig_args_i32_list(text, 0, INT32_MAX, ids, capacity, count, msg, sizeof msg) == RIG_OK)
+        return true;
+    fprintf(stderr, "rig generate: expected comma-separated token ids (1 to %d of them): %s\n",
+            capacity, msg);
     return false;
 }
 

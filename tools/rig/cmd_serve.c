@@ -18,6 +18,7 @@
 
 #include "core/serve/serve.h"
 #include "hal/hal.h"
+#include "tools/rig/args.h"
 #include "tools/rig/commands.h"
 
 struct rig__serve_args {
@@ -88,20 +89,24 @@ static void rig__serve_usage(FILE *out)
             "  --log-level error|info|debug\n");
 }
 
-/* A whole number in [lo, hi]; false with a message otherwise. */
+/* A number in [lo, hi] (tools/rig/args.h); false with a message otherwise. */
 static bool rig__serve_number(const char *option, const char *text, double lo, double hi,
                               double *out)
 {
-    char *end = NULL;
-    errno = 0;
-    double value = strtod(text, &end);
-    if (errno != 0 || end == text || *end != '\0' || !(value >= lo && value <= hi)) {
-        fprintf(stderr, "rig serve: %s: '%s' is not a number in [%g, %g]\n", option, text, lo,
-                hi);
-        return false;
-    }
-    *out = value;
-    return true;
+    char msg[160];
+    if (rig_args_f64(text, lo, hi, out, msg, sizeof msg) == RIG_OK) return true;
+    fprintf(stderr, "rig serve: %s: %s\n", option, msg);
+    return false;
+}
+
+/* A whole number in [lo, hi]; false with a message otherwise. */
+static bool rig__serve_integer(const char *option, const char *text, int64_t lo, int64_t hi,
+                               int64_t *out)
+{
+    char msg[160];
+    if (rig_args_i64(text, lo, hi, out, msg, sizeof msg) == RIG_OK) return true;
+    fprintf(stderr, "rig serve: %s: %s\n", option, msg);
+    return false;
 }
 
 /* Options whose value is a string. */
@@ -132,7 +137,7 @@ static bool rig__serve_string(struct rig__serve_args *a, const char *arg, const 
 
 struct rig__serve_int_option {
     const char *name;
-    double lo, hi;
+    int32_t lo, hi;
     size_t offset;   /* of an int32_t in struct rig__serve_args */
 };
 
@@ -155,26 +160,25 @@ static const struct rig__serve_int_option rig__serve_ints[] = {
 /* One option with a value; false (with a message) when unknown or malformed. */
 static bool rig__serve_option(struct rig__serve_args *a, const char *arg, const char *v)
 {
-    double x = 0;
+    int64_t x = 0;
     for (size_t i = 0; i < RIG_ARRAY_LEN(rig__serve_ints); i++) {
         const struct rig__serve_int_option *o = &rig__serve_ints[i];
         if (strcmp(arg, o->name) != 0) continue;
-        if (!rig__serve_number(arg, v, o->lo, o->hi, &x)) return false;
+        if (!rig__serve_integer(arg, v, o->lo, o->hi, &x)) return false;
         *(int32_t *)((char *)a + o->offset) = (int32_t)x;
         return true;
     }
-    if (strcmp(arg, "--num-pages") == 0 || strcmp(arg, "--max-request-bytes") == 0) {
-        if (!rig__serve_number(arg, v, 1, (double)(1ll << 40), &x)) return false;
-        if (arg[2] == 'n') a->num_pages = (int64_t)x;
-        else a->serve.max_request_bytes = (int64_t)x;
-        return true;
-    }
+    if (strcmp(arg, "--num-pages") == 0)
+        return rig__serve_integer(arg, v, 1, 1ll << 40, &a->num_pages);
+    if (strcmp(arg, "--max-request-bytes") == 0)
+        return rig__serve_integer(arg, v, 1, 1ll << 40, &a->serve.max_request_bytes);
     if (strcmp(arg, "--mem-fraction-static") == 0)
         return rig__serve_number(arg, v, 0.01, 0.99, &a->mem_fraction);
     if (strcmp(arg, "--seed") == 0) {
-        if (!rig__serve_number(arg, v, 0, 9007199254740991.0, &x)) return false;
-        a->seed = (uint64_t)x;
-        return true;
+        char msg[160];
+        if (rig_args_u64(v, 0, UINT64_MAX, &a->seed, msg, sizeof msg) == RIG_OK) return true;
+        fprintf(stderr, "rig serve: --seed: %s\n", msg);
+        return false;
     }
     if (rig__serve_string(a, arg, v)) return true;
     fprintf(stderr, "rig serve: unknown option '%s'\n", arg);
@@ -206,8 +210,10 @@ static int rig__serve_parse(int argc, char **argv, struct rig__serve_args *a)
         else if (strcmp(arg, "--sim-timing-only") == 0) a->timing_only = true;
         else if (strcmp(arg, "--disable-overlap-schedule") == 0) a->disable_overlap = true;
         else if (strcmp(arg, "--disable-radix-cache") == 0) a->disable_radix = true;
-        else if (i + 1 >= argc || !rig__serve_option(a, arg, argv[++i])) {
-            if (i + 1 >= argc) fprintf(stderr, "rig serve: %s needs a value\n", arg);
+        else if (i + 1 >= argc) {
+            fprintf(stderr, "rig serve: %s needs a value\n", arg);
+            return 2;
+        } else if (!rig__serve_option(a, arg, argv[++i])) {
             return 2;
         }
     }

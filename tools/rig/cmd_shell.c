@@ -19,6 +19,7 @@
 
 #include "core/engine/driver.h"
 #include "core/engine/engine.h"
+#include "tools/rig/args.h"
 #include "tools/rig/commands.h"
 #include "tools/rig/text_cli.h"
 
@@ -57,8 +58,32 @@ static void rig__shell_usage(FILE *out)
             "  --no-thinking        Qwen3: an empty <think></think> block\n");
 }
 
+/* The number options (tools/rig/args.h): true when `arg` is one; *bad when its value is
+ * malformed or out of range (a message printed). */
+static bool rig__shell_number(struct rig__shell *sh, const char *arg, const char *v, bool *bad)
+{
+    char msg[160] = "";
+    double temperature = 0;
+    enum rig_status s = RIG_OK;
+    if (strcmp(arg, "--max-tokens") == 0) s = rig_args_i32(v, 1, 1 << 20, &sh->max_tokens, msg,
+                                                            sizeof msg);
+    else if (strcmp(arg, "--context-length") == 0)
+        s = rig_args_i32(v, 0, 1 << 24, &sh->context, msg, sizeof msg);
+    else if (strcmp(arg, "--temperature") == 0) {
+        s = rig_args_f64(v, 0, 100, &temperature, msg, sizeof msg);
+        if (s == RIG_OK) sh->temperature = (float)temperature;
+    } else if (strcmp(arg, "--seed") == 0)
+        s = rig_args_u64(v, 0, UINT64_MAX, &sh->seed, msg, sizeof msg);
+    else
+        return false;
+    *bad = s != RIG_OK;
+    if (*bad) fprintf(stderr, "rig shell: %s: %s\n", arg, msg);
+    return true;
+}
+
 static int rig__shell_parse(int argc, char **argv, struct rig__shell *sh)
 {
+    bool bad = false;
     sh->backend = "sim";
     sh->max_tokens = 256;
     for (int i = 1; i < argc; i++) {
@@ -74,11 +99,9 @@ static int rig__shell_parse(int argc, char **argv, struct rig__shell *sh)
         else if (strcmp(arg, "--preset") == 0) sh->preset = argv[++i];
         else if (strcmp(arg, "--tokenizer") == 0) sh->tokenizer_dir = argv[++i];
         else if (strcmp(arg, "--backend") == 0) sh->backend = argv[++i];
-        else if (strcmp(arg, "--max-tokens") == 0) sh->max_tokens = atoi(argv[++i]);
-        else if (strcmp(arg, "--context-length") == 0) sh->context = atoi(argv[++i]);
-        else if (strcmp(arg, "--temperature") == 0) sh->temperature = (float)atof(argv[++i]);
-        else if (strcmp(arg, "--seed") == 0) sh->seed = strtoull(argv[++i], NULL, 10);
-        else break;
+        else if (rig__shell_number(sh, arg, argv[++i], &bad)) {
+            if (bad) return 2;
+        } else break;
         if (i == argc - 1) {
             if ((sh->model_dir == NULL) == (sh->preset == NULL) || sh->max_tokens < 1 ||
                 sh->context < 0 || (sh->tokenizer_dir == NULL && sh->model_dir == NULL))

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "core/text/tokenizer.h"
+#include "tools/rig/args.h"
 #include "tools/rig/commands.h"
 
 struct rig__tokenize_args {
@@ -75,8 +76,14 @@ static int rig__parse_args(int argc, char **argv, struct rig__tokenize_args *arg
             args->bench_path = argv[++i];
         else if (strcmp(arg, "--tools") == 0 && has_value)
             args->tools_json = argv[++i];
-        else if (strcmp(arg, "--seconds") == 0 && has_value)
-            args->bench_seconds = atof(argv[++i]);
+        else if (strcmp(arg, "--seconds") == 0 && has_value) {
+            char msg[128];
+            if (rig_args_f64(argv[++i], 0.001, 600.0, &args->bench_seconds, msg, sizeof msg) !=
+                RIG_OK) {
+                fprintf(stderr, "rig: --seconds: %s\n", msg);
+                return 2;
+            }
+        }
         else if (strcmp(arg, "--chat") == 0)
             args->chat = true;
         else if (strcmp(arg, "--no-special") == 0)
@@ -309,27 +316,27 @@ int rig_cmd_tokenize(int argc, char **argv)
     return result;
 }
 
-/* Parses ids separated by spaces, commas or brackets. Returns false on anything else. */
-static bool rig__parse_ids(const char *text, struct rig_tokenizer_ids *ids)
+/* Parses ids (0 .. 2^31 − 1) separated by spaces, commas or brackets. Returns false, with
+ * the reason in msg, on anything else. */
+static bool rig__parse_ids(const char *text, struct rig_tokenizer_ids *ids, char *msg,
+                           size_t msg_len)
 {
     const char *at = text;
-    while (*at != '\0') {
-        if (strchr(" ,[]\t\r\n", *at) != NULL) {
-            at++;
-            continue;
-        }
-        char *end;
-        long value = strtol(at, &end, 10);
-        if (end == at || value < INT32_MIN || value > INT32_MAX) return false;
+    char item[32];
+    while (rig_args_next_item(&at, " ,[]\t\r\n", item, sizeof item)) {
+        int32_t value = 0;
+        if (rig_args_i32(item, 0, INT32_MAX, &value, msg, msg_len) != RIG_OK) return false;
         if (ids->count == ids->capacity) {
             size_t capacity = ids->capacity ? 2 * ids->capacity : 256;
             int32_t *grown = realloc(ids->ids, capacity * sizeof *grown);
-            if (grown == NULL) return false;
+            if (grown == NULL) {
+                snprintf(msg, msg_len, "out of memory for %zu ids", capacity);
+                return false;
+            }
             ids->ids = grown;
             ids->capacity = capacity;
         }
-        ids->ids[ids->count++] = (int32_t)value;
-        at = end;
+        ids->ids[ids->count++] = value;
     }
     return true;
 }
@@ -380,8 +387,10 @@ int rig_cmd_detokenize(int argc, char **argv)
     char *text = rig__input(args.input, &len);
     if (text == NULL) return 1;
     struct rig_tokenizer_ids ids = {0};
-    if (!rig__parse_ids(text, &ids)) {
-        fprintf(stderr, "rig: detokenize: IDS must be integers separated by spaces or commas\n");
+    char msg[160] = "";
+    if (!rig__parse_ids(text, &ids, msg, sizeof msg)) {
+        fprintf(stderr, "rig: detokenize: IDS must be token ids separated by spaces or commas: "
+                        "%s\n", msg);
         free(text);
         rig_tokenizer_ids_free(&ids);
         return 2;

@@ -1,4 +1,5 @@
 /* main.c — the `rig` command: dispatches to a subcommand (tools/rig/cmd_*.c). */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -31,6 +32,9 @@ static void rig__usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+    /* A write past the file size limit (ulimit -f) then fails with EFBIG, which the writers
+     * report and clean up after, instead of the signal killing rig mid-file. */
+    signal(SIGXFSZ, SIG_IGN);
     rig_backends_register();
     if (argc < 2) {
         rig__usage(stderr);

@@ -115,7 +115,9 @@ int32_t rig_prefill_schedule(struct rig_prefill *prefill, struct rig_cache *cach
         int32_t chunk = remain < budget ? remain : budget;
         RIG_ASSERT(chunk > 0);
         budget -= chunk;
-        reserved += (int64_t)remain + (r->max_device_len - r->input_len);
+        /* In whole pages, as admission counts `need`: counting tokens let requests sharing
+         * the last free page be admitted together (issue 15). */
+        reserved += rig_request_unallocated(r, cache->page_size);
         r->device_len = r->cached_len + chunk;
         /* Entries from what the devices hold to the end of the chunk's last page. */
         int32_t ps = cache->page_size;

@@ -2,11 +2,13 @@
  * token budget (docs/architecture.md §2 steps 2–6, Mini-SGLang's PrefillManager/PrefillAdder).
  *
  * Admission of the request at the head of the queue needs (a) a free page-table row and
- * (b) extend_len + max_tokens + reserved ≤ free + evictable slots, where `reserved` starts
- * at what running requests may still generate and grows by what each admitted request may
- * still need. The check runs twice around locking the matched prefix: locking moves the
- * matched nodes from evictable to protected, which shrinks what is available, so a request
- * that passes before the lock can fail after it (then it is unlocked and not admitted).
+ * (b) need + reserved ≤ free + evictable slots, where `need` is the slots of the whole pages
+ * its row may still take (prompt and max_tokens, beyond the matched prefix), `reserved`
+ * starts at the same for running requests and grows by it for each request selected before.
+ * Everything is counted in whole pages: a request's last partial page costs a full one.
+ * The check runs twice around locking the matched prefix: locking moves the matched nodes
+ * from evictable to protected, which shrinks what is available, so a request that passes
+ * before the lock can fail after it (then it is unlocked and not admitted).
  * Selection stops at the first request that does not fit (FIFO: no overtaking).
  *
  * Chunked prefill: a request whose remaining prompt exceeds the remaining budget gets a

@@ -23,14 +23,9 @@ static void rig__host_work(struct rig_engine *e, int64_t ns)
 /* KV slots running requests may still need, in whole pages. */
 static int64_t rig__reserved(const struct rig_engine *e)
 {
-    int32_t ps = e->cache.page_size;
     int64_t total = 0;
-    for (int32_t i = 0; i < e->decode.count; i++) {
-        const struct rig_request *r = e->decode.running[i];
-        int64_t end = ((int64_t)r->max_device_len + ps - 1) / ps * ps;
-        int64_t have = ((int64_t)r->alloc_len + ps - 1) / ps * ps;
-        total += end - have;
-    }
+    for (int32_t i = 0; i < e->decode.count; i++)
+        total += rig_request_unallocated(e->decode.running[i], e->cache.page_size);
     return total;
 }
 

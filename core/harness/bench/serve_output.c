@@ -142,8 +142,7 @@ enum rig_status rig_serve_write_h5(const struct rig_serve_options *o,
     struct rig_results_meta *m = &run->results.meta;
     memset(m, 0, sizeof *m);
     snprintf(m->scenario, sizeof m->scenario, "bench-serve %s", o->dataset_name);
-    snprintf(m->scenario_path, sizeof m->scenario_path, "%s",
-             o->dataset_path != NULL ? o->dataset_path : "");
+    /* scenario_sha256 stays empty: the requests come from a dataset, not a scenario. */
     snprintf(m->backend, sizeof m->backend, "http");
     snprintf(m->device, sizeof m->device, "%s%s (%s)", o->base_url,
              rig_serve_api_path((enum rig_serve_api)rig_serve_api_parse(o->backend)), o->backend);

@@ -1,12 +1,16 @@
 /* h5.c — the HDF5 results writer (see h5.h and docs/results.md). */
 #include "core/harness/results/h5.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <hdf5.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/version.h"
 
@@ -137,7 +141,7 @@ static void rig__write_meta(struct rig__writer *w, const struct rig_results *r)
     rig__attr_string(w, root, "device", m->device);
     rig__attr_string(w, root, "model", m->model);
     rig__attr_string(w, root, "scenario", m->scenario);
-    rig__attr_string(w, root, "scenario_path", m->scenario_path);
+    rig__attr_string(w, root, "scenario_sha256", m->scenario_sha256);
     rig__attr_string(w, root, "policy", m->policy);
     rig__attr_string(w, root, "cache", m->cache);
     rig__attr_string(w, root, "time_units", "s");
@@ -424,12 +428,15 @@ static void rig__write_fleet(struct rig__writer *w, const struct rig_results *r)
     if (group >= 0) H5Gclose(group);
 }
 
-/* Opens the file with fixed creation properties and no timestamps on the root group. */
+/* Opens the file in memory (HDF5's core driver, no backing store) with fixed creation
+ * properties and no timestamps on the root group. In memory: HDF5 never writes to the disk,
+ * so a full disk cannot leave it holding a half-closed file (which crashed it at exit). */
 static bool rig__open(struct rig__writer *w)
 {
     hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     H5Pset_obj_track_times(fcpl, 0);
+    H5Pset_fapl_core(fapl, (size_t)1 << 20, 0);
     /* The oldest format that holds everything: the same bytes from any HDF5 1.10+. */
     H5Pset_libver_bounds(fapl, H5F_LIBVER_EARLIEST, H5F_LIBVER_V18);
     w->file = H5Fcreate(w->path, H5F_ACC_TRUNC, fcpl, fapl);
@@ -444,6 +451,68 @@ static bool rig__open(struct rig__writer *w)
     H5Tset_cset(w->string_type, H5T_CSET_UTF8);
     if (w->file < 0) rig__fail(w, "the file (cannot create it)");
     return w->file >= 0;
+}
+
+/* Writes all of data to fd; false on a short or failed write (disk full: ENOSPC, EFBIG). */
+static bool rig__write_all(int fd, const uint8_t *data, size_t size)
+{
+    for (size_t done = 0; done < size;) {
+        ssize_t n = write(fd, data + done, size - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        done += (size_t)n;
+    }
+    return true;
+}
+
+/* Stores the file image at `path`. A regular file (or none) is replaced atomically: the
+ * image goes to a temporary file beside it, renamed over the path once complete, so a
+ * failure leaves no partial file there (and removes the temporary one). Anything else — a
+ * device such as /dev/full, a pipe — is written in place and never removed. */
+static bool rig__store(struct rig__writer *w, const uint8_t *image, size_t size)
+{
+    struct stat st;
+    if (stat(w->path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        int fd = open(w->path, O_WRONLY | O_TRUNC);
+        bool ok = fd >= 0 && rig__write_all(fd, image, size);
+        if ((fd >= 0 && close(fd) != 0) || !ok)
+            rig__fail(w, "the file (%s)", strerror(errno));
+        return !w->failed;
+    }
+    char temp[4096];
+    if (snprintf(temp, sizeof temp, "%s.tmp-XXXXXX", w->path) >= (int)sizeof temp) {
+        rig__fail(w, "the file (path too long)");
+        return false;
+    }
+    int fd = mkstemp(temp);
+    if (fd < 0) {
+        rig__fail(w, "the file (cannot create a file beside it: %s)", strerror(errno));
+        return false;
+    }
+    mode_t mask = umask(0); /* mkstemp makes 0600: give the file the usual permissions */
+    umask(mask);
+    bool ok = fchmod(fd, 0666 & ~mask) == 0 && rig__write_all(fd, image, size);
+    int saved = errno;
+    ok = close(fd) == 0 && ok;
+    if (ok && rename(temp, w->path) == 0) return true;
+    rig__fail(w, "the file (%s)", strerror(ok ? errno : saved));
+    unlink(temp);
+    return false;
+}
+
+/* Takes the in-memory file's image, closes the file and stores the image at the path. */
+static void rig__finish(struct rig__writer *w)
+{
+    if (!w->failed && H5Fflush(w->file, H5F_SCOPE_GLOBAL) < 0) rig__fail(w, "the file (flush)");
+    ssize_t size = w->failed ? -1 : H5Fget_file_image(w->file, NULL, 0);
+    uint8_t *image = size > 0 ? malloc((size_t)size) : NULL;
+    if (!w->failed && (image == NULL ||
+                       H5Fget_file_image(w->file, image, (size_t)size) != size))
+        rig__fail(w, "the file (out of memory for its %lld-byte image)", (long long)size);
+    if (H5Fclose(w->file) < 0) rig__fail(w, "the file (closing it)"); /* in memory */
+    w->file = -1;
+    if (!w->failed) rig__store(w, image, (size_t)size);
+    free(image);
 }
 
 enum rig_status rig_results_write_h5(const struct rig_results *results,
@@ -466,13 +535,11 @@ enum rig_status rig_results_write_h5(const struct rig_results *results,
         rig__write_tokens(&w, results);
         rig__write_summary(&w, metrics);
         rig__write_fleet(&w, results);
-        if (H5Fclose(w.file) < 0) rig__fail(&w, "the file (closing it)");
+        rig__finish(&w);
     }
     H5Tclose(w.string_type);
     H5Pclose(w.dcpl);
     H5Pclose(w.gcpl);
     H5Eset_auto2(H5E_DEFAULT, saved_func, saved_data);
-    if (!w.failed) return RIG_OK;
-    if (w.file >= 0) remove(path);
-    return RIG_E_IO;
+    return w.failed ? RIG_E_IO : RIG_OK;
 }

@@ -23,9 +23,11 @@
 
 #define RIG_RESULTS_FORMAT_VERSION 1
 
-/* Writes `results` and `metrics` to `path`, replacing any file there. On error returns
- * RIG_E_IO (or RIG_E_NO_MEMORY) with a message naming the file and the object in `error`;
- * a partly written file is removed. */
+/* Writes `results` and `metrics` to `path`, replacing any file there. The file is built in
+ * memory and then stored: a regular file atomically (a temporary file beside it renamed over
+ * it), a device or pipe (/dev/full) in place. On error returns RIG_E_IO with a message
+ * naming the file and the object or the system's reason in `error`; nothing partial is left
+ * at the path (a file that was there stays), nothing leaks, and HDF5 holds no open file. */
 enum rig_status rig_results_write_h5(const struct rig_results *results,
                                      const struct rig_metrics *metrics, const char *path,
                                      char *error, size_t error_len);

@@ -83,7 +83,7 @@ struct rig_results_step {
 /* Identification written to the results file's root attributes. */
 struct rig_results_meta {
     char scenario[RIG_RESULTS_TEXT_MAX];
-    char scenario_path[RIG_RESULTS_TEXT_MAX * 4];
+    char scenario_sha256[65];   /* the scenario's content hash (see rig_scenario.sha256) */
     char backend[16];
     char device[RIG_RESULTS_TEXT_MAX];
     char model[RIG_RESULTS_TEXT_MAX];

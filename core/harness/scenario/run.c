@@ -40,6 +40,8 @@ struct rig__run {
     int32_t next_abort;       /* the next entry of abort_order */
     bool check_every_step;
     int64_t violations;
+    int64_t engine_steps;     /* rig_engine_step calls (the faults' until_step counts them) */
+    bool stall_lifted;        /* the faults' stall was cleared at until_step */
 };
 
 /* Engine clock -> scenario time (0 = when the run started); -1 stays "never". */
@@ -198,6 +200,7 @@ enum rig_status rig_scenario_engine_config(const struct rig_scenario *s,
      * holds max_seq_len tokens), arrivals beyond it wait in the runner. */
     int32_t window = 4 * c->max_running_req > 256 ? 4 * c->max_running_req : 256;
     c->max_requests = s->request_count < window ? s->request_count : window;
+    if (e->max_requests != RIG_SCENARIO_DEFAULT) c->max_requests = e->max_requests;
     c->check_invariants = false; /* the runner counts violations instead of aborting */
     return rig__model(s, c, error, error_len);
 }
@@ -337,13 +340,41 @@ static void rig__check(struct rig__run *run)
     run->violations += rig_engine_check(run->engine, o->violation, o->user);
 }
 
-/* Arrival source: submits arrivals and applies aborts due at the engine's clock. */
+/* The in-loop fault plan of a scenario with `faults:` (the swarm's): every device
+ * allocation fails (the step loop makes none) and, while `stall` holds, the planned stall. */
+static enum rig_status rig__set_faults(struct rig__run *run, bool stall, char *error,
+                                       size_t error_len)
+{
+    const struct rig_scenario_faults *f = &run->scenario->faults;
+    int32_t ranks = rig_engine_get_config(run->engine)->tp_size;
+    for (int32_t r = 0; r < ranks; r++) {
+        struct rig_hal_faults plan = {.fail_alloc_at = 0, .stall_op_at = -1, .stall_ns = 0};
+        if (stall && r == f->stall_rank && f->stall_op >= 0) {
+            plan.stall_op_at = f->stall_op;
+            plan.stall_ns = f->stall_ns;
+        }
+        enum rig_status status = rig_hal_set_faults(rig_engine_device(run->engine, r), &plan);
+        if (status < 0) {
+            snprintf(error, error_len, "faults: rank %d is not a simulator device", r);
+            return status;
+        }
+    }
+    return RIG_OK;
+}
+
+/* Arrival source: submits arrivals and applies aborts due at the engine's clock; lifts the
+ * faults' stall before step until_step. */
 static enum rig_status rig__feed(void *ctx, struct rig_engine *engine, int64_t now_ns,
                                  char *error, size_t error_len)
 {
     struct rig__run *run = ctx;
     const struct rig_scenario *s = run->scenario;
     RIG_ASSERT(engine == run->engine);
+    if (s->faults.set && !run->stall_lifted && run->engine_steps == s->faults.until_step) {
+        run->stall_lifted = true; /* before step until_step, as the swarm's fault phase ends */
+        enum rig_status status = rig__set_faults(run, false, error, error_len);
+        if (status < 0) return status;
+    }
     int64_t now = now_ns - run->origin_ns;
     while (run->next_abort < run->abort_count &&
            s->requests[run->abort_order[run->next_abort]].abort_ns <= now)
@@ -380,6 +411,7 @@ static bool rig__after_step(void *ctx, struct rig_engine *engine, bool progress)
 {
     struct rig__run *run = ctx;
     const struct rig_run_options *o = run->options;
+    run->engine_steps++;
     if (run->check_every_step) rig__check(run);
     if (o->progress != NULL && o->progress_every > 0 &&
         run->results->step_count % o->progress_every == 0 && progress)
@@ -406,7 +438,7 @@ void rig_scenario_results_meta(const struct rig_scenario *s, const struct rig_en
 {
     struct rig_results_meta *m = &r->meta;
     snprintf(m->scenario, sizeof m->scenario, "%s", s->name);
-    snprintf(m->scenario_path, sizeof m->scenario_path, "%s", s->path);
+    snprintf(m->scenario_sha256, sizeof m->scenario_sha256, "%s", s->sha256);
     snprintf(m->backend, sizeof m->backend, "%s", c->backend);
     /* The device's own name ("sim:h100", "NVIDIA H100 80GB HBM3"), as the backend reports it. */
     const struct rig_device_info *info =
@@ -469,6 +501,45 @@ static enum rig_status rig__apply_fault(const struct rig_scenario *s, struct rig
     return status;
 }
 
+/* The swarm's start-up fault: a first start whose n-th device allocation fails must fail
+ * cleanly (out of device memory) or succeed (the fault lies beyond its allocations). */
+static enum rig_status rig__faulty_start(const struct rig_scenario *s,
+                                         const struct rig_engine_config *config,
+                                         const struct rig_engine_observer *observer,
+                                         char *error, size_t error_len)
+{
+    struct rig_hal_faults faults = {.fail_alloc_at = s->faults.start_alloc_fail,
+                                    .stall_op_at = -1};
+    struct rig_engine *doomed = NULL;
+    char why[RIG_SCENARIO_ERROR_MAX] = "";
+    enum rig_status status = rig_hal_set_open_faults("sim", &faults);
+    if (status == RIG_OK)
+        status = rig_engine_create(config, observer, &doomed, why, sizeof why);
+    else
+        snprintf(why, sizeof why, "%s", rig_status_message(status));
+    rig_hal_set_open_faults("sim", NULL);
+    if (status == RIG_OK) rig_engine_destroy(doomed);
+    if (status == RIG_OK || status == RIG_E_DEVICE_MEMORY) return RIG_OK;
+    snprintf(error, error_len, "faults: the engine start with device allocation %lld failing "
+             "did not fail cleanly: %s", (long long)s->faults.start_alloc_fail, why);
+    return status;
+}
+
+/* Creates the engine (after the start-up fault, if planned) and arms the in-loop faults. */
+static enum rig_status rig__start(struct rig__run *run, const struct rig_engine_config *config,
+                                  const struct rig_engine_observer *observer, char *error,
+                                  size_t error_len)
+{
+    const struct rig_scenario_faults *f = &run->scenario->faults;
+    enum rig_status status = RIG_OK;
+    if (f->set && f->start_alloc_fail >= 0)
+        status = rig__faulty_start(run->scenario, config, observer, error, error_len);
+    if (status == RIG_OK)
+        status = rig_engine_create(config, observer, &run->engine, error, error_len);
+    if (status == RIG_OK && f->set) status = rig__set_faults(run, true, error, error_len);
+    return status;
+}
+
 enum rig_status rig_scenario_run(const struct rig_scenario *scenario,
                                  const struct rig_run_options *options,
                                  struct rig_results *results, char *error, size_t error_len)
@@ -479,14 +550,14 @@ enum rig_status rig_scenario_run(const struct rig_scenario *scenario,
     struct rig_engine_config config;
     enum rig_status status = rig_scenario_engine_config(scenario, &config, error, error_len);
     if (status < 0) return status;
+    config.debug_plant = options->debug_plant;
     struct rig__run run = {.scenario = scenario, .options = options, .results = results,
                            .page_size = config.page_size};
     status = rig__init_run(&run, config.prefill_budget);
     if (status < 0) snprintf(error, error_len, "out of memory for the run's records");
     struct rig_engine_observer observer = {.ctx = &run, .on_token = rig__on_token,
                                            .on_finish = rig__on_finish, .on_step = rig__on_step};
-    if (status == RIG_OK)
-        status = rig_engine_create(&config, &observer, &run.engine, error, error_len);
+    if (status == RIG_OK) status = rig__start(&run, &config, &observer, error, error_len);
     if (status == RIG_OK) {
         rig_scenario_results_meta(scenario, &config, run.engine, results);
         status = rig__apply_fault(scenario, run.engine, error, error_len);

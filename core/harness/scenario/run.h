@@ -51,6 +51,9 @@ struct rig_run_options {
     int64_t progress_every;
     /* Invariant violation messages (may be NULL: dropped). */
     void (*violation)(void *user, const char *message);
+    /* Planted bugs for the engine (core/engine/debug.h): tests replaying a swarm failure
+     * only; 0 in every normal run. */
+    uint32_t debug_plant;
 };
 
 /* Runs `scenario` on its backend and fills `results` (initialised here; the caller frees it

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+
 #include "core/harness/scenario/build.h"
 #include "hal/philox.h"
 
@@ -166,8 +168,8 @@ static enum rig_status rig__parse_engine_ints(struct rig_scenario_build *b, stru
 {
     struct rig_yaml *y = &b->yaml;
     struct rig_scenario_engine *e = &b->scenario->engine;
-    int64_t v[7] = {e->num_pages, e->page_size,    e->max_running_req, e->max_seq_len,
-                    e->prefill_budget, e->cuda_graph_max_bs, e->tp_size};
+    int64_t v[8] = {e->num_pages, e->page_size,    e->max_running_req, e->max_seq_len,
+                    e->prefill_budget, e->cuda_graph_max_bs, e->tp_size, e->max_requests};
     enum rig_status status = rig_yaml_key_int(y, map, "num_pages", 1, INT32_MAX, &v[0]);
     if (status == RIG_OK) status = rig_yaml_key_int(y, map, "page_size", 1, 1024, &v[1]);
     if (status == RIG_OK) status = rig_yaml_key_int(y, map, "max_running_req", 1, 65536, &v[2]);
@@ -177,6 +179,7 @@ static enum rig_status rig__parse_engine_ints(struct rig_scenario_build *b, stru
     if (status == RIG_OK)
         status = rig_yaml_key_int(y, map, "cuda_graph_max_bs", 0, 65536, &v[5]);
     if (status == RIG_OK) status = rig_yaml_key_int(y, map, "tp_size", 1, 8, &v[6]);
+    if (status == RIG_OK) status = rig_yaml_key_int(y, map, "max_requests", 1, 65536, &v[7]);
     if (status < 0) return status;
     e->num_pages = v[0];
     e->page_size = (int32_t)v[1];
@@ -185,6 +188,7 @@ static enum rig_status rig__parse_engine_ints(struct rig_scenario_build *b, stru
     e->prefill_budget = (int32_t)v[4];
     e->cuda_graph_max_bs = (int32_t)v[5];
     e->tp_size = (int32_t)v[6];
+    e->max_requests = (int32_t)v[7];
     return RIG_OK;
 }
 
@@ -193,7 +197,8 @@ static enum rig_status rig__parse_engine(struct rig_scenario_build *b, struct fy
     static const char *const keys[] = {"num_pages",      "page_size",         "max_running_req",
                                        "max_seq_len",    "prefill_budget",    "cuda_graph_max_bs",
                                        "tp_size",        "policy",            "cache",
-                                       "overlap",        "collective_timeout", NULL};
+                                       "overlap",        "collective_timeout", "max_requests",
+                                       NULL};
     struct rig_yaml *y = &b->yaml;
     struct rig_scenario_engine *e = &b->scenario->engine;
     enum rig_status status = rig_yaml_check_keys(y, map, "engine", keys);
@@ -274,6 +279,58 @@ static enum rig_status rig__parse_cluster(struct rig_scenario_build *b, struct f
     return RIG_OK;
 }
 
+/* `stall: {rank, op, duration}` of the faults section. */
+static enum rig_status rig__parse_stall(struct rig_scenario_build *b, struct fy_node *map)
+{
+    static const char *const keys[] = {"rank", "op", "duration", NULL};
+    struct rig_yaml *y = &b->yaml;
+    struct rig_scenario_faults *f = &b->scenario->faults;
+    int64_t rank = 0, op = -1, ns = 0;
+    enum rig_status status = rig_yaml_mapping(y, map, "stall");
+    if (status == RIG_OK) status = rig_yaml_check_keys(y, map, "stall", keys);
+    if (status == RIG_OK) status = rig_yaml_key_int(y, map, "rank", 0, 7, &rank);
+    if (status == RIG_OK) status = rig_yaml_key_int(y, map, "op", 0, INT64_MAX, &op);
+    if (status == RIG_OK) status = rig_yaml_key_duration_ns(y, map, "duration", &ns);
+    if (status < 0) return status;
+    if (rig_yaml_get(map, "op") == NULL || rig_yaml_get(map, "duration") == NULL)
+        return rig_yaml_fail(y, map, RIG_E_INVALID, "stall needs 'op' and 'duration'");
+    f->stall_rank = (int32_t)rank;
+    f->stall_op = op;
+    f->stall_ns = ns;
+    return RIG_OK;
+}
+
+static enum rig_status rig__parse_faults(struct rig_scenario_build *b, struct fy_node *map)
+{
+    static const char *const keys[] = {"start_alloc_fail", "stall", "until_step", NULL};
+    struct rig_yaml *y = &b->yaml;
+    struct rig_scenario_faults *f = &b->scenario->faults;
+    enum rig_status status = rig_yaml_mapping(y, map, "faults");
+    if (status == RIG_OK) status = rig_yaml_check_keys(y, map, "faults", keys);
+    if (status == RIG_OK)
+        status = rig_yaml_key_int(y, map, "start_alloc_fail", 0, INT64_MAX,
+                                  &f->start_alloc_fail);
+    if (status == RIG_OK) status = rig_yaml_key_int(y, map, "until_step", 0, INT64_MAX,
+                                                    &f->until_step);
+    struct fy_node *stall = status == RIG_OK ? rig_yaml_get(map, "stall") : NULL;
+    if (stall != NULL) status = rig__parse_stall(b, stall);
+    if (status < 0) return status;
+    if (b->scenario->backend != RIG_SCENARIO_BACKEND_SIM)
+        return rig_yaml_fail(y, map, RIG_E_INVALID, "faults are injected on the simulator "
+                             "only (backend: sim)");
+    if (b->scenario->cluster.replicas > 0)
+        return rig_yaml_fail(y, map, RIG_E_INVALID, "faults: a fleet (cluster:) injects none");
+    const char *kind = b->scenario->sim.fault.kind;
+    if (kind[0] != '\0' && strcmp(kind, "none") != 0) /* each would replace the other's plan */
+        return rig_yaml_fail(y, map, RIG_E_INVALID, "faults: not with sim.fault (one plan a rank)");
+    if (f->stall_op >= 0 && f->stall_rank >= b->scenario->engine.tp_size)
+        return rig_yaml_fail(y, stall, RIG_E_RANGE, "stall rank %d: the engine has %d rank%s",
+                             f->stall_rank, b->scenario->engine.tp_size,
+                             b->scenario->engine.tp_size == 1 ? "" : "s");
+    f->set = true;
+    return RIG_OK;
+}
+
 static enum rig_status rig__parse_defaults(struct rig_scenario_build *b, struct fy_node *map)
 {
     static const char *const keys[] = {"max_tokens", "temperature", "top_k", "top_p",
@@ -281,6 +338,20 @@ static enum rig_status rig__parse_defaults(struct rig_scenario_build *b, struct 
     enum rig_status status = rig_yaml_check_keys(&b->yaml, map, "defaults", keys);
     if (status < 0) return status;
     return rig_scenario_parse_sampling(b, map, &b->defaults, &b->default_max_tokens);
+}
+
+/* A scenario's name is an identifier: it becomes the default results file out/<name>.h5, so
+ * '/', "..", a leading '.' or '-' and the empty name would write elsewhere or oddly. */
+static enum rig_status rig__check_name(struct rig_scenario_build *b, struct fy_node *root)
+{
+    const char *name = b->scenario->name;
+    size_t good = strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                               "0123456789_-.");
+    if (name[0] != '\0' && name[good] == '\0' && name[0] != '.' && name[0] != '-')
+        return RIG_OK;
+    return rig_yaml_fail(&b->yaml, rig_yaml_get(root, "name"), RIG_E_INVALID,
+                         "'name' must be an identifier (letters, digits, '_', '-' and '.', "
+                         "not first), not '%s'", name);
 }
 
 static enum rig_status rig__parse_settings(struct rig_scenario_build *b, struct fy_node *root)
@@ -292,6 +363,10 @@ static enum rig_status rig__parse_settings(struct rig_scenario_build *b, struct 
     enum rig_status status = rig_yaml_key_string(y, root, "name", s->name, sizeof s->name);
     if (status == RIG_OK && rig_yaml_get(root, "name") == NULL)
         status = rig_yaml_fail(y, root, RIG_E_INVALID, "the scenario needs a 'name'");
+    if (status == RIG_OK) status = rig__check_name(b, root);
+    struct fy_node *description = rig_yaml_get(root, "description");
+    if (status == RIG_OK && description != NULL)
+        status = rig_yaml_text(y, description, "description");
     if (status == RIG_OK)
         status = rig_yaml_key_enum(y, root, "backend", rig__backend_names, &backend);
     if (status == RIG_OK) status = rig_yaml_key_int(y, root, "seed", 0, INT64_MAX, &seed);
@@ -309,6 +384,8 @@ static enum rig_status rig__parse_settings(struct rig_scenario_build *b, struct 
     if (status == RIG_OK && node != NULL) status = rig__parse_cluster(b, node);
     node = rig_yaml_get(root, "defaults");
     if (status == RIG_OK && node != NULL) status = rig__parse_defaults(b, node);
+    node = rig_yaml_get(root, "faults");
+    if (status == RIG_OK && node != NULL) status = rig__parse_faults(b, node);
     return status;
 }
 
@@ -388,6 +465,7 @@ static enum rig_status rig__load_document(struct rig_scenario_build *b, struct f
     static const char *const keys[] = {"name",     "description", "model",     "backend",
                                        "sim",      "engine",      "seed",      "defaults",
                                        "requests", "workloads",   "expect",    "cluster",
+                                       "faults",
                                        NULL};
     struct rig_yaml *y = &b->yaml;
     enum rig_status status = RIG_OK;
@@ -426,12 +504,42 @@ static void rig__init_build(struct rig_scenario_build *b, struct rig_scenario *o
     struct rig_scenario_engine *e = &out->engine;
     e->num_pages = e->page_size = e->max_running_req = e->max_seq_len = RIG_SCENARIO_DEFAULT;
     e->prefill_budget = e->cuda_graph_max_bs = RIG_SCENARIO_DEFAULT;
-    e->policy = e->cache = e->overlap = RIG_SCENARIO_DEFAULT;
+    e->policy = e->cache = e->overlap = e->max_requests = RIG_SCENARIO_DEFAULT;
     e->tp_size = 1;
+    out->faults = (struct rig_scenario_faults){.start_alloc_fail = -1, .stall_op = -1,
+                                               .until_step = -1};
     snprintf(out->path, sizeof out->path, "%s", name);
     const char *slash = strrchr(name, '/');
     if (slash != NULL && (size_t)(slash - name) < sizeof b->dir)
         memcpy(b->dir, name, (size_t)(slash - name) + 1);
+}
+
+/* out->sha256: SHA-256 (OpenSSL) of the text (or the file's bytes, read in blocks) followed
+ * by "\n--set " and each override. RIG_E_IO when the file cannot be read again. */
+static enum rig_status rig__content_hash(const char *text, const char *path,
+                                         const char *const *sets, int32_t set_count,
+                                         struct rig_scenario *out)
+{
+    EVP_MD_CTX *context = EVP_MD_CTX_new();
+    FILE *file = text == NULL ? fopen(path, "rb") : NULL;
+    bool ok = context != NULL && EVP_DigestInit_ex(context, EVP_sha256(), NULL) == 1 &&
+              (text != NULL || file != NULL);
+    if (ok && text != NULL) ok = EVP_DigestUpdate(context, text, strlen(text)) == 1;
+    char block[65536];
+    for (size_t n; ok && file != NULL && (n = fread(block, 1, sizeof block, file)) > 0;)
+        ok = EVP_DigestUpdate(context, block, n) == 1;
+    if (file != NULL) ok = ok && !ferror(file);
+    for (int32_t i = 0; ok && i < set_count; i++)
+        ok = EVP_DigestUpdate(context, "\n--set ", 7) == 1 &&
+             EVP_DigestUpdate(context, sets[i], strlen(sets[i])) == 1;
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int length = 0;
+    ok = ok && EVP_DigestFinal_ex(context, digest, &length) == 1 && length == 32;
+    for (unsigned int i = 0; ok && i < length; i++)
+        snprintf(out->sha256 + 2 * i, 3, "%02x", digest[i]);
+    if (file != NULL) fclose(file);
+    EVP_MD_CTX_free(context);
+    return ok ? RIG_OK : RIG_E_IO;
 }
 
 static enum rig_status rig__load(const char *text, const char *name, const char *const *sets,
@@ -447,6 +555,9 @@ static enum rig_status rig__load(const char *text, const char *name, const char 
     if (doc == NULL) return status;
     status = rig__load_document(&build, doc, sets, set_count);
     fy_document_destroy(doc);
+    if (status == RIG_OK && rig__content_hash(text, name, sets, set_count, out) != RIG_OK)
+        status = rig_yaml_fail(&build.yaml, NULL, RIG_E_IO, "cannot read the file again to "
+                               "hash it");
     if (status < 0) {
         rig_scenario_free(out);
         return status;

@@ -80,6 +80,8 @@ struct rig_scenario_engine {
     int32_t cache;              /* enum rig_scenario_cache, or DEFAULT */
     int32_t overlap;            /* 0 / 1, or DEFAULT */
     int64_t collective_timeout_ns; /* TP collective timeout (device config); 0 = default */
+    int32_t max_requests;       /* live requests at once (back-pressure beyond); DEFAULT =
+                                   all of a small scenario, a window over a big one */
 };
 
 /* A fault one simulated rank injects into a TP collective (sim/sim.h, rig_sim_faults). */
@@ -88,6 +90,19 @@ struct rig_scenario_fault {
     int32_t rank;        /* the rank that misbehaves, < engine.tp_size */
     int64_t collective;  /* at its n-th collective after the engine is ready (0 = first) */
     int64_t delay_ns;    /* late: by how much (virtual clock) */
+};
+
+/* Injected faults (simulator only), so a swarm case (core/harness/swarm/) replays with its
+ * whole fault plan. With a `faults:` section the run also makes every device allocation in
+ * the step loop fail, as the swarm does (the engine makes none). */
+struct rig_scenario_faults {
+    bool set;                   /* the scenario has a `faults:` section */
+    int64_t start_alloc_fail;   /* the n-th device allocation of a first engine start fails
+                                   (it must fail cleanly, then the run starts again); -1 */
+    int32_t stall_rank;         /* the rank whose stream stalls */
+    int64_t stall_op;           /* the n-th op that rank issues in the run stalls; -1 */
+    int64_t stall_ns;           /* for this long (virtual time) */
+    int64_t until_step;         /* the stall is cleared before this engine step; -1 = never */
 };
 
 struct rig_scenario_sim {
@@ -175,12 +190,16 @@ struct rig_scenario_expect {
 
 struct rig_scenario {
     char name[RIG_SCENARIO_NAME_MAX];
-    char path[RIG_SCENARIO_PATH_MAX];      /* the file it was read from */
+    char path[RIG_SCENARIO_PATH_MAX];      /* the file it was read from (for messages) */
+    char sha256[65];                       /* hex SHA-256 of the file's bytes, then of each
+                                              --set override: what identifies the scenario
+                                              in results, whatever the path's spelling */
     enum rig_scenario_backend backend;
     struct rig_scenario_model model;
     struct rig_scenario_engine engine;
     struct rig_scenario_sim sim;
     struct rig_scenario_cluster cluster;
+    struct rig_scenario_faults faults;
     uint64_t seed;
     int32_t token_id_max;                  /* largest prompt token id (the runner checks it
                                               against the model's vocabulary) */

@@ -287,12 +287,15 @@ struct rig__trace_line {
     json_t *hash_ids; /* borrowed from the parsed line */
 };
 
-/* Reads one JSONL record; an error names the trace file and line. */
+/* Reads one JSONL record; an error names the trace file and line. The timestamp, scaled,
+ * has the bounds of a request's `at:` ([0, 1e9 s]): beyond them the conversion to integer
+ * nanoseconds overflows. */
 static enum rig_status rig__trace_record(struct rig_scenario_build *b, const char *path,
-                                         int64_t line_no, json_t *root,
+                                         int64_t line_no, json_t *root, double time_scale,
                                          struct rig__trace_line *out)
 {
     const char *problem = NULL;
+    char range[96];
     json_t *ts = json_object_get(root, "timestamp");
     json_t *in = json_object_get(root, "input_length");
     json_t *outl = json_object_get(root, "output_length");
@@ -307,6 +310,12 @@ static enum rig_status rig__trace_record(struct rig_scenario_build *b, const cha
         problem = "'output_length' must be an integer in [1, 16777216]";
     else if (out->hash_ids != NULL && !json_is_array(out->hash_ids))
         problem = "'hash_ids' must be a list of integers";
+    double ns = problem == NULL ? json_number_value(ts) * time_scale * 1e9 : 0.0;
+    if (problem == NULL && !(ns >= 0.0 && ns <= 1e18)) {
+        snprintf(range, sizeof range, "'timestamp' = %g is outside [0, 1e9 s]%s",
+                 json_number_value(ts), time_scale != 1.0 ? " (after time_scale)" : "");
+        problem = range;
+    }
     if (problem != NULL) {
         if (b->yaml.error[0] == '\0')
             snprintf(b->yaml.error, b->yaml.error_len, "%s:%lld: %s", path,
@@ -353,7 +362,7 @@ static enum rig_status rig__trace_line(struct rig_scenario_build *b, struct fy_n
         return RIG_E_PARSE;
     }
     struct rig__trace_line t;
-    enum rig_status status = rig__trace_record(b, path, line_no, root, &t);
+    enum rig_status status = rig__trace_record(b, path, line_no, root, w->time_scale, &t);
     struct rig_scenario_request *r =
         status == RIG_OK ? rig__append(b, map, w, n, t.input_len, t.output_len) : NULL;
     if (status == RIG_OK && r == NULL) status = RIG_E_CAPACITY;
@@ -364,6 +373,36 @@ static enum rig_status rig__trace_line(struct rig_scenario_build *b, struct fy_n
     }
     json_decref(root);
     return status;
+}
+
+/* Bounds on what a trace may make us read: a line holds one request (its hash ids for a
+ * prompt of RIG_SCENARIO_PROMPT_MAX tokens in 16-token blocks take about 6 MB), the file at
+ * most RIG_SCENARIO_REQUESTS_MAX of them. A file without a newline (/dev/zero) or without an
+ * end stops at one of them with an error instead of growing a buffer without bound. */
+#define RIG__TRACE_LINE_MAX ((size_t)16 << 20)
+#define RIG__TRACE_FILE_MAX ((int64_t)1 << 30)
+
+/* Reads one line into *line (grown as needed up to RIG__TRACE_LINE_MAX bytes, NUL-terminated;
+ * a NUL byte inside it ends the text there, and JSON then refuses what is left); returns its
+ * length in bytes, -1 at the end of the file, -2 when the line is longer than the bound. */
+static int64_t rig__read_line(FILE *file, char **line, size_t *capacity)
+{
+    size_t length = 0;
+    for (int c = getc_unlocked(file); c != EOF; c = getc_unlocked(file)) {
+        if (length + 2 > *capacity) {
+            if (*capacity >= RIG__TRACE_LINE_MAX) return -2;
+            size_t grown = *capacity == 0 ? 4096 : 2 * *capacity;
+            char *bigger = realloc(*line, grown);
+            if (bigger == NULL) return -2;
+            *line = bigger;
+            *capacity = grown;
+        }
+        (*line)[length++] = (char)c;
+        if (c == '\n') break;
+    }
+    if (length == 0) return -1;
+    (*line)[length] = '\0';
+    return (int64_t)length;
 }
 
 static enum rig_status rig__gen_trace(struct rig_scenario_build *b, struct fy_node *map,
@@ -379,10 +418,23 @@ static enum rig_status rig__gen_trace(struct rig_scenario_build *b, struct fy_no
     char *line = NULL;
     size_t capacity = 0;
     enum rig_status status = RIG_OK;
-    int64_t n = 0;
+    int64_t n = 0, bytes = 0;
     for (int64_t line_no = 1; status == RIG_OK && n < w->count; line_no++) {
-        ssize_t length = getline(&line, &capacity, file);
-        if (length < 0) break;
+        int64_t length = rig__read_line(file, &line, &capacity);
+        if (length == -1) break;
+        bytes += length > 0 ? length : 0;
+        if (length == -2 || bytes > RIG__TRACE_FILE_MAX) {
+            status = rig_yaml_fail(&b->yaml, rig_yaml_get(map, "path"), RIG_E_CAPACITY,
+                                   length == -2 ? "trace '%s': line %lld is longer than %lld "
+                                                  "bytes (the line limit)"
+                                                : "trace '%s': more than %lld bytes by line "
+                                                  "%lld (the file size limit)",
+                                   path, length == -2 ? (long long)line_no
+                                                      : (long long)RIG__TRACE_FILE_MAX,
+                                   length == -2 ? (long long)RIG__TRACE_LINE_MAX
+                                                : (long long)line_no);
+            break;
+        }
         if (strspn(line, " \t\r\n") == (size_t)length) continue;
         status = rig__trace_line(b, map, w, path, line_no, line, n++);
     }

@@ -16,14 +16,20 @@
 
 #define RIG__YAML_FILE_BYTES_MAX ((size_t)1 << 30)
 
-static struct fy_document *rig__yaml_build(struct rig_yaml *y, const char *text,
-                                           enum rig_status *status)
+/* A diagnostic sink that prints nothing (errors are collected, or dropped). */
+static struct fy_diag *rig__yaml_quiet_diag(void)
 {
     struct fy_diag_cfg diag_config;
     fy_diag_cfg_default(&diag_config);
     diag_config.fp = NULL;
     diag_config.level = FYET_ERROR;
-    struct fy_diag *diag = fy_diag_create(&diag_config);
+    return fy_diag_create(&diag_config);
+}
+
+static struct fy_document *rig__yaml_build(struct rig_yaml *y, const char *text,
+                                           enum rig_status *status)
+{
+    struct fy_diag *diag = rig__yaml_quiet_diag();
     if (diag == NULL) {
         *status = rig_yaml_fail(y, NULL, RIG_E_NO_MEMORY, "cannot create a YAML diagnostic");
         return NULL;
@@ -60,8 +66,9 @@ static struct fy_document *rig__yaml_build(struct rig_yaml *y, const char *text,
     return doc;
 }
 
-/* Reads the whole file into a NUL-terminated heap buffer; NULL when it cannot be read. */
-static char *rig__yaml_read(const char *path)
+/* Reads the whole file into a NUL-terminated heap buffer of *len bytes (before the NUL);
+ * NULL when it cannot be read. */
+static char *rig__yaml_read(const char *path, size_t *out_len)
 {
     FILE *file = fopen(path, "rb");
     if (file == NULL) return NULL;
@@ -82,7 +89,19 @@ static char *rig__yaml_read(const char *path)
         return NULL;
     }
     data[len] = '\0';
+    *out_len = len;
     return data;
+}
+
+/* Line and column (1-based) of byte `at` of `text`. */
+static void rig__yaml_locate(const char *text, int64_t at, int32_t *line, int32_t *column)
+{
+    *line = 1;
+    *column = 1;
+    for (int64_t i = 0; i < at; i++) {
+        *column = text[i] == '\n' ? 1 : *column + 1;
+        *line += text[i] == '\n';
+    }
 }
 
 /* Byte offset of the first byte of `text` that is not valid UTF-8, or -1. */
@@ -102,34 +121,80 @@ static int64_t rig__yaml_bad_utf8(const char *text)
 /* The error for text that is not UTF-8 at byte `bad`. */
 static enum rig_status rig__yaml_not_utf8(struct rig_yaml *y, const char *text, int64_t bad)
 {
-    int32_t line = 1, column = 1;
-    for (int64_t i = 0; i < bad; i++) {
-        column = text[i] == '\n' ? 1 : column + 1;
-        line += text[i] == '\n';
-    }
+    int32_t line, column;
+    rig__yaml_locate(text, bad, &line, &column);
     snprintf(y->error, y->error_len, "%s:%d:%d: the text is not valid UTF-8", y->file, line,
              column);
     return RIG_E_PARSE;
 }
 
+/* A scenario is one document: a second one (after '---') would otherwise be dropped without
+ * a word. Counts the documents of the stream with libfyaml's event parser (cheap: no tree);
+ * RIG_E_PARSE at the start of the second. A syntax error stops the count quietly: building
+ * the document reports it. */
+static enum rig_status rig__yaml_one_document(struct rig_yaml *y, const char *text, size_t len)
+{
+    struct fy_parse_cfg config = {0};
+    config.flags = FYPCF_QUIET;
+    config.diag = rig__yaml_quiet_diag();
+    struct fy_parser *parser = config.diag != NULL ? fy_parser_create(&config) : NULL;
+    if (parser == NULL) {
+        if (config.diag != NULL) fy_diag_destroy(config.diag);
+        return rig_yaml_fail(y, NULL, RIG_E_NO_MEMORY, "out of memory for a YAML parser");
+    }
+    enum rig_status status = RIG_OK;
+    int32_t documents = 0;
+    if (fy_parser_set_string(parser, text, len) == 0) {
+        struct fy_event *event;
+        while (status == RIG_OK && (event = fy_parser_parse(parser)) != NULL) {
+            if (event->type == FYET_DOCUMENT_START && ++documents == 2) {
+                struct fy_token *start = event->document_start.document_start;
+                const struct fy_mark *mark = start != NULL ? fy_token_start_mark(start) : NULL;
+                snprintf(y->error, y->error_len, "%s:%d:%d: a second YAML document: a "
+                         "scenario file holds exactly one", y->file,
+                         mark != NULL ? mark->line + 1 : 0, mark != NULL ? mark->column + 1 : 0);
+                status = RIG_E_PARSE;
+            }
+            fy_parser_event_free(parser, event);
+        }
+    }
+    fy_parser_destroy(parser);
+    fy_diag_destroy(config.diag);
+    return status;
+}
+
 /* Why YAML text is checked for UTF-8 first: the libfyaml of Debian 12 (0.8) loops forever on
  * some invalid bytes (e.g. "%\xa6", found by tests/fuzz/fuzz_scenario.c), and YAML text
- * must be Unicode anyway. A file is read whole (scenarios are small) for the same check, then
+ * must be Unicode anyway. A file is read whole (scenarios are small) for the same checks — no
+ * NUL byte (it would end the text early, with a misleading error), one document — then
  * parsed from the file: libfyaml keeps pointers into the text it parses. */
 struct fy_document *rig_yaml_parse(struct rig_yaml *y, const char *text, enum rig_status *status)
 {
     RIG_ASSERT(y != NULL && y->file != NULL);
     RIG_ASSERT(status != NULL);
     char *read = NULL;
-    if (text == NULL && (read = rig__yaml_read(y->file)) == NULL) {
+    size_t len = text != NULL ? strlen(text) : 0;
+    if (text == NULL && (read = rig__yaml_read(y->file, &len)) == NULL) {
         *status = rig_yaml_fail(y, NULL, RIG_E_IO, "cannot read the file");
         return NULL;
     }
     const char *source = text != NULL ? text : read;
-    int64_t bad = rig__yaml_bad_utf8(source);
-    if (bad >= 0) *status = rig__yaml_not_utf8(y, source, bad);
+    const char *nul = memchr(source, '\0', len);
+    int64_t bad = nul != NULL ? -1 : rig__yaml_bad_utf8(source);
+    *status = RIG_OK;
+    if (nul != NULL) {
+        int32_t line, column;
+        rig__yaml_locate(source, nul - source, &line, &column);
+        snprintf(y->error, y->error_len, "%s:%d:%d: a NUL byte: the file is not YAML text",
+                 y->file, line, column);
+        *status = RIG_E_PARSE;
+    } else if (bad >= 0) {
+        *status = rig__yaml_not_utf8(y, source, bad);
+    } else {
+        *status = rig__yaml_one_document(y, source, len);
+    }
     free(read);
-    return bad >= 0 ? NULL : rig__yaml_build(y, text, status);
+    return *status < 0 ? NULL : rig__yaml_build(y, text, status);
 }
 
 void rig_yaml_position(struct fy_node *node, int32_t *line, int32_t *column)
@@ -190,17 +255,43 @@ enum rig_status rig_yaml_fail(const struct rig_yaml *y, struct fy_node *node,
     return status;
 }
 
+/* An alias (*name) where a value belongs: rig reads no anchors or aliases, and "must be a
+ * mapping" would not say why. */
+static bool rig__yaml_alias(const struct rig_yaml *y, struct fy_node *node, const char *what,
+                            enum rig_status *status)
+{
+    if (node == NULL || !fy_node_is_scalar(node) || fy_node_get_style(node) != FYNS_ALIAS)
+        return false;
+    *status = rig_yaml_fail(y, node, RIG_E_INVALID, "'%s' is an alias (*%s): YAML anchors and "
+                            "aliases are not supported, write the value out", what,
+                            fy_node_get_scalar0(node));
+    return true;
+}
+
 enum rig_status rig_yaml_mapping(const struct rig_yaml *y, struct fy_node *node,
                                  const char *what)
 {
+    enum rig_status status;
+    if (rig__yaml_alias(y, node, what, &status)) return status;
     if (node != NULL && fy_node_is_mapping(node)) return RIG_OK;
     return rig_yaml_fail(y, node, RIG_E_INVALID, "'%s' must be a mapping (key: value, ...)",
                          what);
 }
 
+enum rig_status rig_yaml_text(const struct rig_yaml *y, struct fy_node *node, const char *what)
+{
+    enum rig_status status;
+    if (rig__yaml_alias(y, node, what, &status)) return status;
+    if (node != NULL && fy_node_is_scalar(node)) return RIG_OK;
+    return rig_yaml_fail(y, node, RIG_E_INVALID, "'%s' must be text, not a %s", what,
+                         node != NULL && fy_node_is_sequence(node) ? "list" : "mapping");
+}
+
 enum rig_status rig_yaml_sequence(const struct rig_yaml *y, struct fy_node *node,
                                   const char *what)
 {
+    enum rig_status status;
+    if (rig__yaml_alias(y, node, what, &status)) return status;
     if (node != NULL && fy_node_is_sequence(node)) return RIG_OK;
     return rig_yaml_fail(y, node, RIG_E_INVALID, "'%s' must be a list", what);
 }
@@ -259,6 +350,7 @@ bool rig_yaml_is_null(struct fy_node *node)
 static const char *rig__yaml_scalar(const struct rig_yaml *y, struct fy_node *node,
                                     const char *what, enum rig_status *status)
 {
+    if (rig__yaml_alias(y, node, what, status)) return NULL;
     const char *text = node != NULL && fy_node_is_scalar(node) ? fy_node_get_scalar0(node)
                                                                : NULL;
     *status = RIG_OK;

@@ -58,6 +58,8 @@ enum rig_status rig_yaml_mapping(const struct rig_yaml *y, struct fy_node *node,
                                  const char *what);
 enum rig_status rig_yaml_sequence(const struct rig_yaml *y, struct fy_node *node,
                                   const char *what);
+/* RIG_E_INVALID unless `node` is a scalar (text of any length, an alias refused). */
+enum rig_status rig_yaml_text(const struct rig_yaml *y, struct fy_node *node, const char *what);
 /* RIG_E_INVALID at the first key of `map` that is not in `known` (NULL-terminated), with the
  * list of known keys in the message. Keys must be plain scalars. */
 enum rig_status rig_yaml_check_keys(const struct rig_yaml *y, struct fy_node *map,

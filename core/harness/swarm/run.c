@@ -39,6 +39,10 @@ struct rig__drive {
     int64_t drain_end;         /* step at which the drain fails; -1 before it starts */
     int64_t drain_bound;
     int64_t iterations;        /* driver iterations (feeds) so far */
+    int64_t origin_ns;         /* the engine's clock when it was ready */
+    int64_t *abort_log;        /* (request_count) where rig_swarm_abort_times wants each abort
+                                  as it is issued, relative to origin_ns; NULL: nowhere */
+    int64_t *origin_log;       /* where rig_swarm_abort_times wants origin_ns; NULL: nowhere */
 };
 
 static void rig__fail(struct rig__drive *d, enum rig_swarm_verdict verdict, const char *fmt, ...)
@@ -74,6 +78,7 @@ static void rig__on_token(void *ctx, uint64_t uid, int32_t index, int32_t token,
                   (unsigned long long)uid, token);
     d->tokens[uid][index] = token;
     d->outputs[uid]++;
+    d->out->tokens++;
 }
 
 /* Why the request should stop after output token `i` (an oracle independent of the
@@ -239,6 +244,7 @@ static void rig__abort(struct rig__drive *d, int32_t uid)
 {
     if (rig_engine_abort(d->engine, (uint64_t)uid) != RIG_OK) return;
     d->abort_issued_ns[uid] = rig_engine_now_ns(d->engine);
+    if (d->abort_log != NULL) d->abort_log[uid] = d->abort_issued_ns[uid] - d->origin_ns;
     enum rig_status again = rig_engine_abort(d->engine, (uint64_t)uid);
     if (again != RIG_E_NOT_FOUND)
         rig__fail(d, RIG_SWARM_LIFECYCLE, "request %d aborted twice: %s", uid,
@@ -323,6 +329,9 @@ static void rig__feed_due(struct rig__drive *d, int64_t now)
             q->abort_ns < q->arrival_ns) {
             d->state[d->next] = RIG__ENDED; /* the client left before sending it */
             d->ends[d->next] = 1;
+            if (d->abort_log != NULL) /* before the arrival, as a scenario says "never sent" */
+                d->abort_log[d->next] =
+                    q->abort_ns > d->origin_ns ? q->abort_ns - d->origin_ns : 0;
             d->out->aborted++;
             continue;
         }
@@ -449,10 +458,12 @@ static void rig__conservation(struct rig__drive *d)
                   (long long)stats.submitted, (long long)ended);
 }
 
-/* Runs case `c` (timing-only or on the real tiny model); `d` must be zeroed by the caller. */
+/* Runs case `c` (timing-only, or on the real tiny model when c->real_model); `d` must be
+ * zeroed by the caller. */
 static enum rig_swarm_verdict rig__drive(struct rig__drive *d, const struct rig_swarm_case *c,
-                                         bool timing_only, struct rig_swarm_result *out)
+                                         struct rig_swarm_result *out)
 {
+    bool timing_only = !c->real_model;
     memset(out, 0, sizeof *out);
     out->step_failed = -1;
     d->c = c;
@@ -466,6 +477,8 @@ static enum rig_swarm_verdict rig__drive(struct rig__drive *d, const struct rig_
     struct rig_engine_observer observer = {.ctx = d, .on_token = rig__on_token,
                                            .on_finish = rig__on_finish};
     if (rig__create(d, &config, &observer) == RIG_OK) {
+        d->origin_ns = rig_engine_now_ns(d->engine);
+        if (d->origin_log != NULL) *d->origin_log = d->origin_ns;
         rig__loop(d);
         if (out->verdict == RIG_SWARM_PASS) rig__conservation(d);
         rig_engine_destroy(d->engine);
@@ -489,18 +502,22 @@ enum rig_swarm_verdict rig_swarm_run(const struct rig_swarm_case *c,
     RIG_ASSERT(c->request_count >= 0 && c->request_count <= RIG_SWARM_REQUESTS_MAX);
     struct rig__drive *d = calloc(1, sizeof *d);
     RIG_ASSERT_MSG(d != NULL, "out of memory for a swarm run");
-    rig__drive(d, c, true, out);
+    rig__drive(d, c, out);
     free(d);
     return out->verdict;
 }
 
-enum rig_status rig_swarm_abort_times(const struct rig_swarm_case *c, int64_t *abort_ns)
+enum rig_status rig_swarm_abort_times(const struct rig_swarm_case *c, int64_t *abort_ns,
+                                      int64_t *origin_ns)
 {
     struct rig__drive *d = calloc(1, sizeof *d);
     if (d == NULL) return RIG_E_NO_MEMORY;
+    for (int32_t i = 0; i < c->request_count; i++) abort_ns[i] = -1;
+    *origin_ns = -1;
+    d->abort_log = abort_ns;
+    d->origin_log = origin_ns;
     struct rig_swarm_result result;
-    rig__drive(d, c, true, &result);
-    for (int32_t i = 0; i < c->request_count; i++) abort_ns[i] = d->abort_issued_ns[i];
+    rig__drive(d, c, &result);
     free(d);
     return RIG_OK;
 }
@@ -568,22 +585,60 @@ static bool rig__same(const struct rig__drive *a, const struct rig__drive *b, in
     return true;
 }
 
-/* Runs the variants of `cut` (timing-only or real) against variant 0; skips variant
- * `skip` (-1: none). */
-static enum rig_swarm_verdict rig__compare(const struct rig_swarm_case *cut, bool timing_only,
-                                           int32_t skip, struct rig__drive *d,
-                                           struct rig_swarm_case *variant,
+/* Equivalence stages: 1 + v runs variant v of the whole trace's cut timing-only, 1 + 8 + v
+ * variant v of the small cut on the real model. */
+#define RIG__STAGE_REAL (1 + RIG__VARIANTS)
+
+void rig_swarm_stage_case(const struct rig_swarm_case *c, int32_t stage,
+                          struct rig_swarm_case *out)
+{
+    RIG_ASSERT(stage >= 0 && stage < RIG_SWARM_STAGES);
+    if (stage == 0) {
+        memcpy(out, c, sizeof *out);
+        return;
+    }
+    bool real = stage >= RIG__STAGE_REAL;
+    struct rig_swarm_case *cut = malloc(sizeof *cut);
+    RIG_ASSERT_MSG(cut != NULL, "out of memory for a swarm case");
+    rig__cut(c, real, cut);
+    cut->real_model = real;
+    rig__variant(cut, (stage - 1) % RIG__VARIANTS, out);
+    out->stage = stage;
+    free(cut);
+}
+
+void rig_swarm_stage_name(int32_t stage, char *out, size_t len)
+{
+    RIG_ASSERT(stage >= 0 && stage < RIG_SWARM_STAGES);
+    if (stage == 0)
+        snprintf(out, len, "the case");
+    else
+        snprintf(out, len, "equivalence run %d (%s, %s)", stage,
+                 stage >= RIG__STAGE_REAL ? "real model" : "timing-only",
+                 rig__variant_names[(stage - 1) % RIG__VARIANTS]);
+}
+
+/* Runs the variants of `cut` against variant 0 (stages from `first_stage`, written to *stage
+ * before each run when not NULL); skips variant `skip` (-1: none). */
+static enum rig_swarm_verdict rig__compare(const struct rig_swarm_case *cut, int32_t first_stage,
+                                           int32_t skip, volatile int32_t *stage,
+                                           struct rig__drive *d, struct rig_swarm_case *variant,
                                            struct rig_swarm_result *out)
 {
     memset(&d[0], 0, sizeof d[0]);
-    rig__drive(&d[0], cut, timing_only, out);
+    if (stage != NULL) *stage = first_stage;
+    rig__drive(&d[0], cut, out);
+    out->stage = first_stage;
     for (int32_t v = 1; v < RIG__VARIANTS && out->verdict == RIG_SWARM_PASS; v++) {
         if (v == skip) continue;
         rig__variant(cut, v, variant);
         memset(&d[1], 0, sizeof d[1]);
         struct rig_swarm_result result;
-        if (rig__drive(&d[1], variant, timing_only, &result) != RIG_SWARM_PASS) {
+        if (stage != NULL) *stage = first_stage + v;
+        out->stage = first_stage + v;
+        if (rig__drive(&d[1], variant, &result) != RIG_SWARM_PASS) {
             *out = result;
+            out->stage = first_stage + v;
             int n = snprintf(out->message, sizeof out->message, "equivalence run (%s): ",
                              rig__variant_names[v]);
             RIG_ASSERT(n > 0 && (size_t)n < sizeof out->message);
@@ -596,8 +651,9 @@ static enum rig_swarm_verdict rig__compare(const struct rig_swarm_case *cut, boo
     if (out->verdict == RIG_SWARM_EQUIVALENCE) {
         size_t n = strlen(out->message);
         snprintf(out->message + n, sizeof out->message - n, " (%s)",
-                 timing_only ? "timing-only" : "real model");
+                 cut->real_model ? "real model" : "timing-only");
     }
+    if (out->verdict == RIG_SWARM_PASS) out->stage = 0;
     return out->verdict;
 }
 
@@ -607,15 +663,18 @@ static enum rig_swarm_verdict rig__compare(const struct rig_swarm_case *cut, boo
  * a near tie (measured: 8 of 60 seeds with the tiny model's dummy weights), so the real-model
  * comparison covers every variant but the TP degree. */
 enum rig_swarm_verdict rig_swarm_equivalence(const struct rig_swarm_case *c,
+                                             volatile int32_t *stage,
                                              struct rig_swarm_result *out)
 {
     struct rig_swarm_case *cases = malloc(2 * sizeof *cases);
     struct rig__drive *d = malloc(2 * sizeof *d);
     RIG_ASSERT_MSG(cases != NULL && d != NULL, "out of memory for a swarm run");
     rig__cut(c, false, &cases[0]);
-    if (rig__compare(&cases[0], true, -1, d, &cases[1], out) == RIG_SWARM_PASS) {
+    cases[0].real_model = false;
+    if (rig__compare(&cases[0], 1, -1, stage, d, &cases[1], out) == RIG_SWARM_PASS) {
         rig__cut(c, true, &cases[0]);
-        rig__compare(&cases[0], false, 6, d, &cases[1], out);
+        cases[0].real_model = true;
+        rig__compare(&cases[0], RIG__STAGE_REAL, 6, stage, d, &cases[1], out);
     }
     free(d);
     free(cases);

@@ -39,6 +39,7 @@
 #define RIG_SWARM_PROMPT_MAX (RIG_SWARM_SEQ_LEN_MAX + 24) /* beyond the limit: rejections */
 #define RIG_SWARM_TOKENS_MAX (RIG_SWARM_REQUESTS_MAX * RIG_SWARM_PROMPT_MAX)
 #define RIG_SWARM_MESSAGE_MAX 512
+#define RIG_SWARM_STAGES 17 /* the case, then 8 timing-only and 8 real-model equivalence runs */
 
 /* When a request's client aborts it (the trigger is checked between steps). */
 enum rig_swarm_abort {
@@ -81,6 +82,8 @@ struct rig_swarm_case {
     int32_t prefill_budget;
     enum rig_policy policy;
     enum rig_cache_type cache;
+    bool real_model;        /* run on the real tiny model (equivalence stages); else timing-only */
+    int32_t stage;          /* 0: as drawn; else the equivalence run of the seed's check it is */
     bool overlap;
     bool graphs;
     int32_t graph_max_bs;
@@ -114,7 +117,10 @@ struct rig_swarm_result {
     enum rig_swarm_verdict verdict;
     int64_t steps;                     /* engine steps of the failing (or last) run */
     int64_t step_failed;               /* step of the first failure, -1 */
+    int32_t stage;                     /* the run that failed: 0 the case itself, else an
+                                          equivalence run (rig_swarm_stage_case) */
     int32_t finished, aborted, rejected;
+    int64_t tokens;                    /* output tokens streamed */
     char message[RIG_SWARM_MESSAGE_MAX];
 };
 
@@ -132,14 +138,25 @@ void rig_swarm_describe(const struct rig_swarm_case *c, char *out, size_t len);
 enum rig_swarm_verdict rig_swarm_run(const struct rig_swarm_case *c,
                                      struct rig_swarm_result *out);
 
-/* Runs a fault-free, abort-free cut of the case (at most 6 requests, short prompts and
- * outputs) on the real tiny model under several configurations and compares every request's
- * tokens and end reason. Returns out->verdict. */
+/* Runs a fault-free, abort-free cut of the case under several configurations (stages 1-8:
+ * the whole trace, timing-only; 9-16: at most 6 requests, short prompts and outputs, on the
+ * real tiny model) and compares every request's tokens and end reason. Writes each run's
+ * stage to *stage (when not NULL) before it starts, so a parent sharing it with a forked
+ * child learns which run crashed; out->stage names the failing run. Returns out->verdict. */
 enum rig_swarm_verdict rig_swarm_equivalence(const struct rig_swarm_case *c,
+                                             volatile int32_t *stage,
                                              struct rig_swarm_result *out);
 
+/* The case that stage `stage` of a check of `c` runs: `c` itself (0) or an equivalence run's
+ * cut and variant (no faults or aborts; real_model set for stages 9-16). Can't fail. */
+void rig_swarm_stage_case(const struct rig_swarm_case *c, int32_t stage,
+                          struct rig_swarm_case *out);
+/* "the case", "equivalence run 3 (timing-only, overlap flipped)". Can't fail. */
+void rig_swarm_stage_name(int32_t stage, char *out, size_t len);
+
 /* Both of the above (equivalence when `equivalence`), in a forked child when `isolate`, so
- * an assertion in the engine becomes a CRASH verdict instead of ending the caller. */
+ * an assertion in the engine becomes a CRASH verdict (out->stage: the run that died) instead
+ * of ending the caller. */
 enum rig_swarm_verdict rig_swarm_check(const struct rig_swarm_case *c, bool equivalence,
                                        bool isolate, struct rig_swarm_result *out);
 
@@ -149,14 +166,21 @@ enum rig_swarm_verdict rig_swarm_check(const struct rig_swarm_case *c, bool equi
 int32_t rig_swarm_shrink(struct rig_swarm_case *c, enum rig_swarm_verdict verdict,
                          bool equivalence, bool isolate, int32_t attempts);
 
-/* Runs the case and writes, per request, the virtual time its planned abort was issued (-1:
- * none). RIG_E_NO_MEMORY when the run's state cannot be allocated. */
-enum rig_status rig_swarm_abort_times(const struct rig_swarm_case *c, int64_t *abort_ns);
+/* Runs the case in this process and writes the engine's clock when it was ready to
+ * *origin_ns and, per request, the virtual time since then its planned abort was issued to
+ * abort_ns[0, request_count) (-1: none; a request its client left before sending: the abort
+ * time, before its arrival). Each is written when it happens, so memory the
+ * caller shares with a child running this keeps what happened before a crash.
+ * RIG_E_NO_MEMORY when the run's state cannot be allocated. */
+enum rig_status rig_swarm_abort_times(const struct rig_swarm_case *c, int64_t *abort_ns,
+                                      int64_t *origin_ns);
 
 /* Writes the case as a scenario YAML (docs/scenarios.md) that `rig run` replays: the
- * configuration, the requests with their prompts, the aborts as times (those of triggered
- * aborts as first observed in a run of the case). The fault plan has no scenario form and is
- * written as a comment. RIG_E_IO when the file cannot be written. */
+ * configuration (back-pressure included), the fault plan as a `faults:` section, the
+ * requests with their prompts, the aborts as times (those of triggered aborts as first
+ * observed in a run of the case, in a child process so a crashing case is written too).
+ * Times count from the engine's start, as a scenario's do. RIG_E_IO when the file cannot be
+ * written. */
 enum rig_status rig_swarm_write_scenario(const struct rig_swarm_case *c, const char *path);
 
 #endif /* RIG_SWARM_H */
