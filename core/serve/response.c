@@ -128,11 +128,12 @@ static json_t *rig__text_logprobs(const struct rig_serve *server, const struct r
                      "top_logprobs", tops, "text_offset", offsets);
 }
 
-/* SGLang's [[logprob, id, null], ...] and the top lists, for /generate. */
-static void rig__generate_logprobs(const struct rig__slot *slot, int32_t to, json_t *meta)
+/* SGLang's [[logprob, id, null], ...] and the top lists of tokens [from, to), for /generate. */
+static void rig__generate_logprobs(const struct rig__slot *slot, int32_t from, int32_t to,
+                                   json_t *meta)
 {
     json_t *values = json_array(), *tops = json_array();
-    for (int32_t i = 0; i < to; i++) {
+    for (int32_t i = from; i < to; i++) {
         const struct rig__logprob *lp = &slot->logprobs[i];
         json_array_append_new(values, json_pack("[f, i, n]", (double)lp->logprob,
                                                 (json_int_t)slot->tokens[i]));
@@ -192,8 +193,9 @@ static json_t *rig__envelope(const struct rig__call *call, const char *object)
                      (json_int_t)call->created, "model", call->server->config.served_model_name);
 }
 
-/* /generate's meta_info of a choice. */
-static json_t *rig__meta_info(const struct rig__call *call, const struct rig__choice *c)
+/* /generate's meta_info of a choice, its logprobs those of tokens [from, ...). */
+static json_t *rig__meta_info(const struct rig__call *call, const struct rig__choice *c,
+                              int32_t from)
 {
     json_t *finish = json_null();
     if (c->finished && c->finish == RIG_SERVE_FINISH_LENGTH)
@@ -209,18 +211,23 @@ static json_t *rig__meta_info(const struct rig__call *call, const struct rig__ch
                              c->cached_tokens, "e2e_latency", (double)c->e2e_ns * 1e-9);
     const struct rig__slot *slot = &call->server->slots[c->slot];
     if (meta != NULL && call->params.sampling.logprobs && slot->logprobs != NULL)
-        rig__generate_logprobs(slot, rig__logprobs_ready(call, c), meta);
+        rig__generate_logprobs(slot, from, rig__logprobs_ready(call, c), meta);
     return meta;
 }
 
-static json_t *rig__generate_item(const struct rig__call *call, const struct rig__choice *c)
+/* A /generate item: all the text so far, the output ids from `from` and their logprobs from
+ * `logprobs_from` on — 0 in a whole response; in a stream event only the new ones, as SGLang
+ * streams them (all of them in every event would make a stream quadratic in its length). */
+static json_t *rig__generate_item(const struct rig__call *call, const struct rig__choice *c,
+                                  int32_t from, int32_t logprobs_from)
 {
     const struct rig__slot *slot = &call->server->slots[c->slot];
     json_t *ids = json_array();
-    for (int32_t i = 0; i < c->kept; i++) json_array_append_new(ids, json_integer(slot->tokens[i]));
+    for (int32_t i = from; i < c->kept; i++)
+        json_array_append_new(ids, json_integer(slot->tokens[i]));
     return json_pack("{s:s%, s:o, s:o, s:i}", "text", c->text.data != NULL ? c->text.data : "",
-                     c->text.len, "output_ids", ids, "meta_info", rig__meta_info(call, c),
-                     "index", c->index);
+                     c->text.len, "output_ids", ids, "meta_info",
+                     rig__meta_info(call, c, logprobs_from), "index", c->index);
 }
 
 /* One stream chunk of a choice: what it has not sent, and its end when it has one. */
@@ -270,7 +277,11 @@ enum rig_status rig__response_stream(struct rig__call *call)
         }
         c->text_sent = c->text.len;
         c->finish_sent = c->finished;
-        st = rig__emit(rig__generate_item(call, c), true, &call->out);
+        int32_t logprobs_ready = rig__logprobs_ready(call, c);
+        st = rig__emit(rig__generate_item(call, c, c->ids_sent, c->logprobs_sent), true,
+                       &call->out);
+        c->ids_sent = c->kept;
+        c->logprobs_sent = logprobs_ready;
     }
     if (st != RIG_OK || call->stream_over || !rig__call_all_finished(call)) return st;
     for (int32_t i = 0; i < call->choice_count; i++)
@@ -311,10 +322,10 @@ enum rig_status rig__response_full(struct rig__call *call, struct rig_serve_buff
 {
     if (call->params.api == RIG_SERVE_API_GENERATE) {
         if (call->choice_count == 1 && !call->params.batched)
-            return rig__emit(rig__generate_item(call, &call->choices[0]), false, out);
+            return rig__emit(rig__generate_item(call, &call->choices[0], 0, 0), false, out);
         json_t *list = json_array();
         for (int32_t i = 0; i < call->choice_count; i++)
-            json_array_append_new(list, rig__generate_item(call, &call->choices[i]));
+            json_array_append_new(list, rig__generate_item(call, &call->choices[i], 0, 0));
         return rig__emit(list, false, out);
     }
     json_t *body = rig__envelope(call, call->params.api == RIG_SERVE_API_CHAT
