@@ -108,7 +108,10 @@ void rig__call_unref(struct rig__call *call)
     bool idle = server->call_count == 0;
     pthread_cond_broadcast(&server->calls_gone);
     pthread_mutex_unlock(&server->calls_lock);
-    for (int32_t i = 0; i < call->choice_count; i++) rig_serve_buffer_free(&call->choices[i].text);
+    for (int32_t i = 0; i < call->choice_count; i++) {
+        rig_serve_buffer_free(&call->choices[i].text);
+        rig_serve_buffer_free(&call->choices[i].text_json);
+    }
     free(call->choices);
     free(call->prompt_lens);
     for (int32_t i = 0; i < call->held_prompt_count; i++)

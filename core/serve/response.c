@@ -128,11 +128,12 @@ static json_t *rig__text_logprobs(const struct rig_serve *server, const struct r
                      "top_logprobs", tops, "text_offset", offsets);
 }
 
-/* SGLang's [[logprob, id, null], ...] and the top lists, for /generate. */
-static void rig__generate_logprobs(const struct rig__slot *slot, int32_t to, json_t *meta)
+/* SGLang's [[logprob, id, null], ...] and the top lists of tokens [from, to), for /generate. */
+static void rig__generate_logprobs(const struct rig__slot *slot, int32_t from, int32_t to,
+                                   json_t *meta)
 {
     json_t *values = json_array(), *tops = json_array();
-    for (int32_t i = 0; i < to; i++) {
+    for (int32_t i = from; i < to; i++) {
         const struct rig__logprob *lp = &slot->logprobs[i];
         json_array_append_new(values, json_pack("[f, i, n]", (double)lp->logprob,
                                                 (json_int_t)slot->tokens[i]));
@@ -192,8 +193,9 @@ static json_t *rig__envelope(const struct rig__call *call, const char *object)
                      (json_int_t)call->created, "model", call->server->config.served_model_name);
 }
 
-/* /generate's meta_info of a choice. */
-static json_t *rig__meta_info(const struct rig__call *call, const struct rig__choice *c)
+/* /generate's meta_info of a choice, its logprobs those of tokens [from, ...). */
+static json_t *rig__meta_info(const struct rig__call *call, const struct rig__choice *c,
+                              int32_t from)
 {
     json_t *finish = json_null();
     if (c->finished && c->finish == RIG_SERVE_FINISH_LENGTH)
@@ -209,18 +211,88 @@ static json_t *rig__meta_info(const struct rig__call *call, const struct rig__ch
                              c->cached_tokens, "e2e_latency", (double)c->e2e_ns * 1e-9);
     const struct rig__slot *slot = &call->server->slots[c->slot];
     if (meta != NULL && call->params.sampling.logprobs && slot->logprobs != NULL)
-        rig__generate_logprobs(slot, rig__logprobs_ready(call, c), meta);
+        rig__generate_logprobs(slot, from, rig__logprobs_ready(call, c), meta);
     return meta;
 }
 
-static json_t *rig__generate_item(const struct rig__call *call, const struct rig__choice *c)
+/* A /generate item: all the text so far (unless !with_text), the output ids from `from` and their logprobs from
+ * `logprobs_from` on — 0 in a whole response; in a stream event only the new ones, as SGLang
+ * streams them (all of them in every event would make a stream quadratic in its length). */
+static json_t *rig__generate_item(const struct rig__call *call, const struct rig__choice *c,
+                                  int32_t from, int32_t logprobs_from, bool with_text)
 {
     const struct rig__slot *slot = &call->server->slots[c->slot];
     json_t *ids = json_array();
-    for (int32_t i = 0; i < c->kept; i++) json_array_append_new(ids, json_integer(slot->tokens[i]));
+    for (int32_t i = from; i < c->kept; i++)
+        json_array_append_new(ids, json_integer(slot->tokens[i]));
+    json_t *meta = rig__meta_info(call, c, logprobs_from);
+    if (!with_text) /* rig__generate_event writes the text itself */
+        return json_pack("{s:o, s:o, s:i}", "output_ids", ids, "meta_info", meta, "index",
+                         c->index);
     return json_pack("{s:s%, s:o, s:o, s:i}", "text", c->text.data != NULL ? c->text.data : "",
-                     c->text.len, "output_ids", ids, "meta_info", rig__meta_info(call, c),
-                     "index", c->index);
+                     c->text.len, "output_ids", ids, "meta_info", meta, "index", c->index);
+}
+
+/* Bytes of text[0, len) that end on a character boundary (a stop string held back may end
+ * the text so far inside a character). */
+static size_t rig__whole_chars(const char *text, size_t len)
+{
+    size_t start = len;
+    while (start > 0 && len - start < 4 && ((unsigned char)text[start - 1] & 0xC0) == 0x80)
+        start--;
+    if (start == 0) return len;
+    unsigned char lead = (unsigned char)text[start - 1];
+    size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    return len - start + 1 >= need ? len : start - 1;
+}
+
+/* Escapes the choice's new text onto c->text_json (jansson's escaping, quotes dropped). */
+static enum rig_status rig__escape_new_text(struct rig__choice *c)
+{
+    size_t end = rig__whole_chars(c->text.data, c->text.len);
+    if (end <= c->text_json_from) return RIG_OK;
+    json_t *piece = json_stringn(c->text.data + c->text_json_from, end - c->text_json_from);
+    if (piece == NULL) return RIG_E_INVALID;
+    struct rig_serve_buffer *b = &c->text_json;
+    size_t before = b->len;
+    int rc = json_dump_callback(piece, rig__dump_cb, b, JSON_ENCODE_ANY);
+    json_decref(piece);
+    if (rc != 0 || b->len < before + 2) {
+        b->len = before;
+        return RIG_E_NO_MEMORY;
+    }
+    memmove(b->data + before, b->data + before + 1, b->len - before - 2); /* the quotes */
+    b->len -= 2;
+    b->data[b->len] = '\0';
+    c->text_json_from = end;
+    return RIG_OK;
+}
+
+/* One /generate stream event: the text so far from c->text_json (escaped once, as it grew:
+ * a stream costs what it sends, not the square of it) and the rest as rig__generate_item. */
+static enum rig_status rig__generate_event(struct rig__call *call, struct rig__choice *c,
+                                           struct rig_serve_buffer *out)
+{
+    enum rig_status st = rig__escape_new_text(c);
+    if (st == RIG_E_INVALID) /* not UTF-8 text: jansson says so, the slow way */
+        return rig__emit(rig__generate_item(call, c, c->ids_sent, c->logprobs_sent, true),
+                         true, out);
+    if (st != RIG_OK) return st;
+    json_t *item = rig__generate_item(call, c, c->ids_sent, c->logprobs_sent, false);
+    if (item == NULL) return RIG_E_NO_MEMORY;
+    size_t before = out->len;
+    st = rig_serve_buffer_append(out, "data: {\"text\":\"", 15);
+    if (st == RIG_OK && c->text_json.len > 0)
+        st = rig_serve_buffer_append(out, c->text_json.data, c->text_json.len);
+    if (st == RIG_OK) st = rig_serve_buffer_append(out, "\"", 1);
+    size_t brace = out->len;
+    if (st == RIG_OK && json_dump_callback(item, rig__dump_cb, out, JSON_COMPACT) != 0)
+        st = RIG_E_NO_MEMORY;
+    if (st == RIG_OK) out->data[brace] = ','; /* {"output_ids": ... → ,"output_ids": ... */
+    if (st == RIG_OK) st = rig_serve_buffer_append(out, "\n\n", 2);
+    json_decref(item);
+    if (st != RIG_OK) out->len = before;
+    return st;
 }
 
 /* One stream chunk of a choice: what it has not sent, and its end when it has one. */
@@ -270,7 +342,10 @@ enum rig_status rig__response_stream(struct rig__call *call)
         }
         c->text_sent = c->text.len;
         c->finish_sent = c->finished;
-        st = rig__emit(rig__generate_item(call, c), true, &call->out);
+        int32_t logprobs_ready = rig__logprobs_ready(call, c);
+        st = rig__generate_event(call, c, &call->out);
+        c->ids_sent = c->kept;
+        c->logprobs_sent = logprobs_ready;
     }
     if (st != RIG_OK || call->stream_over || !rig__call_all_finished(call)) return st;
     for (int32_t i = 0; i < call->choice_count; i++)
@@ -311,10 +386,10 @@ enum rig_status rig__response_full(struct rig__call *call, struct rig_serve_buff
 {
     if (call->params.api == RIG_SERVE_API_GENERATE) {
         if (call->choice_count == 1 && !call->params.batched)
-            return rig__emit(rig__generate_item(call, &call->choices[0]), false, out);
+            return rig__emit(rig__generate_item(call, &call->choices[0], 0, 0, true), false, out);
         json_t *list = json_array();
         for (int32_t i = 0; i < call->choice_count; i++)
-            json_array_append_new(list, rig__generate_item(call, &call->choices[i]));
+            json_array_append_new(list, rig__generate_item(call, &call->choices[i], 0, 0, true));
         return rig__emit(list, false, out);
     }
     json_t *body = rig__envelope(call, call->params.api == RIG_SERVE_API_CHAT

@@ -110,6 +110,10 @@ struct rig__choice {
     int32_t consumed;             /* tokens taken from the slot */
     int32_t kept;                 /* tokens whose text is (or will be) emitted */
     int32_t logprobs_sent;        /* logprob entries already in a chunk */
+    int32_t ids_sent;             /* /generate stream: output ids already in an event */
+    struct rig_serve_buffer text_json; /* /generate stream: `text` JSON-escaped, unquoted,
+                                          grown by each event's new text */
+    size_t text_json_from;        /* bytes of `text` escaped into it (whole characters) */
     int64_t logprobs_offset;      /* characters of their tokens' text (completions' text_offset) */
     bool role_sent;               /* chat stream: the first chunk with the role went out */
     bool finished;                /* the detokenizer saw its end (or a stop string) */

@@ -192,7 +192,7 @@ def check_logprobs(client):
 def check_native_logprobs(server):
     status, body = post(server, "/generate", {"text": "Hello", "return_logprob": True,
                                               "top_logprobs_num": 2, "sampling_params":
-                                              {"max_new_tokens": 4, "temperature": 0}})
+                                              {"max_new_tokens": 16, "temperature": 0}})
     out = json.loads(body)
     meta = out["meta_info"]
     values, tops = meta["output_token_logprobs"], meta["output_top_logprobs"]
@@ -200,6 +200,16 @@ def check_native_logprobs(server):
     for (value, token, _), top in zip(values, tops):
         assert value <= 0.0 and len(top) == 2 and top[0][0] >= top[1][0], top
         assert top[0][1] == token and abs(top[0][0] - value) < 1e-6, (value, token, top)
+    status, body = post(server, "/generate", {"text": "Hello", "return_logprob": True,
+                                              "stream": True, "sampling_params":
+                                              {"max_new_tokens": 16, "temperature": 0}})
+    items = [json.loads(line[6:]) for line in body.split("\n")
+             if line.startswith("data: ") and line != "data: [DONE]"]
+    ids = sum((item["output_ids"] for item in items), [])
+    values = sum((item["meta_info"]["output_token_logprobs"] for item in items), [])
+    assert ids == out["output_ids"] and [v[1] for v in values] == ids, (ids, values)
+    texts = [item["text"] for item in items]  # cumulative: each a prefix of the next
+    assert texts[-1] == out["text"] and all(b.startswith(a) for a, b in zip(texts, texts[1:]))
 
 
 def check_native(server):
@@ -213,7 +223,11 @@ def check_native(server):
     status, body = post(server, "/generate", {"input_ids": [9707, 1052], "stream": True,
                                               "sampling_params": {"max_new_tokens": 3}})
     events = [line[6:] for line in body.split("\n") if line.startswith("data: ")]
-    assert events[-1] == "[DONE]" and len(json.loads(events[-2])["output_ids"]) == 3
+    assert events[-1] == "[DONE]", events
+    items = [json.loads(e) for e in events[:-1]]
+    # each event: the text so far, only the new output ids (SGLang's streaming)
+    assert len(sum((item["output_ids"] for item in items), [])) == 3, items
+    assert items[-1]["meta_info"]["completion_tokens"] == 3, items
     assert post(server, "/abort_request", {"rid": "nothing-by-that-name"})[0] == 200
     assert post(server, "/flush_cache", {})[0] == 200
     status, text = server.get("/health")
