@@ -211,8 +211,8 @@ static enum rig_status rig__rank_objects(struct rig_engine *e, struct rig__rank 
         s = rig_hal_buffer_alloc(d, 4 * (size_t)e->tokens_max, RIG_MEMORY_METADATA,
                                  &rank->input_ids);
     if (s == RIG_OK)
-        s = rig_hal_buffer_alloc(d, 4 * (size_t)e->layout.requests_max, RIG_MEMORY_METADATA,
-                                 &rank->out_tokens);
+        s = rig_hal_buffer_alloc(d, 8 * (size_t)e->layout.requests_max, RIG_MEMORY_METADATA,
+                                 &rank->out_tokens); /* tokens, then `checked` */
     if (s == RIG_OK)
         s = rig_hal_buffer_alloc(d, 4 * (size_t)e->layout.requests_max *
                                         (1 + 2 * RIG_LOGPROBS_TOP_MAX),
@@ -498,6 +498,7 @@ enum rig_status rig_engine_abort(struct rig_engine *e, uint64_t uid)
 const char *rig_engine_error(const struct rig_engine *e)
 {
     RIG_ASSERT(e != NULL);
+    if (e->error[0] != '\0') return e->error;
     if (e->tp_size == 1 || e->ranks[0].comm == NULL) return "";
     return rig_hal_comm_error(e->ranks[0].comm);
 }
