@@ -66,3 +66,19 @@ void rig_fuzz_check_scenario(const struct rig_scenario *s)
         RIG_ASSERT(x->ids_offset >= 0 && x->ids_offset + x->ids_count <= s->expect_uid_count);
     }
 }
+
+void rig_fuzz_load_scenario(const char *text, int32_t max_requests)
+{
+    struct rig_scenario scenario;
+    char error[RIG_SCENARIO_ERROR_MAX];
+    enum rig_status status =
+        rig_scenario_load_string(text, "fuzz.yaml", NULL, 0, &scenario, error, sizeof error);
+    if (status != RIG_OK) {
+        RIG_ASSERT(error[0] != '\0');
+        RIG_ASSERT(scenario.requests == NULL && scenario.tokens == NULL);
+        return;
+    }
+    RIG_ASSERT(scenario.request_count <= max_requests);
+    rig_fuzz_check_scenario(&scenario);
+    rig_scenario_free(&scenario);
+}

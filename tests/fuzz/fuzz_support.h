@@ -25,4 +25,9 @@ struct rig_scenario;
  * with ids in [0, token_id_max], input_len and max_tokens >= 1, expectation uids valid. */
 void rig_fuzz_check_scenario(const struct rig_scenario *scenario);
 
+/* Loads scenario YAML `text` (as "fuzz.yaml"): either it fails with a message and a zeroed
+ * result, or the scenario keeps the invariants above with at most `max_requests` requests;
+ * then it is freed. */
+void rig_fuzz_load_scenario(const char *text, int32_t max_requests);
+
 #endif /* RIG_FUZZ_SUPPORT_H */

@@ -10,10 +10,7 @@
  */
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "core/harness/scenario/scenario.h"
 #include "hal/status.h"
 #include "tests/fuzz/fuzz_support.h"
 
@@ -28,17 +25,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                      "workloads:\n  - {kind: trace, path: '%s', limit: 16, time_scale: 0.5}\n",
                      path);
     RIG_ASSERT(n > 0 && (size_t)n < sizeof text);
-    struct rig_scenario scenario;
-    char error[RIG_SCENARIO_ERROR_MAX];
-    enum rig_status status =
-        rig_scenario_load_string(text, "fuzz.yaml", NULL, 0, &scenario, error, sizeof error);
-    if (status != RIG_OK) {
-        RIG_ASSERT(error[0] != '\0');
-        RIG_ASSERT(scenario.requests == NULL && scenario.tokens == NULL);
-    } else {
-        RIG_ASSERT(scenario.request_count <= 16);
-        rig_fuzz_check_scenario(&scenario);
-        rig_scenario_free(&scenario);
-    }
+    rig_fuzz_load_scenario(text, 16);
     return 0;
 }
