@@ -330,8 +330,10 @@ static enum rig_status rig__check_sample(const struct rig_op_sample *p)
     RIG_TRY(rig__per_row(op, "top_p", &p->top_p, RIG_DTYPE_F32, rows));
     RIG_TRY(rig__per_row(op, "seed", &p->seed, RIG_DTYPE_I64, rows));
     RIG_TRY(rig__per_row(op, "position", &p->position, RIG_DTYPE_I32, rows));
-    if (p->min_p.data == NULL) return RIG_OK;
-    return rig__per_row(op, "min_p", &p->min_p, RIG_DTYPE_F32, rows);
+    if (p->min_p.data != NULL)
+        RIG_TRY(rig__per_row(op, "min_p", &p->min_p, RIG_DTYPE_F32, rows));
+    if (p->checked.data == NULL) return RIG_OK;
+    return rig__per_row(op, "checked", &p->checked, RIG_DTYPE_I32, rows);
 }
 
 static enum rig_status rig__check_penalize(const struct rig_op_penalize *p)

@@ -216,7 +216,11 @@ struct rig_op_index_scatter {
  * to the most likely token, which always stays); the token is the argmax over the kept set of
  * z + g, g = -log(-log(u)), u = rig_philox_uniform(seed[r], position[r], index) (the
  * Gumbel-max trick: an exact draw from the renormalised softmax of the kept set). min_p may be
- * absent: 0 for every row. */
+ * absent: 0 for every row. -Inf masks a token (probability 0); a row with a NaN or +Inf logit,
+ * or with every logit -Inf (a broken checkpoint or an overflow: no distribution), is not
+ * sampled: tokens[r] = 0, so whatever reads the tokens next stays in range, and checked[r] =
+ * -1; checked[r] = tokens[r] for every other row.
+ * The engine scatters `tokens` and reads `checked` back, failing the step on a -1. */
 struct rig_op_sample {
     struct rig_tensor tokens;      /* [R] i32 out */
     struct rig_tensor logits;      /* [R, V] f32 */
@@ -226,6 +230,8 @@ struct rig_op_sample {
     struct rig_tensor seed;        /* [R] i64 (bits of a uint64) */
     struct rig_tensor position;    /* [R] i32: index of the output token being sampled */
     struct rig_tensor min_p;       /* [R] f32 in [0, 1], or absent */
+    struct rig_tensor checked;     /* [R] i32 out: tokens, -1 for a row of no distribution;
+                                    * or absent */
 };
 
 /* Penalties over each row's token history, in place on the logits: OpenAI's presence and

@@ -433,6 +433,33 @@ static void test_stop_conditions(void **state)
     harness_close(&h);
 }
 
+/* A KV pool far beyond the device fails before anything sized by it is allocated (it took
+ * 22 s and 9.8 GB of host tables before), saying how many pages would fit. */
+static void test_pool_larger_than_device(void **state)
+{
+    (void)state;
+    struct rig_engine_config config;
+    rig_engine_config_default(&config);
+    assert_int_equal(rig_model_config_preset("qwen3-0.6b", &config.model), RIG_OK);
+    config.num_pages = 100000000;
+    struct rig_engine *engine = NULL;
+    char error[512];
+    assert_int_equal(rig_engine_create(&config, NULL, &engine, error, sizeof error),
+                     RIG_E_DEVICE_MEMORY);
+    assert_null(engine);
+    const char *want = "engine: num_pages 100000000 x page_size 1 needs 10681.15 GiB of KV cache "
+                       "per rank besides 1.11 GiB of weights; the device has 79.18 GiB: at most "
+                       "730898 pages fit (less what activations take)";
+    assert_string_equal(error, want);
+    config.num_pages = 700000; /* what the message said fits, less activations: it opens */
+    config.max_running_req = 4;
+    config.max_requests = 4;
+    config.weights.dummy_seed = 1;
+    config.device.timing_only = true;
+    assert_int_equal(rig_engine_create(&config, NULL, &engine, error, sizeof error), RIG_OK);
+    rig_engine_destroy(engine);
+}
+
 static void test_shared_prefix_write_budget(void **state)
 {
     (void)state;
@@ -477,6 +504,7 @@ int main(void)
         cmocka_unit_test(test_admission_blocked_by_reservation),
         cmocka_unit_test(test_admission_counts_whole_pages),
         cmocka_unit_test(test_rejections),
+        cmocka_unit_test(test_pool_larger_than_device),
         cmocka_unit_test(test_overlap_finish_waits_for_inflight),
         cmocka_unit_test(test_overlap_launches_ahead),
         cmocka_unit_test(test_duplicate_prefix_row_rewritten),

@@ -115,7 +115,8 @@ static struct rig_op rig__valid(enum rig_op_kind kind)
         break;
     case RIG_OP_SAMPLE:
         op.u.sample = (struct rig_op_sample){r32, rig__t(F32, 2, R, V, 1),           rf, r32,
-                                             rf,  rig__t(RIG_DTYPE_I64, 1, R, 1, 1), r32, rf};
+                                             rf,  rig__t(RIG_DTYPE_I64, 1, R, 1, 1), r32, rf,
+                                             r32};
         break;
     case RIG_OP_PENALIZE:
         op.u.penalize = (struct rig_op_penalize){rig__t(F32, 2, R, V, 1), rig__t(I32, 2, R, V, 1),

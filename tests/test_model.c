@@ -241,9 +241,18 @@ static void expect_create_fails(const char *dir, enum rig_status status, const c
     rig_hal_close(device);
 }
 
+/* A value to plant in a rewritten checkpoint: element `element` of tensor `name`. */
+struct poison {
+    const char *name; /* NULL: none */
+    size_t element;
+    float value;
+};
+
 /* Rewrites the golden Qwen2 checkpoint with matrices as F32 and 1-D tensors as F16 (both
- * hold every bf16 value of these tensors exactly) into `dir`/model.safetensors. */
-static void write_wide_checkpoint(const char *dir, const char *source_dir)
+ * hold every bf16 value of these tensors exactly) into `dir`/model.safetensors, with
+ * `poison` planted. */
+static void write_wide_checkpoint(const char *dir, const char *source_dir,
+                                  struct poison poison)
 {
     struct rig_safetensors *st = NULL;
     char error[256], path[1100];
@@ -277,8 +286,10 @@ static void write_wide_checkpoint(const char *dir, const char *source_dir)
             uint16_t bf;
             memcpy(&bf, t->data + 2 * k, 2);
             float x = rig_bf16_to_f32(bf);
+            if (poison.name != NULL && strcmp(t->name, poison.name) == 0 && k == poison.element)
+                x = poison.value;
             uint16_t half = rig_f32_to_f16(x);
-            assert_true(t->ndim != 1 || rig_f16_to_f32(half) == x);
+            assert_true(t->ndim != 1 || rig_f16_to_f32(half) == x || isnan(x));
             if (t->ndim == 1) fwrite(&half, 2, 1, f);
             else fwrite(&x, 4, 1, f);
         }
@@ -298,7 +309,7 @@ static void test_wide_dtypes(void **state)
     snprintf(dir, sizeof dir, "%s/wide", rig__dir);
     assert_int_equal(mkdir(dir, 0700), 0);
     write_config(dir, qwen2, "\"vocab_size\"", "\"vocab_size\"");
-    write_wide_checkpoint(dir, qwen2);
+    write_wide_checkpoint(dir, qwen2, (struct poison){NULL, 0, 0.0f});
     struct rig_safetensors *st = NULL;
     char error[256];
     assert_int_equal(rig_safetensors_open(dir, &st, error, sizeof error), RIG_OK);
@@ -361,6 +372,63 @@ static void test_checkpoint_errors(void **state)
              path);
     assert_int_equal(system(command), 0);
     expect_create_fails(dir, RIG_E_PARSE, "truncated or corrupt");
+}
+
+/* Runs one prompt through an engine on the checkpoint in `dir` (skipping the load-time
+ * scan): the first step must fail, naming the step and the request, never assert. */
+static void expect_step_fails(const char *dir, const struct rig_model_config *model,
+                              bool overlap)
+{
+    struct rig_engine_config config;
+    rig_engine_config_default(&config);
+    config.model = *model;
+    config.weights.path = dir;
+    config.weights.skip_weight_check = true;
+    config.overlap = overlap;
+    struct rig_engine *engine = NULL;
+    char error[512];
+    if (rig_engine_create(&config, NULL, &engine, error, sizeof error) != RIG_OK)
+        fail_msg("engine: %s", error);
+    int32_t prompt[4] = {5, 6, 7, 8};
+    struct rig_submit r = {.uid = 7, .prompt = prompt, .prompt_len = 4, .arrival_ns = -1};
+    r.sampling = rig_sampling_default();
+    r.sampling.max_tokens = 4;
+    assert_int_equal(rig_engine_submit(engine, &r, error, sizeof error), RIG_OK);
+    assert_int_equal(rig_driver_run(engine, NULL, NULL, error, sizeof error), RIG_E_RANGE);
+    const char *want = "engine step failed: value out of range: step 0: request 7: the logits "
+                       "are not finite (NaN or Inf)";
+    if (strstr(error, want) == NULL) fail_msg("'%s' lacks '%s'", error, want);
+    rig_engine_destroy(engine);
+}
+
+/* Non-finite weights: the load fails naming the tensor and the element; with the scan
+ * skipped, the first step fails naming the step and the request (on the simulator, where
+ * attention used to assert first). */
+static void test_nonfinite_weights(void **state)
+{
+    (void)state;
+    const char *qwen2 = RIG_TEST_DATA_DIR "/golden/qwen2";
+    const struct poison cases[] = {
+        {"model.layers.1.mlp.down_proj.weight", 1234, NAN},
+        {"model.layers.0.self_attn.q_proj.weight", 7, -INFINITY},
+        {"model.norm.weight", 63, INFINITY},
+    };
+    const char *wants[] = {"model.layers.1.mlp.down_proj.weight: element 1234 is NaN",
+                           "model.layers.0.self_attn.q_proj.weight: element 7 is -Inf",
+                           "model.norm.weight: element 63 is +Inf"};
+    for (size_t i = 0; i < RIG_ARRAY_LEN(cases); i++) {
+        char dir[512];
+        snprintf(dir, sizeof dir, "%s/nonfinite%zu", rig__dir, i);
+        assert_int_equal(mkdir(dir, 0700), 0);
+        write_config(dir, qwen2, "\"vocab_size\"", "\"vocab_size\"");
+        write_wide_checkpoint(dir, qwen2, cases[i]);
+        expect_create_fails(dir, RIG_E_RANGE, wants[i]);
+        struct rig_model_config config;
+        char error[512];
+        assert_int_equal(rig_model_config_load(dir, &config, error, sizeof error), RIG_OK);
+        expect_step_fails(dir, &config, true);
+        expect_step_fails(dir, &config, false);
+    }
 }
 
 struct engine_outputs {
@@ -451,6 +519,7 @@ int main(void)
         cmocka_unit_test(test_limits_and_capacity),
         cmocka_unit_test(test_checkpoint_errors),
         cmocka_unit_test(test_wide_dtypes),
+        cmocka_unit_test(test_nonfinite_weights),
         cmocka_unit_test(test_engine_golden),
     };
     return cmocka_run_group_tests(tests, rig__setup, rig__teardown);

@@ -480,7 +480,7 @@ static void rig__qwen_ops(struct rig_device *device, struct rig__qwen_rank *q)
         rig_tensor_1d(m + 512, RIG_DTYPE_I32, 4),
         rig_tensor_1d(m + 576, RIG_DTYPE_F32, 4),
         rig_tensor_1d(m + 256, RIG_DTYPE_I64, 4),
-        rig_tensor_1d(m + 320, RIG_DTYPE_I32, 4), rig_tensor_none()};
+        rig_tensor_1d(m + 320, RIG_DTYPE_I32, 4), rig_tensor_none(), rig_tensor_none()};
     assert_int_equal(rig_hal_sample(stream, &sample), RIG_OK);
     assert_int_equal(rig_hal_buffer_download(stream, q->meta, 128, got, sizeof got), RIG_OK);
     assert_int_equal(rig_hal_buffer_download(stream, q->meta, 384, tokens, sizeof tokens), RIG_OK);

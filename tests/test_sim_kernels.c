@@ -1251,6 +1251,41 @@ static void test_sample_masked_and_ties(void **state)
     check_frequencies(counts, halves, V, DRAWS);
 }
 
+/* Rows that are no distribution — a NaN, a +Inf, every logit -Inf — are not sampled: token
+ * 0 and -1 in `checked`, greedy or not; a masked row (-Inf and finite) samples as usual. */
+static void test_sample_invalid_rows(void **state)
+{
+    (void)state;
+    enum { R = 8, V = 6 };
+    struct sample_batch b = {.rows = R, .vocab = V, .logits = xcalloc(R * V, sizeof(float))};
+    int32_t checked[R];
+    for (int r = 0; r < R; r++) {
+        float *row = b.logits + r * V;
+        for (int v = 0; v < V; v++) row[v] = (float)v * 0.25f;
+        int kind = r % 4;
+        if (kind == 0) row[3] = NAN;
+        if (kind == 1) row[1] = INFINITY;
+        for (int v = 0; v < V; v++) row[v] = kind == 2 ? -INFINITY : row[v];
+        if (kind == 3) row[5] = -INFINITY; /* masked: the maximum is now index 4 */
+        b.temperature[r] = r < 4 ? 0.0f : 0.8f;
+        b.top_k[r] = r == 6 ? 3 : 0;
+        b.top_p[r] = 1.0f;
+        b.seed[r] = 99 + r;
+        b.position[r] = r;
+    }
+    struct rig_op_sample op = sample_op(&b);
+    op.checked = rig_tensor_1d(checked, RIG_DTYPE_I32, R);
+    rig_sim_op_sample(&op);
+    for (int r = 0; r < R; r++) {
+        bool valid = r % 4 == 3;
+        assert_int_equal(checked[r], valid ? b.tokens[r] : -1);
+        if (!valid) assert_int_equal(b.tokens[r], 0);
+    }
+    assert_int_equal(b.tokens[3], 4);
+    assert_true(b.tokens[7] >= 0 && b.tokens[7] < 5);
+    free(b.logits);
+}
+
 /* Exact results where the math is exact: a constant row normalises to 1.0 (out = weight to
  * the bit), attention over one repeated key returns the mean of V, and huge scores do not
  * overflow (the softmax becomes one-hot on the largest). */
@@ -1835,6 +1870,7 @@ int main(void)
         cmocka_unit_test(test_sample_top_p),
         cmocka_unit_test(test_sample_timing_only),
         cmocka_unit_test(test_sample_masked_and_ties),
+        cmocka_unit_test(test_sample_invalid_rows),
         cmocka_unit_test(test_sample_min_p),
         cmocka_unit_test(test_penalize),
         cmocka_unit_test(test_logprobs),

@@ -379,6 +379,59 @@ static void test_load_errors(void **state)
         RIG_E_PARSE);
 }
 
+/* Loads a tokenizer.json written from `text`: it must fail with `status` and exactly
+ * "FILE: `message`". */
+static void expect_load_message(const char *text, enum rig_status status, const char *message)
+{
+    assert_int_equal(load_text(text, message), status);
+    const char *error = rig_tokenizer_last_error();
+    size_t n = strlen(error), m = strlen(message);
+    bool exact = n >= m + 2 && strcmp(error + n - m, message) == 0 &&
+                 strncmp(error, "/tmp/rig_tokenizer_test_", 24) == 0 &&
+                 strchr(error, ':') == error + n - m - 2;
+    if (!exact)
+        fail_msg("message \"%s\", expected \"FILE: %s\"", error, message);
+}
+
+#define MINI_ADDED(added)                                                                          \
+    "{\"added_tokens\": [" added "], \"model\": {\"type\": \"BPE\", \"vocab\": " MINI_VOCAB      \
+    ", \"merges\": [\"a b\"]}}"
+
+/* Bad ids, empty or malformed added tokens, duplicate vocabulary ids and regexes that
+ * compile but cannot match fail at load, each with an exact message. */
+static void test_load_messages(void **state)
+{
+    (void)state;
+    expect_load_message(MINI_ADDED("{\"id\": 3, \"content\": \"<x>\"}, "
+                                   "{\"id\": 99999999, \"content\": \"<big>\"}"),
+                        RIG_E_PARSE,
+                        "added_tokens[1] \"<big>\": id 99999999 is out of range [0, 4194304)");
+    expect_load_message(MINI_ADDED("{\"id\": -1, \"content\": \"<neg>\"}"), RIG_E_PARSE,
+                        "added_tokens[0] \"<neg>\": id -1 is out of range [0, 4194304)");
+    expect_load_message(MINI_ADDED("{\"id\": 3, \"content\": \"\"}"), RIG_E_PARSE,
+                        "added_tokens[0] (id 3): empty content");
+    expect_load_message(MINI_ADDED("{\"id\": 3}"), RIG_E_PARSE,
+                        "added_tokens[0]: needs an integer \"id\" and a string \"content\"");
+    expect_load_message(MINI_ADDED("{\"id\": \"3\", \"content\": \"<x>\"}"), RIG_E_PARSE,
+                        "added_tokens[0]: needs an integer \"id\" and a string \"content\"");
+    expect_load_message("{\"added_tokens\": [], \"model\": {\"type\": \"BPE\", \"vocab\": "
+                        "{\"a\": 0, \"b\": 1, \"ab\": 1}, \"merges\": [\"a b\"]}}",
+                        RIG_E_PARSE, "model.vocab: \"b\" and \"ab\" both have id 1");
+    expect_load_message("{\"added_tokens\": [], \"model\": {\"type\": \"BPE\", \"vocab\": "
+                        "{\"a\": 0, \"b\": 5000000}, \"merges\": []}}",
+                        RIG_E_PARSE, "model.vocab[\"b\"]: id 5000000 is out of range [0, 4194304)");
+    expect_load_message(MINI("", "\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": "
+                                 "{\"Regex\": \"(?R)\"}, \"behavior\": \"Isolated\"}"),
+                        RIG_E_UNSUPPORTED,
+                        "pre_tokenizer Split.pattern.Regex \"(?R)\": regex cannot match: nested "
+                        "recursion at the same subject position");
+    expect_load_message(MINI("", "\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": "
+                                 "{\"Regex\": \"a(\"}, \"behavior\": \"Isolated\"}"),
+                        RIG_E_UNSUPPORTED,
+                        "pre_tokenizer Split.pattern.Regex \"a(\": regex error at 2: missing "
+                        "closing parenthesis");
+}
+
 /* With split_special_tokens, special tokens written in the text are plain text (on the small
  * GPT-2-style variant: <|endoftext|> is special, [R] is added but not special). */
 static void test_split_special_tokens(void **state)
@@ -536,6 +589,7 @@ int main(void)
         cmocka_unit_test(test_invalid_utf8_is_an_error),
         cmocka_unit_test(test_lookups_and_specials),
         cmocka_unit_test(test_load_errors),
+        cmocka_unit_test(test_load_messages),
         cmocka_unit_test(test_split_special_tokens),
         cmocka_unit_test(test_threads_share_one_tokenizer),
         cmocka_unit_test(test_pathological_inputs),

@@ -73,6 +73,7 @@ struct rig_forward_batch {
 
     /* output, device */
     struct rig_tensor out_tokens; /* [R'] i32 one sampled token per request */
+    struct rig_tensor out_checked; /* [R'] i32 out_tokens, -1 where logits were not finite */
     struct rig_tensor out_logprob;      /* [R'] f32 the sampled token's, or absent */
     struct rig_tensor out_top_ids;      /* [R', N] i32 most likely first, or absent */
     struct rig_tensor out_top_logprobs; /* [R', N] f32, or absent */

@@ -211,8 +211,8 @@ static enum rig_status rig__rank_objects(struct rig_engine *e, struct rig__rank 
         s = rig_hal_buffer_alloc(d, 4 * (size_t)e->tokens_max, RIG_MEMORY_METADATA,
                                  &rank->input_ids);
     if (s == RIG_OK)
-        s = rig_hal_buffer_alloc(d, 4 * (size_t)e->layout.requests_max, RIG_MEMORY_METADATA,
-                                 &rank->out_tokens);
+        s = rig_hal_buffer_alloc(d, 8 * (size_t)e->layout.requests_max, RIG_MEMORY_METADATA,
+                                 &rank->out_tokens); /* tokens, then `checked` */
     if (s == RIG_OK)
         s = rig_hal_buffer_alloc(d, 4 * (size_t)e->layout.requests_max *
                                         (1 + 2 * RIG_LOGPROBS_TOP_MAX),
@@ -265,15 +265,40 @@ static void rig__graph_sizes(struct rig_engine *e)
     }
 }
 
-static enum rig_status rig__devices_init(struct rig_engine *e, char *error, size_t len)
+static enum rig_status rig__devices_open(struct rig_engine *e, char *error, size_t len)
 {
     const struct rig_engine_config *c = &e->config;
     enum rig_status s = rig_hal_open(c->backend, &c->device, e->tp_size, e->devices);
-    if (s != RIG_OK) {
+    if (s != RIG_OK)
         rig__error(error, len, "engine: cannot open %d %s device(s): %s", e->tp_size,
                    c->backend, rig_status_message(s));
-        return s;
-    }
+    return s;
+}
+
+/* The KV cache and the weights against a rank's device memory, before anything sized by
+ * the pool is allocated (a pool far too large for the device failed only after gigabytes of
+ * host tables): the product of the limits, with how many pages would fit. */
+static enum rig_status rig__check_fit(const struct rig_engine *e, char *error, size_t len)
+{
+    const struct rig_engine_config *c = &e->config;
+    double memory = (double)rig_hal_device_info(e->devices[0])->memory_bytes;
+    double weights = (double)rig_model_weight_bytes(&c->model, e->tp_size);
+    double per_slot = (double)rig_model_kv_bytes_per_slot(&c->model, e->tp_size);
+    double slots = (double)c->num_pages * c->page_size + 1; /* + the padding slot */
+    if (weights + per_slot * slots <= memory) return RIG_OK;
+    double fit = (memory - weights) / per_slot - 1;
+    rig__error(error, len, "engine: num_pages %d x page_size %d needs %.2f GiB of KV cache per "
+               "rank besides %.2f GiB of weights; the device has %.2f GiB: at most %.0f pages "
+               "fit (less what activations take)", c->num_pages, c->page_size,
+               per_slot * slots / 1073741824.0, weights / 1073741824.0, memory / 1073741824.0,
+               fit > 0 ? fit / c->page_size : 0.0);
+    return RIG_E_DEVICE_MEMORY;
+}
+
+static enum rig_status rig__devices_init(struct rig_engine *e, char *error, size_t len)
+{
+    const struct rig_engine_config *c = &e->config;
+    enum rig_status s;
     if ((s = rig__slots_pinned(e)) != RIG_OK) {
         rig__error(error, len, "engine: pinned host buffers: %s", rig_status_message(s));
         return s;
@@ -335,6 +360,8 @@ enum rig_status rig_engine_create(const struct rig_engine_config *config,
     e->config = *config;
     if (observer) e->observer = *observer;
     enum rig_status s = rig__validate(e, error, error_len);
+    if (s == RIG_OK) s = rig__devices_open(e, error, error_len);
+    if (s == RIG_OK) s = rig__check_fit(e, error, error_len);
     if (s == RIG_OK && (s = rig__host_init(e)) != RIG_OK)
         rig__error(error, error_len, "engine: out of host memory for the limits given");
     if (s == RIG_OK) s = rig__devices_init(e, error, error_len);
@@ -498,6 +525,7 @@ enum rig_status rig_engine_abort(struct rig_engine *e, uint64_t uid)
 const char *rig_engine_error(const struct rig_engine *e)
 {
     RIG_ASSERT(e != NULL);
+    if (e->error[0] != '\0') return e->error;
     if (e->tp_size == 1 || e->ranks[0].comm == NULL) return "";
     return rig_hal_comm_error(e->ranks[0].comm);
 }

@@ -178,13 +178,16 @@ enum rig_status rig_engine_abort(struct rig_engine *engine, uint64_t uid);
 
 /* One scheduler iteration: schedule and launch a batch, process the previous batch's
  * results (overlap) or this one's (normal), release finished requests, check invariants.
- * *progress (may be NULL) tells whether anything happened. Fails only on a device error;
- * the engine is then in an undefined state and must be destroyed. */
+ * *progress (may be NULL) tells whether anything happened. Fails on a device error, or
+ * RIG_E_RANGE when a request's logits were not finite (rig_engine_error says which); the
+ * engine is then in an undefined state and must be destroyed. */
 enum rig_status rig_engine_step(struct rig_engine *engine, bool *progress);
 /* Nothing queued, running or in flight. */
 bool rig_engine_idle(const struct rig_engine *engine);
-/* Why the engine failed, beyond the status its call returned: with TP, the group's failure
- * naming the rank and the collective (a late, stalled or failed rank); "" otherwise. */
+/* Why the engine failed, beyond the status its call returned: a step whose logits were not
+ * finite (RIG_E_RANGE from rig_engine_step, naming the step and the request); with TP, the
+ * group's failure naming the rank and the collective (a late, stalled or failed rank); ""
+ * otherwise. */
 const char *rig_engine_error(const struct rig_engine *engine);
 /* Aborts every live request (rig_engine_abort on each, in pool order): for a shutdown.
  * Returns how many were aborted. Can't fail. */

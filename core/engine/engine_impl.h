@@ -75,7 +75,8 @@ struct rig__batch {
     struct rig_request **reqs;   /* (R_max) decode requests first, then prefill (mixed) */
     bool *produces;              /* (R_max) true when this batch samples the request's token */
     uint8_t *staging;            /* (layout.bytes) host metadata block, pinned */
-    int32_t *tokens_out;         /* (R_max) sampled tokens, downloaded from rank 0, pinned */
+    int32_t *tokens_out;         /* (R_max) sampled tokens, -1 where the logits were not
+                                  * finite (rig_op_sample's `checked`), from rank 0, pinned */
     float *logprob_out;          /* (R_max) logprob of each sampled token (top_logprobs >= 0) */
     int32_t *top_ids_out;        /* (R_max, top_logprobs) from rank 0 */
     float *top_logprobs_out;     /* (R_max, top_logprobs) */
@@ -114,7 +115,7 @@ struct rig__rank {
     struct rig_buffer *meta_slot[RIG__SLOTS]; /* (layout.bytes) */
     struct rig_buffer *meta_static;         /* (layout.bytes) what graphs read */
     struct rig_buffer *input_ids;           /* [T_max] i32 */
-    struct rig_buffer *out_tokens;          /* [R_max] i32 */
+    struct rig_buffer *out_tokens;          /* [2 R_max] i32: tokens, then checked */
     struct rig_buffer *out_logprobs;        /* [R_max] f32 logprob, [R_max, 20] i32 top ids,
                                                [R_max, 20] f32 top logprobs */
     struct rig__graph graphs[RIG__GRAPHS_MAX];
@@ -153,6 +154,7 @@ struct rig_engine {
     int64_t ended;                /* requests that ended (finished + aborted + rejected) */
     struct rig_engine_stats stats;
     struct rig_ranks *rank_pool;  /* rank execution (core/engine/ranks/ranks.h) */
+    char error[256];              /* why a step failed, beyond its status; "" */
 };
 
 /* launch.c */

@@ -462,7 +462,8 @@ static enum rig_status rig__lm_head(struct rig_model *m, struct rig_stream *s,
     struct rig_op_sample sample = {.tokens = b->out_tokens, .logits = rig__rows(&m->logits, R),
                                    .temperature = b->temperature, .top_k = b->top_k,
                                    .top_p = b->top_p, .seed = b->seed,
-                                   .position = b->sample_pos, .min_p = b->min_p};
+                                   .position = b->sample_pos, .min_p = b->min_p,
+                                   .checked = b->out_checked};
     RIG_TRY(
         rig__issue(m, s, "sample", &(struct rig_op){.kind = RIG_OP_SAMPLE, .u.sample = sample}));
     return rig__logprobs(m, s, b, R);

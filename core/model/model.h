@@ -87,6 +87,7 @@ struct rig_model_limits {
 struct rig_weights_source {
     const char *path;     /* model directory; NULL = dummy weights */
     uint64_t dummy_seed;  /* seed of dummy weights (Philox, RIG_PHILOX_STREAM_WEIGHTS) */
+    bool skip_weight_check; /* do not scan the checkpoint for NaN / Inf as it loads */
 };
 
 struct rig_model;

@@ -339,10 +339,30 @@ enum rig_status rig__weights_check(const struct rig_model_config *config,
 
 #define RIG__STAGING_BYTES (32u << 20)
 
+/* Fails on the first NaN or Inf of a block just read ([rows, p->cols] bf16 at HF row
+ * `row0`), naming the tensor and the element's row-major index in it. */
+static enum rig_status rig__check_finite(const struct rig__piece *p, int64_t row0, int64_t rows,
+                                         const uint16_t *block, char *error, size_t error_len)
+{
+    int64_t n = rows * p->cols;
+    int64_t i = 0;
+    while (i < n && (block[i] & 0x7f80u) != 0x7f80u) i++; /* bf16: exponent all ones */
+    if (i == n) return RIG_OK;
+    int64_t width = p->full_cols == 0 ? 1 : p->full_cols;
+    int64_t element = (row0 + i / p->cols) * width + p->col0 + i % p->cols;
+    const char *what = (block[i] & 0x7fu) != 0 ? "NaN" : (block[i] & 0x8000u) ? "-Inf" : "+Inf";
+    snprintf(error, error_len,
+             "%s: element %lld is %s (a checkpoint with non-finite weights; "
+             "--skip-weight-check loads it anyway)", p->name, (long long)element, what);
+    return RIG_E_RANGE;
+}
+
 /* Uploads one piece in chunks of rows through `staging` (RIG__STAGING_BYTES). */
 static enum rig_status rig__load_piece(struct rig_model *model, const struct rig__piece *p,
-                                       const struct rig_safetensors *st, uint64_t seed,
-                                       struct rig_stream *stream, uint16_t *staging)
+                                       const struct rig_safetensors *st,
+                                       const struct rig_weights_source *source,
+                                       struct rig_stream *stream, uint16_t *staging, char *error,
+                                       size_t error_len)
 {
     size_t row_bytes = (size_t)p->cols * sizeof(uint16_t);
     int64_t chunk = (int64_t)(RIG__STAGING_BYTES / row_bytes);
@@ -351,11 +371,16 @@ static enum rig_status rig__load_piece(struct rig_model *model, const struct rig
     RIG_ASSERT(st == NULL || t != NULL); /* checked by rig__weights_check */
     for (int64_t done = 0; done < p->rows; done += chunk) {
         int64_t rows = p->rows - done < chunk ? p->rows - done : chunk;
-        if (t != NULL)
+        enum rig_status status = RIG_OK;
+        if (t != NULL) {
             rig_safetensors_read_bf16(t, p->row0 + done, rows, p->col0, p->cols, staging);
-        else
-            rig__dummy_parallel(p, seed, p->row0 + done, rows, staging);
-        enum rig_status status = rig_hal_buffer_upload(
+            if (!source->skip_weight_check)
+                status = rig__check_finite(p, p->row0 + done, rows, staging, error, error_len);
+            if (status != RIG_OK) return status;
+        } else {
+            rig__dummy_parallel(p, source->dummy_seed, p->row0 + done, rows, staging);
+        }
+        status = rig_hal_buffer_upload(
             stream, model->weights_buffer, p->dst_offset + (size_t)done * row_bytes, staging,
             (size_t)rows * row_bytes);
         if (status == RIG_OK) status = rig_hal_stream_synchronize(stream);
@@ -383,7 +408,8 @@ enum rig_status rig__weights_load(struct rig_model *model, const struct rig_weig
     size_t words = rig_hal_buffer_size(model->weights_buffer) / 4;
     if (status == RIG_OK) status = rig_hal_buffer_fill(stream, model->weights_buffer, 0, 0, words);
     for (int32_t i = 0; i < count && status == RIG_OK; i++)
-        status = rig__load_piece(model, &pieces[i], st, source->dummy_seed, stream, staging);
+        status = rig__load_piece(model, &pieces[i], st, source, stream, staging, error,
+                                 error_len);
     if (status != RIG_OK && error[0] == '\0')
         snprintf(error, error_len, "uploading weights: %s", rig_status_message(status));
     rig_safetensors_close(st);

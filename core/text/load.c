@@ -186,20 +186,33 @@ static enum rig_status rig__count_tokens(const json_t *vocab, const json_t *adde
     json_object_foreach((json_t *)vocab, key, value)
     {
         json_int_t id = json_integer_value(value);
-        if (!json_is_integer(value) || id < 0 || id >= RIG__VOCAB_IDS_MAX)
-            return rig__tokenizer_fail(RIG_E_PARSE, "model.vocab[\"%s\"]: bad id", key);
+        if (!json_is_integer(value))
+            return rig__tokenizer_fail(RIG_E_PARSE, "model.vocab[\"%s\"]: id is not an integer",
+                                       key);
+        if (id < 0 || id >= RIG__VOCAB_IDS_MAX)
+            return rig__tokenizer_fail(RIG_E_PARSE,
+                                       "model.vocab[\"%s\"]: id %lld is out of range [0, %d)",
+                                       key, (long long)id, RIG__VOCAB_IDS_MAX);
         largest = id > largest ? id : largest;
     }
     size_t index;
     json_array_foreach((json_t *)added, index, value)
     {
         const json_t *id = json_object_get(value, "id");
-        const char *content = json_string_value(json_object_get(value, "content"));
-        if (!json_is_integer(id) || json_integer_value(id) < 0 ||
-            json_integer_value(id) >= RIG__VOCAB_IDS_MAX || content == NULL)
-            return rig__tokenizer_fail(RIG_E_PARSE, "added_tokens[%zu]: needs id and content",
-                                       index);
-        largest = json_integer_value(id) > largest ? json_integer_value(id) : largest;
+        const json_t *content = json_object_get(value, "content");
+        if (!json_is_integer(id) || !json_is_string(content))
+            return rig__tokenizer_fail(RIG_E_PARSE, "added_tokens[%zu]: needs an integer \"id\" "
+                                       "and a string \"content\"", index);
+        json_int_t n = json_integer_value(id);
+        if (n < 0 || n >= RIG__VOCAB_IDS_MAX)
+            return rig__tokenizer_fail(RIG_E_PARSE,
+                                       "added_tokens[%zu] \"%s\": id %lld is out of range [0, %d)",
+                                       index, json_string_value(content), (long long)n,
+                                       RIG__VOCAB_IDS_MAX);
+        if (json_string_length(content) == 0)
+            return rig__tokenizer_fail(RIG_E_PARSE, "added_tokens[%zu] (id %lld): empty content",
+                                       index, (long long)n);
+        largest = n > largest ? n : largest;
     }
     if (largest < 0) return rig__tokenizer_fail(RIG_E_PARSE, "model.vocab: empty");
     *count = (int32_t)(largest + 1);
@@ -226,17 +239,24 @@ static enum rig_status rig__build_texts(struct rig_tokenizer *tok, const json_t 
         json_object_foreach((json_t *)vocab, key, value)
         {
             json_int_t id = json_integer_value(value);
+            if (text_of[id] != NULL) {
+                status = rig__tokenizer_fail(RIG_E_PARSE,
+                                             "model.vocab: \"%s\" and \"%s\" both have id %lld",
+                                             text_of[id], key, (long long)id);
+                break;
+            }
             text_of[id] = key;
             len_of[id] = json_object_iter_key_len(json_object_key_to_iter(key));
         }
         json_array_foreach((json_t *)added, index, value)
         {
+            if (status != RIG_OK) break;
             json_int_t id = json_integer_value(json_object_get(value, "id"));
             const json_t *content = json_object_get(value, "content");
             text_of[id] = json_string_value(content);
             len_of[id] = json_string_length(content);
         }
-        for (int32_t id = 0; id < n; id++) {
+        for (int32_t id = 0; id < n && status == RIG_OK; id++) {
             if (len_of[id] > RIG__TOKEN_BYTES_MAX ||
                 memchr(text_of[id] ? text_of[id] : "", '\0', len_of[id]) != NULL) {
                 status = rig__tokenizer_fail(RIG_E_UNSUPPORTED, "token %d: too long or has NUL",
@@ -571,6 +591,30 @@ static enum rig_status rig__load_normalizer(struct rig_tokenizer *tok, const jso
     return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "normalizer.type \"%s\" is not supported", type);
 }
 
+/* Runs a compiled pre-tokenizer regex over a few probe texts: a pattern that compiles but
+ * cannot match at all (PCRE2 reports an error, e.g. the endless recursion of "(?R)") fails at
+ * load, not at the first encode. The interpreter first (its messages do not depend on whether
+ * JIT is available), then the JIT code encoding uses. */
+static enum rig_status rig__probe_regex(pcre2_code *code, const char *pattern, size_t len,
+                                        const char *where)
+{
+    static const char *const probes[] = {"", "Hello, world! 123", " \xc3\xa9t\xc3\xa9\n\t  x's"};
+    pcre2_match_data *match = pcre2_match_data_create_from_pattern(code, NULL);
+    if (match == NULL) return rig__tokenizer_fail(RIG_E_NO_MEMORY, "out of memory");
+    int rc = PCRE2_ERROR_NOMATCH;
+    for (size_t k = 0; k < 2 * RIG_ARRAY_LEN(probes) && rc >= PCRE2_ERROR_NOMATCH; k++) {
+        const char *probe = probes[k % RIG_ARRAY_LEN(probes)]; /* interpreter first, then JIT */
+        uint32_t options = k < RIG_ARRAY_LEN(probes) ? PCRE2_NO_JIT : 0;
+        rc = pcre2_match(code, (PCRE2_SPTR)probe, strlen(probe), 0, options, match, NULL);
+    }
+    pcre2_match_data_free(match);
+    if (rc >= PCRE2_ERROR_NOMATCH) return RIG_OK;
+    PCRE2_UCHAR message[160];
+    pcre2_get_error_message(rc, message, sizeof message);
+    return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "%s \"%.*s\": regex cannot match: %s", where,
+                               (int)len, pattern, (const char *)message);
+}
+
 static enum rig_status rig__compile_regex(const char *pattern, size_t len, pcre2_code **out,
                                           bool *jit, const char *where)
 {
@@ -581,10 +625,16 @@ static enum rig_status rig__compile_regex(const char *pattern, size_t len, pcre2
     if (code == NULL) {
         PCRE2_UCHAR message[160];
         pcre2_get_error_message(error, message, sizeof message);
-        return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "%s: regex error at %zu: %s", where,
-                                   (size_t)offset, (const char *)message);
+        return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "%s \"%.*s\": regex error at %zu: %s",
+                                   where, (int)len, pattern, (size_t)offset,
+                                   (const char *)message);
     }
     *jit = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0; /* else: the interpreter */
+    enum rig_status status = rig__probe_regex(code, pattern, len, where);
+    if (status != RIG_OK) {
+        pcre2_code_free(code);
+        return status;
+    }
     *out = code;
     return RIG_OK;
 }

@@ -30,6 +30,11 @@
  * candidates with exp(z - z_max) < min_p (float64, as the simulator's prefix of its sorted
  * candidates); z_max always stays. Greedy rows (temperature <= 0 or top_k == 1) take the
  * first maximum of the raw logits.
+ *
+ * Rows of no distribution (a NaN or +Inf logit, or all -Inf; hal/ops.h): pass 1 also ORs
+ * "a NaN or +Inf" and "a logit above -Inf" of its chunk into its partial; pass 2 ORs its
+ * row's, and a bad row skips the cut-off search and writes token 0 and -1 into `checked`.
+ * Two compares per logit already loaded.
  */
 #include <float.h>
 
@@ -44,6 +49,7 @@
 
 struct rig__sample_args {
     int32_t *tokens;
+    int32_t *checked; /* NULL: absent */
     const float *logits;
     int64_t logits_stride;
     int64_t vocab;
@@ -391,6 +397,8 @@ struct rig__partial {
     int32_t index;
     float gumbel;
     int32_t gumbel_index;
+    int32_t bad;  /* some logit of the chunk is NaN or +Inf */
+    int32_t some; /* some logit of the chunk is above -Inf */
 };
 
 /* Running (score, index) maximum of one thread; indices arrive in increasing order, so a
@@ -400,6 +408,7 @@ struct rig__best {
     int64_t index;
     float gumbel;
     int64_t gumbel_index;
+    bool bad, some; /* as in rig__partial */
 };
 
 static __device__ __forceinline__ void rig__visit(struct rig__best *b, enum rig__kind kind,
@@ -407,6 +416,8 @@ static __device__ __forceinline__ void rig__visit(struct rig__best *b, enum rig_
                                                   uint64_t seed, uint32_t position)
 {
     float v = kind == RIG__GREEDY ? logit : logit / temperature;
+    b->bad |= !(logit < INFINITY);
+    b->some |= logit > -INFINITY;
     if (b->index < 0 || v > b->value) {
         b->value = v;
         b->index = i;
@@ -438,7 +449,7 @@ static __global__ void __launch_bounds__(RIG__CHUNK_THREADS)
     uint32_t position = (uint32_t)a.position[r];
     int64_t begin = (int64_t)c * chunk;
     int64_t end = begin + chunk < a.vocab ? begin + chunk : a.vocab;
-    struct rig__best b = {-INFINITY, -1, -INFINITY, -1};
+    struct rig__best b = {-INFINITY, -1, -INFINITY, -1, false, false};
     if (VEC4) {
 #pragma unroll 4
         for (int64_t i = begin + 4 * (int64_t)threadIdx.x; i < end; i += 4 * RIG__CHUNK_THREADS) {
@@ -457,6 +468,7 @@ static __global__ void __launch_bounds__(RIG__CHUNK_THREADS)
         for (int64_t i = begin + threadIdx.x; i < end; i += RIG__CHUNK_THREADS)
             rig__visit(&b, kind, logits[i], i, temperature, seed, position);
     }
+    int bad = __syncthreads_or(b.bad), some = __syncthreads_or(b.some);
     int64_t index = rig__block_argmax(b.value, b.index, shared_score, shared_index);
     int64_t gumbel_index = -1;
     if (kind == RIG__WHOLE)
@@ -464,7 +476,8 @@ static __global__ void __launch_bounds__(RIG__CHUNK_THREADS)
     /* The winners' scores are recomputed from their indices: the same expressions, so the
      * same bits as in rig__visit. */
     if (threadIdx.x != 0) return;
-    struct rig__partial out = {-INFINITY, (int32_t)index, -INFINITY, (int32_t)gumbel_index};
+    struct rig__partial out = {-INFINITY, (int32_t)index, -INFINITY, (int32_t)gumbel_index,
+                               bad != 0, some != 0};
     out.value = kind == RIG__GREEDY ? logits[index] : logits[index] / temperature;
     if (kind == RIG__WHOLE) {
         float z = logits[gumbel_index] / temperature;
@@ -490,8 +503,11 @@ static __global__ void __launch_bounds__(RIG__SAMPLE_THREADS)
     bool whole = kind == RIG__WHOLE;
     float best = -INFINITY;
     int64_t best_index = -1;
+    bool bad = false, some = false;
     for (int32_t c = threadIdx.x; c < chunks; c += blockDim.x) {
         struct rig__partial p = part[r * chunks + c];
+        bad |= p.bad != 0;
+        some |= p.some != 0;
         float v = whole ? p.gumbel : p.value;
         int64_t i = whole ? p.gumbel_index : p.index;
         if (best_index < 0 || v > best) {
@@ -499,13 +515,20 @@ static __global__ void __launch_bounds__(RIG__SAMPLE_THREADS)
             best_index = i;
         }
     }
+    /* the whole block agrees on the branch below */
+    int any_bad = __syncthreads_or(bad), any_some = __syncthreads_or(some);
+    bool invalid = any_bad != 0 || any_some == 0;
     int64_t token = rig__block_argmax(best, best_index, sh.score, sh.index);
-    if (kind == RIG__CUT) {
+    if (invalid) {
+        token = 0; /* in range for what reads it next; `checked` says -1 */
+    } else if (kind == RIG__CUT) {
         row.z_max = row.logits[token] / row.temperature;
         token = rig__sample_row(&row, top_k, top_p, a.seed[r], (uint32_t)a.position[r],
                                 a.index_bits, &sh);
     }
-    if (threadIdx.x == 0) a.tokens[r] = (int32_t)token;
+    if (threadIdx.x != 0) return;
+    a.tokens[r] = (int32_t)token;
+    if (a.checked != NULL) a.checked[r] = invalid ? -1 : (int32_t)token;
 }
 
 /* Chunks per row: enough blocks for RIG__CHUNK_WAVES per multiprocessor over the batch, no
@@ -529,6 +552,7 @@ enum rig_status rig_cuda_op_sample(const struct rig_cuda_launch *launch,
     if (p->logits.shape[1] > INT32_MAX) return RIG_E_RANGE;
     struct rig__sample_args a;
     a.tokens = (int32_t *)p->tokens.data;
+    a.checked = (int32_t *)p->checked.data;
     a.logits = (const float *)p->logits.data;
     a.logits_stride = p->logits.stride[0];
     a.vocab = p->logits.shape[1];

@@ -11,6 +11,8 @@
 #ifndef RIG_SIM_KERNELS_ACCESS_H
 #define RIG_SIM_KERNELS_ACCESS_H
 
+#include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "hal/status.h"
@@ -78,6 +80,18 @@ static inline float rig_sim_get_bf16(const struct rig_tensor *t, int64_t i)
 {
     RIG_ASSERT(t->dtype == RIG_DTYPE_BF16 && t->ndim == 1);
     return rig_bf16_to_f32(*(const uint16_t *)rig_sim_addr(t, i, 0));
+}
+
+/* Whether a row of logits is a distribution: no NaN or +Inf, and some logit above -Inf
+ * (-Inf alone masks a token; hal/ops.h, struct rig_op_sample). */
+static inline bool rig_sim_logits_valid(const float *logits, int64_t vocab)
+{
+    bool bad = false, some = false;
+    for (int64_t i = 0; i < vocab; i++) {
+        bad |= !(logits[i] < INFINITY);
+        some |= logits[i] > -INFINITY;
+    }
+    return some && !bad;
 }
 
 /* Largest head dim the kernels keep per-head scratch for on the stack (DeepSeek-class 576

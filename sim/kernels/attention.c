@@ -64,7 +64,9 @@ static void rig__attend(uint16_t *out, const uint16_t *q, const struct rig__kv_v
         const uint16_t *v = rig_sim_vec_bf16(kv->v_cache, slot, head_kv);
         for (int64_t d = 0; d < head_dim; d++) acc[d] += w * rig_bf16_to_f32(v[d]);
     }
-    RIG_ASSERT(weight_sum >= 1.0f); /* the maximum contributes exp(0) = 1 */
+    /* The maximum contributes exp(0) = 1; NaN (non-finite weights) passes on to the logits,
+     * where the sampler flags the row. */
+    RIG_ASSERT(!(weight_sum < 1.0f));
     for (int64_t d = 0; d < head_dim; d++) out[d] = rig_f32_to_bf16(acc[d] / weight_sum);
 }
 

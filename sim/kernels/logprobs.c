@@ -36,20 +36,32 @@ static int64_t rig__next(const float *logits, int64_t vocab, float t, float afte
     return best;
 }
 
+/* A row that is no distribution — a NaN or +Inf logit, or all -Inf (the sampler flagged it;
+ * the step fails) — gets NaN logprobs and ids 0; false for it. */
+static bool rig__row_valid(const float *logits, int64_t vocab,
+                           const struct rig_op_logprobs *p, int64_t top, int64_t r)
+{
+    if (rig_sim_logits_valid(logits, vocab)) return true;
+    *(float *)rig_sim_addr(&p->logprob, r, 0) = NAN;
+    for (int64_t k = 0; k < top; k++) {
+        *(int32_t *)rig_sim_addr(&p->top_ids, r, k) = 0;
+        *(float *)rig_sim_addr(&p->top_logprobs, r, k) = NAN;
+    }
+    return false;
+}
+
 void rig_sim_op_logprobs(const struct rig_op_logprobs *p)
 {
     int64_t rows = p->logits.shape[0], vocab = p->logits.shape[1];
     int64_t top = p->top_ids.data != NULL ? p->top_ids.shape[1] : 0;
     for (int64_t r = 0; r < rows; r++) {
         const float *logits = rig_sim_row_f32(&p->logits, r);
+        if (!rig__row_valid(logits, vocab, p, top, r)) continue;
         float temperature = rig_sim_get_f32(&p->temperature, r);
         float t = temperature > 0.0f ? temperature : 1.0f;
         int64_t first = rig__next(logits, vocab, t, 0.0f, -1);
         double z_max = (double)(logits[first] / t), sum = 0.0;
-        for (int64_t i = 0; i < vocab; i++) {
-            RIG_ASSERT_MSG(!isnan(logits[i]), "logprobs: NaN logit");
-            sum += exp((double)(logits[i] / t) - z_max);
-        }
+        for (int64_t i = 0; i < vocab; i++) sum += exp((double)(logits[i] / t) - z_max);
         double lse = z_max + log(sum);
         int32_t token = rig_sim_get_i32(&p->tokens, r);
         RIG_ASSERT(token >= 0 && token < vocab);

@@ -16,6 +16,9 @@
  * Scratch: sorting needs V (z, index) pairs. They are allocated once per call, only when
  * some row needs them, and freed before returning; a host out of memory for V pairs is
  * treated as fatal (the simulator cannot continue a forward without its sampler).
+ *
+ * A row with a NaN or +Inf logit, or all -Inf, is not sampled: token 0, and -1 in `checked`
+ * (hal/ops.h).
  */
 #include "sim/kernels.h"
 
@@ -44,7 +47,6 @@ static int32_t rig__greedy(const float *logits, int64_t vocab)
 {
     int64_t best = 0;
     for (int64_t i = 1; i < vocab; i++) {
-        RIG_ASSERT_MSG(!isnan(logits[i]), "sample: NaN logit");
         if (logits[i] > logits[best]) best = i;
     }
     return (int32_t)best;
@@ -84,7 +86,6 @@ static int32_t rig__sample_all(const float *logits, int64_t vocab,
     int32_t best = -1;
     float best_score = -INFINITY;
     for (int64_t i = 0; i < vocab; i++) {
-        RIG_ASSERT_MSG(!isnan(logits[i]), "sample: NaN logit");
         float score = logits[i] / row->temperature + rig__gumbel(row->seed, row->position,
                                                                  (int32_t)i);
         if (best < 0 || score > best_score) {
@@ -129,7 +130,6 @@ static int32_t rig__sample_sorted(const float *logits, int64_t vocab,
                                   struct rig__candidate *scratch)
 {
     for (int64_t i = 0; i < vocab; i++) {
-        RIG_ASSERT_MSG(!isnan(logits[i]), "sample: NaN logit");
         scratch[i].z = logits[i] / row->temperature;
         scratch[i].index = (int32_t)i;
     }
@@ -174,7 +174,10 @@ void rig_sim_op_sample(const struct rig_op_sample *p)
         struct rig__row_params row = rig__row(p, r);
         const float *logits = rig_sim_row_f32(&p->logits, r);
         int32_t token;
-        if (rig__is_greedy(&row)) {
+        bool finite = rig_sim_logits_valid(logits, vocab);
+        if (!finite) {
+            token = 0; /* in range for what reads it next; `checked` says -1 */
+        } else if (rig__is_greedy(&row)) {
             token = rig__greedy(logits, vocab);
         } else if (!rig__needs_sort(&row, vocab)) {
             token = rig__sample_all(logits, vocab, &row);
@@ -184,6 +187,7 @@ void rig_sim_op_sample(const struct rig_op_sample *p)
             token = rig__sample_sorted(logits, vocab, &row, scratch);
         }
         *rig_sim_ptr_i32(&p->tokens, r) = token;
+        if (p->checked.data != NULL) *rig_sim_ptr_i32(&p->checked, r) = finite ? token : -1;
     }
     free(scratch);
 }
@@ -197,6 +201,8 @@ void rig_sim_op_sample_timing_only(const struct rig_op_sample *p)
         uint32_t position = (uint32_t)rig_sim_get_i32(&p->position, r);
         struct rig_philox_out bits = rig_philox4x32(rig_sim_get_u64(&p->seed, r), position, 0,
                                                     RIG_PHILOX_STREAM_TIMING, 0);
-        *rig_sim_ptr_i32(&p->tokens, r) = (int32_t)(bits.v[0] % vocab);
+        int32_t token = (int32_t)(bits.v[0] % vocab);
+        *rig_sim_ptr_i32(&p->tokens, r) = token;
+        if (p->checked.data != NULL) *rig_sim_ptr_i32(&p->checked, r) = token;
     }
 }

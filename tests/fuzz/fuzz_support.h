@@ -18,4 +18,16 @@ char *rig_fuzz_cstring(const uint8_t *data, size_t size);
  * directory (created on the first call), and returns its path (valid until exit). */
 const char *rig_fuzz_file(const char *name, const uint8_t *data, size_t size);
 
+struct rig_scenario;
+
+/* Asserts the loader's documented invariants of a loaded scenario (core/harness/scenario/
+ * scenario.h): requests sorted by arrival with uid = index, prompts inside the token array
+ * with ids in [0, token_id_max], input_len and max_tokens >= 1, expectation uids valid. */
+void rig_fuzz_check_scenario(const struct rig_scenario *scenario);
+
+/* Loads scenario YAML `text` (as "fuzz.yaml"): either it fails with a message and a zeroed
+ * result, or the scenario keeps the invariants above with at most `max_requests` requests;
+ * then it is freed. */
+void rig_fuzz_load_scenario(const char *text, int32_t max_requests);
+
 #endif /* RIG_FUZZ_SUPPORT_H */

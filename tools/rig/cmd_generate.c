@@ -49,6 +49,7 @@ struct rig__generate_args {
     const char *model_dir;
     const char *preset;
     bool dummy_weights;
+    bool skip_weight_check;
     const char *backend;
     int32_t tp;
     const char *prompt_text[RIG__PROMPTS_MAX]; /* (prompt_count) "1,2,3" */
@@ -104,6 +105,7 @@ static void rig__generate_usage(FILE *out)
             "  --preset NAME        built-in shapes: tiny, qwen3-0.6b, qwen3-8b, qwen3-32b,\n"
             "                       llama-3.2-1b (always seeded dummy weights)\n"
             "  --dummy-weights      seeded random weights instead of the checkpoint\n"
+            "  --skip-weight-check  load without scanning the checkpoint for NaN / Inf\n"
             "  --backend sim|cuda   (default sim)\n"
             "  --tp N               tensor-parallel ranks (default 1)\n"
             "  --prompt-ids IDS     comma-separated token ids of one prompt (repeatable, <= %d)\n"
@@ -249,6 +251,7 @@ static int rig__generate_parse(int argc, char **argv, struct rig__generate_args 
             return 0;
         }
         if (strcmp(arg, "--dummy-weights") == 0) a->dummy_weights = true;
+        else if (strcmp(arg, "--skip-weight-check") == 0) a->skip_weight_check = true;
         else if (strcmp(arg, "--ignore-eos") == 0) a->ignore_eos = true;
         else if (strcmp(arg, "--json") == 0) a->json = true;
         else if (strcmp(arg, "--chat") == 0) a->chat = true;
@@ -352,6 +355,7 @@ static int rig__generate_config(const struct rig__generate_args *a, int64_t prom
     c->seed = a->seed;
     c->weights.path = a->preset != NULL || a->dummy_weights ? NULL : a->model_dir;
     c->weights.dummy_seed = a->seed;
+    c->weights.skip_weight_check = a->skip_weight_check;
     c->max_running_req = a->prompt_count > c->max_running_req ? a->prompt_count
                                                               : c->max_running_req;
     c->max_requests = c->max_running_req;

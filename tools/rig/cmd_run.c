@@ -30,6 +30,7 @@ struct rig__run_args {
     const char *sets[RIG_SCENARIO_SETS_MAX];
     int32_t set_count;
     char backend_set[32];
+    bool skip_weight_check;   /* --set model.skip_weight_check=true */
     bool quiet;
     bool progress;            /* progress lines even when stderr is not a terminal */
     int32_t rows;
@@ -50,6 +51,8 @@ static void rig__run_usage(FILE *out)
             "  --rows N             print at most N request rows (default %d; 0: none)\n"
             "  --check step|end     run the invariant checker after every step or once at the\n"
             "                       end (default: every step for scenarios of <= 64 requests)\n"
+            "  --skip-weight-check  load the checkpoint without scanning it for NaN / Inf\n"
+            "                       (same as --set model.skip_weight_check=true)\n"
             "  --quiet              print only failed expectations and errors\n"
             "  --progress           progress lines on stderr even when it is not a terminal\n\n"
             "exit status: 0 expectations hold, 1 run error or failed expectation, 2 usage or\n"
@@ -77,13 +80,15 @@ static int rig__parse_args(int argc, char **argv, struct rig__run_args *a)
             return 0;
         } else if (strcmp(arg, "--quiet") == 0 || strcmp(arg, "-q") == 0) {
             a->quiet = true;
+        } else if (strcmp(arg, "--skip-weight-check") == 0) {
+            a->skip_weight_check = true;
         } else if (strcmp(arg, "--progress") == 0) {
             a->progress = true;
         } else if (strcmp(arg, "--out") == 0 || strcmp(arg, "-o") == 0) {
             if ((a->out = rig__value(argc, argv, &i)) == NULL) return 2;
         } else if (strcmp(arg, "--set") == 0) {
             if ((v = rig__value(argc, argv, &i)) == NULL) return 2;
-            if (a->set_count == RIG_SCENARIO_SETS_MAX - 1) {
+            if (a->set_count == RIG_SCENARIO_SETS_MAX - 2) { /* room for two below */
                 fprintf(stderr, "rig run: too many --set options\n");
                 return 2;
             }
@@ -114,6 +119,7 @@ static int rig__parse_args(int argc, char **argv, struct rig__run_args *a)
         }
     }
     if (a->backend_set[0] != '\0') a->sets[a->set_count++] = a->backend_set;
+    if (a->skip_weight_check) a->sets[a->set_count++] = "model.skip_weight_check=true";
     if (a->scenario != NULL) return -1;
     rig__run_usage(stderr);
     return 2;

@@ -26,6 +26,7 @@ struct rig__serve_args {
     const char *tokenizer_path;
     const char *preset;
     bool dummy_weights;
+    bool skip_weight_check;
     const char *backend;
     bool timing_only;
     const char *profile;
@@ -58,6 +59,7 @@ static void rig__serve_usage(FILE *out)
             "  --tokenizer-path DIR       tokenizer.json (+ tokenizer_config.json); default\n"
             "                             the model path\n"
             "  --dummy-weights            seeded random weights (always with --preset)\n"
+            "  --skip-weight-check        load without scanning the checkpoint for NaN / Inf\n"
             "  --served-model-name NAME   the `model` of requests and responses\n"
             "  --context-length N         context limit (default the model's)\n"
             "engine:\n"
@@ -207,6 +209,7 @@ static int rig__serve_parse(int argc, char **argv, struct rig__serve_args *a)
         }
         if (strcmp(arg, "--dummy-weights") == 0 || strcmp(arg, "--dummy-weight") == 0)
             a->dummy_weights = true;
+        else if (strcmp(arg, "--skip-weight-check") == 0) a->skip_weight_check = true;
         else if (strcmp(arg, "--sim-timing-only") == 0) a->timing_only = true;
         else if (strcmp(arg, "--disable-overlap-schedule") == 0) a->disable_overlap = true;
         else if (strcmp(arg, "--disable-radix-cache") == 0) a->disable_radix = true;
@@ -270,6 +273,7 @@ static int rig__serve_engine(struct rig__serve_args *a)
     c->tp_size = a->tp;
     c->weights.path = a->preset != NULL || a->dummy_weights ? NULL : a->model_path;
     c->weights.dummy_seed = a->seed;
+    c->weights.skip_weight_check = a->skip_weight_check;
     c->max_running_req = a->max_running;
     c->max_requests = a->max_running + a->max_queued;
     c->prefill_budget = a->chunked_prefill;

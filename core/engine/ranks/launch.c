@@ -121,6 +121,7 @@ static struct rig_forward_batch rig__view(const struct rig__rank *rank, struct r
     v.page_table = rig_tensor_2d(rig_hal_buffer_ptr(rank->page_table), RIG_DTYPE_I32,
                                  e->table.rows, e->max_seq_len);
     v.out_tokens = rig__at(rank->out_tokens, 0, RIG_DTYPE_I32, rp);
+    v.out_checked = rig__at(rank->out_tokens, 4 * (size_t)l->requests_max, RIG_DTYPE_I32, rp);
     rig__view_extensions(rank, meta, b, &v);
     return v;
 }
@@ -246,8 +247,9 @@ static enum rig_status rig__rank_launch(struct rig__rank *rank, const struct rig
                                      rig__at(rank->out_tokens, 0, RIG_DTYPE_I32, b->padded),
                                      rig__at(meta, l->write_idx, RIG_DTYPE_I32, b->padded)};
     RIG_TRY(rig_hal_index_scatter(rank->compute, &s));
-    if (rank->index == 0)
-        RIG_TRY(rig_hal_buffer_download(rank->compute, rank->out_tokens, 0,
+    if (rank->index == 0) /* `checked`: the tokens, -1 where the logits were not finite */
+        RIG_TRY(rig_hal_buffer_download(rank->compute, rank->out_tokens,
+                                         b->sample ? 4 * (size_t)l->requests_max : 0,
                                          e->batches[slot].tokens_out, 4 * (size_t)b->count));
     if (rank->index == 0 && b->sample && b->top_logprobs >= 0)
         RIG_TRY(rig__download_logprobs(rank, b));

@@ -219,6 +219,17 @@ static void rig__emit_step(struct rig_engine *e, const struct rig__batch *b, int
     e->observer.on_step(e->observer.ctx, &rec);
 }
 
+/* A row whose logits were not finite (the sampler's -1): the step fails, naming it. */
+static enum rig_status rig__nonfinite(struct rig_engine *e, const struct rig__batch *b,
+                                      const struct rig_request *r)
+{
+    snprintf(e->error, sizeof e->error,
+             "step %lld: request %llu: the logits are not finite (NaN or Inf): non-finite "
+             "weights, or an overflow in the forward", (long long)b->step,
+             (unsigned long long)r->uid);
+    return RIG_E_RANGE;
+}
+
 /* Waits for a launched batch and processes its sampled tokens. */
 static enum rig_status rig__process(struct rig_engine *e, int32_t slot)
 {
@@ -235,6 +246,7 @@ static enum rig_status rig__process(struct rig_engine *e, int32_t slot)
         r->inflight--;
         /* A non-final chunk samples nothing; an ended request's extra token is dropped. */
         if (!b->produces[i] || r->state != RIG_REQUEST_RUNNING) continue;
+        if (b->tokens_out[i] < 0) return rig__nonfinite(e, b, r);
         r->last_step = b->step;
         rig__accept_token(e, b, i, now);
     }

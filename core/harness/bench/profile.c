@@ -356,7 +356,8 @@ static enum rig_status rig__sample(struct rig__sweep *s, const struct rig__shape
     }
     struct rig_tensor logits = rig_tensor_2d(rig__base(s, RIG__IN), RIG_DTYPE_F32, R, x->V);
     struct rig_op op =
-        RIG__OP(SAMPLE, sample, tokens, logits, temp, top_k, top_p, seed, pos, rig_tensor_none());
+        RIG__OP(SAMPLE, sample, tokens, logits, temp, top_k, top_p, seed, pos, rig_tensor_none(),
+                rig_tensor_none());
     return rig__point(s, &op);
 }
 

@@ -195,9 +195,11 @@ static enum rig_status rig__advance(struct rig__replica *p, int64_t t_ns, char *
         bool progress = false;
         enum rig_status status = rig_engine_step(p->engine, &progress);
         if (status < 0 || !progress) {
-            snprintf(error, error_len, "replica %d: %s%s", p->index,
+            const char *why = status < 0 ? rig_engine_error(p->engine) : "";
+            snprintf(error, error_len, "replica %d: %s%s%s%s", p->index,
                      status < 0 ? "engine step failed: " : "stalled with work queued",
-                     status < 0 ? rig_status_message(status) : "");
+                     status < 0 ? rig_status_message(status) : "", why[0] != '\0' ? ": " : "",
+                     why);
             return status < 0 ? status : RIG_E_STATE;
         }
     }

@@ -162,6 +162,7 @@ static enum rig_status rig__model(const struct rig_scenario *s, struct rig_engin
     }
     c->weights.path = m->dummy_weights ? NULL : m->path;
     c->weights.dummy_seed = m->weights_seed;
+    c->weights.skip_weight_check = m->skip_weight_check;
     if (status == RIG_OK && s->token_id_max >= c->model.vocab_size) {
         snprintf(error, error_len, "%s: token id %d is outside the vocabulary of %s (%d)",
                  s->path, s->token_id_max, c->model.name, c->model.vocab_size);

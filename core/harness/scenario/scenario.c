@@ -142,7 +142,7 @@ int64_t rig_scenario_build_uids(struct rig_scenario_build *b, struct fy_node *no
 static enum rig_status rig__parse_model(struct rig_scenario_build *b, struct fy_node *map)
 {
     static const char *const keys[] = {"preset", "path", "config", "dummy_weights",
-                                       "weights_seed", NULL};
+                                       "weights_seed", "skip_weight_check", NULL};
     struct rig_yaml *y = &b->yaml;
     struct rig_scenario_model *m = &b->scenario->model;
     enum rig_status status = rig_yaml_check_keys(y, map, "model", keys);
@@ -154,6 +154,8 @@ static enum rig_status rig__parse_model(struct rig_scenario_build *b, struct fy_
                                                        sizeof m->config);
     if (status == RIG_OK) status = rig_yaml_key_bool(y, map, "dummy_weights", &m->dummy_weights);
     if (status == RIG_OK) status = rig_yaml_key_int(y, map, "weights_seed", 0, INT64_MAX, &seed);
+    if (status == RIG_OK)
+        status = rig_yaml_key_bool(y, map, "skip_weight_check", &m->skip_weight_check);
     if (status < 0) return status;
     m->weights_seed = (uint64_t)seed;
     int32_t sources = (m->preset[0] != 0) + (m->path[0] != 0) + (m->config[0] != 0);

@@ -66,6 +66,7 @@ struct rig_scenario_model {
     char config[RIG_SCENARIO_PATH_MAX]; /* a config.json alone (implies dummy weights) */
     bool dummy_weights;                 /* seeded weights instead of safetensors */
     uint64_t weights_seed;
+    bool skip_weight_check;             /* load without scanning for NaN / Inf */
 };
 
 struct rig_scenario_engine {
