@@ -39,12 +39,16 @@ for name in ("tokenizer.json", "tokenizer_config.json"):
     shutil.copy(f"{tokenizer}/{name}", model_dir)
 print("peer model written to", model_dir)
 PY
+# /v1/models scans the hub cache and answers 500 when it does not exist (a bare GPU machine):
+# give it an empty one, and wait on /health.
+export HF_HUB_CACHE=$out/work/hf-hub
+mkdir -p "$HF_HUB_CACHE"
 # transformers 5's CLI is transformers.cli.transformers (the 4.x transformers.commands is gone);
 # the model path is serve's FORCE_MODEL argument, the name the client sends.
 python3 -m transformers.cli.transformers serve "$model" --continuous-batching \
     --host 127.0.0.1 --port "$port" --log-level info >"$out/peer-serve.log" 2>&1 &
 peer=$!
-if ! python3 - "http://127.0.0.1:$port/v1/models" <<'PY'; then
+if ! python3 - "http://127.0.0.1:$port/health" <<'PY'; then
 import sys, time, urllib.request
 for _ in range(120):
     try:
