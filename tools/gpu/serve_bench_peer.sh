@@ -2,17 +2,25 @@
 # serve_bench_peer.sh — the peer half of serve_bench.sh: Hugging Face `transformers serve` with
 # continuous batching on a Qwen3-0.6B-shaped model (seeded random bf16 weights, the preset's
 # config.json, the Qwen3 tokenizer carried in the bundle), measured by `rig bench serve
-# --backend openai` on the same trace files as rig. Each run is cut at 45 s (--timeout): HF
-# serves ~30x fewer tokens/s than rig, so the rows say how far it got in that time.
+# --backend openai` on the same trace files as rig. HF's /v1/completions takes only a text
+# prompt, so the client decodes each trace prompt with the bundle's tokenizer (--tokenizer) and
+# HF re-encodes it. Each run is cut at RIG_PEER_TIMEOUT s (45; --timeout): HF serves far fewer
+# tokens/s than rig, so the rows say how far it got in that time; the offline run takes the
+# first RIG_PEER_OFFLINE (64) requests of the offline workload.
 # usage: serve_bench_peer.sh OUT BUNDLE OFFLINE_YAML "RATES"   (called by serve_bench.sh)
+# RIG_PEER_WHEELS: a folder of wheels for the packages `transformers serve` needs and the
+# image lacks (transformers 5.17's "serving" extra: fastapi, starlette, uvicorn, pydantic,
+# pydantic-core, annotated-types, typing-inspection, openai, jiter, distro, sniffio).
 set -uo pipefail
 out=$1 bundle=$2 offline=$3 rates=$4
 port=${RIG_PEER_PORT:-8000}
+limit=${RIG_PEER_TIMEOUT:-45}
+offline_count=${RIG_PEER_OFFLINE:-64}
 model=$out/work/qwen3-0.6b-dummy
 site=$out/peer-site
 if [[ -n ${RIG_PEER_WHEELS:-} && -d ${RIG_PEER_WHEELS} ]]; then
-    python3 -m pip install -q --no-index --find-links "$RIG_PEER_WHEELS" --target "$site" \
-        "$RIG_PEER_WHEELS"/*.whl || echo "peer: wheel install failed"
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target "$site" "$RIG_PEER_WHEELS"/*.whl || echo "peer: wheel install failed"
     export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH}
 fi
 if ! python3 -c 'import transformers, torch, fastapi, uvicorn' 2>"$out/peer-import.txt"; then
@@ -31,10 +39,16 @@ for name in ("tokenizer.json", "tokenizer_config.json"):
     shutil.copy(f"{tokenizer}/{name}", model_dir)
 print("peer model written to", model_dir)
 PY
-python3 -m transformers.commands.transformers_cli serve --port "$port" --continuous-batching \
-    >"$out/peer-serve.log" 2>&1 &
+# /v1/models scans the hub cache and answers 500 when it does not exist (a bare GPU machine):
+# give it an empty one, and wait on /health.
+export HF_HUB_CACHE=$out/work/hf-hub
+mkdir -p "$HF_HUB_CACHE"
+# transformers 5's CLI is transformers.cli.transformers (the 4.x transformers.commands is gone);
+# the model path is serve's FORCE_MODEL argument, the name the client sends.
+python3 -m transformers.cli.transformers serve "$model" --continuous-batching \
+    --host 127.0.0.1 --port "$port" --log-level info >"$out/peer-serve.log" 2>&1 &
 peer=$!
-if ! python3 - "http://127.0.0.1:$port/v1/models" <<'PY'; then
+if ! python3 - "http://127.0.0.1:$port/health" <<'PY'; then
 import sys, time, urllib.request
 for _ in range(120):
     try:
@@ -51,14 +65,15 @@ fi
 peer_bench() { # $1 tag $2 dataset, rest: client flags
     local tag=$1 data=$2
     shift 2
-    timeout 120 "$bundle/run.sh" bin/rig bench serve --backend openai --model "$model" \
+    timeout $((limit + 75)) "$bundle/run.sh" bin/rig bench serve --backend openai \
+        --model "$model" --tokenizer "$bundle/tokenizer/qwen3" \
         --base-url "http://127.0.0.1:$port" --dataset-name trace --dataset-path "$data" \
-        --timeout 45 --output-file "$out/serve.jsonl" --tag "$tag" --out "$out/$tag.h5" \
+        --timeout "$limit" --output-file "$out/serve.jsonl" --tag "$tag" --out "$out/$tag.h5" \
         --disable-tqdm "$@" >"$out/$tag.txt" 2>&1
     echo "$tag: exit $?"
     grep -E "Successful|Failed|Output token throughput|Median TTFT|Median TPOT" "$out/$tag.txt"
 }
-peer_bench peer-offline "$offline" --num-prompts 64
+peer_bench peer-offline "$offline" --num-prompts "$offline_count"
 for rate in $rates; do peer_bench "peer-online-$rate" "$out/work/online-$rate.yaml"; done
 kill $peer 2>/dev/null
 wait $peer 2>/dev/null
