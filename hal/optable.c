@@ -267,8 +267,9 @@ bool rig_optable_key_equal(const struct rig_optable_key *a, const struct rig_opt
 
 /* --- HDF5 -------------------------------------------------------------------------------- */
 
-/* The /points row type in memory; the file stores it packed. */
-static hid_t rig__point_type(void)
+/* The /points row type in memory; the file stores it packed. `host` false leaves out
+ * host_ns (reading a table written before that column existed). */
+static hid_t rig__point_type(bool host)
 {
     hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(struct rig_optable_point));
     hid_t params = H5Tarray_create2(H5T_NATIVE_DOUBLE, 1, (hsize_t[]){RIG_OPTABLE_PARAMS});
@@ -282,6 +283,7 @@ static hid_t rig__point_type(void)
     RIG__FIELD("cold_p10_ns", cold_p10_ns, H5T_NATIVE_DOUBLE);
     RIG__FIELD("cold_p90_ns", cold_p90_ns, H5T_NATIVE_DOUBLE);
     RIG__FIELD("warm_ns", warm_ns, H5T_NATIVE_DOUBLE);
+    if (host) RIG__FIELD("host_ns", host_ns, H5T_NATIVE_DOUBLE);
 #undef RIG__FIELD
     H5Tclose(params);
     return t;
@@ -290,7 +292,8 @@ static hid_t rig__point_type(void)
 static bool rig__point_valid(const struct rig_optable_point *p)
 {
     bool ok = p->key.kind >= 0 && p->key.kind < RIG_OP_COUNT && p->cold_ns > 0 &&
-              isfinite(p->cold_ns) && p->flops >= 0 && p->bytes >= 0;
+              isfinite(p->cold_ns) && p->flops >= 0 && p->bytes >= 0 && p->host_ns >= 0 &&
+              isfinite(p->host_ns);
     for (int32_t k = 0; ok && k < RIG_OPTABLE_PARAMS; k++)
         ok = isfinite(p->key.p[k]) && p->key.p[k] >= 0;
     return ok;
@@ -305,7 +308,11 @@ static struct rig_optable_point *rig__read_points(hid_t file, int64_t *count)
     hid_t space = set >= 0 ? H5Dget_space(set) : -1;
     hssize_t n = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
     bool ok = n > 0 && n <= RIG_OPTABLE_POINTS_MAX;
-    hid_t type = rig__point_type();
+    hid_t file_type = set >= 0 ? H5Dget_type(set) : -1;
+    bool host = file_type >= 0 && H5Tget_class(file_type) == H5T_COMPOUND &&
+                H5Tget_member_index(file_type, "host_ns") >= 0;
+    if (file_type >= 0) H5Tclose(file_type);
+    hid_t type = rig__point_type(host);
     struct rig_optable_point *points = ok ? calloc((size_t)n, sizeof *points) : NULL;
     ok = ok && points != NULL && H5Dread(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, points) >= 0;
     H5Tclose(type);
@@ -394,7 +401,7 @@ enum rig_status rig_optable_write(const char *path, const struct rig_optable_poi
     H5Pset_libver_bounds(fapl, H5F_LIBVER_EARLIEST, H5F_LIBVER_V18);
     hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, fapl);
     bool ok = file >= 0;
-    hid_t type = rig__point_type(), packed = H5Tcopy(type);
+    hid_t type = rig__point_type(true), packed = H5Tcopy(type);
     H5Tpack(packed);
     hid_t space = H5Screate_simple(1, (hsize_t[]){(hsize_t)count}, NULL);
     hid_t set = ok ? H5Dcreate2(file, "points", packed, space, H5P_DEFAULT, dcpl, H5P_DEFAULT) : -1;

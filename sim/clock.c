@@ -10,12 +10,11 @@ static int64_t rig__max(int64_t a, int64_t b)
 
 int64_t rig_sim_clock_kernel_start(struct rig_sim_clock *clock,
                                    const struct rig_sim_profile *profile,
-                                   enum rig_sim_launch launch, int64_t stream_ready_ns)
+                                   int64_t launch_host_ns, int64_t stream_ready_ns)
 {
     RIG_ASSERT(clock != NULL && profile != NULL);
-    RIG_ASSERT(stream_ready_ns >= 0);
-    /* A graph node's launch was paid for by the graph launch (sim/graph.c). */
-    if (launch == RIG_SIM_LAUNCH_EAGER) clock->host_ns += profile->kernel_launch_host_ns;
+    RIG_ASSERT(stream_ready_ns >= 0 && launch_host_ns >= 0);
+    clock->host_ns += launch_host_ns;
     int64_t start = rig__max(stream_ready_ns, clock->host_ns + profile->kernel_launch_latency_ns);
     return rig__max(start, clock->compute_free_ns);
 }

@@ -36,11 +36,12 @@ enum rig_sim_launch {
     RIG_SIM_LAUNCH_GRAPH_NODE = 1, /* a node of a graph being replayed */
 };
 
-/* The earliest start of a kernel on a stream ready at `stream_ready_ns`; an eager launch
- * first charges the host its launch cost. Can't fail. */
+/* The earliest start of a kernel on a stream ready at `stream_ready_ns`, after the host
+ * was charged `launch_host_ns` (an eager launch's host cost; 0 for a graph node, whose
+ * launch the graph launch paid). Can't fail. */
 int64_t rig_sim_clock_kernel_start(struct rig_sim_clock *clock,
                                    const struct rig_sim_profile *profile,
-                                   enum rig_sim_launch launch, int64_t stream_ready_ns);
+                                   int64_t launch_host_ns, int64_t stream_ready_ns);
 /* Occupies the compute engine from `start_ns` for `duration_ns`; returns the end. */
 int64_t rig_sim_clock_kernel_run(struct rig_sim_clock *clock, int64_t start_ns,
                                  int64_t duration_ns);

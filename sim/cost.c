@@ -181,7 +181,7 @@ static int64_t rig__op_ns(const struct rig_sim_profile *profile, const struct ri
         int64_t launch = profile->min_kernel_ns - profile->graph_node_ns; /* eager's extra */
         if (rig_sim_optable_predict(profile->table, &key, work.flops, work.bytes,
                                     profile->peak_bf16_flops, profile->hbm_bytes_per_s,
-                                    (double)(launch > 0 ? launch : 0), &measured)) {
+                                    (double)(launch > 0 ? launch : 0), &measured, NULL)) {
             int64_t ns = rig__ceil_ns(measured * 1e-9);
             return ns > profile->graph_node_ns ? ns : profile->graph_node_ns;
         }
@@ -210,6 +210,24 @@ int64_t rig_sim_cost_launch_ns(const struct rig_sim_profile *profile, const stru
     int64_t launch = profile->min_kernel_ns - profile->graph_node_ns;
     ns += launch > 0 ? launch : 0;
     return ns > profile->min_kernel_ns ? ns : profile->min_kernel_ns;
+}
+
+int64_t rig_sim_cost_issue_host_ns(const struct rig_sim_profile *profile, const struct rig_op *op)
+{
+    RIG_ASSERT(profile != NULL && op != NULL);
+    if (profile->table == NULL || op->kind == RIG_OP_ALL_REDUCE || op->kind == RIG_OP_ALL_GATHER)
+        return profile->kernel_launch_host_ns;
+    struct rig_sim_work work = rig_sim_cost_work(op);
+    struct rig_optable_key key = rig_optable_op_key(op);
+    int64_t launch = profile->min_kernel_ns - profile->graph_node_ns;
+    double measured = 0, host = 0;
+    if (!rig_sim_optable_predict(profile->table, &key, work.flops, work.bytes,
+                                 profile->peak_bf16_flops, profile->hbm_bytes_per_s,
+                                 (double)(launch > 0 ? launch : 0), &measured, &host) ||
+        host <= 0)
+        return profile->kernel_launch_host_ns;
+    RIG_ASSERT(host < 9.0e18);
+    return (int64_t)llround(host);
 }
 
 int64_t rig_sim_cost_node_ns(const struct rig_sim_profile *profile, const struct rig_op *op,

@@ -52,6 +52,11 @@ int64_t rig_sim_cost_node_ns(const struct rig_sim_profile *profile, const struct
 int64_t rig_sim_cost_launch_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
                                int32_t ranks, bool eager, bool *table_missed);
 
+/* Host time of issuing `op` eagerly (the op call: checks, argument packing, the launch): the
+ * op table's measured host time where the table reaches the op and has one, else
+ * kernel_launch_host_ns. Collectives: kernel_launch_host_ns. */
+int64_t rig_sim_cost_issue_host_ns(const struct rig_sim_profile *profile, const struct rig_op *op);
+
 /* Ring collective over `ranks` ranks: all-reduce of `bytes` per rank costs
  * latency + 2 (n-1)/n bytes / bw; all-gather into `bytes` of output per rank costs
  * latency + (n-1)/n bytes / bw. */

@@ -106,8 +106,12 @@ enum rig_status rig_sim_exec_launch(struct rig_stream *stream, const struct rig_
     struct rig_sim_device *device = rig_sim_device_of(stream->device);
     struct rig_sim_stream *sim_stream = rig_sim_stream_of(stream);
     RIG_ASSERT(op != NULL);
+    /* A graph node's launch was paid for by the graph launch (sim/graph.c). */
+    int64_t host_ns = launch == RIG_SIM_LAUNCH_EAGER
+                          ? rig_sim_cost_issue_host_ns(&device->profile, op)
+                          : 0;
     int64_t start =
-        rig_sim_clock_kernel_start(&device->clock, &device->profile, launch, sim_stream->ready_ns);
+        rig_sim_clock_kernel_start(&device->clock, &device->profile, host_ns, sim_stream->ready_ns);
     start += rig__stall_ns(device);
     int64_t end;
     if (op->kind == RIG_OP_ALL_REDUCE || op->kind == RIG_OP_ALL_GATHER) {

@@ -53,7 +53,8 @@ struct rig__memo {
     const struct rig_sim_optable *table;
     struct rig_optable_key key;
     double flops, bytes, peak, bandwidth, launch;
-    double ns; /* < 0: the table does not reach the key */
+    double ns;      /* < 0: the table does not reach the key */
+    double host_ns; /* 0: the nearest points have no host time */
 };
 static _Thread_local struct rig__memo rig__memo[RIG__MEMO_SLOTS];
 
@@ -91,16 +92,15 @@ static double rig__node_ns(const struct rig_optable_point *p, double launch_ns)
     return p->warm_ns > 0 ? sqrt(cold * p->warm_ns) : cold;
 }
 
-static bool rig__predict(const struct rig_sim_optable *table, const struct rig_optable_key *key,
-                         double flops, double bytes, double peak_flops, double hbm_bytes_per_s,
-                         double launch_ns, double *ns)
+/* The RIG_SIM_OPTABLE_NEIGHBOURS points of the key's kind nearest to it (weighted distance
+ * in log2 of the parameters), nearest first, into best_i / best_d; returns how many. */
+static int32_t rig__nearest(const struct rig_sim_optable *table, const struct rig_optable_key *key,
+                            int64_t *best_i, double *best_d)
 {
     enum { K = RIG_SIM_OPTABLE_NEIGHBOURS };
     const double *w = rig__weights(key->kind);
     double logp[RIG_OPTABLE_PARAMS];
     for (int32_t i = 0; i < RIG_OPTABLE_PARAMS; i++) logp[i] = log2(key->p[i] + 1.0);
-    double best_d[K];
-    int64_t best_i[K];
     int32_t found = 0;
     for (int64_t i = table->first[key->kind]; i < table->first[key->kind + 1]; i++) {
         double d = rig__distance(w, logp, table->logp[i]);
@@ -114,30 +114,51 @@ static bool rig__predict(const struct rig_sim_optable *table, const struct rig_o
         best_d[at] = d;
         best_i[at] = i;
     }
-    if (found == 0 || best_d[0] > RIG_SIM_OPTABLE_REACH) return false;
-    double roofline = rig__roofline_s(flops, bytes, peak_flops, hbm_bytes_per_s);
+    return found;
+}
+
+/* Weighted geometric mean of the values (weights 1 / distance; an exact match alone counts);
+ * values <= 0 are skipped; 0 when none is left. */
+static double rig__blend(const double *values, const double *best_d, int32_t found)
+{
     double log_sum = 0, weight_sum = 0;
     for (int32_t n = 0; n < found; n++) {
-        const struct rig_optable_point *p = &table->points[best_i[n]];
-        double ratio = rig__node_ns(p, launch_ns) * 1e-9 /
-                       rig__roofline_s(p->flops, p->bytes, peak_flops, hbm_bytes_per_s);
-        if (best_d[n] < 1e-9) { /* measured here: as measured, scaled by the op's work */
-            log_sum = log(ratio);
-            weight_sum = 1;
-            break;
-        }
+        if (values[n] <= 0) continue;
+        if (best_d[n] < 1e-9) return values[n]; /* measured here */
         double w = 1.0 / best_d[n];
-        log_sum += w * log(ratio);
+        log_sum += w * log(values[n]);
         weight_sum += w;
     }
-    *ns = roofline * exp(log_sum / weight_sum) * 1e9;
+    return weight_sum > 0 ? exp(log_sum / weight_sum) : 0;
+}
+
+/* The prediction: time / roofline of the nearest points, blended, times the op's own
+ * roofline; the host time of an eager issue, blended as measured. */
+static bool rig__predict(const struct rig_sim_optable *table, const struct rig_optable_key *key,
+                         double flops, double bytes, double peak_flops, double hbm_bytes_per_s,
+                         double launch_ns, double *ns, double *host_ns)
+{
+    enum { K = RIG_SIM_OPTABLE_NEIGHBOURS };
+    double best_d[K], ratio[K], host[K];
+    int64_t best_i[K];
+    int32_t found = rig__nearest(table, key, best_i, best_d);
+    if (found == 0 || best_d[0] > RIG_SIM_OPTABLE_REACH) return false;
+    for (int32_t n = 0; n < found; n++) {
+        const struct rig_optable_point *p = &table->points[best_i[n]];
+        ratio[n] = rig__node_ns(p, launch_ns) * 1e-9 /
+                   rig__roofline_s(p->flops, p->bytes, peak_flops, hbm_bytes_per_s);
+        host[n] = p->host_ns;
+    }
+    *ns = rig__roofline_s(flops, bytes, peak_flops, hbm_bytes_per_s) *
+          rig__blend(ratio, best_d, found) * 1e9;
+    *host_ns = rig__blend(host, best_d, found);
     return true;
 }
 
 bool rig_sim_optable_predict(const struct rig_sim_optable *table,
                              const struct rig_optable_key *key, double flops, double bytes,
                              double peak_flops, double hbm_bytes_per_s, double launch_ns,
-                             double *ns)
+                             double *ns, double *host_ns)
 {
     RIG_ASSERT(table != NULL && key != NULL && ns != NULL);
     RIG_ASSERT(key->kind >= 0 && key->kind < RIG_OP_COUNT);
@@ -146,15 +167,16 @@ bool rig_sim_optable_predict(const struct rig_sim_optable *table,
                m->flops == flops && m->bytes == bytes && m->peak == peak_flops &&
                m->bandwidth == hbm_bytes_per_s && m->launch == launch_ns;
     if (!hit) {
-        double value = -1;
+        double value = -1, host = 0;
         if (!rig__predict(table, key, flops, bytes, peak_flops, hbm_bytes_per_s, launch_ns,
-                          &value))
-            value = -1;
+                          &value, &host))
+            value = -1, host = 0;
         *m = (struct rig__memo){table,           *key,      flops, bytes, peak_flops,
-                                hbm_bytes_per_s, launch_ns, value};
+                                hbm_bytes_per_s, launch_ns, value, host};
     }
     if (m->ns < 0) return false;
     *ns = m->ns;
+    if (host_ns != NULL) *host_ns = m->host_ns;
     return true;
 }
 

@@ -54,10 +54,12 @@ const struct rig_optable_point *rig_sim_optable_point(const struct rig_sim_optab
 /* The predicted device time, as a graph node, of an op with `key`, `flops` and `bytes` on a
  * device of `peak_flops` FLOP/s and `hbm_bytes_per_s` whose eager launches cost `launch_ns`
  * more than a node: true and *ns when the table reaches it; false (nothing written) when it
- * has no point of that kind within RIG_SIM_OPTABLE_REACH. */
+ * has no point of that kind within RIG_SIM_OPTABLE_REACH. *host_ns (may be NULL) gets the
+ * host time of an eager issue, the nearest points' measured host times blended the same
+ * way (not scaled by the work); 0 when those points have none (tables before host_ns). */
 bool rig_sim_optable_predict(const struct rig_sim_optable *table,
                              const struct rig_optable_key *key, double flops, double bytes,
                              double peak_flops, double hbm_bytes_per_s, double launch_ns,
-                             double *ns);
+                             double *ns, double *host_ns);
 
 #endif /* RIG_SIM_OPTABLE_H */

@@ -135,7 +135,8 @@ enum rig_status rig_sim_fill_u32(struct rig_stream *stream, void *dst, uint32_t 
     }
     /* A fill is a kernel (cudaMemsetD32Async) on the compute engine. */
     int64_t start = rig_sim_clock_kernel_start(&device->clock, &device->profile,
-                                               RIG_SIM_LAUNCH_EAGER, sim_stream->ready_ns);
+                                               device->profile.kernel_launch_host_ns,
+                                               sim_stream->ready_ns);
     int64_t duration = rig_sim_cost_fill_ns(&device->profile, count * sizeof(uint32_t));
     sim_stream->ready_ns = rig_sim_clock_kernel_run(&device->clock, start, duration);
     device->stats.device_busy_ns += duration;

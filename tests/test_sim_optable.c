@@ -12,9 +12,14 @@
  * linearly in log M; an op far from every point of its kind is not predicted (the analytic
  * model takes it); a table that is not one is RIG_E_PARSE; the sweep of the analytic model
  * (quick grid), written and read back, reproduces the analytic cost of a swept GEMM within
- * 1 ns and predicts an unswept hidden size within 15 %; a profile naming the table costs ops
- * from it and counts ops outside it; ":analytic" ignores it.
+ * 1 ns and predicts an unswept hidden size within 15 %, and records the simulator's host
+ * time of an eager issue; a profile naming the table costs ops from it and counts ops
+ * outside it; ":analytic" ignores it. Host time: a table's host_ns round-trips, a table
+ * written without the column reads it as 0; the host time of an eager issue is the
+ * measured one at a point, blended between points, and the profile's
+ * kernel_launch_host_ns without a table, out of its reach or without host times.
  */
+#include <hdf5.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,26 +167,105 @@ static void test_exact_interpolated_and_out_of_reach(void **state)
     assert_int_equal(rig_sim_optable_count(t), 2);
     double peak = 1e15, bw = 3e12, ns = 0;
     struct rig_optable_point q = gemm_point(64, 4096, 4096, 0);
-    assert_true(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, &ns));
+    assert_true(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, &ns, NULL));
     assert_float_equal(ns, 10000, 1e-6);
     /* M = 128: halfway in log2(M + 1) between the two rows (nearly: +1 in the log) */
     q = gemm_point(128, 4096, 4096, 0);
-    assert_true(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, &ns));
+    assert_true(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, &ns, NULL));
     double r64 = 10000e-9 / fmax(points[0].flops / peak, points[0].bytes / bw);
     double r256 = 20000e-9 / fmax(points[1].flops / peak, points[1].bytes / bw);
     double a = log2(129) - log2(65), b = log2(257) - log2(129);
     double ratio = exp((log(r64) / a + log(r256) / b) / (1 / a + 1 / b));
     assert_float_equal(ns, 1e9 * ratio * fmax(q.flops / peak, q.bytes / bw), 1e-6);
     q = gemm_point(64, 65536, 4096, 0); /* N 16 x off: out of reach */
-    assert_false(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, &ns));
+    assert_false(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, &ns, NULL));
     struct rig_optable_key other = {.kind = RIG_OP_SILU_MUL, .p = {1, 1000}};
-    assert_false(rig_sim_optable_predict(t, &other, 0, 1000, peak, bw, 0, &ns));
+    assert_false(rig_sim_optable_predict(t, &other, 0, 1000, peak, bw, 0, &ns, NULL));
     FILE *f = fopen("optable_bad.h5", "w");
     fputs("not hdf5", f);
     fclose(f);
     assert_int_equal(rig_sim_optable_get("optable_bad.h5", &t, error, sizeof error), RIG_E_IO);
     assert_int_equal(rig_sim_optable_get("nonesuch", &t, error, sizeof error), RIG_E_NOT_FOUND);
     unlink("optable_bad.h5");
+}
+
+/* A table as written before the host_ns column: the same rows without it. */
+static void write_table_without_host(const char *path, const struct rig_optable_point *points,
+                                     hsize_t count)
+{
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(struct rig_optable_point));
+    hid_t params = H5Tarray_create2(H5T_NATIVE_DOUBLE, 1, (hsize_t[]){RIG_OPTABLE_PARAMS});
+    H5Tinsert(t, "kind", HOFFSET(struct rig_optable_point, key.kind), H5T_NATIVE_INT32);
+    H5Tinsert(t, "p", HOFFSET(struct rig_optable_point, key.p), params);
+    H5Tinsert(t, "flops", HOFFSET(struct rig_optable_point, flops), H5T_NATIVE_DOUBLE);
+    H5Tinsert(t, "bytes", HOFFSET(struct rig_optable_point, bytes), H5T_NATIVE_DOUBLE);
+    H5Tinsert(t, "cold_ns", HOFFSET(struct rig_optable_point, cold_ns), H5T_NATIVE_DOUBLE);
+    H5Tinsert(t, "cold_p10_ns", HOFFSET(struct rig_optable_point, cold_p10_ns),
+              H5T_NATIVE_DOUBLE);
+    H5Tinsert(t, "cold_p90_ns", HOFFSET(struct rig_optable_point, cold_p90_ns),
+              H5T_NATIVE_DOUBLE);
+    H5Tinsert(t, "warm_ns", HOFFSET(struct rig_optable_point, warm_ns), H5T_NATIVE_DOUBLE);
+    hid_t packed = H5Tcopy(t); /* stored packed, as rig_optable_write stores rows */
+    H5Tpack(packed);
+    hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t space = H5Screate_simple(1, &count, NULL);
+    hid_t set = H5Dcreate2(file, "points", packed, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(set >= 0 && H5Dwrite(set, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, points) >= 0);
+    H5Dclose(set), H5Sclose(space), H5Fclose(file);
+    H5Tclose(packed), H5Tclose(params), H5Tclose(t);
+}
+
+static void test_host_time(void **state)
+{
+    (void)state;
+    struct rig_optable_point points[2] = {gemm_point(64, 4096, 4096, 10000),
+                                          gemm_point(256, 4096, 4096, 20000)};
+    points[0].host_ns = 8000;
+    points[1].host_ns = 32000;
+    char error[256];
+    assert_int_equal(rig_optable_write("optable_host.h5", points, 2, NULL, 0, error,
+                                       sizeof error),
+                     RIG_OK);
+    write_table_without_host("optable_old.h5", points, 2);
+    struct rig_optable_point *read = NULL;
+    int64_t count = 0;
+    assert_int_equal(rig_optable_read("optable_host.h5", &read, &count, error, sizeof error),
+                     RIG_OK);
+    assert_float_equal(read[1].host_ns, 32000, 0);
+    free(read);
+    assert_int_equal(rig_optable_read("optable_old.h5", &read, &count, error, sizeof error),
+                     RIG_OK);
+    assert_int_equal(count, 2);
+    assert_float_equal(read[0].warm_ns, 10000, 0);
+    assert_float_equal(read[0].host_ns, 0, 0); /* not measured */
+    free(read);
+    const struct rig_sim_optable *with = NULL, *without = NULL;
+    assert_int_equal(rig_sim_optable_get("optable_host.h5", &with, error, sizeof error), RIG_OK);
+    assert_int_equal(rig_sim_optable_get("optable_old.h5", &without, error, sizeof error),
+                     RIG_OK);
+    double ns = 0, host = -1;
+    struct rig_optable_point q = gemm_point(64, 4096, 4096, 0);
+    assert_true(rig_sim_optable_predict(with, &q.key, q.flops, q.bytes, 1e15, 3e12, 0, &ns, &host));
+    assert_float_equal(host, 8000, 0); /* measured here */
+    q = gemm_point(128, 4096, 4096, 0); /* between: the geometric mean, weighted */
+    assert_true(rig_sim_optable_predict(with, &q.key, q.flops, q.bytes, 1e15, 3e12, 0, &ns, &host));
+    double a = log2(129) - log2(65), b = log2(257) - log2(129);
+    assert_float_equal(host, exp((log(8000) / a + log(32000) / b) / (1 / a + 1 / b)), 1e-6);
+    /* the simulator charges an eager issue the table's host time, or the profile's */
+    struct rig_sim_profile profile;
+    assert_int_equal(rig_sim_profile_load("h100:analytic", &profile, error, sizeof error),
+                     RIG_OK);
+    struct rig_op op = gemm_op(64, 4096, 4096);
+    assert_int_equal(rig_sim_cost_issue_host_ns(&profile, &op), profile.kernel_launch_host_ns);
+    profile.table = with;
+    assert_int_equal(rig_sim_cost_issue_host_ns(&profile, &op), 8000);
+    op = gemm_op(64, 1 << 20, 64); /* out of the table's reach */
+    assert_int_equal(rig_sim_cost_issue_host_ns(&profile, &op), profile.kernel_launch_host_ns);
+    profile.table = without;
+    op = gemm_op(64, 4096, 4096);
+    assert_int_equal(rig_sim_cost_issue_host_ns(&profile, &op), profile.kernel_launch_host_ns);
+    unlink("optable_host.h5");
+    unlink("optable_old.h5");
 }
 
 static void test_sweep_reproduces_the_analytic_model(void **state)
@@ -204,6 +288,8 @@ static void test_sweep_reproduces_the_analytic_model(void **state)
     for (int64_t i = 0; i < count; i++) /* every shape swept once */
         for (int64_t j = i + 1; j < count; j++)
             assert_false(rig_optable_key_equal(&points[i].key, &points[j].key));
+    for (int64_t i = 0; i < count; i++) /* the simulator's host time of an eager issue */
+        assert_float_equal(points[i].host_ns, 6100, 0);
     assert_int_equal(rig_optable_write("optable_sweep.h5", points, count, NULL, 0, error,
                                        sizeof error),
                      RIG_OK);
@@ -250,6 +336,7 @@ int main(void)
         cmocka_unit_test(test_key_and_work),
         cmocka_unit_test(test_file_read_back_and_errors),
         cmocka_unit_test(test_exact_interpolated_and_out_of_reach),
+        cmocka_unit_test(test_host_time),
         cmocka_unit_test(test_sweep_reproduces_the_analytic_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -113,21 +113,30 @@ static enum rig_status rig__warm(struct rig__sweep *s, const struct rig_op *op, 
     return status;
 }
 
-/* Cold issues: a fill of the flush buffer evicts L2, then the op alone between events. */
+/* Cold issues: a fill of the flush buffer evicts L2, then the op alone between events. The
+ * host time of each issue (the op call alone, the wall clock on a GPU) gives host_ns. */
 static enum rig_status rig__cold(struct rig__sweep *s, const struct rig_op *op,
                                  struct rig_optable_point *point)
 {
     struct rig_stream *stream = s->dev.stream;
     int32_t repeats = s->options->repeats;
     enum rig_status status = rig_hal_op(stream, op); /* first use: module load, tuning */
+    double host[RIG_BENCH_REPEATS_MAX];
     for (int32_t i = 0; i < repeats && status == RIG_OK; i++) {
         status = rig_hal_buffer_fill(stream, s->buffers[RIG__FLUSH], 0, 0x3c003c00u + (uint32_t)i,
                                      RIG__FLUSH_BYTES / 4);
         if (status == RIG_OK) status = rig_hal_event_record(s->dev.start[i], stream);
+        int64_t issued = rig_hal_now_ns(s->dev.device);
         if (status == RIG_OK) status = rig_hal_op(stream, op);
+        host[i] = (double)(rig_hal_now_ns(s->dev.device) - issued);
         if (status == RIG_OK) status = rig_hal_event_record(s->dev.end[i], stream);
     }
     if (status == RIG_OK) status = rig_hal_stream_synchronize(stream);
+    if (status == RIG_OK) {
+        struct rig_metric_stats issue;
+        rig_metrics_stats(host, repeats, &issue);
+        point->host_ns = issue.median > 0 ? issue.median : 0;
+    }
     double times[RIG_BENCH_REPEATS_MAX];
     for (int32_t i = 0; i < repeats && status == RIG_OK; i++) {
         int64_t elapsed = 0;
@@ -205,8 +214,12 @@ struct rig__shape { /* one model at one TP degree, per rank */
     int64_t H, I, Hq, Hk, D, V;
 };
 
-static const int64_t rig__rows_full[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048,
-                                         4096, 8192, 16384};
+/* Powers of two and the points halfway between them in log2 (x 1.5): GEMM kernels (cuBLAS's
+ * choice of tile and split) change between powers of two. */
+static const int64_t rig__rows_full[] = {1,    2,    3,    4,    6,    8,    12,   16,   24,
+                                         32,   48,   64,   96,   128,  192,  256,  384,  512,
+                                         768,  1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288,
+                                         16384};
 static const int64_t rig__rows_quick[] = {1, 16, 256};
 
 static enum rig_status rig__gemm(struct rig__sweep *s, int64_t M, int64_t N, int64_t K,
@@ -238,9 +251,11 @@ static enum rig_status rig__gemms(struct rig__sweep *s, const struct rig__shape 
     return status;
 }
 
-/* Attention over R requests, each with q query rows and kv positions (slots r * kv + p). */
+/* Attention over R requests, each with q query rows and kv positions (slots r * kv + p);
+ * `ragged` (decode): request r has only kv (r + 1) / R of them, a batch of mixed lengths
+ * (mean about kv / 2, max kv), as online batches are. */
 static enum rig_status rig__attention(struct rig__sweep *s, const struct rig__shape *x, int64_t R,
-                                      int64_t q, int64_t kv, bool decode)
+                                      int64_t q, int64_t kv, bool decode, bool ragged)
 {
     int64_t S = R * kv, T = R * q;
     uint8_t *cache = rig__base(s, RIG__KV);
@@ -257,7 +272,8 @@ static enum rig_status rig__attention(struct rig__sweep *s, const struct rig__sh
     struct rig_tensor cu_q = rig__meta(s, R + 1, RIG_DTYPE_I32, &cu_h);
     for (int64_t i = 0; i < S; i++) table_h[i] = (int32_t)i;
     for (int64_t r = 0; r <= R; r++) {
-        if (r < R) idx_h[r] = (int32_t)r, len_h[r] = (int32_t)kv;
+        int64_t len = ragged ? (kv * (r + 1) + R - 1) / R : kv;
+        if (r < R) idx_h[r] = (int32_t)r, len_h[r] = (int32_t)len;
         cu_h[r] = (int32_t)(r * q);
     }
     float scale = 1.0f / sqrtf((float)x->D);
@@ -275,20 +291,21 @@ static enum rig_status rig__attentions(struct rig__sweep *s, const struct rig__s
 {
     static const int64_t batches[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
     static const int64_t contexts[] = {128, 256, 512, 1024, 2048, 4096};
-    static const int64_t requests[] = {1, 4, 16}, prefixes[] = {0, 1024, 8192};
-    static const int64_t tokens[] = {16, 64, 256, 1024, 4096, 16384};
+    static const int64_t requests[] = {1, 4, 16}, prefixes[] = {0, 256, 1024, 8192};
+    static const int64_t tokens[] = {16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
     bool quick = s->options->quick;
     enum rig_status status = RIG_OK;
-    for (size_t b = 0; b < RIG_ARRAY_LEN(batches) && status == RIG_OK; b += quick ? 4 : 1)
-        for (size_t c = 0; c < RIG_ARRAY_LEN(contexts) && status == RIG_OK; c += quick ? 3 : 1)
-            if (batches[b] * contexts[c] <= RIG__SLOTS_MAX)
-                status = rig__attention(s, x, batches[b], 1, contexts[c], true);
+    for (int32_t ragged = 0; ragged <= (quick ? 0 : 1); ragged++)
+        for (size_t b = ragged; b < RIG_ARRAY_LEN(batches) && status == RIG_OK; b += quick ? 4 : 1)
+            for (size_t c = 0; c < RIG_ARRAY_LEN(contexts) && status == RIG_OK; c += quick ? 3 : 1)
+                if (batches[b] * contexts[c] <= RIG__SLOTS_MAX)
+                    status = rig__attention(s, x, batches[b], 1, contexts[c], true, ragged);
     for (size_t r = 0; r < RIG_ARRAY_LEN(requests) && status == RIG_OK; r++)
-        for (size_t t = 0; t < RIG_ARRAY_LEN(tokens) && status == RIG_OK; t += quick ? 2 : 1)
-            for (size_t p = 0; p < RIG_ARRAY_LEN(prefixes) && status == RIG_OK; p++) {
+        for (size_t t = 0; t < RIG_ARRAY_LEN(tokens) && status == RIG_OK; t += quick ? 4 : 1)
+            for (size_t p = 0; p < RIG_ARRAY_LEN(prefixes) && status == RIG_OK; p += quick ? 2 : 1) {
                 int64_t q = tokens[t] / requests[r];
                 if (q < 4 || (quick && tokens[t] > 1024)) continue;
-                status = rig__attention(s, x, requests[r], q, q + prefixes[p], false);
+                status = rig__attention(s, x, requests[r], q, q + prefixes[p], false, false);
             }
     return status;
 }

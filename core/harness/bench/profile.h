@@ -3,18 +3,20 @@
  *
  * Times every HAL op the forward issues over a grid of shapes that covers the calibration
  * models' layers and their TP splits (default qwen3-0.6b and qwen3-8b at TP 1, 2, 4, 8):
- *   gemm               M = 1 .. 16384 (the LM head to 1024, f32 out) x each (N, K) of the
- *                      models' linears per TP degree;
+ *   gemm               M = 1 .. 16384, powers of 2 and 1.5 x them (the LM head to 1024, f32
+ *                      out) x each (N, K) of the models' linears per TP degree;
  *   attention_decode   batch 1 .. 256 x context 128 .. 4096 (at most 2^20 KV slots) per
- *                      (Hq, Hk, D) of the models per TP degree;
- *   attention_prefill  1, 4 or 16 requests x 16 .. 16384 query tokens in all x prefix
- *                      0, 1024, 8192, per (Hq, Hk, D);
+ *                      (Hq, Hk, D) of the models per TP degree, every request at the
+ *                      context, and ragged (request r of R at context (r + 1) / R);
+ *   attention_prefill  1, 4 or 16 requests x 16 .. 16384 query tokens in all (powers of 2)
+ *                      x prefix 0, 256, 1024, 8192, per (Hq, Hk, D);
  *   element-wise, copy rms_norm, add_rms_norm, silu_mul, qk_norm_rope_store, embedding,
- *                      gather_rows, index_gather / index_scatter over 1 .. 16384 rows of
- *                      the models' widths; sample over 1 .. 1024 rows of the vocabulary.
+ *                      gather_rows over the rows above, of the models' widths; sample over
+ *                      1 .. 1024 rows of the vocabulary.
  * Each point: the median, 10th and 90th percentile of `repeats` cold issues (a 128 MiB
- * fill evicts L2 before each; device events around the op alone) and the median warm time
- * per issue (8 issues captured in a graph, replayed 3 times). Points are written with
+ * fill evicts L2 before each; device events around the op alone), the median host time of
+ * those issues (the op call alone: what an eager launch costs the host) and the median warm
+ * time per issue (8 issues captured in a graph, replayed 3 times). Points are written with
  * rig_optable_write; on the simulator the same sweep gives the cost model's own table
  * (a test of the pipeline, and what `rig compare` of two models needs).
  *
