@@ -69,6 +69,8 @@ done
 
 # Scenarios, for end-to-end runs with --backend cuda (models are presets built into rig).
 cp -r "$root/scenarios" "$out/scenarios"
+# The simulator's held-out runs (tools/validate/heldout.sh, docs/simulator.md).
+cp -r "$root/tools/validate" "$out/validate"
 # `rig bench serve` on the GPU machine (tools/gpu/serve_bench.sh, docs/bench.md): the script,
 # the Qwen3 tokenizer and the preset configs (the peer's model). libcurl comes with the
 # libraries above: rig links it, so ldd lists it (Debian's libcurl4, carried like HDF5's).
