@@ -268,7 +268,7 @@ bool rig_optable_key_equal(const struct rig_optable_key *a, const struct rig_opt
 /* --- HDF5 -------------------------------------------------------------------------------- */
 
 /* The /points row type in memory; the file stores it packed. `host` false leaves out
- * host_ns (reading a table written before that column existed). */
+ * host_ns and first_host_ns (reading a table written before those columns existed). */
 static hid_t rig__point_type(bool host)
 {
     hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(struct rig_optable_point));
@@ -284,6 +284,7 @@ static hid_t rig__point_type(bool host)
     RIG__FIELD("cold_p90_ns", cold_p90_ns, H5T_NATIVE_DOUBLE);
     RIG__FIELD("warm_ns", warm_ns, H5T_NATIVE_DOUBLE);
     if (host) RIG__FIELD("host_ns", host_ns, H5T_NATIVE_DOUBLE);
+    if (host) RIG__FIELD("first_host_ns", first_host_ns, H5T_NATIVE_DOUBLE);
 #undef RIG__FIELD
     H5Tclose(params);
     return t;
@@ -293,7 +294,7 @@ static bool rig__point_valid(const struct rig_optable_point *p)
 {
     bool ok = p->key.kind >= 0 && p->key.kind < RIG_OP_COUNT && p->cold_ns > 0 &&
               isfinite(p->cold_ns) && p->flops >= 0 && p->bytes >= 0 && p->host_ns >= 0 &&
-              isfinite(p->host_ns);
+              isfinite(p->host_ns) && p->first_host_ns >= 0 && isfinite(p->first_host_ns);
     for (int32_t k = 0; ok && k < RIG_OPTABLE_PARAMS; k++)
         ok = isfinite(p->key.p[k]) && p->key.p[k] >= 0;
     return ok;
@@ -310,7 +311,8 @@ static struct rig_optable_point *rig__read_points(hid_t file, int64_t *count)
     bool ok = n > 0 && n <= RIG_OPTABLE_POINTS_MAX;
     hid_t file_type = set >= 0 ? H5Dget_type(set) : -1;
     bool host = file_type >= 0 && H5Tget_class(file_type) == H5T_COMPOUND &&
-                H5Tget_member_index(file_type, "host_ns") >= 0;
+                H5Tget_member_index(file_type, "host_ns") >= 0 &&
+                H5Tget_member_index(file_type, "first_host_ns") >= 0;
     if (file_type >= 0) H5Tclose(file_type);
     hid_t type = rig__point_type(host);
     struct rig_optable_point *points = ok ? calloc((size_t)n, sizeof *points) : NULL;

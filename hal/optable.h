@@ -16,9 +16,9 @@
  * sweep's staging on a real device).
  *
  * File: dataset /points (one packed row per point: kind, p[6], flops, bytes, cold_ns,
- * cold_p10_ns, cold_p90_ns, warm_ns, host_ns) and string attributes on the root (format =
- * "rig-optable", then the writer's: device, backend, git_commit, ...). host_ns is optional
- * when reading (tables written before it read as 0: not measured).
+ * cold_p10_ns, cold_p90_ns, warm_ns, host_ns, first_host_ns) and string attributes on the
+ * root (format = "rig-optable", then the writer's: device, backend, git_commit, ...). The
+ * host columns are optional when reading (tables written before them read 0: not measured).
  * Threads: key and work are pure functions; reading and writing use the HDF5 library, whose
  * calls the caller serialises (the simulator loads under its own lock).
  */
@@ -48,6 +48,8 @@ struct rig_optable_point {
     double cold_p10_ns, cold_p90_ns;
     double warm_ns; /* median device time per issue, repeated in a graph */
     double host_ns; /* median host time of one eager issue (the op call); 0: not measured */
+    double first_host_ns; /* host time of the shape's first issue in the process (module
+                             loading, a library's choice of kernel); 0: not measured */
 };
 
 /* What an op does, whatever runs it. */
@@ -69,8 +71,8 @@ bool rig_optable_key_equal(const struct rig_optable_key *a, const struct rig_opt
 /* Reads the table at `name_or_path`: a built-in name ("h100" finds the embedded h100.h5) or
  * a path to an .h5 file (a name with a '/' or ".h5" in it). On success *points (malloc'd,
  * the caller frees; in file order) holds *count > 0 valid points (kind in range, key
- * parameters finite and >= 0, cold time finite and > 0, work >= 0, host time finite and
- * >= 0; a file without the host_ns column reads it as 0). RIG_E_NOT_FOUND (no
+ * parameters finite and >= 0, cold time finite and > 0, work >= 0, host times finite and
+ * >= 0; a file without the host columns reads them as 0). RIG_E_NOT_FOUND (no
  * such built-in), RIG_E_IO (cannot open) or RIG_E_PARSE (/points missing or malformed) with
  * a message in `error`; nothing is returned then. */
 enum rig_status rig_optable_read(const char *name_or_path, struct rig_optable_point **points,

@@ -14,8 +14,8 @@
  * (quick grid), written and read back, reproduces the analytic cost of a swept GEMM within
  * 1 ns and predicts an unswept hidden size within 15 %, and records the simulator's host
  * time of an eager issue; a profile naming the table costs ops from it and counts ops
- * outside it; ":analytic" ignores it. Host time: a table's host_ns round-trips, a table
- * written without the column reads it as 0; the host time of an eager issue is the
+ * outside it; ":analytic" ignores it. Host time: a table's host columns round-trip, a table
+ * written without them reads them as 0; the host time of an eager issue is the
  * measured one at a point, blended between points, and the profile's
  * kernel_launch_host_ns without a table, out of its reach or without host times.
  */
@@ -222,6 +222,7 @@ static void test_host_time(void **state)
                                           gemm_point(256, 4096, 4096, 20000)};
     points[0].host_ns = 8000;
     points[1].host_ns = 32000;
+    points[1].first_host_ns = 900000;
     char error[256];
     assert_int_equal(rig_optable_write("optable_host.h5", points, 2, NULL, 0, error,
                                        sizeof error),
@@ -232,12 +233,14 @@ static void test_host_time(void **state)
     assert_int_equal(rig_optable_read("optable_host.h5", &read, &count, error, sizeof error),
                      RIG_OK);
     assert_float_equal(read[1].host_ns, 32000, 0);
+    assert_float_equal(read[1].first_host_ns, 900000, 0);
     free(read);
     assert_int_equal(rig_optable_read("optable_old.h5", &read, &count, error, sizeof error),
                      RIG_OK);
     assert_int_equal(count, 2);
     assert_float_equal(read[0].warm_ns, 10000, 0);
-    assert_float_equal(read[0].host_ns, 0, 0); /* not measured */
+    assert_float_equal(read[1].host_ns, 0, 0); /* not measured */
+    assert_float_equal(read[1].first_host_ns, 0, 0);
     free(read);
     const struct rig_sim_optable *with = NULL, *without = NULL;
     assert_int_equal(rig_sim_optable_get("optable_host.h5", &with, error, sizeof error), RIG_OK);
@@ -288,8 +291,10 @@ static void test_sweep_reproduces_the_analytic_model(void **state)
     for (int64_t i = 0; i < count; i++) /* every shape swept once */
         for (int64_t j = i + 1; j < count; j++)
             assert_false(rig_optable_key_equal(&points[i].key, &points[j].key));
-    for (int64_t i = 0; i < count; i++) /* the simulator's host time of an eager issue */
+    for (int64_t i = 0; i < count; i++) { /* the simulator's host time of an eager issue */
         assert_float_equal(points[i].host_ns, 6100, 0);
+        assert_float_equal(points[i].first_host_ns, 6100, 0);
+    }
     assert_int_equal(rig_optable_write("optable_sweep.h5", points, count, NULL, 0, error,
                                        sizeof error),
                      RIG_OK);

@@ -114,13 +114,17 @@ static enum rig_status rig__warm(struct rig__sweep *s, const struct rig_op *op, 
 }
 
 /* Cold issues: a fill of the flush buffer evicts L2, then the op alone between events. The
- * host time of each issue (the op call alone, the wall clock on a GPU) gives host_ns. */
+ * host time of each issue (the op call alone, the wall clock on a GPU) gives host_ns; that
+ * of the shape's first issue (module loading, cuBLAS choosing a kernel for a new shape)
+ * first_host_ns. */
 static enum rig_status rig__cold(struct rig__sweep *s, const struct rig_op *op,
                                  struct rig_optable_point *point)
 {
     struct rig_stream *stream = s->dev.stream;
     int32_t repeats = s->options->repeats;
+    int64_t first = rig_hal_now_ns(s->dev.device);
     enum rig_status status = rig_hal_op(stream, op); /* first use: module load, tuning */
+    point->first_host_ns = (double)(rig_hal_now_ns(s->dev.device) - first);
     double host[RIG_BENCH_REPEATS_MAX];
     for (int32_t i = 0; i < repeats && status == RIG_OK; i++) {
         status = rig_hal_buffer_fill(stream, s->buffers[RIG__FLUSH], 0, 0x3c003c00u + (uint32_t)i,

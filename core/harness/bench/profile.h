@@ -15,7 +15,9 @@
  *                      1 .. 1024 rows of the vocabulary.
  * Each point: the median, 10th and 90th percentile of `repeats` cold issues (a 128 MiB
  * fill evicts L2 before each; device events around the op alone), the median host time of
- * those issues (the op call alone: what an eager launch costs the host) and the median warm
+ * those issues (the op call alone: what an eager launch costs the host), the host time of
+ * the shape's first issue (first use: module loading, a library's kernel choice; the sweep
+ * issues every shape first here, in its grid order) and the median warm
  * time per issue (8 issues captured in a graph, replayed 3 times). Points are written with
  * rig_optable_write; on the simulator the same sweep gives the cost model's own table
  * (a test of the pipeline, and what `rig compare` of two models needs).
