@@ -5,7 +5,8 @@
  * models' layers and their TP splits (default qwen3-0.6b and qwen3-8b at TP 1, 2, 4, 8):
  *   gemm               M = 1 .. 16384, powers of 2 and 1.5 x them (the LM head to 1024, f32
  *                      out) x each (N, K) of the models' linears per TP degree;
- *   attention_decode   batch 1 .. 256 x context 128 .. 4096 (at most 2^20 KV slots) per
+ *   attention_decode   batch 1 .. 256 (powers of 2 and 1.5 x them) x context 128 .. 4096
+ *                      (powers of 2; at most 2^20 KV slots) per
  *                      (Hq, Hk, D) of the models per TP degree, every request at the
  *                      context, and ragged (request r of R at context (r + 1) / R);
  *   attention_prefill  1, 4 or 16 requests x 16 .. 16384 query tokens in all (powers of 2)
@@ -18,7 +19,8 @@
  * those issues (the op call alone: what an eager launch costs the host), the host time of
  * the shape's first issue (first use: module loading, a library's kernel choice; the sweep
  * issues every shape first here, in its grid order) and the median warm
- * time per issue (8 issues captured in a graph, replayed 3 times). Points are written with
+ * time per issue (8 issues captured in a graph, replayed 3 times; an op of 1 ms or more cold
+ * is taken as warm = cold). Points are written with
  * rig_optable_write; on the simulator the same sweep gives the cost model's own table
  * (a test of the pipeline, and what `rig compare` of two models needs).
  *
