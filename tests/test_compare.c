@@ -6,7 +6,8 @@
  * batch bucket, and its metrics side by side; a step that ran other requests stays
  * unpaired while the steps after it still pair (the first mismatch is reported); a missing
  * file is RIG_E_IO and an HDF5 file that is no results file RIG_E_PARSE, with the path in
- * the message; the idle fraction of a known timeline.
+ * the message; the idle fraction of a known timeline; host time per phase (median
+ * host_launch, host_process, device gap before a step), NaN where a phase has no step.
  */
 #include <hdf5.h>
 #include <math.h>
@@ -41,6 +42,8 @@ static void write_run(const char *path, double prefill_scale, double decode_scal
                                         .tokens = prefill ? 64 : 2};
         step.start_ns = t;
         step.end_ns = t + (int64_t)llround(1e6 * scale);
+        step.host_launch_ns = (int64_t)llround((prefill ? 2e6 : 1e5) * scale);
+        step.host_process_ns = prefill ? 3000 : 1000 + i; /* decode: 1001 .. 1005 ns */
         t = step.end_ns + 250000;
         int32_t uids[2] = {0, 1};
         if (i == odd_step) step.tokens = 3; /* another batch: unpairable */
@@ -129,6 +132,16 @@ static void test_self_and_scaled(void **state)
     double idle_a = 1.0 - 6.0 / 7.25; /* 6 ms busy in a 7.25 ms span */
     assert_float_equal(r.measured_idle, idle_a, 1e-12);
     assert_float_equal(metric(&r, "steps")->error, 0.0, 0.0);
+    /* host per phase: launch scales with the step, process as written, gaps 0.25 ms */
+    assert_string_equal(r.host[1].label, "decode");
+    assert_float_equal(r.host[0].launch_s[0], 2e-3, 1e-12);
+    assert_float_equal(r.host[0].launch_s[1], 1.6e-3, 1e-12);
+    assert_float_equal(r.host[1].launch_s[1], 1.1e-4, 1e-12);
+    assert_float_equal(r.host[1].process_s[0], 1003e-9, 1e-15);
+    assert_float_equal(r.host[1].gap_s[0], 0.25e-3, 1e-12);
+    assert_float_equal(r.host[1].gap_s[1], 0.25e-3, 1e-12);
+    assert_true(isnan(r.host[0].gap_s[0])); /* no step before the prefill */
+    assert_true(isnan(r.host[2].launch_s[0])); /* no mixed step */
     unlink("compare_a.h5");
     unlink("compare_b.h5");
 }

@@ -13,6 +13,7 @@ struct rig__step_fields {
     int32_t phase, batch_size, tokens, request_count;
     int64_t request_offset;
     double start, duration;
+    double host_launch, host_process; /* read only when the file has them */
 };
 
 static const int32_t rig__bucket_max[RIG_COMPARE_BUCKETS] = {1, 8, 32, 128, 512, INT32_MAX};
@@ -59,7 +60,9 @@ static void rig__read_attr(hid_t file, const char *name, char *out, size_t out_l
     if (attr >= 0) H5Aclose(attr);
 }
 
-static hid_t rig__step_memory_type(void)
+/* The /steps fields to read; `host` adds host_launch and host_process (files written
+ * before those columns lack them). */
+static hid_t rig__step_memory_type(bool host)
 {
     static const char *const phases[] = {"prefill", "decode", "mixed"};
     hid_t phase = H5Tenum_create(H5T_NATIVE_INT32);
@@ -74,6 +77,12 @@ static hid_t rig__step_memory_type(void)
               H5T_NATIVE_INT64);
     H5Tinsert(t, "start", HOFFSET(struct rig__step_fields, start), H5T_NATIVE_DOUBLE);
     H5Tinsert(t, "duration", HOFFSET(struct rig__step_fields, duration), H5T_NATIVE_DOUBLE);
+    if (host) {
+        H5Tinsert(t, "host_launch", HOFFSET(struct rig__step_fields, host_launch),
+                  H5T_NATIVE_DOUBLE);
+        H5Tinsert(t, "host_process", HOFFSET(struct rig__step_fields, host_process),
+                  H5T_NATIVE_DOUBLE);
+    }
     H5Tclose(phase);
     return t;
 }
@@ -86,10 +95,12 @@ static bool rig__alloc_steps(struct rig_compare_run *run, int64_t count)
     run->tokens = calloc(n, sizeof *run->tokens);
     run->start_s = calloc(n, sizeof *run->start_s);
     run->duration_s = calloc(n, sizeof *run->duration_s);
+    run->host_launch_s = calloc(n, sizeof *run->host_launch_s);
+    run->host_process_s = calloc(n, sizeof *run->host_process_s);
     run->key = calloc(n, sizeof *run->key);
     run->step_count = count;
     return run->phase && run->batch && run->tokens && run->start_s && run->duration_s &&
-           run->key;
+           run->host_launch_s && run->host_process_s && run->key;
 }
 
 /* FNV-1a over 32-bit words. */
@@ -140,7 +151,12 @@ static bool rig__read_steps(hid_t file, struct rig_compare_run *run)
     hssize_t count = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
     bool ok = count >= 0 && count < (hssize_t)1 << 40;
     struct rig__step_fields *rows = ok ? calloc((size_t)count + 1, sizeof *rows) : NULL;
-    hid_t type = rig__step_memory_type();
+    hid_t file_type = set >= 0 ? H5Dget_type(set) : -1;
+    bool host = file_type >= 0 && H5Tget_class(file_type) == H5T_COMPOUND &&
+                H5Tget_member_index(file_type, "host_launch") >= 0 &&
+                H5Tget_member_index(file_type, "host_process") >= 0;
+    if (file_type >= 0) H5Tclose(file_type);
+    hid_t type = rig__step_memory_type(host);
     ok = ok && rows != NULL && rig__alloc_steps(run, (int64_t)count);
     if (ok && count > 0) ok = H5Dread(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) >= 0;
     for (hssize_t i = 0; ok && i < count; i++) {
@@ -149,6 +165,8 @@ static bool rig__read_steps(hid_t file, struct rig_compare_run *run)
         run->tokens[i] = rows[i].tokens;
         run->start_s[i] = rows[i].start;
         run->duration_s[i] = rows[i].duration;
+        run->host_launch_s[i] = host ? rows[i].host_launch : NAN;
+        run->host_process_s[i] = host ? rows[i].host_process : NAN;
     }
     ok = ok && rig__read_keys(file, rows, run);
     H5Tclose(type);
@@ -217,6 +235,8 @@ void rig_compare_run_free(struct rig_compare_run *run)
     free(run->tokens);
     free(run->start_s);
     free(run->duration_s);
+    free(run->host_launch_s);
+    free(run->host_process_s);
     free(run->key);
     char path[sizeof run->path];
     memcpy(path, run->path, sizeof path);
@@ -285,6 +305,42 @@ static void rig__group(const struct rig_compare_run *m, const struct rig_compare
     out->p90_abs = stats.p90;
     out->measured_median_s = rig__group_median(m, g, scratch, &out->measured_steps);
     out->predicted_median_s = rig__group_median(p, g, scratch, &out->predicted_steps);
+}
+
+/* Median of values[i] over `run`'s steps of phase `phase` (NaN values and, for gaps, the
+ * first step skipped); `which` 0 launch, 1 process, 2 the device gap before the step. NaN
+ * when none is left. `scratch` holds step_count. */
+static double rig__host_median(const struct rig_compare_run *run, int32_t phase, int32_t which,
+                               double *scratch)
+{
+    int64_t n = 0;
+    for (int64_t i = 0; i < run->step_count; i++) {
+        if (run->phase[i] != phase) continue;
+        double v = which == 0 ? run->host_launch_s[i] : run->host_process_s[i];
+        if (which == 2)
+            v = i > 0 ? run->start_s[i] - (run->start_s[i - 1] + run->duration_s[i - 1]) : NAN;
+        if (!isnan(v)) scratch[n++] = v;
+    }
+    if (n == 0) return NAN;
+    struct rig_metric_stats stats;
+    rig_metrics_stats(scratch, n, &stats);
+    return stats.median;
+}
+
+static void rig__host(const struct rig_compare_run *m, const struct rig_compare_run *p,
+                      double *scratch, struct rig_compare_report *r)
+{
+    static const char *const phases[3] = {"prefill", "decode", "mixed"};
+    for (int32_t g = 0; g < 3; g++) {
+        struct rig_compare_host *h = &r->host[g];
+        snprintf(h->label, sizeof h->label, "%s", phases[g]);
+        const struct rig_compare_run *runs[2] = {m, p};
+        for (int32_t k = 0; k < 2; k++) {
+            h->launch_s[k] = rig__host_median(runs[k], g, 0, scratch);
+            h->process_s[k] = rig__host_median(runs[k], g, 1, scratch);
+            h->gap_s[k] = rig__host_median(runs[k], g, 2, scratch);
+        }
+    }
 }
 
 /* (key, index) of a predicted step, sorted by key then index. */
@@ -367,6 +423,7 @@ enum rig_status rig_compare_runs(const struct rig_compare_run *measured,
         rig__group(measured, predicted, pair_m, pair_p, report->paired, g, scratch,
                    &report->groups[g]);
     report->group_count = RIG_COMPARE_GROUPS;
+    rig__host(measured, predicted, scratch, report);
     free(scratch), free(sorted), free(pair_m), free(pair_p);
     report->measured_idle = rig_compare_idle(measured);
     report->predicted_idle = rig_compare_idle(predicted);
@@ -400,6 +457,22 @@ static void rig__print_groups(const struct rig_compare_report *r, FILE *out)
     }
 }
 
+/* Host time per phase, in microseconds; phases neither run has are left out. */
+static void rig__print_host(const struct rig_compare_report *r, FILE *out)
+{
+    fprintf(out, "\n%-14s %12s %12s %12s %12s %12s %12s\n", "host per step", "launch meas",
+            "launch pred", "process meas", "process pred", "gap meas", "gap pred");
+    for (int32_t g = 0; g < 3; g++) {
+        const struct rig_compare_host *h = &r->host[g];
+        if (isnan(h->gap_s[0]) && isnan(h->gap_s[1]) && isnan(h->launch_s[0]) &&
+            isnan(h->launch_s[1]))
+            continue;
+        fprintf(out, "%-14s %9.1f us %9.1f us %9.1f us %9.1f us %9.1f us %9.1f us\n", h->label,
+                1e6 * h->launch_s[0], 1e6 * h->launch_s[1], 1e6 * h->process_s[0],
+                1e6 * h->process_s[1], 1e6 * h->gap_s[0], 1e6 * h->gap_s[1]);
+    }
+}
+
 void rig_compare_print(const struct rig_compare_run *measured,
                        const struct rig_compare_run *predicted,
                        const struct rig_compare_report *report, FILE *out)
@@ -415,6 +488,7 @@ void rig_compare_print(const struct rig_compare_run *measured,
         fprintf(out, " (schedules part at step %lld)", (long long)report->first_mismatch);
     fprintf(out, "\n\n");
     rig__print_groups(report, out);
+    rig__print_host(report, out);
     fprintf(out, "\n%-20s %14s %14s %9s\n", "metric", "measured", "predicted", "error");
     for (int32_t i = 0; i < report->metric_count; i++) {
         const struct rig_compare_metric *m = &report->metrics[i];

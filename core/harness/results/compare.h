@@ -10,7 +10,9 @@
  *   summarised per phase and per batch-size bucket: median and p90 of |error|, mean
  *   signed error; every step, paired or not, also enters its group's median duration;
  *   request by request: TTFT / TPOT / ITL / E2E percentiles side by side (the /summary of
- *   each file), duration, throughput, and the device idle fraction between steps.
+ *   each file), duration, throughput, and the device idle fraction between steps;
+ *   host time per phase: median host_launch, host_process and device gap before a step of
+ *   each run (files written before the host columns read NaN).
  *
  * Ownership: a struct rig_compare_run owns its arrays (rig_compare_run_free releases
  * them); a report is plain data. Threads: HDF5 is not thread-safe: one thread at a time.
@@ -40,6 +42,8 @@ struct rig_compare_run {
     int32_t *tokens;    /* (step_count) tokens computed */
     double *start_s;    /* (step_count) on the device timeline */
     double *duration_s; /* (step_count) */
+    double *host_launch_s;  /* (step_count) host schedule + prepare + launch; NaN: not in file */
+    double *host_process_s; /* (step_count) host result processing; NaN: not in file */
     uint64_t *key;      /* (step_count) hash of phase, tokens and the uids the step ran */
     struct rig_metrics metrics; /* from /summary */
 };
@@ -53,6 +57,16 @@ struct rig_compare_group {
     double mean_signed;   /* mean error: < 0 means predicted too fast */
     int64_t measured_steps, predicted_steps; /* every step of the group, paired or not */
     double measured_median_s, predicted_median_s; /* median duration over those */
+};
+
+/* Host time per step of one phase, both runs' medians over all their steps of it (not
+ * paired: host time depends on the phase and batch, not on which requests ran). NaN where a
+ * run has no such step or its file no host columns. */
+struct rig_compare_host {
+    char label[24]; /* "prefill", "decode", "mixed" */
+    double launch_s[2];  /* measured, predicted: median host_launch */
+    double process_s[2]; /* median host_process */
+    double gap_s[2];     /* median device idle before such a step (after the previous one) */
 };
 
 /* One metric side by side. */
@@ -69,6 +83,7 @@ struct rig_compare_report {
     struct rig_compare_group groups[RIG_COMPARE_GROUPS];
     int32_t group_count;
     double measured_idle, predicted_idle; /* device idle between steps / the steps' span */
+    struct rig_compare_host host[3];      /* prefill, decode, mixed */
     struct rig_compare_metric metrics[RIG_COMPARE_METRICS];
     int32_t metric_count;
 };
