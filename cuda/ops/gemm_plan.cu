@@ -18,6 +18,7 @@ struct rig__family {
     int64_t n, k, ld_w, ld_x, ld_out;
     cudaDataType_t out_type;
     int32_t align; /* bytes every operand's address and row stride are a multiple of (<= 16) */
+    bool warmed;   /* every chosen algorithm has run once (rig__warm) */
     cublasLtMatmulDescOpaque_t desc;
     cublasLtMatrixLayoutOpaque_t w_layout;
     uint8_t state[RIG__CLASSES];
@@ -198,13 +199,52 @@ static struct rig__family *rig__family(cublasLtHandle_t lt, const struct rig_cud
     return rig__family_new(lt, c, ordinal, align);
 }
 
+/* Runs each distinct algorithm the family has chosen once, on one row of the call's operands
+ * (row 0 of out, which the call itself writes next, in stream order): cuBLASLt loads a
+ * kernel the first time it launches it, whatever CUDA_MODULE_LOADING says, and on the H100
+ * that first launch took the host 4-8 ms (a prefill step whose size class was new,
+ * docs/performance.md). Called on the first use of the family outside graph capture (the
+ * engine makes one at start-up: its warm-up forward). Under rig__lock. */
+static void rig__warm(cublasLtHandle_t lt, struct rig__family *f,
+                      const struct rig_cuda_launch *launch, const struct rig_cuda_gemm_call *c)
+{
+    f->warmed = true;
+    cublasLtMatrixLayoutOpaque_t x, d;
+    if (!rig__layouts(f, 1, &x, &d)) return;
+    float alpha = 1.0f, beta = 0.0f;
+    for (int32_t i = 0; i < RIG__CLASSES; i++) {
+        if (f->state[i] != RIG__CLASS_PLAN) continue;
+        bool ran = false;
+        for (int32_t j = 0; j < i && !ran; j++)
+            ran = f->state[j] == RIG__CLASS_PLAN &&
+                  memcmp(&f->algo[j], &f->algo[i], sizeof f->algo[i]) == 0;
+        if (ran) continue;
+        /* A refusal here only means the kernel is loaded at its first real use. */
+        (void)cublasLtMatmul(lt, &f->desc, &alpha, c->w, &f->w_layout, c->x, &x, &beta, c->out,
+                             &d, c->out, &d, &f->algo[i], launch->workspace,
+                             launch->workspace_bytes, launch->stream);
+    }
+}
+
+static bool rig__capturing(cudaStream_t stream)
+{
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return true; /* unknown: do not launch anything extra */
+    }
+    return status != cudaStreamCaptureStatusNone;
+}
+
 /* The algorithm of the call's class, copied out under the lock; false when it has none. */
-static bool rig__plan(cublasLtHandle_t lt, const struct rig_cuda_gemm_call *c,
-                      struct rig__family **family, int32_t *cls, cublasLtMatmulAlgo_t *algo)
+static bool rig__plan(cublasLtHandle_t lt, const struct rig_cuda_launch *launch,
+                      const struct rig_cuda_gemm_call *c, struct rig__family **family,
+                      int32_t *cls, cublasLtMatmulAlgo_t *algo)
 {
     pthread_mutex_lock(&rig__lock);
     struct rig__family *f = rig__family(lt, c);
     bool found = false;
+    if (f != NULL && !f->warmed && !rig__capturing(launch->stream)) rig__warm(lt, f, launch, c);
     if (f != NULL) {
         int64_t largest = 0;
         *cls = rig_cuda_gemm_plan_class(c->m, &largest);
@@ -227,7 +267,7 @@ void rig_cuda_gemm_plans_run(const struct rig_cuda_launch *launch,
     struct rig__family *f = NULL;
     int32_t cls = 0;
     cublasLtMatmulAlgo_t algo;
-    if (!rig__plan(p->lt, c, &f, &cls, &algo)) return;
+    if (!rig__plan(p->lt, launch, c, &f, &cls, &algo)) return;
     /* Descriptors are written only when a family is made: reading them needs no lock. */
     cublasLtMatrixLayoutOpaque_t x, d;
     if (!rig__layouts(f, c->m, &x, &d)) return;

@@ -17,7 +17,10 @@
  * at start-up meets every family of the forward. A class's algorithm, chosen for the class's
  * largest M, runs any M of the class: rows of a GEMM are independent and the algorithm's
  * tiling does not depend on M. Should cuBLASLt refuse it at some M, the call falls back to
- * cublasGemmEx (the class is then marked and always falls back).
+ * cublasGemmEx (the class is then marked and always falls back). The family's first use
+ * outside graph capture runs each distinct chosen algorithm once on one row of its operands,
+ * so that cuBLASLt's lazy kernel loading (4-8 ms a kernel on the H100) happens then, not at a
+ * class's first real use; the engine's warm-up forward at start-up is that first use.
  *
  * Numerics as cublasGemmEx's under rig's handle: bf16 in, fp32 accumulation
  * (CUBLAS_COMPUTE_32F), split-K partial sums reduced in fp32 only (no reduction in the

@@ -11,7 +11,8 @@
 #   3. `rig bench online --rates 4 --online-overlap both` (128 requests, overlap on first, then
 #      off, as the issue measured it), plans off then on: per-step host and device times in
 #      $OUT/online-{off,on}/online-4*.h5 (/steps: host_launch, duration);
-#   4. `rig bench decode` plans off then on (decode steps use the plans too: no regression);
+#   4. `rig bench decode` plans off then on (decode steps use the plans too: no regression),
+#      and the wall time of `rig generate` (one 8-token prompt, one token) plans off and on;
 #   5. everything but the logs' tails packed into $OUT/prefill-tail.tgz; a summary printed last.
 #
 # On the GPU machine, from a bundle made here (tools/bundle.sh /work/main/bundle-NAME):
@@ -36,6 +37,15 @@ for plans in 0 1; do
     if [[ $plans == 1 ]]; then name=on; fi
     RIG_CUDA_GEMM_PLANS=$plans RIG_TEST_FILTER=test_gemm_first_use_timing \
         run tests/test_cuda_ops >"$work/first-use-$name.log" 2>&1
+done
+
+# Cold start to first token (the issue's `time rig generate`), plans off and on: the plans'
+# start-up cost (heuristic queries and warm runs) shows here.
+for plans in 0 1; do
+    start=$(date +%s%N)
+    RIG_CUDA_GEMM_PLANS=$plans run bin/rig generate --backend cuda --preset qwen3-0.6b \
+        --prompt-ids 1,2,3,4,5,6,7,8 --max-tokens 1 >/dev/null 2>&1
+    echo "cold start plans=$plans: $((($(date +%s%N) - start) / 1000000)) ms" >>"$work/cold.txt"
 done
 
 status=0
@@ -63,6 +73,7 @@ for f in "$work"/first-use-*.log; do
     echo "== $(basename "$f")"
     grep -E "GEMM plans|round" "$f"
 done
+cat "$work/cold.txt"
 echo "== tests"
 grep -E "PASSED|FAILED|ERROR" "$work/test_cuda_ops.log" | tail -3
 if [[ -f $work/test_engine_cuda.log ]]; then
