@@ -94,9 +94,9 @@ static int32_t rig__align_of(uint64_t value)
 static int32_t rig__call_align(const struct rig_cuda_gemm_call *c)
 {
     size_t out_size = c->out_type == CUDA_R_32F ? 4 : 2;
-    uint64_t values[6] = {(uint64_t)(uintptr_t)c->w, (uint64_t)(uintptr_t)c->x,
+    uint64_t values[6] = {(uint64_t)(uintptr_t)c->w,   (uint64_t)(uintptr_t)c->x,
                           (uint64_t)(uintptr_t)c->out, (uint64_t)c->ld_w * 2,
-                          (uint64_t)c->ld_x * 2, (uint64_t)c->ld_out * out_size};
+                          (uint64_t)c->ld_x * 2,       (uint64_t)c->ld_out * out_size};
     int32_t align = 16;
     for (int i = 0; i < 6; i++) {
         int32_t a = rig__align_of(values[i]);
@@ -126,12 +126,12 @@ static void rig__choose(cublasLtHandle_t lt, struct rig__family *f, int32_t c, i
     uint64_t workspace = RIG_CUDA_BLAS_WORKSPACE_BYTES;
     uint32_t reduction = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
     uint32_t align = (uint32_t)f->align;
-    bool ok = cublasLtMatmulPreferenceSetAttribute(&pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                   &workspace, sizeof workspace) ==
-              CUBLAS_STATUS_SUCCESS;
-    ok = ok && cublasLtMatmulPreferenceSetAttribute(&pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
-                                                    &reduction, sizeof reduction) ==
-                   CUBLAS_STATUS_SUCCESS;
+    bool ok =
+        cublasLtMatmulPreferenceSetAttribute(&pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                             &workspace, sizeof workspace) == CUBLAS_STATUS_SUCCESS;
+    ok = ok && cublasLtMatmulPreferenceSetAttribute(
+                   &pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reduction,
+                   sizeof reduction) == CUBLAS_STATUS_SUCCESS;
     static const cublasLtMatmulPreferenceAttributes_t aligns[4] = {
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
@@ -168,8 +168,8 @@ static struct rig__family *rig__family_new(cublasLtHandle_t lt, const struct rig
     if (cublasLtMatmulDescInit(&f->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS ||
         cublasLtMatmulDescSetAttribute(&f->desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose,
                                        sizeof transpose) != CUBLAS_STATUS_SUCCESS ||
-        cublasLtMatmulDescSetAttribute(&f->desc, CUBLASLT_MATMUL_DESC_TRANSB, &keep,
-                                       sizeof keep) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulDescSetAttribute(&f->desc, CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof keep) !=
+            CUBLAS_STATUS_SUCCESS ||
         cublasLtMatrixLayoutInit(&f->w_layout, CUDA_R_16BF, (uint64_t)c->k, (uint64_t)c->n,
                                  c->ld_w) != CUBLAS_STATUS_SUCCESS)
         return NULL;
@@ -202,9 +202,9 @@ static struct rig__family *rig__family(cublasLtHandle_t lt, const struct rig_cud
 /* Runs each distinct algorithm the family has chosen once, on one row of the call's operands
  * (row 0 of out, which the call itself writes next, in stream order): cuBLASLt loads a
  * kernel the first time it launches it, whatever CUDA_MODULE_LOADING says, and on the H100
- * that first launch took the host 4-8 ms (a prefill step whose size class was new,
- * docs/performance.md). Called on the first use of the family outside graph capture (the
- * engine makes one at start-up: its warm-up forward). Under rig__lock. */
+ * a prefill step whose size class was new took the host 3-9 ms more (docs/performance.md).
+ * Called on the first use of the family outside graph capture (the engine makes one at
+ * start-up: its warm-up forward). Under rig__lock. */
 static void rig__warm(cublasLtHandle_t lt, struct rig__family *f,
                       const struct rig_cuda_launch *launch, const struct rig_cuda_gemm_call *c)
 {
@@ -220,9 +220,9 @@ static void rig__warm(cublasLtHandle_t lt, struct rig__family *f,
                   memcmp(&f->algo[j], &f->algo[i], sizeof f->algo[i]) == 0;
         if (ran) continue;
         /* A refusal here only means the kernel is loaded at its first real use. */
-        (void)cublasLtMatmul(lt, &f->desc, &alpha, c->w, &f->w_layout, c->x, &x, &beta, c->out,
-                             &d, c->out, &d, &f->algo[i], launch->workspace,
-                             launch->workspace_bytes, launch->stream);
+        (void)cublasLtMatmul(lt, &f->desc, &alpha, c->w, &f->w_layout, c->x, &x, &beta, c->out, &d,
+                             c->out, &d, &f->algo[i], launch->workspace, launch->workspace_bytes,
+                             launch->stream);
     }
 }
 
@@ -238,8 +238,8 @@ static bool rig__capturing(cudaStream_t stream)
 
 /* The algorithm of the call's class, copied out under the lock; false when it has none. */
 static bool rig__plan(cublasLtHandle_t lt, const struct rig_cuda_launch *launch,
-                      const struct rig_cuda_gemm_call *c, struct rig__family **family,
-                      int32_t *cls, cublasLtMatmulAlgo_t *algo)
+                      const struct rig_cuda_gemm_call *c, struct rig__family **family, int32_t *cls,
+                      cublasLtMatmulAlgo_t *algo)
 {
     pthread_mutex_lock(&rig__lock);
     struct rig__family *f = rig__family(lt, c);
@@ -273,9 +273,8 @@ void rig_cuda_gemm_plans_run(const struct rig_cuda_launch *launch,
     if (!rig__layouts(f, c->m, &x, &d)) return;
     float alpha = 1.0f, beta = 0.0f;
     cublasStatus_t status = cublasLtMatmul(p->lt, &f->desc, &alpha, c->w, &f->w_layout, c->x, &x,
-                                           &beta, c->out, &d, c->out, &d, &algo,
-                                           launch->workspace, launch->workspace_bytes,
-                                           launch->stream);
+                                           &beta, c->out, &d, c->out, &d, &algo, launch->workspace,
+                                           launch->workspace_bytes, launch->stream);
     if (status != CUBLAS_STATUS_SUCCESS) { /* refused before anything was enqueued */
         pthread_mutex_lock(&rig__lock);
         f->state[cls] = RIG__CLASS_FALL;

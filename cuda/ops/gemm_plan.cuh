@@ -12,15 +12,17 @@
  * up to a multiple of 2^(floor(log2(M - 1)) - 2)), up to RIG_CUDA_GEMM_PLAN_M_MAX. A family is
  * (device, N, K, leading dimensions, output type, operand alignment). Its first use chooses
  * the algorithm of every class up to RIG_CUDA_GEMM_PLAN_WARM_M (41 classes; on the H100 a
- * heuristic query takes about 2 ms, cublasGemmEx's own first use of a shape 3.5 ms): host
- * work only, so it may happen while a graph is captured, and the engine's decode-graph capture
- * at start-up meets every family of the forward. A class's algorithm, chosen for the class's
+ * shape new to the process costs about 0.2 s either way, cublasGemmEx's first use of it
+ * too, and each further M cublasGemmEx has not met 3.2-3.5 ms): host work only, so it may
+ * happen while a graph is captured, and the engine's decode-graph capture at start-up meets
+ * every family of the forward. A class's algorithm, chosen for the class's
  * largest M, runs any M of the class: rows of a GEMM are independent and the algorithm's
  * tiling does not depend on M. Should cuBLASLt refuse it at some M, the call falls back to
  * cublasGemmEx (the class is then marked and always falls back). The family's first use
  * outside graph capture runs each distinct chosen algorithm once on one row of its operands,
- * so that cuBLASLt's lazy kernel loading (4-8 ms a kernel on the H100) happens then, not at a
- * class's first real use; the engine's warm-up forward at start-up is that first use.
+ * so that cuBLASLt's lazy kernel loading (3-9 ms a step on the H100) happens then, not at a
+ * class's first real use; the engine's warm-up forward after its decode-graph capture is
+ * that first use (with graphs off, the first step is).
  *
  * Numerics as cublasGemmEx's under rig's handle: bf16 in, fp32 accumulation
  * (CUBLAS_COMPUTE_32F), split-K partial sums reduced in fp32 only (no reduction in the
