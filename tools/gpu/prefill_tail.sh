@@ -2,8 +2,7 @@
 # prefill_tail.sh — issue 18's lone-request prefill tail on the GPU machine, in one call of
 # about 4 minutes (3.5-3.7 on the H100), with one binary: GEMM plans on (the default) against
 # cublasGemmEx's own per-shape choice (RIG_CUDA_GEMM_PLANS=0, the behaviour before), each in a
-# fresh process so
-# every first use is seen again.
+# fresh process so every first use is seen again.
 #
 #   1. test_cuda_ops' host-issue timing of prefill GEMMs at token counts new to the process
 #      and then seen, plans off and on ($OUT/first-use-{off,on}.log);
