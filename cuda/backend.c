@@ -13,6 +13,7 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_internal.h"
 #include "cuda/ops/fill.cuh"
+#include "cuda/ops/gemm_plan.cuh"
 
 enum rig_status rig_cuda_report(enum rig_status status, const char *file, int line,
                                 const char *call, const char *message)
@@ -227,6 +228,7 @@ static enum rig_status rig__fill_u32(struct rig_stream *stream, void *dst, uint3
 
 static void rig__stream_release(struct rig_cuda_stream *s)
 {
+    rig_cuda_gemm_plans_destroy(s->plans);
     if (s->blas != NULL) (void)cublasDestroy(s->blas);
     if (s->blas_workspace != NULL) (void)cudaFree(s->blas_workspace);
     if (s->scratch != NULL) (void)cudaFree(s->scratch);
@@ -250,7 +252,7 @@ static enum rig_status rig__stream_setup(struct rig_cuda_stream *s)
     /* fp32 accumulation, no reduced-precision reductions: the simulator's semantics. */
     RIG_CUBLAS_TRY(cublasSetMathMode(
         s->blas, CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
-    return RIG_OK;
+    return rig_cuda_gemm_plans_create(&s->plans);
 }
 
 static enum rig_status rig__stream_create(struct rig_device *device, void **context)
@@ -428,6 +430,9 @@ static enum rig_status rig__op(struct rig_stream *stream, const struct rig_op *o
     struct rig_cuda_launch launch = {
         .stream = s->stream,
         .blas = s->blas,
+        .plans = s->plans,
+        .workspace = s->blas_workspace,
+        .workspace_bytes = RIG_CUDA_BLAS_WORKSPACE_BYTES,
         .scratch = s->scratch,
         .scratch_bytes = RIG_CUDA_SCRATCH_BYTES - RIG_CUDA_COUNTER_BYTES,
         .counters = (uint32_t *)((char *)s->scratch + RIG_CUDA_SCRATCH_BYTES -

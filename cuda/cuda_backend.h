@@ -8,9 +8,10 @@
  *   device  a GPU ordinal (config->first_ordinal + rank); every entry point selects it with
  *           cudaSetDevice first, because TP ranks run on different host threads;
  *   buffer  cudaMalloc (all at engine start, never in the step loop);
- *   stream  a non-blocking cudaStream_t with its own cuBLAS handle, an explicit cuBLAS
- *           workspace (so cuBLAS never allocates, which is what makes graph capture work) and
- *           a scratch area for split-KV attention partials;
+ *   stream  a non-blocking cudaStream_t with its own cuBLAS and cuBLASLt handles, an explicit
+ *           cuBLAS workspace (so cuBLAS never allocates, which is what makes graph capture
+ *           work) and a scratch area for split-KV attention partials; GEMM algorithms come
+ *           from the process's plan table (ops/gemm_plan.cuh, RIG_CUDA_GEMM_PLANS=0: off);
  *   event   a timing cudaEvent_t;
  *   graph   a captured cudaGraph_t and its instantiated exec (thread-local capture mode, so
  *           other ranks' threads may keep working while one captures). A graph's kernels use

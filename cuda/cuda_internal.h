@@ -34,6 +34,11 @@ extern "C" {
 #define RIG_CUDA_COUNTER_BYTES ((size_t)64 << 10)
 
 struct rig_cuda_group; /* comm.c: the TP group's NCCL comms and its watchdog state */
+struct rig_cuda_gemm_plans; /* ops/gemm_plan.cu: cuBLASLt algorithms per GEMM size class */
+
+/* GEMM shape families the process's plan table holds (ops/gemm_plan.cuh); a model's forward
+ * has a handful per device (qkv, o, gate_up, down, LM head, their biased variants). */
+#define RIG_CUDA_GEMM_FAMILIES_MAX 64
 
 struct rig_cuda_device {
     int32_t ordinal;           /* CUDA device index */
@@ -48,8 +53,9 @@ struct rig_cuda_device {
 struct rig_cuda_stream {
     cudaStream_t stream;
     cublasHandle_t blas;  /* bound to `stream` and to `blas_workspace` */
-    void *blas_workspace; /* (RIG_CUDA_BLAS_WORKSPACE_BYTES) device bytes */
+    void *blas_workspace; /* (RIG_CUDA_BLAS_WORKSPACE_BYTES) device bytes, also cuBLASLt's */
     void *scratch;        /* (RIG_CUDA_SCRATCH_BYTES) device bytes */
+    struct rig_cuda_gemm_plans *plans; /* GEMM algorithms chosen for this stream's calls */
 };
 
 struct rig_cuda_event {
@@ -73,6 +79,9 @@ struct rig_cuda_comm {
 struct rig_cuda_launch {
     cudaStream_t stream;
     cublasHandle_t blas;
+    struct rig_cuda_gemm_plans *plans; /* the stream's GEMM plan table */
+    void *workspace;                   /* (workspace_bytes) the stream's cuBLAS workspace */
+    size_t workspace_bytes;
     void *scratch; /* (scratch_bytes) device bytes, owned by the stream */
     size_t scratch_bytes;
     uint32_t *counters; /* (RIG_CUDA_COUNTER_BYTES / 4) zero between kernels, see above */

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "hal/hal_impl.h"
 #include "sim/kernels.h"
@@ -31,6 +32,7 @@
 #include "hal/backends.h"
 #ifdef RIG_HAVE_CUDA
 #include "cuda/cuda_backend.h"
+#include "cuda/ops/gemm_plan.cuh"
 #endif
 
 #ifdef RIG_HAVE_CUDA
@@ -653,6 +655,43 @@ static void test_gemm_graph(void **state)
     free(eager[0]);
     free(eager[1]);
     rig_hal_graph_destroy(graph);
+}
+
+/* The GEMM plan table's size classes (cuda/ops/gemm_plan.cuh): every M up to 2^20 lands in
+ * a class whose largest M is >= M, classes never go down as M grows, a class holds M values
+ * of one octave within 1/4 of its largest above 16, and the powers of two are their own
+ * class's largest. Then GEMMs at row counts inside classes, not at their largest (the plan
+ * chosen for the largest runs them), against the simulator: odd M, strided a and out, bias,
+ * f32 out, and Qwen3-0.6B's qkv at a prefill's token count. */
+static void test_gemm_plans(void **state)
+{
+    (void)state;
+    int32_t previous = -1;
+    int64_t previous_largest = 0;
+    for (int64_t m = 1; m <= RIG_CUDA_GEMM_PLAN_M_MAX; m++) {
+        int64_t largest = 0;
+        int32_t c = rig_cuda_gemm_plan_class(m, &largest);
+        assert_true(largest >= m);
+        assert_true(c == previous || c == previous + 1);
+        if (c == previous) assert_true(largest == previous_largest);
+        if (m > 16) assert_true(4 * (largest - m) < m);
+        if ((m & (m - 1)) == 0) assert_true(largest == m);
+        previous = c;
+        previous_largest = largest;
+    }
+    assert_int_equal(previous, 5 + 16 * 4 - 1);
+    static const int64_t shapes[][3] = {{17, 512, 256},  {19, 1000, 1000}, {35, 96, 200},
+                                        {300, 512, 256}, {511, 64, 1024},  {777, 256, 512},
+                                        {1030, 128, 96}, {333, 4096, 1024}};
+    for (size_t s = 0; s < RIG_ARRAY_LEN(shapes); s++) {
+        for (int variant = 0; variant < 4; variant++) {
+            rig__reset(3000 + s * 10 + (uint64_t)variant);
+            struct rig__gemm_shape g = {shapes[s][0], shapes[s][1], shapes[s][2],
+                                        variant % 2 == 1, variant >= 2, variant == 1 ? 8 : 0,
+                                        variant == 3 ? 5 : 0};
+            rig__gemm_case(&g);
+        }
+    }
 }
 
 /* --- KV cache and attention ---------------------------------------------------------------- */
@@ -1822,6 +1861,72 @@ static void test_gemm_decode_timing(void **state)
     rig__reset(2150);
 }
 
+static int64_t rig__host_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int rig__compare_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Host time of issuing one GEMM (rig_hal_op returns once it is enqueued; the stream is
+ * drained between calls) for Qwen3-0.6B's prefill GEMMs at 24 token counts in [300, 900]
+ * that no earlier case used: first at each count, then again at the same counts. Prints the
+ * median and the largest of each round; a count new to cublasGemmEx costs its heuristic
+ * search (RIG_CUDA_GEMM_PLANS=0 shows that path), a plan (the default) does not. Asserts only
+ * that every call runs. */
+static void test_gemm_first_use_timing(void **state)
+{
+    (void)state;
+    static const int64_t layers[][2] = {{4096, 1024}, {1024, 2048}, {6144, 1024}, {1024, 3072}};
+    enum { COUNTS = 24, ROUNDS = 2 };
+    rig__reset(3100);
+    struct rig__pair *a = rig__random_device_bf16((size_t)(900 * 3072));
+    struct rig__pair *b = rig__random_device_bf16((size_t)(6144 * 1024));
+    struct rig__pair *c = rig__pair_new((size_t)(900 * 6144) * 2);
+    const char *plans = getenv("RIG_CUDA_GEMM_PLANS");
+    printf("    GEMM plans %s (RIG_CUDA_GEMM_PLANS=%s)\n",
+           plans != NULL && strcmp(plans, "0") == 0 ? "off: cublasGemmEx" : "on",
+           plans != NULL ? plans : "unset");
+    struct rig_op fresh = {.kind = RIG_OP_GEMM}; /* a shape no case used: a new family */
+    fresh.u.gemm.out = rig_tensor_2d(c->host, RIG_DTYPE_BF16, 64, 2560);
+    fresh.u.gemm.a = rig_tensor_2d(a->host, RIG_DTYPE_BF16, 64, 1536);
+    fresh.u.gemm.b = rig_tensor_2d(b->host, RIG_DTYPE_BF16, 2560, 1536);
+    struct rig_op fresh_device = rig__to_device(&fresh);
+    int64_t t0 = rig__host_ns();
+    assert_int_equal(rig_hal_op(rig__stream, &fresh_device), RIG_OK);
+    printf("    a GEMM shape new to the process: host issue %.1f us\n",
+           (double)(rig__host_ns() - t0) * 1e-3);
+    assert_int_equal(rig_hal_stream_synchronize(rig__stream), RIG_OK);
+    for (int round = 0; round < ROUNDS; round++) {
+        int64_t ns[COUNTS * 4];
+        for (int32_t i = 0; i < COUNTS; i++) {
+            int64_t m = 301 + 25 * i; /* odd: no earlier case met them */
+            for (int l = 0; l < 4; l++) {
+                struct rig_op op = {.kind = RIG_OP_GEMM};
+                op.u.gemm.out = rig_tensor_2d(c->host, RIG_DTYPE_BF16, m, layers[l][0]);
+                op.u.gemm.a = rig_tensor_2d(a->host, RIG_DTYPE_BF16, m, layers[l][1]);
+                op.u.gemm.b = rig_tensor_2d(b->host, RIG_DTYPE_BF16, layers[l][0], layers[l][1]);
+                struct rig_op device_op = rig__to_device(&op);
+                int64_t t0 = rig__host_ns();
+                assert_int_equal(rig_hal_op(rig__stream, &device_op), RIG_OK);
+                ns[i * 4 + l] = rig__host_ns() - t0;
+                assert_int_equal(rig_hal_stream_synchronize(rig__stream), RIG_OK);
+            }
+        }
+        qsort(ns, COUNTS * 4, sizeof ns[0], rig__compare_i64);
+        printf("    round %d (%s counts): host issue per GEMM median %.1f us, max %.1f us\n",
+               round, round == 0 ? "new" : "seen", (double)ns[COUNTS * 2] * 1e-3,
+               (double)ns[COUNTS * 4 - 1] * 1e-3);
+    }
+    rig__reset(3101);
+}
+
 static void rig__time_sample(int64_t rows, int64_t vocab, int32_t top_k, float top_p)
 {
     rig__reset(2000);
@@ -1916,6 +2021,7 @@ int main(void)
         cmocka_unit_test(test_gemm_decode_shapes),
         cmocka_unit_test(test_gemm_small_batch),
         cmocka_unit_test(test_gemm_graph),
+        cmocka_unit_test(test_gemm_plans),
         cmocka_unit_test(test_store_kv),
         cmocka_unit_test(test_qk_norm_rope_store),
         cmocka_unit_test(test_attention_prefill),
@@ -1930,7 +2036,10 @@ int main(void)
         cmocka_unit_test(test_tp_collectives),
         cmocka_unit_test(test_timing),
         cmocka_unit_test(test_gemm_decode_timing),
+        cmocka_unit_test(test_gemm_first_use_timing),
     };
+    const char *filter = getenv("RIG_TEST_FILTER"); /* one case by name (a measuring run) */
+    if (filter != NULL && filter[0] != '\0') cmocka_set_test_filter(filter);
     return cmocka_run_group_tests(tests, rig__setup, rig__teardown);
 }
 

@@ -75,6 +75,7 @@ cp -r "$root/tools/validate" "$out/validate"
 # the Qwen3 tokenizer and the preset configs (the peer's model). libcurl comes with the
 # libraries above: rig links it, so ldd lists it (Debian's libcurl4, carried like HDF5's).
 cp "$root/tools/gpu/serve_bench.sh" "$root/tools/gpu/serve_bench_peer.sh" "$out/"
+cp "$root/tools/gpu/prefill_tail.sh" "$out/" # issue 18: the prefill tail, plans on/off
 mkdir -p "$out/tokenizer" "$out/presets"
 cp -r "$root/tests/data/tokenizer/qwen3" "$out/tokenizer/"
 cp "$root"/core/model/presets/*.json "$out/presets/"

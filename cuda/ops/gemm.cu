@@ -1,5 +1,9 @@
 /* gemm.cu — out[m, n] = sum_k a[m, k] * b[n, k] (+ bias[n]) through cuBLAS (see gemm.cuh).
  *
+ * A GEMM goes through its cuBLASLt plan (gemm_plan.cuh: the algorithm chosen once per size
+ * class of M) and falls back to cublasGemmEx (cuBLAS's own choice per exact shape) where the
+ * plan table has none.
+ *
  * Row-major views are column-major views of their transposes, so with b [N, K] (the Hugging
  * Face weight layout) the product out^T = b . a^T is one column-major GEMM: A = b read
  * transposed (ld = b's row stride), B = a untransposed (ld = a's row stride), C = out^T
@@ -16,6 +20,7 @@
  */
 #include "cuda/ops/common.cuh"
 #include "cuda/ops/gemm.cuh"
+#include "cuda/ops/gemm_plan.cuh"
 #include "cuda/ops/gemv.cuh"
 
 /* out[r, c] = OUT(sum[r, c] + bias[c]): the bias added in fp32 to the fp32 sum, then one
@@ -48,8 +53,14 @@ static enum rig_status rig__gemm(const struct rig_cuda_launch *launch, const str
                                  int64_t m, const void *a, void *out, cudaDataType_t out_type,
                                  int ld_out)
 {
-    float alpha = 1.0f, beta = 0.0f;
     int64_t n = p->out.shape[1], k = p->a.shape[1];
+    struct rig_cuda_gemm_call call = {.m = m, .n = n, .k = k, .w = p->b.data,
+                                      .ld_w = rig__ld(&p->b), .x = a, .ld_x = rig__ld(&p->a),
+                                      .out = out, .ld_out = ld_out, .out_type = out_type};
+    bool done = false;
+    rig_cuda_gemm_plans_run(launch, &call, &done);
+    if (done) return RIG_OK;
+    float alpha = 1.0f, beta = 0.0f;
     RIG_CUBLAS_TRY(cublasGemmEx(launch->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m, (int)k,
                                 &alpha, p->b.data, CUDA_R_16BF, rig__ld(&p->b), a, CUDA_R_16BF,
                                 rig__ld(&p->a), &beta, out, out_type, ld_out, CUBLAS_COMPUTE_32F,

@@ -271,13 +271,13 @@ enum rig_status rig__rank_init_tables(struct rig__rank *rank)
     return rig_hal_stream_synchronize(rank->compute);
 }
 
-/* Captures the decode graph of `bs` requests reading the static region, from the all-padding
+/* The decode batch of `bs` requests that graphs are captured from, made from the all-padding
  * batch `base`: the plain sampling path, or (`extended`) every sampling extension with
  * top_logprobs_max alternatives. */
-static enum rig_status rig__capture_one(struct rig__rank *rank, const struct rig_batch_desc *base,
-                                        int32_t bs, bool extended, struct rig_graph **out)
+static struct rig_batch_desc rig__graph_desc(const struct rig_engine *e,
+                                             const struct rig_batch_desc *base, int32_t bs,
+                                             bool extended)
 {
-    struct rig_engine *e = rank->engine;
     struct rig_batch_desc tmp = *base;
     tmp.phase = RIG_BATCH_DECODE;
     tmp.count = bs;
@@ -289,6 +289,14 @@ static enum rig_status rig__capture_one(struct rig__rank *rank, const struct rig
     tmp.sample = 1;
     tmp.min_p = tmp.penalize = extended ? 1 : 0;
     tmp.top_logprobs = extended ? e->top_logprobs_max : -1;
+    return tmp;
+}
+
+/* Captures the decode graph of `bs` requests reading the static region (rig__graph_desc). */
+static enum rig_status rig__capture_one(struct rig__rank *rank, const struct rig_batch_desc *base,
+                                        int32_t bs, bool extended, struct rig_graph **out)
+{
+    struct rig_batch_desc tmp = rig__graph_desc(rank->engine, base, bs, extended);
     RIG_TRY(rig_hal_graph_capture_begin(rank->compute));
     struct rig_forward_batch view = rig__view(rank, rank->meta_static, &tmp);
     enum rig_status status = rig_model_forward(rank->model, rank->compute, &view);
@@ -327,7 +335,16 @@ static enum rig_status rig__rank_capture(struct rig__rank *rank, const struct ri
     for (int32_t g = 0; g < rank->graph_count; g++)
         RIG_TRY(rig__capture_one(rank, b, rank->graphs[g].batch_size, true,
                                  &rank->graphs[g].extended));
-    return RIG_OK;
+    /* On a GPU, one eager forward of the largest padding batch (it writes only the padding
+     * slot and the rank's scratch outputs): the first use of each GEMM family outside a
+     * capture, where the CUDA backend runs the algorithms it chose once, so that their kernels
+     * load now and not in a serving step (cuda/ops/gemm_plan.cuh). Not on the simulator: its
+     * clock would move and every scenario's timeline with it. */
+    if (rig_hal_device_info(rank->device)->virtual_clock) return RIG_OK;
+    struct rig_batch_desc warm = rig__graph_desc(e, b, largest, false);
+    struct rig_forward_batch view = rig__view(rank, rank->meta_static, &warm);
+    RIG_TRY(rig_model_forward(rank->model, rank->compute, &view));
+    return rig_hal_stream_synchronize(rank->compute);
 }
 
 /* --- the executor and the engine's side of the seam ------------------------------------ */
