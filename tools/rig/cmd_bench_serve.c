@@ -297,11 +297,12 @@ static struct rig_tokenizer *rig__tokenizer(const char *path, bool *failed)
     if (path == NULL) return NULL;
     struct rig_tokenizer *t = NULL;
     size_t len = strlen(path);
+    char error[512];
     enum rig_status status = len > 5 && strcmp(path + len - 5, ".json") == 0
-                                 ? rig_tokenizer_load_files(path, NULL, &t)
-                                 : rig_tokenizer_load(path, &t);
+                                 ? rig_tokenizer_load_files(path, NULL, &t, error, sizeof error)
+                                 : rig_tokenizer_load(path, &t, error, sizeof error);
     if (status == RIG_OK) return t;
-    fprintf(stderr, "rig bench serve: --tokenizer %s: %s\n", path, rig_tokenizer_last_error());
+    fprintf(stderr, "rig bench serve: --tokenizer %s: %s\n", path, error);
     *failed = true;
     return NULL;
 }
