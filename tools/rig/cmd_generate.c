@@ -433,7 +433,7 @@ static int rig__generate_drive(struct rig_engine *engine, struct rig__generate_s
     char error[256] = "";
     if (path == NULL) {
         if (rig_driver_run(engine, NULL, NULL, error, sizeof error) == RIG_OK) return -1;
-        fprintf(stderr, "rig generate: the run failed: %s (%s)\n", error, rig_hal_last_error());
+        fprintf(stderr, "rig generate: the run failed: %s\n", error);
         return 1;
     }
     struct rig__logits_run run = {.model = rig_engine_model(engine, 0), .st = st};
