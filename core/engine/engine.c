@@ -346,8 +346,8 @@ static enum rig_status rig__graphs_init(struct rig_engine *e, char *error, size_
         return RIG_OK;
     }
     if (s != RIG_OK)
-        rig__error(error, len, "engine: decode graph capture failed: %s (%s%s)",
-                   rig_status_message(s), rig_hal_last_error(), rig_engine_error(e));
+        rig__error(error, len, "engine: decode graph capture failed: %s (%s)",
+                   rig_status_message(s), rig_engine_error(e));
     return s;
 }
 
@@ -522,10 +522,27 @@ enum rig_status rig_engine_abort(struct rig_engine *e, uint64_t uid)
     return RIG_OK;
 }
 
+/* The message of an op whose check failed on a rank's stream (naming the op and the
+ * argument); "" when none did. Between jobs only: no rank thread issues then. Ranks in
+ * another process have no streams here. */
+static const char *rig__op_error(const struct rig_engine *e)
+{
+    for (int32_t r = 0; r < e->tp_size; r++) {
+        const struct rig_stream *streams[2] = {e->ranks[r].compute, e->ranks[r].meta};
+        for (int32_t i = 0; i < 2; i++) {
+            const char *message = streams[i] != NULL ? rig_hal_stream_error(streams[i]) : "";
+            if (message[0] != '\0') return message;
+        }
+    }
+    return "";
+}
+
 const char *rig_engine_error(const struct rig_engine *e)
 {
     RIG_ASSERT(e != NULL);
     if (e->error[0] != '\0') return e->error;
+    const char *op = rig__op_error(e);
+    if (op[0] != '\0') return op;
     if (e->tp_size == 1 || e->ranks[0].comm == NULL) return "";
     return rig_hal_comm_error(e->ranks[0].comm);
 }

@@ -185,9 +185,10 @@ enum rig_status rig_engine_step(struct rig_engine *engine, bool *progress);
 /* Nothing queued, running or in flight. */
 bool rig_engine_idle(const struct rig_engine *engine);
 /* Why the engine failed, beyond the status its call returned: a step whose logits were not
- * finite (RIG_E_RANGE from rig_engine_step, naming the step and the request); with TP, the
- * group's failure naming the rank and the collective (a late, stalled or failed rank); ""
- * otherwise. */
+ * finite (RIG_E_RANGE from rig_engine_step, naming the step and the request); an op whose
+ * check failed on a rank's stream, naming the op and the argument; with TP, the group's
+ * failure naming the rank and the collective (a late, stalled or failed rank); "" otherwise.
+ * Call it from the scheduler thread, between steps. */
 const char *rig_engine_error(const struct rig_engine *engine);
 /* Aborts every live request (rig_engine_abort on each, in pool order): for a shutdown.
  * Returns how many were aborted. Can't fail. */
