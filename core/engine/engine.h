@@ -80,6 +80,12 @@ struct rig_engine_config {
                                          0 in every normal run */
 };
 
+/* The host memory rig_engine_create may take for the tables it sizes from the limits
+ * (request pool, page table and token pool, the KV cache's tables): limits whose products
+ * need more are refused before anything is allocated, with what would fit. A fixed budget,
+ * not the machine's memory, so a configuration starts or fails alike on every machine. */
+#define RIG_ENGINE_HOST_BYTES_MAX ((int64_t)8 << 30)
+
 /* Defaults: sim backend, tp 1, page size 1, 1024 pages, 16 rows, budget 8192, radix cache,
  * prefill_first, overlap on, graphs on (max bs 32), checker on in verify builds, seed 0. The
  * model must still be set. Can't fail. */
