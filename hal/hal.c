@@ -514,7 +514,7 @@ static enum rig_status rig__single_rank_collective(struct rig_stream *stream,
 enum rig_status rig_hal_op(struct rig_stream *stream, const struct rig_op *op)
 {
     if (stream == NULL || op == NULL) return RIG_E_HANDLE;
-    enum rig_status status = rig_hal_op_check(op);
+    enum rig_status status = rig_hal_op_check(op, stream->error, sizeof stream->error);
     if (status != RIG_OK) return status;
     const struct rig_comm *comm = NULL;
     if (op->kind == RIG_OP_ALL_REDUCE) comm = op->u.all_reduce.comm;
@@ -526,6 +526,12 @@ enum rig_status rig_hal_op(struct rig_stream *stream, const struct rig_op *op)
         status = stream->device->iface->op(stream, op);
     if (status == RIG_OK && stream->capturing) stream->captured_ops++;
     return status;
+}
+
+const char *rig_hal_stream_error(const struct rig_stream *stream)
+{
+    RIG_ASSERT(stream != NULL);
+    return stream->error;
 }
 
 #define RIG__OP_SHORTHAND(upper, lower)                                                    \

@@ -171,14 +171,18 @@ int32_t rig_hal_comm_rank(const struct rig_comm *comm);
 int32_t rig_hal_comm_size(const struct rig_comm *comm);
 
 /* --- ops ------------------------------------------------------------------------------ */
-/* Checks `op` (shapes, dtypes, handles) and issues it on `stream`. On RIG_E_SHAPE,
- * RIG_E_DTYPE or RIG_E_INVALID a message naming the op and the argument is available from
- * rig_hal_last_error() on this thread, and nothing was issued. */
+/* Checks `op` (shapes, dtypes, handles) and issues it on `stream`. When the check fails
+ * (RIG_E_SHAPE, RIG_E_DTYPE, RIG_E_INVALID, ...) nothing was issued and the stream's error
+ * slot names the op and the argument (rig_hal_stream_error). The ops are the hot path: the
+ * slot lives in the stream, so no call carries a message buffer. */
 enum rig_status rig_hal_op(struct rig_stream *stream, const struct rig_op *op);
-/* Checks `op` without issuing it. */
-enum rig_status rig_hal_op_check(const struct rig_op *op);
-/* The message of the last failed check on this thread ("" when none). */
-const char *rig_hal_last_error(void);
+/* Why the last op issued on `stream` failed its check; "" when it passed or none was issued.
+ * Read by the thread that issues on the stream, or after synchronising with it (a joined
+ * rank thread). Valid until the next op on the stream. Can't fail. */
+const char *rig_hal_stream_error(const struct rig_stream *stream);
+/* Checks `op` without issuing it; on failure writes the message naming the op and the
+ * argument to `error` (`error_len` bytes; NULL or 0 for none), "" on success. */
+enum rig_status rig_hal_op_check(const struct rig_op *op, char *error, size_t error_len);
 
 /* Typed shorthands for rig_hal_op, one per op kind. */
 enum rig_status rig_hal_embedding(struct rig_stream *s, const struct rig_op_embedding *p);

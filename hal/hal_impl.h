@@ -110,6 +110,7 @@ struct rig_stream {
     void *context;
     bool capturing;
     int32_t captured_ops; /* ops issued since capture began */
+    char error[256];      /* the last op's failed check (rig_hal_stream_error); "" */
 };
 
 struct rig_event {

@@ -6,11 +6,16 @@
  * but a number flag must not — a sign, spaces, exponents, hex, "nan", "inf", trailing text,
  * the empty string — is a parse error; ranges are inclusive and checked; real numbers must be
  * finite; lists of ids refuse negatives, empty items and too many items; on error the output
- * is unchanged and the message quotes the text.
+ * is unchanged and the message quotes the text. The flag helpers print exactly
+ * "rig <command>: <option>: <message>" on stderr (captured through a temporary file) and
+ * take "inf" only where the range is unbounded above.
  */
 #include "tests/support/test_support.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tools/rig/args.h"
 
@@ -114,13 +119,77 @@ static void test_i32_list(void **state)
     assert_int_equal(count, -1);
 }
 
+/* Sends stderr to a temporary file until capture_end, which reads what was printed. */
+struct capture {
+    FILE *file;
+    int saved; /* the original stderr */
+};
+
+static struct capture capture_begin(void)
+{
+    struct capture c = {tmpfile(), -1};
+    assert_non_null(c.file);
+    fflush(stderr);
+    c.saved = dup(2);
+    assert_true(c.saved >= 0);
+    assert_true(dup2(fileno(c.file), 2) >= 0);
+    return c;
+}
+
+static void capture_end(struct capture c, char *out, size_t len)
+{
+    fflush(stderr);
+    assert_true(dup2(c.saved, 2) >= 0);
+    close(c.saved);
+    rewind(c.file);
+    size_t n = fread(out, 1, len - 1, c.file);
+    out[n] = '\0';
+    fclose(c.file);
+}
+
+static void test_flags(void **state)
+{
+    (void)state;
+    char printed[256];
+    int64_t i64 = 7;
+    struct capture c = capture_begin();
+    bool ok = rig_args_flag_i64("serve", "--port", "80", 0, 65535, &i64);
+    capture_end(c, printed, sizeof printed);
+    assert_true(ok && i64 == 80);
+    assert_string_equal(printed, "");
+    c = capture_begin();
+    ok = rig_args_flag_i64("serve", "--port", "1e3", 0, 65535, &i64);
+    capture_end(c, printed, sizeof printed);
+    assert_true(!ok && i64 == 80);
+    assert_string_equal(printed,
+                        "rig serve: --port: '1e3' is not a whole number from 0 to 65535\n");
+    int32_t i32 = 7;
+    c = capture_begin();
+    ok = rig_args_flag_i32("fleet", "--tp", "9", 1, 8, &i32);
+    capture_end(c, printed, sizeof printed);
+    assert_true(!ok && i32 == 7);
+    assert_string_equal(printed, "rig fleet: --tp: '9' is out of range: from 1 to 8\n");
+    uint64_t u64 = 7;
+    assert_true(
+        rig_args_flag_u64("generate", "--seed", "18446744073709551615", 0, UINT64_MAX, &u64));
+    assert_true(u64 == UINT64_MAX);
+    /* "inf" only where the range has no upper bound. */
+    double f64 = 7;
+    assert_true(rig_args_flag_f64("bench serve", "--request-rate", "inf", 1e-9, INFINITY, &f64));
+    assert_true(isinf(f64));
+    c = capture_begin();
+    ok = rig_args_flag_f64("bench serve", "--burstiness", "inf", 1e-3, 1e6, &f64);
+    capture_end(c, printed, sizeof printed);
+    assert_true(!ok && isinf(f64));
+    assert_string_equal(
+        printed, "rig bench serve: --burstiness: 'inf' is not a number from 0.001 to 1e+06\n");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_u64),
-        cmocka_unit_test(test_i64_i32),
-        cmocka_unit_test(test_f64),
-        cmocka_unit_test(test_i32_list),
+        cmocka_unit_test(test_u64),      cmocka_unit_test(test_i64_i32), cmocka_unit_test(test_f64),
+        cmocka_unit_test(test_i32_list), cmocka_unit_test(test_flags),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -126,7 +126,7 @@ static void rig__run_gpu(const struct rig_op *host_op, struct rig__pair **output
     struct rig_op device_op = rig__to_device(host_op);
     enum rig_status status = rig_hal_op(rig__stream, &device_op);
     if (status != RIG_OK)
-        fail_msg("rig_hal_op: %s (%s)", rig_status_name(status), rig_hal_last_error());
+        fail_msg("rig_hal_op: %s (%s)", rig_status_name(status), rig_hal_stream_error(rig__stream));
     for (int32_t i = 0; i < rig__pair_count; i++) {
         assert_int_equal(rig_hal_buffer_download(rig__stream, rig__pairs[i].buffer, 0,
                                                  rig__pairs[i].result, rig__pairs[i].bytes),

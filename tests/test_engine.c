@@ -460,6 +460,54 @@ static void test_pool_larger_than_device(void **state)
     rig_engine_destroy(engine);
 }
 
+/* Host tables that grow with a product of limits (request pool: max_requests x max_seq_len;
+ * page table and token pool: rows x max_seq_len; the KV cache's tables: num_pages x
+ * page_size) are checked against RIG_ENGINE_HOST_BYTES_MAX before any is allocated, naming the
+ * largest and how far its limit must come down; a slot count beyond int32 is refused. */
+static void test_host_tables_over_budget(void **state)
+{
+    (void)state;
+    struct rig_engine_config config;
+    rig_engine_config_default(&config);
+    assert_int_equal(rig_model_config_preset("tiny", &config.model), RIG_OK);
+    config.device.timing_only = true;
+    struct {
+        const char *model;
+        int32_t num_pages, page_size, max_running_req, max_requests;
+        enum rig_status status;
+        const char *want;
+    } cases[] = {
+        {"tiny", 80000000, 1, 16, 256, RIG_E_CAPACITY,
+         "engine: the host tables for these limits need 10.42 GiB, above the host budget of 8 "
+         "GiB; the largest is the KV cache's tables (num_pages x page_size) at 10.41 GiB: at "
+         "most 67108863 num_pages fit"},
+        {"qwen3-0.6b", 1024, 1, 16, 65536, RIG_E_CAPACITY,
+         "engine: the host tables for these limits need 30.03 GiB, above the host budget of 8 "
+         "GiB; the largest is the request pool (max_requests x max_seq_len) at 30.02 GiB: at "
+         "most 17450 max_requests fit"},
+        {"qwen3-0.6b", 1024, 1, 40000, 256, RIG_E_CAPACITY,
+         "engine: the host tables for these limits need 12.34 GiB, above the host budget of 8 "
+         "GiB; the largest is the page table and token pool ((max_running_req + 1) x "
+         "max_seq_len) at 12.22 GiB: at most 25796 max_running_req fit"},
+        {"tiny", 2000000000, 64, 16, 256, RIG_E_INVALID,
+         "engine: num_pages 2000000000 x page_size 64 is 128000000000 KV slots; at most "
+         "2147483646 fit a slot index"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        assert_int_equal(rig_model_config_preset(cases[i].model, &config.model), RIG_OK);
+        config.num_pages = cases[i].num_pages;
+        config.page_size = cases[i].page_size;
+        config.max_running_req = cases[i].max_running_req;
+        config.max_requests = cases[i].max_requests;
+        struct rig_engine *engine = NULL;
+        char error[512];
+        assert_int_equal(rig_engine_create(&config, NULL, &engine, error, sizeof error),
+                         cases[i].status);
+        assert_null(engine);
+        assert_string_equal(error, cases[i].want);
+    }
+}
+
 static void test_shared_prefix_write_budget(void **state)
 {
     (void)state;
@@ -505,6 +553,7 @@ int main(void)
         cmocka_unit_test(test_admission_counts_whole_pages),
         cmocka_unit_test(test_rejections),
         cmocka_unit_test(test_pool_larger_than_device),
+        cmocka_unit_test(test_host_tables_over_budget),
         cmocka_unit_test(test_overlap_finish_waits_for_inflight),
         cmocka_unit_test(test_overlap_launches_ahead),
         cmocka_unit_test(test_duplicate_prefix_row_rewritten),

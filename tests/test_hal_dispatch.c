@@ -160,7 +160,7 @@ struct rig__case {
     size_t offset; /* of the tensor within struct rig_op */
     enum rig__break how;
     enum rig_status status;
-    const char *message; /* exact message expected from rig_hal_last_error() */
+    const char *message; /* exact message expected in the stream's error slot */
 };
 
 #define AT(field) offsetof(struct rig_op, u.field)
@@ -428,19 +428,20 @@ static void test_every_op_rejects_bad_arguments(void **state)
     int32_t per_kind[RIG_OP_COUNT] = {0};
     for (enum rig_op_kind kind = 0; kind < RIG_OP_COUNT; kind++) {
         struct rig_op op = rig__valid(kind);
-        if (rig_hal_op_check(&op) != RIG_OK)
-            fail_msg("valid %s rejected: %s", rig_op_name(kind), rig_hal_last_error());
-        assert_string_equal(rig_hal_last_error(), "");
+        char error[256] = "stale";
+        if (rig_hal_op_check(&op, error, sizeof error) != RIG_OK)
+            fail_msg("valid %s rejected: %s", rig_op_name(kind), error);
+        assert_string_equal(error, "");
     }
     for (size_t i = 0; i < RIG_ARRAY_LEN(rig__cases); i++) {
         const struct rig__case *c = &rig__cases[i];
         struct rig_op op = rig__valid(c->kind);
         rig__break(&op, c);
         enum rig_status status = rig_hal_op(rig__stream, &op);
-        if (status != c->status || strcmp(rig_hal_last_error(), c->message) != 0)
+        const char *error = rig_hal_stream_error(rig__stream);
+        if (status != c->status || strcmp(error, c->message) != 0)
             fail_msg("case %zu (%s): got %s \"%s\", expected %s \"%s\"", i, rig_op_name(c->kind),
-                     rig_status_name(status), rig_hal_last_error(), rig_status_name(c->status),
-                     c->message);
+                     rig_status_name(status), error, rig_status_name(c->status), c->message);
         per_kind[c->kind]++;
     }
     for (enum rig_op_kind kind = 0; kind < RIG_OP_COUNT; kind++) {
@@ -457,12 +458,25 @@ static void test_unknown_op_and_null_arguments(void **state)
     (void)state;
     struct rig_op op = {.kind = RIG_OP_COUNT};
     assert_int_equal(rig_hal_op(rig__stream, &op), RIG_E_INVALID);
-    assert_string_equal(rig_hal_last_error(), "op: kind: unknown op kind 20");
+    assert_string_equal(rig_hal_stream_error(rig__stream), "op: kind: unknown op kind 20");
+    /* The message belongs to the stream the op was issued on, not to the thread. */
+    struct rig_stream *other = NULL;
+    assert_int_equal(rig_hal_stream_create(rig__device, &other), RIG_OK);
+    assert_string_equal(rig_hal_stream_error(other), "");
+    op = rig__valid(RIG_OP_SILU_MUL);
+    op.u.silu_mul.in.data = NULL;
+    assert_int_equal(rig_hal_op(other, &op), RIG_E_INVALID);
+    assert_string_equal(rig_hal_stream_error(other), "silu_mul: in: missing data");
+    assert_string_equal(rig_hal_stream_error(rig__stream), "op: kind: unknown op kind 20");
+    rig_hal_stream_destroy(other);
+    /* A check without a buffer still fails the same way. */
+    op.kind = RIG_OP_COUNT;
+    assert_int_equal(rig_hal_op_check(&op, NULL, 0), RIG_E_INVALID);
     op = rig__valid(RIG_OP_GEMM);
     assert_int_equal(rig_hal_op(NULL, &op), RIG_E_HANDLE);
     assert_int_equal(rig_hal_op(rig__stream, NULL), RIG_E_HANDLE);
     assert_int_equal(rig_hal_gemm(rig__stream, NULL), RIG_E_INVALID);
-    assert_int_equal(rig_hal_op_check(NULL), RIG_E_INVALID);
+    assert_int_equal(rig_hal_op_check(NULL, NULL, 0), RIG_E_INVALID);
 }
 
 /* The fused op without q/k norm (Llama, Qwen2) is valid with both weights absent, whatever
@@ -472,36 +486,36 @@ static void test_qk_norm_rope_store_variants(void **state)
     (void)state;
     struct rig_op op = rig__valid(RIG_OP_QK_NORM_ROPE_STORE);
     struct rig_op_qk_norm_rope_store *p = &op.u.qk_norm_rope_store;
+    char error[256];
     p->q_norm = rig_tensor_none();
     p->k_norm = rig_tensor_none();
     p->eps = 0.0f;
-    assert_int_equal(rig_hal_op_check(&op), RIG_OK);
+    assert_int_equal(rig_hal_op_check(&op, error, sizeof error), RIG_OK);
     p->params = (struct rig_rope_params){.theta = 500000.0f,
                                          .scaling = RIG_ROPE_SCALING_LLAMA3,
                                          .factor = 8.0f,
                                          .low_freq_factor = 1.0f,
                                          .high_freq_factor = 4.0f,
                                          .original_max_position = 8192};
-    assert_int_equal(rig_hal_op_check(&op), RIG_OK);
+    assert_int_equal(rig_hal_op_check(&op, error, sizeof error), RIG_OK);
     p->params.high_freq_factor = 1.0f;
-    assert_int_equal(rig_hal_op_check(&op), RIG_E_INVALID);
-    assert_string_equal(rig_hal_last_error(),
-                        "qk_norm_rope_store: params: bad llama3 scaling parameters");
+    assert_int_equal(rig_hal_op_check(&op, error, sizeof error), RIG_E_INVALID);
+    assert_string_equal(error, "qk_norm_rope_store: params: bad llama3 scaling parameters");
     op = rig__valid(RIG_OP_QK_NORM_ROPE_STORE);
     p->k_norm = rig_tensor_none();
-    assert_int_equal(rig_hal_op_check(&op), RIG_E_INVALID);
+    assert_int_equal(rig_hal_op_check(&op, error, sizeof error), RIG_E_INVALID);
     op = rig__valid(RIG_OP_QK_NORM_ROPE_STORE);
     p->params.theta = -1.0f;
-    assert_int_equal(rig_hal_op_check(&op), RIG_E_INVALID);
-    assert_string_equal(rig_hal_last_error(), "qk_norm_rope_store: theta: must be > 0");
+    assert_int_equal(rig_hal_op_check(&op, error, sizeof error), RIG_E_INVALID);
+    assert_string_equal(error, "qk_norm_rope_store: theta: must be > 0");
     op = rig__valid(RIG_OP_QK_NORM_ROPE_STORE);
     for (int32_t i = 0; i < 3; i++) { /* an odd head dim everywhere */
         struct rig_tensor *t = i == 0 ? &p->q : i == 1 ? &p->k : &p->v;
         t->shape[2] = 3;
     }
     p->k_cache.shape[2] = p->v_cache.shape[2] = p->q_norm.shape[0] = p->k_norm.shape[0] = 3;
-    assert_int_equal(rig_hal_op_check(&op), RIG_E_SHAPE);
-    assert_string_equal(rig_hal_last_error(), "qk_norm_rope_store: q: head dim must be even");
+    assert_int_equal(rig_hal_op_check(&op, error, sizeof error), RIG_E_SHAPE);
+    assert_string_equal(error, "qk_norm_rope_store: q: head dim must be even");
 }
 
 /* Objects of one device used with another device's stream are refused. */

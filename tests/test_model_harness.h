@@ -241,8 +241,8 @@ static void group_forward(struct group *grp)
     }
     for (int32_t r = 0; r < grp->tp; r++) {
         if (grp->ranks[r].status != RIG_OK)
-            fail_msg("rank %d: forward failed: %s (%s)", r,
-                     rig_status_name(grp->ranks[r].status), rig_hal_last_error());
+            fail_msg("rank %d: forward failed: %s (%s)", r, rig_status_name(grp->ranks[r].status),
+                     rig_hal_stream_error(grp->ranks[r].stream));
     }
     struct rank *rank0 = &grp->ranks[0];
     if (grp->read_logits)

@@ -5,7 +5,9 @@
  * benchmark parameters; `shared_prefix` prompts share exactly their group's prefix (and the
  * shuffle is a permutation); Poisson arrivals are increasing with a mean gap near 1/rate;
  * `trace` replays a JSONL file: equal hash ids give equal tokens, arrivals are rebased and
- * scaled, `limit` cuts, and a bad line fails naming the trace file and line.
+ * scaled, `limit` cuts, and a bad line fails naming the trace file and line; sizes beyond the
+ * scenario's host budget (counts x lengths, trace lines, written requests) are refused before
+ * they are allocated, with exact messages saying what fits.
  */
 #include <math.h>
 #include <stdio.h>
@@ -279,6 +281,68 @@ static void test_workload_errors(void **state)
     }
 }
 
+/* Sizes are checked as products against the scenario's host budget before anything is
+ * allocated (issue 15 item 7: count x input_len at their caps took 4 GB and 24 s before "out of
+ * memory"); each error says how many requests of those lengths would fit. */
+static void test_host_budget(void **state)
+{
+    (void)state;
+    struct rig_scenario s;
+    char path[96], yaml[512], trace[1024] = "";
+    snprintf(path, sizeof path, "/tmp/rig_test_budget_%d.jsonl", (int)getpid());
+    for (int32_t i = 0; i < 10; i++)
+        strcat(trace, "{\"timestamp\": 1, \"input_length\": 1, \"output_length\": 16777216}\n");
+    write_file(path, trace);
+    snprintf(yaml, sizeof yaml, HEAD "workloads: [{kind: trace, path: %s}]\n", path);
+    char requests[2048] = HEAD "requests:\n";
+    for (int32_t i = 0; i < 10; i++)
+        snprintf(requests + strlen(requests), sizeof requests - strlen(requests),
+                 "  - {id: r%d, random: 1000, max_tokens: 16777216}\n", i);
+    char trace_error[512];
+    snprintf(trace_error, sizeof trace_error,
+             "w.yaml:3:33: trace '%s': the requests up to line 10 need 17.50 GiB of host memory, "
+             "above the scenario budget of 16 GiB: one request of 1 prompt and 16777216 output "
+             "tokens takes 1792.00 MiB, so at most 0 such requests fit beside the 9 before them",
+             path);
+    const char *cases[][2] = {
+        {HEAD "workloads: [{kind: random, count: 4194304, input_len: 4194304,"
+              " output_len: 16777216}]\n",
+         "w.yaml:3:14: workload 'random': 4194304 requests need 7405569.22 GiB of host memory, "
+         "above the scenario budget of 16 GiB: one request of 4194304 prompt and 16777216 "
+         "output tokens takes 1808.00 MiB, so at most 9 such requests fit beside the 0 before "
+         "them"},
+        {HEAD "workloads: [{kind: shared_prefix, groups: 2048, per_group: 2048,"
+              " prefix_len: 2097152, suffix_len: 2097152, output_len: 1}]\n",
+         "w.yaml:3:14: workload 'shared_prefix': 4194304 requests need 65537.66 GiB of host "
+         "memory, above the scenario budget of 16 GiB: one request of 4194304 prompt and 1 "
+         "output tokens takes 16.00 MiB, so at most 1023 such requests fit beside the 0 before "
+         "them"},
+        /* the worst case of a range counts: the longest output drawn for every request */
+        {HEAD "workloads: [{kind: random, count: 100, output_len: [1, 16777216]}]\n",
+         "w.yaml:3:14: workload 'random': 100 requests need 175.00 GiB of host memory, above "
+         "the scenario budget of 16 GiB: one request of 128 prompt and 16777216 output tokens "
+         "takes 1792.00 MiB, so at most 9 such requests fit beside the 0 before them"},
+        {yaml, trace_error},
+        {requests,
+         "w.yaml:13:6: the requests up to this one need 17.50 GiB of host memory, above the "
+         "scenario budget of 16 GiB: one request of 1000 prompt and 16777216 output tokens "
+         "takes 1792.00 MiB, so at most 0 such requests fit beside the 9 before them"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        enum rig_status status = rig_scenario_load_string(cases[i][0], "w.yaml", NULL, 0, &s,
+                                                          error, sizeof error);
+        assert_int_equal(status, RIG_E_CAPACITY);
+        assert_string_equal(error, cases[i][1]);
+    }
+    /* What the messages say fits loads: 9 requests of those lengths (in a blink: no
+     * output rows are allocated before a run). */
+    requests[strlen(requests) - strlen("  - {id: r9, random: 1000, max_tokens: 16777216}\n")] = 0;
+    s = load_ok(requests);
+    assert_int_equal(s.request_count, 9);
+    rig_scenario_free(&s);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -289,6 +353,7 @@ int main(void)
         cmocka_unit_test(test_trace_replay),
         cmocka_unit_test(test_set_reaches_list_items_and_new_sections),
         cmocka_unit_test(test_workload_errors),
+        cmocka_unit_test(test_host_budget),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

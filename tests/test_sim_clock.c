@@ -378,7 +378,7 @@ static void test_attention_cost_scales_with_kv_len(void **state)
         a->table_idx = rig_tensor_1d(meta[0], RIG_DTYPE_I32, 64);
         a->kv_len = rig_tensor_1d(meta[1], RIG_DTYPE_I32, 64);
         a->scale = 0.088f;
-        assert_int_equal(rig_hal_op_check(&op), RIG_OK);
+        assert_int_equal(rig_hal_op_check(&op, NULL, 0), RIG_OK);
         times[i] = rig_sim_cost_op_ns(&p, &op, 1);
     }
     /* bandwidth bound: KV bytes (K and V, 8 heads of 128 bf16, a 4-byte slot index) + q + out
@@ -417,7 +417,7 @@ static int64_t rig__prefill_ns(const struct rig_sim_profile *p, int32_t tokens)
     a->cu_q = rig_tensor_1d(meta[1], RIG_DTYPE_I32, 2);
     a->kv_len = rig_tensor_1d(meta[2], RIG_DTYPE_I32, 1);
     a->scale = 0.088f;
-    assert_int_equal(rig_hal_op_check(&op), RIG_OK);
+    assert_int_equal(rig_hal_op_check(&op, NULL, 0), RIG_OK);
     return rig_sim_cost_node_ns(p, &op, 1);
 }
 

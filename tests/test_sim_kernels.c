@@ -502,7 +502,7 @@ static void check_fused(const struct fused_shape *c, int pad, uint64_t seed)
          .u.store_kv = {caches[0][0], caches[0][1], views[0][1], views[0][2], loc_t}},
     };
     for (int i = c->norm ? 0 : 2; i < 4; i++) {
-        assert_int_equal(rig_hal_op_check(&ops[i]), RIG_OK);
+        assert_int_equal(rig_hal_op_check(&ops[i], NULL, 0), RIG_OK);
         assert_int_equal(rig_sim_op_run(&ops[i]), RIG_OK);
     }
     /* run 1: the fused op */
@@ -519,7 +519,7 @@ static void check_fused(const struct fused_shape *c, int pad, uint64_t seed)
     p->out_loc = loc_t;
     p->eps = 1e-6f;
     p->params = *c->rope;
-    assert_int_equal(rig_hal_op_check(&fused), RIG_OK);
+    assert_int_equal(rig_hal_op_check(&fused, NULL, 0), RIG_OK);
     assert_int_equal(rig_sim_op_run(&fused), RIG_OK);
     assert_memory_equal(qkv[1], qkv[0], qkv_n * 2);
     assert_memory_equal(kc[1], kc[0], cache_n * 2);

@@ -359,8 +359,10 @@ static void test_swarm_commit_seeds(void **state)
     uint64_t first = hash >> 2; /* room above it: first + seeds never wraps */
     int64_t every = rig__env("RIG_SWARM_EQUIVALENCE_EVERY", RIG__SANITIZED ? 40 : 25);
     int64_t failed = rig__ci_seeds(true, seeds, first, every);
-    print_message("swarm: %lld seeds from %llu (commit %s), %lld failed\n", (long long)seeds,
-                  (unsigned long long)first, rig_git_commit, (long long)failed);
+    print_message("swarm: %lld seeds from %llu (commit %s; the range again: rig fuzz --first "
+                  "%llu --seeds %lld --equivalence-every %lld), %lld failed\n", (long long)seeds,
+                  (unsigned long long)first, rig_git_commit, (unsigned long long)first,
+                  (long long)seeds, (long long)every, (long long)failed);
     assert_int_equal(failed, 0);
 }
 

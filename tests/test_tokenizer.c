@@ -24,6 +24,7 @@
 
 static struct rig_tokenizer *qwen3;
 static json_t *corpus; /* array of {"text", "ids", "decoded", "decoded_skip"} */
+static char load_error[512]; /* the message of load_text's last failed load */
 
 /* Reads a JSON-lines file into an array. */
 static json_t *load_jsonl(const char *path)
@@ -47,8 +48,9 @@ static json_t *load_jsonl(const char *path)
 static int setup(void **state)
 {
     (void)state;
-    if (rig_tokenizer_load(QWEN3_DIR, &qwen3) != RIG_OK) {
-        fprintf(stderr, "load: %s\n", rig_tokenizer_last_error());
+    char error[512];
+    if (rig_tokenizer_load(QWEN3_DIR, &qwen3, error, sizeof error) != RIG_OK) {
+        fprintf(stderr, "load: %s\n", error);
         return -1;
     }
     corpus = load_jsonl(RIG_TEST_DATA_DIR "/tokenizer/corpus.jsonl");
@@ -88,7 +90,7 @@ static const char *row_text(const json_t *row, const char *key, size_t *len)
 static size_t check_rows(const struct rig_tokenizer *tok, const json_t *rows)
 {
     struct rig_tokenizer_work *work;
-    assert_int_equal(rig_tokenizer_work_create(tok, &work), RIG_OK);
+    assert_int_equal(rig_tokenizer_work_create(tok, &work, NULL, 0), RIG_OK);
     struct rig_tokenizer_ids ids = {0};
     struct rig_tokenizer_text text = {0};
     size_t index;
@@ -99,7 +101,7 @@ static size_t check_rows(const struct rig_tokenizer *tok, const json_t *rows)
         const char *input = row_text(row, "text", &len);
         const json_t *expected = json_object_get(row, "ids");
         ids.count = 0;
-        assert_int_equal(rig_tokenizer_encode(tok, work, input, len, true, &ids), RIG_OK);
+        assert_int_equal(rig_tokenizer_encode(tok, work, input, len, true, &ids, NULL, 0), RIG_OK);
         bool same = ids.count == json_array_size(expected);
         for (size_t i = 0; same && i < ids.count; i++)
             same = ids.ids[i] == json_integer_value(json_array_get(expected, i));
@@ -110,7 +112,8 @@ static size_t check_rows(const struct rig_tokenizer *tok, const json_t *rows)
             size_t want_len;
             const char *want = row_text(row, keys[skip], &want_len);
             text.len = 0;
-            assert_int_equal(rig_tokenizer_decode(tok, ids.ids, ids.count, skip, &text), RIG_OK);
+            assert_int_equal(rig_tokenizer_decode(tok, ids.ids, ids.count, skip, &text, NULL, 0),
+                             RIG_OK);
             if (text.len != want_len || memcmp(text.data, want, want_len) != 0)
                 fprintf(stderr, "row %zu: decode \"%s\" != \"%s\"\n", index, text.data, want);
             assert_int_equal(text.len, want_len);
@@ -138,8 +141,9 @@ static void test_variants_match_hf(void **state)
         snprintf(dir, sizeof dir, "%s/%s", VARIANTS_DIR, names[i]);
         snprintf(path, sizeof path, "%s/reference.jsonl", dir);
         struct rig_tokenizer *tok = NULL;
-        enum rig_status status = rig_tokenizer_load(dir, &tok);
-        if (status != RIG_OK) fprintf(stderr, "%s: %s\n", names[i], rig_tokenizer_last_error());
+        char error[512];
+        enum rig_status status = rig_tokenizer_load(dir, &tok, error, sizeof error);
+        if (status != RIG_OK) fprintf(stderr, "%s: %s\n", names[i], error);
         assert_int_equal(status, RIG_OK);
         json_t *rows = load_jsonl(path);
         fprintf(stderr, "variant %s\n", names[i]);
@@ -160,8 +164,9 @@ static void stream_and_compare(const struct rig_tokenizer *tok, const int32_t *i
     rig_tokenizer_stream_init(&stream, tok, skip);
     size_t piece_len;
     for (size_t i = 0; i < n; i++) {
-        assert_int_equal(rig_tokenizer_stream_step(&stream, ids[i], piece, capacity, &piece_len),
-                         RIG_OK);
+        assert_int_equal(
+            rig_tokenizer_stream_step(&stream, ids[i], piece, capacity, &piece_len, NULL, 0),
+            RIG_OK);
         assert_true(valid_utf8(piece, piece_len));
         assert_int_equal(strlen(piece), piece_len);
         if (piece_len > 0) {
@@ -170,7 +175,8 @@ static void stream_and_compare(const struct rig_tokenizer *tok, const int32_t *i
             joined.len += piece_len;
         }
     }
-    assert_int_equal(rig_tokenizer_stream_finish(&stream, piece, capacity, &piece_len), RIG_OK);
+    assert_int_equal(rig_tokenizer_stream_finish(&stream, piece, capacity, &piece_len, NULL, 0),
+                     RIG_OK);
     assert_true(valid_utf8(piece, piece_len));
     joined.data = realloc(joined.data, joined.len + piece_len + 1);
     memcpy(joined.data + joined.len, piece, piece_len);
@@ -225,26 +231,38 @@ static void test_stream_holds_partial_characters(void **state)
     size_t len;
     struct rig_tokenizer_stream stream;
     rig_tokenizer_stream_init(&stream, qwen3, false);
-    assert_int_equal(rig_tokenizer_stream_step(&stream, ids[0], piece, sizeof piece, &len), RIG_OK);
+    assert_int_equal(rig_tokenizer_stream_step(&stream, ids[0], piece, sizeof piece, &len, NULL, 0),
+                     RIG_OK);
     assert_int_equal(len, 0);
-    assert_int_equal(rig_tokenizer_stream_step(&stream, ids[1], piece, sizeof piece, &len), RIG_OK);
+    assert_int_equal(rig_tokenizer_stream_step(&stream, ids[1], piece, sizeof piece, &len, NULL, 0),
+                     RIG_OK);
     assert_int_equal(len, 0);
-    assert_int_equal(rig_tokenizer_stream_step(&stream, ids[2], piece, sizeof piece, &len), RIG_OK);
+    assert_int_equal(rig_tokenizer_stream_step(&stream, ids[2], piece, sizeof piece, &len, NULL, 0),
+                     RIG_OK);
     assert_string_equal(piece, han);
     /* An incomplete character at the end becomes U+FFFD, as the full decode does. */
-    assert_int_equal(rig_tokenizer_stream_step(&stream, ids[0], piece, sizeof piece, &len), RIG_OK);
+    assert_int_equal(rig_tokenizer_stream_step(&stream, ids[0], piece, sizeof piece, &len, NULL, 0),
+                     RIG_OK);
     assert_int_equal(len, 0);
-    assert_int_equal(rig_tokenizer_stream_finish(&stream, piece, sizeof piece, &len), RIG_OK);
+    assert_int_equal(rig_tokenizer_stream_finish(&stream, piece, sizeof piece, &len, NULL, 0),
+                     RIG_OK);
     assert_string_equal(piece, "\xEF\xBF\xBD");
     struct rig_tokenizer_text text = {0};
     int32_t broken[] = {ids[0], ids[1], ids[0], ids[1], ids[2]};
-    assert_int_equal(rig_tokenizer_decode(qwen3, broken, 5, false, &text), RIG_OK);
+    assert_int_equal(rig_tokenizer_decode(qwen3, broken, 5, false, &text, NULL, 0), RIG_OK);
     assert_string_equal(text.data, "\xEF\xBF\xBD\xE5\xA5\xBD"); /* one U+FFFD per subpart */
     stream_and_compare(qwen3, broken, 5, false, text.data, text.len);
     /* A piece buffer smaller than piece_max + 1 is refused and nothing changes. */
     rig_tokenizer_stream_init(&stream, qwen3, false);
-    assert_int_equal(rig_tokenizer_stream_step(&stream, ids[0], piece, 8, &len), RIG_E_CAPACITY);
+    char error[128] = "";
+    assert_int_equal(
+        rig_tokenizer_stream_step(&stream, ids[0], piece, 8, &len, error, sizeof error),
+        RIG_E_CAPACITY);
     assert_int_equal(stream.ids_seen, 0);
+    char expected[128];
+    snprintf(expected, sizeof expected, "detokenizer piece buffer of 8 bytes is smaller than %zu",
+             rig_tokenizer_stream_piece_max(qwen3) + 1);
+    assert_string_equal(error, expected);
     rig_tokenizer_text_free(&text);
 }
 
@@ -256,17 +274,19 @@ static void test_invalid_utf8_is_an_error(void **state)
         "\xFF", "ok\xF0\x9F\x98", "\xC2",         "\xF4\x90\x80\x80"};
     struct rig_tokenizer_ids ids = {0};
     int32_t sentinel = 7;
-    assert_int_equal(rig_tokenizer_encode(qwen3, NULL, "x", 1, false, &ids), RIG_OK);
+    char error[512];
+    assert_int_equal(rig_tokenizer_encode(qwen3, NULL, "x", 1, false, &ids, NULL, 0), RIG_OK);
     sentinel = ids.ids[0];
     for (size_t i = 0; i < RIG_ARRAY_LEN(bad); i++) {
-        assert_int_equal(rig_tokenizer_encode(qwen3, NULL, bad[i], strlen(bad[i]), true, &ids),
+        assert_int_equal(rig_tokenizer_encode(qwen3, NULL, bad[i], strlen(bad[i]), true, &ids,
+                                              error, sizeof error),
                          RIG_E_INVALID);
-        assert_non_null(strstr(rig_tokenizer_last_error(), "UTF-8"));
+        assert_non_null(strstr(error, "UTF-8"));
         assert_int_equal(ids.count, 1);
         assert_int_equal(ids.ids[0], sentinel);
     }
     /* Embedded NUL is valid UTF-8 and is encoded like any byte. */
-    assert_int_equal(rig_tokenizer_encode(qwen3, NULL, "a\0b", 3, false, &ids), RIG_OK);
+    assert_int_equal(rig_tokenizer_encode(qwen3, NULL, "a\0b", 3, false, &ids, NULL, 0), RIG_OK);
     assert_true(ids.count >= 3);
     rig_tokenizer_ids_free(&ids);
 }
@@ -292,7 +312,7 @@ static void test_lookups_and_specials(void **state)
     /* Ids without a token (padding rows of the embedding, negatives) decode to nothing. */
     int32_t ids[] = {-5, 151700, 279, 1 << 30};
     struct rig_tokenizer_text text = {0};
-    assert_int_equal(rig_tokenizer_decode(qwen3, ids, 4, false, &text), RIG_OK);
+    assert_int_equal(rig_tokenizer_decode(qwen3, ids, 4, false, &text, NULL, 0), RIG_OK);
     assert_string_equal(text.data, " the");
     rig_tokenizer_text_free(&text);
 }
@@ -314,16 +334,17 @@ static enum rig_status load_text(const char *text, const char *message_part)
     write_file(path, text);
     struct rig_tokenizer *tok = (struct rig_tokenizer *)&tok; /* must stay untouched */
     struct rig_tokenizer *before = tok;
-    enum rig_status status = rig_tokenizer_load_files(path, NULL, &tok);
+    enum rig_status status =
+        rig_tokenizer_load_files(path, NULL, &tok, load_error, sizeof load_error);
     remove(path);
     if (status == RIG_OK) {
         rig_tokenizer_free(tok);
         return status;
     }
     assert_ptr_equal(tok, before);
-    if (strstr(rig_tokenizer_last_error(), message_part) == NULL)
-        fprintf(stderr, "message \"%s\" lacks \"%s\"\n", rig_tokenizer_last_error(), message_part);
-    assert_non_null(strstr(rig_tokenizer_last_error(), message_part));
+    if (strstr(load_error, message_part) == NULL)
+        fprintf(stderr, "message \"%s\" lacks \"%s\"\n", load_error, message_part);
+    assert_non_null(strstr(load_error, message_part));
     return status;
 }
 
@@ -336,7 +357,7 @@ static void test_load_errors(void **state)
 {
     (void)state;
     struct rig_tokenizer *tok = NULL;
-    assert_int_equal(rig_tokenizer_load("/nonexistent/dir", &tok), RIG_E_IO);
+    assert_int_equal(rig_tokenizer_load("/nonexistent/dir", &tok, NULL, 0), RIG_E_IO);
     assert_null(tok);
     assert_int_equal(load_text("{\"model\": ", "tokenizer"), RIG_E_PARSE);
     assert_int_equal(
@@ -384,7 +405,7 @@ static void test_load_errors(void **state)
 static void expect_load_message(const char *text, enum rig_status status, const char *message)
 {
     assert_int_equal(load_text(text, message), status);
-    const char *error = rig_tokenizer_last_error();
+    const char *error = load_error;
     size_t n = strlen(error), m = strlen(message);
     bool exact = n >= m + 2 && strcmp(error + n - m, message) == 0 &&
                  strncmp(error, "/tmp/rig_tokenizer_test_", 24) == 0 &&
@@ -442,8 +463,9 @@ static void test_split_special_tokens(void **state)
     assert_true(fd >= 0);
     write_file(path, "{\"split_special_tokens\": true, \"eos_token\": \"<|endoftext|>\"}");
     struct rig_tokenizer *split;
-    assert_int_equal(rig_tokenizer_load_files(VARIANTS_DIR "/gpt2/tokenizer.json", path, &split),
-                     RIG_OK);
+    assert_int_equal(
+        rig_tokenizer_load_files(VARIANTS_DIR "/gpt2/tokenizer.json", path, &split, NULL, 0),
+        RIG_OK);
     remove(path);
     int32_t endoftext = rig_tokenizer_token_id(split, "<|endoftext|>");
     int32_t marker = rig_tokenizer_token_id(split, "[R]");
@@ -452,14 +474,16 @@ static void test_split_special_tokens(void **state)
     const char *text = "a<|endoftext|>b[R] c";
     struct rig_tokenizer_ids ids = {0};
     struct rig_tokenizer_text decoded = {0};
-    assert_int_equal(rig_tokenizer_encode(split, NULL, text, strlen(text), true, &ids), RIG_OK);
+    assert_int_equal(rig_tokenizer_encode(split, NULL, text, strlen(text), true, &ids, NULL, 0),
+                     RIG_OK);
     /* HF with encode_special_tokens=True; without it, [264, 2256, 293, 2258, 272]. */
     const int32_t want[] = {264, 27, 91, 408, 78, 723, 427, 91, 29, 65, 2258, 272};
     assert_int_equal(ids.count, RIG_ARRAY_LEN(want));
     assert_memory_equal(ids.ids, want, sizeof want);
     assert_int_equal(endoftext, 2256);
     assert_int_equal(marker, 2258);
-    assert_int_equal(rig_tokenizer_decode(split, ids.ids, ids.count, true, &decoded), RIG_OK);
+    assert_int_equal(rig_tokenizer_decode(split, ids.ids, ids.count, true, &decoded, NULL, 0),
+                     RIG_OK);
     assert_string_equal(decoded.data, " a<|endoftext|>b[R] c");
     assert_int_equal(rig_tokenizer_specials(split).eos_id, endoftext);
     rig_tokenizer_ids_free(&ids);
@@ -471,7 +495,7 @@ static void *encode_corpus_thread(void *arg)
 {
     int *failures = arg;
     struct rig_tokenizer_work *work;
-    if (rig_tokenizer_work_create(qwen3, &work) != RIG_OK) {
+    if (rig_tokenizer_work_create(qwen3, &work, NULL, 0) != RIG_OK) {
         (*failures)++;
         return NULL;
     }
@@ -485,7 +509,7 @@ static void *encode_corpus_thread(void *arg)
             const json_t *expected = json_object_get(row, "ids");
             ids.count = 0;
             if (rig_tokenizer_encode(qwen3, work, json_string_value(text), json_string_length(text),
-                                     true, &ids) != RIG_OK ||
+                                     true, &ids, NULL, 0) != RIG_OK ||
                 ids.count != json_array_size(expected)) {
                 (*failures)++;
                 continue;
@@ -526,15 +550,17 @@ static void test_pathological_inputs(void **state)
         text[n] = 'x';
         ids.count = 0;
         decoded.len = 0;
-        assert_int_equal(rig_tokenizer_encode(qwen3, NULL, text, n + 1, false, &ids), RIG_OK);
+        assert_int_equal(rig_tokenizer_encode(qwen3, NULL, text, n + 1, false, &ids, NULL, 0),
+                         RIG_OK);
         assert_true(ids.count > 0 && ids.count <= n + 1);
-        assert_int_equal(rig_tokenizer_decode(qwen3, ids.ids, ids.count, false, &decoded), RIG_OK);
+        assert_int_equal(rig_tokenizer_decode(qwen3, ids.ids, ids.count, false, &decoded, NULL, 0),
+                         RIG_OK);
         assert_int_equal(decoded.len, n + 1);
         assert_memory_equal(decoded.data, text, n + 1);
     }
     /* The empty text gives no ids and decodes to "". */
     ids.count = 0;
-    assert_int_equal(rig_tokenizer_encode(qwen3, NULL, "", 0, true, &ids), RIG_OK);
+    assert_int_equal(rig_tokenizer_encode(qwen3, NULL, "", 0, true, &ids, NULL, 0), RIG_OK);
     assert_int_equal(ids.count, 0);
     rig_tokenizer_ids_free(&ids);
     rig_tokenizer_text_free(&decoded);
@@ -555,7 +581,7 @@ static void test_random_round_trip(void **state)
     struct rig_test_rng rng;
     rig_test_rng_seed(&rng, 99);
     struct rig_tokenizer_work *work;
-    assert_int_equal(rig_tokenizer_work_create(qwen3, &work), RIG_OK);
+    assert_int_equal(rig_tokenizer_work_create(qwen3, &work, NULL, 0), RIG_OK);
     struct rig_tokenizer_ids ids = {0};
     struct rig_tokenizer_text decoded = {0};
     char text[1024];
@@ -569,8 +595,9 @@ static void test_random_round_trip(void **state)
         }
         ids.count = 0;
         decoded.len = 0;
-        assert_int_equal(rig_tokenizer_encode(qwen3, work, text, len, true, &ids), RIG_OK);
-        assert_int_equal(rig_tokenizer_decode(qwen3, ids.ids, ids.count, false, &decoded), RIG_OK);
+        assert_int_equal(rig_tokenizer_encode(qwen3, work, text, len, true, &ids, NULL, 0), RIG_OK);
+        assert_int_equal(rig_tokenizer_decode(qwen3, ids.ids, ids.count, false, &decoded, NULL, 0),
+                         RIG_OK);
         assert_int_equal(decoded.len, len);
         assert_memory_equal(decoded.data, text, len);
     }

@@ -27,9 +27,10 @@ static struct rig_tokenizer *qwen3, *llama3;
 static int setup(void **state)
 {
     (void)state;
-    if (rig_tokenizer_load(DATA "/qwen3", &qwen3) != RIG_OK ||
-        rig_tokenizer_load(DATA "/variants/llama3", &llama3) != RIG_OK) {
-        fprintf(stderr, "load: %s\n", rig_tokenizer_last_error());
+    char error[512];
+    if (rig_tokenizer_load(DATA "/qwen3", &qwen3, error, sizeof error) != RIG_OK ||
+        rig_tokenizer_load(DATA "/variants/llama3", &llama3, error, sizeof error) != RIG_OK) {
+        fprintf(stderr, "load: %s\n", error);
         return -1;
     }
     return 0;
@@ -73,7 +74,7 @@ static void check_row(const json_t *row, size_t index)
         .tools_json = tools_json};
     struct rig_tokenizer_text text = {0};
     assert_int_equal(rig_tokenizer_chat_render(tok, rig_tokenizer_chat_template(tok), messages,
-                                               count, &options, &text),
+                                               count, &options, &text, NULL, 0),
                      RIG_OK);
     const char *want = json_string_value(json_object_get(row, "text"));
     if (strcmp(text.data, want) != 0)
@@ -83,7 +84,8 @@ static void check_row(const json_t *row, size_t index)
     const json_t *ids_json = json_object_get(row, "ids");
     if (is_qwen) {
         struct rig_tokenizer_ids ids = {0};
-        assert_int_equal(rig_tokenizer_encode(tok, NULL, text.data, text.len, false, &ids), RIG_OK);
+        assert_int_equal(rig_tokenizer_encode(tok, NULL, text.data, text.len, false, &ids, NULL, 0),
+                         RIG_OK);
         assert_int_equal(ids.count, json_array_size(ids_json));
         for (size_t i = 0; i < ids.count; i++)
             assert_int_equal(ids.ids[i], json_integer_value(json_array_get(ids_json, i)));
@@ -130,30 +132,32 @@ static void test_template_recognition(void **state)
     fputs("{\"eos_token\": \"<|eot_id|>\", \"chat_template\": \"{{ messages }} \"}", file);
     fclose(file);
     struct rig_tokenizer *tok;
-    assert_int_equal(rig_tokenizer_load_files(LLAMA3_JSON, path, &tok), RIG_OK);
+    char error[512];
+    assert_int_equal(rig_tokenizer_load_files(LLAMA3_JSON, path, &tok, NULL, 0), RIG_OK);
     assert_int_equal(rig_tokenizer_chat_template(tok), RIG_CHAT_TEMPLATE_UNKNOWN);
     struct rig_chat_message message = {.role = "user", .content = "hi"};
     struct rig_chat_options options = {.add_generation_prompt = true, .enable_thinking = true};
     struct rig_tokenizer_text text = {0};
-    assert_int_equal(
-        rig_tokenizer_chat_render(tok, RIG_CHAT_TEMPLATE_UNKNOWN, &message, 1, &options, &text),
-        RIG_E_UNSUPPORTED);
-    assert_non_null(strstr(rig_tokenizer_last_error(), "chatml"));
+    assert_int_equal(rig_tokenizer_chat_render(tok, RIG_CHAT_TEMPLATE_UNKNOWN, &message, 1,
+                                               &options, &text, error, sizeof error),
+                     RIG_E_UNSUPPORTED);
+    assert_non_null(strstr(error, "chatml"));
     assert_int_equal(text.len, 0);
     /* The documented fallback: plain ChatML. */
-    assert_int_equal(
-        rig_tokenizer_chat_render(tok, RIG_CHAT_TEMPLATE_CHATML, &message, 1, &options, &text),
-        RIG_OK);
+    assert_int_equal(rig_tokenizer_chat_render(tok, RIG_CHAT_TEMPLATE_CHATML, &message, 1, &options,
+                                               &text, NULL, 0),
+                     RIG_OK);
     assert_string_equal(text.data, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
     rig_tokenizer_free(tok);
     /* A config naming a token the vocabulary lacks is a parse error naming the field. */
     file = fopen(path, "w");
     fputs("{\"eos_token\": {\"content\": \"<no-such-token>\"}}", file);
     fclose(file);
-    assert_int_equal(rig_tokenizer_load_files(LLAMA3_JSON, path, &tok), RIG_E_PARSE);
-    assert_non_null(strstr(rig_tokenizer_last_error(), "eos_token"));
+    assert_int_equal(rig_tokenizer_load_files(LLAMA3_JSON, path, &tok, error, sizeof error),
+                     RIG_E_PARSE);
+    assert_non_null(strstr(error, "eos_token"));
     remove(path);
-    assert_int_equal(rig_tokenizer_load_files(LLAMA3_JSON, NULL, &tok), RIG_OK);
+    assert_int_equal(rig_tokenizer_load_files(LLAMA3_JSON, NULL, &tok, NULL, 0), RIG_OK);
     assert_int_equal(rig_tokenizer_chat_template(tok), RIG_CHAT_TEMPLATE_NONE);
     assert_int_equal(rig_tokenizer_specials(tok).eos_id, -1);
     assert_int_equal(rig_tokenizer_specials(tok).bos_id, -1);
@@ -166,23 +170,24 @@ static void test_invalid_conversations(void **state)
     (void)state;
     struct rig_chat_options options = {.add_generation_prompt = true, .enable_thinking = true};
     struct rig_tokenizer_text text = {0};
-    assert_int_equal(
-        rig_tokenizer_chat_render(qwen3, RIG_CHAT_TEMPLATE_QWEN3, NULL, 0, &options, &text),
-        RIG_E_INVALID);
+    char error[512];
+    assert_int_equal(rig_tokenizer_chat_render(qwen3, RIG_CHAT_TEMPLATE_QWEN3, NULL, 0, &options,
+                                               &text, NULL, 0),
+                     RIG_E_INVALID);
     struct rig_chat_message bad[] = {{.role = "user", .content = "ok"}, {.role = "user"}};
     struct rig_tokenizer_text kept = {0};
-    assert_int_equal(
-        rig_tokenizer_chat_render(qwen3, RIG_CHAT_TEMPLATE_CHATML, bad, 1, &options, &kept),
-        RIG_OK);
+    assert_int_equal(rig_tokenizer_chat_render(qwen3, RIG_CHAT_TEMPLATE_CHATML, bad, 1, &options,
+                                               &kept, NULL, 0),
+                     RIG_OK);
     size_t len = kept.len;
     assert_int_equal(
-        rig_tokenizer_chat_render(qwen3, RIG_CHAT_TEMPLATE_QWEN3, bad, 2, &options, &kept),
+        rig_tokenizer_chat_render(qwen3, RIG_CHAT_TEMPLATE_QWEN3, bad, 2, &options, &kept, NULL, 0),
         RIG_E_INVALID);
     assert_int_equal(kept.len, len);
     /* Llama-3 needs a BOS token; Qwen3's config has none. */
-    assert_int_equal(
-        rig_tokenizer_chat_render(qwen3, RIG_CHAT_TEMPLATE_LLAMA3, bad, 1, &options, &kept),
-        RIG_E_INVALID);
+    assert_int_equal(rig_tokenizer_chat_render(qwen3, RIG_CHAT_TEMPLATE_LLAMA3, bad, 1, &options,
+                                               &kept, NULL, 0),
+                     RIG_E_INVALID);
     assert_int_equal(kept.len, len);
     assert_int_equal(strlen(kept.data), len);
     /* Tools and tool calls must be the JSON the template expects; nothing is appended if not. */
@@ -190,18 +195,18 @@ static void test_invalid_conversations(void **state)
     const char *bad_tools[] = {"{\"name\": \"x\"}", "[1,", "\"text\""};
     for (size_t i = 0; i < RIG_ARRAY_LEN(bad_tools); i++) {
         with_tools.tools_json = bad_tools[i];
-        assert_int_equal(
-            rig_tokenizer_chat_render(qwen3, RIG_CHAT_TEMPLATE_QWEN3, bad, 1, &with_tools, &kept),
-            RIG_E_INVALID);
+        assert_int_equal(rig_tokenizer_chat_render(qwen3, RIG_CHAT_TEMPLATE_QWEN3, bad, 1,
+                                                   &with_tools, &kept, NULL, 0),
+                         RIG_E_INVALID);
         assert_int_equal(kept.len, len);
     }
     struct rig_chat_message calls[] = {
         {.role = "user", .content = "q"},
         {.role = "assistant", .content = "", .tool_calls_json = "[{\"name\": \"f\"}]"}};
-    assert_int_equal(
-        rig_tokenizer_chat_render(qwen3, RIG_CHAT_TEMPLATE_QWEN3, calls, 2, &options, &kept),
-        RIG_E_INVALID);
-    assert_non_null(strstr(rig_tokenizer_last_error(), "arguments"));
+    assert_int_equal(rig_tokenizer_chat_render(qwen3, RIG_CHAT_TEMPLATE_QWEN3, calls, 2, &options,
+                                               &kept, error, sizeof error),
+                     RIG_E_INVALID);
+    assert_non_null(strstr(error, "arguments"));
     assert_int_equal(kept.len, len);
     /* Arguments nested deeper than the renderer's bound are refused, not truncated. */
     char deep[300] = "[{\"name\": \"f\", \"arguments\": ";
@@ -212,9 +217,9 @@ static void test_invalid_conversations(void **state)
         deep[at++] = ']';
     memcpy(deep + at, "}]", 3);
     calls[1].tool_calls_json = deep;
-    assert_int_equal(
-        rig_tokenizer_chat_render(qwen3, RIG_CHAT_TEMPLATE_QWEN3, calls, 2, &options, &kept),
-        RIG_E_CAPACITY);
+    assert_int_equal(rig_tokenizer_chat_render(qwen3, RIG_CHAT_TEMPLATE_QWEN3, calls, 2, &options,
+                                               &kept, NULL, 0),
+                     RIG_E_CAPACITY);
     assert_int_equal(kept.len, len);
     rig_tokenizer_text_free(&text);
     rig_tokenizer_text_free(&kept);

@@ -173,7 +173,7 @@ static size_t fuzz_one(const char *dir, size_t count, uint64_t seed, size_t *ske
              out);
     assert_int_equal(system(command), 0);
     struct rig_tokenizer *tok;
-    assert_int_equal(rig_tokenizer_load(dir, &tok), RIG_OK);
+    assert_int_equal(rig_tokenizer_load(dir, &tok, NULL, 0), RIG_OK);
     FILE *file = fopen(out, "r");
     assert_non_null(file);
     char *line = NULL;
@@ -186,7 +186,7 @@ static size_t fuzz_one(const char *dir, size_t count, uint64_t seed, size_t *ske
         const json_t *expected = json_object_get(row, "ids");
         ids.count = 0;
         assert_int_equal(rig_tokenizer_encode(tok, NULL, json_string_value(text),
-                                              json_string_length(text), true, &ids),
+                                              json_string_length(text), true, &ids, NULL, 0),
                          RIG_OK);
         bool same = ids.count == json_array_size(expected);
         for (size_t i = 0; same && i < ids.count; i++)

@@ -83,6 +83,12 @@ static enum rig_status rig__validate(struct rig_engine *e, char *error, size_t l
                    L, c->max_running_req + 1);
         return RIG_E_INVALID;
     }
+    if ((int64_t)c->num_pages * c->page_size >= INT32_MAX) {
+        rig__error(error, len, "engine: num_pages %d x page_size %d is %lld KV slots; at most "
+                   "%d fit a slot index", c->num_pages, c->page_size,
+                   (long long)c->num_pages * c->page_size, INT32_MAX - 1);
+        return RIG_E_INVALID;
+    }
     e->max_seq_len = L;
     e->tp_size = c->tp_size;
     e->tokens_max = c->prefill_budget > c->max_running_req ? c->prefill_budget
@@ -91,6 +97,91 @@ static enum rig_status rig__validate(struct rig_engine *e, char *error, size_t l
     e->top_logprobs_max = c->model.vocab_size < RIG_LOGPROBS_TOP_MAX ? c->model.vocab_size
                                                                      : RIG_LOGPROBS_TOP_MAX;
     return RIG_OK;
+}
+
+/* Slots of a key map for `entries` keys (as rig_keymap_init sizes it). */
+static double rig__keymap_slots(double entries)
+{
+    double capacity = 16;
+    while (capacity < 2 * entries) capacity *= 2;
+    return capacity;
+}
+
+/* One table of rig__host_init that grows with a product of two limits. */
+struct rig__host_term {
+    const char *what;  /* the table and the product it grows with */
+    const char *limit; /* the limit named in "at most N <limit> fit" */
+    double bytes;
+};
+
+/* The bytes rig__host_init will allocate for limits `c` (with the derived L and T_max), in
+ * double so that no limit overflows the sum, split into the three product terms (request
+ * pool, row tables, KV cache tables) and the rest, which grows with one limit only. */
+static double rig__host_bytes(const struct rig_engine_config *c, double L, double tokens_max,
+                              struct rig__host_term terms[3])
+{
+    const struct rig__batch *b = NULL; /* for sizeof only */
+    double rows = c->max_running_req, requests = c->max_requests;
+    double pages = c->num_pages, slots = pages * c->page_size, nodes = pages + 1;
+    double key_slot = sizeof(struct rig_keymap_slot);
+    terms[0] = (struct rig__host_term){
+        "the request pool (max_requests x max_seq_len)", "max_requests",
+        requests * (L * (sizeof(int32_t) + sizeof(int64_t)) + sizeof(struct rig_request) +
+                    sizeof(int32_t) + 2 * sizeof(void *) + sizeof(bool)) +
+            rig__keymap_slots(requests) * key_slot};
+    terms[1] = (struct rig__host_term){
+        "the page table and token pool ((max_running_req + 1) x max_seq_len)",
+        "max_running_req",
+        (rows + 1) * (L * 2 * sizeof(int32_t) + sizeof(bool)) +
+            rows * (sizeof(int32_t) + sizeof(uint64_t) + sizeof(struct rig_request *)) +
+            RIG__SLOTS * rows *
+                (sizeof *b->reqs + sizeof *b->produces + sizeof *b->logprob_out +
+                 RIG_LOGPROBS_TOP_MAX * (sizeof *b->top_ids_out + sizeof *b->top_logprobs_out))};
+    terms[2] = (struct rig__host_term){
+        "the KV cache's tables (num_pages x page_size)", "num_pages",
+        slots * (2 * sizeof(int32_t) + 1 + sizeof(int32_t)) +
+            pages * (3 * sizeof(int32_t) + sizeof(bool)) +
+            nodes * (sizeof(struct rig_radix_node) + 3 * sizeof(int32_t)) +
+            rig__keymap_slots(nodes) * key_slot};
+    double writes = 2 * (L + tokens_max) + (rows + 1) * c->page_size + 64;
+    return terms[0].bytes + terms[1].bytes + terms[2].bytes +
+           (writes + 3 * L) * sizeof(int32_t);
+}
+
+/* The limit of term `term` (0 max_requests, 1 max_running_req, 2 num_pages) in `c`. */
+static int32_t *rig__host_limit(struct rig_engine_config *c, int32_t term)
+{
+    RIG_ASSERT(term >= 0 && term < 3);
+    return term == 0 ? &c->max_requests : term == 1 ? &c->max_running_req : &c->num_pages;
+}
+
+/* The host tables against RIG_ENGINE_HOST_BYTES_MAX before any is allocated (num_pages
+ * 100000000 took about 10 GB of host memory before failing): the total, its largest term and
+ * the largest value of that term's limit that fits, the others as given (a bisection over
+ * the same sum, so "at most N fit" is exact for it). */
+static enum rig_status rig__check_host(const struct rig_engine *e, char *error, size_t len)
+{
+    struct rig__host_term terms[3];
+    double budget = (double)RIG_ENGINE_HOST_BYTES_MAX;
+    double total = rig__host_bytes(&e->config, e->max_seq_len, e->tokens_max, terms);
+    if (total <= budget) return RIG_OK;
+    int32_t big = 0;
+    for (int32_t i = 1; i < 3; i++)
+        if (terms[i].bytes > terms[big].bytes) big = i;
+    struct rig_engine_config c = e->config;
+    int32_t lo = 0, hi = *rig__host_limit(&c, big); /* lo fits (or is 0), hi does not */
+    for (int32_t i = 0; i < 40 && hi - lo > 1; i++) {
+        int32_t mid = lo + (hi - lo) / 2;
+        *rig__host_limit(&c, big) = mid;
+        struct rig__host_term scratch[3];
+        if (rig__host_bytes(&c, e->max_seq_len, e->tokens_max, scratch) <= budget) lo = mid;
+        else hi = mid;
+    }
+    rig__error(error, len, "engine: the host tables for these limits need %.2f GiB, above the "
+               "host budget of %.0f GiB; the largest is %s at %.2f GiB: at most %d %s fit",
+               total / 1073741824.0, budget / 1073741824.0, terms[big].what,
+               terms[big].bytes / 1073741824.0, lo, terms[big].limit);
+    return RIG_E_CAPACITY;
 }
 
 /* Host-side state: pool, cache, table, managers, batches, scratch. */
@@ -346,8 +437,8 @@ static enum rig_status rig__graphs_init(struct rig_engine *e, char *error, size_
         return RIG_OK;
     }
     if (s != RIG_OK)
-        rig__error(error, len, "engine: decode graph capture failed: %s (%s%s)",
-                   rig_status_message(s), rig_hal_last_error(), rig_engine_error(e));
+        rig__error(error, len, "engine: decode graph capture failed: %s (%s)",
+                   rig_status_message(s), rig_engine_error(e));
     return s;
 }
 
@@ -362,6 +453,7 @@ enum rig_status rig_engine_create(const struct rig_engine_config *config,
     enum rig_status s = rig__validate(e, error, error_len);
     if (s == RIG_OK) s = rig__devices_open(e, error, error_len);
     if (s == RIG_OK) s = rig__check_fit(e, error, error_len);
+    if (s == RIG_OK) s = rig__check_host(e, error, error_len);
     if (s == RIG_OK && (s = rig__host_init(e)) != RIG_OK)
         rig__error(error, error_len, "engine: out of host memory for the limits given");
     if (s == RIG_OK) s = rig__devices_init(e, error, error_len);
@@ -522,10 +614,27 @@ enum rig_status rig_engine_abort(struct rig_engine *e, uint64_t uid)
     return RIG_OK;
 }
 
+/* The message of an op whose check failed on a rank's stream (naming the op and the
+ * argument); "" when none did. Between jobs only: no rank thread issues then. Ranks in
+ * another process have no streams here. */
+static const char *rig__op_error(const struct rig_engine *e)
+{
+    for (int32_t r = 0; r < e->tp_size; r++) {
+        const struct rig_stream *streams[2] = {e->ranks[r].compute, e->ranks[r].meta};
+        for (int32_t i = 0; i < 2; i++) {
+            const char *message = streams[i] != NULL ? rig_hal_stream_error(streams[i]) : "";
+            if (message[0] != '\0') return message;
+        }
+    }
+    return "";
+}
+
 const char *rig_engine_error(const struct rig_engine *e)
 {
     RIG_ASSERT(e != NULL);
     if (e->error[0] != '\0') return e->error;
+    const char *op = rig__op_error(e);
+    if (op[0] != '\0') return op;
     if (e->tp_size == 1 || e->ranks[0].comm == NULL) return "";
     return rig_hal_comm_error(e->ranks[0].comm);
 }

@@ -80,6 +80,12 @@ struct rig_engine_config {
                                          0 in every normal run */
 };
 
+/* The host memory rig_engine_create may take for the tables it sizes from the limits
+ * (request pool, page table and token pool, the KV cache's tables): limits whose products
+ * need more are refused before anything is allocated, with what would fit. A fixed budget,
+ * not the machine's memory, so a configuration starts or fails alike on every machine. */
+#define RIG_ENGINE_HOST_BYTES_MAX ((int64_t)8 << 30)
+
 /* Defaults: sim backend, tp 1, page size 1, 1024 pages, 16 rows, budget 8192, radix cache,
  * prefill_first, overlap on, graphs on (max bs 32), checker on in verify builds, seed 0. The
  * model must still be set. Can't fail. */
@@ -185,9 +191,10 @@ enum rig_status rig_engine_step(struct rig_engine *engine, bool *progress);
 /* Nothing queued, running or in flight. */
 bool rig_engine_idle(const struct rig_engine *engine);
 /* Why the engine failed, beyond the status its call returned: a step whose logits were not
- * finite (RIG_E_RANGE from rig_engine_step, naming the step and the request); with TP, the
- * group's failure naming the rank and the collective (a late, stalled or failed rank); ""
- * otherwise. */
+ * finite (RIG_E_RANGE from rig_engine_step, naming the step and the request); an op whose
+ * check failed on a rank's stream, naming the op and the argument; with TP, the group's
+ * failure naming the rank and the collective (a late, stalled or failed rank); "" otherwise.
+ * Call it from the scheduler thread, between steps. */
 const char *rig_engine_error(const struct rig_engine *engine);
 /* Aborts every live request (rig_engine_abort on each, in pool order): for a shutdown.
  * Returns how many were aborted. Can't fail. */

@@ -50,7 +50,7 @@ static const char *rig__finish_text(const struct rig__choice *c)
 static json_t *rig__token_text(const struct rig_serve *server, int32_t id)
 {
     struct rig_tokenizer_text text = {0};
-    rig_tokenizer_decode(server->tokenizer, &id, 1, false, &text);
+    rig_tokenizer_decode(server->tokenizer, &id, 1, false, &text, NULL, 0);
     json_t *value = json_stringn(text.data != NULL ? text.data : "", text.len);
     rig_tokenizer_text_free(&text);
     return value;

@@ -118,8 +118,10 @@ static enum rig_status rig__allocate(struct rig_serve *server)
 static enum rig_status rig__prepare(struct rig_serve *server, char *error, size_t error_len)
 {
     const struct rig_serve_config *c = &server->config;
-    if (rig_tokenizer_load(c->tokenizer_dir, &server->tokenizer) != RIG_OK) {
-        snprintf(error, error_len, "tokenizer: %s", rig_tokenizer_last_error());
+    char message[512];
+    if (rig_tokenizer_load(c->tokenizer_dir, &server->tokenizer, message, sizeof message) !=
+        RIG_OK) {
+        snprintf(error, error_len, "tokenizer: %s", message);
         return RIG_E_IO;
     }
     server->chat_template = rig_tokenizer_chat_template(server->tokenizer);

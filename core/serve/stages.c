@@ -50,16 +50,18 @@ static enum rig_status rig__prompt_ids(struct rig_serve *server, struct rig_toke
 {
     ids->count = 0;
     enum rig_status st = RIG_OK;
+    char message[512] = "";
     if (p->api == RIG_SERVE_API_CHAT) {
         struct rig_tokenizer_text text = {0};
         st = rig_tokenizer_chat_render(server->tokenizer, server->chat_template, p->messages,
-                                       p->message_count, &p->chat, &text);
+                                       p->message_count, &p->chat, &text, message, sizeof message);
         if (st == RIG_OK)
-            st = rig_tokenizer_encode(server->tokenizer, work, text.data, text.len, false, ids);
+            st = rig_tokenizer_encode(server->tokenizer, work, text.data, text.len, false, ids,
+                                      message, sizeof message);
         rig_tokenizer_text_free(&text);
     } else if (p->prompts[index].text != NULL) {
         st = rig_tokenizer_encode(server->tokenizer, work, p->prompts[index].text,
-                                  p->prompts[index].text_len, true, ids);
+                                  p->prompts[index].text_len, true, ids, message, sizeof message);
     } else {
         const json_t *list = p->prompts[index].ids;
         size_t count = json_array_size(list);
@@ -68,12 +70,13 @@ static enum rig_status rig__prompt_ids(struct rig_serve *server, struct rig_toke
         for (size_t i = 0; i < count && ids->ids != NULL; i++)
             ids->ids[ids->count++] = (int32_t)json_integer_value(json_array_get(list, i));
         if (ids->ids == NULL) st = RIG_E_NO_MEMORY;
+        if (ids->ids == NULL) snprintf(message, sizeof message, "out of memory");
     }
     if (st == RIG_OK) return RIG_OK;
     const char *param = p->api == RIG_SERVE_API_CHAT ? "messages" : "prompt";
     return rig_serve_error_set(e, st == RIG_E_NO_MEMORY ? 500 : 400,
                                st == RIG_E_NO_MEMORY ? "server_error" : "invalid_request_error",
-                               NULL, param, "%s", rig_tokenizer_last_error());
+                               NULL, param, "%s", message);
 }
 
 /* max_tokens of one prompt: the request's, or what the context leaves; 400 when the prompt
@@ -296,7 +299,7 @@ static void *rig__tokenize_main(void *arg)
 {
     struct rig_serve *server = arg;
     struct rig_tokenizer_work *work = NULL;
-    if (rig_tokenizer_work_create(server->tokenizer, &work) != RIG_OK) work = NULL;
+    if (rig_tokenizer_work_create(server->tokenizer, &work, NULL, 0) != RIG_OK) work = NULL;
     for (;;) {
         struct rig__call *call = rig__tokenize_take(server);
         if (call == NULL) break;
@@ -582,8 +585,8 @@ static void rig__detok_tokens(struct rig_serve *server, struct rig__call *call,
     RIG_ASSERT(rig_tokenizer_stream_piece_max(server->tokenizer) < sizeof piece);
     while (!c->finished && c->consumed < produced) {
         size_t len = 0;
-        enum rig_status st = rig_tokenizer_stream_step(&c->detok, slot->tokens[c->consumed],
-                                                       piece, sizeof piece, &len);
+        enum rig_status st = rig_tokenizer_stream_step(&c->detok, slot->tokens[c->consumed], piece,
+                                                       sizeof piece, &len, NULL, 0);
         RIG_ASSERT(st == RIG_OK);
         c->consumed++;
         c->kept = c->consumed;
@@ -606,7 +609,7 @@ static void rig__detok_end(struct rig__choice *c, const struct rig__slot *slot)
     if (c->finished) return; /* a stop string ended it first */
     char piece[8];
     size_t len = 0;
-    rig_tokenizer_stream_finish(&c->detok, piece, sizeof piece, &len);
+    rig_tokenizer_stream_finish(&c->detok, piece, sizeof piece, &len, NULL, 0);
     if (!rig_serve_stop_feed(&c->stop, piece, len, rig__emit_text, c))
         rig_serve_stop_flush(&c->stop, rig__emit_text, c);
     else

@@ -51,19 +51,21 @@ static enum rig_chat_template rig__recognise(const char *text, size_t len)
 
 /* A special token given as "text" or as an AddedToken object {"content": "text", ...}. */
 static enum rig_status rig__config_token(struct rig_tokenizer *tok, const json_t *config,
-                                         const char *key, int32_t *id, char **text)
+                                         const char *key, int32_t *id, char **text,
+                                         struct rig__tokenizer_error error)
 {
     const json_t *value = json_object_get(config, key);
     if (json_is_object(value)) value = json_object_get(value, "content");
     if (value == NULL || json_is_null(value)) return RIG_OK;
     if (!json_is_string(value))
-        return rig__tokenizer_fail(RIG_E_PARSE, "tokenizer_config.%s: expected a string", key);
+        return rig__tokenizer_fail(error, RIG_E_PARSE, "tokenizer_config.%s: expected a string",
+                                   key);
     *id = rig_tokenizer_token_id(tok, json_string_value(value));
     if (*id < 0)
-        return rig__tokenizer_fail(RIG_E_PARSE, "tokenizer_config.%s: \"%s\" is not a token", key,
-                                   json_string_value(value));
+        return rig__tokenizer_fail(error, RIG_E_PARSE, "tokenizer_config.%s: \"%s\" is not a token",
+                                   key, json_string_value(value));
     if (text != NULL && (*text = strdup(json_string_value(value))) == NULL)
-        return rig__tokenizer_fail(RIG_E_NO_MEMORY, "out of memory");
+        return rig__tokenizer_fail(error, RIG_E_NO_MEMORY, "out of memory");
     return RIG_OK;
 }
 
@@ -82,31 +84,32 @@ static const json_t *rig__config_template(const json_t *config)
     return NULL;
 }
 
-enum rig_status rig__tokenizer_load_config(struct rig_tokenizer *tok, const char *path)
+enum rig_status rig__tokenizer_load_config(struct rig_tokenizer *tok, const char *path,
+                                           struct rig__tokenizer_error error)
 {
     char *data = NULL;
     size_t len = 0;
-    enum rig_status status = rig__tokenizer_read_file(path, &data, &len);
+    enum rig_status status = rig__tokenizer_read_file(path, &data, &len, error);
     if (status != RIG_OK) return status;
-    json_error_t error;
-    json_t *config = json_loadb(data, len, 0, &error);
+    json_error_t parse_error;
+    json_t *config = json_loadb(data, len, 0, &parse_error);
     free(data);
     if (config == NULL)
-        return rig__tokenizer_fail(RIG_E_PARSE, "%s:%d:%d: %s", path, error.line, error.column,
-                                   error.text);
+        return rig__tokenizer_fail(error, RIG_E_PARSE, "%s:%d:%d: %s", path, parse_error.line,
+                                   parse_error.column, parse_error.text);
     if (!json_is_object(config))
-        status = rig__tokenizer_fail(RIG_E_PARSE, "%s: expected an object", path);
+        status = rig__tokenizer_fail(error, RIG_E_PARSE, "%s: expected an object", path);
     if (status == RIG_OK)
-        status =
-            rig__config_token(tok, config, "bos_token", &tok->specials.bos_id, &tok->bos_token);
+        status = rig__config_token(tok, config, "bos_token", &tok->specials.bos_id, &tok->bos_token,
+                                   error);
     if (status == RIG_OK)
-        status =
-            rig__config_token(tok, config, "eos_token", &tok->specials.eos_id, &tok->eos_token);
+        status = rig__config_token(tok, config, "eos_token", &tok->specials.eos_id, &tok->eos_token,
+                                   error);
     if (status == RIG_OK)
-        status = rig__config_token(tok, config, "pad_token", &tok->specials.pad_id, NULL);
+        status = rig__config_token(tok, config, "pad_token", &tok->specials.pad_id, NULL, error);
     const json_t *split = json_object_get(config, "split_special_tokens");
     if (status == RIG_OK && split != NULL && !json_is_boolean(split))
-        status = rig__tokenizer_fail(RIG_E_PARSE, "tokenizer_config.split_special_tokens");
+        status = rig__tokenizer_fail(error, RIG_E_PARSE, "tokenizer_config.split_special_tokens");
     tok->split_special_tokens = json_is_true(split);
     const json_t *template = rig__config_template(config);
     if (status == RIG_OK && template != NULL)
@@ -203,18 +206,18 @@ static bool rig__ends_with(struct rig__span s, const char *suffix)
 
 /* Appends NULL-terminated list of spans. */
 static enum rig_status rig__put(struct rig_tokenizer_text *out, const struct rig__span *parts,
-                                size_t count)
+                                size_t count, struct rig__tokenizer_error error)
 {
     enum rig_status status = RIG_OK;
     for (size_t i = 0; i < count && status == RIG_OK; i++)
-        status = rig__text_append(out, parts[i].data, parts[i].len);
+        status = rig__text_append(out, parts[i].data, parts[i].len, error);
     return status;
 }
 
 #define RIG__S(literal) ((struct rig__span){literal, sizeof(literal) - 1})
-#define RIG__PUT(out, ...)                                                                         \
+#define RIG__PUT(out, error, ...)                                                                  \
     rig__put((out), (const struct rig__span[]){__VA_ARGS__},                                       \
-             sizeof((const struct rig__span[]){__VA_ARGS__}) / sizeof(struct rig__span))
+             sizeof((const struct rig__span[]){__VA_ARGS__}) / sizeof(struct rig__span), (error))
 
 /* ---- Qwen3 ----------------------------------------------------------------------------- */
 
@@ -239,14 +242,15 @@ static size_t rig__qwen3_last_query(const struct rig_chat_message *messages, siz
 /* {%- if message.tool_calls %}: one <tool_call> block per call; `content` is the template's
  * `content` variable (after the </think> split), whose truthiness decides the first newline. */
 static enum rig_status rig__qwen3_tool_calls(const char *json_text, struct rig__span content,
-                                             struct rig_tokenizer_text *out)
+                                             struct rig_tokenizer_text *out,
+                                             struct rig__tokenizer_error error)
 {
     if (json_text == NULL) return RIG_OK;
-    json_error_t error;
-    json_t *calls = json_loads(json_text, JSON_DECODE_ANY, &error);
+    json_t *calls = json_loads(json_text, JSON_DECODE_ANY, NULL);
     enum rig_status status = RIG_OK;
     if (!json_is_array(calls))
-        status = rig__tokenizer_fail(RIG_E_INVALID, "tool_calls_json: expected a JSON array");
+        status =
+            rig__tokenizer_fail(error, RIG_E_INVALID, "tool_calls_json: expected a JSON array");
     size_t index;
     json_t *call;
     json_array_foreach(calls, index, call)
@@ -257,23 +261,23 @@ static enum rig_status rig__qwen3_tool_calls(const char *json_text, struct rig__
         const json_t *name = json_object_get(call, "name");
         const json_t *arguments = json_object_get(call, "arguments");
         if (!json_is_object(call) || (name != NULL && !json_is_string(name)) || !arguments) {
-            status = rig__tokenizer_fail(RIG_E_INVALID,
+            status = rig__tokenizer_fail(error, RIG_E_INVALID,
                                          "tool_calls_json[%zu]: needs a string "
                                          "\"name\" and \"arguments\"",
                                          index);
             break;
         }
-        if (index > 0 || content.len > 0) status = RIG__PUT(out, RIG__S("\n"));
+        if (index > 0 || content.len > 0) status = RIG__PUT(out, error, RIG__S("\n"));
         if (status == RIG_OK)
-            status = RIG__PUT(out, RIG__S("<tool_call>\n{\"name\": \""),
+            status = RIG__PUT(out, error, RIG__S("<tool_call>\n{\"name\": \""),
                               rig__span_of(name ? json_string_value(name) : ""),
                               RIG__S("\", \"arguments\": "));
         if (status == RIG_OK && json_is_string(arguments))
-            status =
-                rig__text_append(out, json_string_value(arguments), json_string_length(arguments));
+            status = rig__text_append(out, json_string_value(arguments),
+                                      json_string_length(arguments), error);
         else if (status == RIG_OK)
-            status = rig__python_json_dumps(arguments, out);
-        if (status == RIG_OK) status = RIG__PUT(out, RIG__S("}\n</tool_call>"));
+            status = rig__python_json_dumps(arguments, out, error);
+        if (status == RIG_OK) status = RIG__PUT(out, error, RIG__S("}\n</tool_call>"));
     }
     json_decref(calls);
     return status;
@@ -281,33 +285,37 @@ static enum rig_status rig__qwen3_tool_calls(const char *json_text, struct rig__
 
 /* {%- if tools %}: the system turn listing the tools (with the system message, if first). */
 static enum rig_status rig__qwen3_tools(const struct rig_chat_message *messages,
-                                        const json_t *tools, struct rig_tokenizer_text *out)
+                                        const json_t *tools, struct rig_tokenizer_text *out,
+                                        struct rig__tokenizer_error error)
 {
-    enum rig_status status = RIG__PUT(out, RIG__S("<|im_start|>system\n"));
+    enum rig_status status = RIG__PUT(out, error, RIG__S("<|im_start|>system\n"));
     if (status == RIG_OK && rig__role_is(&messages[0], "system"))
-        status = RIG__PUT(out, rig__span_of(messages[0].content), RIG__S("\n\n"));
+        status = RIG__PUT(out, error, rig__span_of(messages[0].content), RIG__S("\n\n"));
     if (status == RIG_OK)
-        status = RIG__PUT(out, RIG__S("# Tools\n\nYou may call one or more functions to assist "
-                                      "with the user query.\n\nYou are provided with function "
-                                      "signatures within <tools></tools> XML tags:\n<tools>"));
+        status = RIG__PUT(out, error,
+                          RIG__S("# Tools\n\nYou may call one or more functions to assist "
+                                 "with the user query.\n\nYou are provided with function "
+                                 "signatures within <tools></tools> XML tags:\n<tools>"));
     size_t index;
     const json_t *tool;
     json_array_foreach((json_t *)tools, index, tool)
     {
-        if (status == RIG_OK) status = RIG__PUT(out, RIG__S("\n"));
-        if (status == RIG_OK) status = rig__python_json_dumps(tool, out);
+        if (status == RIG_OK) status = RIG__PUT(out, error, RIG__S("\n"));
+        if (status == RIG_OK) status = rig__python_json_dumps(tool, out, error);
     }
     if (status == RIG_OK)
-        status = RIG__PUT(out, RIG__S("\n</tools>\n\nFor each function call, return a json "
-                                      "object with function name and arguments within "
-                                      "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": "
-                                      "<function-name>, \"arguments\": <args-json-object>}\n"
-                                      "</tool_call><|im_end|>\n"));
+        status = RIG__PUT(out, error,
+                          RIG__S("\n</tools>\n\nFor each function call, return a json "
+                                 "object with function name and arguments within "
+                                 "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": "
+                                 "<function-name>, \"arguments\": <args-json-object>}\n"
+                                 "</tool_call><|im_end|>\n"));
     return status;
 }
 
 static enum rig_status rig__qwen3_assistant(const struct rig_chat_message *message, bool last,
-                                            bool after_query, struct rig_tokenizer_text *out)
+                                            bool after_query, struct rig_tokenizer_text *out,
+                                            struct rig__tokenizer_error error)
 {
     struct rig__span content = rig__span_of(message->content);
     struct rig__span reasoning = RIG__S("");
@@ -331,64 +339,66 @@ static enum rig_status rig__qwen3_assistant(const struct rig_chat_message *messa
     }
     enum rig_status status;
     if (after_query && (last || reasoning.len > 0))
-        status = RIG__PUT(out, RIG__S("<|im_start|>assistant\n<think>\n"),
+        status = RIG__PUT(out, error, RIG__S("<|im_start|>assistant\n<think>\n"),
                           rig__strip_byte(reasoning, '\n', true, true), RIG__S("\n</think>\n\n"),
                           rig__strip_byte(content, '\n', true, false));
     else
-        status = RIG__PUT(out, RIG__S("<|im_start|>assistant\n"), content);
-    if (status == RIG_OK) status = rig__qwen3_tool_calls(message->tool_calls_json, content, out);
-    return status == RIG_OK ? RIG__PUT(out, RIG__S("<|im_end|>\n")) : status;
+        status = RIG__PUT(out, error, RIG__S("<|im_start|>assistant\n"), content);
+    if (status == RIG_OK)
+        status = rig__qwen3_tool_calls(message->tool_calls_json, content, out, error);
+    return status == RIG_OK ? RIG__PUT(out, error, RIG__S("<|im_end|>\n")) : status;
 }
 
 static enum rig_status rig__qwen3_tool(const struct rig_chat_message *messages, size_t count,
-                                       size_t i, struct rig_tokenizer_text *out)
+                                       size_t i, struct rig_tokenizer_text *out,
+                                       struct rig__tokenizer_error error)
 {
     enum rig_status status = RIG_OK;
     if (i == 0 || !rig__role_is(&messages[i - 1], "tool"))
-        status = RIG__PUT(out, RIG__S("<|im_start|>user"));
+        status = RIG__PUT(out, error, RIG__S("<|im_start|>user"));
     if (status == RIG_OK)
-        status = RIG__PUT(out, RIG__S("\n<tool_response>\n"), rig__span_of(messages[i].content),
-                          RIG__S("\n</tool_response>"));
+        status = RIG__PUT(out, error, RIG__S("\n<tool_response>\n"),
+                          rig__span_of(messages[i].content), RIG__S("\n</tool_response>"));
     if (status == RIG_OK && (i + 1 == count || !rig__role_is(&messages[i + 1], "tool")))
-        status = RIG__PUT(out, RIG__S("<|im_end|>\n"));
+        status = RIG__PUT(out, error, RIG__S("<|im_end|>\n"));
     return status;
 }
 
 static enum rig_status rig__render_qwen3(const struct rig_chat_message *messages, size_t count,
                                          const struct rig_chat_options *options,
-                                         struct rig_tokenizer_text *out)
+                                         struct rig_tokenizer_text *out,
+                                         struct rig__tokenizer_error error)
 {
     enum rig_status status = RIG_OK;
     json_t *tools = NULL;
     if (options->tools_json != NULL) {
-        json_error_t error;
-        tools = json_loads(options->tools_json, JSON_DECODE_ANY, &error);
+        tools = json_loads(options->tools_json, JSON_DECODE_ANY, NULL);
         if (!json_is_array(tools)) {
             json_decref(tools);
-            return rig__tokenizer_fail(RIG_E_INVALID, "tools_json: expected a JSON array");
+            return rig__tokenizer_fail(error, RIG_E_INVALID, "tools_json: expected a JSON array");
         }
     }
     if (json_array_size(tools) > 0) /* {%- if tools %}: an empty list is false */
-        status = rig__qwen3_tools(messages, tools, out);
+        status = rig__qwen3_tools(messages, tools, out, error);
     else if (rig__role_is(&messages[0], "system"))
-        status = RIG__PUT(out, RIG__S("<|im_start|>system\n"), rig__span_of(messages[0].content),
-                          RIG__S("<|im_end|>\n"));
+        status = RIG__PUT(out, error, RIG__S("<|im_start|>system\n"),
+                          rig__span_of(messages[0].content), RIG__S("<|im_end|>\n"));
     json_decref(tools);
     size_t last_query = rig__qwen3_last_query(messages, count);
     for (size_t i = 0; i < count && status == RIG_OK; i++) {
         const struct rig_chat_message *message = &messages[i];
         if (rig__role_is(message, "user") || (rig__role_is(message, "system") && i > 0))
-            status = RIG__PUT(out, RIG__S("<|im_start|>"), rig__span_of(message->role),
+            status = RIG__PUT(out, error, RIG__S("<|im_start|>"), rig__span_of(message->role),
                               RIG__S("\n"), rig__span_of(message->content), RIG__S("<|im_end|>\n"));
         else if (rig__role_is(message, "assistant"))
-            status = rig__qwen3_assistant(message, i + 1 == count, i > last_query, out);
+            status = rig__qwen3_assistant(message, i + 1 == count, i > last_query, out, error);
         else if (rig__role_is(message, "tool"))
-            status = rig__qwen3_tool(messages, count, i, out);
+            status = rig__qwen3_tool(messages, count, i, out, error);
     }
     if (status == RIG_OK && options->add_generation_prompt) {
-        status = RIG__PUT(out, RIG__S("<|im_start|>assistant\n"));
+        status = RIG__PUT(out, error, RIG__S("<|im_start|>assistant\n"));
         if (status == RIG_OK && !options->enable_thinking)
-            status = RIG__PUT(out, RIG__S("<think>\n\n</think>\n\n"));
+            status = RIG__PUT(out, error, RIG__S("<think>\n\n</think>\n\n"));
     }
     return status;
 }
@@ -398,31 +408,33 @@ static enum rig_status rig__render_qwen3(const struct rig_chat_message *messages
 static enum rig_status rig__render_llama3(const struct rig_tokenizer *tok,
                                           const struct rig_chat_message *messages, size_t count,
                                           const struct rig_chat_options *options,
-                                          struct rig_tokenizer_text *out)
+                                          struct rig_tokenizer_text *out,
+                                          struct rig__tokenizer_error error)
 {
     if (tok->bos_token == NULL)
-        return rig__tokenizer_fail(RIG_E_INVALID, "llama3 chat template: no bos_token");
-    enum rig_status status = RIG__PUT(out, rig__span_of(tok->bos_token));
+        return rig__tokenizer_fail(error, RIG_E_INVALID, "llama3 chat template: no bos_token");
+    enum rig_status status = RIG__PUT(out, error, rig__span_of(tok->bos_token));
     for (size_t i = 0; i < count && status == RIG_OK; i++)
         status =
-            RIG__PUT(out, RIG__S("<|start_header_id|>"), rig__span_of(messages[i].role),
+            RIG__PUT(out, error, RIG__S("<|start_header_id|>"), rig__span_of(messages[i].role),
                      RIG__S("<|end_header_id|>\n\n"),
                      rig__python_strip(rig__span_of(messages[i].content)), RIG__S("<|eot_id|>"));
     if (status == RIG_OK && options->add_generation_prompt)
-        status = RIG__PUT(out, RIG__S("<|start_header_id|>assistant<|end_header_id|>\n\n"));
+        status = RIG__PUT(out, error, RIG__S("<|start_header_id|>assistant<|end_header_id|>\n\n"));
     return status;
 }
 
 static enum rig_status rig__render_chatml(const struct rig_chat_message *messages, size_t count,
                                           const struct rig_chat_options *options,
-                                          struct rig_tokenizer_text *out)
+                                          struct rig_tokenizer_text *out,
+                                          struct rig__tokenizer_error error)
 {
     enum rig_status status = RIG_OK;
     for (size_t i = 0; i < count && status == RIG_OK; i++)
-        status = RIG__PUT(out, RIG__S("<|im_start|>"), rig__span_of(messages[i].role), RIG__S("\n"),
-                          rig__span_of(messages[i].content), RIG__S("<|im_end|>\n"));
+        status = RIG__PUT(out, error, RIG__S("<|im_start|>"), rig__span_of(messages[i].role),
+                          RIG__S("\n"), rig__span_of(messages[i].content), RIG__S("<|im_end|>\n"));
     if (status == RIG_OK && options->add_generation_prompt)
-        status = RIG__PUT(out, RIG__S("<|im_start|>assistant\n"));
+        status = RIG__PUT(out, error, RIG__S("<|im_start|>assistant\n"));
     return status;
 }
 
@@ -430,14 +442,16 @@ enum rig_status rig_tokenizer_chat_render(const struct rig_tokenizer *tok,
                                           enum rig_chat_template kind,
                                           const struct rig_chat_message *messages, size_t count,
                                           const struct rig_chat_options *options,
-                                          struct rig_tokenizer_text *out)
+                                          struct rig_tokenizer_text *out, char *error,
+                                          size_t error_len)
 {
     RIG_ASSERT(tok != NULL && options != NULL && out != NULL);
+    struct rig__tokenizer_error sink = {error, error_len};
     if (count == 0 || messages == NULL)
-        return rig__tokenizer_fail(RIG_E_INVALID, "chat: no messages");
+        return rig__tokenizer_fail(sink, RIG_E_INVALID, "chat: no messages");
     for (size_t i = 0; i < count; i++) {
         if (messages[i].role == NULL || messages[i].content == NULL)
-            return rig__tokenizer_fail(RIG_E_INVALID,
+            return rig__tokenizer_fail(sink, RIG_E_INVALID,
                                        "chat: message %zu has no role or "
                                        "content",
                                        i);
@@ -445,15 +459,17 @@ enum rig_status rig_tokenizer_chat_render(const struct rig_tokenizer *tok,
     size_t len_before = out->len;
     enum rig_status status;
     switch (kind) {
-    case RIG_CHAT_TEMPLATE_QWEN3: status = rig__render_qwen3(messages, count, options, out); break;
+    case RIG_CHAT_TEMPLATE_QWEN3:
+        status = rig__render_qwen3(messages, count, options, out, sink);
+        break;
     case RIG_CHAT_TEMPLATE_LLAMA3:
-        status = rig__render_llama3(tok, messages, count, options, out);
+        status = rig__render_llama3(tok, messages, count, options, out, sink);
         break;
     case RIG_CHAT_TEMPLATE_CHATML:
-        status = rig__render_chatml(messages, count, options, out);
+        status = rig__render_chatml(messages, count, options, out, sink);
         break;
     default:
-        return rig__tokenizer_fail(RIG_E_UNSUPPORTED,
+        return rig__tokenizer_fail(sink, RIG_E_UNSUPPORTED,
                                    "chat template \"%s\" cannot be rendered; "
                                    "use the chatml fallback",
                                    rig_chat_template_name(kind));

@@ -19,7 +19,7 @@ static bool rig__decodes(const struct rig_tokenizer *tok, int32_t id, bool skip_
 
 enum rig_status rig_tokenizer_decode(const struct rig_tokenizer *tok, const int32_t *ids,
                                      size_t count, bool skip_special_tokens,
-                                     struct rig_tokenizer_text *out)
+                                     struct rig_tokenizer_text *out, char *error, size_t error_len)
 {
     RIG_ASSERT(tok != NULL);
     RIG_ASSERT(out != NULL && (ids != NULL || count == 0));
@@ -30,8 +30,9 @@ enum rig_status rig_tokenizer_decode(const struct rig_tokenizer *tok, const int3
         if (rig__decodes(tok, ids[i], skip_special_tokens))
             raw += tok->bytes_offset[ids[i] + 1] - tok->bytes_offset[ids[i]];
     }
-    if (raw > SIZE_MAX / 8) return rig__tokenizer_fail(RIG_E_NO_MEMORY, "decode too large");
-    enum rig_status status = rig__text_reserve(out, 4 * raw);
+    struct rig__tokenizer_error sink = {error, error_len};
+    if (raw > SIZE_MAX / 8) return rig__tokenizer_fail(sink, RIG_E_NO_MEMORY, "decode too large");
+    enum rig_status status = rig__text_reserve(out, 4 * raw, sink);
     if (status != RIG_OK) return status;
     uint8_t *bytes = (uint8_t *)out->data + out->len + 3 * raw;
     size_t at = 0;
@@ -64,15 +65,15 @@ size_t rig_tokenizer_stream_piece_max(const struct rig_tokenizer *tok)
 }
 
 enum rig_status rig_tokenizer_stream_step(struct rig_tokenizer_stream *stream, int32_t id,
-                                          char *piece, size_t capacity, size_t *piece_len)
+                                          char *piece, size_t capacity, size_t *piece_len,
+                                          char *error, size_t error_len)
 {
     const struct rig_tokenizer *tok = stream->tokenizer;
     RIG_ASSERT(piece != NULL && piece_len != NULL);
     RIG_ASSERT(stream->pending_len <= 3);
     if (capacity < rig_tokenizer_stream_piece_max(tok) + 1)
-        return rig__tokenizer_fail(RIG_E_CAPACITY,
-                                   "detokenizer piece buffer of %zu bytes is "
-                                   "smaller than %zu",
+        return rig__tokenizer_fail((struct rig__tokenizer_error){error, error_len}, RIG_E_CAPACITY,
+                                   "detokenizer piece buffer of %zu bytes is smaller than %zu",
                                    capacity, rig_tokenizer_stream_piece_max(tok) + 1);
     stream->ids_seen++;
     *piece_len = 0;
@@ -93,11 +94,13 @@ enum rig_status rig_tokenizer_stream_step(struct rig_tokenizer_stream *stream, i
 }
 
 enum rig_status rig_tokenizer_stream_finish(struct rig_tokenizer_stream *stream, char *piece,
-                                            size_t capacity, size_t *piece_len)
+                                            size_t capacity, size_t *piece_len, char *error,
+                                            size_t error_len)
 {
     RIG_ASSERT(piece != NULL && piece_len != NULL);
     if (capacity < 3 * sizeof stream->pending + 1)
-        return rig__tokenizer_fail(RIG_E_CAPACITY, "detokenizer piece buffer too small");
+        return rig__tokenizer_fail((struct rig__tokenizer_error){error, error_len}, RIG_E_CAPACITY,
+                                   "detokenizer piece buffer too small");
     *piece_len = rig__utf8_lossy(stream->pending, stream->pending_len, piece);
     piece[*piece_len] = '\0';
     stream->pending_len = 0;

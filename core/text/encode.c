@@ -39,22 +39,25 @@ struct rig_tokenizer_work {
     struct rig__bpe_merge *heap;     /* (2 * bpe_cap + 2) */
     int32_t *bpe_ids;                /* (bpe_cap) */
     size_t bpe_cap;
+    struct rig__tokenizer_error error; /* the running encode call's message buffer */
 };
 
 enum rig_status rig_tokenizer_work_create(const struct rig_tokenizer *tok,
-                                          struct rig_tokenizer_work **out)
+                                          struct rig_tokenizer_work **out, char *error,
+                                          size_t error_len)
 {
     RIG_ASSERT(tok != NULL);
     RIG_ASSERT(out != NULL);
+    struct rig__tokenizer_error sink = {error, error_len};
     struct rig_tokenizer_work *work = calloc(1, sizeof *work);
-    if (work == NULL) return rig__tokenizer_fail(RIG_E_NO_MEMORY, "out of memory");
+    if (work == NULL) return rig__tokenizer_fail(sink, RIG_E_NO_MEMORY, "out of memory");
     work->tokenizer = tok;
     work->match = pcre2_match_data_create(1, NULL);
     work->context = pcre2_match_context_create(NULL);
     work->jit_stack = pcre2_jit_stack_create(32 * 1024, 8 * 1024 * 1024, NULL);
     if (work->match == NULL || work->context == NULL || work->jit_stack == NULL) {
         rig_tokenizer_work_free(work);
-        return rig__tokenizer_fail(RIG_E_NO_MEMORY, "out of memory creating regex scratch");
+        return rig__tokenizer_fail(sink, RIG_E_NO_MEMORY, "out of memory creating regex scratch");
     }
     pcre2_jit_stack_assign(work->context, NULL, work->jit_stack);
     *out = work;
@@ -79,15 +82,18 @@ void rig_tokenizer_work_free(struct rig_tokenizer_work *work)
 }
 
 /* Grows *buffer to hold `needed` elements of `size` bytes. */
-static enum rig_status rig__grow(void **buffer, size_t *capacity, size_t needed, size_t size)
+static enum rig_status rig__grow(void **buffer, size_t *capacity, size_t needed, size_t size,
+                                 struct rig__tokenizer_error error)
 {
     if (needed <= *capacity) return RIG_OK;
     size_t grown = *capacity < 256 ? 256 : *capacity;
     while (grown < needed)
         grown *= 2;
-    if (grown > SIZE_MAX / size / 4) return rig__tokenizer_fail(RIG_E_NO_MEMORY, "input too large");
+    if (grown > SIZE_MAX / size / 4)
+        return rig__tokenizer_fail(error, RIG_E_NO_MEMORY, "input too large");
     void *memory = realloc(*buffer, grown * size);
-    if (memory == NULL) return rig__tokenizer_fail(RIG_E_NO_MEMORY, "out of memory encoding");
+    if (memory == NULL)
+        return rig__tokenizer_fail(error, RIG_E_NO_MEMORY, "out of memory encoding");
     *buffer = memory;
     *capacity = grown;
     return RIG_OK;
@@ -106,7 +112,7 @@ static enum rig_status rig__bpe_reserve(struct rig_tokenizer_work *work, size_t 
     void *ids = realloc(work->bpe_ids, capacity * sizeof *work->bpe_ids);
     if (ids != NULL) work->bpe_ids = ids;
     if (symbols == NULL || heap == NULL || ids == NULL)
-        return rig__tokenizer_fail(RIG_E_NO_MEMORY, "out of memory encoding");
+        return rig__tokenizer_fail(work->error, RIG_E_NO_MEMORY, "out of memory encoding");
     work->bpe_cap = capacity;
     return RIG_OK;
 }
@@ -180,7 +186,7 @@ static enum rig_status rig__encode_piece(const struct rig_tokenizer *tok,
                                          struct rig_tokenizer_work *work, const uint8_t *bytes,
                                          size_t len, struct rig_tokenizer_ids *out)
 {
-    enum rig_status status = rig__ids_reserve(out, len);
+    enum rig_status status = rig__ids_reserve(out, len, work->error);
     if (status != RIG_OK) return status;
     if (len == 1) {
         out->ids[out->count++] = tok->byte_token[bytes[0]];
@@ -222,11 +228,13 @@ static enum rig_status rig__push_piece(struct rig_tokenizer_work *work, int list
     if (needed > work->pieces_cap) {
         size_t capacity = work->pieces_cap;
         void *grown = work->pieces[0];
-        enum rig_status status = rig__grow(&grown, &capacity, needed, sizeof(struct rig__piece));
+        enum rig_status status =
+            rig__grow(&grown, &capacity, needed, sizeof(struct rig__piece), work->error);
         if (status != RIG_OK) return status;
         work->pieces[0] = grown;
         grown = realloc(work->pieces[1], capacity * sizeof(struct rig__piece));
-        if (grown == NULL) return rig__tokenizer_fail(RIG_E_NO_MEMORY, "out of memory");
+        if (grown == NULL)
+            return rig__tokenizer_fail(work->error, RIG_E_NO_MEMORY, "out of memory");
         work->pieces[1] = grown;
         work->pieces_cap = capacity;
     }
@@ -300,7 +308,8 @@ static enum rig_status rig__find(struct rig_tokenizer_work *work,
                                          PCRE2_NO_UTF_CHECK, work->match, work->context);
         if (rc == PCRE2_ERROR_NOMATCH) break;
         if (rc < 0)
-            return rig__tokenizer_fail(RIG_E_CAPACITY, "pre-tokenizer regex failed (%d)", rc);
+            return rig__tokenizer_fail(work->error, RIG_E_CAPACITY,
+                                       "pre-tokenizer regex failed (%d)", rc);
         PCRE2_SIZE *ovector = pcre2_get_ovector_pointer(work->match);
         if (ovector[1] > ovector[0]) {
             *start = ovector[0];
@@ -350,7 +359,7 @@ static enum rig_status rig__prefix_space(struct rig_tokenizer_work *work, const 
     if (bytes[0] == ' ') return RIG_OK;
     void *arena = work->arena;
     enum rig_status status =
-        rig__grow(&arena, &work->arena_cap, work->arena_len + piece->len + 1, 1);
+        rig__grow(&arena, &work->arena_cap, work->arena_len + piece->len + 1, 1, work->error);
     if (status != RIG_OK) return status;
     work->arena = arena;
     bytes = rig__piece_bytes(work, segment, piece); /* the arena may have moved */
@@ -418,19 +427,22 @@ static enum rig_status rig__normalize(const struct rig_tokenizer *tok,
                                        (utf8proc_ssize_t)*result_len, work->codepoints,
                                        (utf8proc_ssize_t)work->codepoints_cap, options);
             if (count < 0)
-                return rig__tokenizer_fail(RIG_E_INVALID, "normalizer: %s", utf8proc_errmsg(count));
+                return rig__tokenizer_fail(work->error, RIG_E_INVALID, "normalizer: %s",
+                                           utf8proc_errmsg(count));
             if ((size_t)count <= work->codepoints_cap) break;
             void *grown = work->codepoints;
-            enum rig_status status =
-                rig__grow(&grown, &work->codepoints_cap, (size_t)count + 1, sizeof(int32_t));
+            enum rig_status status = rig__grow(&grown, &work->codepoints_cap, (size_t)count + 1,
+                                               sizeof(int32_t), work->error);
             if (status != RIG_OK) return status;
             work->codepoints = grown;
         }
         count = utf8proc_normalize_utf32(work->codepoints, count, options);
         if (count < 0)
-            return rig__tokenizer_fail(RIG_E_INVALID, "normalizer: %s", utf8proc_errmsg(count));
+            return rig__tokenizer_fail(work->error, RIG_E_INVALID, "normalizer: %s",
+                                       utf8proc_errmsg(count));
         void *grown = work->normalized;
-        enum rig_status status = rig__grow(&grown, &work->normalized_cap, 4 * (size_t)count + 1, 1);
+        enum rig_status status =
+            rig__grow(&grown, &work->normalized_cap, 4 * (size_t)count + 1, 1, work->error);
         if (status != RIG_OK) return status;
         work->normalized = grown;
         size_t at = 0;
@@ -575,7 +587,7 @@ static enum rig_status rig__encode_plain(const struct rig_tokenizer *tok,
     while (status == RIG_OK && rig__next_added(tok, text, text_len, true, done, &match)) {
         if (match.start < done) match.start = done;
         status = rig__pretokenize(tok, work, text + done, match.start - done, out);
-        if (status == RIG_OK) status = rig__ids_reserve(out, 1);
+        if (status == RIG_OK) status = rig__ids_reserve(out, 1, work->error);
         if (status == RIG_OK) out->ids[out->count++] = match.id;
         done = match.stop;
     }
@@ -593,7 +605,7 @@ static enum rig_status rig__encode_text(const struct rig_tokenizer *tok,
     while (status == RIG_OK && rig__next_added(tok, text, len, false, done, &match)) {
         if (match.start < done) match.start = done;
         status = rig__encode_plain(tok, work, text + done, match.start - done, out);
-        if (status == RIG_OK) status = rig__ids_reserve(out, 1);
+        if (status == RIG_OK) status = rig__ids_reserve(out, 1, work->error);
         if (status == RIG_OK) out->ids[out->count++] = match.id;
         done = match.stop;
     }
@@ -602,10 +614,10 @@ static enum rig_status rig__encode_text(const struct rig_tokenizer *tok,
 }
 
 static enum rig_status rig__append_ids(struct rig_tokenizer_ids *out, const int32_t *ids,
-                                       uint32_t count)
+                                       uint32_t count, struct rig__tokenizer_error error)
 {
     if (count == 0) return RIG_OK; /* out->ids may still be NULL: no pointer arithmetic */
-    enum rig_status status = rig__ids_reserve(out, count);
+    enum rig_status status = rig__ids_reserve(out, count, error);
     if (status != RIG_OK) return status;
     memcpy(out->ids + out->count, ids, count * sizeof(int32_t));
     out->count += count;
@@ -614,27 +626,32 @@ static enum rig_status rig__append_ids(struct rig_tokenizer_ids *out, const int3
 
 enum rig_status rig_tokenizer_encode(const struct rig_tokenizer *tok,
                                      struct rig_tokenizer_work *work, const char *text, size_t len,
-                                     bool add_special_tokens, struct rig_tokenizer_ids *out)
+                                     bool add_special_tokens, struct rig_tokenizer_ids *out,
+                                     char *error, size_t error_len)
 {
     RIG_ASSERT(tok != NULL);
     RIG_ASSERT(out != NULL && (text != NULL || len == 0));
     RIG_ASSERT(work == NULL || work->tokenizer == tok);
+    struct rig__tokenizer_error sink = {error, error_len};
     size_t invalid = len == 0 ? 0 : rig__utf8_invalid_at((const uint8_t *)text, len);
     if (invalid < len)
-        return rig__tokenizer_fail(RIG_E_INVALID, "text is not valid UTF-8 at byte %zu", invalid);
+        return rig__tokenizer_fail(sink, RIG_E_INVALID, "text is not valid UTF-8 at byte %zu",
+                                   invalid);
     struct rig_tokenizer_work *own = NULL;
     enum rig_status status = RIG_OK;
     if (work == NULL) {
-        status = rig_tokenizer_work_create(tok, &own);
+        status = rig_tokenizer_work_create(tok, &own, error, error_len);
         work = own;
     }
+    if (work != NULL) work->error = sink;
     size_t count_before = out->count;
     if (status == RIG_OK && add_special_tokens)
-        status = rig__append_ids(out, tok->template_prefix, tok->template_prefix_count);
+        status = rig__append_ids(out, tok->template_prefix, tok->template_prefix_count, sink);
     if (status == RIG_OK && len > 0) status = rig__encode_text(tok, work, text, len, out);
     if (status == RIG_OK && add_special_tokens)
-        status = rig__append_ids(out, tok->template_suffix, tok->template_suffix_count);
+        status = rig__append_ids(out, tok->template_suffix, tok->template_suffix_count, sink);
     if (status != RIG_OK) out->count = count_before;
+    if (work != NULL) work->error = (struct rig__tokenizer_error){0};
     rig_tokenizer_work_free(own);
     return status;
 }

@@ -50,10 +50,11 @@ static size_t rig__utf8_put(uint32_t cp, char *out)
     return 3;
 }
 
-enum rig_status rig__tokenizer_read_file(const char *path, char **data, size_t *len)
+enum rig_status rig__tokenizer_read_file(const char *path, char **data, size_t *len,
+                                         struct rig__tokenizer_error error)
 {
     FILE *file = fopen(path, "rb");
-    if (file == NULL) return rig__tokenizer_fail(RIG_E_IO, "cannot open %s", path);
+    if (file == NULL) return rig__tokenizer_fail(error, RIG_E_IO, "cannot open %s", path);
     char *buffer = NULL;
     size_t size = 0, capacity = 0;
     enum rig_status status = RIG_OK;
@@ -62,7 +63,7 @@ enum rig_status rig__tokenizer_read_file(const char *path, char **data, size_t *
             capacity = capacity == 0 ? (size_t)1 << 20 : capacity * 2;
             char *grown = capacity > RIG__FILE_BYTES_MAX ? NULL : realloc(buffer, capacity + 1);
             if (grown == NULL) {
-                status = rig__tokenizer_fail(RIG_E_NO_MEMORY, "%s: too large to read", path);
+                status = rig__tokenizer_fail(error, RIG_E_NO_MEMORY, "%s: too large to read", path);
                 break;
             }
             buffer = grown;
@@ -72,7 +73,7 @@ enum rig_status rig__tokenizer_read_file(const char *path, char **data, size_t *
         if (got == 0) break;
     }
     if (status == RIG_OK && ferror(file))
-        status = rig__tokenizer_fail(RIG_E_IO, "error reading %s", path);
+        status = rig__tokenizer_fail(error, RIG_E_IO, "error reading %s", path);
     fclose(file);
     if (status != RIG_OK) {
         free(buffer);
@@ -87,7 +88,8 @@ enum rig_status rig__tokenizer_read_file(const char *path, char **data, size_t *
 /* ---- small JSON accessors ------------------------------------------------------------- */
 
 static enum rig_status rig__json_bool(const json_t *object, const char *key, bool fallback,
-                                      bool *out, const char *where)
+                                      bool *out, const char *where,
+                                      struct rig__tokenizer_error error)
 {
     const json_t *value = json_object_get(object, key);
     if (value == NULL || json_is_null(value)) {
@@ -95,16 +97,17 @@ static enum rig_status rig__json_bool(const json_t *object, const char *key, boo
         return RIG_OK;
     }
     if (!json_is_boolean(value))
-        return rig__tokenizer_fail(RIG_E_PARSE, "%s.%s: expected a boolean", where, key);
+        return rig__tokenizer_fail(error, RIG_E_PARSE, "%s.%s: expected a boolean", where, key);
     *out = json_is_true(value);
     return RIG_OK;
 }
 
 /* The "type" of a component object, or NULL (with a message) when it has none. */
-static const char *rig__json_type(const json_t *object, const char *where)
+static const char *rig__json_type(const json_t *object, const char *where,
+                                  struct rig__tokenizer_error error)
 {
     const char *type = json_string_value(json_object_get(object, "type"));
-    if (type == NULL) rig__tokenizer_fail(RIG_E_PARSE, "%s: missing \"type\"", where);
+    if (type == NULL) rig__tokenizer_fail(error, RIG_E_PARSE, "%s: missing \"type\"", where);
     return type;
 }
 
@@ -178,7 +181,8 @@ static void rig__merge_insert(struct rig_tokenizer *tok, int32_t left, int32_t r
 }
 
 /* Largest id in the vocabulary and the added tokens; checks every id is a sane integer. */
-static enum rig_status rig__count_tokens(const json_t *vocab, const json_t *added, int32_t *count)
+static enum rig_status rig__count_tokens(const json_t *vocab, const json_t *added, int32_t *count,
+                                         struct rig__tokenizer_error error)
 {
     int64_t largest = -1;
     const char *key;
@@ -187,12 +191,12 @@ static enum rig_status rig__count_tokens(const json_t *vocab, const json_t *adde
     {
         json_int_t id = json_integer_value(value);
         if (!json_is_integer(value))
-            return rig__tokenizer_fail(RIG_E_PARSE, "model.vocab[\"%s\"]: id is not an integer",
-                                       key);
+            return rig__tokenizer_fail(error, RIG_E_PARSE,
+                                       "model.vocab[\"%s\"]: id is not an integer", key);
         if (id < 0 || id >= RIG__VOCAB_IDS_MAX)
-            return rig__tokenizer_fail(RIG_E_PARSE,
-                                       "model.vocab[\"%s\"]: id %lld is out of range [0, %d)",
-                                       key, (long long)id, RIG__VOCAB_IDS_MAX);
+            return rig__tokenizer_fail(error, RIG_E_PARSE,
+                                       "model.vocab[\"%s\"]: id %lld is out of range [0, %d)", key,
+                                       (long long)id, RIG__VOCAB_IDS_MAX);
         largest = id > largest ? id : largest;
     }
     size_t index;
@@ -201,20 +205,22 @@ static enum rig_status rig__count_tokens(const json_t *vocab, const json_t *adde
         const json_t *id = json_object_get(value, "id");
         const json_t *content = json_object_get(value, "content");
         if (!json_is_integer(id) || !json_is_string(content))
-            return rig__tokenizer_fail(RIG_E_PARSE, "added_tokens[%zu]: needs an integer \"id\" "
-                                       "and a string \"content\"", index);
+            return rig__tokenizer_fail(error, RIG_E_PARSE,
+                                       "added_tokens[%zu]: needs an integer \"id\" "
+                                       "and a string \"content\"",
+                                       index);
         json_int_t n = json_integer_value(id);
         if (n < 0 || n >= RIG__VOCAB_IDS_MAX)
-            return rig__tokenizer_fail(RIG_E_PARSE,
-                                       "added_tokens[%zu] \"%s\": id %lld is out of range [0, %d)",
-                                       index, json_string_value(content), (long long)n,
-                                       RIG__VOCAB_IDS_MAX);
+            return rig__tokenizer_fail(
+                error, RIG_E_PARSE, "added_tokens[%zu] \"%s\": id %lld is out of range [0, %d)",
+                index, json_string_value(content), (long long)n, RIG__VOCAB_IDS_MAX);
         if (json_string_length(content) == 0)
-            return rig__tokenizer_fail(RIG_E_PARSE, "added_tokens[%zu] (id %lld): empty content",
-                                       index, (long long)n);
+            return rig__tokenizer_fail(error, RIG_E_PARSE,
+                                       "added_tokens[%zu] (id %lld): empty content", index,
+                                       (long long)n);
         largest = n > largest ? n : largest;
     }
-    if (largest < 0) return rig__tokenizer_fail(RIG_E_PARSE, "model.vocab: empty");
+    if (largest < 0) return rig__tokenizer_fail(error, RIG_E_PARSE, "model.vocab: empty");
     *count = (int32_t)(largest + 1);
     return RIG_OK;
 }
@@ -222,7 +228,7 @@ static enum rig_status rig__count_tokens(const json_t *vocab, const json_t *adde
 /* The text of every id: vocabulary entries first, added tokens override (HF's id_to_token
  * looks in the added vocabulary first). */
 static enum rig_status rig__build_texts(struct rig_tokenizer *tok, const json_t *vocab,
-                                        const json_t *added)
+                                        const json_t *added, struct rig__tokenizer_error error)
 {
     int32_t n = tok->token_count;
     const char **text_of = calloc((size_t)n, sizeof *text_of);
@@ -231,7 +237,8 @@ static enum rig_status rig__build_texts(struct rig_tokenizer *tok, const json_t 
     tok->text_offset = calloc((size_t)n + 1, sizeof(uint32_t));
     enum rig_status status = RIG_OK;
     if (text_of == NULL || len_of == NULL || tok->token_flags == NULL || !tok->text_offset)
-        status = rig__tokenizer_fail(RIG_E_NO_MEMORY, "out of memory loading the vocabulary");
+        status =
+            rig__tokenizer_fail(error, RIG_E_NO_MEMORY, "out of memory loading the vocabulary");
     const char *key;
     const json_t *value;
     size_t index, total = 0;
@@ -240,7 +247,7 @@ static enum rig_status rig__build_texts(struct rig_tokenizer *tok, const json_t 
         {
             json_int_t id = json_integer_value(value);
             if (text_of[id] != NULL) {
-                status = rig__tokenizer_fail(RIG_E_PARSE,
+                status = rig__tokenizer_fail(error, RIG_E_PARSE,
                                              "model.vocab: \"%s\" and \"%s\" both have id %lld",
                                              text_of[id], key, (long long)id);
                 break;
@@ -259,17 +266,18 @@ static enum rig_status rig__build_texts(struct rig_tokenizer *tok, const json_t 
         for (int32_t id = 0; id < n && status == RIG_OK; id++) {
             if (len_of[id] > RIG__TOKEN_BYTES_MAX ||
                 memchr(text_of[id] ? text_of[id] : "", '\0', len_of[id]) != NULL) {
-                status = rig__tokenizer_fail(RIG_E_UNSUPPORTED, "token %d: too long or has NUL",
-                                             (int)id);
+                status = rig__tokenizer_fail(error, RIG_E_UNSUPPORTED,
+                                             "token %d: too long or has NUL", (int)id);
                 break;
             }
             total += text_of[id] ? len_of[id] + 1 : 0;
         }
     }
     if (status == RIG_OK && total >= UINT32_MAX)
-        status = rig__tokenizer_fail(RIG_E_UNSUPPORTED, "vocabulary texts exceed 4 GiB");
+        status = rig__tokenizer_fail(error, RIG_E_UNSUPPORTED, "vocabulary texts exceed 4 GiB");
     if (status == RIG_OK && (tok->texts = malloc(total + 1)) == NULL)
-        status = rig__tokenizer_fail(RIG_E_NO_MEMORY, "out of memory loading the vocabulary");
+        status =
+            rig__tokenizer_fail(error, RIG_E_NO_MEMORY, "out of memory loading the vocabulary");
     if (status == RIG_OK) {
         size_t at = 0;
         for (int32_t id = 0; id < n; id++) {
@@ -289,7 +297,8 @@ static enum rig_status rig__build_texts(struct rig_tokenizer *tok, const json_t 
 /* Decoded bytes of every token: each character of the text that is a byte-level stand-in
  * becomes its byte, any other character stays as its UTF-8 (HF's ByteLevel decoder). A
  * `normalized` added token decodes from its normalised text, as HF's id_to_token gives it. */
-static enum rig_status rig__build_bytes(struct rig_tokenizer *tok)
+static enum rig_status rig__build_bytes(struct rig_tokenizer *tok,
+                                        struct rig__tokenizer_error error)
 {
     int16_t byte_of[324];
     for (size_t i = 0; i < RIG_ARRAY_LEN(byte_of); i++)
@@ -303,7 +312,7 @@ static enum rig_status rig__build_bytes(struct rig_tokenizer *tok)
         extra += tok->added[a].match_len;
     tok->bytes = malloc((size_t)tok->text_offset[n] + extra + 1);
     if (tok->bytes_offset == NULL || tok->bytes == NULL)
-        return rig__tokenizer_fail(RIG_E_NO_MEMORY, "out of memory loading the vocabulary");
+        return rig__tokenizer_fail(error, RIG_E_NO_MEMORY, "out of memory loading the vocabulary");
     uint32_t at = 0;
     for (int32_t id = 0; id < n; id++) {
         tok->bytes_offset[id] = at;
@@ -338,41 +347,45 @@ static enum rig_status rig__build_bytes(struct rig_tokenizer *tok)
     }
     tok->bytes_offset[n] = at;
     if (tok->token_bytes_max > RIG__TOKEN_BYTES_MAX) /* a normalised added token can grow */
-        return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "a token decodes to more than %d bytes",
-                                   RIG__TOKEN_BYTES_MAX);
+        return rig__tokenizer_fail(error, RIG_E_UNSUPPORTED,
+                                   "a token decodes to more than %d bytes", RIG__TOKEN_BYTES_MAX);
     return RIG_OK;
 }
 
 /* ---- model: vocabulary and merges ------------------------------------------------------ */
 
-static enum rig_status rig__check_model_fields(struct rig_tokenizer *tok, const json_t *model)
+static enum rig_status rig__check_model_fields(struct rig_tokenizer *tok, const json_t *model,
+                                               struct rig__tokenizer_error error)
 {
     const char *type = json_string_value(json_object_get(model, "type"));
     if (type != NULL && strcmp(type, "BPE") != 0)
-        return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "model.type \"%s\": only BPE", type);
+        return rig__tokenizer_fail(error, RIG_E_UNSUPPORTED, "model.type \"%s\": only BPE", type);
     const char *empty_fields[] = {"continuing_subword_prefix", "end_of_word_suffix"};
     for (size_t i = 0; i < RIG_ARRAY_LEN(empty_fields); i++) {
         const json_t *value = json_object_get(model, empty_fields[i]);
         if (value != NULL && !json_is_null(value) &&
             !(json_is_string(value) && json_string_length(value) == 0))
-            return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "model.%s: only empty is supported",
-                                       empty_fields[i]);
+            return rig__tokenizer_fail(error, RIG_E_UNSUPPORTED,
+                                       "model.%s: only empty is supported", empty_fields[i]);
     }
     const json_t *dropout = json_object_get(model, "dropout");
     if (dropout != NULL && !json_is_null(dropout) && json_number_value(dropout) != 0.0)
-        return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "model.dropout: BPE dropout");
+        return rig__tokenizer_fail(error, RIG_E_UNSUPPORTED, "model.dropout: BPE dropout");
     bool byte_fallback = false;
-    enum rig_status status = rig__json_bool(model, "byte_fallback", false, &byte_fallback, "model");
+    enum rig_status status =
+        rig__json_bool(model, "byte_fallback", false, &byte_fallback, "model", error);
     if (status == RIG_OK && byte_fallback)
-        return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "model.byte_fallback: not byte-level BPE");
+        return rig__tokenizer_fail(error, RIG_E_UNSUPPORTED,
+                                   "model.byte_fallback: not byte-level BPE");
     if (status == RIG_OK)
-        status = rig__json_bool(model, "ignore_merges", false, &tok->ignore_merges, "model");
+        status = rig__json_bool(model, "ignore_merges", false, &tok->ignore_merges, "model", error);
     return status;
 }
 
 /* One merge as "left right" or ["left", "right"]; finds the three ids. */
 static enum rig_status rig__parse_merge(const struct rig_tokenizer *tok, const json_t *merge,
-                                        size_t rank, int32_t ids[3])
+                                        size_t rank, int32_t ids[3],
+                                        struct rig__tokenizer_error error)
 {
     const char *left = NULL, *right = NULL;
     size_t left_len = 0, right_len = 0;
@@ -380,7 +393,7 @@ static enum rig_status rig__parse_merge(const struct rig_tokenizer *tok, const j
         left = json_string_value(merge);
         const char *space = strchr(left, ' ');
         if (space == NULL || strchr(space + 1, ' ') != NULL)
-            return rig__tokenizer_fail(RIG_E_PARSE, "model.merges[%zu]: not \"a b\"", rank);
+            return rig__tokenizer_fail(error, RIG_E_PARSE, "model.merges[%zu]: not \"a b\"", rank);
         left_len = (size_t)(space - left);
         right = space + 1;
         right_len = strlen(right);
@@ -392,33 +405,35 @@ static enum rig_status rig__parse_merge(const struct rig_tokenizer *tok, const j
         left_len = json_string_length(json_array_get(merge, 0));
         right_len = json_string_length(json_array_get(merge, 1));
     } else {
-        return rig__tokenizer_fail(RIG_E_PARSE, "model.merges[%zu]: not a pair", rank);
+        return rig__tokenizer_fail(error, RIG_E_PARSE, "model.merges[%zu]: not a pair", rank);
     }
     char joined[2 * RIG__TOKEN_BYTES_MAX + 1];
     if (left_len + right_len > RIG__TOKEN_BYTES_MAX)
-        return rig__tokenizer_fail(RIG_E_PARSE, "model.merges[%zu]: too long", rank);
+        return rig__tokenizer_fail(error, RIG_E_PARSE, "model.merges[%zu]: too long", rank);
     memcpy(joined, left, left_len);
     memcpy(joined + left_len, right, right_len);
     ids[0] = rig__tokenizer_lookup(tok, left, left_len);
     ids[1] = rig__tokenizer_lookup(tok, right, right_len);
     ids[2] = rig__tokenizer_lookup(tok, joined, left_len + right_len);
     if (ids[0] < 0 || ids[1] < 0 || ids[2] < 0)
-        return rig__tokenizer_fail(RIG_E_PARSE, "model.merges[%zu]: token not in vocab", rank);
+        return rig__tokenizer_fail(error, RIG_E_PARSE, "model.merges[%zu]: token not in vocab",
+                                   rank);
     return RIG_OK;
 }
 
-static enum rig_status rig__load_model(struct rig_tokenizer *tok, const json_t *model)
+static enum rig_status rig__load_model(struct rig_tokenizer *tok, const json_t *model,
+                                       struct rig__tokenizer_error error)
 {
     const json_t *vocab = json_object_get(model, "vocab");
     const json_t *merges = json_object_get(model, "merges");
     if (!json_is_object(vocab) || !json_is_array(merges))
-        return rig__tokenizer_fail(RIG_E_PARSE, "model: needs vocab (object) and merges");
+        return rig__tokenizer_fail(error, RIG_E_PARSE, "model: needs vocab (object) and merges");
     tok->vocab_mask = rig__pow2_at_least(2 * (uint64_t)json_object_size(vocab)) - 1;
     tok->vocab_slots = calloc((size_t)tok->vocab_mask + 1, sizeof(uint32_t));
     tok->merge_mask = rig__pow2_at_least(2 * (uint64_t)json_array_size(merges)) - 1;
     tok->merge_slots = malloc(((size_t)tok->merge_mask + 1) * sizeof(struct rig__merge_slot));
     if (tok->vocab_slots == NULL || tok->merge_slots == NULL)
-        return rig__tokenizer_fail(RIG_E_NO_MEMORY, "out of memory loading the vocabulary");
+        return rig__tokenizer_fail(error, RIG_E_NO_MEMORY, "out of memory loading the vocabulary");
     memset(tok->merge_slots, 0xFF, ((size_t)tok->merge_mask + 1) * sizeof *tok->merge_slots);
     const char *key;
     const json_t *value;
@@ -431,7 +446,7 @@ static enum rig_status rig__load_model(struct rig_tokenizer *tok, const json_t *
     json_array_foreach((json_t *)merges, rank, value)
     {
         int32_t ids[3] = {-1, -1, -1};
-        enum rig_status status = rig__parse_merge(tok, value, rank, ids);
+        enum rig_status status = rig__parse_merge(tok, value, rank, ids, error);
         if (status != RIG_OK) return status;
         rig__merge_insert(tok, ids[0], ids[1], (uint32_t)rank, ids[2]);
     }
@@ -459,7 +474,8 @@ utf8proc_option_t rig__normalizer_options(enum rig__normalizer normalizer)
 /* The text an added token is matched as: its content, or for a `normalized` token the content
  * after the normaliser (HF matches those in the normalised text). */
 static enum rig_status rig__added_match_text(const struct rig_tokenizer *tok,
-                                             struct rig__added_token *token)
+                                             struct rig__added_token *token,
+                                             struct rig__tokenizer_error error)
 {
     token->match = (char *)token->content;
     token->match_len = token->len;
@@ -474,7 +490,7 @@ static enum rig_status rig__added_match_text(const struct rig_tokenizer *tok,
     }
     if (text == NULL || text[0] == '\0') {
         free(text);
-        return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "added token \"%s\": cannot normalise",
+        return rig__tokenizer_fail(error, RIG_E_UNSUPPORTED, "added token \"%s\": cannot normalise",
                                    token->content);
     }
     token->match = (char *)text;
@@ -482,14 +498,15 @@ static enum rig_status rig__added_match_text(const struct rig_tokenizer *tok,
     return RIG_OK;
 }
 
-static enum rig_status rig__load_added(struct rig_tokenizer *tok, const json_t *added)
+static enum rig_status rig__load_added(struct rig_tokenizer *tok, const json_t *added,
+                                       struct rig__tokenizer_error error)
 {
     size_t count = json_array_size(added);
     if (count > RIG__ADDED_TOKENS_MAX)
-        return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "added_tokens: more than %d",
+        return rig__tokenizer_fail(error, RIG_E_UNSUPPORTED, "added_tokens: more than %d",
                                    RIG__ADDED_TOKENS_MAX);
     tok->added = calloc(count + 1, sizeof *tok->added);
-    if (tok->added == NULL) return rig__tokenizer_fail(RIG_E_NO_MEMORY, "out of memory");
+    if (tok->added == NULL) return rig__tokenizer_fail(error, RIG_E_NO_MEMORY, "out of memory");
     size_t index;
     const json_t *value;
     json_array_foreach((json_t *)added, index, value)
@@ -505,10 +522,10 @@ static enum rig_status rig__load_added(struct rig_tokenizer *tok, const json_t *
                          &token->special};
         const char *names[] = {"lstrip", "rstrip", "single_word", "normalized", "special"};
         for (size_t i = 0; i < RIG_ARRAY_LEN(flags) && status == RIG_OK; i++)
-            status = rig__json_bool(value, names[i], i == 3, flags[i], where);
+            status = rig__json_bool(value, names[i], i == 3, flags[i], where, error);
         if (status != RIG_OK) return status;
         if (token->len == 0) continue; /* HF ignores empty added tokens */
-        status = rig__added_match_text(tok, token);
+        status = rig__added_match_text(tok, token, error);
         if (status != RIG_OK) return status;
         tok->token_flags[token->id] |= RIG__TOKEN_ADDED;
         if (token->special) tok->token_flags[token->id] |= RIG__TOKEN_SPECIAL;
@@ -520,7 +537,8 @@ static enum rig_status rig__load_added(struct rig_tokenizer *tok, const json_t *
 
 /* Buckets the added tokens by first byte, longest first, so that matching at a position is
  * leftmost-longest as HF's Aho-Corasick automaton (MatchKind::LeftmostLongest). */
-static enum rig_status rig__index_added(struct rig_tokenizer *tok)
+static enum rig_status rig__index_added(struct rig_tokenizer *tok,
+                                        struct rig__tokenizer_error error)
 {
     uint32_t counts[256] = {0};
     for (uint32_t i = 0; i < tok->added_count; i++)
@@ -528,7 +546,7 @@ static enum rig_status rig__index_added(struct rig_tokenizer *tok)
     for (int b = 0; b < 256; b++) {
         if (counts[b] == 0) continue;
         uint32_t *list = malloc((counts[b] + 1) * sizeof *list);
-        if (list == NULL) return rig__tokenizer_fail(RIG_E_NO_MEMORY, "out of memory");
+        if (list == NULL) return rig__tokenizer_fail(error, RIG_E_NO_MEMORY, "out of memory");
         uint32_t n = 0;
         for (uint32_t i = 0; i < tok->added_count; i++) {
             if ((uint8_t)tok->added[i].match[0] != b) continue;
@@ -550,45 +568,49 @@ static enum rig_status rig__index_added(struct rig_tokenizer *tok)
 /* Calls `load` on a component (normalizer, pre_tokenizer, post_processor), or on each member
  * of a Sequence (listed under `list_key`). A Sequence inside a Sequence is not supported, which
  * keeps loading free of recursion; no HF file in these families nests them. */
-static enum rig_status rig__load_steps(
-    struct rig_tokenizer *tok, const json_t *component, const char *field, const char *list_key,
-    enum rig_status (*load)(struct rig_tokenizer *tok, const json_t *step, const char *type))
+static enum rig_status rig__load_steps(struct rig_tokenizer *tok, const json_t *component,
+                                       const char *field, const char *list_key,
+                                       enum rig_status (*load)(struct rig_tokenizer *tok,
+                                                               const json_t *step, const char *type,
+                                                               struct rig__tokenizer_error error),
+                                       struct rig__tokenizer_error error)
 {
     if (component == NULL || json_is_null(component)) return RIG_OK;
-    const char *type = rig__json_type(component, field);
+    const char *type = rig__json_type(component, field, error);
     if (type == NULL) return RIG_E_PARSE;
-    if (strcmp(type, "Sequence") != 0) return load(tok, component, type);
+    if (strcmp(type, "Sequence") != 0) return load(tok, component, type, error);
     const json_t *list = json_object_get(component, list_key);
     if (!json_is_array(list))
-        return rig__tokenizer_fail(RIG_E_PARSE, "%s.%s: expected an array", field, list_key);
+        return rig__tokenizer_fail(error, RIG_E_PARSE, "%s.%s: expected an array", field, list_key);
     size_t index;
     const json_t *step;
     json_array_foreach((json_t *)list, index, step)
     {
-        const char *step_type = rig__json_type(step, field);
+        const char *step_type = rig__json_type(step, field, error);
         if (step_type == NULL) return RIG_E_PARSE;
         if (strcmp(step_type, "Sequence") == 0)
-            return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "%s.%s[%zu]: nested Sequence", field,
-                                       list_key, index);
-        enum rig_status status = load(tok, step, step_type);
+            return rig__tokenizer_fail(error, RIG_E_UNSUPPORTED, "%s.%s[%zu]: nested Sequence",
+                                       field, list_key, index);
+        enum rig_status status = load(tok, step, step_type, error);
         if (status != RIG_OK) return status;
     }
     return RIG_OK;
 }
 
 static enum rig_status rig__load_normalizer(struct rig_tokenizer *tok, const json_t *normalizer,
-                                            const char *type)
+                                            const char *type, struct rig__tokenizer_error error)
 {
     (void)normalizer;
     static const char *const names[] = {"NFC", "NFD", "NFKC", "NFKD"};
     for (size_t i = 0; i < RIG_ARRAY_LEN(names); i++) {
         if (strcmp(type, names[i]) != 0) continue;
         if (tok->normalizer_count == RIG__NORMALIZER_STEPS_MAX)
-            return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "normalizer: too many steps");
+            return rig__tokenizer_fail(error, RIG_E_UNSUPPORTED, "normalizer: too many steps");
         tok->normalizers[tok->normalizer_count++] = (enum rig__normalizer)i;
         return RIG_OK;
     }
-    return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "normalizer.type \"%s\" is not supported", type);
+    return rig__tokenizer_fail(error, RIG_E_UNSUPPORTED, "normalizer.type \"%s\" is not supported",
+                               type);
 }
 
 /* Runs a compiled pre-tokenizer regex over a few probe texts: a pattern that compiles but
@@ -596,11 +618,11 @@ static enum rig_status rig__load_normalizer(struct rig_tokenizer *tok, const jso
  * load, not at the first encode. The interpreter first (its messages do not depend on whether
  * JIT is available), then the JIT code encoding uses. */
 static enum rig_status rig__probe_regex(pcre2_code *code, const char *pattern, size_t len,
-                                        const char *where)
+                                        const char *where, struct rig__tokenizer_error error)
 {
     static const char *const probes[] = {"", "Hello, world! 123", " \xc3\xa9t\xc3\xa9\n\t  x's"};
     pcre2_match_data *match = pcre2_match_data_create_from_pattern(code, NULL);
-    if (match == NULL) return rig__tokenizer_fail(RIG_E_NO_MEMORY, "out of memory");
+    if (match == NULL) return rig__tokenizer_fail(error, RIG_E_NO_MEMORY, "out of memory");
     int rc = PCRE2_ERROR_NOMATCH;
     for (size_t k = 0; k < 2 * RIG_ARRAY_LEN(probes) && rc >= PCRE2_ERROR_NOMATCH; k++) {
         const char *probe = probes[k % RIG_ARRAY_LEN(probes)]; /* interpreter first, then JIT */
@@ -611,26 +633,26 @@ static enum rig_status rig__probe_regex(pcre2_code *code, const char *pattern, s
     if (rc >= PCRE2_ERROR_NOMATCH) return RIG_OK;
     PCRE2_UCHAR message[160];
     pcre2_get_error_message(rc, message, sizeof message);
-    return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "%s \"%.*s\": regex cannot match: %s", where,
-                               (int)len, pattern, (const char *)message);
+    return rig__tokenizer_fail(error, RIG_E_UNSUPPORTED, "%s \"%.*s\": regex cannot match: %s",
+                               where, (int)len, pattern, (const char *)message);
 }
 
 static enum rig_status rig__compile_regex(const char *pattern, size_t len, pcre2_code **out,
-                                          bool *jit, const char *where)
+                                          bool *jit, const char *where,
+                                          struct rig__tokenizer_error error)
 {
-    int error = 0;
+    int compile_error = 0;
     PCRE2_SIZE offset = 0;
-    pcre2_code *code =
-        pcre2_compile((PCRE2_SPTR)pattern, len, PCRE2_UTF | PCRE2_UCP, &error, &offset, NULL);
+    pcre2_code *code = pcre2_compile((PCRE2_SPTR)pattern, len, PCRE2_UTF | PCRE2_UCP,
+                                     &compile_error, &offset, NULL);
     if (code == NULL) {
         PCRE2_UCHAR message[160];
-        pcre2_get_error_message(error, message, sizeof message);
-        return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "%s \"%.*s\": regex error at %zu: %s",
-                                   where, (int)len, pattern, (size_t)offset,
-                                   (const char *)message);
+        pcre2_get_error_message(compile_error, message, sizeof message);
+        return rig__tokenizer_fail(error, RIG_E_UNSUPPORTED, "%s \"%.*s\": regex error at %zu: %s",
+                                   where, (int)len, pattern, (size_t)offset, (const char *)message);
     }
     *jit = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0; /* else: the interpreter */
-    enum rig_status status = rig__probe_regex(code, pattern, len, where);
+    enum rig_status status = rig__probe_regex(code, pattern, len, where, error);
     if (status != RIG_OK) {
         pcre2_code_free(code);
         return status;
@@ -642,7 +664,8 @@ static enum rig_status rig__compile_regex(const char *pattern, size_t len, pcre2
 static const char rig__gpt2_pattern[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
-static enum rig_status rig__load_split(struct rig__pretokenizer_step *step, const json_t *split)
+static enum rig_status rig__load_split(struct rig__pretokenizer_step *step, const json_t *split,
+                                       struct rig__tokenizer_error error)
 {
     const json_t *pattern = json_object_get(split, "pattern");
     const json_t *regex = json_object_get(pattern, "Regex");
@@ -654,50 +677,53 @@ static enum rig_status rig__load_split(struct rig__pretokenizer_step *step, cons
     while (b < RIG_ARRAY_LEN(behaviors) && (!behavior || strcmp(behavior, behaviors[b]) != 0))
         b++;
     if (b == RIG_ARRAY_LEN(behaviors))
-        return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "pre_tokenizer Split.behavior \"%s\"",
+        return rig__tokenizer_fail(error, RIG_E_UNSUPPORTED, "pre_tokenizer Split.behavior \"%s\"",
                                    behavior ? behavior : "(missing)");
     step->behavior = (enum rig__split_behavior)b;
-    enum rig_status status = rig__json_bool(split, "invert", false, &step->invert, "Split");
+    enum rig_status status = rig__json_bool(split, "invert", false, &step->invert, "Split", error);
     if (status != RIG_OK) return status;
     if (json_is_string(regex))
         return rig__compile_regex(json_string_value(regex), json_string_length(regex), &step->regex,
-                                  &step->jit, "pre_tokenizer Split.pattern.Regex");
+                                  &step->jit, "pre_tokenizer Split.pattern.Regex", error);
     if (!json_is_string(literal) || json_string_length(literal) == 0)
-        return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "pre_tokenizer Split.pattern: needs "
-                                                      "Regex or a non-empty String");
+        return rig__tokenizer_fail(error, RIG_E_UNSUPPORTED,
+                                   "pre_tokenizer Split.pattern: needs "
+                                   "Regex or a non-empty String");
     step->literal_len = json_string_length(literal);
     step->literal = malloc(step->literal_len + 1);
-    if (step->literal == NULL) return rig__tokenizer_fail(RIG_E_NO_MEMORY, "out of memory");
+    if (step->literal == NULL) return rig__tokenizer_fail(error, RIG_E_NO_MEMORY, "out of memory");
     memcpy(step->literal, json_string_value(literal), step->literal_len + 1);
     return RIG_OK;
 }
 
 static enum rig_status rig__load_pretokenizer(struct rig_tokenizer *tok, const json_t *pre,
-                                              const char *type)
+                                              const char *type, struct rig__tokenizer_error error)
 {
     if (tok->pretokenizer_count == RIG__PRETOKENIZER_STEPS_MAX)
-        return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "pre_tokenizer: too many steps");
+        return rig__tokenizer_fail(error, RIG_E_UNSUPPORTED, "pre_tokenizer: too many steps");
     struct rig__pretokenizer_step *step = &tok->pretokenizers[tok->pretokenizer_count++];
     *step = (struct rig__pretokenizer_step){.behavior = RIG__SPLIT_ISOLATED};
-    if (strcmp(type, "Split") == 0) return rig__load_split(step, pre);
+    if (strcmp(type, "Split") == 0) return rig__load_split(step, pre, error);
     if (strcmp(type, "ByteLevel") != 0)
-        return rig__tokenizer_fail(RIG_E_UNSUPPORTED,
+        return rig__tokenizer_fail(error, RIG_E_UNSUPPORTED,
                                    "pre_tokenizer.type \"%s\" is not "
                                    "supported",
                                    type);
     bool use_regex = true;
     enum rig_status status =
-        rig__json_bool(pre, "add_prefix_space", true, &step->add_prefix_space, "ByteLevel");
-    if (status == RIG_OK) status = rig__json_bool(pre, "use_regex", true, &use_regex, "ByteLevel");
+        rig__json_bool(pre, "add_prefix_space", true, &step->add_prefix_space, "ByteLevel", error);
+    if (status == RIG_OK)
+        status = rig__json_bool(pre, "use_regex", true, &use_regex, "ByteLevel", error);
     if (status != RIG_OK) return status;
     tok->byte_level = true;
     if (!use_regex) return RIG_OK;
     return rig__compile_regex(rig__gpt2_pattern, sizeof rig__gpt2_pattern - 1, &step->regex,
-                              &step->jit, "pre_tokenizer ByteLevel");
+                              &step->jit, "pre_tokenizer ByteLevel", error);
 }
 
 /* TemplateProcessing's "single": special tokens before and after $A become prefix/suffix. */
-static enum rig_status rig__load_template(struct rig_tokenizer *tok, const json_t *processor)
+static enum rig_status rig__load_template(struct rig_tokenizer *tok, const json_t *processor,
+                                          struct rig__tokenizer_error error)
 {
     const json_t *single = json_object_get(processor, "single");
     const json_t *specials = json_object_get(processor, "special_tokens");
@@ -712,14 +738,15 @@ static enum rig_status rig__load_template(struct rig_tokenizer *tok, const json_
         if (sequence != NULL) {
             const char *which = json_string_value(json_object_get(sequence, "id"));
             if (which == NULL || strcmp(which, "A") != 0 || seen_sequence)
-                return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "post_processor.single: only $A");
+                return rig__tokenizer_fail(error, RIG_E_UNSUPPORTED,
+                                           "post_processor.single: only $A");
             seen_sequence = true;
             continue;
         }
         const json_t *ids = json_object_get(json_object_get(specials, name ? name : ""), "ids");
         if (name == NULL || !json_is_array(ids))
-            return rig__tokenizer_fail(RIG_E_PARSE, "post_processor.single[%zu]: unknown token",
-                                       index);
+            return rig__tokenizer_fail(error, RIG_E_PARSE,
+                                       "post_processor.single[%zu]: unknown token", index);
         size_t k;
         const json_t *id;
         json_array_foreach((json_t *)ids, k, id)
@@ -729,7 +756,8 @@ static enum rig_status rig__load_template(struct rig_tokenizer *tok, const json_
                 seen_sequence ? &tok->template_suffix_count : &tok->template_prefix_count;
             json_int_t value = json_integer_value(id);
             if (*count == RIG__TEMPLATE_TOKENS_MAX || value < 0 || value >= tok->token_count)
-                return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "post_processor.special_tokens");
+                return rig__tokenizer_fail(error, RIG_E_UNSUPPORTED,
+                                           "post_processor.special_tokens");
             list[(*count)++] = (int32_t)value;
         }
     }
@@ -737,26 +765,27 @@ static enum rig_status rig__load_template(struct rig_tokenizer *tok, const json_
 }
 
 static enum rig_status rig__load_post(struct rig_tokenizer *tok, const json_t *post,
-                                      const char *type)
+                                      const char *type, struct rig__tokenizer_error error)
 {
     if (strcmp(type, "ByteLevel") == 0) return RIG_OK; /* only offsets change: no ids */
-    if (strcmp(type, "TemplateProcessing") == 0) return rig__load_template(tok, post);
-    return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "post_processor.type \"%s\" is not supported",
-                               type);
+    if (strcmp(type, "TemplateProcessing") == 0) return rig__load_template(tok, post, error);
+    return rig__tokenizer_fail(error, RIG_E_UNSUPPORTED,
+                               "post_processor.type \"%s\" is not supported", type);
 }
 
-static enum rig_status rig__load_decoder(const json_t *decoder)
+static enum rig_status rig__load_decoder(const json_t *decoder, struct rig__tokenizer_error error)
 {
     const char *type = decoder ? json_string_value(json_object_get(decoder, "type")) : NULL;
     if (type == NULL || strcmp(type, "ByteLevel") != 0)
-        return rig__tokenizer_fail(RIG_E_UNSUPPORTED, "decoder.type \"%s\": only ByteLevel",
+        return rig__tokenizer_fail(error, RIG_E_UNSUPPORTED, "decoder.type \"%s\": only ByteLevel",
                                    type ? type : "(none)");
     return RIG_OK;
 }
 
 /* ---- the whole file -------------------------------------------------------------------- */
 
-static enum rig_status rig__load_json(struct rig_tokenizer *tok, const json_t *root)
+static enum rig_status rig__load_json(struct rig_tokenizer *tok, const json_t *root,
+                                      struct rig__tokenizer_error error)
 {
     const json_t *model = json_object_get(root, "model");
     const json_t *added = json_object_get(root, "added_tokens");
@@ -764,33 +793,36 @@ static enum rig_status rig__load_json(struct rig_tokenizer *tok, const json_t *r
     if (added == NULL || json_is_null(added)) added = no_added;
     enum rig_status status = RIG_OK;
     if (!json_is_object(model) || !json_is_array(added))
-        status = rig__tokenizer_fail(RIG_E_PARSE, "needs \"model\" and \"added_tokens\"");
-    if (status == RIG_OK) status = rig__check_model_fields(tok, model);
+        status = rig__tokenizer_fail(error, RIG_E_PARSE, "needs \"model\" and \"added_tokens\"");
+    if (status == RIG_OK) status = rig__check_model_fields(tok, model, error);
     if (status == RIG_OK && !json_is_object(json_object_get(model, "vocab")))
-        status = rig__tokenizer_fail(RIG_E_PARSE, "model.vocab: expected an object");
+        status = rig__tokenizer_fail(error, RIG_E_PARSE, "model.vocab: expected an object");
     if (status == RIG_OK)
-        status = rig__count_tokens(json_object_get(model, "vocab"), added, &tok->token_count);
-    if (status == RIG_OK) status = rig__build_texts(tok, json_object_get(model, "vocab"), added);
-    if (status == RIG_OK) status = rig__load_model(tok, model);
+        status =
+            rig__count_tokens(json_object_get(model, "vocab"), added, &tok->token_count, error);
+    if (status == RIG_OK)
+        status = rig__build_texts(tok, json_object_get(model, "vocab"), added, error);
+    if (status == RIG_OK) status = rig__load_model(tok, model, error);
     if (status == RIG_OK)
         status = rig__load_steps(tok, json_object_get(root, "normalizer"), "normalizer",
-                                 "normalizers", rig__load_normalizer);
-    if (status == RIG_OK) status = rig__load_added(tok, added);
-    if (status == RIG_OK) status = rig__index_added(tok);
-    if (status == RIG_OK) status = rig__build_bytes(tok);
+                                 "normalizers", rig__load_normalizer, error);
+    if (status == RIG_OK) status = rig__load_added(tok, added, error);
+    if (status == RIG_OK) status = rig__index_added(tok, error);
+    if (status == RIG_OK) status = rig__build_bytes(tok, error);
     if (status == RIG_OK)
         status = rig__load_steps(tok, json_object_get(root, "pre_tokenizer"), "pre_tokenizer",
-                                 "pretokenizers", rig__load_pretokenizer);
+                                 "pretokenizers", rig__load_pretokenizer, error);
     if (status == RIG_OK)
         status = rig__load_steps(tok, json_object_get(root, "post_processor"), "post_processor",
-                                 "processors", rig__load_post);
-    if (status == RIG_OK) status = rig__load_decoder(json_object_get(root, "decoder"));
+                                 "processors", rig__load_post, error);
+    if (status == RIG_OK) status = rig__load_decoder(json_object_get(root, "decoder"), error);
     if (status == RIG_OK && !tok->byte_level)
-        status = rig__tokenizer_fail(RIG_E_UNSUPPORTED, "pre_tokenizer: byte-level BPE needs a "
-                                                        "ByteLevel pre-tokenizer");
+        status = rig__tokenizer_fail(error, RIG_E_UNSUPPORTED,
+                                     "pre_tokenizer: byte-level BPE needs a "
+                                     "ByteLevel pre-tokenizer");
     for (int b = 0; status == RIG_OK && b < 256; b++) {
         if (tok->byte_token[b] < 0)
-            status = rig__tokenizer_fail(RIG_E_UNSUPPORTED,
+            status = rig__tokenizer_fail(error, RIG_E_UNSUPPORTED,
                                          "model.vocab: byte 0x%02x has no "
                                          "token",
                                          b);
@@ -799,48 +831,50 @@ static enum rig_status rig__load_json(struct rig_tokenizer *tok, const json_t *r
     return status;
 }
 
-static enum rig_status rig__cache_create(struct rig_tokenizer *tok)
+static enum rig_status rig__cache_create(struct rig_tokenizer *tok,
+                                         struct rig__tokenizer_error error)
 {
     tok->cache = calloc(RIG__CACHE_SHARDS, sizeof *tok->cache);
-    if (tok->cache == NULL) return rig__tokenizer_fail(RIG_E_NO_MEMORY, "out of memory");
+    if (tok->cache == NULL) return rig__tokenizer_fail(error, RIG_E_NO_MEMORY, "out of memory");
     for (int i = 0; i < RIG__CACHE_SHARDS; i++) {
         if (pthread_mutex_init(&tok->cache[i].lock, NULL) != 0)
-            return rig__tokenizer_fail(RIG_E_NO_MEMORY, "cannot create a mutex");
+            return rig__tokenizer_fail(error, RIG_E_NO_MEMORY, "cannot create a mutex");
     }
     return RIG_OK;
 }
 
 enum rig_status rig_tokenizer_load_files(const char *tokenizer_path, const char *config_path,
-                                         struct rig_tokenizer **out)
+                                         struct rig_tokenizer **out, char *error, size_t error_len)
 {
     RIG_ASSERT(tokenizer_path != NULL);
     RIG_ASSERT(out != NULL);
+    struct rig__tokenizer_error sink = {error, error_len};
     char *data = NULL;
     size_t len = 0;
-    enum rig_status status = rig__tokenizer_read_file(tokenizer_path, &data, &len);
+    enum rig_status status = rig__tokenizer_read_file(tokenizer_path, &data, &len, sink);
     if (status != RIG_OK) return status;
-    json_error_t error;
-    json_t *root = json_loadb(data, len, 0, &error);
+    json_error_t parse_error;
+    json_t *root = json_loadb(data, len, 0, &parse_error);
     free(data);
     if (root == NULL)
-        return rig__tokenizer_fail(RIG_E_PARSE, "%s:%d:%d: %s", tokenizer_path, error.line,
-                                   error.column, error.text);
+        return rig__tokenizer_fail(sink, RIG_E_PARSE, "%s:%d:%d: %s", tokenizer_path,
+                                   parse_error.line, parse_error.column, parse_error.text);
     struct rig_tokenizer *tok = calloc(1, sizeof *tok);
-    if (tok == NULL) status = rig__tokenizer_fail(RIG_E_NO_MEMORY, "out of memory");
+    if (tok == NULL) status = rig__tokenizer_fail(sink, RIG_E_NO_MEMORY, "out of memory");
     if (status == RIG_OK) {
         tok->specials = (struct rig_tokenizer_specials){-1, -1, -1};
         tok->chat_template = RIG_CHAT_TEMPLATE_NONE;
-        status = rig__load_json(tok, root);
+        status = rig__load_json(tok, root, sink);
     }
     json_decref(root);
-    if (status == RIG_OK) status = rig__cache_create(tok);
+    if (status == RIG_OK) status = rig__cache_create(tok, sink);
     if (status == RIG_OK && config_path != NULL)
-        status = rig__tokenizer_load_config(tok, config_path);
+        status = rig__tokenizer_load_config(tok, config_path, sink);
     if (status != RIG_OK) {
         char message[512];
-        snprintf(message, sizeof message, "%s", rig_tokenizer_last_error());
-        rig__tokenizer_fail(status, "%s: %s", status == RIG_E_IO ? "tokenizer" : tokenizer_path,
-                            message);
+        snprintf(message, sizeof message, "%s", error != NULL && error_len > 0 ? error : "");
+        rig__tokenizer_fail(sink, status, "%s: %s",
+                            status == RIG_E_IO ? "tokenizer" : tokenizer_path, message);
         rig_tokenizer_free(tok);
         return status;
     }
@@ -848,17 +882,20 @@ enum rig_status rig_tokenizer_load_files(const char *tokenizer_path, const char 
     return RIG_OK;
 }
 
-enum rig_status rig_tokenizer_load(const char *dir, struct rig_tokenizer **out)
+enum rig_status rig_tokenizer_load(const char *dir, struct rig_tokenizer **out, char *error,
+                                   size_t error_len)
 {
     RIG_ASSERT(dir != NULL);
     char tokenizer_path[4096], config_path[4096];
     int n1 = snprintf(tokenizer_path, sizeof tokenizer_path, "%s/tokenizer.json", dir);
     int n2 = snprintf(config_path, sizeof config_path, "%s/tokenizer_config.json", dir);
     if (n1 < 0 || n2 < 0 || (size_t)n2 >= sizeof config_path)
-        return rig__tokenizer_fail(RIG_E_INVALID, "tokenizer directory path too long");
+        return rig__tokenizer_fail((struct rig__tokenizer_error){error, error_len}, RIG_E_INVALID,
+                                   "tokenizer directory path too long");
     FILE *config = fopen(config_path, "rb");
     if (config != NULL) fclose(config);
-    return rig_tokenizer_load_files(tokenizer_path, config ? config_path : NULL, out);
+    return rig_tokenizer_load_files(tokenizer_path, config ? config_path : NULL, out, error,
+                                    error_len);
 }
 
 void rig_tokenizer_free(struct rig_tokenizer *tok)

@@ -16,9 +16,10 @@
 
 #define RIG__JSON_DEPTH_MAX 64
 
-static enum rig_status rig__put_string(struct rig_tokenizer_text *out, const char *text, size_t len)
+static enum rig_status rig__put_string(struct rig_tokenizer_text *out, const char *text, size_t len,
+                                       struct rig__tokenizer_error error)
 {
-    enum rig_status status = rig__text_append(out, "\"", 1);
+    enum rig_status status = rig__text_append(out, "\"", 1, error);
     size_t run = 0; /* start of the bytes not yet written */
     for (size_t i = 0; i < len && status == RIG_OK; i++) {
         uint8_t c = (uint8_t)text[i];
@@ -32,12 +33,12 @@ static enum rig_status rig__put_string(struct rig_tokenizer_text *out, const cha
             snprintf(escape, sizeof escape, "\\%c", found[1]);
         else
             snprintf(escape, sizeof escape, "\\u%04x", c);
-        status = rig__text_append(out, text + run, i - run);
-        if (status == RIG_OK) status = rig__text_append(out, escape, strlen(escape));
+        status = rig__text_append(out, text + run, i - run, error);
+        if (status == RIG_OK) status = rig__text_append(out, escape, strlen(escape), error);
         run = i + 1;
     }
-    if (status == RIG_OK) status = rig__text_append(out, text + run, len - run);
-    return status == RIG_OK ? rig__text_append(out, "\"", 1) : status;
+    if (status == RIG_OK) status = rig__text_append(out, text + run, len - run, error);
+    return status == RIG_OK ? rig__text_append(out, "\"", 1, error) : status;
 }
 
 /* Python's repr(float) for a finite double; out has room for 32 bytes. */
@@ -84,22 +85,24 @@ static size_t rig__python_float(double value, char *out)
 }
 
 /* Writes a scalar, or the opening bracket of a container. */
-static enum rig_status rig__put_open(struct rig_tokenizer_text *out, const json_t *value)
+static enum rig_status rig__put_open(struct rig_tokenizer_text *out, const json_t *value,
+                                     struct rig__tokenizer_error error)
 {
     char number[40];
     switch (json_typeof(value)) {
-    case JSON_OBJECT: return rig__text_append(out, "{", 1);
-    case JSON_ARRAY: return rig__text_append(out, "[", 1);
+    case JSON_OBJECT: return rig__text_append(out, "{", 1, error);
+    case JSON_ARRAY: return rig__text_append(out, "[", 1, error);
     case JSON_STRING:
-        return rig__put_string(out, json_string_value(value), json_string_length(value));
+        return rig__put_string(out, json_string_value(value), json_string_length(value), error);
     case JSON_INTEGER:
         snprintf(number, sizeof number, "%" JSON_INTEGER_FORMAT, json_integer_value(value));
-        return rig__text_append(out, number, strlen(number));
+        return rig__text_append(out, number, strlen(number), error);
     case JSON_REAL:
-        return rig__text_append(out, number, rig__python_float(json_real_value(value), number));
-    case JSON_TRUE: return rig__text_append(out, "true", 4);
-    case JSON_FALSE: return rig__text_append(out, "false", 5);
-    case JSON_NULL: return rig__text_append(out, "null", 4);
+        return rig__text_append(out, number, rig__python_float(json_real_value(value), number),
+                                error);
+    case JSON_TRUE: return rig__text_append(out, "true", 4, error);
+    case JSON_FALSE: return rig__text_append(out, "false", 5, error);
+    case JSON_NULL: return rig__text_append(out, "null", 4, error);
     }
     RIG_UNREACHABLE();
 }
@@ -110,11 +113,12 @@ struct rig__json_frame {
     void *iter;   /* objects: the next member */
 };
 
-enum rig_status rig__python_json_dumps(const json_t *value, struct rig_tokenizer_text *out)
+enum rig_status rig__python_json_dumps(const json_t *value, struct rig_tokenizer_text *out,
+                                       struct rig__tokenizer_error error)
 {
     struct rig__json_frame stack[RIG__JSON_DEPTH_MAX];
     size_t depth = 0;
-    enum rig_status status = rig__put_open(out, value);
+    enum rig_status status = rig__put_open(out, value, error);
     if (json_is_object(value) || json_is_array(value))
         stack[depth++] = (struct rig__json_frame){value, 0, json_object_iter((json_t *)value)};
     while (status == RIG_OK && depth > 0) {
@@ -127,21 +131,21 @@ enum rig_status rig__python_json_dumps(const json_t *value, struct rig_tokenizer
             member = json_array_get(top->container, top->index);
         }
         if (member == NULL) {
-            status = rig__text_append(out, object ? "}" : "]", 1);
+            status = rig__text_append(out, object ? "}" : "]", 1, error);
             depth--;
             continue;
         }
-        if (top->index++ > 0) status = rig__text_append(out, ", ", 2);
+        if (top->index++ > 0) status = rig__text_append(out, ", ", 2, error);
         if (object && status == RIG_OK) {
             const char *key = json_object_iter_key(top->iter);
-            status = rig__put_string(out, key, json_object_iter_key_len(top->iter));
-            if (status == RIG_OK) status = rig__text_append(out, ": ", 2);
+            status = rig__put_string(out, key, json_object_iter_key_len(top->iter), error);
+            if (status == RIG_OK) status = rig__text_append(out, ": ", 2, error);
             top->iter = json_object_iter_next((json_t *)top->container, top->iter);
         }
-        if (status == RIG_OK) status = rig__put_open(out, member);
+        if (status == RIG_OK) status = rig__put_open(out, member, error);
         if (status != RIG_OK || !(json_is_object(member) || json_is_array(member))) continue;
         if (depth == RIG__JSON_DEPTH_MAX)
-            return rig__tokenizer_fail(RIG_E_CAPACITY, "JSON nested deeper than %d",
+            return rig__tokenizer_fail(error, RIG_E_CAPACITY, "JSON nested deeper than %d",
                                        RIG__JSON_DEPTH_MAX);
         stack[depth++] = (struct rig__json_frame){member, 0, json_object_iter((json_t *)member)};
     }

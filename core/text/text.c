@@ -1,4 +1,4 @@
-/* text.c — the tokenizer's small shared pieces: the per-thread error message, growable
+/* text.c — the tokenizer's small shared pieces: writing an error message, growable
  * id/text buffers, hashing, and strict UTF-8 scanning (validation, lossy conversion as Rust's
  * String::from_utf8_lossy, and the "complete prefix" rule the incremental detokenizer needs).
  */
@@ -9,19 +9,14 @@
 
 #include "core/text/tokenizer_impl.h"
 
-static _Thread_local char rig__tokenizer_error[512];
-
-const char *rig_tokenizer_last_error(void)
-{
-    return rig__tokenizer_error;
-}
-
-enum rig_status rig__tokenizer_fail(enum rig_status status, const char *format, ...)
+enum rig_status rig__tokenizer_fail(struct rig__tokenizer_error error, enum rig_status status,
+                                    const char *format, ...)
 {
     RIG_ASSERT(status < 0);
+    if (error.text == NULL || error.len == 0) return status;
     va_list args;
     va_start(args, format);
-    vsnprintf(rig__tokenizer_error, sizeof rig__tokenizer_error, format, args);
+    vsnprintf(error.text, error.len, format, args);
     va_end(args);
     return status;
 }
@@ -51,45 +46,50 @@ void rig_tokenizer_text_free(struct rig_tokenizer_text *text)
     *text = (struct rig_tokenizer_text){0};
 }
 
-enum rig_status rig__ids_reserve(struct rig_tokenizer_ids *ids, size_t extra)
+enum rig_status rig__ids_reserve(struct rig_tokenizer_ids *ids, size_t extra,
+                                 struct rig__tokenizer_error error)
 {
     RIG_ASSERT(ids->count <= ids->capacity);
     if (ids->capacity - ids->count >= extra) return RIG_OK;
     size_t capacity = ids->capacity < 64 ? 64 : ids->capacity;
     while (capacity - ids->count < extra) {
         if (capacity > SIZE_MAX / 2 / sizeof(int32_t))
-            return rig__tokenizer_fail(RIG_E_NO_MEMORY, "token id buffer too large");
+            return rig__tokenizer_fail(error, RIG_E_NO_MEMORY, "token id buffer too large");
         capacity *= 2;
     }
     int32_t *grown = realloc(ids->ids, capacity * sizeof(int32_t));
     if (grown == NULL)
-        return rig__tokenizer_fail(RIG_E_NO_MEMORY, "out of memory growing token ids");
+        return rig__tokenizer_fail(error, RIG_E_NO_MEMORY, "out of memory growing token ids");
     ids->ids = grown;
     ids->capacity = capacity;
     return RIG_OK;
 }
 
-enum rig_status rig__text_reserve(struct rig_tokenizer_text *text, size_t extra)
+enum rig_status rig__text_reserve(struct rig_tokenizer_text *text, size_t extra,
+                                  struct rig__tokenizer_error error)
 {
     RIG_ASSERT(text->len <= text->capacity);
-    if (extra > SIZE_MAX / 4) return rig__tokenizer_fail(RIG_E_NO_MEMORY, "text buffer too large");
+    if (extra > SIZE_MAX / 4)
+        return rig__tokenizer_fail(error, RIG_E_NO_MEMORY, "text buffer too large");
     if (text->capacity - text->len > extra) return RIG_OK; /* room for the NUL too */
     size_t capacity = text->capacity < 256 ? 256 : text->capacity;
     while (capacity - text->len <= extra) {
         if (capacity > SIZE_MAX / 4)
-            return rig__tokenizer_fail(RIG_E_NO_MEMORY, "text buffer too large");
+            return rig__tokenizer_fail(error, RIG_E_NO_MEMORY, "text buffer too large");
         capacity *= 2;
     }
     char *grown = realloc(text->data, capacity);
-    if (grown == NULL) return rig__tokenizer_fail(RIG_E_NO_MEMORY, "out of memory growing text");
+    if (grown == NULL)
+        return rig__tokenizer_fail(error, RIG_E_NO_MEMORY, "out of memory growing text");
     text->data = grown;
     text->capacity = capacity;
     return RIG_OK;
 }
 
-enum rig_status rig__text_append(struct rig_tokenizer_text *text, const char *data, size_t len)
+enum rig_status rig__text_append(struct rig_tokenizer_text *text, const char *data, size_t len,
+                                 struct rig__tokenizer_error error)
 {
-    enum rig_status status = rig__text_reserve(text, len);
+    enum rig_status status = rig__text_reserve(text, len, error);
     if (status != RIG_OK) return status;
     if (len > 0) memcpy(text->data + text->len, data, len);
     text->len += len;

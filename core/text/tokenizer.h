@@ -19,8 +19,9 @@
  * function taking a `const struct rig_tokenizer *` may be called from any number of threads at
  * once (the word cache is sharded, each shard behind its own mutex). Scratch memory for encoding
  * lives in a struct rig_tokenizer_work that each thread owns. Output buffers (ids, text) are
- * caller-owned growable arrays. Errors: operating errors return a negative enum rig_status with a
- * message for rig_tokenizer_last_error() on the calling thread, and change nothing.
+ * caller-owned growable arrays. Errors: every call that can fail returns a negative enum
+ * rig_status, writes one line saying why to the caller's `error` (`error_len` bytes with the
+ * NUL; NULL or 0 for no message) and changes nothing.
  */
 #ifndef RIG_TOKENIZER_H
 #define RIG_TOKENIZER_H
@@ -53,19 +54,17 @@ struct rig_tokenizer_text {
 void rig_tokenizer_ids_free(struct rig_tokenizer_ids *ids);
 void rig_tokenizer_text_free(struct rig_tokenizer_text *text);
 
-/* The message of the last failed tokenizer call on this thread ("" when none). */
-const char *rig_tokenizer_last_error(void);
-
 /* ---- loading --------------------------------------------------------------------------- */
 
 /* Loads `dir`/tokenizer.json and, when present, `dir`/tokenizer_config.json (special tokens
  * and the chat template). Returns RIG_E_IO when a file cannot be read, RIG_E_PARSE for bad
  * JSON, RIG_E_UNSUPPORTED naming the field for a feature outside this implementation; *out is
  * set only on success. */
-enum rig_status rig_tokenizer_load(const char *dir, struct rig_tokenizer **out);
+enum rig_status rig_tokenizer_load(const char *dir, struct rig_tokenizer **out, char *error,
+                                   size_t error_len);
 /* The same from explicit paths; `config_path` may be NULL. */
 enum rig_status rig_tokenizer_load_files(const char *tokenizer_path, const char *config_path,
-                                         struct rig_tokenizer **out);
+                                         struct rig_tokenizer **out, char *error, size_t error_len);
 /* Frees a tokenizer; NULL is allowed. No thread may still be using it. */
 void rig_tokenizer_free(struct rig_tokenizer *tokenizer);
 
@@ -90,7 +89,8 @@ struct rig_tokenizer_specials rig_tokenizer_specials(const struct rig_tokenizer 
 
 /* Creates one thread's encoding scratch for `tokenizer`. RIG_E_NO_MEMORY on failure. */
 enum rig_status rig_tokenizer_work_create(const struct rig_tokenizer *tokenizer,
-                                          struct rig_tokenizer_work **out);
+                                          struct rig_tokenizer_work **out, char *error,
+                                          size_t error_len);
 void rig_tokenizer_work_free(struct rig_tokenizer_work *work);
 
 /* Encodes `len` bytes of UTF-8 `text` and appends the ids to `out`. With `add_special_tokens`
@@ -100,7 +100,8 @@ void rig_tokenizer_work_free(struct rig_tokenizer_work *work);
  * RIG_E_NO_MEMORY when `out` cannot grow; on error `out` is as it was. */
 enum rig_status rig_tokenizer_encode(const struct rig_tokenizer *tokenizer,
                                      struct rig_tokenizer_work *work, const char *text, size_t len,
-                                     bool add_special_tokens, struct rig_tokenizer_ids *out);
+                                     bool add_special_tokens, struct rig_tokenizer_ids *out,
+                                     char *error, size_t error_len);
 
 /* ---- decoding -------------------------------------------------------------------------- */
 
@@ -109,7 +110,7 @@ enum rig_status rig_tokenizer_encode(const struct rig_tokenizer *tokenizer,
  * RIG_E_NO_MEMORY when `out` cannot grow (then `out` is as it was). */
 enum rig_status rig_tokenizer_decode(const struct rig_tokenizer *tokenizer, const int32_t *ids,
                                      size_t count, bool skip_special_tokens,
-                                     struct rig_tokenizer_text *out);
+                                     struct rig_tokenizer_text *out, char *error, size_t error_len);
 
 /* Incremental detokenizer of one request: feed ids one by one, get text pieces that never end
  * inside a UTF-8 character; the pieces of all steps plus finish() concatenate to exactly
@@ -129,10 +130,12 @@ size_t rig_tokenizer_stream_piece_max(const struct rig_tokenizer *tokenizer);
 /* Feeds one id; writes the newly complete text (maybe empty) to `piece` (NUL-terminated,
  * `*piece_len` bytes). RIG_E_CAPACITY when `capacity` < piece_max + 1 (nothing changes). */
 enum rig_status rig_tokenizer_stream_step(struct rig_tokenizer_stream *stream, int32_t id,
-                                          char *piece, size_t capacity, size_t *piece_len);
+                                          char *piece, size_t capacity, size_t *piece_len,
+                                          char *error, size_t error_len);
 /* Ends the stream: writes what is pending (an incomplete character becomes U+FFFD). */
 enum rig_status rig_tokenizer_stream_finish(struct rig_tokenizer_stream *stream, char *piece,
-                                            size_t capacity, size_t *piece_len);
+                                            size_t capacity, size_t *piece_len, char *error,
+                                            size_t error_len);
 
 /* ---- chat templates -------------------------------------------------------------------- */
 
@@ -173,6 +176,7 @@ enum rig_status rig_tokenizer_chat_render(const struct rig_tokenizer *tokenizer,
                                           enum rig_chat_template kind,
                                           const struct rig_chat_message *messages, size_t count,
                                           const struct rig_chat_options *options,
-                                          struct rig_tokenizer_text *out);
+                                          struct rig_tokenizer_text *out, char *error,
+                                          size_t error_len);
 
 #endif /* RIG_TOKENIZER_H */

@@ -132,9 +132,16 @@ struct rig_tokenizer {
     struct rig__cache_shard *cache; /* (RIG__CACHE_SHARDS) */
 };
 
-/* Records a message for rig_tokenizer_last_error() and returns `status`. */
-enum rig_status rig__tokenizer_fail(enum rig_status status, const char *format, ...)
-    __attribute__((format(printf, 2, 3)));
+/* The public call's `char *error, size_t error_len`, handed down to the internal calls that
+ * can fail so that the one that does writes the message there. */
+struct rig__tokenizer_error {
+    char *text; /* (len) the caller's buffer; NULL (or len 0) when it wants no message */
+    size_t len;
+};
+
+/* Writes the message to `error` (when it has room) and returns `status` (negative). */
+enum rig_status rig__tokenizer_fail(struct rig__tokenizer_error error, enum rig_status status,
+                                    const char *format, ...) __attribute__((format(printf, 3, 4)));
 
 /* FNV-1a over `len` bytes; never 0. */
 uint64_t rig__tokenizer_hash(const void *data, size_t len);
@@ -153,9 +160,13 @@ size_t rig__utf8_lossy(const uint8_t *bytes, size_t len, char *out);
  * character that more bytes could still complete. */
 size_t rig__utf8_complete_prefix(const uint8_t *bytes, size_t len);
 
-enum rig_status rig__text_reserve(struct rig_tokenizer_text *text, size_t extra);
-enum rig_status rig__text_append(struct rig_tokenizer_text *text, const char *data, size_t len);
-enum rig_status rig__ids_reserve(struct rig_tokenizer_ids *ids, size_t extra);
+/* Growing the caller's buffers: RIG_E_NO_MEMORY (message to `error`) when they cannot grow. */
+enum rig_status rig__text_reserve(struct rig_tokenizer_text *text, size_t extra,
+                                  struct rig__tokenizer_error error);
+enum rig_status rig__text_append(struct rig_tokenizer_text *text, const char *data, size_t len,
+                                 struct rig__tokenizer_error error);
+enum rig_status rig__ids_reserve(struct rig_tokenizer_ids *ids, size_t extra,
+                                 struct rig__tokenizer_error error);
 
 /* Runs BPE on one pre-tokenised piece of raw bytes; appends the ids to out (which has room
  * for len ids). Returns the number of ids. `symbols`/`heap` are scratch for 2 * len entries. */
@@ -175,15 +186,18 @@ size_t rig__bpe_piece(const struct rig_tokenizer *tokenizer, const uint8_t *byte
 /* Appends `value` as Python's json.dumps(value, ensure_ascii=False) writes it (transformers'
  * `tojson`). RIG_E_CAPACITY for nesting deeper than 64. */
 struct json_t;
-enum rig_status rig__python_json_dumps(const struct json_t *value, struct rig_tokenizer_text *out);
+enum rig_status rig__python_json_dumps(const struct json_t *value, struct rig_tokenizer_text *out,
+                                       struct rig__tokenizer_error error);
 
 /* Reads a whole file into a NUL-terminated malloc'd buffer (RIG_E_IO when it cannot). */
-enum rig_status rig__tokenizer_read_file(const char *path, char **data, size_t *len);
+enum rig_status rig__tokenizer_read_file(const char *path, char **data, size_t *len,
+                                         struct rig__tokenizer_error error);
 
 /* utf8proc options of a normaliser step. */
 utf8proc_option_t rig__normalizer_options(enum rig__normalizer normalizer);
 
 /* Loads tokenizer_config.json into the tokenizer: specials and the chat template kind. */
-enum rig_status rig__tokenizer_load_config(struct rig_tokenizer *tokenizer, const char *path);
+enum rig_status rig__tokenizer_load_config(struct rig_tokenizer *tokenizer, const char *path,
+                                           struct rig__tokenizer_error error);
 
 #endif /* RIG_TOKENIZER_IMPL_H */

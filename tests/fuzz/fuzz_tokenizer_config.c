@@ -29,8 +29,10 @@ static void rig__render(const struct rig_tokenizer *tok)
     };
     const struct rig_chat_options options = {.add_generation_prompt = true};
     struct rig_tokenizer_text text = {0};
-    enum rig_status status = rig_tokenizer_chat_render(tok, kind, messages, 2, &options, &text);
-    RIG_ASSERT(status == RIG_OK);
+    char error[512] = "";
+    enum rig_status status =
+        rig_tokenizer_chat_render(tok, kind, messages, 2, &options, &text, error, sizeof error);
+    RIG_ASSERT_MSG(status == RIG_OK, error);
     RIG_ASSERT(text.len > 0 && strlen(text.data) == text.len);
     rig_tokenizer_text_free(&text);
 }
@@ -39,10 +41,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *config = rig_fuzz_file("tokenizer_config.json", data, size);
     struct rig_tokenizer *tok = NULL;
-    enum rig_status status = rig_tokenizer_load_files(RIG__TOKENIZER, config, &tok);
+    char error[512] = "";
+    enum rig_status status =
+        rig_tokenizer_load_files(RIG__TOKENIZER, config, &tok, error, sizeof error);
     if (status != RIG_OK) {
         RIG_ASSERT(tok == NULL);
-        RIG_ASSERT(rig_tokenizer_last_error()[0] != '\0');
+        RIG_ASSERT(error[0] != '\0');
         return 0;
     }
     struct rig_tokenizer_specials specials = rig_tokenizer_specials(tok);

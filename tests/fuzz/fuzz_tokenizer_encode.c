@@ -33,9 +33,12 @@ static struct rig_tokenizer_work *rig__works[RIG__TOKENIZERS];
 static const struct rig_tokenizer *rig__get(size_t index, struct rig_tokenizer_work **work)
 {
     if (rig__tokenizers[index] == NULL) {
-        enum rig_status status = rig_tokenizer_load(rig__dirs[index], &rig__tokenizers[index]);
-        RIG_ASSERT_MSG(status == RIG_OK, rig_tokenizer_last_error());
-        status = rig_tokenizer_work_create(rig__tokenizers[index], &rig__works[index]);
+        char error[512] = "";
+        enum rig_status status =
+            rig_tokenizer_load(rig__dirs[index], &rig__tokenizers[index], error, sizeof error);
+        RIG_ASSERT_MSG(status == RIG_OK, error);
+        status = rig_tokenizer_work_create(rig__tokenizers[index], &rig__works[index], error,
+                                           sizeof error);
         RIG_ASSERT(status == RIG_OK);
     }
     *work = rig__works[index];
@@ -55,8 +58,8 @@ static void rig__check_stream(const struct rig_tokenizer *tok, const int32_t *id
     for (size_t i = 0; i <= count; i++) {
         size_t len = 0;
         enum rig_status status =
-            i < count ? rig_tokenizer_stream_step(&stream, ids[i], piece, capacity, &len)
-                      : rig_tokenizer_stream_finish(&stream, piece, capacity, &len);
+            i < count ? rig_tokenizer_stream_step(&stream, ids[i], piece, capacity, &len, NULL, 0)
+                      : rig_tokenizer_stream_finish(&stream, piece, capacity, &len, NULL, 0);
         RIG_ASSERT(status == RIG_OK);
         RIG_ASSERT(at + len <= full->len);
         RIG_ASSERT(len == 0 || memcmp(full->data + at, piece, len) == 0);
@@ -90,9 +93,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct rig_tokenizer_ids ids = {malloc(4 * sizeof(int32_t)), 1, 4};
     RIG_ASSERT(ids.ids != NULL);
     ids.ids[0] = sentinel;
-    enum rig_status status = rig_tokenizer_encode(tok, work, text, size - 1, add_special, &ids);
+    char error[512] = "";
+    enum rig_status status =
+        rig_tokenizer_encode(tok, work, text, size - 1, add_special, &ids, error, sizeof error);
     if (status != RIG_OK) {
         RIG_ASSERT(status == RIG_E_INVALID);
+        RIG_ASSERT(error[0] != '\0');
         RIG_ASSERT(ids.count == 1 && ids.ids[0] == sentinel);
         rig_tokenizer_ids_free(&ids);
         return 0;
@@ -100,7 +106,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int32_t vocab = rig_tokenizer_vocab_size(tok);
     for (size_t i = 0; i < ids.count; i++) RIG_ASSERT(ids.ids[i] >= 0 && ids.ids[i] < vocab);
     struct rig_tokenizer_text full = {0};
-    status = rig_tokenizer_decode(tok, ids.ids + 1, ids.count - 1, skip_special, &full);
+    status = rig_tokenizer_decode(tok, ids.ids + 1, ids.count - 1, skip_special, &full, NULL, 0);
     RIG_ASSERT(status == RIG_OK);
     rig__check_stream(tok, ids.ids + 1, ids.count - 1, skip_special, &full);
     rig_tokenizer_text_free(&full);

@@ -22,19 +22,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *path = rig_fuzz_file("tokenizer.json", data, size);
     struct rig_tokenizer *tok = NULL;
-    enum rig_status status = rig_tokenizer_load_files(path, NULL, &tok);
+    char error[512] = "";
+    enum rig_status status = rig_tokenizer_load_files(path, NULL, &tok, error, sizeof error);
     if (status != RIG_OK) {
         RIG_ASSERT(tok == NULL);
-        RIG_ASSERT(rig_tokenizer_last_error()[0] != '\0');
+        RIG_ASSERT(error[0] != '\0');
         return 0;
     }
     struct rig_tokenizer_ids ids = {0};
-    status = rig_tokenizer_encode(tok, NULL, rig__text, sizeof rig__text - 1, true, &ids);
-    RIG_ASSERT(status == RIG_OK);
+    status = rig_tokenizer_encode(tok, NULL, rig__text, sizeof rig__text - 1, true, &ids, error,
+                                  sizeof error);
+    RIG_ASSERT_MSG(status == RIG_OK, error);
     int32_t vocab = rig_tokenizer_vocab_size(tok);
     for (size_t i = 0; i < ids.count; i++) RIG_ASSERT(ids.ids[i] >= 0 && ids.ids[i] < vocab);
     struct rig_tokenizer_text text = {0};
-    status = rig_tokenizer_decode(tok, ids.ids, ids.count, false, &text);
+    status = rig_tokenizer_decode(tok, ids.ids, ids.count, false, &text, NULL, 0);
     RIG_ASSERT(status == RIG_OK);
     rig_tokenizer_text_free(&text);
     rig_tokenizer_ids_free(&ids);

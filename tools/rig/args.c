@@ -96,6 +96,48 @@ enum rig_status rig_args_f64(const char *text, double lo, double hi, double *out
     return RIG_OK;
 }
 
+/* Prints a flag's failure (args.h) and passes on whether it parsed. */
+static bool rig__flag_report(enum rig_status status, const char *command, const char *option,
+                             const char *msg)
+{
+    if (status == RIG_OK) return true;
+    fprintf(stderr, "rig %s: %s: %s\n", command, option, msg);
+    return false;
+}
+
+bool rig_args_flag_i64(const char *command, const char *option, const char *text, int64_t lo,
+                       int64_t hi, int64_t *out)
+{
+    char msg[160];
+    return rig__flag_report(rig_args_i64(text, lo, hi, out, msg, sizeof msg), command, option, msg);
+}
+
+bool rig_args_flag_i32(const char *command, const char *option, const char *text, int32_t lo,
+                       int32_t hi, int32_t *out)
+{
+    char msg[160];
+    return rig__flag_report(rig_args_i32(text, lo, hi, out, msg, sizeof msg), command, option, msg);
+}
+
+bool rig_args_flag_u64(const char *command, const char *option, const char *text, uint64_t lo,
+                       uint64_t hi, uint64_t *out)
+{
+    char msg[160];
+    return rig__flag_report(rig_args_u64(text, lo, hi, out, msg, sizeof msg), command, option, msg);
+}
+
+bool rig_args_flag_f64(const char *command, const char *option, const char *text, double lo,
+                       double hi, double *out)
+{
+    RIG_ASSERT(text != NULL);
+    if (hi == INFINITY && strcmp(text, "inf") == 0) {
+        *out = INFINITY;
+        return true;
+    }
+    char msg[160];
+    return rig__flag_report(rig_args_f64(text, lo, hi, out, msg, sizeof msg), command, option, msg);
+}
+
 bool rig_args_next_item(const char **cursor, const char *separators, char *item,
                         size_t item_len)
 {

@@ -39,6 +39,19 @@ enum rig_status rig_args_i32_list(const char *text, int32_t lo, int32_t hi, int3
 enum rig_status rig_args_f64_list(const char *text, double lo, double hi, double *out,
                                   int32_t capacity, int32_t *count, char *msg, size_t msg_len);
 
+/* A subcommand's flag value: the parsers above, reporting a failure on stderr as
+ * "rig <command>: <option>: <message>" (e.g. "rig serve: --port: '0x10' is not a whole
+ * number from 1 to 65535") and returning false; true with *out set otherwise. For a real
+ * whose hi is infinite, "inf" is taken too (as bench serve's --request-rate does). */
+bool rig_args_flag_i64(const char *command, const char *option, const char *text, int64_t lo,
+                       int64_t hi, int64_t *out);
+bool rig_args_flag_i32(const char *command, const char *option, const char *text, int32_t lo,
+                       int32_t hi, int32_t *out);
+bool rig_args_flag_u64(const char *command, const char *option, const char *text, uint64_t lo,
+                       uint64_t hi, uint64_t *out);
+bool rig_args_flag_f64(const char *command, const char *option, const char *text, double lo,
+                       double hi, double *out);
+
 /* Splitting text into items for the parsers above: skips any of `separators` at *cursor,
  * copies the item up to the next separator into item (at most item_len − 1 characters: a
  * longer item is cut, and no number is that long) and moves *cursor past it. False when only

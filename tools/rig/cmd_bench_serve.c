@@ -82,28 +82,6 @@ struct rig__args {
     bool dry_run; /* print the prompts and their schedule, send nothing */
 };
 
-/* A number option (tools/rig/args.h; "inf" where hi is infinite, as --request-rate takes);
- * false (and a message) when `text` is not one in [lo, hi]. */
-static bool rig__number(const char *name, const char *text, double lo, double hi, double *out)
-{
-    char msg[160];
-    if (isinf(hi) && strcmp(text, "inf") == 0) {
-        *out = INFINITY;
-        return true;
-    }
-    if (rig_args_f64(text, lo, hi, out, msg, sizeof msg) == RIG_OK) return true;
-    fprintf(stderr, "rig bench serve: %s: %s\n", name, msg);
-    return false;
-}
-
-static bool rig__int(const char *name, const char *text, int32_t lo, int32_t hi, int32_t *out)
-{
-    char msg[160];
-    if (rig_args_i32(text, lo, hi, out, msg, sizeof msg) == RIG_OK) return true;
-    fprintf(stderr, "rig bench serve: %s: %s\n", name, msg);
-    return false;
-}
-
 /* Integer-valued options; true when `name` was one (ok says whether its value parsed). */
 static bool rig__int_option(struct rig_serve_options *o, const char *name, const char *v, bool *ok)
 {
@@ -130,7 +108,7 @@ static bool rig__int_option(struct rig_serve_options *o, const char *name, const
     for (size_t i = 0; i < RIG_ARRAY_LEN(table); i++) {
         if (strcmp(name, table[i].name) != 0) continue;
         int32_t *field = (int32_t *)((char *)o + table[i].offset);
-        *ok = rig__int(name, v, table[i].lo, table[i].hi, field);
+        *ok = rig_args_flag_i32("bench serve", name, v, table[i].lo, table[i].hi, field);
         return true;
     }
     return false;
@@ -138,22 +116,20 @@ static bool rig__int_option(struct rig_serve_options *o, const char *name, const
 
 static bool rig__real_option(struct rig_serve_options *o, const char *name, const char *v, bool *ok)
 {
-    char msg[160];
     if (strcmp(name, "--random-range-ratio") == 0)
-        *ok = rig__number(name, v, 0.0, 1.0, &o->random_range_ratio);
+        *ok = rig_args_flag_f64("bench serve", name, v, 0.0, 1.0, &o->random_range_ratio);
     else if (strcmp(name, "--request-rate") == 0) {
-        *ok = rig__number(name, v, 1e-9, INFINITY, &o->request_rate);
+        *ok = rig_args_flag_f64("bench serve", name, v, 1e-9, INFINITY, &o->request_rate);
         o->request_rate_given = true;
     } else if (strcmp(name, "--burstiness") == 0)
-        *ok = rig__number(name, v, 1e-3, 1e6, &o->burstiness);
+        *ok = rig_args_flag_f64("bench serve", name, v, 1e-3, 1e6, &o->burstiness);
     else if (strcmp(name, "--request-timeout") == 0)
-        *ok = rig__number(name, v, 1e-3, 1e7, &o->request_timeout_s);
+        *ok = rig_args_flag_f64("bench serve", name, v, 1e-3, 1e7, &o->request_timeout_s);
     else if (strcmp(name, "--timeout") == 0)
-        *ok = rig__number(name, v, 0.0, 1e7, &o->timeout_s);
-    else if (strcmp(name, "--seed") == 0) {
-        *ok = rig_args_u64(v, 0, UINT64_MAX, &o->seed, msg, sizeof msg) == RIG_OK;
-        if (!*ok) fprintf(stderr, "rig bench serve: --seed: %s\n", msg);
-    } else
+        *ok = rig_args_flag_f64("bench serve", name, v, 0.0, 1e7, &o->timeout_s);
+    else if (strcmp(name, "--seed") == 0)
+        *ok = rig_args_flag_u64("bench serve", name, v, 0, UINT64_MAX, &o->seed);
+    else
         return false;
     return true;
 }
@@ -297,11 +273,12 @@ static struct rig_tokenizer *rig__tokenizer(const char *path, bool *failed)
     if (path == NULL) return NULL;
     struct rig_tokenizer *t = NULL;
     size_t len = strlen(path);
+    char error[512];
     enum rig_status status = len > 5 && strcmp(path + len - 5, ".json") == 0
-                                 ? rig_tokenizer_load_files(path, NULL, &t)
-                                 : rig_tokenizer_load(path, &t);
+                                 ? rig_tokenizer_load_files(path, NULL, &t, error, sizeof error)
+                                 : rig_tokenizer_load(path, &t, error, sizeof error);
     if (status == RIG_OK) return t;
-    fprintf(stderr, "rig bench serve: --tokenizer %s: %s\n", path, rig_tokenizer_last_error());
+    fprintf(stderr, "rig bench serve: --tokenizer %s: %s\n", path, error);
     *failed = true;
     return NULL;
 }

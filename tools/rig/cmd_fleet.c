@@ -69,15 +69,6 @@ static int rig__fleet_main(const struct rig_scenario *s, const struct rig_fleet_
     return exit_status;
 }
 
-/* --replicas / --tp: a whole number in [1, hi] (tools/rig/args.h); false with a message. */
-static bool rig__fleet_int(const char *option, const char *text, int32_t hi, int32_t *out)
-{
-    char msg[160];
-    if (rig_args_i32(text, 1, hi, out, msg, sizeof msg) == RIG_OK) return true;
-    fprintf(stderr, "rig fleet: %s: %s\n", option, msg);
-    return false;
-}
-
 /* The scenario's `cluster:` (or the defaults), then the flags that were given (>= 0). */
 static void rig__fleet_merge(const struct rig_scenario *s, const struct rig_fleet_config *flags,
                              struct rig_fleet_config *config)
@@ -106,9 +97,10 @@ int rig_cmd_fleet(int argc, char **argv)
         if (v == NULL) return rig__fleet_usage(stderr, 2);
         i++;
         if (strcmp(arg, "--replicas") == 0) {
-            if (!rig__fleet_int(arg, v, RIG_FLEET_REPLICAS_MAX, &config.replicas)) return 2;
+            if (!rig_args_flag_i32("fleet", arg, v, 1, RIG_FLEET_REPLICAS_MAX, &config.replicas))
+                return 2;
         } else if (strcmp(arg, "--tp") == 0) {
-            if (!rig__fleet_int(arg, v, 8, &config.tp)) return 2;
+            if (!rig_args_flag_i32("fleet", arg, v, 1, 8, &config.tp)) return 2;
         } else if (strcmp(arg, "--router") == 0) {
             if (rig_fleet_router_parse(v, &config.router) != RIG_OK) return rig__fleet_usage(stderr, 2);
         } else if (strcmp(arg, "--set") == 0 && set_count < RIG_SCENARIO_SETS_MAX) {

@@ -143,26 +143,6 @@ static const char *rig__gen_value(int argc, char **argv, int *i)
     return NULL;
 }
 
-/* A finite real number in [lo, hi]; false (with a message) on anything else. */
-static bool rig__number(const char *option, const char *text, double lo, double hi,
-                        double *out)
-{
-    char msg[160];
-    if (rig_args_f64(text, lo, hi, out, msg, sizeof msg) == RIG_OK) return true;
-    fprintf(stderr, "rig generate: %s: %s\n", option, msg);
-    return false;
-}
-
-/* A whole number in [lo, hi]; false (with a message) on anything else ("1.5" included). */
-static bool rig__integer(const char *option, const char *text, int32_t lo, int32_t hi,
-                         int32_t *out)
-{
-    char msg[160];
-    if (rig_args_i32(text, lo, hi, out, msg, sizeof msg) == RIG_OK) return true;
-    fprintf(stderr, "rig generate: %s: %s\n", option, msg);
-    return false;
-}
-
 /* The sampling-extension options: true when `arg` is one of them, with *x set to the value
  * parsed or to NaN when it was malformed (a message printed). The engine checks ranges. */
 static bool rig__extension_option(struct rig__generate_args *a, const char *arg,
@@ -175,8 +155,9 @@ static bool rig__extension_option(struct rig__generate_args *a, const char *arg,
     for (size_t i = 0; i < RIG_ARRAY_LEN(names); i++) {
         if (strcmp(arg, names[i]) != 0) continue;
         if (i == RIG_ARRAY_LEN(fields)) /* --logprobs: a count */
-            *x = rig__integer(arg, v, 0, 100, &a->logprobs) ? a->logprobs : NAN;
-        else if (!rig__number(arg, v, -100, 100, x)) *x = NAN;
+            *x = rig_args_flag_i32("generate", arg, v, 0, 100, &a->logprobs) ? a->logprobs : NAN;
+        else if (!rig_args_flag_f64("generate", arg, v, -100, 100, x))
+            *x = NAN;
         else *fields[i] = (float)*x;
         return true;
     }
@@ -196,32 +177,29 @@ static bool rig__generate_option(struct rig__generate_args *a, const char *arg,
     else if (strcmp(arg, "--prompt") == 0) a->prompt = v;
     else if (strcmp(arg, "--tokenizer") == 0) a->tokenizer_dir = v;
     else if (strcmp(arg, "--tp") == 0) {
-        return rig__integer(arg, v, 1, RIG_DEVICES_MAX, &a->tp);
+        return rig_args_flag_i32("generate", arg, v, 1, RIG_DEVICES_MAX, &a->tp);
     } else if (strcmp(arg, "--prefill-budget") == 0) {
-        return rig__integer(arg, v, 1, 1 << 24, &a->prefill_budget);
+        return rig_args_flag_i32("generate", arg, v, 1, 1 << 24, &a->prefill_budget);
     } else if (strcmp(arg, "--collective-timeout") == 0) {
         int32_t ms = 0;
-        if (!rig__integer(arg, v, 1, 86400000, &ms)) return false;
+        if (!rig_args_flag_i32("generate", arg, v, 1, 86400000, &ms)) return false;
         a->collective_timeout_ms = ms;
     } else if (strcmp(arg, "--max-running") == 0) {
-        return rig__integer(arg, v, 1, RIG__PROMPTS_MAX, &a->max_running);
+        return rig_args_flag_i32("generate", arg, v, 1, RIG__PROMPTS_MAX, &a->max_running);
     } else if (strcmp(arg, "--max-tokens") == 0) {
-        return rig__integer(arg, v, 1, 1 << 20, &a->max_tokens);
+        return rig_args_flag_i32("generate", arg, v, 1, 1 << 20, &a->max_tokens);
     } else if (strcmp(arg, "--temperature") == 0) {
-        if (!rig__number(arg, v, 0, 100, &x)) return false;
+        if (!rig_args_flag_f64("generate", arg, v, 0, 100, &x)) return false;
         a->temperature = (float)x;
     } else if (strcmp(arg, "--top-k") == 0) {
-        return rig__integer(arg, v, 0, 1 << 24, &a->top_k);
+        return rig_args_flag_i32("generate", arg, v, 0, 1 << 24, &a->top_k);
     } else if (strcmp(arg, "--top-p") == 0) {
-        if (!rig__number(arg, v, 1e-6, 1, &x)) return false;
+        if (!rig_args_flag_f64("generate", arg, v, 1e-6, 1, &x)) return false;
         a->top_p = (float)x;
     } else if (rig__extension_option(a, arg, v, &x)) {
         return !isnan(x);
     } else if (strcmp(arg, "--seed") == 0) {
-        char msg[160];
-        if (rig_args_u64(v, 0, UINT64_MAX, &a->seed, msg, sizeof msg) == RIG_OK) return true;
-        fprintf(stderr, "rig generate: --seed: %s\n", msg);
-        return false;
+        return rig_args_flag_u64("generate", arg, v, 0, UINT64_MAX, &a->seed);
     } else if (strcmp(arg, "--prompt-ids") == 0) {
         if (a->prompt_count == RIG__PROMPTS_MAX) {
             fprintf(stderr, "rig generate: at most %d prompts\n", RIG__PROMPTS_MAX);
@@ -433,7 +411,7 @@ static int rig__generate_drive(struct rig_engine *engine, struct rig__generate_s
     char error[256] = "";
     if (path == NULL) {
         if (rig_driver_run(engine, NULL, NULL, error, sizeof error) == RIG_OK) return -1;
-        fprintf(stderr, "rig generate: the run failed: %s (%s)\n", error, rig_hal_last_error());
+        fprintf(stderr, "rig generate: the run failed: %s\n", error);
         return 1;
     }
     struct rig__logits_run run = {.model = rig_engine_model(engine, 0), .st = st};

@@ -69,22 +69,15 @@ static int rig__profile_option(struct rig__profile_args *a, int argc, char **arg
     }
     const char *value = argv[++*i];
     struct rig_profile_options *o = &a->options;
-    char msg[160] = "";
     if (strcmp(arg, "--out") == 0) a->out = value;
     else if (strcmp(arg, "--backend") == 0) o->backend = value;
     else if (strcmp(arg, "--profile") == 0) o->profile = value;
     else if (strcmp(arg, "--tp-max") == 0 || strcmp(arg, "--repeats") == 0) {
         /* syntax here (tools/rig/args.h); the profiler checks the ranges */
         int32_t *field = arg[2] == 't' ? &o->tp_max : &o->repeats;
-        if (rig_args_i32(value, 1, 1 << 20, field, msg, sizeof msg) != RIG_OK) {
-            fprintf(stderr, "rig profile: %s: %s\n", arg, msg);
-            return 2;
-        }
+        if (!rig_args_flag_i32("profile", arg, value, 1, 1 << 20, field)) return 2;
     } else if (strcmp(arg, "--seconds-max") == 0) {
-        if (rig_args_f64(value, 0, 1e9, &o->seconds_max, msg, sizeof msg) != RIG_OK) {
-            fprintf(stderr, "rig profile: %s: %s\n", arg, msg);
-            return 2;
-        }
+        if (!rig_args_flag_f64("profile", arg, value, 0, 1e9, &o->seconds_max)) return 2;
     } else if (strcmp(arg, "--model") == 0 && o->model_count < RIG_PROFILE_MODELS_MAX) {
         if (!a->models_given) o->model_count = 0;
         a->models_given = true;

@@ -97,12 +97,8 @@ static int rig__parse_args(int argc, char **argv, struct rig__run_args *a)
             if ((v = rig__value(argc, argv, &i)) == NULL) return 2;
             snprintf(a->backend_set, sizeof a->backend_set, "backend=%s", v);
         } else if (strcmp(arg, "--rows") == 0) {
-            char msg[128];
             if ((v = rig__value(argc, argv, &i)) == NULL) return 2;
-            if (rig_args_i32(v, 0, INT32_MAX, &a->rows, msg, sizeof msg) != RIG_OK) {
-                fprintf(stderr, "rig run: --rows: %s\n", msg);
-                return 2;
-            }
+            if (!rig_args_flag_i32("run", arg, v, 0, INT32_MAX, &a->rows)) return 2;
         } else if (strcmp(arg, "--check") == 0) {
             if ((v = rig__value(argc, argv, &i)) == NULL) return 2;
             if (strcmp(v, "step") != 0 && strcmp(v, "end") != 0) {

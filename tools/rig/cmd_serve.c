@@ -91,26 +91,6 @@ static void rig__serve_usage(FILE *out)
             "  --log-level error|info|debug\n");
 }
 
-/* A number in [lo, hi] (tools/rig/args.h); false with a message otherwise. */
-static bool rig__serve_number(const char *option, const char *text, double lo, double hi,
-                              double *out)
-{
-    char msg[160];
-    if (rig_args_f64(text, lo, hi, out, msg, sizeof msg) == RIG_OK) return true;
-    fprintf(stderr, "rig serve: %s: %s\n", option, msg);
-    return false;
-}
-
-/* A whole number in [lo, hi]; false with a message otherwise. */
-static bool rig__serve_integer(const char *option, const char *text, int64_t lo, int64_t hi,
-                               int64_t *out)
-{
-    char msg[160];
-    if (rig_args_i64(text, lo, hi, out, msg, sizeof msg) == RIG_OK) return true;
-    fprintf(stderr, "rig serve: %s: %s\n", option, msg);
-    return false;
-}
-
 /* Options whose value is a string. */
 static bool rig__serve_string(struct rig__serve_args *a, const char *arg, const char *v)
 {
@@ -166,22 +146,18 @@ static bool rig__serve_option(struct rig__serve_args *a, const char *arg, const 
     for (size_t i = 0; i < RIG_ARRAY_LEN(rig__serve_ints); i++) {
         const struct rig__serve_int_option *o = &rig__serve_ints[i];
         if (strcmp(arg, o->name) != 0) continue;
-        if (!rig__serve_integer(arg, v, o->lo, o->hi, &x)) return false;
+        if (!rig_args_flag_i64("serve", arg, v, o->lo, o->hi, &x)) return false;
         *(int32_t *)((char *)a + o->offset) = (int32_t)x;
         return true;
     }
     if (strcmp(arg, "--num-pages") == 0)
-        return rig__serve_integer(arg, v, 1, 1ll << 40, &a->num_pages);
+        return rig_args_flag_i64("serve", arg, v, 1, 1ll << 40, &a->num_pages);
     if (strcmp(arg, "--max-request-bytes") == 0)
-        return rig__serve_integer(arg, v, 1, 1ll << 40, &a->serve.max_request_bytes);
+        return rig_args_flag_i64("serve", arg, v, 1, 1ll << 40, &a->serve.max_request_bytes);
     if (strcmp(arg, "--mem-fraction-static") == 0)
-        return rig__serve_number(arg, v, 0.01, 0.99, &a->mem_fraction);
-    if (strcmp(arg, "--seed") == 0) {
-        char msg[160];
-        if (rig_args_u64(v, 0, UINT64_MAX, &a->seed, msg, sizeof msg) == RIG_OK) return true;
-        fprintf(stderr, "rig serve: --seed: %s\n", msg);
-        return false;
-    }
+        return rig_args_flag_f64("serve", arg, v, 0.01, 0.99, &a->mem_fraction);
+    if (strcmp(arg, "--seed") == 0)
+        return rig_args_flag_u64("serve", arg, v, 0, UINT64_MAX, &a->seed);
     if (rig__serve_string(a, arg, v)) return true;
     fprintf(stderr, "rig serve: unknown option '%s'\n", arg);
     return false;

@@ -110,8 +110,9 @@ static struct rig_tokenizer *rig__open(const char *dir, double *load_s)
 {
     struct rig_tokenizer *tok = NULL;
     double start = rig__now_s();
-    if (rig_tokenizer_load(dir, &tok) != RIG_OK) {
-        fprintf(stderr, "rig: %s\n", rig_tokenizer_last_error());
+    char error[512];
+    if (rig_tokenizer_load(dir, &tok, error, sizeof error) != RIG_OK) {
+        fprintf(stderr, "rig: %s\n", error);
         return NULL;
     }
     if (load_s != NULL) *load_s = rig__now_s() - start;
@@ -180,11 +181,13 @@ static int rig__render_chat(const struct rig_tokenizer *tok, const struct rig__t
     struct rig_chat_options options = {.add_generation_prompt = true,
                                        .enable_thinking = !args->no_thinking,
                                        .tools_json = args->tools_json};
-    enum rig_status status = rig_tokenizer_chat_render(tok, kind, messages, count, &options, out);
+    char error[512];
+    enum rig_status status =
+        rig_tokenizer_chat_render(tok, kind, messages, count, &options, out, error, sizeof error);
     for (size_t i = 0; i < RIG__CHAT_MESSAGES_MAX; i++)
         free(tool_calls[i]);
     json_decref(parsed);
-    if (status != RIG_OK) fprintf(stderr, "rig: --chat: %s\n", rig_tokenizer_last_error());
+    if (status != RIG_OK) fprintf(stderr, "rig: --chat: %s\n", error);
     return status == RIG_OK ? 0 : 1;
 }
 
@@ -228,7 +231,8 @@ static int rig__bench(struct rig_tokenizer *tok, const struct rig__tokenize_args
     }
     struct rig_tokenizer_work *work = NULL;
     struct rig_tokenizer_ids ids = {0};
-    int result = rig_tokenizer_work_create(tok, &work) == RIG_OK ? 0 : 1;
+    char error[512];
+    int result = rig_tokenizer_work_create(tok, &work, NULL, 0) == RIG_OK ? 0 : 1;
     double start = rig__now_s(), elapsed = 0;
     size_t rounds = 0, tokens = 0;
     while (result == 0 && (elapsed < args->bench_seconds || rounds == 0)) {
@@ -239,8 +243,8 @@ static int rig__bench(struct rig_tokenizer *tok, const struct rig__tokenize_args
         {
             ids.count = 0;
             if (rig_tokenizer_encode(tok, work, json_string_value(text), json_string_length(text),
-                                     true, &ids) != RIG_OK) {
-                fprintf(stderr, "rig: %s\n", rig_tokenizer_last_error());
+                                     true, &ids, error, sizeof error) != RIG_OK) {
+                fprintf(stderr, "rig: %s\n", error);
                 result = 1;
                 break;
             }
@@ -278,8 +282,10 @@ static int rig__tokenize_run(struct rig_tokenizer *tok, const struct rig__tokeni
     }
     struct rig_tokenizer_ids ids = {0};
     bool add_special = !args->no_special && !args->chat;
-    if (result == 0 && rig_tokenizer_encode(tok, NULL, text, len, add_special, &ids) != RIG_OK) {
-        fprintf(stderr, "rig: %s\n", rig_tokenizer_last_error());
+    char error[512];
+    if (result == 0 && rig_tokenizer_encode(tok, NULL, text, len, add_special, &ids, error,
+                                            sizeof error) != RIG_OK) {
+        fprintf(stderr, "rig: %s\n", error);
         result = 1;
     }
     for (size_t i = 0; result == 0 && i < ids.count; i++) {
@@ -347,7 +353,8 @@ static int rig__detokenize_run(const struct rig_tokenizer *tok,
 {
     if (!args->stream) {
         struct rig_tokenizer_text text = {0};
-        if (rig_tokenizer_decode(tok, ids->ids, ids->count, args->skip_special, &text) != RIG_OK)
+        if (rig_tokenizer_decode(tok, ids->ids, ids->count, args->skip_special, &text, NULL, 0) !=
+            RIG_OK)
             return 1;
         printf("%s\n", text.data ? text.data : "");
         rig_tokenizer_text_free(&text);
@@ -362,9 +369,9 @@ static int rig__detokenize_run(const struct rig_tokenizer *tok,
     size_t len;
     for (size_t i = 0; i <= ids->count; i++) {
         if (i < ids->count)
-            rig_tokenizer_stream_step(&stream, ids->ids[i], piece, capacity, &len);
+            rig_tokenizer_stream_step(&stream, ids->ids[i], piece, capacity, &len, NULL, 0);
         else
-            rig_tokenizer_stream_finish(&stream, piece, capacity, &len);
+            rig_tokenizer_stream_finish(&stream, piece, capacity, &len, NULL, 0);
         json_t *string = json_stringn(piece, len);
         char *encoded = json_dumps(string, JSON_ENCODE_ANY);
         printf("%s\n", encoded);

@@ -7,9 +7,9 @@
 struct rig_tokenizer *rig_cli_tokenizer_load(const char *who, const char *dir)
 {
     struct rig_tokenizer *tok = NULL;
-    if (rig_tokenizer_load(dir, &tok) == RIG_OK) return tok;
-    fprintf(stderr, "%s: cannot load the tokenizer of %s: %s\n", who, dir,
-            rig_tokenizer_last_error());
+    char error[512];
+    if (rig_tokenizer_load(dir, &tok, error, sizeof error) == RIG_OK) return tok;
+    fprintf(stderr, "%s: cannot load the tokenizer of %s: %s\n", who, dir, error);
     return NULL;
 }
 
@@ -19,20 +19,23 @@ bool rig_cli_prompt_encode(const char *who, const struct rig_tokenizer *tok,
 {
     struct rig_tokenizer_text text = {0};
     enum rig_status s = RIG_OK;
+    char error[512];
     if (chat) {
         enum rig_chat_template kind = rig_tokenizer_chat_template(tok);
         if (kind == RIG_CHAT_TEMPLATE_NONE || kind == RIG_CHAT_TEMPLATE_UNKNOWN)
             kind = RIG_CHAT_TEMPLATE_CHATML;
         struct rig_chat_options options = {.add_generation_prompt = true,
                                            .enable_thinking = enable_thinking};
-        s = rig_tokenizer_chat_render(tok, kind, messages, count, &options, &text);
+        s = rig_tokenizer_chat_render(tok, kind, messages, count, &options, &text, error,
+                                      sizeof error);
     }
     const char *data = chat ? text.data : messages[0].content;
     size_t len = chat ? text.len : strlen(messages[0].content);
-    if (s == RIG_OK) s = rig_tokenizer_encode(tok, NULL, data != NULL ? data : "", len, !chat, ids);
+    if (s == RIG_OK)
+        s = rig_tokenizer_encode(tok, NULL, data != NULL ? data : "", len, !chat, ids, error,
+                                 sizeof error);
     rig_tokenizer_text_free(&text);
-    if (s != RIG_OK)
-        fprintf(stderr, "%s: the prompt: %s\n", who, rig_tokenizer_last_error());
+    if (s != RIG_OK) fprintf(stderr, "%s: the prompt: %s\n", who, error);
     return s == RIG_OK;
 }
 
@@ -70,7 +73,7 @@ static void rig__cli_emit(struct rig_cli_stream *s, size_t len)
 void rig_cli_stream_token(struct rig_cli_stream *s, int32_t id)
 {
     size_t len = 0;
-    if (rig_tokenizer_stream_step(&s->detok, id, s->piece, s->capacity, &len) == RIG_OK)
+    if (rig_tokenizer_stream_step(&s->detok, id, s->piece, s->capacity, &len, NULL, 0) == RIG_OK)
         rig__cli_emit(s, len);
 }
 
@@ -78,7 +81,7 @@ void rig_cli_stream_end(struct rig_cli_stream *s)
 {
     size_t len = 0;
     if (s->piece != NULL &&
-        rig_tokenizer_stream_finish(&s->detok, s->piece, s->capacity, &len) == RIG_OK)
+        rig_tokenizer_stream_finish(&s->detok, s->piece, s->capacity, &len, NULL, 0) == RIG_OK)
         rig__cli_emit(s, len);
     free(s->piece);
     s->piece = NULL;

@@ -43,9 +43,10 @@ enum rig_status rig__bench_time(struct rig__bench_dev *dev, int32_t warmup, int3
 void rig__bench_identify(const struct rig__bench_dev *dev, const struct rig_bench_options *o,
                          struct rig_bench_report *report);
 
-/* Writes "what: status (hal message)" to `error`; returns status. */
-enum rig_status rig__bench_fail(enum rig_status status, const char *what, char *error,
-                                size_t error_len);
+/* Writes "what: status[: op check message]" to `error`, the message being the failed op
+ * check on dev's stream (dev NULL: none); returns status. */
+enum rig_status rig__bench_fail(const struct rig__bench_dev *dev, enum rig_status status,
+                                const char *what, char *error, size_t error_len);
 
 void rig__bench_progress(const struct rig_bench_options *o, const char *what, int64_t done,
                          int64_t total);

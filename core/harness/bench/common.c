@@ -52,11 +52,11 @@ const char *rig__bench_model(const struct rig_bench_options *o)
     return o->model != NULL ? o->model : "qwen3-0.6b";
 }
 
-enum rig_status rig__bench_fail(enum rig_status status, const char *what, char *error,
-                                size_t error_len)
+enum rig_status rig__bench_fail(const struct rig__bench_dev *dev, enum rig_status status,
+                                const char *what, char *error, size_t error_len)
 {
     RIG_ASSERT(status < 0);
-    const char *hal = rig_hal_last_error();
+    const char *hal = dev != NULL && dev->stream != NULL ? rig_hal_stream_error(dev->stream) : "";
     snprintf(error, error_len, "%s: %s%s%s", what, rig_status_message(status),
              hal[0] != '\0' ? ": " : "", hal);
     return status;
@@ -106,7 +106,7 @@ enum rig_status rig__bench_open(const struct rig_bench_options *options, struct 
     }
     if (status < 0) {
         rig__bench_close(dev);
-        return rig__bench_fail(status, "creating streams and events", error, error_len);
+        return rig__bench_fail(NULL, status, "creating streams and events", error, error_len);
     }
     return RIG_OK;
 }

@@ -110,11 +110,11 @@ enum rig_status rig_bench_floors(const struct rig_bench_options *options,
     rig__bench_identify(&dev, options, report);
     rig__bench_progress(options, "floors", 0, 2);
     status = rig__measure_copy(&dev, options, &report->floors);
-    if (status < 0) rig__bench_fail(status, "copy bandwidth", error, error_len);
+    if (status < 0) rig__bench_fail(&dev, status, "copy bandwidth", error, error_len);
     rig__bench_progress(options, "floors", 1, 2);
     if (status == RIG_OK) {
         status = rig__measure_gemm(&dev, options, &report->floors);
-        if (status < 0) rig__bench_fail(status, "GEMM rate", error, error_len);
+        if (status < 0) rig__bench_fail(&dev, status, "GEMM rate", error, error_len);
     }
     rig__bench_progress(options, "floors", 2, 2);
     report->have_floors = status == RIG_OK;

@@ -99,7 +99,7 @@ static enum rig_status rig__fwd_open(const struct rig_bench_options *o, struct r
     f->meta_bytes = rig__meta_bytes(tokens, requests, table_entries);
     if (status == RIG_OK) {
         status = rig_hal_buffer_alloc(f->dev.device, f->meta_bytes, RIG_MEMORY_METADATA, &f->meta);
-        if (status < 0) rig__bench_fail(status, "metadata buffer", error, error_len);
+        if (status < 0) rig__bench_fail(&f->dev, status, "metadata buffer", error, error_len);
     }
     if (status == RIG_OK && (f->host = calloc(f->meta_bytes, 1)) == NULL) {
         snprintf(error, error_len, "out of host memory for the batch staging");
@@ -305,7 +305,7 @@ enum rig_status rig_bench_decode(const struct rig_bench_options *o, struct rig_b
             if (status == RIG_OK) report->decode_count++;
         }
     }
-    if (status < 0) rig__bench_fail(status, "decode step", error, error_len);
+    if (status < 0) rig__bench_fail(&f.dev, status, "decode step", error, error_len);
     rig__bench_progress(o, "decode", nb * nc, nb * nc);
     rig__fwd_close(&f);
     return status;
@@ -341,7 +341,7 @@ enum rig_status rig_bench_prefill(const struct rig_bench_options *o,
         row->mfu = row->flops_per_s / fl->gemm_flops;
         report->prefill_count++;
     }
-    if (status < 0) rig__bench_fail(status, "prefill step", error, error_len);
+    if (status < 0) rig__bench_fail(&f.dev, status, "prefill step", error, error_len);
     rig__bench_progress(o, "prefill", 2 * n, 2 * n);
     rig__fwd_close(&f);
     return status;

@@ -277,7 +277,7 @@ enum rig_status rig_bench_ops(const struct rig_bench_options *o, struct rig_benc
         status = rig__ops_step(o, &dev, &c, &steps[i], report);
     }
     rig__bench_progress(o, "ops", 3, 3);
-    if (status < 0) rig__bench_fail(status, "op breakdown", error, error_len);
+    if (status < 0) rig__bench_fail(&dev, status, "op breakdown", error, error_len);
     rig__bench_close(&dev);
     return status;
 }

@@ -431,7 +431,8 @@ static enum rig_status rig__sweep_all(struct rig__sweep *s, char *error, size_t 
             for (int32_t f = 0; f < 3 && status == RIG_OK; f++) status = rig__family(s, &x, f);
         }
     }
-    if (status < 0 && error[0] == '\0') rig__bench_fail(status, "profile sweep", error, error_len);
+    if (status < 0 && error[0] == '\0')
+        rig__bench_fail(&s->dev, status, "profile sweep", error, error_len);
     return status;
 }
 
@@ -480,7 +481,8 @@ static enum rig_status rig__setup(struct rig__sweep *s, char *error, size_t erro
             status = rig__fill_random(s, i);
     }
     if (status == RIG_OK) status = rig_hal_stream_synchronize(s->dev.stream);
-    if (status < 0) rig__bench_fail(status, "allocating the sweep's buffers", error, error_len);
+    if (status < 0)
+        rig__bench_fail(&s->dev, status, "allocating the sweep's buffers", error, error_len);
     return status;
 }
 

@@ -456,7 +456,7 @@ static void rig__finalize(const struct rig_serve_dataset *d, const struct rig_to
         if (o->failure != RIG_SERVE_OK) continue;
         ids.count = 0;
         if (t != NULL && rig_tokenizer_encode(t, NULL, run->text + o->text_offset,
-                                              (size_t)o->text_len, false, &ids) == RIG_OK)
+                                              (size_t)o->text_len, false, &ids, NULL, 0) == RIG_OK)
             o->retokenized = (int32_t)ids.count;
         int64_t target = o->server_tokens >= 0 ? o->server_tokens
                          : o->retokenized >= 0 ? o->retokenized

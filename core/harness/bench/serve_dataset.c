@@ -125,7 +125,7 @@ static bool rig__decode(const struct rig_tokenizer *t, const int32_t *ids, size_
 {
     text->len = 0;
     if (text->data != NULL) text->data[0] = '\0';
-    return rig_tokenizer_decode(t, ids, count, true, text) == RIG_OK && text->data != NULL;
+    return rig_tokenizer_decode(t, ids, count, true, text, NULL, 0) == RIG_OK && text->data != NULL;
 }
 
 static enum rig_status rig__random_ids(const struct rig_serve_options *o,
@@ -208,7 +208,7 @@ static int64_t rig__encode(const struct rig_tokenizer *t, struct rig_tokenizer_w
                            const char *text, struct rig_tokenizer_ids *ids)
 {
     ids->count = 0;
-    if (rig_tokenizer_encode(t, work, text, strlen(text), true, ids) != RIG_OK) return -1;
+    if (rig_tokenizer_encode(t, work, text, strlen(text), true, ids, NULL, 0) != RIG_OK) return -1;
     return (int64_t)ids->count;
 }
 
@@ -283,7 +283,7 @@ static enum rig_status rig__text_dataset(const struct rig_serve_options *o,
     json_t *root =
         rig__sharegpt_pairs(o->dataset_path, o->seed, &b.pairs, &b.pair_count, error, error_len);
     if (root == NULL) return RIG_E_PARSE;
-    enum rig_status status = rig_tokenizer_work_create(t, &b.work);
+    enum rig_status status = rig_tokenizer_work_create(t, &b.work, NULL, 0);
     if (status == RIG_OK)
         status = sharegpt ? rig__sharegpt(&b, count, d) : rig__random_sharegpt(&b, count, d);
     if (status < 0) snprintf(error, error_len, "%s: out of memory", o->dataset_path);

@@ -33,11 +33,19 @@ struct rig_scenario_build {
     int64_t token_capacity;
     int64_t expect_capacity;
     int64_t uid_capacity;
+    int64_t output_tokens;                    /* sum of the requests' max_tokens so far */
 };
 
 /* Appends a zeroed request (line from `node`, abort -1, defaults applied). NULL on error. */
 struct rig_scenario_request *rig_scenario_build_request(struct rig_scenario_build *b,
                                                         struct fy_node *node);
+/* Whether `requests` more requests of up to `prompt_len` prompt and `output_len` output tokens
+ * each fit RIG_SCENARIO_HOST_BYTES_MAX beside what is loaded already; RIG_OK, or
+ * RIG_E_CAPACITY with "<what> need X GiB ..., at most N requests of these lengths fit" at
+ * `node`. Checks only: callers check before they allocate, and add output_tokens after. */
+enum rig_status rig_scenario_build_budget(struct rig_scenario_build *b, struct fy_node *node,
+                                          const char *what, int64_t requests,
+                                          int64_t prompt_len, int64_t output_len);
 /* Reserves `count` prompt tokens; returns their offset in scenario->tokens, or -1 on error.
  * The tokens array may move: take pointers into it only after the reservation. */
 int64_t rig_scenario_build_tokens(struct rig_scenario_build *b, struct fy_node *node,

@@ -173,14 +173,21 @@ static enum rig_status rig__parse_request(struct rig_scenario_build *b, struct f
     int32_t source;
     int64_t prefix, rest;
     status = rig__prompt_shape(b, map, self, &source, &prefix, &rest);
+    struct rig_scenario_sampling sampling = b->defaults;
+    int32_t max_tokens = b->default_max_tokens;
+    if (status == RIG_OK) status = rig_scenario_parse_sampling(b, map, &sampling, &max_tokens);
+    if (status == RIG_OK)
+        status = rig_scenario_build_budget(b, map, "the requests up to this one", 1,
+                                           prefix + rest, max_tokens);
     if (status < 0) return status;
     struct rig_scenario_request *r = rig_scenario_build_request(b, map);
     if (r == NULL) return RIG_E_NO_MEMORY;
+    r->sampling = sampling;
+    r->max_tokens = max_tokens;
+    b->output_tokens += max_tokens;
     status = rig_yaml_key_string(y, map, "id", r->id, sizeof r->id);
     if (status == RIG_OK) status = rig_yaml_key_duration_ns(y, map, "at", &r->arrival_ns);
     if (status == RIG_OK) status = rig_yaml_key_duration_ns(y, map, "abort_at", &r->abort_ns);
-    if (status == RIG_OK) status = rig_scenario_parse_sampling(b, map, &r->sampling,
-                                                               &r->max_tokens);
     if (status < 0) return status;
     r->input_len = (int32_t)(prefix + rest);
     int64_t offset = rig_scenario_build_tokens(b, map, r->input_len);

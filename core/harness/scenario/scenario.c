@@ -1,11 +1,13 @@
 /* scenario.c — rig_scenario_load: the top level of a scenario file, model/backend/engine/sim
  * settings, the growing arrays, the arrival sort (see scenario.h, build.h). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <openssl/evp.h>
 
+#include "core/harness/results/results.h"
 #include "core/harness/scenario/build.h"
 #include "hal/philox.h"
 
@@ -55,6 +57,43 @@ static bool rig__grow(void **array, int64_t *capacity, int64_t needed, size_t si
     *array = grown;
     *capacity = next;
     return true;
+}
+
+/* Host bytes per request, prompt token and output token (see RIG_SCENARIO_HOST_BYTES_MAX):
+ * a request's rows here and in the results, and the run's per-request arrays; a prompt
+ * token's id; an output token's id, time and the worst case of one results step (with its
+ * request entry) for it, which rig_scenario_run reserves up front. */
+#define RIG__BYTES_PER_REQUEST                                                              \
+    ((double)sizeof(struct rig_scenario_request) + (double)sizeof(struct rig_results_request) + \
+     32.0)
+#define RIG__BYTES_PER_PROMPT_TOKEN ((double)sizeof(int32_t))
+#define RIG__BYTES_PER_OUTPUT_TOKEN                                                     \
+    ((double)(sizeof(int32_t) + sizeof(int64_t) + sizeof(struct rig_results_step) + \
+              sizeof(int32_t)))
+
+enum rig_status rig_scenario_build_budget(struct rig_scenario_build *b, struct fy_node *node,
+                                          const char *what, int64_t requests,
+                                          int64_t prompt_len, int64_t output_len)
+{
+    const struct rig_scenario *s = b->scenario;
+    RIG_ASSERT(requests >= 0 && prompt_len >= 0 && output_len >= 0);
+    double budget = (double)RIG_SCENARIO_HOST_BYTES_MAX;
+    double loaded = s->request_count * RIG__BYTES_PER_REQUEST +
+                    (double)s->token_count * RIG__BYTES_PER_PROMPT_TOKEN +
+                    (double)b->output_tokens * RIG__BYTES_PER_OUTPUT_TOKEN;
+    double each = RIG__BYTES_PER_REQUEST + (double)prompt_len * RIG__BYTES_PER_PROMPT_TOKEN +
+                  (double)output_len * RIG__BYTES_PER_OUTPUT_TOKEN;
+    double need = loaded + (double)requests * each;
+    if (need <= budget) return RIG_OK;
+    double fit = budget > loaded ? (budget - loaded) / each : 0.0;
+    return rig_yaml_fail(&b->yaml, node, RIG_E_CAPACITY,
+                         "%s need %.2f GiB of host memory, above the scenario budget of %lld "
+                         "GiB: one request of %lld prompt and %lld output tokens takes %.2f "
+                         "MiB, so at most %.0f such requests fit beside the %d before them",
+                         what, need / 1073741824.0,
+                         (long long)(RIG_SCENARIO_HOST_BYTES_MAX >> 30), (long long)prompt_len,
+                         (long long)output_len, each / 1048576.0, floor(fit),
+                         s->request_count);
 }
 
 struct rig_scenario_request *rig_scenario_build_request(struct rig_scenario_build *b,

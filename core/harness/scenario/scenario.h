@@ -40,6 +40,11 @@
 #define RIG_SCENARIO_EXPECT_MAX 4096
 #define RIG_SCENARIO_SETS_MAX 64      /* --set overrides */
 #define RIG_SCENARIO_ERROR_MAX 512    /* a good size for the error buffer */
+/* Host memory a scenario's requests may take: their rows, prompt tokens, and the result rows
+ * a run reserves for every output token it may produce (max_tokens each). Checked as requests
+ * and workloads are read, before their memory is allocated; a fixed budget, so a scenario
+ * loads or fails alike on every machine. */
+#define RIG_SCENARIO_HOST_BYTES_MAX ((int64_t)16 << 30)
 
 /* Settings left at RIG_SCENARIO_DEFAULT take the engine's default. */
 #define RIG_SCENARIO_DEFAULT (-1)

@@ -176,6 +176,19 @@ static enum rig_status rig__parse_kind(struct rig_scenario_build *b, struct fy_n
     return status;
 }
 
+/* A generated workload's worst case (every request at the longest lengths drawn) against
+ * the scenario's host budget, before a token of it is generated; a trace is checked line by
+ * line as it is read (rig__trace_line). */
+static enum rig_status rig__check_budget(struct rig_scenario_build *b, struct fy_node *map,
+                                         const struct rig__workload *w)
+{
+    if (w->kind == 2) return RIG_OK;
+    char what[RIG_SCENARIO_NAME_MAX + 64];
+    snprintf(what, sizeof what, "workload '%s': %lld requests", w->name, (long long)w->count);
+    int64_t input = w->kind == 1 ? w->prefix_len + w->suffix_len : w->input_hi;
+    return rig_scenario_build_budget(b, map, what, w->count, input, w->output_hi);
+}
+
 /* Poisson arrival times: request i arrives after i exponential gaps of mean 1/rate. */
 static void rig__arrivals(const struct rig__workload *w, struct rig_scenario_request *first,
                           int64_t count)
@@ -214,6 +227,7 @@ static struct rig_scenario_request *rig__append(struct rig_scenario_build *b,
     r->sampling = w->sampling;
     r->workload = w->index;
     r->line = 0;
+    b->output_tokens += output_len;
     return r;
 }
 
@@ -363,6 +377,13 @@ static enum rig_status rig__trace_line(struct rig_scenario_build *b, struct fy_n
     }
     struct rig__trace_line t;
     enum rig_status status = rig__trace_record(b, path, line_no, root, w->time_scale, &t);
+    if (status == RIG_OK) {
+        char what[2 * RIG_SCENARIO_PATH_MAX + 64];
+        snprintf(what, sizeof what, "trace '%s': the requests up to line %lld", path,
+                 (long long)line_no);
+        status = rig_scenario_build_budget(b, rig_yaml_get(map, "path"), what, 1, t.input_len,
+                                           t.output_len);
+    }
     struct rig_scenario_request *r =
         status == RIG_OK ? rig__append(b, map, w, n, t.input_len, t.output_len) : NULL;
     if (status == RIG_OK && r == NULL) status = RIG_E_CAPACITY;
@@ -487,6 +508,7 @@ static enum rig_status rig__parse_workload(struct rig_scenario_build *b, struct 
     rig__defaults(b, kind, &w);
     status = rig__parse_common(b, map, &w);
     if (status == RIG_OK) status = rig__parse_kind(b, map, &w);
+    if (status == RIG_OK) status = rig__check_budget(b, map, &w);
     int32_t first = s->request_count;
     if (status == RIG_OK && (kind == 0 || kind == 3)) status = rig__gen_random(b, map, &w);
     if (status == RIG_OK && kind == 1) status = rig__gen_shared_prefix(b, map, &w);

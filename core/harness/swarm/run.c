@@ -432,7 +432,7 @@ static void rig__loop(struct rig__drive *d)
     if (s < 0 && d->out->verdict == RIG_SWARM_PASS) {
         d->step++; /* the step that failed: the only error the swarm does not judge itself */
         rig__fail(d, RIG_SWARM_ERROR, "step failed: %s (%s)", rig_status_message(s),
-                  rig_hal_last_error());
+                  rig_engine_error(d->engine));
     }
 }
 
