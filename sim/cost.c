@@ -24,12 +24,6 @@ static int32_t rig__i32(const struct rig_tensor *t, int64_t i)
 #define RIG__GEMM_TILE    128.0
 #define RIG__PREFILL_ROWS 128.0
 
-/* The small-batch GEMM kernel (cuda/ops/gemv.cu) takes up to 16 rows when K is long or the
- * output very wide (rig__gemv_pays in cuda/ops/gemm.cu: N >= 32 x 8 x 132 SMs); its grid
- * spreads N over every multiprocessor, so it has no occupancy term. */
-#define RIG__GEMV_ROWS   16.0
-#define RIG__GEMV_DEPTH  2048.0
-#define RIG__GEMV_WIDE_N 33792.0
 
 /* The fused q/k norm + RoPE + store kernel moves its bytes at this fraction of the
  * element-wise class's rate (per-head reductions and the cos/sin table; 115 us for 151 MB at
@@ -61,7 +55,8 @@ static struct rig_sim_work rig__kernel_gemm(const struct rig_op_gemm *p)
 {
     double m = (double)p->a.shape[0], k = (double)p->a.shape[1], n = (double)p->b.shape[0];
     struct rig_sim_work work = {.op_class = RIG_SIM_OP_CLASS_GEMM};
-    bool gemv = m <= RIG__GEMV_ROWS && (k >= RIG__GEMV_DEPTH || n >= RIG__GEMV_WIDE_N);
+    /* the small-batch kernel's grid spreads N over every multiprocessor: no occupancy term */
+    bool gemv = rig_sim_gemm_small_batch(m, n, k);
     work.blocks = gemv ? 0.0 : ceil(m / RIG__GEMM_TILE) * ceil(n / RIG__GEMM_TILE);
     work.depth = k;
     return work;
@@ -181,7 +176,8 @@ static int64_t rig__op_ns(const struct rig_sim_profile *profile, const struct ri
         int64_t launch = profile->min_kernel_ns - profile->graph_node_ns; /* eager's extra */
         if (rig_sim_optable_predict(profile->table, &key, work.flops, work.bytes,
                                     profile->peak_bf16_flops, profile->hbm_bytes_per_s,
-                                    (double)(launch > 0 ? launch : 0), &measured, NULL)) {
+                                    (double)(launch > 0 ? launch : 0),
+                                    profile->op_table_warm_weight, &measured, NULL)) {
             int64_t ns = rig__ceil_ns(measured * 1e-9);
             return ns > profile->graph_node_ns ? ns : profile->graph_node_ns;
         }
@@ -223,7 +219,8 @@ int64_t rig_sim_cost_issue_host_ns(const struct rig_sim_profile *profile, const 
     double measured = 0, host = 0;
     if (!rig_sim_optable_predict(profile->table, &key, work.flops, work.bytes,
                                  profile->peak_bf16_flops, profile->hbm_bytes_per_s,
-                                 (double)(launch > 0 ? launch : 0), &measured, &host) ||
+                                 (double)(launch > 0 ? launch : 0),
+                                 profile->op_table_warm_weight, &measured, &host) ||
         host <= 0)
         return profile->kernel_launch_host_ns;
     RIG_ASSERT(host < 9.0e18);

@@ -22,18 +22,32 @@ static pthread_mutex_t rig__tables_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rig_sim_optable rig__tables[RIG__TABLES_MAX]; /* loaded, never freed */
 static int32_t rig__table_count;
 
-/* How much each key parameter counts in the distance, per kind (0: ignored). The max KV
- * length of decode is kept in the table but not matched on: the sweep's batches are uniform. */
+/* How much each key parameter counts in the distance, per kind (0: ignored). Decode matches
+ * the max KV length too: the sweep has uniform and ragged batches (max about twice the
+ * mean), and a ragged batch's split-KV blocks finish unevenly. */
 static const double *rig__weights(int32_t kind)
 {
     static const double gemm[RIG_OPTABLE_PARAMS] = {1, 1, 1, 4, 0, 0};
-    static const double decode[RIG_OPTABLE_PARAMS] = {1, 1, 0, 1, 1, 1};
+    static const double decode[RIG_OPTABLE_PARAMS] = {1, 1, 1, 1, 1, 1};
     static const double prefill[RIG_OPTABLE_PARAMS] = {1, 1, 1, 1, 1, 1};
     static const double other[RIG_OPTABLE_PARAMS] = {0, 1, 0, 0, 0, 0};
     if (kind == RIG_OP_GEMM) return gemm;
     if (kind == RIG_OP_ATTENTION_DECODE) return decode;
     if (kind == RIG_OP_ATTENTION_PREFILL) return prefill;
     return other;
+}
+
+/* The small-batch GEMM kernel's bounds (cuda/ops/gemv.cu, rig__gemv_pays in gemm.cu). */
+#define RIG__GEMV_ROWS   16.0
+#define RIG__GEMV_DEPTH  2048.0
+#define RIG__GEMV_WIDE_N 33792.0
+/* Added (in log2 units) to the distance between GEMMs that run different kernels: a factor of
+ * 16, so a point of the other kernel counts only when its own have none near. */
+#define RIG__KERNEL_APART 4.0
+
+bool rig_sim_gemm_small_batch(double m, double n, double k)
+{
+    return m <= RIG__GEMV_ROWS && (k >= RIG__GEMV_DEPTH || n >= RIG__GEMV_WIDE_N);
 }
 
 static double rig__distance(const double *w, const double *a, const double *b)
@@ -52,7 +66,7 @@ static double rig__distance(const double *w, const double *a, const double *b)
 struct rig__memo {
     const struct rig_sim_optable *table;
     struct rig_optable_key key;
-    double flops, bytes, peak, bandwidth, launch;
+    double flops, bytes, peak, bandwidth, launch, warm_weight;
     double ns;      /* < 0: the table does not reach the key */
     double host_ns; /* 0: the nearest points have no host time */
 };
@@ -81,15 +95,17 @@ static double rig__roofline_s(double flops, double bytes, double peak, double ba
     return s > 1e-9 ? s : 1e-9;
 }
 
-/* A point's time as a node of a step: the geometric mean of its cold time (less the eager
- * launch term the sweep's events include) and its warm time. A step's op reads its weights
- * from HBM but its input, just written by the previous op, from L2: neither extreme. (Chosen
- * on the calibration model: on Qwen3-0.6B's H100 runs, decode median |error| 5-6 % against
- * 17-49 % cold only and 4-24 % warm only, docs/simulator.md.) */
-static double rig__node_ns(const struct rig_optable_point *p, double launch_ns)
+/* A point's time as a node of a step: a weighted geometric mean of its cold time (less the
+ * eager launch term the sweep's events include) and its warm time, cold^(1 - w) warm^w. A
+ * step's op reads its weights from HBM but its input, just written by the previous op, from
+ * L2, and in a graph its prologue overlaps its predecessor (programmatic dependent launch):
+ * neither extreme. w is the profile's op_table_warm_weight, chosen on the calibration model's
+ * runs (docs/simulator.md). */
+static double rig__node_ns(const struct rig_optable_point *p, double launch_ns, double warm_weight)
 {
     double cold = p->cold_ns - launch_ns > 1 ? p->cold_ns - launch_ns : 1;
-    return p->warm_ns > 0 ? sqrt(cold * p->warm_ns) : cold;
+    if (!(p->warm_ns > 0)) return cold;
+    return exp((1 - warm_weight) * log(cold) + warm_weight * log(p->warm_ns));
 }
 
 /* The RIG_SIM_OPTABLE_NEIGHBOURS points of the key's kind nearest to it (weighted distance
@@ -102,8 +118,12 @@ static int32_t rig__nearest(const struct rig_sim_optable *table, const struct ri
     double logp[RIG_OPTABLE_PARAMS];
     for (int32_t i = 0; i < RIG_OPTABLE_PARAMS; i++) logp[i] = log2(key->p[i] + 1.0);
     int32_t found = 0;
+    bool gemm = key->kind == RIG_OP_GEMM;
+    bool small = gemm && rig_sim_gemm_small_batch(key->p[0], key->p[1], key->p[2]);
     for (int64_t i = table->first[key->kind]; i < table->first[key->kind + 1]; i++) {
         double d = rig__distance(w, logp, table->logp[i]);
+        const double *p = table->points[i].key.p;
+        if (gemm && rig_sim_gemm_small_batch(p[0], p[1], p[2]) != small) d += RIG__KERNEL_APART;
         if (found == K && d >= best_d[K - 1]) continue;
         int32_t at = found < K ? found++ : K - 1; /* insertion into the sorted few */
         while (at > 0 && best_d[at - 1] > d) {
@@ -136,7 +156,7 @@ static double rig__blend(const double *values, const double *best_d, int32_t fou
  * roofline; the host time of an eager issue, blended as measured. */
 static bool rig__predict(const struct rig_sim_optable *table, const struct rig_optable_key *key,
                          double flops, double bytes, double peak_flops, double hbm_bytes_per_s,
-                         double launch_ns, double *ns, double *host_ns)
+                         double launch_ns, double warm_weight, double *ns, double *host_ns)
 {
     enum { K = RIG_SIM_OPTABLE_NEIGHBOURS };
     double best_d[K], ratio[K], host[K];
@@ -145,7 +165,7 @@ static bool rig__predict(const struct rig_sim_optable *table, const struct rig_o
     if (found == 0 || best_d[0] > RIG_SIM_OPTABLE_REACH) return false;
     for (int32_t n = 0; n < found; n++) {
         const struct rig_optable_point *p = &table->points[best_i[n]];
-        ratio[n] = rig__node_ns(p, launch_ns) * 1e-9 /
+        ratio[n] = rig__node_ns(p, launch_ns, warm_weight) * 1e-9 /
                    rig__roofline_s(p->flops, p->bytes, peak_flops, hbm_bytes_per_s);
         host[n] = p->host_ns;
     }
@@ -158,21 +178,23 @@ static bool rig__predict(const struct rig_sim_optable *table, const struct rig_o
 bool rig_sim_optable_predict(const struct rig_sim_optable *table,
                              const struct rig_optable_key *key, double flops, double bytes,
                              double peak_flops, double hbm_bytes_per_s, double launch_ns,
-                             double *ns, double *host_ns)
+                             double warm_weight, double *ns, double *host_ns)
 {
     RIG_ASSERT(table != NULL && key != NULL && ns != NULL);
     RIG_ASSERT(key->kind >= 0 && key->kind < RIG_OP_COUNT);
+    RIG_ASSERT(warm_weight >= 0 && warm_weight <= 1);
     struct rig__memo *m = &rig__memo[rig__memo_slot(key, flops, bytes)];
     bool hit = m->table == table && rig_optable_key_equal(&m->key, key) &&
                m->flops == flops && m->bytes == bytes && m->peak == peak_flops &&
-               m->bandwidth == hbm_bytes_per_s && m->launch == launch_ns;
+               m->bandwidth == hbm_bytes_per_s && m->launch == launch_ns &&
+               m->warm_weight == warm_weight;
     if (!hit) {
         double value = -1, host = 0;
         if (!rig__predict(table, key, flops, bytes, peak_flops, hbm_bytes_per_s, launch_ns,
-                          &value, &host))
+                          warm_weight, &value, &host))
             value = -1, host = 0;
-        *m = (struct rig__memo){table,           *key,      flops, bytes, peak_flops,
-                                hbm_bytes_per_s, launch_ns, value, host};
+        *m = (struct rig__memo){table,     *key,        flops, bytes, peak_flops, hbm_bytes_per_s,
+                                launch_ns, warm_weight, value, host};
     }
     if (m->ns < 0) return false;
     *ns = m->ns;

@@ -7,7 +7,7 @@
  * sees, where every op reads weights the previous op did not) and warm). The model predicts
  * an op from the points of the same kind nearest to it in log2 of the shape parameters: it
  * interpolates the ratio time / roofline (time: the geometric mean of the cold time, less
- * the eager launch term, and the warm time) (roofline = max(FLOPs / peak, bytes /
+ * the eager launch term, and the warm time, weighted) (roofline = max(FLOPs / peak, bytes /
  * bandwidth), datasheet numbers) as a weighted geometric mean over the nearest points
  * (weights 1 / distance; an exact match is returned as measured; along one axis between two
  * points this is linear interpolation of log ratio), then multiplies by the op's own
@@ -39,6 +39,12 @@
 
 struct rig_sim_optable; /* opaque, read-only once loaded */
 
+/* Whether rig's CUDA backend runs an [M, K] x [N, K] GEMM with its small-batch kernel
+ * (cuda/ops/gemm.cu rig__gemv_pays: M <= 16 and K >= 2048 or N >= 32 x 8 x 132 SMs) rather
+ * than cuBLAS. The table never blends the two kernels' points (their efficiencies do not
+ * carry over). Can't fail. */
+bool rig_sim_gemm_small_batch(double m, double n, double k);
+
 /* The table at `name_or_path`: a built-in name ("h100" finds the embedded h100.h5) or a
  * path to an .h5 file. Loaded once per process and name; later calls return the same
  * table. RIG_E_NOT_FOUND / RIG_E_IO / RIG_E_PARSE (rig_optable_read), RIG_E_RANGE (name
@@ -53,13 +59,14 @@ const struct rig_optable_point *rig_sim_optable_point(const struct rig_sim_optab
 
 /* The predicted device time, as a graph node, of an op with `key`, `flops` and `bytes` on a
  * device of `peak_flops` FLOP/s and `hbm_bytes_per_s` whose eager launches cost `launch_ns`
- * more than a node: true and *ns when the table reaches it; false (nothing written) when it
+ * more than a node, a point's node time weighing its warm time by `warm_weight` in [0, 1]
+ * (cold^(1 - w) warm^w): true and *ns when the table reaches it; false (nothing written) when it
  * has no point of that kind within RIG_SIM_OPTABLE_REACH. *host_ns (may be NULL) gets the
  * host time of an eager issue, the nearest points' measured host times blended the same
  * way (not scaled by the work); 0 when those points have none (tables before host_ns). */
 bool rig_sim_optable_predict(const struct rig_sim_optable *table,
                              const struct rig_optable_key *key, double flops, double bytes,
                              double peak_flops, double hbm_bytes_per_s, double launch_ns,
-                             double *ns, double *host_ns);
+                             double warm_weight, double *ns, double *host_ns);
 
 #endif /* RIG_SIM_OPTABLE_H */

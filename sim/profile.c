@@ -51,6 +51,7 @@ static const struct rig__key rig__keys[] = {
     {"name", RIG__KEY_NAME, RIG__AT(name)},
     {"op_table", RIG__KEY_TEXT, RIG__AT(op_table)},
     {"pageable_host_copies", RIG__KEY_COUNT, RIG__AT(pageable_host_copies)},
+    {"op_table_warm_weight", RIG__KEY_FRACTION, RIG__AT(op_table_warm_weight)},
     {"memory_bytes", RIG__KEY_COUNT, RIG__AT(memory_bytes)},
     {"peak_bf16_flops", RIG__KEY_RATE, RIG__AT(peak_bf16_flops)},
     {"hbm_bytes_per_s", RIG__KEY_RATE, RIG__AT(hbm_bytes_per_s)},
@@ -170,6 +171,7 @@ static enum rig_status rig__set_value(const struct rig__key *key, const char *te
 static bool rig__optional(const char *key)
 {
     return strcmp(key, "op_table") == 0 || strcmp(key, "pageable_host_copies") == 0 ||
+           strcmp(key, "op_table_warm_weight") == 0 ||
            strcmp(key, "gpus_per_node") == 0 || strcmp(key, "inter_node_bytes_per_s") == 0 ||
            strcmp(key, "inter_node_latency_ns") == 0;
 }
@@ -290,6 +292,7 @@ enum rig_status rig_sim_profile_parse(const char *file, const char *text, size_t
     struct rig_sim_profile profile;
     memset(&profile, 0, sizeof profile);
     snprintf(profile.op_table, sizeof profile.op_table, "none");
+    profile.op_table_warm_weight = 0.5;
     profile.gpus_per_node = RIG_SIM_GPUS_PER_NODE;
     profile.inter_node_bytes_per_s = RIG_SIM_INTER_NODE_BYTES_PER_S;
     profile.inter_node_latency_ns = RIG_SIM_INTER_NODE_LATENCY_NS;

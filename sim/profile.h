@@ -45,6 +45,9 @@ struct rig_sim_profile {
      * pageable, as CUDA then copies them synchronously: an upload first waits for the
      * stream's earlier work, a download returns only once it has landed. */
     int64_t pageable_host_copies;
+    /* Optional key `op_table_warm_weight` (default 0.5): how much an op table point's warm
+     * time weighs in its node time, cold^(1 - w) warm^w (sim/optable.c). */
+    double op_table_warm_weight;
     int64_t memory_bytes;                      /* device memory */
     double peak_bf16_flops;                    /* dense bf16 tensor-core FLOP/s */
     double hbm_bytes_per_s;                    /* HBM bandwidth */

@@ -17,7 +17,10 @@
  * outside it; ":analytic" ignores it. Host time: a table's host columns round-trip, a table
  * written without them reads them as 0; the host time of an eager issue is the
  * measured one at a point, blended between points, and the profile's
- * kernel_launch_host_ns without a table, out of its reach or without host times.
+ * kernel_launch_host_ns without a table, out of its reach or without host times. A point's
+ * node time is cold^(1 - w) warm^w; a small-batch-kernel GEMM is blended from its kernel's
+ * points with cuBLAS's held 4 apart; a ragged decode batch matches the ragged point by its
+ * max KV length.
  */
 #include <hdf5.h>
 #include <math.h>
@@ -167,20 +170,20 @@ static void test_exact_interpolated_and_out_of_reach(void **state)
     assert_int_equal(rig_sim_optable_count(t), 2);
     double peak = 1e15, bw = 3e12, ns = 0;
     struct rig_optable_point q = gemm_point(64, 4096, 4096, 0);
-    assert_true(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, &ns, NULL));
+    assert_true(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, 0.5, &ns, NULL));
     assert_float_equal(ns, 10000, 1e-6);
     /* M = 128: halfway in log2(M + 1) between the two rows (nearly: +1 in the log) */
     q = gemm_point(128, 4096, 4096, 0);
-    assert_true(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, &ns, NULL));
+    assert_true(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, 0.5, &ns, NULL));
     double r64 = 10000e-9 / fmax(points[0].flops / peak, points[0].bytes / bw);
     double r256 = 20000e-9 / fmax(points[1].flops / peak, points[1].bytes / bw);
     double a = log2(129) - log2(65), b = log2(257) - log2(129);
     double ratio = exp((log(r64) / a + log(r256) / b) / (1 / a + 1 / b));
     assert_float_equal(ns, 1e9 * ratio * fmax(q.flops / peak, q.bytes / bw), 1e-6);
     q = gemm_point(64, 65536, 4096, 0); /* N 16 x off: out of reach */
-    assert_false(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, &ns, NULL));
+    assert_false(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, 0.5, &ns, NULL));
     struct rig_optable_key other = {.kind = RIG_OP_SILU_MUL, .p = {1, 1000}};
-    assert_false(rig_sim_optable_predict(t, &other, 0, 1000, peak, bw, 0, &ns, NULL));
+    assert_false(rig_sim_optable_predict(t, &other, 0, 1000, peak, bw, 0, 0.5, &ns, NULL));
     FILE *f = fopen("optable_bad.h5", "w");
     fputs("not hdf5", f);
     fclose(f);
@@ -248,16 +251,19 @@ static void test_host_time(void **state)
                      RIG_OK);
     double ns = 0, host = -1;
     struct rig_optable_point q = gemm_point(64, 4096, 4096, 0);
-    assert_true(rig_sim_optable_predict(with, &q.key, q.flops, q.bytes, 1e15, 3e12, 0, &ns, &host));
+    assert_true(rig_sim_optable_predict(with, &q.key, q.flops, q.bytes, 1e15, 3e12, 0, 0.5, &ns, &host));
     assert_float_equal(host, 8000, 0); /* measured here */
     q = gemm_point(128, 4096, 4096, 0); /* between: the geometric mean, weighted */
-    assert_true(rig_sim_optable_predict(with, &q.key, q.flops, q.bytes, 1e15, 3e12, 0, &ns, &host));
+    assert_true(rig_sim_optable_predict(with, &q.key, q.flops, q.bytes, 1e15, 3e12, 0, 0.5, &ns, &host));
     double a = log2(129) - log2(65), b = log2(257) - log2(129);
     assert_float_equal(host, exp((log(8000) / a + log(32000) / b) / (1 / a + 1 / b)), 1e-6);
     /* the simulator charges an eager issue the table's host time, or the profile's */
     struct rig_sim_profile profile;
+    assert_int_equal(rig_sim_profile_load("h200", &profile, error, sizeof error), RIG_OK);
+    assert_float_equal(profile.op_table_warm_weight, 0.5, 0); /* the optional key's default */
     assert_int_equal(rig_sim_profile_load("h100:analytic", &profile, error, sizeof error),
                      RIG_OK);
+    assert_float_equal(profile.op_table_warm_weight, 0.75, 0); /* sim/profiles/h100.yaml */
     struct rig_op op = gemm_op(64, 4096, 4096);
     assert_int_equal(rig_sim_cost_issue_host_ns(&profile, &op), profile.kernel_launch_host_ns);
     profile.table = with;
@@ -269,6 +275,65 @@ static void test_host_time(void **state)
     assert_int_equal(rig_sim_cost_issue_host_ns(&profile, &op), profile.kernel_launch_host_ns);
     unlink("optable_host.h5");
     unlink("optable_old.h5");
+}
+
+/* A decode attention point: R requests, mean and max KV, Qwen3-0.6B's heads. */
+static struct rig_optable_point decode_point(double r, double mean, double most, double ns)
+{
+    struct rig_optable_point p = {.key = {.kind = RIG_OP_ATTENTION_DECODE,
+                                          .p = {r, mean, most, 16, 8, 128}}};
+    p.bytes = r * mean * 4096;
+    p.cold_ns = p.cold_p10_ns = p.cold_p90_ns = p.warm_ns = ns;
+    return p;
+}
+
+static void test_node_weight_and_neighbours(void **state)
+{
+    (void)state;
+    struct rig_optable_point points[5] = {
+        gemm_point(8, 4096, 1024, 8000),  /* cuBLAS (K < 2048) */
+        gemm_point(8, 4096, 4096, 20000), /* the small-batch kernel (K >= 2048) */
+        gemm_point(64, 4096, 2048, 30000),
+        decode_point(64, 1024, 1024, 100000), decode_point(64, 512, 1024, 70000)};
+    points[0].warm_ns = 2000; /* cold 8000, warm 2000 */
+    char error[256];
+    assert_int_equal(rig_optable_write("optable_nodes.h5", points, 5, NULL, 0, error,
+                                       sizeof error),
+                     RIG_OK);
+    const struct rig_sim_optable *t = NULL;
+    assert_int_equal(rig_sim_optable_get("optable_nodes.h5", &t, error, sizeof error), RIG_OK);
+    double peak = 1e15, bw = 3e12, ns = 0;
+    struct rig_optable_point q = points[0];
+    assert_true(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, 0.5, &ns, NULL));
+    assert_float_equal(ns, 4000, 1e-6); /* sqrt(8000 x 2000) */
+    assert_true(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, 1, &ns, NULL));
+    assert_float_equal(ns, 2000, 1e-6);
+    assert_true(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, 0.75, &ns,
+                                        NULL));
+    assert_float_equal(ns, pow(8000, 0.25) * pow(2000, 0.75), 1e-6);
+    /* M = 8, K = 2048 runs the small-batch kernel: mostly from its own point at K = 4096 (1
+     * away), hardly from cuBLAS's at K = 1024 (as near, but another kernel) or M = 64 */
+    assert_true(rig_sim_gemm_small_batch(8, 4096, 2048));
+    assert_false(rig_sim_gemm_small_batch(8, 4096, 1024));
+    assert_false(rig_sim_gemm_small_batch(17, 4096, 4096));
+    assert_true(rig_sim_gemm_small_batch(1, 151936, 1024));
+    q = gemm_point(8, 4096, 2048, 0);
+    assert_true(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, 1, &ns, NULL));
+    struct rig_optable_point g = gemm_point(8, 4096, 4096, 0);
+    double own = 20000e-9 / fmax(g.flops / peak, g.bytes / bw);
+    double far = 30000e-9 / fmax(points[2].flops / peak, points[2].bytes / bw);
+    double cublas = 2000e-9 / fmax(points[0].flops / peak, points[0].bytes / bw);
+    /* M = 64 and K = 1024 run cuBLAS: 4 added for the kernels' separation */
+    double d_own = log2(4097) - log2(2049), d_far = log2(65) - log2(9) + 4.0;
+    double d_cublas = log2(2049) - log2(1025) + 4.0;
+    double expected = exp((log(own) / d_own + log(far) / d_far + log(cublas) / d_cublas) /
+                          (1.0 / d_own + 1.0 / d_far + 1.0 / d_cublas));
+    assert_float_equal(ns, 1e9 * expected * fmax(q.flops / peak, q.bytes / bw), 1e-6);
+    /* a ragged decode batch (max twice the mean) is the ragged point, not the uniform one */
+    q = decode_point(64, 512, 1024, 0);
+    assert_true(rig_sim_optable_predict(t, &q.key, 0, q.bytes, peak, bw, 0, 1, &ns, NULL));
+    assert_float_equal(ns, 70000, 1e-6);
+    unlink("optable_nodes.h5");
 }
 
 static void test_sweep_reproduces_the_analytic_model(void **state)
@@ -322,8 +387,9 @@ static void test_sweep_reproduces_the_analytic_model(void **state)
     int64_t t = rig_sim_cost_launch_ns(&tabled, &op, 1, false, &missed);
     assert_false(missed);
     assert_true(llabs(a - t) <= 1);
-    /* not swept: a hidden size of 1536 (between 0.6B's 1024 and 8B's 4096) */
-    op = gemm_op(16, 6144, 1536);
+    /* not swept: a hidden size of 1536 (between 0.6B's 1024 and 8B's 4096), at M = 256 where
+     * both run cuBLAS (at M = 16 the 8B's K = 4096 point is the small-batch kernel's) */
+    op = gemm_op(256, 6144, 1536);
     a = rig_sim_cost_launch_ns(&analytic, &op, 1, false, NULL);
     t = rig_sim_cost_launch_ns(&tabled, &op, 1, false, &missed);
     assert_false(missed);
@@ -342,6 +408,7 @@ int main(void)
         cmocka_unit_test(test_file_read_back_and_errors),
         cmocka_unit_test(test_exact_interpolated_and_out_of_reach),
         cmocka_unit_test(test_host_time),
+        cmocka_unit_test(test_node_weight_and_neighbours),
         cmocka_unit_test(test_sweep_reproduces_the_analytic_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
