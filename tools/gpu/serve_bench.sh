@@ -15,9 +15,13 @@
 #      seed 0) — so the same requests arrive at the same offsets in both columns;
 #   3. the peer (RIG_SERVE_BENCH_PEER=1): `transformers serve --continuous-batching` on a
 #      Qwen3-0.6B-shaped model with seeded random weights and the Qwen3 tokenizer, the same
-#      client with --backend openai; each run bounded by --timeout 45 s (HF is ~30x slower);
+#      client with --backend openai on the first RIG_PEER_OFFLINE (32) offline requests and
+#      the first RIG_PEER_ONLINE (16) arrivals of each rate, each run cut at RIG_PEER_TIMEOUT
+#      s (serve_bench_peer.sh); rig serves the same requests the same way in step 2
+#      (http-peerset-*, /v1/completions with text prompts), so the ratios compare like runs;
 #   4. $OUT/summary.txt: one line per run (output tok/s, TTFT/TPOT p50/p99), the HTTP/in-process
-#      ratio of offline output tok/s (the target: >= 0.95) and rig/peer ratios.
+#      ratio of offline output tok/s (the target: >= 0.95) and rig/peer ratios (output
+#      tok/s rig over peer; TTFT and TPOT p50/p99 peer over rig).
 # Exit status 0 when every HTTP run completed all its requests and the ratio was computed.
 #
 # On the GPU machine, from a bundle made here with tools/bundle.sh /work/main/bundle-NAME:
@@ -33,6 +37,7 @@
 # RIG_SERVE_BENCH_API (the client's API: rig = /generate with input_ids; openai =
 # /v1/completions with a list prompt), RIG_SERVE_BENCH_RATES ("4 8 16 32"; sim "16 32"),
 # RIG_SERVE_BENCH_REQUESTS (per online rate: 128; sim 16), RIG_SERVE_BENCH_PEER (0),
+# RIG_PEER_OFFLINE / RIG_PEER_ONLINE / RIG_PEER_TIMEOUT / RIG_PEER_BUDGET (serve_bench_peer.sh),
 # RIG_PEER_WHEELS (a folder of wheels for the peer's missing Python packages: fastapi,
 # uvicorn, ...; installed with pip --no-index into $OUT/peer-site).
 set -uo pipefail
@@ -43,6 +48,9 @@ out=${OUT:-$PWD/serve-bench-out}
 port=${RIG_SERVE_PORT:-1919}
 engine=${RIG_SERVE_BENCH_BACKEND:-cuda}
 api=${RIG_SERVE_BENCH_API:-rig}
+peer=${RIG_SERVE_BENCH_PEER:-0}
+peer_offline=${RIG_PEER_OFFLINE:-32}
+peer_online=${RIG_PEER_ONLINE:-16}
 if [[ $engine == sim ]]; then
     rates=${RIG_SERVE_BENCH_RATES:-16 32}
     requests=${RIG_SERVE_BENCH_REQUESTS:-16}
@@ -136,6 +144,14 @@ if wait_health "$url/health" 180 "$server"; then
     for rate in $rates; do
         bench "http-online-$rate" "$out/work/online-$rate.yaml" --backend "$api" --base-url "$url"
     done
+    if [[ $peer == 1 ]]; then # the peer's requests, as the peer gets them (serve_bench_peer.sh)
+        peer_flags=(--backend openai --tokenizer "$tokenizer" --base-url "$url")
+        bench http-peerset-offline "$offline" "${peer_flags[@]}" --num-prompts "$peer_offline"
+        for rate in $rates; do
+            bench "http-peerset-online-$rate" "$out/work/online-$rate.yaml" "${peer_flags[@]}" \
+                --num-prompts "$peer_online"
+        done
+    fi
 else
     echo "rig serve did not answer /health with 200 in 180 s; its log:"
     tail -n 40 "$out/rig-serve.log"
@@ -144,9 +160,10 @@ kill -INT "$server" 2>/dev/null
 wait "$server"
 echo "rig serve: exit $?"
 
-if [[ ${RIG_SERVE_BENCH_PEER:-0} == 1 ]]; then
+if [[ $peer == 1 ]]; then
     echo "== 3. peer: transformers serve"
-    "$here/serve_bench_peer.sh" "$out" "$bundle" "$offline" "$rates" || echo "peer: exit $?"
+    RIG_PEER_OFFLINE=$peer_offline RIG_PEER_ONLINE=$peer_online \
+        "$here/serve_bench_peer.sh" "$out" "$bundle" "$offline" "$rates" || echo "peer: exit $?"
 fi
 
 echo "== 4. summary"
@@ -192,10 +209,18 @@ if http and inproc and inproc[1] > 0:
           f"(output tok/s; target >= 0.95)")
 else:
     ok = False
-for tag, r in runs.items():
-    if tag.startswith("peer-") and ("http-" + tag[5:]) in runs:
-        ratio = runs["http-" + tag[5:]][1] / max(r[1], 1e-9)
-        print(f"rig / peer {tag[5:]}: output tok/s x{ratio:.2f}")
+for tag, p in runs.items():  # the peer against rig on the same requests where rig ran them
+    name = tag[5:]
+    rig = runs.get("http-peerset-" + name) or runs.get("http-" + name)
+    if not tag.startswith("peer-") or rig is None:
+        continue
+    if p[0] == 0:
+        print(f"rig / peer {name}: the peer completed no request")
+        continue
+    lat = " ".join(f"{k} x{p[i] / max(rig[i], 1e-9):.1f}" for i, k in (
+        (2, "ttft50"), (3, "ttft99"), (4, "tpot50"), (5, "tpot99")))
+    print(f"rig / peer {name:<10} ({p[0]} / {rig[0]} done): output tok/s "
+          f"x{rig[1] / max(p[1], 1e-9):.1f}; peer / rig latency {lat}")
 sys.exit(0 if ok else 1)
 PY
     tee "$out/summary.txt"
