@@ -18,9 +18,10 @@
 #   to max_tokens as rig's do; its streams end without [DONE], the last chunk carrying usage.
 # Bounds (HF serves far fewer tokens/s than rig): the offline run takes the first
 # RIG_PEER_OFFLINE (32) requests of the offline workload, each online rate the first
-# RIG_PEER_ONLINE (16) of its arrivals, each run cut at RIG_PEER_TIMEOUT s (25; --timeout,
-# after the warm-up); runs that would start after RIG_PEER_BUDGET s (200) of this script are
-# skipped and say so. serve_bench.sh runs rig over HTTP on the same first requests
+# RIG_PEER_ONLINE (16) of its arrivals; each run is cut (--timeout, after the warm-up) at
+# RIG_PEER_OFFLINE_TIMEOUT s (35) offline and RIG_PEER_TIMEOUT s (22) online, requests not
+# done by then counted as failed (timeout); a run that could end after RIG_PEER_BUDGET s
+# (185) of this script is skipped and says so. serve_bench.sh runs rig over HTTP on the same first requests
 # (http-peerset-*), so each rig / peer ratio compares the same requests.
 # usage: serve_bench_peer.sh OUT BUNDLE OFFLINE_YAML "RATES"   (called by serve_bench.sh)
 # RIG_PEER_WHEELS: a folder of wheels for the packages `transformers serve` needs and the
@@ -32,10 +33,11 @@
 set -uo pipefail
 out=$1 bundle=$2 offline=$3 rates=$4
 port=${RIG_PEER_PORT:-8000}
-limit=${RIG_PEER_TIMEOUT:-25}
+limit=${RIG_PEER_TIMEOUT:-22}
+offline_limit=${RIG_PEER_OFFLINE_TIMEOUT:-35}
 offline_count=${RIG_PEER_OFFLINE:-32}
 online_count=${RIG_PEER_ONLINE:-16}
-budget=${RIG_PEER_BUDGET:-200}
+budget=${RIG_PEER_BUDGET:-185}
 python=${RIG_PEER_PYTHON:-python3}
 if [[ -n ${RIG_BIN:-} ]]; then rig_cmd=("$RIG_BIN"); else rig_cmd=("$bundle/run.sh" bin/rig); fi
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -94,8 +96,8 @@ if ((ready == 0)); then
     exit 1
 fi
 echo "peer: /health 200 after $((SECONDS - started)) s"
-peer_bench() { # $1 tag $2 dataset $3 prompts
-    local tag=$1 data=$2 count=$3
+peer_bench() { # $1 tag $2 dataset $3 prompts $4 seconds
+    local tag=$1 data=$2 count=$3 limit=$4
     if ((SECONDS + limit > budget)); then
         echo "$tag: skipped (the peer's budget of $budget s would be exceeded)"
         return
@@ -109,9 +111,9 @@ peer_bench() { # $1 tag $2 dataset $3 prompts
     echo "$tag: exit $?"
     grep -E "Successful|Failed|Output token throughput|Median TTFT|Median TPOT" "$out/$tag.txt"
 }
-peer_bench peer-offline "$offline" "$offline_count"
+peer_bench peer-offline "$offline" "$offline_count" "$offline_limit"
 for rate in $rates; do
-    peer_bench "peer-online-$rate" "$out/work/online-$rate.yaml" "$online_count"
+    peer_bench "peer-online-$rate" "$out/work/online-$rate.yaml" "$online_count" "$limit"
 done
 kill "$peer" 2>/dev/null
 wait "$peer" 2>/dev/null

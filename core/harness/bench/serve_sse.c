@@ -15,6 +15,10 @@
  * streamed), both with an optional "usage" (completion_tokens, prompt_tokens,
  * prompt_tokens_details.cached_tokens). "[DONE]" ends an OpenAI stream. Anything that is not
  * a JSON object is malformed; an "error" member is the server's error.
+ *
+ * /generate's cumulative text is read incrementally (rig_serve_generate_parse, serve.h): the
+ * bytes of the text already held are compared, not parsed, and jansson reads the event's
+ * opening and its new part through json_load_callback, so no event is copied or rewritten.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -282,6 +286,7 @@ static size_t rig__splice_read(void *buffer, size_t room, void *user)
 static void rig__remember(struct rig_serve_generate_reader *r, const char *text, size_t len,
                           bool append)
 {
+    RIG_ASSERT(text != NULL || len == 0);
     size_t from = append ? r->seen_len : 0;
     if (r->whole || from + len > r->capacity) {
         r->whole = true;
@@ -297,6 +302,7 @@ static void rig__remember(struct rig_serve_generate_reader *r, const char *text,
 static bool rig__generate_new(struct rig_serve_generate_reader *r, const char *data, size_t len,
                               size_t start, struct rig_serve_chunk *chunk)
 {
+    RIG_ASSERT(start > 0 && len >= start + r->seen_len);
     const char *rest = data + start + r->seen_len;
     size_t rest_len = len - start - r->seen_len;
     size_t end = rig__string_end(rest, rest_len);
@@ -321,6 +327,7 @@ static bool rig__generate_new(struct rig_serve_generate_reader *r, const char *d
 void rig_serve_generate_parse(struct rig_serve_generate_reader *r, const char *data, size_t len,
                               struct rig_serve_chunk *chunk)
 {
+    RIG_ASSERT(r->seen_len <= r->capacity);
     memset(chunk, 0, sizeof *chunk);
     chunk->completion_tokens = chunk->prompt_tokens = chunk->cached_tokens = -1;
     size_t start = rig__text_start(data, len);
