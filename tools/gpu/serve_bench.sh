@@ -38,6 +38,8 @@
 # /v1/completions with a list prompt), RIG_SERVE_BENCH_RATES ("4 8 16 32"; sim "16 32"),
 # RIG_SERVE_BENCH_REQUESTS (per online rate: 128; sim 16), RIG_SERVE_BENCH_PEER (0),
 # RIG_PEER_OFFLINE / RIG_PEER_ONLINE / RIG_PEER_TIMEOUT / RIG_PEER_BUDGET (serve_bench_peer.sh),
+# RIG_SERVE_BENCH_INPROC_LAST (0; 1: step 1 after step 3, so a short call loses it first),
+# RIG_SERVE_BENCH_DEADLINE (0; seconds: step 1 is cut to end 16 s before it),
 # RIG_PEER_WHEELS (a folder of wheels for the peer's missing Python packages: fastapi,
 # uvicorn, ...; installed with pip --no-index into $OUT/peer-site).
 set -uo pipefail
@@ -49,6 +51,8 @@ port=${RIG_SERVE_PORT:-1919}
 engine=${RIG_SERVE_BENCH_BACKEND:-cuda}
 api=${RIG_SERVE_BENCH_API:-rig}
 peer=${RIG_SERVE_BENCH_PEER:-0}
+inproc_last=${RIG_SERVE_BENCH_INPROC_LAST:-0}
+deadline=${RIG_SERVE_BENCH_DEADLINE:-0}
 peer_offline=${RIG_PEER_OFFLINE:-32}
 peer_online=${RIG_PEER_ONLINE:-16}
 if [[ $engine == sim ]]; then
@@ -84,12 +88,24 @@ if [[ $engine == cuda ]]; then
 fi
 rig --version
 
-echo "== 1. in process: rig bench offline online ${inproc_flags[*]}"
+inproc() { # step 1, cut at 240 s or where the deadline leaves less (16 s kept for the summary)
+    local limit=240
+    if ((deadline > 0 && deadline - SECONDS - 16 < limit)); then
+        limit=$((deadline - SECONDS - 16))
+    fi
+    echo "== 1. in process: rig bench offline online ${inproc_flags[*]} (at ${SECONDS} s," \
+        "cut at $limit s)"
+    if ((limit < 30)); then
+        echo "in-process bench skipped: the deadline is too near"
+        return
+    fi
+    timeout "$limit" "${rig_cmd[@]}" bench offline online "${inproc_flags[@]}" \
+        --rates "$rates_csv" --requests "$requests" --out "$out/inproc" >"$out/inproc.txt" 2>&1 ||
+        echo "in-process bench failed (exit $?)"
+    grep -E "^  (run|offline|online)" "$out/inproc.txt"
+}
 rates_csv=$(echo "$rates" | tr ' ' ',')
-timeout 240 "${rig_cmd[@]}" bench offline online "${inproc_flags[@]}" --rates "$rates_csv" \
-    --requests "$requests" --out "$out/inproc" >"$out/inproc.txt" 2>&1 ||
-    echo "in-process bench failed (exit $?)"
-grep -E "^  (run|offline|online)" "$out/inproc.txt"
+if [[ $inproc_last != 1 ]]; then inproc; fi
 
 # The in-process workloads as scenario files (core/harness/bench/serving.c's texts).
 offline=$out/work/offline.yaml
@@ -128,7 +144,7 @@ bench() { # $1 tag, $2 dataset file, then extra client flags
         "$out/$tag.txt"
 }
 
-echo "== 2. over HTTP: rig serve ${serve_args[*]}"
+echo "== 2. over HTTP (at ${SECONDS} s): rig serve ${serve_args[*]}"
 "${rig_cmd[@]}" serve "${serve_args[@]}" >"$out/rig-serve.log" 2>&1 &
 server=$!
 url=http://127.0.0.1:$port
@@ -161,12 +177,14 @@ wait "$server"
 echo "rig serve: exit $?"
 
 if [[ $peer == 1 ]]; then
-    echo "== 3. peer: transformers serve"
+    echo "== 3. peer (at ${SECONDS} s): transformers serve"
     RIG_PEER_OFFLINE=$peer_offline RIG_PEER_ONLINE=$peer_online \
         "$here/serve_bench_peer.sh" "$out" "$bundle" "$offline" "$rates" || echo "peer: exit $?"
 fi
 
-echo "== 4. summary"
+if [[ $inproc_last == 1 ]]; then inproc; fi
+
+echo "== 4. summary (at ${SECONDS} s)"
 python3 - "$out/serve.jsonl" "$out/inproc.txt" "$offline_count" "$requests" "$rates" <<'PY' |
 import json, os, sys
 jsonl, table, offline_count, requests, rates = sys.argv[1], sys.argv[2], int(sys.argv[3]), \
