@@ -40,6 +40,7 @@
 # RIG_PEER_OFFLINE / RIG_PEER_ONLINE / RIG_PEER_TIMEOUT / RIG_PEER_BUDGET (serve_bench_peer.sh),
 # RIG_SERVE_BENCH_INPROC_LAST (0; 1: step 1 after step 3, so a short call loses it first),
 # RIG_SERVE_BENCH_DEADLINE (0; seconds: step 1 is cut to end 16 s before it),
+# RIG_SERVE_BENCH_RIG (1; 0: steps 1 and 2 left out, the peer alone),
 # RIG_PEER_WHEELS (a folder of wheels for the peer's missing Python packages: fastapi,
 # uvicorn, ...; installed with pip --no-index into $OUT/peer-site).
 set -uo pipefail
@@ -52,6 +53,7 @@ engine=${RIG_SERVE_BENCH_BACKEND:-cuda}
 api=${RIG_SERVE_BENCH_API:-rig}
 peer=${RIG_SERVE_BENCH_PEER:-0}
 inproc_last=${RIG_SERVE_BENCH_INPROC_LAST:-0}
+rig_steps=${RIG_SERVE_BENCH_RIG:-1}
 deadline=${RIG_SERVE_BENCH_DEADLINE:-0}
 peer_offline=${RIG_PEER_OFFLINE:-32}
 peer_online=${RIG_PEER_ONLINE:-16}
@@ -105,7 +107,7 @@ inproc() { # step 1, cut at 240 s or where the deadline leaves less (16 s kept f
     grep -E "^  (run|offline|online)" "$out/inproc.txt"
 }
 rates_csv=$(echo "$rates" | tr ' ' ',')
-if [[ $inproc_last != 1 ]]; then inproc; fi
+if [[ $inproc_last != 1 && $rig_steps == 1 ]]; then inproc; fi
 
 # The in-process workloads as scenario files (core/harness/bench/serving.c's texts).
 offline=$out/work/offline.yaml
@@ -144,37 +146,41 @@ bench() { # $1 tag, $2 dataset file, then extra client flags
         "$out/$tag.txt"
 }
 
-echo "== 2. over HTTP (at ${SECONDS} s): rig serve ${serve_args[*]}"
-"${rig_cmd[@]}" serve "${serve_args[@]}" >"$out/rig-serve.log" 2>&1 &
-server=$!
-url=http://127.0.0.1:$port
-if [[ $port == 0 ]]; then # any free port (the rehearsal): the "ready" line names it
-    for _ in $(seq 180); do
-        url=$(grep -o 'http://127.0.0.1:[0-9]*' "$out/rig-serve.log") && break
-        sleep 1
-    done
-fi
-if wait_health "$url/health" 180 "$server"; then
-    echo "rig serve: /health 200 after ${SECONDS} s of the script"
-    bench http-offline "$offline" --backend "$api" --base-url "$url"
-    for rate in $rates; do
-        bench "http-online-$rate" "$out/work/online-$rate.yaml" --backend "$api" --base-url "$url"
-    done
-    if [[ $peer == 1 ]]; then # the peer's requests, as the peer gets them (serve_bench_peer.sh)
-        peer_flags=(--backend openai --tokenizer "$tokenizer" --base-url "$url")
-        bench http-peerset-offline "$offline" "${peer_flags[@]}" --num-prompts "$peer_offline"
-        for rate in $rates; do
-            bench "http-peerset-online-$rate" "$out/work/online-$rate.yaml" "${peer_flags[@]}" \
-                --num-prompts "$peer_online"
+http_step() { # step 2: rig serve, then the client on each workload
+    echo "== 2. over HTTP (at ${SECONDS} s): rig serve ${serve_args[*]}"
+    "${rig_cmd[@]}" serve "${serve_args[@]}" >"$out/rig-serve.log" 2>&1 &
+    server=$!
+    url=http://127.0.0.1:$port
+    if [[ $port == 0 ]]; then # any free port (the rehearsal): the "ready" line names it
+        for _ in $(seq 180); do
+            url=$(grep -o 'http://127.0.0.1:[0-9]*' "$out/rig-serve.log") && break
+            sleep 1
         done
     fi
-else
-    echo "rig serve did not answer /health with 200 in 180 s; its log:"
-    tail -n 40 "$out/rig-serve.log"
-fi
-kill -INT "$server" 2>/dev/null
-wait "$server"
-echo "rig serve: exit $?"
+    if wait_health "$url/health" 180 "$server"; then
+        echo "rig serve: /health 200 after ${SECONDS} s of the script"
+        bench http-offline "$offline" --backend "$api" --base-url "$url"
+        for rate in $rates; do
+            bench "http-online-$rate" "$out/work/online-$rate.yaml" --backend "$api" \
+                --base-url "$url"
+        done
+        if [[ $peer == 1 ]]; then # the peer's requests, sent as to the peer
+            local flags=(--backend openai --tokenizer "$tokenizer" --base-url "$url")
+            bench http-peerset-offline "$offline" "${flags[@]}" --num-prompts "$peer_offline"
+            for rate in $rates; do
+                bench "http-peerset-online-$rate" "$out/work/online-$rate.yaml" "${flags[@]}" \
+                    --num-prompts "$peer_online"
+            done
+        fi
+    else
+        echo "rig serve did not answer /health with 200 in 180 s; its log:"
+        tail -n 40 "$out/rig-serve.log"
+    fi
+    kill -INT "$server" 2>/dev/null
+    wait "$server"
+    echo "rig serve: exit $?"
+}
+if [[ $rig_steps == 1 ]]; then http_step; fi
 
 if [[ $peer == 1 ]]; then
     echo "== 3. peer (at ${SECONDS} s): transformers serve"
@@ -182,7 +188,7 @@ if [[ $peer == 1 ]]; then
         "$here/serve_bench_peer.sh" "$out" "$bundle" "$offline" "$rates" || echo "peer: exit $?"
 fi
 
-if [[ $inproc_last == 1 ]]; then inproc; fi
+if [[ $inproc_last == 1 && $rig_steps == 1 ]]; then inproc; fi
 
 echo "== 4. summary (at ${SECONDS} s)"
 python3 - "$out/serve.jsonl" "$out/inproc.txt" "$offline_count" "$requests" "$rates" <<'PY' |

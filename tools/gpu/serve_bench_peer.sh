@@ -21,8 +21,11 @@
 # RIG_PEER_ONLINE (16) of its arrivals; each run is cut (--timeout, after the warm-up) at
 # RIG_PEER_OFFLINE_TIMEOUT s (35) offline and RIG_PEER_TIMEOUT s (22) online, requests not
 # done by then counted as failed (timeout); a run that could end after RIG_PEER_BUDGET s
-# (185) of this script is skipped and says so. serve_bench.sh runs rig over HTTP on the same first requests
-# (http-peerset-*), so each rig / peer ratio compares the same requests.
+# (185) of this script is skipped and says so. Only the first run warms up (its one short
+# request starts continuous batching: about a minute on the H100). The table's "Streamed"
+# lines count what the cut requests received too: a saturated server's progress.
+# serve_bench.sh runs rig over HTTP on the same first requests (http-peerset-*), so each
+# rig / peer ratio compares the same requests.
 # usage: serve_bench_peer.sh OUT BUNDLE OFFLINE_YAML "RATES"   (called by serve_bench.sh)
 # RIG_PEER_WHEELS: a folder of wheels for the packages `transformers serve` needs and the
 # image lacks (transformers 5.17's "serving" extra: fastapi, starlette, uvicorn, pydantic,
@@ -106,11 +109,15 @@ peer_bench() { # $1 tag $2 dataset $3 prompts $4 seconds
         --tokenizer "$tokenizer" --disable-ignore-eos \
         --base-url "http://127.0.0.1:$port" --dataset-name trace --dataset-path "$data" \
         --num-prompts "$count" --timeout "$limit" --request-timeout $((limit + 60)) \
+        --warmup-requests "$warmup" \
         --output-file "$out/serve.jsonl" --tag "$tag" --out "$out/$tag.h5" --disable-tqdm \
         >"$out/$tag.txt" 2>&1
-    echo "$tag: exit $?"
-    grep -E "Successful|Failed|Output token throughput|Median TTFT|Median TPOT" "$out/$tag.txt"
+    echo "$tag: exit $? (at $SECONDS s)"
+    warmup=0 # the first run's warm-up started continuous batching; the server stays warm
+    grep -E "Successful|Failed|Output token throughput|Streamed|Median TTFT|Median TPOT" \
+        "$out/$tag.txt"
 }
+warmup=1
 peer_bench peer-offline "$offline" "$offline_count" "$offline_limit"
 for rate in $rates; do
     peer_bench "peer-online-$rate" "$out/work/online-$rate.yaml" "$online_count" "$limit"

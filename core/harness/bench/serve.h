@@ -276,6 +276,8 @@ struct rig_serve_outcome {
     int32_t chunks;        /* events carrying output */
     int32_t server_tokens; /* the server's output count; -1 not given */
     int32_t retokenized;   /* tokenizer's count of the text; -1 without a tokenizer */
+    int32_t received;      /* output tokens received, a failed request's too (its rows
+                              filled before it ended); a success: its output count */
     int64_t text_offset;   /* generated text in run.text */
     int64_t text_len;
     int64_t text_capacity;
@@ -316,6 +318,8 @@ struct rig_serve_summary {
     double failures[RIG_SERVE_FAIL_COUNT];
     double itl_p95;                  /* bench_serving prints it */
     double total_output_retokenized; /* -1 without a tokenizer */
+    double streamed_output;          /* tokens received by every request, failed or cut ones
+                                        too: a saturated server's progress in a cut run */
     double good_completed;           /* requests meeting every --goodput objective */
     double request_goodput;          /* good_completed / duration; -1 without objectives */
     double max_output_tokens_per_s;  /* busiest whole second (bench_serving) */

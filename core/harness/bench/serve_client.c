@@ -233,6 +233,7 @@ static void rig__complete(struct rig__client *c, struct rig__slot *s, CURLcode c
     o->http_status = s->status;
     o->failure = s->failure;
     memcpy(o->error, s->error, sizeof o->error);
+    o->received = s->filled;
     q->output_len = s->failure == RIG_SERVE_OK ? s->filled : 0;
     q->finish_reason = s->finish_reason;
     q->finish_ns = s->failure == RIG_SERVE_OK && c->options->stream ? s->last_event_ns : now;
@@ -483,6 +484,7 @@ static void rig__finalize(const struct rig_serve_dataset *d, const struct rig_to
         for (int32_t k = q->output_len; k < target; k++)
             times[k] = times[q->output_len - 1];
         q->output_len = (int32_t)target;
+        o->received = (int32_t)target;
         if (q->finish_reason == RIG_FINISH_NONE)
             q->finish_reason = target >= rows ? RIG_FINISH_LENGTH : RIG_FINISH_STOP;
     }
