@@ -49,6 +49,11 @@ enum rig_status rig_sim_mpi_collective(struct rig_sim_mpi *pool,
                                        const struct rig_sim_profile *profile,
                                        const struct rig_op *op, int64_t earliest_ns, bool phantom,
                                        int64_t *end_ns);
+/* This process's rank failed outside a collective (its step stopped short): fails the pool
+ * with `reason`; a rank other than 0 also sends process 0 an aborted arrival for the
+ * collective it would have joined next, so process 0 fails that collective at once, naming
+ * the rank and the reason, instead of waiting out the timeout. No-op on a failed pool. */
+void rig_sim_mpi_abort(struct rig_sim_mpi *pool, const char *reason);
 /* Why the pool failed ("" while it has not). */
 const char *rig_sim_mpi_failure(const struct rig_sim_mpi *pool);
 /* Frees the pool (MPI stays initialized). NULL: no-op. */

@@ -4,7 +4,8 @@
  * rig_stream.context  -> struct rig_sim_stream  (ready time, the ops being captured)
  * rig_event.context   -> struct rig_sim_event   (the timestamp it recorded)
  * rig_graph.context   -> struct rig_sim_graph   (sim/graph.h)
- * rig_comm.context    -> struct rig_sim_world   (sim/comm.h), shared by the ranks
+ * rig_comm.context    -> struct rig_sim_world   (sim/comm.h), shared by the ranks; or, for a
+ *                        rank of a group across processes, its struct rig_sim_mpi
  * Ownership: each context is created and freed with its handle by the backend's slots.
  * Threads: everything of one device is used by one thread at a time (hal.h); only the
  * world is shared between rank threads, under its own mutex.
@@ -19,6 +20,7 @@
 #include "sim/sim.h"
 
 struct rig_sim_world;
+struct rig_sim_mpi;
 struct rig_sim_recording;
 
 struct rig_sim_device {
@@ -31,6 +33,8 @@ struct rig_sim_device {
     int64_t collectives_since_faults; /* collectives issued since rig_sim_set_faults */
     struct rig_sim_stats stats;   /* memory fields are filled in on request */
     struct rig_sim_world *world;  /* the group opened together; shared, ref-counted */
+    struct rig_sim_mpi *mpi;      /* a rank of a group across processes (world NULL): its
+                                   * collectives' pool, owned (sim/comm_mpi.h) */
     int32_t rank;
     bool timing_only;
 };

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "sim/comm.h"
+#include "sim/comm_mpi.h"
 #include "sim/cost.h"
 #include "sim/device.h"
 #include "sim/graph.h"
@@ -93,9 +94,13 @@ static enum rig_status rig__collective(struct rig_sim_device *device, const stru
     bool phantom = false;
     for (int32_t i = 0; i < n; i++)
         phantom = phantom || rig_sim_memory_is_phantom(&device->memory, list[i]->data);
-    RIG_ASSERT_MSG(device->world->size > 1, "single-rank collectives are done by dispatch");
     enum rig_status status = rig__collective_fault(device, &start);
     if (status != RIG_OK) return status;
+#ifdef RIG_HAVE_MPI
+    if (device->mpi != NULL)
+        return rig_sim_mpi_collective(device->mpi, &device->profile, op, start, phantom, end);
+#endif
+    RIG_ASSERT_MSG(device->world->size > 1, "single-rank collectives are done by dispatch");
     return rig_sim_world_collective(device->world, &device->profile, device->rank, op, start,
                                     phantom, end);
 }

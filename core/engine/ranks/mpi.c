@@ -108,6 +108,34 @@ static enum rig_status rig__bcast(struct rig_ranks_mpi *p, void *data, int64_t b
     return rig__wait(p, &request, &root, 1, bounded, what, step);
 }
 
+static bool rig__initialized_here; /* rig_ranks_mpi_init called MPI_Init_thread */
+
+enum rig_status rig_ranks_mpi_init(int32_t *rank, int32_t *size, char *error, size_t error_len)
+{
+    RIG_ASSERT(rank != NULL && size != NULL && error != NULL);
+    int initialized = 0, provided = 0, r = 0, n = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+            snprintf(error, error_len, "MPI_Init_thread failed");
+            return RIG_E_IO;
+        }
+        rig__initialized_here = true;
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    *rank = r;
+    *size = n;
+    return RIG_OK;
+}
+
+void rig_ranks_mpi_finalize(void)
+{
+    if (!rig__initialized_here) return;
+    rig__initialized_here = false;
+    MPI_Finalize();
+}
+
 static enum rig_status rig__join(struct rig_ranks_mpi *p, int32_t size, char *error,
                                  size_t error_len)
 {
@@ -209,6 +237,10 @@ enum rig_status rig_ranks_mpi_run(struct rig_ranks_mpi *p, const struct rig_batc
     }
     RIG_TRY(rig__send_job(p, desc, metadata));
     enum rig_status status = p->execute(p->ctx, 0, desc, metadata);
+    /* The followers may wait in a collective rank 0 never joined: no status is coming. */
+    if (status != RIG_OK)
+        return rig__fail(p, status, "rank 0's share of step %lld failed: %s",
+                         (long long)desc->step, rig_status_message(status));
     RIG_TRY(rig__wait(p, p->requests, peers, p->size - 1, true, "status", desc->step));
     for (int32_t r = 1; r < p->size; r++)
         if (status == RIG_OK && p->statuses[r] != RIG_OK)
