@@ -105,8 +105,33 @@ static enum rig_status rig__collective(struct rig_sim_device *device, const stru
                                     phantom, end);
 }
 
+/* The op's cost reads the batch's metadata (kv_len, cu_q): never remembered. */
+static bool rig__cost_reads_metadata(const struct rig_op *op)
+{
+    return op->kind == RIG_OP_ATTENTION_PREFILL || op->kind == RIG_OP_ATTENTION_DECODE ||
+           op->kind == RIG_OP_PENALIZE;
+}
+
+/* The op's duration from the profile, or the node's remembered one. */
+static int64_t rig__duration_ns(struct rig_sim_device *device, const struct rig_op *op,
+                                enum rig_sim_launch launch, struct rig_sim_node_cost *memo)
+{
+    bool remember = memo != NULL && !rig__cost_reads_metadata(op);
+    if (remember && memo->ns > 0) {
+        device->stats.table_misses += memo->missed;
+        return memo->ns;
+    }
+    rig__check_cost_inputs(device, op);
+    bool missed = false;
+    int64_t ns = rig_sim_cost_launch_ns(&device->profile, op, 1,
+                                        launch == RIG_SIM_LAUNCH_EAGER, &missed);
+    device->stats.table_misses += missed;
+    if (remember && ns > 0) *memo = (struct rig_sim_node_cost){ns, missed};
+    return ns;
+}
+
 enum rig_status rig_sim_exec_launch(struct rig_stream *stream, const struct rig_op *op,
-                                    enum rig_sim_launch launch)
+                                    enum rig_sim_launch launch, struct rig_sim_node_cost *memo)
 {
     struct rig_sim_device *device = rig_sim_device_of(stream->device);
     struct rig_sim_stream *sim_stream = rig_sim_stream_of(stream);
@@ -120,11 +145,7 @@ enum rig_status rig_sim_exec_launch(struct rig_stream *stream, const struct rig_
         enum rig_status status = rig__collective(device, op, start, &end);
         if (status != RIG_OK) return status;
     } else {
-        rig__check_cost_inputs(device, op);
-        bool missed = false;
-        end = start + rig_sim_cost_launch_ns(&device->profile, op, 1,
-                                             launch == RIG_SIM_LAUNCH_EAGER, &missed);
-        device->stats.table_misses += missed;
+        end = start + rig__duration_ns(device, op, launch, memo);
         rig__run_math(device, op);
     }
     RIG_ASSERT(end >= start);
@@ -141,5 +162,5 @@ enum rig_status rig_sim_exec_op(struct rig_stream *stream, const struct rig_op *
 {
     RIG_ASSERT(stream != NULL && op != NULL);
     if (stream->capturing) return rig_sim_graph_record(stream, op);
-    return rig_sim_exec_launch(stream, op, RIG_SIM_LAUNCH_EAGER);
+    return rig_sim_exec_launch(stream, op, RIG_SIM_LAUNCH_EAGER, NULL);
 }
