@@ -14,9 +14,12 @@ mpirun --oversubscribe -n "$n" "$rig" run --quiet --progress --out none "$@" --r
     "$scenario" >"$dir/log" 2>&1 &
 job=$!
 fail() { cat "$dir/log"; echo "run_kill.sh: $*"; kill -9 "$job" 2>/dev/null; exit 1; }
-# Mid-run: process 0 has printed a progress line (every 1024 steps).
-for _ in $(seq 600); do grep -q "step" "$dir/log" && break; sleep 0.1; done
-grep -q "step" "$dir/log" || fail "no progress within 60 s"
+# Mid-run: process 0 has printed its first progress line (step 0), and 2 s more have passed
+# (the whole run takes tens of seconds).
+for _ in $(seq 600); do grep -q "requests done" "$dir/log" && break; sleep 0.1; done
+grep -q "requests done" "$dir/log" || fail "no progress within 60 s"
+sleep 2
+kill -0 "$job" 2>/dev/null || fail "the run ended before the kill"
 pid=""
 for p in $(pgrep -P "$job"); do
     rank=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | sed -n 's/^OMPI_COMM_WORLD_RANK=//p')
@@ -30,7 +33,12 @@ for _ in $(seq 300); do kill -0 "$job" 2>/dev/null || break; sleep 0.1; done
 kill -0 "$job" 2>/dev/null && fail "mpirun still runs 30 s after rank $victim was killed"
 wait "$job"
 rc=$?
-for p in $ranks; do kill -0 "$p" 2>/dev/null && fail "process $p outlived the job"; done
+# The others are being ended by mpirun: give them 10 s to be gone (zombies count as gone).
+alive() { [ -d "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
+for p in $ranks; do
+    for _ in $(seq 100); do alive "$p" || break; sleep 0.1; done
+    alive "$p" && fail "process $p ($(tr '\0' ' ' <"/proc/$p/cmdline")) outlived the job"
+done
 cat "$dir/log"
 [ "$rc" -ne 0 ] || fail "mpirun exited 0"
 grep -q "exited on signal 9" "$dir/log" || fail "mpirun did not name the killed process"
