@@ -64,17 +64,20 @@ static inline struct rig_sim_stream *rig_sim_stream_of(const struct rig_stream *
  * runs the math unless its buffers are phantom, meets the other ranks for a collective.
  * While the stream captures, records the op instead. */
 enum rig_status rig_sim_exec_op(struct rig_stream *stream, const struct rig_op *op);
-/* A graph node's duration, remembered after its first replay when its cost reads no
- * metadata (every op but attention and penalize, whose cost follows the batch's lengths): a
- * decode step replays hundreds of nodes, and costing each again was most of a timing-only
- * fleet run. The same value as costing it again (same profile, op and launch kind). */
-struct rig_sim_node_cost {
-    int64_t ns;  /* 0: not known yet */
-    bool missed; /* the op table did not reach it (counted in stats.table_misses) */
+/* What a graph node's first replay found that the next ones would find again: its duration
+ * when its cost reads no metadata (every op but attention and penalize, whose cost follows
+ * the batch's lengths), and which of its tensors are phantom. A decode step replays hundreds
+ * of nodes, and working these out again each time was most of a timing-only fleet run. The
+ * same values as working them out again (same profile, op, buffers and launch kind). */
+struct rig_sim_node_memo {
+    int64_t ns;       /* 0: not known yet */
+    bool missed;      /* the op table did not reach it (counted in stats.table_misses) */
+    bool masked;      /* `phantom` is known: */
+    uint32_t phantom; /* the node's phantom tensors (timing-only), as sim/exec.c masks them */
 };
 /* Issues one op: eagerly, or as a graph node (no host launch cost) with its remembered cost
  * `memo` (NULL: none). */
 enum rig_status rig_sim_exec_launch(struct rig_stream *stream, const struct rig_op *op,
-                                    enum rig_sim_launch launch, struct rig_sim_node_cost *memo);
+                                    enum rig_sim_launch launch, struct rig_sim_node_memo *memo);
 
 #endif /* RIG_SIM_DEVICE_H */

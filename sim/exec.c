@@ -31,10 +31,17 @@ static uint32_t rig__phantom_mask(const struct rig_sim_device *device, const str
     return mask;
 }
 
-/* The math of a non-collective op, per the timing-only rules in the file comment. */
-static void rig__run_math(const struct rig_sim_device *device, const struct rig_op *op)
+/* The math of a non-collective op, per the timing-only rules in the file comment. A graph
+ * node's phantom tensors are remembered in `memo` (its buffers never change). */
+static void rig__run_math(const struct rig_sim_device *device, const struct rig_op *op,
+                          struct rig_sim_node_memo *memo)
 {
-    uint32_t phantom = rig__phantom_mask(device, op);
+    uint32_t phantom = memo != NULL && memo->masked ? memo->phantom
+                                                    : rig__phantom_mask(device, op);
+    if (memo != NULL) {
+        memo->masked = true;
+        memo->phantom = phantom;
+    }
     if (phantom == 0) {
         enum rig_status status = rig_sim_op_run(op);
         RIG_ASSERT_MSG(status == RIG_OK, "a validated op failed in the reference kernels");
@@ -114,7 +121,7 @@ static bool rig__cost_reads_metadata(const struct rig_op *op)
 
 /* The op's duration from the profile, or the node's remembered one. */
 static int64_t rig__duration_ns(struct rig_sim_device *device, const struct rig_op *op,
-                                enum rig_sim_launch launch, struct rig_sim_node_cost *memo)
+                                enum rig_sim_launch launch, struct rig_sim_node_memo *memo)
 {
     bool remember = memo != NULL && !rig__cost_reads_metadata(op);
     if (remember && memo->ns > 0) {
@@ -126,12 +133,15 @@ static int64_t rig__duration_ns(struct rig_sim_device *device, const struct rig_
     int64_t ns = rig_sim_cost_launch_ns(&device->profile, op, 1,
                                         launch == RIG_SIM_LAUNCH_EAGER, &missed);
     device->stats.table_misses += missed;
-    if (remember && ns > 0) *memo = (struct rig_sim_node_cost){ns, missed};
+    if (remember && ns > 0) {
+        memo->ns = ns;
+        memo->missed = missed;
+    }
     return ns;
 }
 
 enum rig_status rig_sim_exec_launch(struct rig_stream *stream, const struct rig_op *op,
-                                    enum rig_sim_launch launch, struct rig_sim_node_cost *memo)
+                                    enum rig_sim_launch launch, struct rig_sim_node_memo *memo)
 {
     struct rig_sim_device *device = rig_sim_device_of(stream->device);
     struct rig_sim_stream *sim_stream = rig_sim_stream_of(stream);
@@ -146,7 +156,7 @@ enum rig_status rig_sim_exec_launch(struct rig_stream *stream, const struct rig_
         if (status != RIG_OK) return status;
     } else {
         end = start + rig__duration_ns(device, op, launch, memo);
-        rig__run_math(device, op);
+        rig__run_math(device, op, memo);
     }
     RIG_ASSERT(end >= start);
     rig_sim_clock_kernel_run(&device->clock, start, end - start);

@@ -39,7 +39,7 @@ enum rig_status rig_sim_graph_capture_end(struct rig_stream *stream, void **cont
     RIG_ASSERT(sim_stream->recording != NULL && context != NULL);
     struct rig_sim_graph *graph = calloc(1, sizeof *graph);
     struct rig_sim_recording *recorded = sim_stream->recording;
-    struct rig_sim_node_cost *costs =
+    struct rig_sim_node_memo *costs =
         calloc(recorded->count > 0 ? (size_t)recorded->count : 1, sizeof *costs);
     if (graph == NULL || costs == NULL) {
         free(graph), free(costs);
