@@ -187,6 +187,8 @@ enum rig_status rig__ranks_start(struct rig_engine *engine);
 void rig__ranks_stop(struct rig_engine *engine);
 /* Why the rank pool across processes failed ("" when it has not, or without one). */
 const char *rig__ranks_error(const struct rig_engine *engine);
+/* A failed pool across processes: prints the engine's error (destroy ends the job). */
+void rig__ranks_report(const struct rig_engine *engine);
 /* The scheduler's host time on every rank's timeline: modelled work, a wait until t_ns, the
  * point where the job's upload wait happens (logged for ranks in other processes). */
 void rig__host_work(struct rig_engine *engine, int64_t ns);

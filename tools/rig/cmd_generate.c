@@ -666,6 +666,6 @@ int rig_cmd_generate(int argc, char **argv)
         free(st.top_ids[i]);
         free(st.top_logprobs[i]);
     }
-    rig_ranks_cli_finish(&a.ranks);
+    rig_ranks_cli_finish(&a.ranks, rc == 1);
     return rc;
 }

@@ -37,6 +37,7 @@ struct rig__run_args {
     int32_t rows;
     enum rig_run_check check;
     struct rig_ranks_cli ranks;
+    bool failed; /* the run itself failed (not an expectation): ends an MPI job at once */
 };
 
 static void rig__run_usage(FILE *out)
@@ -271,7 +272,7 @@ static const char *rig__out_path(const struct rig__run_args *a, const struct rig
 }
 
 /* A process other than 0 of `--ranks mpi`: its rank's share, silent unless it fails. */
-static int rig__run_follow(const struct rig__run_args *a, const struct rig_scenario *s,
+static int rig__run_follow(struct rig__run_args *a, const struct rig_scenario *s,
                            const struct rig_run_options *options)
 {
     struct rig_results results;
@@ -280,11 +281,12 @@ static int rig__run_follow(const struct rig__run_args *a, const struct rig_scena
     rig_results_free(&results);
     if (status == RIG_OK) return 0;
     fprintf(stderr, "rig run: %s: process %d: %s\n", s->path, a->ranks.process_rank, error);
+    a->failed = true;
     return 1;
 }
 
 /* Runs, reports, writes; returns the exit status. */
-static int rig__run_loaded(const struct rig__run_args *a, const struct rig_scenario *s)
+static int rig__run_loaded(struct rig__run_args *a, const struct rig_scenario *s)
 {
     struct rig_run_options options = {.check = a->check, .violation = rig__violation,
                                        .ranks = a->ranks.ranks};
@@ -302,6 +304,7 @@ static int rig__run_loaded(const struct rig__run_args *a, const struct rig_scena
     if (status < 0) {
         fprintf(stderr, "rig run: %s: %s\n", s->path, error);
         rig_results_free(&results);
+        a->failed = true;
         return 1;
     }
     struct rig_metrics metrics;
@@ -351,7 +354,7 @@ int rig_cmd_run(int argc, char **argv)
     }
     exit_status = rig_ranks_cli_start("run", &args.ranks, scenario.engine.tp_size);
     if (exit_status < 0) exit_status = rig__run_loaded(&args, &scenario);
-    rig_ranks_cli_finish(&args.ranks);
+    rig_ranks_cli_finish(&args.ranks, args.failed);
     rig_scenario_free(&scenario);
     return exit_status;
 }

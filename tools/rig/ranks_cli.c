@@ -81,7 +81,7 @@ int rig_ranks_cli_start(const char *command, struct rig_ranks_cli *r, int32_t tp
     if (r->process_rank == 0)
         fprintf(stderr, "rig %s: --ranks mpi with tensor parallelism %d needs %d processes "
                 "(mpirun -n %d); this job has %d\n", command, tp, tp, tp, r->process_count);
-    rig_ranks_cli_finish(r);
+    rig_ranks_cli_finish(r, false); /* every process sees the same size: none waits */
     return 2;
 #else
     fprintf(stderr, "rig %s: --ranks mpi: this build has no OpenMPI (install openmpi-bin "
@@ -96,10 +96,12 @@ bool rig_ranks_cli_leads(const struct rig_ranks_cli *r)
     return r->process_rank == 0;
 }
 
-void rig_ranks_cli_finish(struct rig_ranks_cli *r)
+void rig_ranks_cli_finish(struct rig_ranks_cli *r, bool failed)
 {
 #ifdef RIG_HAVE_MPI
-    if (r->started) rig_ranks_mpi_finalize();
+    if (r->started) rig_ranks_mpi_finalize(failed);
+#else
+    (void)failed;
 #endif
     r->started = false;
 }

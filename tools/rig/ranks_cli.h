@@ -43,7 +43,8 @@ int rig_ranks_cli_parse(const char *command, int argc, char **argv, int *i,
 int rig_ranks_cli_start(const char *command, struct rig_ranks_cli *ranks, int32_t tp);
 /* True when this process prints and writes: process 0 of an MPI job, or any run of threads. */
 bool rig_ranks_cli_leads(const struct rig_ranks_cli *ranks);
-/* Finalizes MPI when rig_ranks_cli_start started it (after every engine is destroyed). */
-void rig_ranks_cli_finish(struct rig_ranks_cli *ranks);
+/* Finalizes MPI when rig_ranks_cli_start started it (after every engine is destroyed); when
+ * the run `failed`, ends the whole MPI job instead, at once (rig_ranks_mpi_finalize). */
+void rig_ranks_cli_finish(struct rig_ranks_cli *ranks, bool failed);
 
 #endif /* RIG_RANKS_CLI_H */

@@ -505,6 +505,13 @@ enum rig_status rig_engine_follow(struct rig_engine *e)
 #endif
 }
 
+void rig__ranks_report(const struct rig_engine *e)
+{
+    /* A failed pool ends the MPI job when destroyed, before the caller could print why. */
+    if (rig__ranks_error(e)[0] != '\0')
+        fprintf(stderr, "rig: process %d: %s\n", (int)e->rank_first, rig_engine_error(e));
+}
+
 /* The rank pool's failure across processes ("" when none or in-process). */
 const char *rig__ranks_error(const struct rig_engine *e)
 {

@@ -129,9 +129,12 @@ enum rig_status rig_ranks_mpi_init(int32_t *rank, int32_t *size, char *error, si
     return RIG_OK;
 }
 
-void rig_ranks_mpi_finalize(void)
+void rig_ranks_mpi_finalize(bool failed)
 {
     if (!rig__initialized_here) return;
+    int size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (failed && size > 1) MPI_Abort(MPI_COMM_WORLD, 1);
     rig__initialized_here = false;
     MPI_Finalize();
 }

@@ -43,8 +43,10 @@ struct rig_ranks_mpi; /* opaque */
  * MPI (threads: MPI_THREAD_FUNNELED) unless it is, and gives this process's rank in the job
  * and the job's size. RIG_E_IO (message in `error`) when MPI fails to start. */
 enum rig_status rig_ranks_mpi_init(int32_t *rank, int32_t *size, char *error, size_t error_len);
-/* Finalises MPI when rig_ranks_mpi_init initialised it; every pool must be destroyed. */
-void rig_ranks_mpi_finalize(void);
+/* Finalises MPI when rig_ranks_mpi_init initialised it; every pool must be destroyed. With
+ * `failed`, ends the whole MPI job instead (MPI_Abort): the other processes may be waiting
+ * for this one, and finalising would wait for them. */
+void rig_ranks_mpi_finalize(bool failed);
 
 /* Joins the MPI job as one rank of a pool of `size` ranks, which must be the job's size
  * (RIG_E_INVALID otherwise, or for size outside 1..RIG_DEVICES_MAX, metadata_max < 0 or
