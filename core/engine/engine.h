@@ -90,9 +90,9 @@ struct rig_engine_config {
                                          0 in every normal run */
 };
 
-/* Defaults: sim backend, tp 1 (ranks as threads), page size 1, 1024 pages, 16 rows, budget 8192, radix cache,
- * prefill_first, overlap on, graphs on (max bs 32), checker on in verify builds, seed 0. The
- * model must still be set. Can't fail. */
+/* Defaults: sim backend, tp 1 (ranks as threads), page size 1, 1024 pages, 16 rows, budget
+ * 8192, radix cache, prefill_first, overlap on, graphs on (max bs 32), checker on in verify
+ * builds, seed 0. The model must still be set. Can't fail. */
 void rig_engine_config_default(struct rig_engine_config *config);
 
 /* One forward step, as the results writer stores it. Device times are on the device

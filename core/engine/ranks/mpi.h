@@ -6,10 +6,11 @@
  * rank 0's executor itself, and gathers every process's status of the job, so it returns, as
  * rig_ranks_run does, once every rank has issued the batch with the first failing rank's
  * status — except that a failure of rank 0's own share fails the pool at once (the others
- * may wait in a collective rank 0 left, so no status of theirs is coming). Processes 1..N-1 sit in rig_ranks_mpi_follow: receive a job, check
- * it (a descriptor from the wire is input: a bad job kind or a metadata size above the
- * capacity is refused, not asserted), run their rank's executor, report the status; until
- * the exit job that rig_ranks_mpi_destroy sends from process 0.
+ * may wait in a collective rank 0 left, so no status of theirs is coming). Processes 1..N-1
+ * sit in rig_ranks_mpi_follow: receive a job, check it (a descriptor from the wire is input:
+ * a bad job kind or a metadata size above the capacity is refused, not asserted), run their
+ * rank's executor, report the status; until the exit job that rig_ranks_mpi_destroy sends
+ * from process 0.
  *
  * Failure (nothing hangs): the pool's communicator (a duplicate of MPI_COMM_WORLD) returns
  * MPI errors instead of aborting (MPI_ERRORS_RETURN), and every transfer is non-blocking and
