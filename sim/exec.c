@@ -54,8 +54,11 @@ static void rig__run_math(const struct rig_sim_device *device, const struct rig_
         rig_sim_op_sample_timing_only(&op->u.sample);
 }
 
-/* Attention costs read kv_len / cu_q: in timing-only mode they must be real metadata. */
-static void rig__check_cost_inputs(const struct rig_sim_device *device, const struct rig_op *op)
+/* Whether `op`'s cost reads the batch's metadata: attention and penalize costs read kv_len /
+ * cu_q, which in timing-only mode must be real metadata (checked here), and which change
+ * every step, so a graph node of theirs never keeps its cost (struct rig_sim_node_memo). An
+ * op whose cost comes to read metadata is added here, for both reasons. */
+static bool rig__cost_reads_metadata(const struct rig_sim_device *device, const struct rig_op *op)
 {
     const struct rig_sim_memory *memory = &device->memory;
     if (op->kind == RIG_OP_ATTENTION_PREFILL) {
@@ -71,6 +74,8 @@ static void rig__check_cost_inputs(const struct rig_sim_device *device, const st
         RIG_ASSERT_MSG(!rig_sim_memory_is_phantom(memory, op->u.penalize.kv_len.data),
                        "penalize: kv_len must be a METADATA buffer");
     }
+    return op->kind == RIG_OP_ATTENTION_PREFILL || op->kind == RIG_OP_ATTENTION_DECODE ||
+           op->kind == RIG_OP_PENALIZE;
 }
 
 /* The fault plan's stall for this op (0 when it is not the chosen one). */
@@ -112,23 +117,15 @@ static enum rig_status rig__collective(struct rig_sim_device *device, const stru
                                     phantom, end);
 }
 
-/* The op's cost reads the batch's metadata (kv_len, cu_q): never remembered. */
-static bool rig__cost_reads_metadata(const struct rig_op *op)
-{
-    return op->kind == RIG_OP_ATTENTION_PREFILL || op->kind == RIG_OP_ATTENTION_DECODE ||
-           op->kind == RIG_OP_PENALIZE;
-}
-
 /* The op's duration from the profile, or the node's remembered one. */
 static int64_t rig__duration_ns(struct rig_sim_device *device, const struct rig_op *op,
                                 enum rig_sim_launch launch, struct rig_sim_node_memo *memo)
 {
-    bool remember = memo != NULL && !rig__cost_reads_metadata(op);
-    if (remember && memo->ns > 0) {
+    if (memo != NULL && memo->ns > 0) { /* kept: its cost reads no metadata */
         device->stats.table_misses += memo->missed;
         return memo->ns;
     }
-    rig__check_cost_inputs(device, op);
+    bool remember = memo != NULL && !rig__cost_reads_metadata(device, op);
     bool missed = false;
     int64_t ns = rig_sim_cost_launch_ns(&device->profile, op, 1,
                                         launch == RIG_SIM_LAUNCH_EAGER, &missed);
