@@ -66,8 +66,9 @@ static enum rig_status rig__open_across(const struct rig_sim_profile *profile,
     struct rig_sim_mpi *pool = NULL;
     enum rig_status status = rig_sim_mpi_create(config->collective_bytes_max, timeout_ms, &pool);
     if (status != RIG_OK) {
-        fprintf(stderr, "rig: sim: cannot join the MPI job for collectives: %s\n",
-                rig_status_message(status));
+        fprintf(stderr, "rig: sim: cannot join the MPI job for collectives: %s%s\n",
+                rig_status_message(status),
+                status == RIG_E_STATE ? " (MPI is not initialised: run under mpirun)" : "");
         return status;
     }
     if (rig_sim_mpi_rank(pool) != config->group_rank ||

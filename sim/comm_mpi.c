@@ -104,7 +104,9 @@ enum rig_status rig_sim_mpi_create(int64_t bytes_max, int64_t timeout_ms, struct
 {
     RIG_ASSERT(out != NULL);
     *out = NULL;
-    int size = 0, rank = 0;
+    int size = 0, rank = 0, initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) return RIG_E_STATE; /* an MPI call now would abort the process */
     if (MPI_Comm_size(MPI_COMM_WORLD, &size) != MPI_SUCCESS) return RIG_E_IO;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (bytes_max < 0 || timeout_ms <= 0 || size > RIG_DEVICES_MAX) return RIG_E_INVALID;

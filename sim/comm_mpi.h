@@ -36,8 +36,9 @@ struct rig_sim_mpi; /* opaque */
 
 /* This process's end of a world of every process in the MPI job. `bytes_max`: the largest
  * collective input (an all-reduce's data, an all-gather's input) in bytes; `timeout_ms` (> 0)
- * bounds each collective on both clocks. RIG_E_INVALID for bad arguments or an MPI job
- * larger than RIG_DEVICES_MAX, RIG_E_NO_MEMORY, RIG_E_IO when MPI fails. */
+ * bounds each collective on both clocks. RIG_E_STATE when MPI is not initialised,
+ * RIG_E_INVALID for bad arguments or an MPI job larger than RIG_DEVICES_MAX,
+ * RIG_E_NO_MEMORY, RIG_E_IO when MPI fails. */
 enum rig_status rig_sim_mpi_create(int64_t bytes_max, int64_t timeout_ms, struct rig_sim_mpi **out);
 int32_t rig_sim_mpi_rank(const struct rig_sim_mpi *pool);
 int32_t rig_sim_mpi_size(const struct rig_sim_mpi *pool);
