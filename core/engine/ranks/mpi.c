@@ -139,6 +139,26 @@ void rig_ranks_mpi_finalize(bool failed)
     MPI_Finalize();
 }
 
+/* The pool's communicator, a duplicate of MPI_COMM_WORLD: collective, so it waits for every
+ * process, at most timeout_ms. A process that has not come by then ends the job (the
+ * duplication in flight cannot be cancelled). */
+static enum rig_status rig__dup(struct rig_ranks_mpi *p, char *error, size_t error_len)
+{
+    MPI_Request request = MPI_REQUEST_NULL;
+    if (MPI_Comm_idup(MPI_COMM_WORLD, &p->comm, &request) != MPI_SUCCESS) {
+        snprintf(error, error_len, "MPI_Comm_idup failed");
+        return RIG_E_IO;
+    }
+    int32_t everyone = -1;
+    if (rig__wait(p, &request, &everyone, 1, true, "join", -1) == RIG_OK) return RIG_OK;
+    int world = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    fprintf(stderr, "rig: ending the MPI job: process %d: not every process of %d joined "
+            "within %lld ms\n", (int)p->rank, world, (long long)p->timeout_ms);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    return RIG_E_TIMEOUT; /* not reached */
+}
+
 static enum rig_status rig__join(struct rig_ranks_mpi *p, int32_t size, char *error,
                                  size_t error_len)
 {
@@ -151,14 +171,11 @@ static enum rig_status rig__join(struct rig_ranks_mpi *p, int32_t size, char *er
         }
         p->initialized_mpi = true;
     }
-    if (MPI_Comm_dup(MPI_COMM_WORLD, &p->comm) != MPI_SUCCESS) {
-        snprintf(error, error_len, "MPI_Comm_dup failed");
-        return RIG_E_IO;
-    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    p->rank = rank;
+    RIG_TRY(rig__dup(p, error, error_len));
     MPI_Comm_set_errhandler(p->comm, MPI_ERRORS_RETURN);
     MPI_Comm_size(p->comm, &world);
-    MPI_Comm_rank(p->comm, &rank);
-    p->rank = rank;
     if (world != size) {
         snprintf(error, error_len, "tensor parallelism %d needs %d MPI processes; the job has %d",
                  (int)size, (int)size, world);

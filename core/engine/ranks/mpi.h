@@ -15,8 +15,9 @@
  * Failure (nothing hangs): the pool's communicator (a duplicate of MPI_COMM_WORLD) returns
  * MPI errors instead of aborting (MPI_ERRORS_RETURN), and every transfer is non-blocking and
  * polled against a wall-clock bound, timeout_ms: a process that does not take part in time
- * (stalled, or never joined) gives RIG_E_TIMEOUT and a message naming the job and what was
- * waited for; an MPI error gives RIG_E_IO with MPI's text. A failed pool stays failed: every
+ * (stalled) gives RIG_E_TIMEOUT and a message naming the job and what was waited for, and
+ * one that has not joined the pool within timeout_ms of another's create ends the job
+ * (MPI_Abort, saying so on stderr: the collective duplication in flight cannot be cancelled); an MPI error gives RIG_E_IO with MPI's text. A failed pool stays failed: every
  * later call returns the same status, and rig_ranks_mpi_destroy ends the whole MPI job
  * (MPI_Abort), since transfers in flight cannot be cancelled. A process killed outright is
  * reported by mpirun, which ends the job's other processes.
