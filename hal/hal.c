@@ -40,6 +40,24 @@ const char *rig_hal_backends(void)
     return rig__backend_names;
 }
 
+/* A group across processes (config->group_size > count): one rank, in range, on a backend
+ * that can. */
+static enum rig_status rig__check_group(const struct rig_backend_iface *iface,
+                                        const struct rig_device_config *config, int32_t count)
+{
+    if (config->group_size <= count) return RIG_OK;
+    if (count != 1 || config->group_size > RIG_DEVICES_MAX || config->group_rank < 0 ||
+        config->group_rank >= config->group_size) {
+        fprintf(stderr, "rig: rank %d of a group of %d across processes, %d opened here: out of "
+                "range (one rank per process, at most %d)\n", config->group_rank,
+                config->group_size, count, RIG_DEVICES_MAX);
+        return RIG_E_RANGE;
+    }
+    if (iface->groups_across_processes) return RIG_OK;
+    fprintf(stderr, "rig: the %s backend runs no group across processes\n", iface->name);
+    return RIG_E_UNSUPPORTED;
+}
+
 enum rig_status rig_hal_open(const char *backend, const struct rig_device_config *config,
                              int32_t count, struct rig_device **devices)
 {
@@ -57,6 +75,9 @@ enum rig_status rig_hal_open(const char *backend, const struct rig_device_config
                 rig__backend_names[0] ? rig__backend_names : "none");
         return RIG_E_NOT_FOUND;
     }
+    enum rig_status group = rig__check_group(iface, config, count);
+    if (group != RIG_OK) return group;
+    bool across = config->group_size > count;
     for (int32_t i = 0; i < count; i++) {
         devices[i] = calloc(1, sizeof *devices[i]);
         if (devices[i] == NULL) {
@@ -65,7 +86,8 @@ enum rig_status rig_hal_open(const char *backend, const struct rig_device_config
         }
         devices[i]->iface = iface;
         devices[i]->info.backend = iface->name;
-        devices[i]->info.ordinal = i;
+        devices[i]->info.ordinal = across ? config->group_rank : i;
+        devices[i]->info.group_size = across ? config->group_size : count;
     }
     enum rig_status status = iface->open(config, count, devices);
     if (status != RIG_OK) {
@@ -439,10 +461,14 @@ enum rig_status rig_hal_comm_create(struct rig_device **devices, int32_t count,
     for (int32_t i = 0; i < count; i++) {
         if (devices[i] == NULL) return RIG_E_HANDLE;
         if (devices[i]->iface != devices[0]->iface) return RIG_E_HANDLE;
-        if (devices[i]->info.ordinal != i) return RIG_E_INVALID;
+        if (devices[i]->info.ordinal != devices[0]->info.ordinal + i) return RIG_E_INVALID;
     }
+    /* The whole group, or (across processes) this process's rank of it. */
+    int32_t size = devices[0]->info.group_size;
+    if (size != count && (count != 1 || size < count)) return RIG_E_INVALID;
+    if (size == count && devices[0]->info.ordinal != 0) return RIG_E_INVALID;
     const struct rig_backend_iface *iface = devices[0]->iface;
-    if (count > 1 && iface->comm_create == NULL) return RIG_E_UNSUPPORTED;
+    if (size > 1 && iface->comm_create == NULL) return RIG_E_UNSUPPORTED;
     for (int32_t i = 0; i < count; i++) {
         comms[i] = calloc(1, sizeof *comms[i]);
         if (comms[i] == NULL) {
@@ -450,8 +476,8 @@ enum rig_status rig_hal_comm_create(struct rig_device **devices, int32_t count,
             return RIG_E_NO_MEMORY;
         }
         comms[i]->device = devices[i];
-        comms[i]->rank = i;
-        comms[i]->size = count;
+        comms[i]->rank = devices[i]->info.ordinal;
+        comms[i]->size = size;
     }
     enum rig_status status = RIG_OK;
     if (iface->comm_create != NULL) status = iface->comm_create(devices, count, comms);

@@ -60,12 +60,22 @@ struct rig_device_config {
                                       with an error naming rank and collective (simulator:
                                       virtual and wall clock; CUDA: the NCCL watchdog);
                                       <= 0: the backend's default (10 minutes) */
+    /* Ranks across processes. group_size 0 (or `count`): the group is the `count` devices
+     * opened together, ranks 0..count-1. group_size > count: this process opens the one rank
+     * `group_rank` (count must be 1) of a group of group_size ranks, one per process, whose
+     * collectives the backend runs between the processes (simulator: over MPI,
+     * sim/comm_mpi.h: the caller has initialised MPI and the job's process p holds rank p);
+     * a backend that cannot gives RIG_E_UNSUPPORTED. */
+    int32_t group_rank;
+    int32_t group_size;
+    int64_t collective_bytes_max; /* across processes: a rank's largest collective input */
 };
 
 struct rig_device_info {
     char name[RIG_DEVICE_NAME_MAX]; /* "NVIDIA H100 80GB HBM3", "sim:h100" */
     const char *backend;            /* "sim" | "cuda" */
-    int32_t ordinal;                /* rank within the group opened together */
+    int32_t ordinal;                /* rank within the group (group_rank + index opened) */
+    int32_t group_size;             /* ranks of the group, in this process and others */
     int64_t memory_bytes;           /* device memory */
     bool timing_only;
     bool virtual_clock;             /* true on the simulator */
@@ -106,7 +116,7 @@ enum rig_status rig_hal_buffer_download(struct rig_stream *stream,
  * simulator. Counts as an object of `device` until rig_hal_host_free. At most
  * RIG_HAL_PINNED_MAX live allocations in the process; RIG_E_CAPACITY beyond,
  * RIG_E_NO_MEMORY when the host has none. Start-up only: never in the step loop. */
-#define RIG_HAL_PINNED_MAX 64
+#define RIG_HAL_PINNED_MAX 512 /* an engine pins 4 blocks; a fleet runs up to 64 engines */
 enum rig_status rig_hal_host_alloc(struct rig_device *device, size_t bytes, void **out);
 /* Frees what rig_hal_host_alloc(device, ...) returned. NULL is a no-op. */
 void rig_hal_host_free(struct rig_device *device, void *host);
@@ -156,7 +166,8 @@ int32_t rig_hal_graph_op_count(const struct rig_graph *graph);
 
 /* --- communication -------------------------------------------------------------------- */
 /* Makes one comm per device over `devices` (opened together by one rig_hal_open); comms[i]
- * is rank i. Must be called from one thread. */
+ * is rank i — or, for the one rank of a group across processes (hal.h, group_size), that
+ * rank of the whole group. Must be called from one thread. */
 enum rig_status rig_hal_comm_create(struct rig_device **devices, int32_t count,
                                     struct rig_comm **comms);
 void rig_hal_comm_destroy(struct rig_comm *comm);

@@ -62,6 +62,10 @@ struct rig_backend_iface {
     enum rig_status (*graph_launch)(struct rig_graph *graph, struct rig_stream *stream);
     void (*graph_destroy)(struct rig_graph *graph);
 
+    /* (optional) defaults to false: open() takes config->group_size > count (one rank of a
+     * group across processes, hal.h); when false rig_hal_open refuses it. */
+    bool groups_across_processes;
+
     /* Communication over devices of one group. (optional) when NULL, a group of one device
      * still works: all-reduce and all-gather over one rank are copies done by dispatch. */
     enum rig_status (*comm_create)(struct rig_device **devices, int32_t count,

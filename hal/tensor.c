@@ -73,13 +73,6 @@ struct rig_tensor rig_tensor_none(void)
     return (struct rig_tensor){.data = NULL, .dtype = RIG_DTYPE_BF16, .ndim = 0};
 }
 
-int64_t rig_tensor_numel(const struct rig_tensor *t)
-{
-    int64_t n = 1;
-    for (int32_t d = 0; d < t->ndim; d++) n *= t->shape[d];
-    return n;
-}
-
 bool rig_tensor_is_contiguous(const struct rig_tensor *t)
 {
     int64_t stride = 1;

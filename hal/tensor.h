@@ -64,8 +64,14 @@ struct rig_tensor rig_tensor_3d(void *data, enum rig_dtype dtype, int64_t n0, in
 /* The absent tensor (data NULL), for optional op arguments. */
 struct rig_tensor rig_tensor_none(void);
 
-/* Number of elements (product of the shape). */
-int64_t rig_tensor_numel(const struct rig_tensor *t);
+/* Number of elements (product of the shape). Inline: the simulator's cost model asks for it
+ * several times per op. */
+static inline int64_t rig_tensor_numel(const struct rig_tensor *t)
+{
+    int64_t n = 1;
+    for (int32_t d = 0; d < t->ndim; d++) n *= t->shape[d];
+    return n;
+}
 /* True when the strides are the row-major strides of the shape. */
 bool rig_tensor_is_contiguous(const struct rig_tensor *t);
 /* True when the innermost stride is 1 (rows may be padded). */

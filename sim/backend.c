@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "sim/comm.h"
+#include "sim/comm_mpi.h"
 #include "sim/device.h"
 #include "sim/graph.h"
 #include "sim/stream.h"
@@ -55,6 +56,44 @@ static enum rig_status rig__device_init(const struct rig_sim_profile *profile,
     return RIG_OK;
 }
 
+/* One rank of a group across processes (hal.h): its collectives go to the other processes
+ * over MPI (sim/comm_mpi.h), whose job must have process `group_rank` of group_size. */
+static enum rig_status rig__open_across(const struct rig_sim_profile *profile,
+                                        const struct rig_device_config *config,
+                                        int64_t timeout_ms, struct rig_device *device)
+{
+#ifdef RIG_HAVE_MPI
+    struct rig_sim_mpi *pool = NULL;
+    enum rig_status status = rig_sim_mpi_create(config->collective_bytes_max, timeout_ms, &pool);
+    if (status != RIG_OK) {
+        fprintf(stderr, "rig: sim: cannot join the MPI job for collectives: %s%s\n",
+                rig_status_message(status),
+                status == RIG_E_STATE ? " (MPI is not initialised: run under mpirun)" : "");
+        return status;
+    }
+    if (rig_sim_mpi_rank(pool) != config->group_rank ||
+        rig_sim_mpi_size(pool) != config->group_size) {
+        fprintf(stderr, "rig: sim: rank %d of %d, but this is process %d of an MPI job of %d\n",
+                config->group_rank, config->group_size, rig_sim_mpi_rank(pool),
+                rig_sim_mpi_size(pool));
+        rig_sim_mpi_destroy(pool);
+        return RIG_E_INVALID;
+    }
+    status = rig__device_init(profile, config, config->group_rank, NULL, device);
+    if (status != RIG_OK) {
+        rig_sim_mpi_destroy(pool);
+        return status;
+    }
+    rig_sim_device_of(device)->mpi = pool;
+    return RIG_OK;
+#else
+    (void)profile, (void)timeout_ms, (void)device;
+    fprintf(stderr, "rig: sim: rank %d of a group across processes needs OpenMPI, and this "
+            "build has none (install libopenmpi-dev and rebuild)\n", config->group_rank);
+    return RIG_E_UNSUPPORTED;
+#endif
+}
+
 static enum rig_status rig__open(const struct rig_device_config *config, int32_t count,
                                  struct rig_device **devices)
 {
@@ -69,6 +108,8 @@ static enum rig_status rig__open(const struct rig_device_config *config, int32_t
     }
     int64_t timeout_ms = config->collective_timeout_ms > 0 ? config->collective_timeout_ms
                                                             : RIG_SIM_COLLECTIVE_TIMEOUT_MS_DEFAULT;
+    if (config->group_size > count)
+        return rig__open_across(&profile, config, timeout_ms, devices[0]);
     struct rig_sim_world *world = rig_sim_world_create(count, timeout_ms);
     if (world == NULL) return RIG_E_NO_MEMORY;
     for (int32_t i = 0; i < count && status == RIG_OK; i++)
@@ -88,6 +129,9 @@ static void rig__close(struct rig_device *device)
 {
     struct rig_sim_device *sim_device = rig_sim_device_of(device);
     rig_sim_world_release(sim_device->world);
+#ifdef RIG_HAVE_MPI
+    rig_sim_mpi_destroy(sim_device->mpi);
+#endif
     rig__device_free(sim_device);
     device->context = NULL;
 }
@@ -151,6 +195,7 @@ static const struct rig_backend_iface rig__sim_iface = {
     .graph_capture_end = rig_sim_graph_capture_end,
     .graph_launch = rig_sim_graph_launch,
     .graph_destroy = rig_sim_graph_destroy,
+    .groups_across_processes = true,
     .comm_create = rig_sim_comm_create,
     .comm_destroy = rig_sim_comm_destroy,
     .comm_abort = rig_sim_comm_abort,

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "sim/comm_mpi.h"
 #include "sim/cost.h"
 #include "sim/device.h"
 
@@ -315,11 +316,24 @@ const char *rig_sim_world_failure(struct rig_sim_world *world)
     return world->failure;
 }
 
+/* A rank of a group across processes: its device holds the pool of its collectives
+ * (sim/comm_mpi.h) instead of a world. */
+static struct rig_sim_mpi *rig__across(const struct rig_comm *comm)
+{
+    return rig_sim_device_of(comm->device)->mpi;
+}
+
 enum rig_status rig_sim_comm_create(struct rig_device **devices, int32_t count,
                                     struct rig_comm **comms)
 {
     RIG_ASSERT(devices != NULL && comms != NULL);
-    struct rig_sim_world *world = rig_sim_device_of(devices[0])->world;
+    struct rig_sim_device *first = rig_sim_device_of(devices[0]);
+    if (first->mpi != NULL) {
+        if (count != 1) return RIG_E_INVALID;
+        comms[0]->context = first->mpi;
+        return RIG_OK;
+    }
+    struct rig_sim_world *world = first->world;
     if (count > 1 && count != world->size) return RIG_E_INVALID;
     for (int32_t i = 0; i < count; i++) {
         if (rig_sim_device_of(devices[i])->world != world) return RIG_E_INVALID;
@@ -332,17 +346,26 @@ enum rig_status rig_sim_comm_create(struct rig_device **devices, int32_t count,
 void rig_sim_comm_destroy(struct rig_comm *comm)
 {
     RIG_ASSERT(comm != NULL);
-    comm->context = NULL; /* the world belongs to the devices */
+    comm->context = NULL; /* the world (or the pool across processes) belongs to the devices */
 }
 
 void rig_sim_comm_abort(struct rig_comm *comm, const char *reason)
 {
     RIG_ASSERT(comm != NULL && comm->context != NULL);
+#ifdef RIG_HAVE_MPI
+    if (rig__across(comm) != NULL) {
+        rig_sim_mpi_abort(rig__across(comm), reason);
+        return;
+    }
+#endif
     rig_sim_world_abort(comm->context, comm->rank, RIG_E_DEVICE, reason);
 }
 
 const char *rig_sim_comm_error(const struct rig_comm *comm)
 {
     RIG_ASSERT(comm != NULL && comm->context != NULL);
+#ifdef RIG_HAVE_MPI
+    if (rig__across(comm) != NULL) return rig_sim_mpi_failure(rig__across(comm));
+#endif
     return rig_sim_world_failure(comm->context);
 }

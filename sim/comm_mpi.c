@@ -14,13 +14,16 @@
 
 enum { RIG__TAG_ARRIVAL = 2101, RIG__TAG_INPUT, RIG__TAG_REPLY, RIG__TAG_RESULT };
 
+#define RIG__REASON_MAX 128
+
 /* A rank's arrival (to process 0) or process 0's reply (status, end_ns, has_data). */
 struct rig__wire {
     int32_t kind, dtype;
     int32_t phantom; /* arrival: the rank's tensors are phantom; reply: no data comes back */
-    int32_t status;  /* reply: enum rig_status */
+    int32_t status;  /* reply: enum rig_status; arrival: < 0 when the rank aborted instead */
     int64_t numel;   /* all-reduce: data; all-gather: input */
     int64_t earliest_ns, end_ns;
+    char reason[RIG__REASON_MAX]; /* an aborted arrival: why */
 };
 
 struct rig_sim_mpi {
@@ -101,7 +104,9 @@ enum rig_status rig_sim_mpi_create(int64_t bytes_max, int64_t timeout_ms, struct
 {
     RIG_ASSERT(out != NULL);
     *out = NULL;
-    int size = 0, rank = 0;
+    int size = 0, rank = 0, initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) return RIG_E_STATE; /* an MPI call now would abort the process */
     if (MPI_Comm_size(MPI_COMM_WORLD, &size) != MPI_SUCCESS) return RIG_E_IO;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (bytes_max < 0 || timeout_ms <= 0 || size > RIG_DEVICES_MAX) return RIG_E_INVALID;
@@ -198,12 +203,19 @@ static enum rig_status rig__gather(struct rig_sim_mpi *p, const struct rig_op *o
                   &p->requests[r - 1]);
     RIG_TRY(rig__wait(p, n, 1, "arrival"));
     enum rig_status status = RIG_OK;
+    for (int32_t r = 1; r < p->size; r++) {
+        const struct rig__wire *w = &p->wires[r];
+        if (status == RIG_OK && w->status < 0)
+            status = rig__fail(p, (enum rig_status)w->status,
+                               "rank %d failed before collective #%llu: %.*s", (int)r,
+                               (unsigned long long)p->index, RIG__REASON_MAX, w->reason);
+    }
     for (int32_t r = 1; r < p->size; r++)
         if (status == RIG_OK) status = rig__check_arrival(p, op, r);
     int64_t bytes = rig__bytes(rig__input(op));
     for (int32_t r = 1; r < p->size; r++) {
         p->requests[r - 1] = MPI_REQUEST_NULL;
-        if (p->wires[r].phantom || bytes > p->bytes_max) continue;
+        if (p->wires[r].phantom || p->wires[r].status < 0 || bytes > p->bytes_max) continue;
         MPI_Irecv(p->inputs + (size_t)r * (size_t)p->bytes_max, (int)bytes, MPI_BYTE, r,
                   RIG__TAG_INPUT, p->comm, &p->requests[r - 1]);
     }
@@ -323,4 +335,19 @@ enum rig_status rig_sim_mpi_collective(struct rig_sim_mpi *p, const struct rig_s
     if (status == RIG_OK) return RIG_OK;
     *end_ns = earliest_ns > RIG_SIM_NEVER - timeout_ns ? RIG_SIM_NEVER : earliest_ns + timeout_ns;
     return status;
+}
+
+void rig_sim_mpi_abort(struct rig_sim_mpi *p, const char *reason)
+{
+    RIG_ASSERT(p != NULL && reason != NULL);
+    if (p->failed != RIG_OK) return; /* failed in a collective: process 0 knows */
+    rig__fail(p, RIG_E_DEVICE, "rank %d failed before collective #%llu: %s", (int)p->rank,
+              (unsigned long long)p->index, reason);
+    if (p->rank == 0) return; /* the caller ends the MPI job */
+    struct rig__wire aborted = {.status = RIG_E_DEVICE};
+    snprintf(aborted.reason, sizeof aborted.reason, "%s", reason);
+    p->requests[0] = MPI_REQUEST_NULL;
+    int rc = MPI_Isend(&aborted, (int)sizeof aborted, MPI_BYTE, 0, RIG__TAG_ARRIVAL, p->comm,
+                       &p->requests[0]);
+    if (rc == MPI_SUCCESS) rig__wait(p, 1, 0, "abort notice");
 }

@@ -36,8 +36,9 @@ struct rig_sim_mpi; /* opaque */
 
 /* This process's end of a world of every process in the MPI job. `bytes_max`: the largest
  * collective input (an all-reduce's data, an all-gather's input) in bytes; `timeout_ms` (> 0)
- * bounds each collective on both clocks. RIG_E_INVALID for bad arguments or an MPI job
- * larger than RIG_DEVICES_MAX, RIG_E_NO_MEMORY, RIG_E_IO when MPI fails. */
+ * bounds each collective on both clocks. RIG_E_STATE when MPI is not initialised,
+ * RIG_E_INVALID for bad arguments or an MPI job larger than RIG_DEVICES_MAX,
+ * RIG_E_NO_MEMORY, RIG_E_IO when MPI fails. */
 enum rig_status rig_sim_mpi_create(int64_t bytes_max, int64_t timeout_ms, struct rig_sim_mpi **out);
 int32_t rig_sim_mpi_rank(const struct rig_sim_mpi *pool);
 int32_t rig_sim_mpi_size(const struct rig_sim_mpi *pool);
@@ -49,6 +50,11 @@ enum rig_status rig_sim_mpi_collective(struct rig_sim_mpi *pool,
                                        const struct rig_sim_profile *profile,
                                        const struct rig_op *op, int64_t earliest_ns, bool phantom,
                                        int64_t *end_ns);
+/* This process's rank failed outside a collective (its step stopped short): fails the pool
+ * with `reason`; a rank other than 0 also sends process 0 an aborted arrival for the
+ * collective it would have joined next, so process 0 fails that collective at once, naming
+ * the rank and the reason, instead of waiting out the timeout. No-op on a failed pool. */
+void rig_sim_mpi_abort(struct rig_sim_mpi *pool, const char *reason);
 /* Why the pool failed ("" while it has not). */
 const char *rig_sim_mpi_failure(const struct rig_sim_mpi *pool);
 /* Frees the pool (MPI stays initialized). NULL: no-op. */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "sim/comm.h"
+#include "sim/comm_mpi.h"
 #include "sim/cost.h"
 #include "sim/device.h"
 #include "sim/graph.h"
@@ -30,10 +31,17 @@ static uint32_t rig__phantom_mask(const struct rig_sim_device *device, const str
     return mask;
 }
 
-/* The math of a non-collective op, per the timing-only rules in the file comment. */
-static void rig__run_math(const struct rig_sim_device *device, const struct rig_op *op)
+/* The math of a non-collective op, per the timing-only rules in the file comment. A graph
+ * node's phantom tensors are remembered in `memo` (its buffers never change). */
+static void rig__run_math(const struct rig_sim_device *device, const struct rig_op *op,
+                          struct rig_sim_node_memo *memo)
 {
-    uint32_t phantom = rig__phantom_mask(device, op);
+    uint32_t phantom = memo != NULL && memo->masked ? memo->phantom
+                                                    : rig__phantom_mask(device, op);
+    if (memo != NULL) {
+        memo->masked = true;
+        memo->phantom = phantom;
+    }
     if (phantom == 0) {
         enum rig_status status = rig_sim_op_run(op);
         RIG_ASSERT_MSG(status == RIG_OK, "a validated op failed in the reference kernels");
@@ -46,8 +54,11 @@ static void rig__run_math(const struct rig_sim_device *device, const struct rig_
         rig_sim_op_sample_timing_only(&op->u.sample);
 }
 
-/* Attention costs read kv_len / cu_q: in timing-only mode they must be real metadata. */
-static void rig__check_cost_inputs(const struct rig_sim_device *device, const struct rig_op *op)
+/* Whether `op`'s cost reads the batch's metadata: attention and penalize costs read kv_len /
+ * cu_q, which in timing-only mode must be real metadata (checked here), and which change
+ * every step, so a graph node of theirs never keeps its cost (struct rig_sim_node_memo). An
+ * op whose cost comes to read metadata is added here, for both reasons. */
+static bool rig__cost_reads_metadata(const struct rig_sim_device *device, const struct rig_op *op)
 {
     const struct rig_sim_memory *memory = &device->memory;
     if (op->kind == RIG_OP_ATTENTION_PREFILL) {
@@ -63,6 +74,8 @@ static void rig__check_cost_inputs(const struct rig_sim_device *device, const st
         RIG_ASSERT_MSG(!rig_sim_memory_is_phantom(memory, op->u.penalize.kv_len.data),
                        "penalize: kv_len must be a METADATA buffer");
     }
+    return op->kind == RIG_OP_ATTENTION_PREFILL || op->kind == RIG_OP_ATTENTION_DECODE ||
+           op->kind == RIG_OP_PENALIZE;
 }
 
 /* The fault plan's stall for this op (0 when it is not the chosen one). */
@@ -93,15 +106,39 @@ static enum rig_status rig__collective(struct rig_sim_device *device, const stru
     bool phantom = false;
     for (int32_t i = 0; i < n; i++)
         phantom = phantom || rig_sim_memory_is_phantom(&device->memory, list[i]->data);
-    RIG_ASSERT_MSG(device->world->size > 1, "single-rank collectives are done by dispatch");
     enum rig_status status = rig__collective_fault(device, &start);
     if (status != RIG_OK) return status;
+#ifdef RIG_HAVE_MPI
+    if (device->mpi != NULL)
+        return rig_sim_mpi_collective(device->mpi, &device->profile, op, start, phantom, end);
+#endif
+    RIG_ASSERT_MSG(device->world->size > 1, "single-rank collectives are done by dispatch");
     return rig_sim_world_collective(device->world, &device->profile, device->rank, op, start,
                                     phantom, end);
 }
 
+/* The op's duration from the profile, or the node's remembered one. */
+static int64_t rig__duration_ns(struct rig_sim_device *device, const struct rig_op *op,
+                                enum rig_sim_launch launch, struct rig_sim_node_memo *memo)
+{
+    if (memo != NULL && memo->ns > 0) { /* kept: its cost reads no metadata */
+        device->stats.table_misses += memo->missed;
+        return memo->ns;
+    }
+    bool remember = memo != NULL && !rig__cost_reads_metadata(device, op);
+    bool missed = false;
+    int64_t ns = rig_sim_cost_launch_ns(&device->profile, op, 1,
+                                        launch == RIG_SIM_LAUNCH_EAGER, &missed);
+    device->stats.table_misses += missed;
+    if (remember && ns > 0) {
+        memo->ns = ns;
+        memo->missed = missed;
+    }
+    return ns;
+}
+
 enum rig_status rig_sim_exec_launch(struct rig_stream *stream, const struct rig_op *op,
-                                    enum rig_sim_launch launch)
+                                    enum rig_sim_launch launch, struct rig_sim_node_memo *memo)
 {
     struct rig_sim_device *device = rig_sim_device_of(stream->device);
     struct rig_sim_stream *sim_stream = rig_sim_stream_of(stream);
@@ -119,12 +156,8 @@ enum rig_status rig_sim_exec_launch(struct rig_stream *stream, const struct rig_
         enum rig_status status = rig__collective(device, op, start, &end);
         if (status != RIG_OK) return status;
     } else {
-        rig__check_cost_inputs(device, op);
-        bool missed = false;
-        end = start + rig_sim_cost_launch_ns(&device->profile, op, 1,
-                                             launch == RIG_SIM_LAUNCH_EAGER, &missed);
-        device->stats.table_misses += missed;
-        rig__run_math(device, op);
+        end = start + rig__duration_ns(device, op, launch, memo);
+        rig__run_math(device, op, memo);
     }
     RIG_ASSERT(end >= start);
     rig_sim_clock_kernel_run(&device->clock, start, end - start);
@@ -140,5 +173,5 @@ enum rig_status rig_sim_exec_op(struct rig_stream *stream, const struct rig_op *
 {
     RIG_ASSERT(stream != NULL && op != NULL);
     if (stream->capturing) return rig_sim_graph_record(stream, op);
-    return rig_sim_exec_launch(stream, op, RIG_SIM_LAUNCH_EAGER);
+    return rig_sim_exec_launch(stream, op, RIG_SIM_LAUNCH_EAGER, NULL);
 }

@@ -38,8 +38,15 @@ enum rig_status rig_sim_graph_capture_end(struct rig_stream *stream, void **cont
     struct rig_sim_stream *sim_stream = rig_sim_stream_of(stream);
     RIG_ASSERT(sim_stream->recording != NULL && context != NULL);
     struct rig_sim_graph *graph = calloc(1, sizeof *graph);
-    if (graph == NULL) return RIG_E_NO_MEMORY;
-    graph->recording = *sim_stream->recording;
+    struct rig_sim_recording *recorded = sim_stream->recording;
+    struct rig_sim_node_memo *costs =
+        calloc(recorded->count > 0 ? (size_t)recorded->count : 1, sizeof *costs);
+    if (graph == NULL || costs == NULL) {
+        free(graph), free(costs);
+        return RIG_E_NO_MEMORY;
+    }
+    graph->recording = *recorded;
+    graph->recording.costs = costs;
     free(sim_stream->recording);
     sim_stream->recording = NULL;
     /* stream->captured_ops (the graph's op count) may exceed the recording: the dispatch
@@ -59,7 +66,8 @@ enum rig_status rig_sim_graph_launch(struct rig_graph *graph, struct rig_stream 
     device->stats.graph_launches++;
     for (int32_t i = 0; i < recording->count; i++) {
         enum rig_status status =
-            rig_sim_exec_launch(stream, &recording->ops[i], RIG_SIM_LAUNCH_GRAPH_NODE);
+            rig_sim_exec_launch(stream, &recording->ops[i], RIG_SIM_LAUNCH_GRAPH_NODE,
+                                &recording->costs[i]);
         /* Recorded ops were validated at capture; only a fault can stop a replay. */
         if (status != RIG_OK) return status;
     }
@@ -70,7 +78,9 @@ void rig_sim_graph_recording_free(struct rig_sim_recording *recording)
 {
     if (recording == NULL) return;
     free(recording->ops);
+    free(recording->costs);
     recording->ops = NULL;
+    recording->costs = NULL;
     recording->count = 0;
     recording->capacity = 0;
 }

@@ -5,7 +5,8 @@
  * time passes. Replay: the host pays graph_launch_host_ns once, then each recorded op is
  * issued as a graph node (sim/clock.h: no launch cost each, and graph_node_ns instead of
  * min_kernel_ns as the shortest node); the math reads the buffers' current contents, as a
- * CUDA graph does.
+ * CUDA graph does. A node whose cost reads no metadata keeps its duration from the first
+ * replay (struct rig_sim_node_memo): the same number, computed once.
  * Limits: at most RIG_SIM_GRAPH_OPS_MAX ops per graph (RIG_E_CAPACITY past it).
  * Ownership: the stream owns the recording while capturing; capture end moves it into the
  * graph. Threads: those of the stream's device.
@@ -19,6 +20,8 @@
 
 struct rig_sim_recording {
     struct rig_op *ops; /* (capacity) recorded ops, count used */
+    struct rig_sim_node_memo *costs; /* (count) each node's remembered cost (sim/device.h),
+                                        allocated at capture end */
     int32_t count;
     int32_t capacity;
 };

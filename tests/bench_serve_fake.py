@@ -242,6 +242,10 @@ def check_mixed(rig, url, work, backend, extra):
     close(r["output_throughput"], 8 / duration, "output throughput")
     close(r["total_throughput"], 12 / duration, "total throughput")
     close(r["concurrency"], sum(e2es) / duration, "concurrency")
+    # rig's own: the tokens every request received, the failed ones too (malformed and reset
+    # after one token each; the 503 and the stall none)
+    assert r["streamed_output_tokens"] == 10, r["streamed_output_tokens"]
+    close(r["streamed_output_throughput"], 10 / duration, "streamed output throughput")
     assert duration >= max(e2es) - 1e-9
     check_stats(r, "ttft", ttfts)
     check_stats(r, "e2e_latency", e2es)

@@ -4,13 +4,18 @@
  * or split at random (LF, CRLF, CR, a CRLF split between reads, comments, other fields,
  * multi-line data, a last event without its blank line) and stops cleanly on an event too
  * long for its buffer; chunks of the three APIs, [DONE], usage-only chunks, server errors
- * and malformed data; the schedule (a seed gives one schedule, another seed another, rate
- * inf sends all at 0, gap mean 1/rate and coefficient of variation 1/sqrt(burstiness));
+ * and malformed data; /generate's cumulative text read incrementally (serve.h), event by
+ * event against the whole parse — the same text, counts and errors, compact and spaced
+ * JSON, escaped and raw non-ASCII, a rewritten text, a held token, a cut event, "text" not
+ * first, a full buffer — with the parsed bytes linear in the stream, not quadratic; the
+ * schedule (a seed gives one schedule, another seed another, rate inf sends all at 0, gap
+ * mean 1/rate and coefficient of variation 1/sqrt(burstiness));
  * --goodput parsing; the random-ids dataset (lengths in range, bench_serving's id pattern,
  * seeded); and the summary of a synthetic run against values worked out by hand (TTFT, TPOT,
  * ITL with p95, E2E, duration including a failed request, throughputs, concurrency,
  * goodput, the busiest second, failure counts).
  */
+#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,6 +167,135 @@ static void test_chunks(void **state)
     parse(RIG_SERVE_API_CHAT, "{\"error\": {\"message\": \"boom\"}}", &c);
     assert_string_equal(c.error, "server error: boom");
     rig_serve_chunk_release(&c);
+}
+
+/* ---- /generate read incrementally: the reader against the whole parse, event by event ---- */
+
+struct generate_client {
+    char text[16384]; /* what the client holds: chunks appended, or replaced when cumulative */
+    size_t len;
+    int64_t parsed, parsed_whole; /* bytes to the JSON parser: the reader's, the whole parse's */
+    int cumulative;               /* chunks the reader read whole */
+};
+
+/* An event as a server writes it: "text" first (PRESERVE_ORDER), compact or with spaces,
+ * non-ASCII escaped (Python's json.dumps) or raw (orjson, jansson). */
+static char *generate_event(const char *text, int64_t tokens, bool last, size_t flags)
+{
+    json_t *finish = last ? json_pack("{s:s}", "type", "length") : json_null();
+    json_t *event =
+        json_pack("{s:s, s:[I], s:{s:I, s:i, s:o}, s:i}", "text", text, "output_ids",
+                  (json_int_t)tokens, "meta_info", "completion_tokens", (json_int_t)tokens,
+                  "prompt_tokens", 5, "finish_reason", finish, "index", 0);
+    assert_non_null(event);
+    char *dumped = json_dumps(event, JSON_PRESERVE_ORDER | flags);
+    json_decref(event);
+    assert_non_null(dumped);
+    return dumped;
+}
+
+/* Reads `event` both ways; the client's text must equal the whole parse's cumulative text. */
+static void generate_read(struct rig_serve_generate_reader *reader, const char *event,
+                          struct generate_client *client)
+{
+    struct rig_serve_chunk a, b;
+    rig_serve_generate_parse(reader, event, strlen(event), &a);
+    rig_serve_chunk_parse(RIG_SERVE_API_GENERATE, event, strlen(event), &b);
+    assert_string_equal(a.error, b.error);
+    assert_int_equal(a.completion_tokens, b.completion_tokens);
+    assert_int_equal(a.prompt_tokens, b.prompt_tokens);
+    assert_int_equal(a.finish_reason, b.finish_reason);
+    assert_true(a.done == b.done && (a.text == NULL) == (b.text == NULL));
+    if (a.text != NULL) {
+        if (a.text_cumulative) client->len = 0;
+        client->cumulative += a.text_cumulative;
+        assert_true(client->len + a.text_len <= sizeof client->text);
+        memcpy(client->text + client->len, a.text, a.text_len);
+        client->len += a.text_len;
+        assert_int_equal(client->len, b.text_len);
+        assert_memory_equal(client->text, b.text, b.text_len);
+    }
+    client->parsed += (int64_t)a.parsed_bytes;
+    client->parsed_whole += (int64_t)b.parsed_bytes;
+    rig_serve_chunk_release(&a);
+    rig_serve_chunk_release(&b);
+}
+
+static const char *const pieces[] = {"tok", " \"q\"", " a\\b",     " \xc3\xa9", " \xf0\x9f\x98\x80",
+                                     "\n",  "\t/",    " \xc3\xbc", ""};
+
+/* `events` events of growing text through a fresh reader with `capacity` bytes. */
+static void generate_stream(size_t flags, int events, size_t capacity,
+                            struct generate_client *client)
+{
+    char seen[16384], text[8192] = "";
+    size_t len = 0;
+    assert_true(capacity <= sizeof seen);
+    struct rig_serve_generate_reader reader;
+    rig_serve_generate_reader_init(&reader, seen, capacity);
+    memset(client, 0, sizeof *client);
+    for (int i = 0; i < events; i++) {
+        const char *piece = pieces[i % (int)(sizeof pieces / sizeof pieces[0])];
+        assert_true(len + strlen(piece) < sizeof text);
+        memcpy(text + len, piece, strlen(piece) + 1);
+        len += strlen(piece);
+        char *event = generate_event(text, i + 1, i + 1 == events, flags);
+        generate_read(&reader, event, client);
+        free(event);
+    }
+    assert_int_equal(client->len, len);
+    assert_memory_equal(client->text, text, len);
+}
+
+static void test_generate_reader(void **state)
+{
+    (void)state;
+    enum { EVENTS = 1200 };
+    size_t forms[] = {JSON_COMPACT, JSON_COMPACT | JSON_ENSURE_ASCII, 0, JSON_ENSURE_ASCII};
+    struct generate_client client;
+    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+        generate_stream(forms[f], EVENTS, 16384, &client);
+        /* only the new text and the members after it are parsed: linear, not quadratic */
+        assert_int_equal(client.cumulative, 0);
+        assert_true(client.parsed < EVENTS * 160);
+        assert_true(client.parsed_whole > 10 * client.parsed);
+    }
+    /* `seen` too small: read whole from then on, still the same text */
+    generate_stream(JSON_COMPACT, 60, 32, &client);
+    assert_true(client.cumulative >= 45 && client.cumulative < 60);
+
+    /* A stream's turns: each event, and how many chunks the reader has read whole after it. */
+    static const struct {
+        const char *event;
+        int cumulative;
+    } turns[] = {
+        {"{\"text\":\"ab\\u00e9\",\"meta_info\":{\"completion_tokens\":2}}", 0},
+        {"{\"text\":\"ab\\u00e9cd\",\"meta_info\":{\"completion_tokens\":3}}", 0},
+        /* the server rewrote its text (a character it had sent half of, say): read whole */
+        {"{\"text\":\"ab\\u00eacd!\",\"meta_info\":{\"completion_tokens\":4}}", 1},
+        {"{\"text\":\"ab\\u00eacd!?\",\"meta_info\":{\"completion_tokens\":5}}", 1},
+        /* the same text again (a token held back): an empty new part, not read whole */
+        {"{\"text\":\"ab\\u00eacd!?\",\"meta_info\":{\"completion_tokens\":6}}", 1},
+        /* cut or broken after the held text, a server error, [DONE]: as the whole parse */
+        {"{\"text\":\"ab\\u00eacd!?x", 1},
+        {"{\"text\":\"ab\\u00eacd!?xy\",\"meta_info\":", 1},
+        {"{\"text\":\"ab\\u00eacd!?xy\",\"error\":\"boom\"}", 1},
+        {"[DONE]", 1},
+    };
+    char seen[256];
+    struct rig_serve_generate_reader reader;
+    rig_serve_generate_reader_init(&reader, seen, sizeof seen);
+    memset(&client, 0, sizeof client);
+    for (size_t t = 0; t < sizeof turns / sizeof turns[0]; t++) {
+        generate_read(&reader, turns[t].event, &client);
+        assert_int_equal(client.cumulative, turns[t].cumulative);
+    }
+    /* "text" not the first member: every event read whole */
+    rig_serve_generate_reader_init(&reader, seen, sizeof seen);
+    memset(&client, 0, sizeof client);
+    generate_read(&reader, "{\"index\":0,\"text\":\"a\"}", &client);
+    generate_read(&reader, "{\"text\":\"ab\"}", &client);
+    assert_int_equal(client.cumulative, 2);
 }
 
 static void test_schedule(void **state)
@@ -319,6 +453,7 @@ int main(void)
         cmocka_unit_test(test_sse_split_anywhere),
         cmocka_unit_test(test_sse_overflow),
         cmocka_unit_test(test_chunks),
+        cmocka_unit_test(test_generate_reader),
         cmocka_unit_test(test_schedule),
         cmocka_unit_test(test_goodput_parse),
         cmocka_unit_test(test_random_ids),

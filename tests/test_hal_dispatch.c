@@ -8,7 +8,10 @@
  * handles and handles of another device, out-of-range and misaligned copies and fills,
  * copies / records / synchronisation during capture (RIG_E_STATE), capture state errors,
  * event errors, allocation and open arguments, and collectives over a single-rank comm
- * (all-reduce is the identity, all-gather a copy).
+ * (all-reduce is the identity, all-gather a copy). One rank of a group across processes: out
+ * of range (more than one device, a rank outside the group, a group over RIG_DEVICES_MAX) is
+ * RIG_E_RANGE, and without MPI initialised the simulator refuses it (RIG_E_STATE, or
+ * RIG_E_UNSUPPORTED in a build without OpenMPI) instead of aborting in an MPI call.
  */
 #include <stddef.h>
 #include <string.h>
@@ -659,6 +662,33 @@ static void test_open_and_alloc_arguments(void **state)
     assert_non_null(strstr(rig_hal_backends(), "sim"));
 }
 
+/* rig_hal_open of one rank of a group across processes (hal.h, group_rank / group_size). */
+static void test_open_group_across_processes(void **state)
+{
+    (void)state;
+    struct rig_device *devices[2] = {NULL, NULL};
+    struct rig_device_config config = {.profile = "h100", .group_rank = 1, .group_size = 4};
+    assert_int_equal(rig_hal_open("sim", &config, 2, devices), RIG_E_RANGE);
+    config.group_rank = 4;
+    assert_int_equal(rig_hal_open("sim", &config, 1, devices), RIG_E_RANGE);
+    config.group_rank = -1;
+    assert_int_equal(rig_hal_open("sim", &config, 1, devices), RIG_E_RANGE);
+    config = (struct rig_device_config){.profile = "h100", .group_size = RIG_DEVICES_MAX + 1};
+    assert_int_equal(rig_hal_open("sim", &config, 1, devices), RIG_E_RANGE);
+    config.group_size = 2;
+    enum rig_status status = rig_hal_open("sim", &config, 1, devices);
+#ifdef RIG_HAVE_MPI
+    assert_int_equal(status, RIG_E_STATE); /* this test does not initialise MPI */
+#else
+    assert_int_equal(status, RIG_E_UNSUPPORTED);
+#endif
+    assert_null(devices[0]);
+    config.group_size = 1; /* a group of one is the device opened alone */
+    assert_int_equal(rig_hal_open("sim", &config, 1, devices), RIG_OK);
+    assert_int_equal(rig_hal_device_info(devices[0])->group_size, 1);
+    rig_hal_close(devices[0]);
+}
+
 /* One rank: all-reduce leaves the data, all-gather copies `in` into out[0]. */
 /* Faults through the HAL (the swarm's way): a device's plan, the plan devices open with, and
  * the refusals (no device, a negative stall, an unknown backend). */
@@ -724,6 +754,7 @@ int main(void)
         cmocka_unit_test(test_capture_state),
         cmocka_unit_test(test_events),
         cmocka_unit_test(test_open_and_alloc_arguments),
+        cmocka_unit_test(test_open_group_across_processes),
         cmocka_unit_test(test_single_rank_collectives),
         cmocka_unit_test(test_faults_through_hal),
     };

@@ -2,7 +2,9 @@
  *
  * Checks: buffers round-trip through upload / download / fill / copy at offsets, and read
  * back zeros when fresh; the device memory limit gives RIG_E_DEVICE_MEMORY; a graph replay
- * gives exactly the bytes of the eager run and reads the buffers' current contents; the
+ * gives exactly the bytes of the eager run and reads the buffers' current contents, and
+ * every replay's nodes take exactly their node cost from the profile (the cost a node keeps
+ * after its first replay is that cost); the
  * n-th allocation fails with RIG_E_DEVICE_MEMORY leaving the device unchanged, and a stalled
  * op delays its stream by exactly stall_ns; a Qwen3-32B-shaped model (64 layers, hidden
  * 5120, intermediate 25600, 64/8 heads of 128, vocab 151936) plus an 8 GiB KV pool is
@@ -253,9 +255,21 @@ static void test_graph_replay_equals_eager(void **state)
     assert_int_equal(rig_hal_graph_op_count(graph), 3);
     rig__download(stream, buf, m.out_offset, replay, m.out_bytes);
     assert_memory_not_equal(replay, eager[0], m.out_bytes); /* capture ran nothing */
-    for (int32_t input = 0; input < 2; input++) {
+    struct rig_sim_profile profile;
+    char error[RIG_SIM_PROFILE_ERROR_MAX];
+    assert_int_equal(rig_sim_profile_load("h100:analytic:pinned", &profile, error, sizeof error),
+                     RIG_OK);
+    int64_t nodes_ns = 0;
+    for (int32_t i = 0; i < 3; i++) nodes_ns += rig_sim_cost_node_ns(&profile, &m.ops[i], 1);
+    for (int32_t replays = 0; replays < 3; replays++) {
+        int32_t input = replays % 2;
+        struct rig_sim_stats before, after;
         rig__random_upload(stream, buf, 10 + (uint64_t)input);
+        assert_int_equal(rig_sim_get_stats(device, &before), RIG_OK);
         assert_int_equal(rig_hal_graph_launch(graph, stream), RIG_OK);
+        assert_int_equal(rig_sim_get_stats(device, &after), RIG_OK);
+        assert_int_equal(after.device_busy_ns - before.device_busy_ns, nodes_ns);
+        assert_int_equal(after.ops_issued - before.ops_issued, 3);
         rig__download(stream, buf, m.out_offset, replay, m.out_bytes);
         assert_memory_equal(replay, eager[input], m.out_bytes);
     }

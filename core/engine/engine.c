@@ -96,6 +96,12 @@ static enum rig_status rig__validate(struct rig_engine *e, char *error, size_t l
     e->dummy_slot = c->num_pages * c->page_size;
     e->top_logprobs_max = c->model.vocab_size < RIG_LOGPROBS_TOP_MAX ? c->model.vocab_size
                                                                      : RIG_LOGPROBS_TOP_MAX;
+    /* Page-table writes per batch: rewrites from the last processed batch (≤ one prompt of
+     * L plus a budget), one page per decode request, and admissions — the prefill manager
+     * stops admitting before the rest is used, and the first admission (≤ L + a budget + a
+     * page) always fits. */
+    int32_t writes = 2 * (L + e->tokens_max) + (c->max_running_req + 1) * c->page_size + 64;
+    rig__layout_init(&e->layout, c->max_running_req, e->tokens_max, writes);
     return RIG_OK;
 }
 
@@ -188,13 +194,7 @@ static enum rig_status rig__check_host(const struct rig_engine *e, char *error, 
 static enum rig_status rig__host_init(struct rig_engine *e)
 {
     const struct rig_engine_config *c = &e->config;
-    int32_t L = e->max_seq_len, rmax = c->max_running_req;
-    /* Page-table writes per batch: rewrites from the last processed batch (≤ one prompt of
-     * L plus a budget), one page per decode request, and admissions — the prefill manager
-     * stops admitting before the rest is used, and the first admission (≤ L + a budget + a
-     * page) always fits. */
-    int32_t writes = 2 * (L + e->tokens_max) + (rmax + 1) * c->page_size + 64;
-    rig__layout_init(&e->layout, rmax, e->tokens_max, writes);
+    int32_t L = e->max_seq_len, rmax = c->max_running_req, writes = e->layout.writes_max;
     enum rig_status s = rig_request_pool_init(&e->pool, c->max_requests, L);
     if (s == RIG_OK) s = rig_cache_init(&e->cache, c->cache_type, c->num_pages, c->page_size);
     if (s == RIG_OK) e->cache.plant = c->debug_plant;
@@ -258,9 +258,9 @@ static enum rig_status rig__slots_pinned(struct rig_engine *e)
     size_t tokens_bytes = (size_t)e->layout.requests_max * sizeof(int32_t);
     for (int32_t i = 0; i < RIG__SLOTS && s == RIG_OK; i++) {
         void *staging = NULL, *tokens = NULL;
-        s = rig_hal_host_alloc(e->devices[0], e->layout.bytes, &staging);
+        s = rig_hal_host_alloc(e->devices[e->rank_first], e->layout.bytes, &staging);
         e->batches[i].staging = staging;
-        if (s == RIG_OK) s = rig_hal_host_alloc(e->devices[0], tokens_bytes, &tokens);
+        if (s == RIG_OK) s = rig_hal_host_alloc(e->devices[e->rank_first], tokens_bytes, &tokens);
         e->batches[i].tokens_out = tokens;
     }
     return s;
@@ -269,8 +269,8 @@ static enum rig_status rig__slots_pinned(struct rig_engine *e)
 static void rig__slots_pinned_free(struct rig_engine *e)
 {
     for (int32_t i = 0; i < RIG__SLOTS; i++) {
-        rig_hal_host_free(e->devices[0], e->batches[i].staging);
-        rig_hal_host_free(e->devices[0], e->batches[i].tokens_out);
+        rig_hal_host_free(e->devices[e->rank_first], e->batches[i].staging);
+        rig_hal_host_free(e->devices[e->rank_first], e->batches[i].tokens_out);
         e->batches[i].staging = NULL;
         e->batches[i].tokens_out = NULL;
     }
@@ -350,7 +350,7 @@ static void rig__graph_sizes(struct rig_engine *e)
             ladder[m++] = bs;
         for (int32_t i = m - 1; i >= 0; i--) sizes[n++] = ladder[i];
     }
-    for (int32_t r = 0; r < e->tp_size; r++) {
+    for (int32_t r = e->rank_first; r < e->rank_first + e->rank_count; r++) {
         e->ranks[r].graph_count = n;
         for (int32_t g = 0; g < n; g++) e->ranks[r].graphs[g].batch_size = sizes[g];
     }
@@ -359,10 +359,19 @@ static void rig__graph_sizes(struct rig_engine *e)
 static enum rig_status rig__devices_open(struct rig_engine *e, char *error, size_t len)
 {
     const struct rig_engine_config *c = &e->config;
-    enum rig_status s = rig_hal_open(c->backend, &c->device, e->tp_size, e->devices);
+    struct rig_device_config device = c->device;
+    if (c->ranks == RIG_RANKS_MPI) { /* this process's rank of the group */
+        struct rig_model_limits limits = {e->tokens_max, e->layout.requests_max, 1};
+        device.group_rank = e->rank_first;
+        device.group_size = e->tp_size;
+        device.collective_bytes_max =
+            rig_model_collective_bytes_max(&c->model, &limits, e->tp_size);
+    }
+    enum rig_status s =
+        rig_hal_open(c->backend, &device, e->rank_count, e->devices + e->rank_first);
     if (s != RIG_OK)
-        rig__error(error, len, "engine: cannot open %d %s device(s): %s", e->tp_size,
-                   c->backend, rig_status_message(s));
+        rig__error(error, len, "engine: cannot open %d %s device(s) (rank %d of %d): %s",
+                   e->rank_count, c->backend, e->rank_first, e->tp_size, rig_status_message(s));
     return s;
 }
 
@@ -372,7 +381,7 @@ static enum rig_status rig__devices_open(struct rig_engine *e, char *error, size
 static enum rig_status rig__check_fit(const struct rig_engine *e, char *error, size_t len)
 {
     const struct rig_engine_config *c = &e->config;
-    double memory = (double)rig_hal_device_info(e->devices[0])->memory_bytes;
+    double memory = (double)rig_hal_device_info(e->devices[e->rank_first])->memory_bytes;
     double weights = (double)rig_model_weight_bytes(&c->model, e->tp_size);
     double per_slot = (double)rig_model_kv_bytes_per_slot(&c->model, e->tp_size);
     double slots = (double)c->num_pages * c->page_size + 1; /* + the padding slot */
@@ -395,7 +404,9 @@ static enum rig_status rig__devices_init(struct rig_engine *e, char *error, size
         return s;
     }
     struct rig_comm *comms[RIG_DEVICES_MAX] = {0};
-    if (e->tp_size > 1 && (s = rig_hal_comm_create(e->devices, e->tp_size, comms)) != RIG_OK) {
+    int32_t first = e->rank_first, end = e->rank_first + e->rank_count;
+    if (e->tp_size > 1 &&
+        (s = rig_hal_comm_create(e->devices + first, e->rank_count, comms + first)) != RIG_OK) {
         rig__error(error, len, "engine: cannot create the TP group: %s", rig_status_message(s));
         return s;
     }
@@ -404,13 +415,13 @@ static enum rig_status rig__devices_init(struct rig_engine *e, char *error, size
     /* Every rank takes its comm first: when rank 0 fails below, destroy must still find
      * the comms of the ranks not reached (found by the swarm: a failing start-up allocation
      * with TP 2 closed a device with a live comm). */
-    for (int32_t r = 0; r < e->tp_size; r++) {
+    for (int32_t r = first; r < end; r++) {
         e->ranks[r].index = r;
         e->ranks[r].engine = e;
         e->ranks[r].device = e->devices[r];
         e->ranks[r].comm = comms[r];
     }
-    for (int32_t r = 0; r < e->tp_size; r++) {
+    for (int32_t r = first; r < end; r++) {
         struct rig__rank *rank = &e->ranks[r];
         if ((s = rig__rank_objects(e, rank)) != RIG_OK) {
             rig__error(error, len, "engine: rank %d buffers: %s", r, rig_status_message(s));
@@ -428,12 +439,14 @@ static enum rig_status rig__devices_init(struct rig_engine *e, char *error, size
 static enum rig_status rig__graphs_init(struct rig_engine *e, char *error, size_t len)
 {
     rig__graph_sizes(e);
-    if (e->ranks[0].graph_count == 0) return RIG_OK;
+    /* A following process captures when process 0's capture job reaches it. */
+    if (!rig_engine_leads(e) || e->ranks[0].graph_count == 0) return RIG_OK;
     struct rig__batch *b = &e->batches[0];
     rig__stage_padding(e, b, 0, e->ranks[0].graphs[0].batch_size, 0);
     enum rig_status s = rig__ranks_run(e, RIG_RANK_JOB_CAPTURE, 0);
     if (s == RIG_E_UNSUPPORTED) {
-        for (int32_t r = 0; r < e->tp_size; r++) e->ranks[r].graph_count = 0;
+        for (int32_t r = e->rank_first; r < e->rank_first + e->rank_count; r++)
+            e->ranks[r].graph_count = 0;
         return RIG_OK;
     }
     if (s != RIG_OK)
@@ -451,6 +464,7 @@ enum rig_status rig_engine_create(const struct rig_engine_config *config,
     e->config = *config;
     if (observer) e->observer = *observer;
     enum rig_status s = rig__validate(e, error, error_len);
+    if (s == RIG_OK) s = rig__ranks_join(e, error, error_len);
     if (s == RIG_OK) s = rig__devices_open(e, error, error_len);
     if (s == RIG_OK) s = rig__check_fit(e, error, error_len);
     if (s == RIG_OK) s = rig__check_host(e, error, error_len);
@@ -471,14 +485,16 @@ enum rig_status rig_engine_create(const struct rig_engine_config *config,
 void rig_engine_destroy(struct rig_engine *e)
 {
     if (!e) return;
-    rig__ranks_stop(e);
-    for (int32_t r = 0; r < e->tp_size; r++) {
+    int32_t first = e->rank_first, end = e->rank_first + e->rank_count;
+    rig__ranks_report(e);
+    for (int32_t r = first; r < end; r++) {
         if (e->ranks[r].compute) rig_hal_stream_synchronize(e->ranks[r].compute);
         rig__rank_free(&e->ranks[r]);
     }
-    if (e->devices[0]) rig__slots_pinned_free(e);
-    for (int32_t r = 0; r < e->tp_size; r++)
+    if (e->devices[first]) rig__slots_pinned_free(e);
+    for (int32_t r = first; r < end; r++)
         if (e->devices[r]) rig_hal_close(e->devices[r]);
+    rig__ranks_stop(e); /* across processes: after the devices' pools (an MPI_Abort on failure) */
     rig__host_free(e);
     free(e);
 }
@@ -575,7 +591,7 @@ enum rig_status rig_engine_submit(struct rig_engine *e, const struct rig_submit 
                    (unsigned long long)s->uid);
         return RIG_E_INVALID;
     }
-    int64_t now = rig_hal_now_ns(e->devices[0]);
+    int64_t now = rig_engine_now_ns(e);
     int32_t max_tokens = s->sampling.max_tokens > 0 ? s->sampling.max_tokens
                                                     : e->max_seq_len - s->prompt_len;
     const char *reject = rig__reject_reason(e, s, max_tokens, why, sizeof why);
@@ -619,7 +635,7 @@ enum rig_status rig_engine_abort(struct rig_engine *e, uint64_t uid)
  * another process have no streams here. */
 static const char *rig__op_error(const struct rig_engine *e)
 {
-    for (int32_t r = 0; r < e->tp_size; r++) {
+    for (int32_t r = e->rank_first; r < e->rank_first + e->rank_count; r++) {
         const struct rig_stream *streams[2] = {e->ranks[r].compute, e->ranks[r].meta};
         for (int32_t i = 0; i < 2; i++) {
             const char *message = streams[i] != NULL ? rig_hal_stream_error(streams[i]) : "";
@@ -635,8 +651,9 @@ const char *rig_engine_error(const struct rig_engine *e)
     if (e->error[0] != '\0') return e->error;
     const char *op = rig__op_error(e);
     if (op[0] != '\0') return op;
-    if (e->tp_size == 1 || e->ranks[0].comm == NULL) return "";
-    return rig_hal_comm_error(e->ranks[0].comm);
+    const struct rig_comm *comm = e->ranks[e->rank_first].comm;
+    const char *group = e->tp_size > 1 && comm != NULL ? rig_hal_comm_error(comm) : "";
+    return group[0] != '\0' ? group : rig__ranks_error(e);
 }
 
 int32_t rig_engine_abort_all(struct rig_engine *e)
@@ -657,7 +674,7 @@ void rig_engine_end_unsubmitted(struct rig_engine *e, const struct rig_submit *s
 {
     RIG_ASSERT(reason == RIG_END_REJECTED || reason == RIG_END_ABORT);
     e->stats.submitted++;
-    rig__report_end(e, s, reason, message, rig_hal_now_ns(e->devices[0]));
+    rig__report_end(e, s, reason, message, rig_engine_now_ns(e));
 }
 
 enum rig_status rig_engine_flush_cache(struct rig_engine *e)
@@ -677,12 +694,12 @@ void rig_engine_stats(const struct rig_engine *e, struct rig_engine_stats *out)
 
 int64_t rig_engine_now_ns(const struct rig_engine *e)
 {
-    return rig_hal_now_ns(e->devices[0]);
+    return rig_hal_now_ns(e->devices[e->rank_first]);
 }
 
 void rig_engine_wait_until_ns(struct rig_engine *e, int64_t t_ns)
 {
-    for (int32_t r = 0; r < e->tp_size; r++) rig_hal_host_wait_until_ns(e->devices[r], t_ns);
+    rig__host_wait_until(e, t_ns);
 }
 
 const struct rig_request *rig_engine_find(const struct rig_engine *e, uint64_t uid)
@@ -698,7 +715,7 @@ const struct rig_cache *rig_engine_cache(const struct rig_engine *e)
 struct rig_device *rig_engine_device(const struct rig_engine *e, int32_t rank)
 {
     RIG_ASSERT(rank >= 0 && rank < e->tp_size);
-    return e->devices[rank];
+    return e->devices[rank]; /* NULL for a rank in another process */
 }
 
 const struct rig_engine_config *rig_engine_get_config(const struct rig_engine *e)
@@ -709,5 +726,5 @@ const struct rig_engine_config *rig_engine_get_config(const struct rig_engine *e
 struct rig_model *rig_engine_model(struct rig_engine *e, int32_t rank)
 {
     RIG_ASSERT(e != NULL && rank >= 0 && rank < e->tp_size);
-    return e->ranks[rank].model;
+    return e->ranks[rank].model; /* NULL for a rank in another process */
 }

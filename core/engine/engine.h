@@ -22,7 +22,8 @@
  * policy or TP degree.
  *
  * Threads: all calls from one thread (the scheduler thread). With tp_size > 1 the engine
- * runs ranks 1.. on persistent worker threads of its own (see docs/engine.md); observer
+ * runs ranks 1.. on persistent worker threads of its own, or (RIG_RANKS_MPI) one rank per
+ * process of an MPI job, process 0 scheduling (see docs/engine.md); observer
  * callbacks are made on the calling thread, inside rig_engine_step, rig_engine_submit (a
  * rejection) and rig_engine_abort. Callbacks must not call back into the engine.
  */
@@ -56,10 +57,19 @@ struct rig_host_costs {
     int64_t process_per_req_ns; /* per request when processing a batch's results */
 };
 
+/* Where the TP ranks run (docs/engine.md, "Ranks across processes"). */
+enum rig_ranks_kind {
+    RIG_RANKS_THREADS = 0, /* every rank in this process: rank 0 on the caller's thread */
+    RIG_RANKS_MPI = 1,     /* process p of an MPI job of tp_size processes holds rank p only;
+                              process 0 schedules (MPI initialised by the caller) */
+};
+
 struct rig_engine_config {
     const char *backend;              /* "sim" | "cuda" */
-    struct rig_device_config device;  /* how the devices are opened */
+    struct rig_device_config device;  /* how the devices are opened (group_* are the
+                                         engine's: set from `ranks`) */
     int32_t tp_size;                  /* devices, one model rank each */
+    enum rig_ranks_kind ranks;        /* threads (default) or one process per rank */
     struct rig_model_config model;    /* from rig_model_config_preset / _load */
     struct rig_weights_source weights;
     int32_t num_pages;                /* KV pages in the pool */
@@ -86,9 +96,9 @@ struct rig_engine_config {
  * not the machine's memory, so a configuration starts or fails alike on every machine. */
 #define RIG_ENGINE_HOST_BYTES_MAX ((int64_t)8 << 30)
 
-/* Defaults: sim backend, tp 1, page size 1, 1024 pages, 16 rows, budget 8192, radix cache,
- * prefill_first, overlap on, graphs on (max bs 32), checker on in verify builds, seed 0. The
- * model must still be set. Can't fail. */
+/* Defaults: sim backend, tp 1 (ranks as threads), page size 1, 1024 pages, 16 rows, budget
+ * 8192, radix cache, prefill_first, overlap on, graphs on (max bs 32), checker on in verify
+ * builds, seed 0. The model must still be set. Can't fail. */
 void rig_engine_config_default(struct rig_engine_config *config);
 
 /* One forward step, as the results writer stores it. Device times are on the device
@@ -168,6 +178,17 @@ enum rig_status rig_engine_create(const struct rig_engine_config *config,
                                   struct rig_engine **out, char *error, size_t error_len);
 void rig_engine_destroy(struct rig_engine *engine);
 
+/* With ranks across processes (RIG_RANKS_MPI): true in process 0, which schedules; false in
+ * the others, which only follow (rig_engine_follow) and must not submit or step. True for
+ * an engine whose ranks are threads. */
+bool rig_engine_leads(const struct rig_engine *engine);
+/* A following process (rig_engine_leads false): runs its rank's share of every job process 0
+ * sends — graph capture, each step's batch — until process 0's engine is destroyed (RIG_OK).
+ * On a failure (a job of its rank, or process 0 silent beyond the collective timeout)
+ * returns its status, rig_engine_error saying why; destroying the engine then ends the MPI
+ * job (docs/engine.md). */
+enum rig_status rig_engine_follow(struct rig_engine *engine);
+
 /* Queues a request. A request that can never run — prompt at or over the context limit,
  * prompt + max_tokens over it, or more KV than the whole cache — is rejected: returns
  * RIG_E_RANGE with the reason in `reason`, and the observer sees it end as REJECTED with
@@ -243,11 +264,13 @@ void rig_engine_wait_until_ns(struct rig_engine *engine, int64_t t_ns);
 /* The live request with `uid` (read-only), or NULL: for tests and status pages. */
 const struct rig_request *rig_engine_find(const struct rig_engine *engine, uint64_t uid);
 const struct rig_cache *rig_engine_cache(const struct rig_engine *engine);
-/* The device of TP rank `rank` (0 <= rank < tp_size): for fault injection in tests. */
+/* The device of TP rank `rank` (0 <= rank < tp_size): for fault injection in tests. NULL
+ * when the rank runs in another process (RIG_RANKS_MPI). */
 struct rig_device *rig_engine_device(const struct rig_engine *engine, int32_t rank);
 const struct rig_engine_config *rig_engine_get_config(const struct rig_engine *engine);
 /* Rank `rank`'s model (0 <= rank < tp_size), for debug access between steps such as
- * rig_model_keep_logits (`rig generate --logits-out`). */
+ * rig_model_keep_logits (`rig generate --logits-out`); NULL when the rank runs in another
+ * process (RIG_RANKS_MPI). */
 struct rig_model *rig_engine_model(struct rig_engine *engine, int32_t rank);
 
 #endif /* RIG_ENGINE_H */

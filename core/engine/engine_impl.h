@@ -34,6 +34,9 @@
 
 #define RIG__SLOTS 2
 #define RIG__GRAPHS_MAX 40
+/* The wall-clock bound of ranks across processes when the device config gives no collective
+ * timeout: the same 10 minutes as the simulator's and PyTorch's watchdog. */
+#define RIG_RANKS_TIMEOUT_MS_DEFAULT 600000
 
 struct rig__meta_layout {
     size_t table_idx, cu_q, kv_len, last_idx, temperature, top_k, top_p, seed, sample_pos,
@@ -122,6 +125,14 @@ struct rig__rank {
     int32_t graph_count;
 };
 
+/* The scheduler's host time for ranks in other processes since the last job, composed as
+ * rig_batch_desc's host_add_ns / host_until_ns (core/engine/ranks/ranks.h). */
+struct rig__host_log {
+    int64_t add_ns[2];
+    int64_t until_ns[2]; /* -1: no floor */
+    int32_t phase;       /* 1 once the job's upload wait has passed */
+};
+
 struct rig_engine {
     struct rig_engine_config config;
     struct rig_engine_observer observer;
@@ -130,8 +141,10 @@ struct rig_engine {
     int32_t tokens_max;           /* T_max of a batch */
     int32_t dummy_slot;           /* the KV slot padded requests write */
     int32_t top_logprobs_max;     /* alternatives an extended graph gives: min(20, V) */
-    struct rig_device *devices[RIG_DEVICES_MAX];
-    struct rig__rank ranks[RIG_DEVICES_MAX];
+    int32_t rank_first;           /* the ranks this process holds: [rank_first, + rank_count); */
+    int32_t rank_count;           /* all of them, or one per process (RIG_RANKS_MPI) */
+    struct rig_device *devices[RIG_DEVICES_MAX]; /* by rank; NULL outside this process */
+    struct rig__rank ranks[RIG_DEVICES_MAX];     /* by rank; only this process's are set */
     struct rig_request_pool pool;
     struct rig_cache cache;
     struct rig_table table;
@@ -154,6 +167,8 @@ struct rig_engine {
     int64_t ended;                /* requests that ended (finished + aborted + rejected) */
     struct rig_engine_stats stats;
     struct rig_ranks *rank_pool;  /* rank execution (core/engine/ranks/ranks.h) */
+    struct rig_ranks_mpi *mpi_pool; /* ... or across processes (core/engine/ranks/mpi.h) */
+    struct rig__host_log remote_host; /* process 0 with RIG_RANKS_MPI: for the next job */
     char error[256];              /* why a step failed, beyond its status; "" */
 };
 
@@ -165,8 +180,20 @@ enum rig_status rig__rank_init_tables(struct rig__rank *rank);
  * rig_ranks_run (its descriptor and staging block) and waits until all have issued it.
  * Returns the first failing rank's status. */
 enum rig_status rig__ranks_run(struct rig_engine *engine, int32_t job, int32_t slot);
+/* Threads: this process holds every rank. RIG_RANKS_MPI: joins the MPI job (process p holds
+ * rank p) before any device is opened. Sets rank_first / rank_count; error in `error`. */
+enum rig_status rig__ranks_join(struct rig_engine *engine, char *error, size_t error_len);
 enum rig_status rig__ranks_start(struct rig_engine *engine);
 void rig__ranks_stop(struct rig_engine *engine);
+/* Why the rank pool across processes failed ("" when it has not, or without one). */
+const char *rig__ranks_error(const struct rig_engine *engine);
+/* A failed pool across processes: prints the engine's error (destroy ends the job). */
+void rig__ranks_report(const struct rig_engine *engine);
+/* The scheduler's host time on every rank's timeline: modelled work, a wait until t_ns, the
+ * point where the job's upload wait happens (logged for ranks in other processes). */
+void rig__host_work(struct rig_engine *engine, int64_t ns);
+void rig__host_wait_until(struct rig_engine *engine, int64_t t_ns);
+void rig__host_upload_wait_passed(struct rig_engine *engine);
 
 /* prepare.c */
 /* Allocates KV slots, advances lengths and fills the batch's staging block. */

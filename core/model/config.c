@@ -427,3 +427,13 @@ size_t rig_model_weight_bytes(const struct rig_model_config *config, int32_t tp_
     if (!config->tie_word_embeddings) total += vocab * h;
     return total * sizeof(uint16_t);
 }
+
+int64_t rig_model_collective_bytes_max(const struct rig_model_config *config,
+                                       const struct rig_model_limits *limits, int32_t tp_size)
+{
+    RIG_ASSERT(config != NULL && limits != NULL && tp_size >= 1);
+    int64_t reduce = (int64_t)limits->max_tokens * config->hidden_size * 2;
+    int64_t vocab_rank = ((int64_t)config->vocab_size + tp_size - 1) / tp_size;
+    int64_t gather = (int64_t)limits->max_requests * vocab_rank * 4;
+    return reduce > gather ? reduce : gather;
+}

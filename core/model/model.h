@@ -83,6 +83,11 @@ struct rig_model_limits {
     int32_t kv_slots;     /* S: KV slots per layer (pages × page size, + 1 dummy slot) */
 };
 
+/* Bytes of the largest collective input one rank sends in a forward under `limits`: an
+ * all-reduce of [T', hidden] bf16 or the all-gather of [R', ceil(V / tp)] fp32 logits. */
+int64_t rig_model_collective_bytes_max(const struct rig_model_config *config,
+                                       const struct rig_model_limits *limits, int32_t tp_size);
+
 /* Where weights come from: a directory with safetensors (+ index) or seeded dummy weights. */
 struct rig_weights_source {
     const char *path;     /* model directory; NULL = dummy weights */

@@ -8,6 +8,8 @@
  *   stall  process 1's executor sleeps at step 5: process 0 gets RIG_E_TIMEOUT naming
  *          process 1 and the step, within the timeout; destroy then ends the job.
  *   kill   process 1 kills itself (SIGKILL) at step 5: mpirun ends the job.
+ *   late   process 1 comes to create its pool 20 s late: process 0's create (a 1 s bound)
+ *          ends the job, saying that not every process joined.
  * Prints "PASS <mode>" on process 0 when its checks hold; exits non-zero otherwise. */
 #include <mpi.h>
 #include <signal.h>
@@ -128,6 +130,7 @@ int main(int argc, char **argv)
         .mode = argc > 1 ? argv[1] : "ok", .size = size, .hash = 14695981039346656037ull};
     char error[RIG_RANKS_MPI_ERROR_MAX];
     struct rig_ranks_mpi *pool = NULL;
+    if (strcmp(c.mode, "late") == 0 && rank == 1) sleep(20); /* never joins in time */
     /* A pool whose size is not the job's is refused (every process, before any job). */
     CHECK(rig_ranks_mpi_create(size + 1, METADATA_MAX, 1000, execute, &c, error, sizeof error,
                                &pool) == RIG_E_INVALID);

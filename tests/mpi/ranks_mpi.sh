@@ -19,6 +19,9 @@ stall) grep -q "^PASS stall" "$out" || fail "no timeout reported (exit $rc)"
        [ "$elapsed" -lt 30 ] || fail "took $elapsed s: the stalled rank was waited for" ;;
 kill)  [ "$rc" -ne 0 ] || fail "a killed process went unnoticed"
        grep -q "exited on signal 9" "$out" || fail "mpirun did not name the killed process" ;;
+late)  [ "$rc" -ne 0 ] || fail "a process that never joined went unnoticed"
+       grep -q "not every process of 2 joined within 1000 ms" "$out" || fail "no message"
+       [ "$elapsed" -lt 15 ] || fail "took $elapsed s: the late process was waited for" ;;
 esac
 rm -f "$out"
 echo "ranks_mpi.sh: $mode with $n processes: ok (${elapsed} s)"

@@ -23,6 +23,9 @@ Checked for each run, against the dry run of the same options and the server's o
   one token time per output token, non-decreasing, TTFT <= E2E (= when not streamed); arrivals
   follow the dry run's schedule; tools/report/report.py plots it (where matplotlib is present);
 - the JSONL line parses and its totals equal the HDF5 file's.
+Then /generate's long streams (check_long_stream): the client parses each event's new text
+only (client_parsed_bytes linear in the output while the events grow with its square), with
+every count as above.
 Text prompts (a tokenizer given) and token-id prompts (--tokenize-prompt, or no tokenizer) are
 both sent. Everything is bounded in time; skipped (77) without h5py or prometheus_client.
 """
@@ -207,6 +210,60 @@ def check_warmup_and_model(server, work):
     assert "Successful requests:                     4" in out, out
 
 
+def check_long_stream(work):
+    """/generate sends all the text so far in every event, so the bytes of a stream grow with
+    the square of its length; the client must parse only what is new. Two runs of 4 requests,
+    256 and 1,024 output tokens: the client's parsed bytes (client_parsed_bytes) grow ~4x,
+    linearly, and at 1,024 tokens are a small part of the bytes received — and the counts are
+    what they must be (every token, the server's totals, one ITL per token after the first, a
+    text per request). Its own server paces the simulator on the wall clock (H100 timing), so
+    the server sends about an event per step, as a GPU server does, however busy the machine."""
+    jsonl = os.path.join(work, "long.jsonl")
+    server = serve_fixture.Server("--preset", "qwen3-0.6b", "--sim-timing-only", "--sim-pace",
+                                  "realtime", "--sim-profile", "h100")
+    try:
+        lines = long_stream_runs(server, jsonl)
+    finally:
+        server.stop()
+    short, long_ = lines[256], lines[1024]
+    events = long_["client_event_bytes"] / short["client_event_bytes"]
+    parsed = long_["client_parsed_bytes"] / short["client_parsed_bytes"]
+    per_token = long_["client_parsed_bytes"] / long_["total_output_tokens"]
+    unread = long_["client_event_bytes"] / long_["client_parsed_bytes"]
+    print("long stream: 4x the tokens, event bytes x%.1f, parsed bytes x%.2f (%.0f per token); "
+          "1,024 tokens: %.1fx more bytes received than parsed" % (events, parsed, per_token,
+                                                                   unread))
+    assert events > 10 and unread > 5, (short, long_)  # the server's events are cumulative ...
+    assert parsed < 5 and per_token < 400, (short, long_)  # ... the client's parsing is not
+
+
+def long_stream_runs(server, jsonl):
+    """check_long_stream's two runs: their JSONL lines without the lists, by output length."""
+    lines = {}
+    for out_len in (256, 1024):
+        before = counters(server)
+        rc, out, err = rig("--base-url", server.url, "--backend", "rig", "--dataset-name",
+                           "random-ids", "--num-prompts", "4", "--random-input-len", "32",
+                           "--random-output-len", str(out_len), "--random-range-ratio", "1",
+                           "--warmup-requests", "0", "--request-timeout", "60", "--timeout",
+                           "120", "--disable-tqdm", "--quiet", "--output-file", jsonl,
+                           "--output-details", "--tag", "long-%d" % out_len)
+        assert rc == 0, "long stream: exit %d\n%s\n%s" % (rc, out, err)
+        grown = counters(server)["rig:generation_tokens_total"] - \
+            before["rig:generation_tokens_total"]
+        with open(jsonl) as f:
+            line = json.loads(f.readlines()[-1])
+        brief = {k: v for k, v in line.items() if not isinstance(v, list)}
+        assert line["completed"] == 4 and line["failed"] == 0, (brief, line["errors"])
+        assert line["total_output_tokens"] == 4 * out_len == grown, (brief, grown)
+        assert line["output_lens"] == [out_len] * 4, line["output_lens"]
+        assert [len(i) for i in line["itls"]] == [out_len - 1] * 4, [len(i) for i in line["itls"]]
+        assert all(len(t) >= out_len for t in line["generated_texts"]), \
+            [len(t) for t in line["generated_texts"]]
+        lines[out_len] = brief
+    return lines
+
+
 def main():
     work = os.path.join(os.getcwd(), "serve_bench_work")
     os.makedirs(work, exist_ok=True)
@@ -227,6 +284,7 @@ def main():
                         check_report(h5, work)
     finally:
         err = server.stop()
+    check_long_stream(work)
     print("serve_bench: all checks passed in %.1f s" % (time.monotonic() - started))
     del err
 

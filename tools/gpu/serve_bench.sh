@@ -15,9 +15,13 @@
 #      seed 0) — so the same requests arrive at the same offsets in both columns;
 #   3. the peer (RIG_SERVE_BENCH_PEER=1): `transformers serve --continuous-batching` on a
 #      Qwen3-0.6B-shaped model with seeded random weights and the Qwen3 tokenizer, the same
-#      client with --backend openai; each run bounded by --timeout 45 s (HF is ~30x slower);
+#      client with --backend openai on the first RIG_PEER_OFFLINE (32) offline requests and
+#      the first RIG_PEER_ONLINE (16) arrivals of each rate, each run cut at RIG_PEER_TIMEOUT
+#      s (serve_bench_peer.sh); rig serves the same requests the same way in step 2
+#      (http-peerset-*, /v1/completions with text prompts), so the ratios compare like runs;
 #   4. $OUT/summary.txt: one line per run (output tok/s, TTFT/TPOT p50/p99), the HTTP/in-process
-#      ratio of offline output tok/s (the issue's target: >= 0.95) and rig/peer ratios.
+#      ratio of offline output tok/s (the issue's target: >= 0.95) and rig/peer ratios (output
+#      tok/s rig over peer; TTFT and TPOT p50/p99 peer over rig).
 # Exit status 0 when every HTTP run completed all its requests and the ratio was computed.
 #
 # On the GPU machine, from a bundle made here with tools/bundle.sh /work/main/bundle-NAME:
@@ -33,6 +37,10 @@
 # RIG_SERVE_BENCH_API (the client's API: rig = /generate with input_ids; openai =
 # /v1/completions with a list prompt), RIG_SERVE_BENCH_RATES ("4 8 16 32"; sim "16 32"),
 # RIG_SERVE_BENCH_REQUESTS (per online rate: 128; sim 16), RIG_SERVE_BENCH_PEER (0),
+# RIG_PEER_OFFLINE / RIG_PEER_ONLINE / RIG_PEER_TIMEOUT / RIG_PEER_BUDGET (serve_bench_peer.sh),
+# RIG_SERVE_BENCH_INPROC_LAST (0; 1: step 1 after step 3, so a short call loses it first),
+# RIG_SERVE_BENCH_DEADLINE (0; seconds: step 1 is cut to end 16 s before it),
+# RIG_SERVE_BENCH_RIG (1; 0: steps 1 and 2 left out, the peer alone),
 # RIG_PEER_WHEELS (a folder of wheels for the peer's missing Python packages: fastapi,
 # uvicorn, ...; installed with pip --no-index into $OUT/peer-site).
 set -uo pipefail
@@ -43,6 +51,12 @@ out=${OUT:-$PWD/serve-bench-out}
 port=${RIG_SERVE_PORT:-1919}
 engine=${RIG_SERVE_BENCH_BACKEND:-cuda}
 api=${RIG_SERVE_BENCH_API:-rig}
+peer=${RIG_SERVE_BENCH_PEER:-0}
+inproc_last=${RIG_SERVE_BENCH_INPROC_LAST:-0}
+rig_steps=${RIG_SERVE_BENCH_RIG:-1}
+deadline=${RIG_SERVE_BENCH_DEADLINE:-0}
+peer_offline=${RIG_PEER_OFFLINE:-32}
+peer_online=${RIG_PEER_ONLINE:-16}
 if [[ $engine == sim ]]; then
     rates=${RIG_SERVE_BENCH_RATES:-16 32}
     requests=${RIG_SERVE_BENCH_REQUESTS:-16}
@@ -76,12 +90,24 @@ if [[ $engine == cuda ]]; then
 fi
 rig --version
 
-echo "== 1. in process: rig bench offline online ${inproc_flags[*]}"
+inproc() { # step 1, cut at 240 s or where the deadline leaves less (16 s kept for the summary)
+    local limit=240
+    if ((deadline > 0 && deadline - SECONDS - 16 < limit)); then
+        limit=$((deadline - SECONDS - 16))
+    fi
+    echo "== 1. in process: rig bench offline online ${inproc_flags[*]} (at ${SECONDS} s," \
+        "cut at $limit s)"
+    if ((limit < 30)); then
+        echo "in-process bench skipped: the deadline is too near"
+        return
+    fi
+    timeout "$limit" "${rig_cmd[@]}" bench offline online "${inproc_flags[@]}" \
+        --rates "$rates_csv" --requests "$requests" --out "$out/inproc" >"$out/inproc.txt" 2>&1 ||
+        echo "in-process bench failed (exit $?)"
+    grep -E "^  (run|offline|online)" "$out/inproc.txt"
+}
 rates_csv=$(echo "$rates" | tr ' ' ',')
-timeout 240 "${rig_cmd[@]}" bench offline online "${inproc_flags[@]}" --rates "$rates_csv" \
-    --requests "$requests" --out "$out/inproc" >"$out/inproc.txt" 2>&1 ||
-    echo "in-process bench failed (exit $?)"
-grep -E "^  (run|offline|online)" "$out/inproc.txt"
+if [[ $inproc_last != 1 && $rig_steps == 1 ]]; then inproc; fi
 
 # The in-process workloads as scenario files (core/harness/bench/serving.c's texts).
 offline=$out/work/offline.yaml
@@ -120,36 +146,51 @@ bench() { # $1 tag, $2 dataset file, then extra client flags
         "$out/$tag.txt"
 }
 
-echo "== 2. over HTTP: rig serve ${serve_args[*]}"
-"${rig_cmd[@]}" serve "${serve_args[@]}" >"$out/rig-serve.log" 2>&1 &
-server=$!
-url=http://127.0.0.1:$port
-if [[ $port == 0 ]]; then # any free port (the rehearsal): the "ready" line names it
-    for _ in $(seq 180); do
-        url=$(grep -o 'http://127.0.0.1:[0-9]*' "$out/rig-serve.log") && break
-        sleep 1
-    done
-fi
-if wait_health "$url/health" 180 "$server"; then
-    echo "rig serve: /health 200 after ${SECONDS} s of the script"
-    bench http-offline "$offline" --backend "$api" --base-url "$url"
-    for rate in $rates; do
-        bench "http-online-$rate" "$out/work/online-$rate.yaml" --backend "$api" --base-url "$url"
-    done
-else
-    echo "rig serve did not answer /health with 200 in 180 s; its log:"
-    tail -n 40 "$out/rig-serve.log"
-fi
-kill -INT "$server" 2>/dev/null
-wait "$server"
-echo "rig serve: exit $?"
+http_step() { # step 2: rig serve, then the client on each workload
+    echo "== 2. over HTTP (at ${SECONDS} s): rig serve ${serve_args[*]}"
+    "${rig_cmd[@]}" serve "${serve_args[@]}" >"$out/rig-serve.log" 2>&1 &
+    server=$!
+    url=http://127.0.0.1:$port
+    if [[ $port == 0 ]]; then # any free port (the rehearsal): the "ready" line names it
+        for _ in $(seq 180); do
+            url=$(grep -o 'http://127.0.0.1:[0-9]*' "$out/rig-serve.log") && break
+            sleep 1
+        done
+    fi
+    if wait_health "$url/health" 180 "$server"; then
+        echo "rig serve: /health 200 after ${SECONDS} s of the script"
+        bench http-offline "$offline" --backend "$api" --base-url "$url"
+        for rate in $rates; do
+            bench "http-online-$rate" "$out/work/online-$rate.yaml" --backend "$api" \
+                --base-url "$url"
+        done
+        if [[ $peer == 1 ]]; then # the peer's requests, sent as to the peer
+            local flags=(--backend openai --tokenizer "$tokenizer" --base-url "$url")
+            bench http-peerset-offline "$offline" "${flags[@]}" --num-prompts "$peer_offline"
+            for rate in $rates; do
+                bench "http-peerset-online-$rate" "$out/work/online-$rate.yaml" "${flags[@]}" \
+                    --num-prompts "$peer_online"
+            done
+        fi
+    else
+        echo "rig serve did not answer /health with 200 in 180 s; its log:"
+        tail -n 40 "$out/rig-serve.log"
+    fi
+    kill -INT "$server" 2>/dev/null
+    wait "$server"
+    echo "rig serve: exit $?"
+}
+if [[ $rig_steps == 1 ]]; then http_step; fi
 
-if [[ ${RIG_SERVE_BENCH_PEER:-0} == 1 ]]; then
-    echo "== 3. peer: transformers serve"
-    "$here/serve_bench_peer.sh" "$out" "$bundle" "$offline" "$rates" || echo "peer: exit $?"
+if [[ $peer == 1 ]]; then
+    echo "== 3. peer (at ${SECONDS} s): transformers serve"
+    RIG_PEER_OFFLINE=$peer_offline RIG_PEER_ONLINE=$peer_online \
+        "$here/serve_bench_peer.sh" "$out" "$bundle" "$offline" "$rates" || echo "peer: exit $?"
 fi
 
-echo "== 4. summary"
+if [[ $inproc_last == 1 && $rig_steps == 1 ]]; then inproc; fi
+
+echo "== 4. summary (at ${SECONDS} s)"
 python3 - "$out/serve.jsonl" "$out/inproc.txt" "$offline_count" "$requests" "$rates" <<'PY' |
 import json, os, sys
 jsonl, table, offline_count, requests, rates = sys.argv[1], sys.argv[2], int(sys.argv[3]), \
@@ -192,10 +233,18 @@ if http and inproc and inproc[1] > 0:
           f"(output tok/s; target >= 0.95)")
 else:
     ok = False
-for tag, r in runs.items():
-    if tag.startswith("peer-") and ("http-" + tag[5:]) in runs:
-        ratio = runs["http-" + tag[5:]][1] / max(r[1], 1e-9)
-        print(f"rig / peer {tag[5:]}: output tok/s x{ratio:.2f}")
+for tag, p in runs.items():  # the peer against rig on the same requests where rig ran them
+    name = tag[5:]
+    rig = runs.get("http-peerset-" + name) or runs.get("http-" + name)
+    if not tag.startswith("peer-") or rig is None:
+        continue
+    if p[0] == 0:
+        print(f"rig / peer {name}: the peer completed no request")
+        continue
+    lat = " ".join(f"{k} x{p[i] / max(rig[i], 1e-9):.1f}" for i, k in (
+        (2, "ttft50"), (3, "ttft99"), (4, "tpot50"), (5, "tpot99")))
+    print(f"rig / peer {name:<10} ({p[0]} / {rig[0]} done): output tok/s "
+          f"x{rig[1] / max(p[1], 1e-9):.1f}; peer / rig latency {lat}")
 sys.exit(0 if ok else 1)
 PY
     tee "$out/summary.txt"

@@ -40,6 +40,7 @@
 #include "core/engine/driver.h"
 #include "tools/rig/args.h"
 #include "tools/rig/commands.h"
+#include "tools/rig/ranks_cli.h"
 #include "tools/rig/text_cli.h"
 
 #define RIG__PROMPTS_MAX 64
@@ -68,6 +69,7 @@ struct rig__generate_args {
     const char *logits_out;
     bool json;
     int32_t prefill_budget;                    /* 0: raised to fit every prompt */
+    struct rig_ranks_cli ranks;                /* --ranks, SGLang's multi-node flags */
     int32_t max_running;                       /* 0: raised to the prompt count */
     int64_t collective_timeout_ms;             /* 0: the backend's default */
     const char *prompt;                        /* --prompt TEXT, or NULL */
@@ -132,7 +134,11 @@ static void rig__generate_usage(FILE *out)
             "  --max-running N      requests running at once (default: all prompts; 1: one\n"
             "                       after another, so shared prefixes hit the radix cache)\n"
             "  --collective-timeout MS  a TP collective stuck this long ends the run with an\n"
-            "                       error naming rank and collective (default 600000)\n",
+            "                       error naming rank and collective (default 600000)\n"
+            "  --ranks threads|mpi  TP ranks as threads (default) or one per process under\n"
+            "                       `mpirun -n TP` (process 0 prints; docs/engine.md)\n"
+            "  --nnodes N --node-rank R --dist-init-addr HOST:PORT   SGLang's multi-node flags:\n"
+            "                       more than one node is refused with the mpirun command\n",
             RIG__PROMPTS_MAX, RIG_STOP_TOKENS_MAX);
 }
 
@@ -222,8 +228,12 @@ static int rig__generate_parse(int argc, char **argv, struct rig__generate_args 
     a->top_p = 1.0f;
     a->repetition_penalty = 1.0f;
     a->logprobs = -1;
+    rig_ranks_cli_init(&a->ranks);
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
+        int taken = rig_ranks_cli_parse("generate", argc, argv, &i, &a->ranks);
+        if (taken == 2) return 2;
+        if (taken == 1) continue;
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             rig__generate_usage(stdout);
             return 0;
@@ -329,6 +339,7 @@ static int rig__generate_config(const struct rig__generate_args *a, int64_t prom
     }
     c->backend = a->backend;
     c->tp_size = a->tp;
+    c->ranks = a->ranks.ranks;
     c->device.collective_timeout_ms = a->collective_timeout_ms;
     c->seed = a->seed;
     c->weights.path = a->preset != NULL || a->dummy_weights ? NULL : a->model_dir;
@@ -377,7 +388,8 @@ static enum rig_status rig__collect_logits(struct rig_model *model, struct rig_s
 static void rig__keep_logits(struct rig_engine *engine, bool keep)
 {
     for (int32_t r = 0; r < rig_engine_get_config(engine)->tp_size; r++)
-        rig_model_keep_logits(rig_engine_model(engine, r), keep);
+        if (rig_engine_model(engine, r) != NULL) /* NULL: a rank of another process */
+            rig_model_keep_logits(rig_engine_model(engine, r), keep);
 }
 
 /* What the driver's after_step needs to keep the logits (--logits-out). */
@@ -505,6 +517,17 @@ static int rig__generate_submit(struct rig_engine *engine, const struct rig__gen
     return 0;
 }
 
+/* A process other than 0 of --ranks mpi: its rank's share, silent unless it fails. */
+static int rig__generate_follow(struct rig_engine *engine, int32_t process)
+{
+    enum rig_status s = rig_engine_follow(engine);
+    if (s != RIG_OK)
+        fprintf(stderr, "rig generate: process %d: %s: %s\n", process, rig_status_message(s),
+                rig_engine_error(engine));
+    rig_engine_destroy(engine); /* ends the MPI job when the run failed */
+    return s == RIG_OK ? 0 : 1;
+}
+
 static int rig__generate_run(const struct rig__generate_args *a, int32_t *const *prompts,
                              const int32_t *lengths, struct rig__generate_state *st)
 {
@@ -527,6 +550,7 @@ static int rig__generate_run(const struct rig__generate_args *a, int32_t *const 
         return 1;
     }
     if (a->logits_out != NULL) rig__keep_logits(engine, true);
+    if (!rig_engine_leads(engine)) return rig__generate_follow(engine, a->ranks.process_rank);
     rc = rig__generate_submit(engine, a, prompts, lengths);
     if (rc == 0) rc = rig__generate_drive(engine, st, a->prompt_count, a->logits_out);
     rig_engine_destroy(engine);
@@ -572,7 +596,7 @@ static int rig__generate_text(struct rig__generate_args *a, int32_t *const *prom
         st->text = &text;
         rc = rig__generate_run(a, prompts, lengths, st);
         rig_cli_stream_end(&text);
-        printf("\n");
+        if (rig_ranks_cli_leads(&a->ranks)) printf("\n");
         st->text = NULL;
     }
     rig_tokenizer_free(tok);
@@ -583,6 +607,8 @@ int rig_cmd_generate(int argc, char **argv)
 {
     struct rig__generate_args a;
     int rc = rig__generate_parse(argc, argv, &a);
+    if (rc >= 0) return rc;
+    rc = rig_ranks_cli_start("generate", &a.ranks, a.tp);
     if (rc >= 0) return rc;
     static struct rig__generate_state st;
     static int32_t ids[RIG__PROMPTS_MAX][RIG__PROMPT_TOKENS_MAX];
@@ -618,5 +644,6 @@ int rig_cmd_generate(int argc, char **argv)
         free(st.top_ids[i]);
         free(st.top_logprobs[i]);
     }
+    rig_ranks_cli_finish(&a.ranks, rc == 1);
     return rc;
 }

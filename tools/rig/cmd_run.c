@@ -21,6 +21,7 @@
 #include "core/harness/scenario/scenario.h"
 #include "tools/rig/args.h"
 #include "tools/rig/commands.h"
+#include "tools/rig/ranks_cli.h"
 
 #define RIG__ROWS_DEFAULT 40
 
@@ -35,6 +36,8 @@ struct rig__run_args {
     bool progress;            /* progress lines even when stderr is not a terminal */
     int32_t rows;
     enum rig_run_check check;
+    struct rig_ranks_cli ranks;
+    bool failed; /* the run itself failed (not an expectation): ends an MPI job at once */
 };
 
 static void rig__run_usage(FILE *out)
@@ -54,7 +57,12 @@ static void rig__run_usage(FILE *out)
             "  --skip-weight-check  load the checkpoint without scanning it for NaN / Inf\n"
             "                       (same as --set model.skip_weight_check=true)\n"
             "  --quiet              print only failed expectations and errors\n"
-            "  --progress           progress lines on stderr even when it is not a terminal\n\n"
+            "  --progress           progress lines on stderr even when it is not a terminal\n"
+            "  --ranks threads|mpi  TP ranks as threads (default) or one per process under\n"
+            "                       `mpirun -n TP` (process 0 prints and writes the results)\n"
+            "  --nnodes N --node-rank R --dist-init-addr HOST:PORT\n"
+            "                       SGLang's multi-node flags: more than one node is refused with\n"
+            "                       the mpirun command that starts it (docs/engine.md)\n\n"
             "exit status: 0 expectations hold, 1 run error or failed expectation, 2 usage or\n"
             "scenario error\n",
             RIG__ROWS_DEFAULT);
@@ -73,8 +81,12 @@ static int rig__parse_args(int argc, char **argv, struct rig__run_args *a)
 {
     memset(a, 0, sizeof *a);
     a->rows = RIG__ROWS_DEFAULT;
+    rig_ranks_cli_init(&a->ranks);
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *v = NULL;
+        int taken = rig_ranks_cli_parse("run", argc, argv, &i, &a->ranks);
+        if (taken == 2) return 2;
+        if (taken == 1) continue;
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             rig__run_usage(stdout);
             return 0;
@@ -255,10 +267,26 @@ static const char *rig__out_path(const struct rig__run_args *a, const struct rig
     return buffer;
 }
 
-/* Runs, reports, writes; returns the exit status. */
-static int rig__run_loaded(const struct rig__run_args *a, const struct rig_scenario *s)
+/* A process other than 0 of `--ranks mpi`: its rank's share, silent unless it fails. */
+static int rig__run_follow(struct rig__run_args *a, const struct rig_scenario *s,
+                           const struct rig_run_options *options)
 {
-    struct rig_run_options options = {.check = a->check, .violation = rig__violation};
+    struct rig_results results;
+    char error[512] = "";
+    enum rig_status status = rig_scenario_run(s, options, &results, error, sizeof error);
+    rig_results_free(&results);
+    if (status == RIG_OK) return 0;
+    fprintf(stderr, "rig run: %s: process %d: %s\n", s->path, a->ranks.process_rank, error);
+    a->failed = true;
+    return 1;
+}
+
+/* Runs, reports, writes; returns the exit status. */
+static int rig__run_loaded(struct rig__run_args *a, const struct rig_scenario *s)
+{
+    struct rig_run_options options = {.check = a->check, .violation = rig__violation,
+                                       .ranks = a->ranks.ranks};
+    if (!rig_ranks_cli_leads(&a->ranks)) return rig__run_follow(a, s, &options);
     bool terminal = isatty(STDERR_FILENO) != 0;
     if ((!a->quiet && terminal) || a->progress) {
         options.progress = rig__progress;
@@ -272,6 +300,7 @@ static int rig__run_loaded(const struct rig__run_args *a, const struct rig_scena
     if (status < 0) {
         fprintf(stderr, "rig run: %s: %s\n", s->path, error);
         rig_results_free(&results);
+        a->failed = true;
         return 1;
     }
     struct rig_metrics metrics;
@@ -313,7 +342,15 @@ int rig_cmd_run(int argc, char **argv)
         fprintf(stderr, "rig run: %s\n", error);
         return 2;
     }
-    exit_status = rig__run_loaded(&args, &scenario);
+    if (args.ranks.ranks == RIG_RANKS_MPI && scenario.cluster.replicas > 0) {
+        fprintf(stderr, "rig run: %s: a fleet (cluster:) runs its replicas in one process; "
+                "--ranks mpi is for one engine\n", scenario.path);
+        rig_scenario_free(&scenario);
+        return 2;
+    }
+    exit_status = rig_ranks_cli_start("run", &args.ranks, scenario.engine.tp_size);
+    if (exit_status < 0) exit_status = rig__run_loaded(&args, &scenario);
+    rig_ranks_cli_finish(&args.ranks, args.failed);
     rig_scenario_free(&scenario);
     return exit_status;
 }

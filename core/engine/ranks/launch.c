@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/engine/engine_impl.h"
+#include "core/engine/ranks/mpi.h"
 
 static size_t rig__align(size_t offset)
 {
@@ -349,16 +350,48 @@ static enum rig_status rig__rank_capture(struct rig__rank *rank, const struct ri
 
 /* --- the executor and the engine's side of the seam ------------------------------------ */
 
+/* A rank in another process replays the scheduler's host time since the previous job on
+ * its own clock (rig__host_log), around the wait for the slot's previous uploads, as the
+ * scheduler did to it in one process. A descriptor from the wire is input: checked. */
+static enum rig_status rig__follow_host(struct rig__rank *rank, const struct rig_batch_desc *b)
+{
+    for (int32_t i = 0; i < 2; i++)
+        if (b->host_add_ns[i] < 0 || b->host_until_ns[i] < -1) return RIG_E_INVALID;
+    if (b->job == RIG_RANK_JOB_LAUNCH && (b->slot < 0 || b->slot >= RIG__SLOTS))
+        return RIG_E_INVALID;
+    for (int32_t i = 0; i < 2; i++) {
+        if (i == 1 && b->job == RIG_RANK_JOB_LAUNCH && rank->done_recorded[b->slot])
+            RIG_TRY(rig_hal_event_synchronize(rank->uploaded[b->slot]));
+        if (b->host_add_ns[i] > 0) rig_hal_host_work_ns(rank->device, b->host_add_ns[i]);
+        if (b->host_until_ns[i] >= 0) rig_hal_host_wait_until_ns(rank->device, b->host_until_ns[i]);
+    }
+    return RIG_OK;
+}
+
 /* ranks.h's executor: rank `index` of the engine `ctx` runs the job. */
 static enum rig_status rig__execute(void *ctx, int32_t index, const struct rig_batch_desc *desc,
                                     const uint8_t *metadata)
 {
     struct rig_engine *e = ctx;
-    RIG_ASSERT(index >= 0 && index < e->tp_size);
+    RIG_ASSERT(index >= e->rank_first && index < e->rank_first + e->rank_count);
     struct rig__rank *rank = &e->ranks[index];
     enum rig_status status = RIG_OK;
-    if (desc->job == RIG_RANK_JOB_LAUNCH) status = rig__rank_launch(rank, desc, metadata);
-    if (desc->job == RIG_RANK_JOB_CAPTURE) status = rig__rank_capture(rank, desc, metadata);
+    if (e->config.ranks == RIG_RANKS_MPI && index > 0) {
+        status = rig__follow_host(rank, desc);
+        if (status == RIG_OK && desc->metadata_bytes != (int64_t)e->layout.bytes)
+            status = RIG_E_INVALID;
+        /* The uploads read the slot's pinned staging block, as in process 0: a copy from
+         * the pool's (pageable) receive buffer would block the host, and cost so. */
+        if (status == RIG_OK) {
+            int32_t slot = desc->job == RIG_RANK_JOB_LAUNCH ? desc->slot : 0;
+            memcpy(e->batches[slot].staging, metadata, e->layout.bytes);
+            metadata = e->batches[slot].staging;
+        }
+    }
+    if (status == RIG_OK && desc->job == RIG_RANK_JOB_LAUNCH)
+        status = rig__rank_launch(rank, desc, metadata);
+    if (status == RIG_OK && desc->job == RIG_RANK_JOB_CAPTURE)
+        status = rig__rank_capture(rank, desc, metadata);
     /* A rank that stops short of its collectives must not leave the others waiting in them
      * (a hang, not an error); a no-op when the group failed first. */
     if (status != RIG_OK && rank->comm != NULL) {
@@ -375,6 +408,7 @@ static enum rig_status rig__execute(void *ctx, int32_t index, const struct rig_b
 static struct rig_batch_desc rig__desc(const struct rig_engine *e, int32_t job, int32_t slot)
 {
     const struct rig__batch *b = &e->batches[slot];
+    const struct rig__host_log *h = &e->remote_host;
     return (struct rig_batch_desc){
         .job = job, .slot = slot, .step = b->step, .phase = (int32_t)b->phase,
         .count = b->count, .tokens = b->tokens, .padded = b->padded,
@@ -382,17 +416,83 @@ static struct rig_batch_desc rig__desc(const struct rig_engine *e, int32_t job, 
         .max_kv_len = b->max_kv_len, .graph = b->graph, .sample = b->sample,
         .min_p = b->min_p, .penalize = b->penalize, .top_logprobs = b->top_logprobs,
         .page_writes = b->page_writes, .token_writes = b->token_writes,
-        .metadata_bytes = (int64_t)e->layout.bytes};
+        .metadata_bytes = (int64_t)e->layout.bytes,
+        .host_add_ns = {h->add_ns[0], h->add_ns[1]},
+        .host_until_ns = {h->until_ns[0], h->until_ns[1]}};
+}
+
+static void rig__host_log_reset(struct rig__host_log *h)
+{
+    *h = (struct rig__host_log){.until_ns = {-1, -1}};
+}
+
+void rig__host_work(struct rig_engine *e, int64_t ns)
+{
+    if (ns <= 0) return;
+    for (int32_t r = e->rank_first; r < e->rank_first + e->rank_count; r++)
+        rig_hal_host_work_ns(e->devices[r], ns);
+    struct rig__host_log *h = &e->remote_host;
+    h->add_ns[h->phase] += ns; /* max(t + a, u) + ns = max(t + a + ns, u + ns) */
+    if (h->until_ns[h->phase] >= 0) h->until_ns[h->phase] += ns;
+}
+
+void rig__host_wait_until(struct rig_engine *e, int64_t t_ns)
+{
+    for (int32_t r = e->rank_first; r < e->rank_first + e->rank_count; r++)
+        rig_hal_host_wait_until_ns(e->devices[r], t_ns);
+    struct rig__host_log *h = &e->remote_host;
+    if (t_ns > h->until_ns[h->phase]) h->until_ns[h->phase] = t_ns;
+}
+
+void rig__host_upload_wait_passed(struct rig_engine *e)
+{
+    e->remote_host.phase = 1;
 }
 
 enum rig_status rig__ranks_run(struct rig_engine *e, int32_t job, int32_t slot)
 {
     struct rig_batch_desc desc = rig__desc(e, job, slot);
-    return rig_ranks_run(e->rank_pool, &desc, e->batches[slot].staging);
+    rig__host_log_reset(&e->remote_host);
+    if (e->mpi_pool == NULL) return rig_ranks_run(e->rank_pool, &desc, e->batches[slot].staging);
+#ifdef RIG_HAVE_MPI
+    return rig_ranks_mpi_run(e->mpi_pool, &desc, e->batches[slot].staging);
+#else
+    return RIG_E_UNSUPPORTED;
+#endif
+}
+
+/* A rank's wall-clock bound on process 0's next job or a peer's part of one: the
+ * collective timeout. */
+static int64_t rig__ranks_timeout_ms(const struct rig_engine *e)
+{
+    int64_t t = e->config.device.collective_timeout_ms;
+    return t > 0 ? t : RIG_RANKS_TIMEOUT_MS_DEFAULT;
+}
+
+enum rig_status rig__ranks_join(struct rig_engine *e, char *error, size_t error_len)
+{
+    rig__host_log_reset(&e->remote_host);
+    e->rank_first = 0;
+    e->rank_count = e->tp_size;
+    if (e->config.ranks != RIG_RANKS_MPI) return RIG_OK;
+#ifdef RIG_HAVE_MPI
+    enum rig_status status =
+        rig_ranks_mpi_create(e->tp_size, (int64_t)e->layout.bytes, rig__ranks_timeout_ms(e),
+                             rig__execute, e, error, error_len, &e->mpi_pool);
+    if (status != RIG_OK) return status;
+    e->rank_first = rig_ranks_mpi_rank(e->mpi_pool);
+    e->rank_count = 1;
+    return RIG_OK;
+#else
+    snprintf(error, error_len, "engine: ranks across processes need OpenMPI, and this build "
+             "has none (install libopenmpi-dev and rebuild)");
+    return RIG_E_UNSUPPORTED;
+#endif
 }
 
 enum rig_status rig__ranks_start(struct rig_engine *e)
 {
+    if (e->config.ranks == RIG_RANKS_MPI) return RIG_OK; /* joined before the devices */
     return rig_ranks_create(e->tp_size, rig__execute, e, &e->rank_pool);
 }
 
@@ -400,4 +500,41 @@ void rig__ranks_stop(struct rig_engine *e)
 {
     rig_ranks_destroy(e->rank_pool);
     e->rank_pool = NULL;
+#ifdef RIG_HAVE_MPI
+    rig_ranks_mpi_destroy(e->mpi_pool);
+#endif
+    e->mpi_pool = NULL;
+}
+
+bool rig_engine_leads(const struct rig_engine *e)
+{
+    RIG_ASSERT(e != NULL);
+    return e->rank_first == 0;
+}
+
+enum rig_status rig_engine_follow(struct rig_engine *e)
+{
+    RIG_ASSERT(e != NULL && !rig_engine_leads(e));
+#ifdef RIG_HAVE_MPI
+    return rig_ranks_mpi_follow(e->mpi_pool, true);
+#else
+    return RIG_E_UNSUPPORTED;
+#endif
+}
+
+void rig__ranks_report(const struct rig_engine *e)
+{
+    /* A failed pool ends the MPI job when destroyed, before the caller could print why. */
+    if (rig__ranks_error(e)[0] != '\0')
+        fprintf(stderr, "rig: process %d: %s\n", (int)e->rank_first, rig_engine_error(e));
+}
+
+/* The rank pool's failure across processes ("" when none or in-process). */
+const char *rig__ranks_error(const struct rig_engine *e)
+{
+#ifdef RIG_HAVE_MPI
+    if (e->mpi_pool != NULL) return rig_ranks_mpi_error(e->mpi_pool);
+#endif
+    (void)e;
+    return "";
 }

@@ -108,6 +108,57 @@ static enum rig_status rig__bcast(struct rig_ranks_mpi *p, void *data, int64_t b
     return rig__wait(p, &request, &root, 1, bounded, what, step);
 }
 
+static bool rig__initialized_here; /* rig_ranks_mpi_init called MPI_Init_thread */
+
+enum rig_status rig_ranks_mpi_init(int32_t *rank, int32_t *size, char *error, size_t error_len)
+{
+    RIG_ASSERT(rank != NULL && size != NULL && error != NULL);
+    int initialized = 0, provided = 0, r = 0, n = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+            snprintf(error, error_len, "MPI_Init_thread failed");
+            return RIG_E_IO;
+        }
+        rig__initialized_here = true;
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    *rank = r;
+    *size = n;
+    return RIG_OK;
+}
+
+void rig_ranks_mpi_finalize(bool failed)
+{
+    if (!rig__initialized_here) return;
+    int size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (failed && size > 1) MPI_Abort(MPI_COMM_WORLD, 1);
+    rig__initialized_here = false;
+    MPI_Finalize();
+}
+
+/* The pool's communicator, a duplicate of MPI_COMM_WORLD: collective, so it waits for every
+ * process, at most timeout_ms. A process that has not come by then ends the job (the
+ * duplication in flight cannot be cancelled). */
+static enum rig_status rig__dup(struct rig_ranks_mpi *p, char *error, size_t error_len)
+{
+    MPI_Request request = MPI_REQUEST_NULL;
+    if (MPI_Comm_idup(MPI_COMM_WORLD, &p->comm, &request) != MPI_SUCCESS) {
+        snprintf(error, error_len, "MPI_Comm_idup failed");
+        return RIG_E_IO;
+    }
+    int32_t everyone = -1;
+    if (rig__wait(p, &request, &everyone, 1, true, "join", -1) == RIG_OK) return RIG_OK;
+    int world = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    fprintf(stderr, "rig: ending the MPI job: process %d: not every process of %d joined "
+            "within %lld ms\n", (int)p->rank, world, (long long)p->timeout_ms);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    return RIG_E_TIMEOUT; /* not reached */
+}
+
 static enum rig_status rig__join(struct rig_ranks_mpi *p, int32_t size, char *error,
                                  size_t error_len)
 {
@@ -120,14 +171,11 @@ static enum rig_status rig__join(struct rig_ranks_mpi *p, int32_t size, char *er
         }
         p->initialized_mpi = true;
     }
-    if (MPI_Comm_dup(MPI_COMM_WORLD, &p->comm) != MPI_SUCCESS) {
-        snprintf(error, error_len, "MPI_Comm_dup failed");
-        return RIG_E_IO;
-    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    p->rank = rank;
+    RIG_TRY(rig__dup(p, error, error_len));
     MPI_Comm_set_errhandler(p->comm, MPI_ERRORS_RETURN);
     MPI_Comm_size(p->comm, &world);
-    MPI_Comm_rank(p->comm, &rank);
-    p->rank = rank;
     if (world != size) {
         snprintf(error, error_len, "tensor parallelism %d needs %d MPI processes; the job has %d",
                  (int)size, (int)size, world);
@@ -209,6 +257,10 @@ enum rig_status rig_ranks_mpi_run(struct rig_ranks_mpi *p, const struct rig_batc
     }
     RIG_TRY(rig__send_job(p, desc, metadata));
     enum rig_status status = p->execute(p->ctx, 0, desc, metadata);
+    /* The followers may wait in a collective rank 0 never joined: no status is coming. */
+    if (status != RIG_OK)
+        return rig__fail(p, status, "rank 0's share of step %lld failed: %s",
+                         (long long)desc->step, rig_status_message(status));
     RIG_TRY(rig__wait(p, p->requests, peers, p->size - 1, true, "status", desc->step));
     for (int32_t r = 1; r < p->size; r++)
         if (status == RIG_OK && p->statuses[r] != RIG_OK)

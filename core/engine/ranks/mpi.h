@@ -5,16 +5,19 @@
  * rig_batch_desc, sent as its bytes) and then its metadata block — to processes 1..N-1, runs
  * rank 0's executor itself, and gathers every process's status of the job, so it returns, as
  * rig_ranks_run does, once every rank has issued the batch with the first failing rank's
- * status (rank 0 first). Processes 1..N-1 sit in rig_ranks_mpi_follow: receive a job, check
- * it (a descriptor from the wire is input: a bad job kind or a metadata size above the
- * capacity is refused, not asserted), run their rank's executor, report the status; until
- * the exit job that rig_ranks_mpi_destroy sends from process 0.
+ * status — except that a failure of rank 0's own share fails the pool at once (the others
+ * may wait in a collective rank 0 left, so no status of theirs is coming). Processes 1..N-1
+ * sit in rig_ranks_mpi_follow: receive a job, check it (a descriptor from the wire is input:
+ * a bad job kind or a metadata size above the capacity is refused, not asserted), run their
+ * rank's executor, report the status; until the exit job that rig_ranks_mpi_destroy sends
+ * from process 0.
  *
  * Failure (nothing hangs): the pool's communicator (a duplicate of MPI_COMM_WORLD) returns
  * MPI errors instead of aborting (MPI_ERRORS_RETURN), and every transfer is non-blocking and
  * polled against a wall-clock bound, timeout_ms: a process that does not take part in time
- * (stalled, or never joined) gives RIG_E_TIMEOUT and a message naming the job and what was
- * waited for; an MPI error gives RIG_E_IO with MPI's text. A failed pool stays failed: every
+ * (stalled) gives RIG_E_TIMEOUT and a message naming the job and what was waited for, and
+ * one that has not joined the pool within timeout_ms of another's create ends the job
+ * (MPI_Abort, saying so on stderr: the collective duplication in flight cannot be cancelled); an MPI error gives RIG_E_IO with MPI's text. A failed pool stays failed: every
  * later call returns the same status, and rig_ranks_mpi_destroy ends the whole MPI job
  * (MPI_Abort), since transfers in flight cannot be cancelled. A process killed outright is
  * reported by mpirun, which ends the job's other processes.
@@ -37,6 +40,15 @@
 #define RIG_RANKS_MPI_ERROR_MAX 256
 
 struct rig_ranks_mpi; /* opaque */
+
+/* Process-wide, once, before any pool or engine with ranks across processes: initialises
+ * MPI (threads: MPI_THREAD_FUNNELED) unless it is, and gives this process's rank in the job
+ * and the job's size. RIG_E_IO (message in `error`) when MPI fails to start. */
+enum rig_status rig_ranks_mpi_init(int32_t *rank, int32_t *size, char *error, size_t error_len);
+/* Finalises MPI when rig_ranks_mpi_init initialised it; every pool must be destroyed. With
+ * `failed`, ends the whole MPI job instead (MPI_Abort): the other processes may be waiting
+ * for this one, and finalising would wait for them. */
+void rig_ranks_mpi_finalize(bool failed);
 
 /* Joins the MPI job as one rank of a pool of `size` ranks, which must be the job's size
  * (RIG_E_INVALID otherwise, or for size outside 1..RIG_DEVICES_MAX, metadata_max < 0 or

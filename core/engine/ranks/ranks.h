@@ -50,6 +50,13 @@ struct rig_batch_desc {
     int32_t page_writes;    /* page-table writes in the metadata */
     int32_t token_writes;   /* token-pool writes in the metadata */
     int64_t metadata_bytes; /* size of the metadata block */
+    /* Ranks in other processes only: the scheduler's host time on every rank's timeline
+     * since the previous job (modelled work, waits for arrivals), which the rank's process
+     * replays on its own virtual clock before the job, so that every clock runs as in one
+     * process. Two steps, h -> max(h + host_add_ns[i], host_until_ns[i]) (-1: no floor),
+     * before (0) and after (1) the wait for the slot's previous uploads. */
+    int64_t host_add_ns[2];
+    int64_t host_until_ns[2];
 };
 
 /* What a rank does with a job: rank `rank` (0 <= rank < size) runs `desc` over `metadata`

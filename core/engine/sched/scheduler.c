@@ -10,14 +10,8 @@
 
 static int64_t rig__now(struct rig_engine *e)
 {
+    RIG_ASSERT(rig_engine_leads(e)); /* only process 0 schedules */
     return rig_hal_now_ns(e->devices[0]);
-}
-
-/* Modelled host work, on every rank's host timeline (they are one process). */
-static void rig__host_work(struct rig_engine *e, int64_t ns)
-{
-    if (ns <= 0) return;
-    for (int32_t r = 0; r < e->tp_size; r++) rig_hal_host_work_ns(e->devices[r], ns);
 }
 
 /* KV slots running requests may still need, in whole pages. */
@@ -283,11 +277,12 @@ static enum rig_status rig__launch_next(struct rig_engine *e, int32_t slot, bool
     b->host_schedule_ns = rig__now(e);
     b->step = e->next_step;
     /* The staging block of this slot was last read by the uploads of batch step − 2. */
-    for (int32_t r = 0; r < e->tp_size; r++) {
+    for (int32_t r = e->rank_first; r < e->rank_first + e->rank_count; r++) {
         if (!e->ranks[r].done_recorded[slot]) continue;
         enum rig_status s = rig_hal_event_synchronize(e->ranks[r].uploaded[slot]);
         if (s != RIG_OK) return s;
     }
+    rig__host_upload_wait_passed(e); /* ranks in other processes wait there themselves */
     rig__prepare(e, b);
     int64_t issue_ns = rig__now(e);
     enum rig_status status = rig__ranks_run(e, RIG_RANK_JOB_LAUNCH, slot);

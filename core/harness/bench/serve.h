@@ -216,6 +216,7 @@ struct rig_serve_chunk {
     int64_t prompt_tokens;           /* -1 not given */
     int64_t cached_tokens;           /* -1 not given */
     int32_t finish_reason;           /* RIG_FINISH_LENGTH / _STOP, or RIG_FINISH_NONE */
+    size_t parsed_bytes;             /* bytes handed to the JSON parser */
     char error[RIG_SERVE_ERROR_MAX]; /* non-empty: malformed, or the server sent an error */
 };
 
@@ -224,6 +225,32 @@ struct rig_serve_chunk {
 void rig_serve_chunk_parse(enum rig_serve_api api, const char *data, size_t len,
                            struct rig_serve_chunk *chunk);
 void rig_serve_chunk_release(struct rig_serve_chunk *chunk);
+
+/* /generate's stream read incrementally. SGLang's /generate (and rig's) send all the text so
+ * far in every event, so the events of a stream of n tokens add up to O(n^2) bytes; parsing
+ * each one whole made one client thread the bottleneck of a long run. This reader keeps the
+ * escaped text (the JSON string's bytes as sent) of the events it has read; when the next
+ * event's "text" starts with exactly those bytes (the object opening with its "text" member,
+ * as SGLang and rig write it), only the rest of the event reaches the JSON parser, and the
+ * chunk's text is the new part alone (text_cumulative false). Anything else — a server that
+ * rewrote its text, another member first, bytes that do not fit `seen` — is parsed whole
+ * and read as cumulative, as rig_serve_chunk_parse does. The prefix is compared with
+ * memcmp and the event was already scanned by the SSE reader, so bytes still cross memory
+ * O(n^2) times at memcpy speed; what grows linearly is the JSON parsing. `seen` is
+ * caller-owned; one reader per stream, reset for each request. */
+struct rig_serve_generate_reader {
+    char *seen; /* (capacity) the escaped text the caller holds, as the server sent it */
+    size_t capacity;
+    size_t seen_len;
+    bool whole; /* `seen` overflowed: every later event is parsed whole */
+};
+
+void rig_serve_generate_reader_init(struct rig_serve_generate_reader *reader, char *seen,
+                                    size_t capacity);
+/* Parses one /generate event's data as rig_serve_chunk_parse does (never fails; a malformed
+ * event sets chunk->error), reading only its new text where it can (above). */
+void rig_serve_generate_parse(struct rig_serve_generate_reader *reader, const char *data,
+                              size_t len, struct rig_serve_chunk *chunk);
 
 /* ---- a run ----------------------------------------------------------------------------- */
 
@@ -249,6 +276,8 @@ struct rig_serve_outcome {
     int32_t chunks;        /* events carrying output */
     int32_t server_tokens; /* the server's output count; -1 not given */
     int32_t retokenized;   /* tokenizer's count of the text; -1 without a tokenizer */
+    int32_t received;      /* output tokens received, a failed request's too (its rows
+                              filled before it ended); a success: its output count */
     int64_t text_offset;   /* generated text in run.text */
     int64_t text_len;
     int64_t text_capacity;
@@ -261,8 +290,10 @@ struct rig_serve_run {
     struct rig_serve_outcome *outcomes; /* (results.request_count) */
     char *text;                         /* generated texts, per outcome */
     int64_t text_capacity;
-    int64_t duration_ns; /* start to the last request's end */
-    bool stopped;        /* the whole-run timeout fired */
+    int64_t duration_ns;  /* start to the last request's end */
+    int64_t event_bytes;  /* data bytes of the events (or bodies) received */
+    int64_t parsed_bytes; /* of which handed to the JSON parser */
+    bool stopped;         /* the whole-run timeout fired */
 };
 
 /* Sends every prompt of `dataset` (bodies built) at its arrival offset, at most
@@ -287,6 +318,8 @@ struct rig_serve_summary {
     double failures[RIG_SERVE_FAIL_COUNT];
     double itl_p95;                  /* bench_serving prints it */
     double total_output_retokenized; /* -1 without a tokenizer */
+    double streamed_output;          /* tokens received by every request, failed or cut ones
+                                        too: a saturated server's progress in a cut run */
     double good_completed;           /* requests meeting every --goodput objective */
     double request_goodput;          /* good_completed / duration; -1 without objectives */
     double max_output_tokens_per_s;  /* busiest whole second (bench_serving) */

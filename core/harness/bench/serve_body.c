@@ -11,7 +11,10 @@
  * OpenAI streams also carry "stream_options": {"include_usage": true} (unless switched off),
  * so the server's own token count arrives with the last chunk. bench_serving sends
  * ignore_eos to chat only through --extra-request-body; here it goes to every API, since a
- * serving comparison with EOS honoured by one side and not the other means nothing.
+ * serving comparison with EOS honoured by one side and not the other means nothing. To the
+ * OpenAI APIs it goes only when on: it is not an OpenAI field, and Hugging Face's
+ * `transformers serve` answers 422 to a field it does not know, so --disable-ignore-eos
+ * leaves it out (give such a server a model whose generation config has no EOS instead).
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -60,14 +63,15 @@ static json_t *rig__body(const struct rig_serve_dataset *d, const struct rig_ser
         return body;
     }
     if (api == RIG_SERVE_API_COMPLETIONS)
-        body = json_pack("{s:o, s:f, s:i, s:I, s:b, s:b}", "prompt", prompt, "temperature", 0.0,
-                         "best_of", 1, "max_tokens", (json_int_t)p->output_len, "stream", o->stream,
-                         "ignore_eos", o->ignore_eos);
+        body = json_pack("{s:o, s:f, s:i, s:I, s:b}", "prompt", prompt, "temperature", 0.0,
+                         "best_of", 1, "max_tokens", (json_int_t)p->output_len, "stream", o->stream);
     else
-        body =
-            json_pack("{s:[{s:s, s:o}], s:f, s:I, s:b, s:b}", "messages", "role", "user", "content",
-                      prompt, "temperature", 0.0, "max_tokens", (json_int_t)p->output_len, "stream",
-                      o->stream, "ignore_eos", o->ignore_eos);
+        body = json_pack("{s:[{s:s, s:o}], s:f, s:I, s:b}", "messages", "role", "user", "content",
+                         prompt, "temperature", 0.0, "max_tokens", (json_int_t)p->output_len,
+                         "stream", o->stream);
+    /* ignore_eos is not OpenAI's: sent only when on (off is every server's default), so that
+     * a server that refuses unknown fields (transformers serve: 422) takes --disable-ignore-eos */
+    if (body != NULL && o->ignore_eos) json_object_set_new(body, "ignore_eos", json_true());
     if (body != NULL && model != NULL) json_object_set_new(body, "model", json_string(model));
     if (body != NULL && o->stream && o->stream_usage)
         json_object_set_new(body, "stream_options", json_pack("{s:b}", "include_usage", 1));

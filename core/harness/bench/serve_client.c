@@ -42,6 +42,8 @@ struct rig__slot {
     size_t capacity;
     size_t body_len; /* bytes held (body or error body) */
     struct rig_serve_sse sse;
+    char *seen; /* (capacity) /generate streams: the reader's escaped text; else NULL */
+    struct rig_serve_generate_reader reader;
     int32_t status;  /* HTTP status; 0 before the headers */
     int32_t failure; /* enum rig_serve_failure decided here; 0 none yet */
     char error[RIG_SERVE_ERROR_MAX];
@@ -116,7 +118,13 @@ static void rig__text(struct rig__slot *s, const struct rig_serve_chunk *c)
 static void rig__chunk(struct rig__slot *s, const char *data, size_t len, int64_t now)
 {
     struct rig_serve_chunk c;
-    rig_serve_chunk_parse(s->client->api, data, len, &c);
+    bool generate_stream = s->seen != NULL && s->client->options->stream;
+    if (generate_stream)
+        rig_serve_generate_parse(&s->reader, data, len, &c);
+    else
+        rig_serve_chunk_parse(s->client->api, data, len, &c);
+    s->client->run->event_bytes += (int64_t)len;
+    s->client->run->parsed_bytes += (int64_t)c.parsed_bytes;
     s->last_event_ns = now;
     if (c.error[0] != '\0') {
         bool server = strncmp(c.error, "server error", 12) == 0;
@@ -124,7 +132,10 @@ static void rig__chunk(struct rig__slot *s, const char *data, size_t len, int64_
     } else if (!c.done) {
         struct rig_serve_outcome *o = &s->client->run->outcomes[s->request];
         struct rig_results_request *q = &s->client->run->results.requests[s->request];
-        if (c.text != NULL && c.text_len > 0) {
+        /* Output: new text; on /generate, text so far (bench_serving's test), so an event
+         * whose text the reader found unchanged still counts, as it did read whole. */
+        bool held = generate_stream && !c.text_cumulative && c.text != NULL && o->text_len > 0;
+        if (c.text != NULL && (c.text_len > 0 || held)) {
             int64_t k = c.completion_tokens >= 0 ? c.completion_tokens - s->server_seen : 1;
             if (c.completion_tokens >= 0) s->server_seen = c.completion_tokens;
             if (k > 0) rig__tokens(s, k, now);
@@ -222,6 +233,7 @@ static void rig__complete(struct rig__client *c, struct rig__slot *s, CURLcode c
     o->http_status = s->status;
     o->failure = s->failure;
     memcpy(o->error, s->error, sizeof o->error);
+    o->received = s->filled;
     q->output_len = s->failure == RIG_SERVE_OK ? s->filled : 0;
     q->finish_reason = s->finish_reason;
     q->finish_ns = s->failure == RIG_SERVE_OK && c->options->stream ? s->last_event_ns : now;
@@ -253,6 +265,7 @@ static void rig__launch(struct rig__client *c, int32_t request, int64_t now)
     s->server_seen = 0;
     s->finish_reason = RIG_FINISH_NONE;
     rig_serve_sse_init(&s->sse, s->buffer, s->capacity);
+    rig_serve_generate_reader_init(&s->reader, s->seen, s->seen != NULL ? s->capacity : 0);
     c->run->results.requests[request].arrival_ns = now;
     curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, c->dataset->bodies + p->body_offset);
     curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE, (long)p->body_len);
@@ -378,6 +391,7 @@ static void rig__client_free(struct rig__client *c)
             curl_easy_cleanup(c->slots[i].easy);
         }
         free(c->slots[i].buffer);
+        free(c->slots[i].seen);
     }
     free(c->slots);
     free(c->free_slots);
@@ -391,8 +405,10 @@ static bool rig__slot_init(struct rig__client *c, struct rig__slot *s, size_t ca
     s->request = -1;
     s->buffer = malloc(capacity);
     s->capacity = capacity;
+    bool reader = c->api == RIG_SERVE_API_GENERATE && c->options->stream;
+    s->seen = reader ? malloc(capacity) : NULL;
     s->easy = curl_easy_init();
-    if (s->buffer == NULL || s->easy == NULL) return false;
+    if (s->buffer == NULL || s->easy == NULL || (reader && s->seen == NULL)) return false;
     long timeout_ms = (long)(c->options->request_timeout_s * 1000.0);
     curl_easy_setopt(s->easy, CURLOPT_URL, c->url);
     curl_easy_setopt(s->easy, CURLOPT_HTTPHEADER, c->headers);
@@ -468,6 +484,7 @@ static void rig__finalize(const struct rig_serve_dataset *d, const struct rig_to
         for (int32_t k = q->output_len; k < target; k++)
             times[k] = times[q->output_len - 1];
         q->output_len = (int32_t)target;
+        o->received = (int32_t)target;
         if (q->finish_reason == RIG_FINISH_NONE)
             q->finish_reason = target >= rows ? RIG_FINISH_LENGTH : RIG_FINISH_STOP;
     }

@@ -2,7 +2,10 @@
  * and the results file of docs/results.md.
  *
  * JSONL: one object per run appended to the file, with bench_serving's keys (times in ms,
- * throughputs per second) plus p90s, goodput, burstiness and the failure count; a rate of
+ * throughputs per second) plus p90s, goodput, burstiness and the failure count, and rig's
+ * streamed_output_tokens / _throughput (tokens received by every request, failed or cut ones
+ * too), client_event_bytes / client_parsed_bytes (event data read, and the part of it that went
+ * through the JSON parser: see rig_serve_generate_parse); a rate of
  * inf is written as the string "inf" (bench_serving's Python writes the non-JSON Infinity).
  * With --output-details the per-request lists follow as bench_serving writes them:
  * input_lens, output_lens (0 for a failure), ttfts (s, 0 for a failure), itls (s, per
@@ -65,6 +68,11 @@ static json_t *rig__result(const struct rig_serve_options *o, const struct rig_s
                                s->request_goodput >= 0.0 ? json_real(s->request_goodput)
                                                          : json_null());
     bad |= json_object_set_new(r, "max_output_tokens_per_s", json_real(s->max_output_tokens_per_s));
+    bad |= json_object_set_new(r, "streamed_output_tokens",
+                               json_integer((json_int_t)s->streamed_output));
+    bad |= json_object_set_new(
+        r, "streamed_output_throughput",
+        json_real(m->duration_s > 0.0 ? s->streamed_output / m->duration_s : 0.0));
     bad |= json_object_set_new(r, "max_concurrent_requests", json_real(s->max_concurrent_requests));
     bad |= rig__stats(r, "e2e_latency", &m->e2e) | rig__stats(r, "ttft", &m->ttft);
     bad |= rig__stats(r, "tpot", &m->tpot) | rig__stats(r, "itl", &m->itl);
@@ -116,6 +124,13 @@ enum rig_status rig_serve_write_jsonl(const struct rig_serve_options *o,
                                       char *error, size_t error_len)
 {
     json_t *r = rig__result(o, s);
+    /* rig's own: what the client read, and how much of it went through the JSON parser */
+    if (r != NULL &&
+        (json_object_set_new(r, "client_event_bytes", json_integer(run->event_bytes)) != 0 ||
+         json_object_set_new(r, "client_parsed_bytes", json_integer(run->parsed_bytes)) != 0)) {
+        json_decref(r);
+        r = NULL;
+    }
     if (r != NULL && o->output_details && rig__details(r, d, run) != 0) {
         json_decref(r);
         r = NULL;

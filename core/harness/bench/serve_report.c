@@ -129,6 +129,7 @@ enum rig_status rig_serve_summarize(const struct rig_serve_options *o,
         const struct rig_serve_outcome *out = &run->outcomes[i];
         s->failures[out->failure] += 1.0;
         s->failed += out->failure != RIG_SERVE_OK;
+        s->streamed_output += out->received;
         if (out->failure != RIG_SERVE_OK || out->retokenized < 0) continue;
         if (s->total_output_retokenized < 0.0) s->total_output_retokenized = 0.0;
         s->total_output_retokenized += out->retokenized;
@@ -233,6 +234,11 @@ static void rig__print_head(FILE *f, const struct rig_serve_options *o,
         rig__row_i(f, "Total generated tokens (retokenized):", s->total_output_retokenized);
     else
         rig__row_s(f, "Total generated tokens (retokenized):", "n/a");
+    if (s->failed > 0) { /* what the server sent the failed ones too (rig's, not bench_serving's) */
+        rig__row_i(f, "Streamed tokens, failed requests too:", s->streamed_output);
+        rig__row_f(f, "Streamed output throughput (tok/s):",
+                   m->duration_s > 0.0 ? s->streamed_output / m->duration_s : 0.0);
+    }
     rig__row_f(f, "Request throughput (req/s):", m->request_throughput);
     if (s->request_goodput >= 0.0) rig__row_f(f, "Request goodput (req/s):", s->request_goodput);
     rig__row_f(f, "Input token throughput (tok/s):", m->input_throughput);

@@ -15,6 +15,10 @@
  * streamed), both with an optional "usage" (completion_tokens, prompt_tokens,
  * prompt_tokens_details.cached_tokens). "[DONE]" ends an OpenAI stream. Anything that is not
  * a JSON object is malformed; an "error" member is the server's error.
+ *
+ * /generate's cumulative text is read incrementally (rig_serve_generate_parse, serve.h): the
+ * bytes of the text already held are compared, not parsed, and jansson reads the event's
+ * opening and its new part through json_load_callback, so no event is copied or rewritten.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -58,27 +62,40 @@ static void rig__line(struct rig_serve_sse *sse, rig_serve_event_fn fn, void *us
     sse->line_len = 0;
 }
 
+/* Bytes of `bytes[0, len)` before the first CR or LF (len when there is none). */
+static size_t rig__line_run(const char *bytes, size_t len)
+{
+    const char *lf = memchr(bytes, '\n', len);
+    size_t run = lf != NULL ? (size_t)(lf - bytes) : len;
+    const char *cr = memchr(bytes, '\r', run);
+    return cr != NULL ? (size_t)(cr - bytes) : run;
+}
+
 enum rig_status rig_serve_sse_feed(struct rig_serve_sse *sse, const char *bytes, size_t len,
                                    rig_serve_event_fn fn, void *user)
 {
     if (sse->overflow) return RIG_E_CAPACITY;
-    for (size_t i = 0; i < len; i++) {
-        char c = bytes[i];
-        if (c == '\n' && sse->after_cr) {
+    size_t i = 0;
+    while (i < len) { /* each pass takes a run of line bytes and the line end after it */
+        if (sse->after_cr && bytes[i] == '\n') { /* CRLF split, or whole: one end */
             sse->after_cr = false;
+            i++;
             continue;
         }
-        sse->after_cr = c == '\r';
-        if (c == '\r' || c == '\n') {
-            rig__line(sse, fn, user);
-            continue;
-        }
+        sse->after_cr = false;
+        size_t run = rig__line_run(bytes + i, len - i);
         /* one byte kept free for the '\n' that joins the next data line */
-        if (sse->line_start + sse->line_len + 2 > sse->capacity) {
+        if (sse->line_start + sse->line_len + run + 1 > sse->capacity) {
             sse->overflow = true;
             return RIG_E_CAPACITY;
         }
-        sse->buffer[sse->line_start + sse->line_len++] = c;
+        memcpy(sse->buffer + sse->line_start + sse->line_len, bytes + i, run);
+        sse->line_len += run;
+        i += run;
+        if (i == len) break;
+        sse->after_cr = bytes[i] == '\r';
+        rig__line(sse, fn, user);
+        i++;
     }
     return RIG_OK;
 }
@@ -176,6 +193,7 @@ void rig_serve_chunk_parse(enum rig_serve_api api, const char *data, size_t len,
         return;
     }
     json_error_t problem;
+    chunk->parsed_bytes = len;
     json_t *root = json_loadb(data, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &problem);
     if (!json_is_object(root)) {
         snprintf(chunk->error, sizeof chunk->error, "malformed chunk (%.60s): '%.*s'",
@@ -197,4 +215,131 @@ void rig_serve_chunk_release(struct rig_serve_chunk *chunk)
     json_decref((json_t *)chunk->root);
     chunk->root = NULL;
     chunk->text = NULL;
+}
+
+/* ---- /generate read incrementally ------------------------------------------------------ */
+
+void rig_serve_generate_reader_init(struct rig_serve_generate_reader *reader, char *seen,
+                                    size_t capacity)
+{
+    RIG_ASSERT(seen != NULL || capacity == 0);
+    memset(reader, 0, sizeof *reader);
+    reader->seen = seen;
+    reader->capacity = capacity;
+}
+
+static size_t rig__skip_space(const char *data, size_t len, size_t at)
+{
+    while (at < len &&
+           (data[at] == ' ' || data[at] == '\t' || data[at] == '\n' || data[at] == '\r'))
+        at++;
+    return at;
+}
+
+/* Where the "text" string's bytes start when `data` opens with {"text": "...; 0 otherwise.
+ * Only this framing is matched; the JSON parser reads everything else. */
+static size_t rig__text_start(const char *data, size_t len)
+{
+    size_t at = rig__skip_space(data, len, 0);
+    if (at == len || data[at] != '{') return 0;
+    at = rig__skip_space(data, len, at + 1);
+    if (len - at < 6 || memcmp(data + at, "\"text\"", 6) != 0) return 0;
+    at = rig__skip_space(data, len, at + 6);
+    if (at == len || data[at] != ':') return 0;
+    at = rig__skip_space(data, len, at + 1);
+    return at < len && data[at] == '"' ? at + 1 : 0;
+}
+
+/* Bytes of the JSON string's contents in `bytes[0, len)` before its closing quote (escapes
+ * skipped whole); len + 1 when it does not close there. */
+static size_t rig__string_end(const char *bytes, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (bytes[i] == '\\') {
+            i++;
+        } else if (bytes[i] == '"') {
+            return i;
+        }
+    }
+    return len + 1;
+}
+
+/* The spliced event for jansson: the opening up to the text's first byte, then the event
+ * from the new text on (the bytes the reader holds already left out). */
+struct rig__splice {
+    const char *piece[2];
+    size_t left[2];
+};
+
+static size_t rig__splice_read(void *buffer, size_t room, void *user)
+{
+    struct rig__splice *s = user;
+    int k = s->left[0] > 0 ? 0 : 1;
+    size_t n = s->left[k] < room ? s->left[k] : room;
+    memcpy(buffer, s->piece[k], n);
+    s->piece[k] += n;
+    s->left[k] -= n;
+    return n;
+}
+
+/* Keeps the escaped text `text[0, len)` (all of it, or appended when `append`). */
+static void rig__remember(struct rig_serve_generate_reader *r, const char *text, size_t len,
+                          bool append)
+{
+    RIG_ASSERT(text != NULL || len == 0);
+    size_t from = append ? r->seen_len : 0;
+    if (r->whole || from + len > r->capacity) {
+        r->whole = true;
+        r->seen_len = 0;
+        return;
+    }
+    memcpy(r->seen + from, text, len);
+    r->seen_len = from + len;
+}
+
+/* The new text of an event whose text starts with what the reader holds: parses the opening
+ * and the rest. False (nothing kept) when the rest is not what it must be. */
+static bool rig__generate_new(struct rig_serve_generate_reader *r, const char *data, size_t len,
+                              size_t start, struct rig_serve_chunk *chunk)
+{
+    RIG_ASSERT(start > 0 && len >= start + r->seen_len);
+    const char *rest = data + start + r->seen_len;
+    size_t rest_len = len - start - r->seen_len;
+    size_t end = rig__string_end(rest, rest_len);
+    if (end > rest_len) return false;
+    struct rig__splice splice = {{data, rest}, {start, rest_len}};
+    json_error_t problem;
+    json_t *root = json_load_callback(rig__splice_read, &splice,
+                                      JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &problem);
+    if (!json_is_object(root) || rig__server_error(root, chunk)) {
+        json_decref(root);
+        chunk->error[0] = '\0';
+        return false;
+    }
+    chunk->root = root;
+    chunk->parsed_bytes = start + rest_len;
+    rig__generate(root, chunk);
+    chunk->text_cumulative = false;
+    rig__remember(r, rest, end, true);
+    return true;
+}
+
+void rig_serve_generate_parse(struct rig_serve_generate_reader *r, const char *data, size_t len,
+                              struct rig_serve_chunk *chunk)
+{
+    RIG_ASSERT(r->seen_len <= r->capacity);
+    memset(chunk, 0, sizeof *chunk);
+    chunk->completion_tokens = chunk->prompt_tokens = chunk->cached_tokens = -1;
+    size_t start = rig__text_start(data, len);
+    if (start > 0 && !r->whole && len - start >= r->seen_len &&
+        (r->seen_len == 0 || memcmp(data + start, r->seen, r->seen_len) == 0) &&
+        rig__generate_new(r, data, len, start, chunk))
+        return;
+    rig_serve_chunk_parse(RIG_SERVE_API_GENERATE, data, len, chunk);
+    if (chunk->error[0] != '\0' || chunk->text == NULL) return;
+    size_t end = start > 0 ? rig__string_end(data + start, len - start) : len + 1;
+    if (end <= len - start)
+        rig__remember(r, data + start, end, false);
+    else
+        r->whole = true; /* text not first: this server is read whole from now on */
 }

@@ -492,6 +492,7 @@ static enum rig_status rig__apply_fault(const struct rig_scenario *s, struct rig
                  f->rank, tp);
         return RIG_E_INVALID;
     }
+    if (rig_engine_device(engine, f->rank) == NULL) return RIG_OK; /* another process's */
     struct rig_hal_faults plan = {.fail_alloc_at = -1, .stall_op_at = -1,
                                   .collective_fault = kind, .collective_at = f->collective,
                                   .collective_delay_ns = f->delay_ns};
@@ -526,6 +527,17 @@ static enum rig_status rig__faulty_start(const struct rig_scenario *s,
     return status;
 }
 
+/* A process other than 0 of ranks across processes: its rank's share of the run. */
+static enum rig_status rig__follow(const struct rig_scenario *s, struct rig_engine *engine,
+                                   char *error, size_t error_len)
+{
+    enum rig_status status = rig__apply_fault(s, engine, error, error_len);
+    if (status != RIG_OK) return status;
+    status = rig_engine_follow(engine);
+    if (status != RIG_OK) snprintf(error, error_len, "%s", rig_engine_error(engine));
+    return status;
+}
+
 /* Creates the engine (after the start-up fault, if planned) and arms the in-loop faults. */
 static enum rig_status rig__start(struct rig__run *run, const struct rig_engine_config *config,
                                   const struct rig_engine_observer *observer, char *error,
@@ -533,6 +545,11 @@ static enum rig_status rig__start(struct rig__run *run, const struct rig_engine_
 {
     const struct rig_scenario_faults *f = &run->scenario->faults;
     enum rig_status status = RIG_OK;
+    if (f->set && config->ranks == RIG_RANKS_MPI) {
+        snprintf(error, error_len, "%s: faults: the swarm's fault plans run with ranks as "
+                 "threads only (sim.fault works across processes)", run->scenario->path);
+        return RIG_E_UNSUPPORTED;
+    }
     if (f->set && f->start_alloc_fail >= 0)
         status = rig__faulty_start(run->scenario, config, observer, error, error_len);
     if (status == RIG_OK)
@@ -552,6 +569,7 @@ enum rig_status rig_scenario_run(const struct rig_scenario *scenario,
     enum rig_status status = rig_scenario_engine_config(scenario, &config, error, error_len);
     if (status < 0) return status;
     config.debug_plant = options->debug_plant;
+    config.ranks = options->ranks;
     struct rig__run run = {.scenario = scenario, .options = options, .results = results,
                            .page_size = config.page_size};
     status = rig__init_run(&run, config.prefill_budget);
@@ -559,6 +577,12 @@ enum rig_status rig_scenario_run(const struct rig_scenario *scenario,
     struct rig_engine_observer observer = {.ctx = &run, .on_token = rig__on_token,
                                            .on_finish = rig__on_finish, .on_step = rig__on_step};
     if (status == RIG_OK) status = rig__start(&run, &config, &observer, error, error_len);
+    if (status == RIG_OK && !rig_engine_leads(run.engine)) {
+        status = rig__follow(scenario, run.engine, error, error_len);
+        rig_engine_destroy(run.engine); /* ends the MPI job when the run failed */
+        rig__free_run(&run);
+        return status;
+    }
     if (status == RIG_OK) {
         rig_scenario_results_meta(scenario, &config, run.engine, results);
         status = rig__apply_fault(scenario, run.engine, error, error_len);

@@ -54,6 +54,10 @@ struct rig_run_options {
     /* Planted bugs for the engine (core/engine/debug.h): tests replaying a swarm failure
      * only; 0 in every normal run. */
     uint32_t debug_plant;
+    /* Where the TP ranks run: threads (default), or one per process of an MPI job (the
+     * caller has initialised MPI; every process runs the same scenario). Only process 0
+     * records: the others run their rank's share and return with `results` empty. */
+    enum rig_ranks_kind ranks;
 };
 
 /* Runs `scenario` on its backend and fills `results` (initialised here; the caller frees it

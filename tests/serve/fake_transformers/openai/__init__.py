@@ -1,0 +1,2 @@
+"""Fake openai (README.md)."""
+__version__ = "0.0-fake"
