@@ -284,6 +284,34 @@ static enum rig_status rig__decode_row(const struct rig_bench_options *o, struct
     return status;
 }
 
+/* Opens the decode benchmark's model for the largest point whose KV cache fits on the device:
+ * when the largest (batch x context) runs out of device memory, the next smaller product is
+ * tried, and *slots_cap says which points can run (the caller skips the others, saying so).
+ * Products are tried largest first among the sweep's points; any other failure is returned. */
+static enum rig_status rig__decode_open(const struct rig_bench_options *o, struct rig__fwd *f,
+                                        int32_t B_max, int64_t slots, int64_t *slots_cap,
+                                        char *error, size_t error_len)
+{
+    const int32_t *batches = o->quick ? rig__decode_batches_quick : rig__decode_batches;
+    const int32_t *contexts = o->quick ? rig__decode_contexts_quick : rig__decode_contexts;
+    int32_t nb = o->quick ? 2 : 4, nc = o->quick ? 1 : 2;
+    for (;;) {
+        enum rig_status status = rig__fwd_open(o, f, B_max, B_max, slots, error, error_len);
+        if (status != RIG_E_DEVICE_MEMORY) {
+            *slots_cap = slots;
+            return status;
+        }
+        int64_t next = 0; /* the largest point's product below `slots` */
+        for (int32_t c = 0; c < nc; c++)
+            for (int32_t i = 0; i < nb; i++) {
+                int64_t p = (int64_t)batches[i] * contexts[c];
+                if (p < slots && p > next) next = p;
+            }
+        if (next == 0) return status;
+        slots = next;
+    }
+}
+
 enum rig_status rig_bench_decode(const struct rig_bench_options *o, struct rig_bench_report *report,
                                  char *error, size_t error_len)
 {
@@ -294,12 +322,22 @@ enum rig_status rig_bench_decode(const struct rig_bench_options *o, struct rig_b
     int32_t B_max = batches[nb - 1], C_max = contexts[nc - 1];
     _Static_assert(4 * 2 <= RIG_BENCH_DECODE_MAX, "decode rows fit the report");
     struct rig__fwd f;
-    enum rig_status status =
-        rig__fwd_open(o, &f, B_max, B_max, (int64_t)B_max * C_max, error, error_len);
+    int64_t slots_cap = 0;
+    enum rig_status status = rig__decode_open(o, &f, B_max, (int64_t)B_max * C_max, &slots_cap,
+                                              error, error_len);
     if (status < 0) return status;
     for (int32_t c = 0; c < nc && status == RIG_OK; c++) {
         for (int32_t i = 0; i < nb && status == RIG_OK; i++) {
             rig__bench_progress(o, "decode", c * nb + i, nb * nc);
+            if ((int64_t)batches[i] * contexts[c] > slots_cap) {
+                double gb = (double)batches[i] * contexts[c] *
+                            (double)rig_model_kv_bytes_per_slot(&f.config, 1) / 1e9;
+                fprintf(stderr,
+                        "rig bench: decode %d x %d skipped: its KV cache (%.1f GB) does not fit "
+                        "beside the model on this device\n",
+                        (int)batches[i], (int)contexts[c], gb);
+                continue;
+            }
             struct rig_bench_decode_row *row = &report->decode[report->decode_count];
             status = rig__decode_row(o, &f, &report->floors, batches[i], contexts[c], row);
             if (status == RIG_OK) report->decode_count++;
