@@ -13,8 +13,9 @@ logprobs) and streamed; bad JSON, an unknown model, a body over the limit, an un
 wrong method, a bad /abort_request; /flush_cache; a stream aborted through /abort_request and
 one whose client leaves mid-stream. Then, still in flight at SIGINT: a long stream with n = 4
 (choices held behind the first), a long non-streamed request, half a request body and an idle
-keep-alive connection. Bounded: every socket has a timeout, requests ask for few tokens, the
-fixture bounds start and stop; a few seconds in all (about 10 s under ASan).
+keep-alive connection (the half body holds the stop for the server's 5 s wait for calls to
+end, then libmicrohttpd's stop closes it). Bounded: every socket has a timeout, requests ask for few tokens, the
+fixture bounds start and stop; measured 7-8 s in all (20-24 s under ASan, loaded machine).
 Usage: python3 test_shutdown.py [--rig PATH]
 """
 import http.client
