@@ -104,8 +104,10 @@ static enum MHD_Result rig__models(struct rig_serve *server, struct MHD_Connecti
                               (json_int_t)0, "owned_by", "rig", "root",
                               server->config.served_model_name, "max_model_len",
                               server->context_len);
-    char *text = json_dumps(json_pack("{s:s, s:[o]}", "object", "list", "data", model),
-                            JSON_COMPACT);
+    /* "o" steals `model`; the list is ours to release once dumped. */
+    json_t *list = json_pack("{s:s, s:[o]}", "object", "list", "data", model);
+    char *text = list != NULL ? json_dumps(list, JSON_COMPACT) : NULL;
+    json_decref(list);
     enum MHD_Result result = text != NULL ? rig__send_text(server, connection, 200,
                                                            "application/json", text)
                                           : MHD_NO;

@@ -222,6 +222,10 @@ void rig_serve_destroy(struct rig_serve *server)
 {
     if (server == NULL) return;
     RIG_ASSERT(server->daemon == NULL && !server->engine_started);
+    /* After shutdown every reference is dropped (the engine's at each end, the connection's at
+     * its completion): a call still here would leak, with its slots' buffers. */
+    RIG_ASSERT_MSG(server->call_count == 0, "a call outlived the server's shutdown");
+    RIG_ASSERT_MSG(server->slots_in_use == 0, "a slot outlived the server's shutdown");
     if (server->engine != NULL) rig_engine_destroy(server->engine);
     if (server->inbox != NULL) rig_inbox_destroy(server->inbox);
     rig_tokenizer_free(server->tokenizer);
