@@ -16,6 +16,9 @@
  *    their row (several passes from one block: exact, the slower path).
  * Scratch: rows x chunks partials of 16 bytes, written by pass 1 and read by pass 2 on the
  * same stream; no counters, nothing to reset, so replays are independent.
+ * Both passes are launched with programmatic dependent launch (common.cuh) and wait for their
+ * predecessor before any load: inside a decode graph pass 1's launch overlaps the LM head's
+ * tail and pass 2's pass 1's.
  *
  * The cut-off search. Candidates are ranked by a 64-bit key: the order-preserving bits of
  * z in the high word and ~index in the low word, so "z descending, lower index first on
@@ -439,6 +442,7 @@ static __global__ void __launch_bounds__(RIG__CHUNK_THREADS)
 {
     __shared__ float shared_score[RIG_CUDA_WARP];
     __shared__ int64_t shared_index[RIG_CUDA_WARP];
+    rig_cuda_pdl_begin(); /* the logits and the row's parameters come from earlier work */
     int64_t r = blockIdx.x / chunks;
     int32_t c = (int32_t)(blockIdx.x % chunks);
     const float *logits = a.logits + r * a.logits_stride;
@@ -494,6 +498,7 @@ static __global__ void __launch_bounds__(RIG__SAMPLE_THREADS)
                               int32_t chunks)
 {
     __shared__ struct rig__shared sh;
+    rig_cuda_pdl_begin(); /* the partials are pass 1's output */
     int64_t r = blockIdx.x;
     struct rig__row row = {a.logits + r * a.logits_stride, a.vocab, a.temperature[r], 0.0f, 0,
                            rig__min_p(&a, r)};
@@ -575,15 +580,13 @@ enum rig_status rig_cuda_op_sample(const struct rig_cuda_launch *launch,
     bool vec4 = rig_cuda_aligned(a.logits, 16) && a.logits_stride % 4 == 0;
     struct rig__partial *part = (struct rig__partial *)launch->scratch;
     unsigned blocks = (unsigned)(rows * chunks);
-    if (vec4)
-        rig__sample_chunk_kernel<true>
-            <<<blocks, RIG__CHUNK_THREADS, 0, launch->stream>>>(a, part, chunk, chunks);
-    else
-        rig__sample_chunk_kernel<false>
-            <<<blocks, RIG__CHUNK_THREADS, 0, launch->stream>>>(a, part, chunk, chunks);
+    RIG_CUDA_TRY(rig_cuda_launch_pdl(
+        launch, vec4 ? rig__sample_chunk_kernel<true> : rig__sample_chunk_kernel<false>,
+        dim3(blocks), dim3(RIG__CHUNK_THREADS), 0, a, part, chunk, chunks));
     RIG_CUDA_LAUNCHED();
-    rig__sample_finish_kernel<<<(unsigned)rows, RIG__SAMPLE_THREADS, 0, launch->stream>>>(
-        a, part, chunks);
+    RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__sample_finish_kernel, dim3((unsigned)rows),
+                                     dim3(RIG__SAMPLE_THREADS), 0, a,
+                                     (const struct rig__partial *)part, chunks));
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
 }
