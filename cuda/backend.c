@@ -397,6 +397,9 @@ static enum rig_status rig__graph_launch(struct rig_graph *graph, struct rig_str
     enum rig_status status = rig__select(stream->device);
     if (status != RIG_OK) return status;
     struct rig_cuda_graph *g = graph->context;
+    bool skip = false;
+    status = rig_cuda_group_replay_fault(rig__device(stream->device), g->collectives, &skip);
+    if (status != RIG_OK || skip) return status;
     RIG_CUDA_TRY(cudaGraphLaunch(g->exec, rig__stream(stream)->stream));
     rig_cuda_group_replayed(rig__device(stream->device), g->collectives, g->last_kind);
     return RIG_OK;
@@ -410,6 +413,13 @@ static void rig__graph_destroy(struct rig_graph *graph)
     (void)cudaGraphDestroy(g->graph);
     free(g);
     graph->context = NULL;
+}
+
+/* Collective faults only (comm.c); the simulator injects the others. */
+static enum rig_status rig__set_faults(struct rig_device *device,
+                                       const struct rig_hal_faults *faults)
+{
+    return rig_cuda_group_set_faults(rig__device(device), faults);
 }
 
 /* --- ops, clock ---------------------------------------------------------------------------- */
@@ -475,6 +485,7 @@ static const struct rig_backend_iface rig__cuda_iface = {
     .graph_capture_begin = rig__graph_capture_begin,
     .graph_capture_end = rig__graph_capture_end,
     .graph_launch = rig__graph_launch,
+    .set_faults = rig__set_faults,
     .graph_destroy = rig__graph_destroy,
     .comm_create = rig_cuda_comm_create,
     .comm_destroy = rig_cuda_comm_destroy,

@@ -19,6 +19,14 @@
  * that failure at once, and rig_hal_comm_error gives the message.
  * Threads: each comm is used by its rank's thread; the group's failure state is shared under
  * its mutex and an atomic flag; the issued counters are atomics.
+ *
+ * Faults (rig_hal_set_faults; docs/gpu.md, "Tensor parallelism on 4 GPUs"), so the watchdog
+ * can be proved on GPUs: a rank's n-th collective from when the plan was set — an eager
+ * NCCL call, or a graph replay holding it — is `late` (the host sleeps the delay first),
+ * `stall` (the rank never arrives: that call or replay and every later collective of the
+ * rank is not issued, so the others wait in NCCL until the watchdog ends the run) or `fail`
+ * (the op returns RIG_E_FAULT before it arrives). The plan is set between steps and read by
+ * the rank's own thread, which the engine's rank pool orders after it.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -30,6 +38,15 @@
 #include "hal/watchdog.h"
 
 #define RIG__FAILURE_MAX   384
+
+/* A rank's planned collective fault. */
+struct rig__fault {
+    enum rig_hal_collective_fault kind; /* RIG_HAL_COLLECTIVE_NONE: none */
+    int64_t at;                         /* the collective it hits, counted from the plan */
+    int64_t delay_ns;                   /* late: how long */
+    int64_t seen;                       /* collectives the rank met since the plan */
+    bool stalled;                       /* stall: hit; nothing more is issued */
+};
 #define RIG__POLL_PAUSE_NS 20000 /* between polls of a stuck wait: 20 us */
 
 struct rig_cuda_group {
@@ -40,6 +57,7 @@ struct rig_cuda_group {
     ncclComm_t comms[RIG_DEVICES_MAX];       /* (size) */
     _Atomic int64_t issued[RIG_DEVICES_MAX]; /* (size) collectives each rank's host issued */
     _Atomic int last_kind[RIG_DEVICES_MAX];  /* (size) enum rig_op_kind of the last one */
+    struct rig__fault faults[RIG_DEVICES_MAX]; /* (size) each used by its rank's thread */
     _Atomic int failed;                      /* enum rig_status; RIG_OK while healthy */
     bool aborted;                            /* ncclCommAbort done: no ncclCommDestroy */
     char failure[RIG__FAILURE_MAX];          /* set once, under mutex, before `failed` */
@@ -304,6 +322,62 @@ void rig_cuda_group_replayed(const struct rig_cuda_device *device, int64_t colle
     atomic_fetch_add(&device->group->issued[device->rank], collectives);
 }
 
+enum rig_status rig_cuda_group_set_faults(struct rig_cuda_device *device,
+                                          const struct rig_hal_faults *faults)
+{
+    bool collective = faults->collective_fault != RIG_HAL_COLLECTIVE_NONE;
+    if (faults->fail_alloc_at >= 0 || faults->stall_op_at >= 0 ||
+        (collective && device->group == NULL))
+        return RIG_E_UNSUPPORTED;
+    if (faults->collective_at < 0 || faults->collective_delay_ns < 0 ||
+        faults->collective_fault > RIG_HAL_COLLECTIVE_FAIL)
+        return RIG_E_INVALID;
+    if (device->group != NULL)
+        device->group->faults[device->rank] = (struct rig__fault){
+            faults->collective_fault, faults->collective_at, faults->collective_delay_ns, 0, false};
+    return RIG_OK;
+}
+
+/* Before `count` collectives of `rank` are issued (one eager call, or a graph replay's):
+ * RIG_OK to go on (after a `late` fault's sleep), *skip for a stalled rank, RIG_E_FAULT for
+ * a `fail` fault. */
+static enum rig_status rig__fault(struct rig_cuda_group *g, int32_t rank, int64_t count,
+                                  bool *skip)
+{
+    struct rig__fault *f = &g->faults[rank];
+    *skip = f->stalled;
+    if (f->kind == RIG_HAL_COLLECTIVE_NONE || f->stalled || count <= 0) return RIG_OK;
+    int64_t first = f->seen;
+    f->seen += count;
+    if (f->at < first || f->at >= first + count) return RIG_OK;
+    fprintf(stderr, "rig: cuda: fault: rank %d, collective #%lld of the plan: %s\n", (int)rank,
+            (long long)f->at, rig_hal_collective_fault_name(f->kind));
+    switch (f->kind) {
+    case RIG_HAL_COLLECTIVE_LATE: {
+        struct timespec ts = {f->delay_ns / 1000000000, f->delay_ns % 1000000000};
+        nanosleep(&ts, NULL);
+        return RIG_OK;
+    }
+    case RIG_HAL_COLLECTIVE_STALL:
+        f->stalled = true;
+        *skip = true;
+        return RIG_OK;
+    case RIG_HAL_COLLECTIVE_FAIL:
+        return RIG_E_FAULT;
+    case RIG_HAL_COLLECTIVE_NONE:
+        break;
+    }
+    return RIG_OK;
+}
+
+enum rig_status rig_cuda_group_replay_fault(const struct rig_cuda_device *device,
+                                            int64_t collectives, bool *skip)
+{
+    *skip = false;
+    if (device->group == NULL) return RIG_OK;
+    return rig__fault(device->group, device->rank, collectives, skip);
+}
+
 static ncclDataType_t rig__nccl_type(enum rig_dtype dtype)
 {
     RIG_ASSERT(dtype == RIG_DTYPE_BF16 || dtype == RIG_DTYPE_F32); /* checked by op_check */
@@ -344,6 +418,9 @@ enum rig_status rig_cuda_op_all_reduce(const struct rig_cuda_launch *launch,
     if (count == 0) return RIG_OK;
     enum rig_status failed = (enum rig_status)atomic_load(&context->group->failed);
     if (failed != RIG_OK) return failed;
+    bool skip = false;
+    enum rig_status fault = rig__fault(context->group, context->rank, 1, &skip);
+    if (fault != RIG_OK || skip) return fault;
     ncclResult_t result =
         ncclAllReduce(p->data.data, p->data.data, count, rig__nccl_type(p->data.dtype), ncclSum,
                       context->comm, launch->stream);
@@ -359,6 +436,9 @@ enum rig_status rig_cuda_op_all_gather(const struct rig_cuda_launch *launch,
     if (count == 0) return RIG_OK;
     enum rig_status failed = (enum rig_status)atomic_load(&context->group->failed);
     if (failed != RIG_OK) return failed;
+    bool skip = false;
+    enum rig_status fault = rig__fault(context->group, context->rank, 1, &skip);
+    if (fault != RIG_OK || skip) return fault;
     ncclResult_t result = ncclAllGather(p->in.data, p->out.data, count, rig__nccl_type(p->in.dtype),
                                         context->comm, launch->stream);
     return rig__issued(context, RIG_OP_ALL_GATHER, result);

@@ -133,6 +133,16 @@ void rig_cuda_group_capture(bool begin, int64_t *collectives, int32_t *last_kind
 /* A graph holding `collectives` collectives was launched on `device`'s stream. */
 void rig_cuda_group_replayed(const struct rig_cuda_device *device, int64_t collectives,
                              int32_t last_kind);
+/* Collective faults (rig_hal_set_faults on a device of a TP group; hal/hal.h): the plan of
+ * `device`'s rank, its collectives counted from now. Only collective faults: a plan with an
+ * allocation or stream-stall fault, or a collective fault outside a TP group, is
+ * RIG_E_UNSUPPORTED (the simulator injects those). */
+enum rig_status rig_cuda_group_set_faults(struct rig_cuda_device *device,
+                                          const struct rig_hal_faults *faults);
+/* Before a graph holding `collectives` collectives is launched on `device`'s stream: the
+ * planned fault when its collective is among them (see comm.c); *skip: do not launch it. */
+enum rig_status rig_cuda_group_replay_fault(const struct rig_cuda_device *device,
+                                            int64_t collectives, bool *skip);
 /* Default collective timeout: as PyTorch's NCCL watchdog, 10 minutes. */
 #define RIG_CUDA_COLLECTIVE_TIMEOUT_MS_DEFAULT 600000
 

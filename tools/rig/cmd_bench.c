@@ -34,7 +34,9 @@ static void rig__bench_usage(FILE *out)
             "Measures rig against the hardware floors measured in the same process\n"
             "(docs/performance.md). BENCHMARK: floors, decode, prefill, attention, offline,\n"
             "online, ops (a decode and a prefill step taken apart, op by op), all (default:\n"
-            "all; floors always run, everything is divided by them).\n"
+            "all; floors always run, everything is divided by them); collectives (the TP\n"
+            "group's all-reduce alone, 8 KiB to 256 MiB, nccl-tests' bus bandwidth; named\n"
+            "only, with --tp N >= 2).\n"
             "'rig bench serve' benchmarks a running server over HTTP instead (--help there).\n\n"
             "options:\n"
             "  --backend sim|cuda   sim: cost-model predictions on the virtual clock (timing\n"
@@ -48,7 +50,12 @@ static void rig__bench_usage(FILE *out)
             "  --rates R1,R2,...    online arrival rates in requests/s (default 4,8,16,32,64)\n"
             "  --requests N         requests per online rate (default 128)\n"
             "  --online-overlap on|off|both  overlap scheduling in the online runs (default\n"
-            "                       on; off/both add online-R-no-overlap rows)\n");
+            "                       on; off/both add online-R-no-overlap rows)\n"
+            "  --overlap on|off|both   the same for the offline and the online runs (default:\n"
+            "                       offline both, online on)\n"
+            "  --tp N               tensor-parallel ranks of the serving runs, 1..8 (default 1;\n"
+            "                       with N > 1 only offline and online run, and their floor is\n"
+            "                       one rank's share: weights, KV and FLOPs divided by N)\n");
 }
 
 static const char *rig__arg(int argc, char **argv, int *i)
@@ -97,14 +104,24 @@ static int rig__option(int argc, char **argv, int *i, struct rig__bench_args *a)
         a->out = v;
     else if (strcmp(arg, "--rates") == 0)
         return rig__parse_rates(v, o);
-    else if (strcmp(arg, "--online-overlap") == 0) {
+    else if (strcmp(arg, "--online-overlap") == 0 || strcmp(arg, "--overlap") == 0) {
         bool on = strcmp(v, "on") == 0, off = strcmp(v, "off") == 0, both = strcmp(v, "both") == 0;
         if (!on && !off && !both) {
-            fprintf(stderr, "rig bench: --online-overlap takes on, off or both, not '%s'\n", v);
+            fprintf(stderr, "rig bench: %s takes on, off or both, not '%s'\n", arg, v);
             return 2;
         }
         o->online_overlap = on || both;
         o->online_no_overlap = off || both;
+        if (strcmp(arg, "--overlap") == 0) {
+            o->offline_overlap = o->online_overlap;
+            o->offline_no_overlap = o->online_no_overlap;
+        }
+    }
+    else if (strcmp(arg, "--tp") == 0) {
+        if ((o->tp = rig__count(v, 8)) < 0) {
+            fprintf(stderr, "rig bench: --tp takes a number from 1 to 8, not '%s'\n", v);
+            return 2;
+        }
     }
     else if (strcmp(arg, "--repeats") == 0 || strcmp(arg, "--requests") == 0) {
         bool repeats = strcmp(arg, "--repeats") == 0;
@@ -126,7 +143,7 @@ static bool rig__takes_value(const char *arg)
 {
     static const char *const names[] = {"--backend", "--profile", "--model",   "--out",
                                         "-o",        "--rates",   "--repeats", "--requests",
-                                        "--online-overlap"};
+                                        "--online-overlap", "--overlap", "--tp"};
     for (size_t i = 0; i < RIG_ARRAY_LEN(names); i++)
         if (strcmp(arg, names[i]) == 0) return true;
     return false;
@@ -157,7 +174,9 @@ static int rig__parse(int argc, char **argv, struct rig__bench_args *a)
             return 2;
         }
     }
-    if (a->kinds == 0) a->kinds = RIG_BENCH_ALL;
+    if (a->kinds == 0)
+        a->kinds = a->options.tp > 1 ? RIG_BENCH_OFFLINE | RIG_BENCH_ONLINE | RIG_BENCH_COLLECTIVES
+                                     : RIG_BENCH_ALL;
     if (strcmp(a->options.backend, "sim") != 0 && strcmp(a->options.backend, "cuda") != 0) {
         fprintf(stderr, "rig bench: --backend takes sim or cuda, not '%s'\n", a->options.backend);
         return 2;
@@ -260,6 +279,19 @@ static void rig__print_ops(const struct rig_bench_report *r)
     printf("  us: one issue inside a graph of 20 issues; share: count x us / the step's sum\n\n");
 }
 
+static void rig__print_collectives(const struct rig_bench_report *r)
+{
+    if (r->collective_count == 0) return;
+    printf("all-reduce over the TP group (bf16, in place; median of the slowest rank)\n");
+    printf("  %12s %6s %10s %12s %12s\n", "bytes", "ranks", "us", "algbw GB/s", "busbw GB/s");
+    for (int32_t i = 0; i < r->collective_count; i++) {
+        const struct rig_bench_collective_row *c = &r->collectives[i];
+        printf("  %12lld %6d %10.2f %12.2f %12.2f\n", (long long)c->bytes, (int)c->ranks,
+               c->ns * 1e-3, c->algbw * 1e-9, c->busbw * 1e-9);
+    }
+    printf("  busbw = algbw x 2 (ranks - 1) / ranks (nccl-tests' all_reduce_perf)\n\n");
+}
+
 static void rig__print_serving(const struct rig_bench_report *r)
 {
     if (r->serving_count == 0) return;
@@ -332,7 +364,9 @@ static void rig__print_targets(const struct rig_bench_report *r)
 
 static void rig__print_report(const struct rig_bench_report *r)
 {
-    printf("============ rig bench: %s on %s (%s) ============\n", r->model, r->device,
+    char ranks[32] = "";
+    if (r->tp > 1) snprintf(ranks, sizeof ranks, ", TP %d", (int)r->tp);
+    printf("============ rig bench: %s on %s%s (%s) ============\n", r->model, r->device, ranks,
            r->predicted ? "PREDICTED by the simulator's cost model, virtual clock"
                         : "measured, device events");
     printf("rig %s, commit %s, backend %s\n\n", rig_version_string, rig_git_commit, r->backend);
@@ -342,6 +376,7 @@ static void rig__print_report(const struct rig_bench_report *r)
     rig__print_attention(r);
     rig__print_ops(r);
     rig__print_serving(r);
+    rig__print_collectives(r);
     rig__print_targets(r);
 }
 
@@ -361,13 +396,13 @@ int rig_cmd_bench(int argc, char **argv)
     char error[512] = "";
     enum rig_status status = rig_bench_run(&args.options, args.kinds, &report, error, sizeof error);
     if (bar) fprintf(stderr, "\r%70s\r", "");
-    rig__print_report(&report);
+    if (report.have_floors) rig__print_report(&report); /* else nothing ran: the error alone */
     exit_status = 0;
     if (status < 0) {
         fprintf(stderr, "rig bench: %s\n", error);
         exit_status = 1;
     }
-    if (args.options.out_dir != NULL) {
+    if (args.options.out_dir != NULL && report.have_floors) {
         char path[512];
         snprintf(path, sizeof path, "%s/bench.h5", args.options.out_dir);
         if (rig_bench_write_h5(&report, path, error, sizeof error) < 0) {

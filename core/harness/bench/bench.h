@@ -48,6 +48,7 @@
 #define RIG_BENCH_ATTENTION_MAX 4
 #define RIG_BENCH_SERVING_MAX   24
 #define RIG_BENCH_OPS_MAX       48
+#define RIG_BENCH_COLLECTIVES_MAX 8
 #define RIG_BENCH_REPEATS_MAX   64
 #define RIG_BENCH_TEXT_MAX      128
 
@@ -61,6 +62,7 @@ enum rig_bench_kind {
     RIG_BENCH_ONLINE = 1 << 5,
     RIG_BENCH_OPS = 1 << 6,
     RIG_BENCH_ALL = (1 << 7) - 1,
+    RIG_BENCH_COLLECTIVES = 1 << 7, /* named only (needs --tp >= 2): not in ALL */
 };
 
 /* "floors", "decode", "prefill", "attention", "offline", "online", "ops", "all"; 0 if
@@ -79,6 +81,10 @@ struct rig_bench_options {
     int32_t online_rate_count;                  /* 0 = default sweep */
     bool online_overlap;     /* online runs with overlap scheduling on (default) */
     bool online_no_overlap;  /* ... and/or off ("online-R-no-overlap") */
+    bool offline_overlap;    /* the offline run with overlap on (default) */
+    bool offline_no_overlap; /* ... and/or off ("offline-no-overlap", default) */
+    int32_t tp;              /* tensor-parallel ranks of the serving runs (offline, online);
+                                1..8; the forward benchmarks time one rank and need 1 */
     /* Called as work proceeds (may be NULL): `done` of `total` units of `what`. */
     void (*progress)(void *user, const char *what, int64_t done, int64_t total);
     void *user;
@@ -143,6 +149,14 @@ struct rig_bench_serving_row {
     char path[RIG_BENCH_TEXT_MAX * 2]; /* the run's HDF5 file, "" when none */
 };
 
+/* The TP group's all-reduce of one size timed alone (collectives.c), nccl-tests' way. */
+struct rig_bench_collective_row {
+    int64_t bytes;         /* bf16 elements x 2, in place */
+    int32_t ranks;
+    double ns;             /* the slowest rank's median device time of one all-reduce */
+    double algbw, busbw;   /* bytes / s; algbw x 2 (ranks - 1) / ranks */
+};
+
 /* One op of a decode or prefill step timed alone (ops.c): where a step's time goes. */
 struct rig_bench_op_row {
     char op[24];            /* "gemm qkv", "attention_decode", ... */
@@ -157,6 +171,8 @@ struct rig_bench_report {
     char backend[16];
     char device[RIG_BENCH_TEXT_MAX];
     char model[64];
+    int64_t device_memory_bytes; /* of the device the floors ran on */
+    int32_t tp;                  /* ranks of the serving runs (each a device like that one) */
     bool predicted; /* virtual clock: cost-model predictions, not measurements */
     int32_t repeats;
     struct rig_bench_floors floors;
@@ -171,6 +187,8 @@ struct rig_bench_report {
     int32_t serving_count;
     struct rig_bench_op_row ops[RIG_BENCH_OPS_MAX];
     int32_t op_count;
+    struct rig_bench_collective_row collectives[RIG_BENCH_COLLECTIVES_MAX];
+    int32_t collective_count;
 };
 
 /* Runs the benchmarks in `kinds` (floors always first: the others are divided by them) and
@@ -194,6 +212,9 @@ enum rig_status rig_bench_ops(const struct rig_bench_options *options,
                               struct rig_bench_report *report, char *error, size_t error_len);
 enum rig_status rig_bench_online(const struct rig_bench_options *options,
                                  struct rig_bench_report *report, char *error, size_t error_len);
+enum rig_status rig_bench_collectives(const struct rig_bench_options *options,
+                                      struct rig_bench_report *report, char *error,
+                                      size_t error_len);
 
 /* Median of `count` (>= 1) values; sorts them in place. */
 double rig_bench_median(double *values, int32_t count);

@@ -15,6 +15,9 @@ void rig_bench_options_default(struct rig_bench_options *options)
     RIG_ASSERT(options != NULL);
     memset(options, 0, sizeof *options);
     options->online_overlap = true;
+    options->offline_overlap = true;
+    options->offline_no_overlap = true;
+    options->tp = 1;
     options->backend = "sim";
     options->repeats = RIG__REPEATS_DEFAULT;
 }
@@ -27,7 +30,8 @@ int32_t rig_bench_kind_parse(const char *name)
     } kinds[] = {{"floors", RIG_BENCH_FLOORS},   {"decode", RIG_BENCH_DECODE},
                  {"prefill", RIG_BENCH_PREFILL}, {"attention", RIG_BENCH_ATTENTION},
                  {"offline", RIG_BENCH_OFFLINE}, {"online", RIG_BENCH_ONLINE},
-                 {"ops", RIG_BENCH_OPS},         {"all", RIG_BENCH_ALL}};
+                 {"ops", RIG_BENCH_OPS},         {"all", RIG_BENCH_ALL},
+                 {"collectives", RIG_BENCH_COLLECTIVES}};
     for (size_t i = 0; name != NULL && i < RIG_ARRAY_LEN(kinds); i++)
         if (strcmp(name, kinds[i].name) == 0) return kinds[i].kind;
     return 0;
@@ -143,6 +147,7 @@ void rig__bench_identify(const struct rig__bench_dev *dev, const struct rig_benc
     snprintf(report->backend, sizeof report->backend, "%s", info->backend);
     snprintf(report->device, sizeof report->device, "%s", info->name);
     snprintf(report->model, sizeof report->model, "%s", rig__bench_model(o));
+    report->device_memory_bytes = info->memory_bytes;
     report->predicted = info->virtual_clock;
     report->repeats = o->repeats;
 }
@@ -179,10 +184,19 @@ enum rig_status rig_bench_run(const struct rig_bench_options *options, int32_t k
 {
     RIG_ASSERT(options != NULL && report != NULL);
     memset(report, 0, sizeof *report);
-    if (kinds <= 0 || (kinds & ~RIG_BENCH_ALL) != 0) {
+    if (kinds <= 0 || (kinds & ~(RIG_BENCH_ALL | RIG_BENCH_COLLECTIVES)) != 0) {
         snprintf(error, error_len, "no benchmark selected");
         return RIG_E_INVALID;
     }
+    int32_t one_rank = RIG_BENCH_DECODE | RIG_BENCH_PREFILL | RIG_BENCH_OPS | RIG_BENCH_ATTENTION;
+    if (options->tp < 1 || options->tp > 8 || (options->tp > 1 && (kinds & one_rank) != 0)) {
+        snprintf(error, error_len,
+                 "tp %d: the serving runs (offline, online) and collectives take 1..8 ranks; "
+                 "decode, prefill, attention and ops time one rank's forward and take tp 1",
+                 (int)options->tp);
+        return RIG_E_INVALID;
+    }
+    report->tp = options->tp;
     enum rig_status status = rig_bench_floors(options, report, error, error_len);
     if (status == RIG_OK && (kinds & RIG_BENCH_DECODE))
         status = rig_bench_decode(options, report, error, error_len);
@@ -196,5 +210,7 @@ enum rig_status rig_bench_run(const struct rig_bench_options *options, int32_t k
         status = rig_bench_offline(options, report, error, error_len);
     if (status == RIG_OK && (kinds & RIG_BENCH_ONLINE))
         status = rig_bench_online(options, report, error, error_len);
+    if (status == RIG_OK && (kinds & RIG_BENCH_COLLECTIVES))
+        status = rig_bench_collectives(options, report, error, error_len);
     return status;
 }

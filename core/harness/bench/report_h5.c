@@ -186,6 +186,12 @@ static void rig__write_serving(struct rig__h5 *w, const struct rig_bench_report 
     rig__table(w, "ops", ops, RIG_ARRAY_LEN(ops), sizeof(O), r->op_count, r->ops);
     rig__table(w, "serving", serving, RIG_ARRAY_LEN(serving), sizeof(S), r->serving_count,
                r->serving);
+    typedef struct rig_bench_collective_row C;
+    static const struct rig__column collectives[] = {
+        RIG__COL(C, bytes, RIG__I64), RIG__COL(C, ranks, RIG__I32), RIG__COL(C, ns, RIG__F64),
+        RIG__COL(C, algbw, RIG__F64), RIG__COL(C, busbw, RIG__F64)};
+    rig__table(w, "collectives", collectives, RIG_ARRAY_LEN(collectives), sizeof(C),
+               r->collective_count, r->collectives);
 }
 
 enum rig_status rig_bench_write_h5(const struct rig_bench_report *report, const char *path,
@@ -213,6 +219,7 @@ enum rig_status rig_bench_write_h5(const struct rig_bench_report *report, const 
     rig__attr_text(&w, "model", report->model);
     rig__attr_i64(&w, "predicted", report->predicted);
     rig__attr_i64(&w, "repeats", report->repeats);
+    rig__attr_i64(&w, "tp", report->tp);
     rig__attr_text(&w, "units",
                    "*_ns: nanoseconds; bytes; flops: FLOP; bandwidth: B/s "
                    "(read + written); *_flops, flops_per_s: FLOP/s; serving "

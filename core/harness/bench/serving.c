@@ -45,9 +45,27 @@ static void rig__run_progress(void *user, int64_t steps, int32_t ended, int32_t 
     rig__bench_progress(p->options, p->what, ended, total);
 }
 
+/* KV pages of a serving run: 400,000 slots (40,000 --quick), or on CUDA as many as fit beside
+ * one rank's weights in 90 % of the device's memory less 3 GiB of activations and workspace
+ * (Qwen3-32B at TP 2 holds 33 GB of weights a GPU; 400,000 slots would take another 51 GB). */
+static int64_t rig__serving_pages(const struct rig_bench_options *o,
+                                  const struct rig_bench_report *report)
+{
+    int64_t pages = o->quick ? 40000 : 400000;
+    struct rig_model_config c;
+    if (strcmp(o->backend, "cuda") != 0 || report->device_memory_bytes <= 0 ||
+        rig_model_config_preset(rig__bench_model(o), &c) != RIG_OK)
+        return pages;
+    double room = 0.9 * (double)report->device_memory_bytes -
+                  (double)rig_model_weight_bytes(&c, o->tp) - 3.0 * (double)(1 << 30);
+    double fit = room / (double)rig_model_kv_bytes_per_slot(&c, o->tp);
+    if (fit < (double)pages) pages = fit > 4096.0 ? (int64_t)fit : 4096;
+    return pages;
+}
+
 /* The scenario text of one serving run: `workload` is a flow mapping. */
-static void rig__scenario_text(const struct rig_bench_options *o, const char *name, bool overlap,
-                               const char *workload, char *text, size_t len)
+static void rig__scenario_text(const struct rig_bench_options *o, int64_t pages, const char *name,
+                               bool overlap, const char *workload, char *text, size_t len)
 {
     bool sim = strcmp(o->backend, "sim") == 0;
     char sim_section[RIG_SCENARIO_NAME_MAX + 64] = "";
@@ -59,23 +77,26 @@ static void rig__scenario_text(const struct rig_bench_options *o, const char *na
              "model: {preset: %s}\n"
              "backend: %s\n"
              "%s"
-             "engine: {num_pages: %d, max_running_req: 256, prefill_budget: 8192,\n"
-             "         max_seq_len: 2048, cuda_graph_max_bs: 256, overlap: %s}\n"
+             "engine: {num_pages: %lld, max_running_req: 256, prefill_budget: 8192,\n"
+             "         max_seq_len: 2048, cuda_graph_max_bs: 256, overlap: %s,\n"
+             "         tp_size: %d, collective_timeout: 120s}\n"
              "seed: 0\n"
              "workloads:\n"
              "  - %s\n",
-             name, rig__bench_model(o), o->backend, sim_section, o->quick ? 40000 : 400000,
-             overlap ? "true" : "false", workload);
+             name, rig__bench_model(o), o->backend, sim_section, (long long)pages,
+             overlap ? "true" : "false", (int)o->tp, workload);
 }
 
-/* KV bytes and decode weight bytes the run had to read, plus its prefill FLOPs. */
+/* KV bytes and decode weight bytes the run had to read, plus its prefill FLOPs; at TP N one
+ * rank's share of each (every rank reads its weights and KV heads, and does 1/N of the FLOPs,
+ * in parallel), the collectives counted as free. */
 static double rig__offline_floor(const struct rig_bench_options *o,
                                  const struct rig_bench_floors *fl, const struct rig_results *r,
                                  int64_t decode_steps)
 {
     struct rig_model_config c;
     RIG_ASSERT(rig_model_config_preset(rig__bench_model(o), &c) == RIG_OK);
-    double slot = (double)rig_model_kv_bytes_per_slot(&c, 1), kv = 0.0, flops = 0.0;
+    double slot = (double)rig_model_kv_bytes_per_slot(&c, o->tp), kv = 0.0, flops = 0.0;
     for (int64_t i = 0; i < r->request_count; i++) {
         const struct rig_results_request *q = &r->requests[i];
         if (q->output_len < 1) continue;
@@ -84,8 +105,8 @@ static double rig__offline_floor(const struct rig_bench_options *o,
         int32_t chunk = q->input_len - q->cached_len;
         if (chunk >= 1) flops += rig_bench_prefill_flops(rig__bench_model(o), chunk, q->cached_len);
     }
-    double weights = (double)rig_model_weight_bytes(&c, 1) * (double)decode_steps;
-    return (weights + kv) / fl->bandwidth + flops / fl->gemm_flops;
+    double weights = (double)rig_model_weight_bytes(&c, o->tp) * (double)decode_steps;
+    return (weights + kv) / fl->bandwidth + flops / o->tp / fl->gemm_flops;
 }
 
 /* Runs one scenario text, fills `row` from its records, writes its HDF5 file. */
@@ -153,7 +174,8 @@ static enum rig_status rig__serve_row(const struct rig_bench_options *o,
     row->rate = rate;
     row->overlap = overlap;
     char text[RIG__YAML_MAX];
-    rig__scenario_text(o, name, overlap, workload, text, sizeof text);
+    rig__scenario_text(o, rig__serving_pages(o, report), name, overlap, workload, text,
+                       sizeof text);
     enum rig_status status = rig__serve(o, report, text, row, error, error_len);
     if (status == RIG_OK) report->serving_count++;
     return status;
@@ -175,9 +197,9 @@ enum rig_status rig_bench_offline(const struct rig_bench_options *o,
     char workload[96];
     snprintf(workload, sizeof workload, "{kind: minisgl_offline, count: %d}",
              o->quick ? RIG__QUICK_REQUESTS : 256);
-    if (status == RIG_OK)
+    if (status == RIG_OK && o->offline_overlap)
         status = rig__serve_row(o, report, "offline", INFINITY, true, workload, error, error_len);
-    if (status == RIG_OK)
+    if (status == RIG_OK && o->offline_no_overlap)
         status = rig__serve_row(o, report, "offline-no-overlap", INFINITY, false, workload, error,
                                 error_len);
     return status;
