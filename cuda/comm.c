@@ -29,6 +29,7 @@
  * the rank's own thread, which the engine's rank pool orders after it.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,7 +48,11 @@ struct rig__fault {
     int64_t seen;                       /* collectives the rank met since the plan */
     bool stalled;                       /* stall: hit; nothing more is issued */
 };
-#define RIG__POLL_PAUSE_NS 20000 /* between polls of a stuck wait: 20 us */
+#define RIG__POLL_PAUSE_NS 20000  /* between polls of a stuck wait: 20 us (slept) */
+#define RIG__POLL_SPIN_NS  2000000 /* polls in the first 2 ms of a wait only yield: a sleep
+                                      of 20 us takes 60-80 us on Linux (timer slack), and the
+                                      waits that end soon — an NCCL call in progress, a
+                                      step's download — would pay it every time */
 
 struct rig_cuda_group {
     pthread_mutex_t mutex;
@@ -124,7 +129,8 @@ struct rig__wait {
     int32_t rank;
     cudaStream_t stream; /* or */
     cudaEvent_t event;
-    bool nccl_only; /* waiting for an NCCL call to be enqueued */
+    bool nccl_only;     /* waiting for an NCCL call to be enqueued */
+    int64_t spin_until; /* 0 until the first pause; then when pauses start to sleep */
 };
 
 static enum rig_status rig__poll(void *ctx)
@@ -149,7 +155,13 @@ static int64_t rig__probe_now(void *ctx)
 
 static void rig__probe_pause(void *ctx)
 {
-    (void)ctx;
+    struct rig__wait *w = ctx;
+    int64_t now = rig__now_ns();
+    if (w->spin_until == 0) w->spin_until = now + RIG__POLL_SPIN_NS;
+    if (now < w->spin_until) {
+        sched_yield();
+        return;
+    }
     struct timespec ts = {0, RIG__POLL_PAUSE_NS};
     nanosleep(&ts, NULL);
 }
@@ -171,15 +183,43 @@ enum rig_status rig_cuda_group_wait(const struct rig_cuda_device *device, cudaSt
         if (event != NULL) RIG_CUDA_TRY(cudaEventSynchronize(event));
         return RIG_OK;
     }
-    struct rig__wait w = {device->group, device->rank, stream, event, false};
+    struct rig__wait w = {device->group, device->rank, stream, event, false, 0};
     return rig__watch(&w);
 }
 
-static enum rig_status rig__select_rank(const struct rig_comm *comm)
+/* The group's end, once every rank let go of its comm: NCCL's finalize is a collective of
+ * the group (it returns when the whole group is quiescent), so one thread destroying rank
+ * after rank with ncclCommDestroy — which finalizes first — could wait on the ranks it has
+ * not reached yet. Instead every comm is finalized in one group call, waited for under the
+ * collective timeout (past it: ncclCommAbort, nothing hangs), then destroyed locally. */
+static void rig__group_finish(struct rig_cuda_group *g)
 {
-    const struct rig_cuda_device *device = comm->device->context;
-    RIG_CUDA_TRY(cudaSetDevice(device->ordinal));
-    return RIG_OK;
+    if (g->aborted) return;
+    ncclResult_t result = ncclGroupStart();
+    for (int32_t r = 0; r < g->size && result == ncclSuccess; r++) {
+        ncclResult_t one = ncclCommFinalize(g->comms[r]);
+        if (one != ncclSuccess && one != ncclInProgress) result = one;
+    }
+    ncclResult_t end = ncclGroupEnd();
+    if (result == ncclSuccess && end != ncclSuccess && end != ncclInProgress) result = end;
+    enum rig_status status = RIG_OK;
+    if (result != ncclSuccess) {
+        char message[RIG__FAILURE_MAX];
+        snprintf(message, sizeof message, "finalizing the group: NCCL: %s",
+                 ncclGetErrorString(result));
+        status = rig__group_fail(g, RIG_E_DEVICE, message);
+    }
+    for (int32_t r = 0; r < g->size && status == RIG_OK; r++) {
+        struct rig__wait w = {g, r, NULL, NULL, true, 0};
+        status = rig__watch(&w);
+    }
+    if (g->aborted) return; /* a timeout or an error aborted every comm */
+    for (int32_t r = 0; r < g->size; r++) {
+        result = ncclCommDestroy(g->comms[r]);
+        if (result != ncclSuccess)
+            rig_cuda_report(RIG_E_DEVICE, __FILE__, __LINE__, "ncclCommDestroy",
+                            ncclGetErrorString(result));
+    }
 }
 
 static void rig__group_release(struct rig_cuda_group *g)
@@ -188,6 +228,7 @@ static void rig__group_release(struct rig_cuda_group *g)
     bool last = --g->refs == 0;
     pthread_mutex_unlock(&g->mutex);
     if (!last) return;
+    rig__group_finish(g);
     pthread_mutex_destroy(&g->mutex);
     free(g);
 }
@@ -213,7 +254,7 @@ static enum rig_status rig__init_comms(struct rig_cuda_group *g, struct rig_devi
     ncclResult_t result = ncclGroupEnd();
     if (result != ncclSuccess && result != ncclInProgress) RIG_NCCL_TRY(result);
     for (int32_t r = 0; r < g->size; r++) {
-        struct rig__wait w = {g, r, NULL, NULL, true};
+        struct rig__wait w = {g, r, NULL, NULL, true, 0};
         enum rig_status status = rig__watch(&w);
         if (status != RIG_OK) return status;
     }
@@ -263,19 +304,9 @@ void rig_cuda_comm_destroy(struct rig_comm *comm)
 {
     struct rig_cuda_comm *context = comm->context;
     if (context == NULL) return;
-    struct rig_cuda_group *g = context->group;
     struct rig_cuda_device *device = comm->device->context;
     device->group = NULL;
-    pthread_mutex_lock(&g->mutex);
-    bool aborted = g->aborted;
-    pthread_mutex_unlock(&g->mutex);
-    if (!aborted && rig__select_rank(comm) == RIG_OK) {
-        ncclResult_t result = ncclCommDestroy(context->comm);
-        if (result != ncclSuccess)
-            rig_cuda_report(RIG_E_DEVICE, __FILE__, __LINE__, "ncclCommDestroy",
-                            ncclGetErrorString(result));
-    }
-    rig__group_release(g);
+    rig__group_release(context->group); /* the last rank's release ends the group */
     free(context);
     comm->context = NULL;
 }
@@ -405,7 +436,7 @@ static enum rig_status rig__issued(const struct rig_cuda_comm *context, enum rig
         atomic_fetch_add(&g->issued[context->rank], 1);
     }
     if (result == ncclSuccess) return RIG_OK;
-    struct rig__wait w = {g, context->rank, NULL, NULL, true};
+    struct rig__wait w = {g, context->rank, NULL, NULL, true, 0};
     return rig__watch(&w);
 }
 

@@ -31,12 +31,39 @@ struct rig_cuda_gemm_plans {
     bool enabled;
 };
 
-/* The process's plans, shared by every stream (engines of one process, and a bench's runs one
- * after another, choose each algorithm once); static storage, under rig__lock (TP ranks run
- * their streams from different threads). */
-static pthread_mutex_t rig__lock = PTHREAD_MUTEX_INITIALIZER;
-static struct rig__family rig__families[RIG_CUDA_GEMM_FAMILIES_MAX];
-static int32_t rig__family_count;
+/* The process's plans, one table per device, shared by every stream of that device (engines
+ * of one process, and a bench's runs one after another, choose each algorithm once); static
+ * storage, each table under its own lock. Per device, not one for the process: a TP rank's
+ * thread holds its table's lock while the family's first use launches its warm runs, and
+ * that launch can wait for its GPU (cuBLASLt loads the kernel lazily, and a module load waits
+ * for the device's running kernels — an all-reduce among them, waiting for the other ranks).
+ * With one lock for all devices, a rank waiting for the lock before its own all-reduce never
+ * issued it: the 4-GPU hang of docs/gpu.md. A device's table is only ever used by the one
+ * rank driving it, so no lock couples two ranks. */
+#define RIG__DEVICES 16 /* ordinals past this: no plans (cublasGemmEx) */
+struct rig__table {
+    pthread_mutex_t lock;
+    struct rig__family families[RIG_CUDA_GEMM_FAMILIES_MAX];
+    int32_t count;
+};
+static struct rig__table rig__tables[RIG__DEVICES];
+static pthread_once_t rig__tables_once = PTHREAD_ONCE_INIT;
+
+static void rig__tables_init(void)
+{
+    for (int32_t i = 0; i < RIG__DEVICES; i++)
+        pthread_mutex_init(&rig__tables[i].lock, NULL);
+}
+
+/* The table of the calling thread's current device; NULL past RIG__DEVICES. */
+static struct rig__table *rig__table(void)
+{
+    int ordinal = -1;
+    if (cudaGetDevice(&ordinal) != cudaSuccess || ordinal < 0 || ordinal >= RIG__DEVICES)
+        return NULL;
+    pthread_once(&rig__tables_once, rig__tables_init);
+    return &rig__tables[ordinal];
+}
 
 static_assert(RIG_CUDA_GEMM_PLAN_M_MAX == (int64_t)1 << 20, "the classes end at 2^20");
 
@@ -151,16 +178,15 @@ static void rig__choose(cublasLtHandle_t lt, struct rig__family *f, int32_t c, i
     f->state[c] = RIG__CLASS_PLAN;
 }
 
-/* A new family for the call's shape on device `ordinal`, its descriptors set and its warm
- * classes chosen; NULL when the table is full or cuBLASLt rejects the descriptors. Under
- * rig__lock. */
-static struct rig__family *rig__family_new(cublasLtHandle_t lt, const struct rig_cuda_gemm_call *c,
-                                           int32_t ordinal, int32_t align)
+/* A new family for the call's shape in table `t`, its descriptors set and its warm classes
+ * chosen; NULL when the table is full or cuBLASLt rejects the descriptors. Under t->lock. */
+static struct rig__family *rig__family_new(cublasLtHandle_t lt, struct rig__table *t,
+                                           const struct rig_cuda_gemm_call *c, int32_t align)
 {
-    if (rig__family_count == RIG_CUDA_GEMM_FAMILIES_MAX) return NULL;
-    struct rig__family *f = &rig__families[rig__family_count];
+    if (t->count == RIG_CUDA_GEMM_FAMILIES_MAX) return NULL;
+    struct rig__family *f = &t->families[t->count];
     memset(f, 0, sizeof *f);
-    f->ordinal = ordinal;
+    f->ordinal = (int32_t)(t - rig__tables);
     f->n = c->n, f->k = c->k, f->ld_w = c->ld_w, f->ld_x = c->ld_x, f->ld_out = c->ld_out;
     f->out_type = c->out_type;
     f->align = align;
@@ -173,7 +199,7 @@ static struct rig__family *rig__family_new(cublasLtHandle_t lt, const struct rig
         cublasLtMatrixLayoutInit(&f->w_layout, CUDA_R_16BF, (uint64_t)c->k, (uint64_t)c->n,
                                  c->ld_w) != CUBLAS_STATUS_SUCCESS)
         return NULL;
-    rig__family_count++;
+    t->count++;
     for (int64_t m = 1; m <= RIG_CUDA_GEMM_PLAN_WARM_M;) {
         int64_t largest = 0;
         int32_t cls = rig_cuda_gemm_plan_class(m, &largest);
@@ -183,20 +209,19 @@ static struct rig__family *rig__family_new(cublasLtHandle_t lt, const struct rig
     return f;
 }
 
-/* The call's family (made on first use); NULL when there is none. Under rig__lock. */
-static struct rig__family *rig__family(cublasLtHandle_t lt, const struct rig_cuda_gemm_call *c)
+/* The call's family in table `t` (made on first use); NULL when there is none. Under
+ * t->lock. */
+static struct rig__family *rig__family(cublasLtHandle_t lt, struct rig__table *t,
+                                       const struct rig_cuda_gemm_call *c)
 {
-    int ordinal = -1;
-    if (cudaGetDevice(&ordinal) != cudaSuccess) return NULL;
     int32_t align = rig__call_align(c);
-    for (int32_t i = 0; i < rig__family_count; i++) {
-        struct rig__family *f = &rig__families[i];
-        if (f->ordinal == ordinal && f->n == c->n && f->k == c->k && f->ld_w == c->ld_w &&
-            f->ld_x == c->ld_x && f->ld_out == c->ld_out && f->out_type == c->out_type &&
-            f->align == align)
+    for (int32_t i = 0; i < t->count; i++) {
+        struct rig__family *f = &t->families[i];
+        if (f->n == c->n && f->k == c->k && f->ld_w == c->ld_w && f->ld_x == c->ld_x &&
+            f->ld_out == c->ld_out && f->out_type == c->out_type && f->align == align)
             return f;
     }
-    return rig__family_new(lt, c, ordinal, align);
+    return rig__family_new(lt, t, c, align);
 }
 
 /* Runs each distinct algorithm the family has chosen once, on one row of the call's operands
@@ -204,7 +229,7 @@ static struct rig__family *rig__family(cublasLtHandle_t lt, const struct rig_cud
  * kernel the first time it launches it, whatever CUDA_MODULE_LOADING says, and on the H100
  * a prefill step whose size class was new took the host 3-9 ms more (docs/performance.md).
  * Called on the first use of the family outside graph capture (the engine makes one at
- * start-up: its warm-up forward). Under rig__lock. */
+ * start-up: its warm-up forward). Under the family's table lock. */
 static void rig__warm(cublasLtHandle_t lt, struct rig__family *f,
                       const struct rig_cuda_launch *launch, const struct rig_cuda_gemm_call *c)
 {
@@ -241,8 +266,10 @@ static bool rig__plan(cublasLtHandle_t lt, const struct rig_cuda_launch *launch,
                       const struct rig_cuda_gemm_call *c, struct rig__family **family, int32_t *cls,
                       cublasLtMatmulAlgo_t *algo)
 {
-    pthread_mutex_lock(&rig__lock);
-    struct rig__family *f = rig__family(lt, c);
+    struct rig__table *t = rig__table();
+    if (t == NULL) return false;
+    pthread_mutex_lock(&t->lock);
+    struct rig__family *f = rig__family(lt, t, c);
     bool found = false;
     if (f != NULL && !f->warmed && !rig__capturing(launch->stream)) rig__warm(lt, f, launch, c);
     if (f != NULL) {
@@ -252,7 +279,7 @@ static bool rig__plan(cublasLtHandle_t lt, const struct rig_cuda_launch *launch,
         found = f->state[*cls] == RIG__CLASS_PLAN;
         if (found) *algo = f->algo[*cls];
     }
-    pthread_mutex_unlock(&rig__lock);
+    pthread_mutex_unlock(&t->lock);
     *family = f;
     return found;
 }
@@ -276,9 +303,10 @@ void rig_cuda_gemm_plans_run(const struct rig_cuda_launch *launch,
                                            &beta, c->out, &d, c->out, &d, &algo, launch->workspace,
                                            launch->workspace_bytes, launch->stream);
     if (status != CUBLAS_STATUS_SUCCESS) { /* refused before anything was enqueued */
-        pthread_mutex_lock(&rig__lock);
+        struct rig__table *t = &rig__tables[f->ordinal];
+        pthread_mutex_lock(&t->lock);
         f->state[cls] = RIG__CLASS_FALL;
-        pthread_mutex_unlock(&rig__lock);
+        pthread_mutex_unlock(&t->lock);
         return;
     }
     *done = true;

@@ -28,13 +28,16 @@
  * (CUBLAS_COMPUTE_32F), split-K partial sums reduced in fp32 only (no reduction in the
  * output type), one rounding to the output type.
  *
- * Memory: one table for the process, static, fixed in size (RIG_CUDA_GEMM_FAMILIES_MAX
- * families; a call of a further family falls back to cublasGemmEx), shared by every stream, so
- * a process chooses each algorithm once however many engines it creates; each stream has its
- * own cuBLASLt handle (rig_cuda_gemm_plans_create). RIG_CUDA_GEMM_PLANS=0 in the environment
+ * Memory: one table per device (ordinals 0..15; past them every call falls back), static,
+ * fixed in size (RIG_CUDA_GEMM_FAMILIES_MAX families; a call of a further family falls back
+ * to cublasGemmEx), shared by every stream of the device, so a process chooses each algorithm
+ * once however many engines it creates; each stream has its own cuBLASLt handle
+ * (rig_cuda_gemm_plans_create). RIG_CUDA_GEMM_PLANS=0 in the environment
  * when a stream is created turns plans off for it (every call falls back): a measuring switch,
  * to time the old path with the same binary.
- * Threads: any; the table is under a mutex (TP ranks issue from their own threads).
+ * Threads: any; each device's table is under its own mutex, so TP ranks (each driving its
+ * own device from its own thread) never wait for one another here (gemm_plan.cu says why
+ * that matters: a shared lock deadlocked four ranks against their all-reduce).
  */
 #ifndef RIG_CUDA_OPS_GEMM_PLAN_CUH
 #define RIG_CUDA_OPS_GEMM_PLAN_CUH

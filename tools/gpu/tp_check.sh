@@ -33,7 +33,8 @@
 # Environment: RIG_TP_DEADLINE (seconds from start by which everything is packed: 420),
 # RIG_TP_DEGREES ("1 2 4"), RIG_TP_STAGES ("correct watchdog collectives decode offline"),
 # RIG_TP_SOAK_CORES (a `seq` range such as "16 63"; empty: no soak), RIG_TP_SOAK_MINUTES (the
-# deadline less 60 s).
+# deadline less 60 s), RIG_TP_PLAN (x4: the phases above on four GPUs; x2: on two GPUs, TP 1
+# and 2 only — the TP 1 references, the TP 2 runs, then the long TP 1 runs).
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -41,7 +42,10 @@ root=$(cd "$here/../.." && pwd)
 out=${OUT:-$PWD/tp-check-out}
 backend=${RIG_TP_BACKEND:-cuda}
 deadline=${RIG_TP_DEADLINE:-420}
-degrees=${RIG_TP_DEGREES:-1 2 4}
+plan=${RIG_TP_PLAN:-x4} # x4: four GPUs (TP 1, 4, 2); x2: two GPUs (TP 1, 2)
+degrees_default="1 2 4"
+[[ $plan == x2 ]] && degrees_default="1 2"
+degrees=${RIG_TP_DEGREES:-$degrees_default}
 stages=${RIG_TP_STAGES:-correct watchdog collectives decode offline}
 soak_cores=${RIG_TP_SOAK_CORES:-}
 if [[ -n ${RIG_BIN:-} ]]; then
@@ -59,8 +63,10 @@ summary=$out/summary.txt
 say() { echo "$*" | tee -a "$summary"; }
 left() { echo $((deadline - ($(date +%s) - start))); }
 
-# Runs "$@" under `timeout` for at most $1 seconds and the time left before the deadline less
-# 20 s (packing); logs to $work/logs/$2.log; prints one status line.
+# Runs "$@" for at most $1 seconds and the time left before the deadline less 20 s (packing);
+# logs to $work/logs/$2.log; prints one status line. A job still running at its bound gets its
+# threads' stacks written to the log first (cuda-gdb where it can attach, else the kernel's
+# wait channels), then SIGTERM and, 5 s later, SIGKILL: exit 124 as timeout(1) gives.
 bounded() {
     local limit=$1 name=$2
     shift 2
@@ -70,14 +76,39 @@ bounded() {
         return 124
     fi
     ((limit > room)) && limit=$room
-    local t0 rc
+    local log=$work/logs/$name.log t0 rc pid watcher
     t0=$(date +%s%N)
-    timeout -k 5 "$limit" "$@" >"$work/logs/$name.log" 2>&1
+    "$@" >"$log" 2>&1 &
+    pid=$!
+    (
+        sleep "$limit"
+        kill -0 "$pid" 2>/dev/null || exit 0
+        echo "tp_check: still running after $limit s; the threads' stacks:" >>"$log"
+        for task in /proc/"$pid"/task/*; do
+            echo "  thread ${task##*/}: $(cat "$task/comm" 2>/dev/null) wchan=$(cat "$task/wchan" 2>/dev/null)"
+        done >>"$log"
+        if command -v cuda-gdb >/dev/null; then
+            timeout 40 cuda-gdb -p "$pid" -batch -ex "thread apply all bt 12" >>"$log" 2>&1
+        fi
+        kill -TERM "$pid" 2>/dev/null
+        sleep 5
+        kill -KILL "$pid" 2>/dev/null
+        echo "tp_check: killed" >>"$log"
+    ) 2>/dev/null &
+    watcher=$!
+    wait "$pid"
     rc=$?
+    if grep -q "^tp_check: still running" "$log"; then
+        rc=124
+        wait "$watcher" 2>/dev/null # until its SIGKILL and last line
+    else
+        pkill -P "$watcher" 2>/dev/null # its sleep: the watcher then finds the job gone
+        wait "$watcher" 2>/dev/null
+    fi
     local ms=$((($(date +%s%N) - t0) / 1000000))
-    echo "tp_check: exit $rc after $ms ms" >>"$work/logs/$name.log"
+    echo "tp_check: exit $rc after $ms ms" >>"$log"
     say "$(printf '%-34s rc=%-3d %4d.%03d s' "$name" "$rc" $((ms / 1000)) $((ms % 1000)))"
-    if ((rc != 0)); then tail -n 15 "$work/logs/$name.log" | sed 's/^/    /' | tee -a "$summary"; fi
+    if ((rc != 0)); then grep -v "^  thread\|^#\|^\[" "$log" | tail -n 8 | sed 's/^/    /' | tee -a "$summary"; fi
     return $rc
 }
 
@@ -191,39 +222,65 @@ lane() {
 has() { [[ " $stages " == *" $1 "* ]]; }
 tp_in() { [[ " $degrees " == *" $1 "* ]]; }
 
-# Phase 1, TP 1: four lanes of one GPU each (the references of every comparison).
-if tp_in 1; then
-    jobs0=() jobs1=() jobs2=() jobs3=()
+if [[ $plan == x4 ]]; then
+    # Phase 1, TP 1: four lanes of one GPU each (the references of every comparison).
+    if tp_in 1; then
+        jobs0=() jobs1=() jobs2=() jobs3=()
+        has correct && jobs0+=("gen qwen3-0.6b 1 logits" "gen qwen3-0.6b 1 overlap"
+                               "gen qwen3-8b 1 logits" "gen qwen3-8b 1 overlap")
+        has decode && jobs1+=("decode qwen3-8b 1") && jobs2+=("decode qwen3-32b-32l 1")
+        has offline && jobs3+=("offline qwen3-8b 1")
+        lane 0 "${jobs0[@]}"; lane 1 "${jobs1[@]}"; lane 2 "${jobs2[@]}"; lane 3 "${jobs3[@]}"
+        wait_lanes
+        pack
+    fi
+    # Phase 2, TP 4: the whole machine, one job at a time.
+    if tp_in 4; then
+        jobs=()
+        has correct && jobs+=("gen qwen3-0.6b 4 logits" "gen qwen3-0.6b 4 overlap"
+                              "gen qwen3-8b 4 logits" "gen qwen3-8b 4 overlap")
+        has collectives && jobs+=("collectives 4")
+        has decode && jobs+=("decode qwen3-8b 4" "decode qwen3-32b-32l 4")
+        has offline && jobs+=("offline qwen3-8b 4" "offline qwen3-32b 4")
+        lane 0,1,2,3 "${jobs[@]}"
+        wait_lanes
+        pack
+    fi
+    # Phase 3, TP 2: two lanes of two GPUs.
+    if tp_in 2; then
+        jobs01=() jobs23=()
+        has correct && jobs01+=("gen qwen3-0.6b 2 logits" "gen qwen3-0.6b 2 overlap"
+                                "gen qwen3-8b 2 logits" "gen qwen3-8b 2 overlap")
+        has watchdog && jobs01+=("watchdog stall" "watchdog fail")
+        has decode && jobs01+=("decode qwen3-8b 2") && jobs23+=("decode qwen3-32b-32l 2")
+        has offline && jobs23+=("offline qwen3-32b 2" "offline qwen3-8b 2")
+        has collectives && jobs23+=("collectives 2")
+        lane 0,1 "${jobs01[@]}"; lane 2,3 "${jobs23[@]}"
+        wait_lanes
+        pack
+    fi
+else # x2: two GPUs; the TP 2 runs first after the cheap TP 1 references, the long TP 1 runs last
+    jobs0=() jobs1=()
     has correct && jobs0+=("gen qwen3-0.6b 1 logits" "gen qwen3-0.6b 1 overlap"
-                           "gen qwen3-8b 1 logits" "gen qwen3-8b 1 overlap")
-    has decode && jobs1+=("decode qwen3-8b 1") && jobs2+=("decode qwen3-32b-32l 1")
-    has offline && jobs3+=("offline qwen3-8b 1")
-    lane 0 "${jobs0[@]}"; lane 1 "${jobs1[@]}"; lane 2 "${jobs2[@]}"; lane 3 "${jobs3[@]}"
+                           "gen qwen3-8b 1 logits")
+    has decode && jobs1+=("decode qwen3-8b 1")
+    lane 0 "${jobs0[@]}"; lane 1 "${jobs1[@]}"
     wait_lanes
     pack
-fi
-# Phase 2, TP 4: the whole machine, one job at a time.
-if tp_in 4; then
     jobs=()
-    has correct && jobs+=("gen qwen3-0.6b 4 logits" "gen qwen3-0.6b 4 overlap"
-                          "gen qwen3-8b 4 logits" "gen qwen3-8b 4 overlap")
-    has collectives && jobs+=("collectives 4")
-    has decode && jobs+=("decode qwen3-8b 4" "decode qwen3-32b-32l 4")
-    has offline && jobs+=("offline qwen3-8b 4" "offline qwen3-32b 4")
-    lane 0,1,2,3 "${jobs[@]}"
+    has correct && jobs+=("gen qwen3-0.6b 2 logits" "gen qwen3-0.6b 2 overlap"
+                          "gen qwen3-8b 2 logits")
+    has watchdog && jobs+=("watchdog stall" "watchdog fail")
+    has collectives && jobs+=("collectives 2")
+    has decode && jobs+=("decode qwen3-8b 2" "decode qwen3-32b-32l 2")
+    has offline && jobs+=("offline qwen3-8b 2")
+    lane 0,1 "${jobs[@]}"
     wait_lanes
     pack
-fi
-# Phase 3, TP 2: two lanes of two GPUs.
-if tp_in 2; then
-    jobs01=() jobs23=()
-    has correct && jobs01+=("gen qwen3-0.6b 2 logits" "gen qwen3-0.6b 2 overlap"
-                            "gen qwen3-8b 2 logits" "gen qwen3-8b 2 overlap")
-    has watchdog && jobs01+=("watchdog stall" "watchdog fail")
-    has decode && jobs01+=("decode qwen3-8b 2") && jobs23+=("decode qwen3-32b-32l 2")
-    has offline && jobs23+=("offline qwen3-32b 2" "offline qwen3-8b 2")
-    has collectives && jobs23+=("collectives 2")
-    lane 0,1 "${jobs01[@]}"; lane 2,3 "${jobs23[@]}"
+    jobs0=() jobs1=()
+    has decode && jobs0+=("decode qwen3-32b-32l 1")
+    has offline && jobs1+=("offline qwen3-8b 1")
+    lane 0 "${jobs0[@]}"; lane 1 "${jobs1[@]}"
     wait_lanes
     pack
 fi

@@ -553,10 +553,12 @@ static int rig__generate_run(const struct rig__generate_args *a, int32_t *const 
     if (!rig_engine_leads(engine)) return rig__generate_follow(engine, a->ranks.process_rank);
     rc = rig__generate_submit(engine, a, prompts, lengths);
     if (rc == 0) rc = rig__generate_drive(engine, st, a->prompt_count, a->logits_out);
+    /* The results are out before the engine goes: a teardown that fails (or, on GPUs, waits
+     * on a peer under the collective timeout) loses nothing. */
+    if (rc <= 0 && st->text == NULL) rig__generate_print(a, st, lengths);
+    fflush(stdout);
     rig_engine_destroy(engine);
-    if (rc > 0) return rc;
-    if (st->text == NULL) rig__generate_print(a, st, lengths);
-    return 0;
+    return rc > 0 ? rc : 0;
 }
 
 /* --prompt: the text's ids into `ids` (prompt 0). 0 on success, else the exit status. */
