@@ -30,6 +30,11 @@ struct rig__bench_dev {
 enum rig_status rig__bench_open(const struct rig_bench_options *options, struct rig__bench_dev *dev,
                                 char *error, size_t error_len);
 void rig__bench_close(struct rig__bench_dev *dev);
+/* Creates `pairs` start/end event pairs on `device`, counting the pairs made in *made (a
+ * failed pair leaves nothing of itself); the first failure's status. */
+enum rig_status rig__bench_event_pairs(struct rig_device *device, int32_t pairs,
+                                       struct rig_event **start, struct rig_event **end,
+                                       int32_t *made);
 
 /* Issues the timed work on a stream; returns its status. */
 typedef enum rig_status (*rig__bench_fn)(void *ctx, struct rig_stream *stream);

@@ -118,15 +118,8 @@ static enum rig_status rig__coll_open(const struct rig_bench_options *o, int64_t
         /* Zero, so the sums stay finite (timing does not depend on the values). */
         if (status == RIG_OK)
             status = rig_hal_buffer_fill(r->stream, r->data, 0, 0, (size_t)bytes_max / 4);
-        for (int32_t e = 0; e < o->repeats && status == RIG_OK; e++) {
-            status = rig_hal_event_create(r->device, &r->start[e]);
-            if (status != RIG_OK) break;
-            status = rig_hal_event_create(r->device, &r->end[e]);
-            if (status != RIG_OK)
-                rig_hal_event_destroy(r->start[e]);
-            else
-                r->events++;
-        }
+        if (status == RIG_OK)
+            status = rig__bench_event_pairs(r->device, o->repeats, r->start, r->end, &r->events);
         if (status == RIG_OK) status = rig_hal_stream_synchronize(r->stream);
     }
     if (status < 0) {

@@ -83,6 +83,23 @@ void rig__bench_close(struct rig__bench_dev *dev)
     memset(dev, 0, sizeof *dev);
 }
 
+enum rig_status rig__bench_event_pairs(struct rig_device *device, int32_t pairs,
+                                       struct rig_event **start, struct rig_event **end,
+                                       int32_t *made)
+{
+    enum rig_status status = RIG_OK;
+    for (int32_t i = 0; status == RIG_OK && i < pairs; i++) {
+        status = rig_hal_event_create(device, &start[i]);
+        if (status != RIG_OK) break;
+        status = rig_hal_event_create(device, &end[i]);
+        if (status != RIG_OK)
+            rig_hal_event_destroy(start[i]);
+        else
+            (*made)++;
+    }
+    return status;
+}
+
 enum rig_status rig__bench_open(const struct rig_bench_options *options, struct rig__bench_dev *dev,
                                 char *error, size_t error_len)
 {
@@ -99,15 +116,9 @@ enum rig_status rig__bench_open(const struct rig_bench_options *options, struct 
     }
     dev->timing_only = rig_hal_device_info(dev->device)->timing_only;
     status = rig_hal_stream_create(dev->device, &dev->stream);
-    for (int32_t i = 0; status == RIG_OK && i < options->repeats; i++) {
-        status = rig_hal_event_create(dev->device, &dev->start[i]);
-        if (status != RIG_OK) break;
-        status = rig_hal_event_create(dev->device, &dev->end[i]);
-        if (status != RIG_OK)
-            rig_hal_event_destroy(dev->start[i]);
-        else
-            dev->events++;
-    }
+    if (status == RIG_OK)
+        status = rig__bench_event_pairs(dev->device, options->repeats, dev->start, dev->end,
+                                        &dev->events);
     if (status < 0) {
         rig__bench_close(dev);
         return rig__bench_fail(NULL, status, "creating streams and events", error, error_len);
