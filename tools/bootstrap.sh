@@ -50,9 +50,15 @@ if [ "$mode" = run ]; then
     exec ./build/rig run scenarios/quickstart.yaml
 fi
 
-# Python packages the differential tests compare against (HF tokenizers), in a venv of the build.
-if [ ! -x build/venv/bin/python3 ]; then
-    python3 -m venv --system-site-packages build/venv >/dev/null
+# Python packages the differential tests compare against (HF tokenizers), in a venv of the build,
+# made from Debian's interpreter, the one that sees the python3-numpy/-h5py/-matplotlib just
+# installed (another python3 first on PATH, e.g. pyenv's, would not); remade when it cannot.
+sys_python=python3
+[ -x /usr/bin/python3 ] && sys_python=/usr/bin/python3
+if [ ! -x build/venv/bin/python3 ] || ! build/venv/bin/python3 -c 'import numpy, h5py' 2>/dev/null
+then
+    rm -rf build/venv
+    "$sys_python" -m venv --system-site-packages build/venv >/dev/null
 fi
 # pip trusts the system's certificate store (Debian's, with any local CA) rather than its own.
 if [ -z "${PIP_CERT:-}" ] && [ -f /etc/ssl/certs/ca-certificates.crt ]; then
