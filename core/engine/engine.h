@@ -70,6 +70,10 @@ struct rig_engine_config {
                                          engine's: set from `ranks`) */
     int32_t tp_size;                  /* devices, one model rank each */
     enum rig_ranks_kind ranks;        /* threads (default) or one process per rank */
+    bool follow_unbounded;            /* RIG_RANKS_MPI: a following process waits for process
+                                         0's next job without bound (a server idles between
+                                         requests; mpirun ends the job if process 0 dies);
+                                         false: at most the collective timeout */
     struct rig_model_config model;    /* from rig_model_config_preset / _load */
     struct rig_weights_source weights;
     int32_t num_pages;                /* KV pages in the pool */
@@ -184,7 +188,8 @@ void rig_engine_destroy(struct rig_engine *engine);
 bool rig_engine_leads(const struct rig_engine *engine);
 /* A following process (rig_engine_leads false): runs its rank's share of every job process 0
  * sends — graph capture, each step's batch — until process 0's engine is destroyed (RIG_OK).
- * On a failure (a job of its rank, or process 0 silent beyond the collective timeout)
+ * On a failure (a job of its rank, or process 0 silent beyond the collective timeout unless
+ * follow_unbounded)
  * returns its status, rig_engine_error saying why; destroying the engine then ends the MPI
  * job (docs/engine.md). */
 enum rig_status rig_engine_follow(struct rig_engine *engine);

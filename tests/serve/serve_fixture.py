@@ -26,9 +26,10 @@ def rig_binary():
 
 
 class Server:
-    def __init__(self, *extra, timeout_s=60):
+    def __init__(self, *extra, timeout_s=60, launcher=()):
+        """`launcher`: words before the rig binary, e.g. ("mpirun", "-n", "2")."""
         model = [] if "--preset" in extra else ["--model-path", MODEL, "--dummy-weights"]
-        self.args = [rig_binary(), "serve", *model, "--tokenizer-path", TOKENIZER, "--port",
+        self.args = [*launcher, rig_binary(), "serve", *model, "--tokenizer-path", TOKENIZER, "--port",
                      "0", "--num-pages", "8192", "--max-running-requests", "32",
                      "--max-queued-requests", "256", "--served-model-name", "tiny-qwen3",
                      *extra]

@@ -5,6 +5,10 @@
  * (--num-pages). Startup prints what is served and where once the engine is ready; SIGINT or
  * SIGTERM stops accepting, aborts what is in flight, and exits 0 (docs/server.md).
  *
+ * --ranks mpi (under `mpirun -n TP`, docs/engine.md): process 0 serves HTTP and schedules;
+ * every other process holds its TP rank only and follows process 0's jobs, waiting for the
+ * next one for as long as the server idles; process 0's shutdown ends them.
+ *
  * Exit status: 0 after a signal, 1 when the server cannot start or the engine fails, 2 a usage
  * error.
  */
@@ -20,6 +24,7 @@
 #include "hal/hal.h"
 #include "tools/rig/args.h"
 #include "tools/rig/commands.h"
+#include "tools/rig/ranks_cli.h"
 
 struct rig__serve_args {
     const char *model_path;
@@ -36,7 +41,9 @@ struct rig__serve_args {
     double mem_fraction;
     int32_t context_length;
     int32_t max_running, max_queued, chunked_prefill, page_size, cuda_graph_max_bs, tp;
+    int32_t collective_timeout_ms; /* 0: the backend's default (10 minutes) */
     bool disable_overlap, disable_radix;
+    struct rig_ranks_cli ranks; /* --ranks, SGLang's multi-node flags */
     struct rig_serve_config serve;
 };
 
@@ -65,6 +72,13 @@ static void rig__serve_usage(FILE *out)
             "engine:\n"
             "  --backend sim|cuda         (default sim)\n"
             "  --tp-size N                tensor-parallel ranks (default 1)\n"
+            "  --collective-timeout MS    a TP collective stuck this long fails the engine with\n"
+            "                             an error naming rank and collective (default 600000)\n"
+            "  --ranks threads|mpi        TP ranks as threads (default) or one per process under\n"
+            "                             `mpirun -n TP` (process 0 serves HTTP)\n"
+            "  --nnodes N --node-rank R --dist-init-addr HOST:PORT\n"
+            "                             SGLang's multi-node flags: more than one node is\n"
+            "                             refused with the mpirun command that starts it\n"
             "  --max-running-requests N   requests decoding at once (default 256)\n"
             "  --max-queued-requests N    requests waiting beyond those (default 1024); more\n"
             "                             are refused with 503\n"
@@ -127,6 +141,7 @@ struct rig__serve_int_option {
 static const struct rig__serve_int_option rig__serve_ints[] = {
     RIG__OPT("--port", 0, 65535, serve.port),
     RIG__OPT("--tp-size", 1, RIG_DEVICES_MAX, tp),
+    RIG__OPT("--collective-timeout", 1, 86400000, collective_timeout_ms),
     RIG__OPT("--max-running-requests", 1, 65536, max_running),
     RIG__OPT("--max-queued-requests", 0, 1 << 19, max_queued),
     RIG__OPT("--chunked-prefill-size", 1, 1 << 20, chunked_prefill),
@@ -177,12 +192,16 @@ static int rig__serve_parse(int argc, char **argv, struct rig__serve_args *a)
     a->page_size = 1;
     a->cuda_graph_max_bs = -1;
     a->mem_fraction = 0.85;
+    rig_ranks_cli_init(&a->ranks);
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             rig__serve_usage(stdout);
             return 0;
         }
+        int taken = rig_ranks_cli_parse("serve", argc, argv, &i, &a->ranks);
+        if (taken == 2) return 2;
+        if (taken == 1) continue;
         if (strcmp(arg, "--dummy-weights") == 0 || strcmp(arg, "--dummy-weight") == 0)
             a->dummy_weights = true;
         else if (strcmp(arg, "--skip-weight-check") == 0) a->skip_weight_check = true;
@@ -245,8 +264,11 @@ static int rig__serve_engine(struct rig__serve_args *a)
     c->device.timing_only = strcmp(a->backend, "sim") == 0 && a->timing_only;
     c->device.profile = a->profile;
     c->device.seed = a->seed;
+    c->device.collective_timeout_ms = a->collective_timeout_ms;
     c->seed = a->seed;
     c->tp_size = a->tp;
+    c->ranks = a->ranks.ranks;
+    c->follow_unbounded = true; /* a follower waits out the server's idle time */
     c->weights.path = a->preset != NULL || a->dummy_weights ? NULL : a->model_path;
     c->weights.dummy_seed = a->seed;
     c->weights.skip_weight_check = a->skip_weight_check;
@@ -290,12 +312,46 @@ static int rig__serve_wait(struct rig_serve *server)
     return 0;
 }
 
+/* A process other than 0 of --ranks mpi: its rank's share of process 0's jobs until process
+ * 0's engine goes (its shutdown), silent unless it fails. */
+static int rig__serve_follow(struct rig__serve_args *a)
+{
+    /* mpirun forwards a signal to every process; a follower ends with process 0's shutdown
+     * (the exit job), not on the signal, so the last steps in flight still have their ranks. */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+    struct rig_engine *engine = NULL;
+    char error[512];
+    if (rig_engine_create(&a->serve.engine, NULL, &engine, error, sizeof error) != RIG_OK) {
+        fprintf(stderr, "rig serve: process %d: %s\n", (int)a->ranks.process_rank, error);
+        return 1;
+    }
+    enum rig_status s = rig_engine_follow(engine);
+    if (s != RIG_OK)
+        fprintf(stderr, "rig serve: process %d: %s: %s\n", (int)a->ranks.process_rank,
+                rig_status_message(s), rig_engine_error(engine));
+    rig_engine_destroy(engine); /* ends the MPI job when the run failed */
+    return s == RIG_OK ? 0 : 1;
+}
+
+static int rig__serve_run(struct rig__serve_args *a);
+
 int rig_cmd_serve(int argc, char **argv)
 {
-    struct rig__serve_args a;
+    static struct rig__serve_args a; /* ~1 KB of flags, off the stack */
     int rc = rig__serve_parse(argc, argv, &a);
     if (rc < 0) rc = rig__serve_engine(&a);
+    if (rc < 0) rc = rig_ranks_cli_start("serve", &a.ranks, a.tp);
     if (rc >= 0) return rc;
+    rc = rig_ranks_cli_leads(&a.ranks) ? rig__serve_run(&a) : rig__serve_follow(&a);
+    rig_ranks_cli_finish(&a.ranks, rc == 1);
+    return rc;
+}
+
+/* Process 0 (or the only process): the server. */
+static int rig__serve_run(struct rig__serve_args *a)
+{
+    int rc = -1;
     struct sigaction action = {.sa_handler = rig__on_signal};
     sigemptyset(&action.sa_mask);
     sigaction(SIGINT, &action, NULL);
@@ -303,19 +359,19 @@ int rig_cmd_serve(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     struct rig_serve *server = NULL;
     char error[512] = "";
-    if (rig_serve_start(&a.serve, &server, error, sizeof error) != RIG_OK) {
+    if (rig_serve_start(&a->serve, &server, error, sizeof error) != RIG_OK) {
         fprintf(stderr, "rig serve: %s\n", error);
         return 1;
     }
-    const struct rig_engine_config *c = &a.serve.engine;
+    const struct rig_engine_config *c = &a->serve.engine;
     fprintf(stderr, "rig serve: loading %s on %s (tp %d, %d KV pages of %d)...\n",
-            a.serve.served_model_name, c->backend, c->tp_size, c->num_pages, c->page_size);
+            a->serve.served_model_name, c->backend, c->tp_size, c->num_pages, c->page_size);
     rc = rig_serve_wait_ready(server, error, sizeof error) == RIG_OK ? -1 : 1;
     if (rc > 0) fprintf(stderr, "rig serve: the engine did not start: %s\n", error);
     if (rc < 0) {
         printf("rig serve: serving %s (context %d%s) at http://%s:%d — ready\n",
-               a.serve.served_model_name, rig_serve_context_len(server),
-               c->device.timing_only ? ", simulator timing only" : "", a.serve.host,
+               a->serve.served_model_name, rig_serve_context_len(server),
+               c->device.timing_only ? ", simulator timing only" : "", a->serve.host,
                rig_serve_port(server));
         fflush(stdout);
         rc = rig__serve_wait(server);

@@ -1,4 +1,4 @@
-/* ranks_cli.h — where the TP ranks of `rig run` / `rig generate` run, from the command line:
+/* ranks_cli.h — where the TP ranks of `rig run` / `generate` / `serve` run, from the command line:
  * --ranks threads|mpi, and SGLang's multi-node flags --nnodes, --node-rank, --dist-init-addr.
  *
  * --ranks mpi: the command runs under `mpirun -n TP` (docs/engine.md, "Ranks across

@@ -516,7 +516,7 @@ enum rig_status rig_engine_follow(struct rig_engine *e)
 {
     RIG_ASSERT(e != NULL && !rig_engine_leads(e));
 #ifdef RIG_HAVE_MPI
-    return rig_ranks_mpi_follow(e->mpi_pool, true);
+    return rig_ranks_mpi_follow(e->mpi_pool, !e->config.follow_unbounded);
 #else
     return RIG_E_UNSUPPORTED;
 #endif

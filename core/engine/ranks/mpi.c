@@ -14,6 +14,9 @@
 
 #define RIG__POLLS      2000   /* yields before a waiting process sleeps between polls */
 #define RIG__NAP_NS     100000 /* its sleep: 0.1 ms */
+#define RIG__IDLE_MS    1000   /* an unbounded wait (a server's follower between requests)
+                                  past this sleeps RIG__IDLE_NAP_NS between polls */
+#define RIG__IDLE_NAP_NS 1000000
 #define RIG__TAG_STATUS 1917   /* a follower's status of a job, to process 0 */
 
 struct rig_ranks_mpi {
@@ -89,7 +92,8 @@ static enum rig_status rig__wait(struct rig_ranks_mpi *p, MPI_Request *requests,
         if (poll < RIG__POLLS) {
             sched_yield();
         } else {
-            struct timespec nap = {0, RIG__NAP_NS};
+            bool idle = !bounded && rig__now_ms() - (deadline - p->timeout_ms) > RIG__IDLE_MS;
+            struct timespec nap = {0, idle ? RIG__IDLE_NAP_NS : RIG__NAP_NS};
             nanosleep(&nap, NULL);
         }
     }
@@ -116,11 +120,17 @@ enum rig_status rig_ranks_mpi_init(int32_t *rank, int32_t *size, char *error, si
     int initialized = 0, provided = 0, r = 0, n = 0;
     MPI_Initialized(&initialized);
     if (!initialized) {
-        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
             snprintf(error, error_len, "MPI_Init_thread failed");
             return RIG_E_IO;
         }
         rig__initialized_here = true;
+        if (provided < MPI_THREAD_SERIALIZED) {
+            snprintf(error, error_len,
+                     "this MPI gives thread level %d; rig needs MPI_THREAD_SERIALIZED (%d)",
+                     provided, (int)MPI_THREAD_SERIALIZED);
+            return RIG_E_UNSUPPORTED;
+        }
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &r);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
@@ -165,7 +175,7 @@ static enum rig_status rig__join(struct rig_ranks_mpi *p, int32_t size, char *er
     int initialized = 0, provided = 0, world = 0, rank = 0;
     MPI_Initialized(&initialized);
     if (!initialized) {
-        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
             snprintf(error, error_len, "MPI_Init_thread failed");
             return RIG_E_IO;
         }

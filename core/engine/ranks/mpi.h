@@ -22,7 +22,8 @@
  * (MPI_Abort), since transfers in flight cannot be cancelled. A process killed outright is
  * reported by mpirun, which ends the job's other processes.
  *
- * MPI: rig_ranks_mpi_create initializes MPI (threads: MPI_THREAD_FUNNELED) unless the caller
+ * MPI: rig_ranks_mpi_create initializes MPI (threads: MPI_THREAD_SERIALIZED — `rig serve`
+ * calls MPI from its engine thread, not the one that started MPI) unless the caller
  * has; rig_ranks_mpi_destroy finalizes it only when create initialized it.
  * Ownership: the pool owns its communicator and its receive buffer (metadata_max bytes,
  * allocated at create: nothing is allocated per job). Threads: one thread per process calls
@@ -42,7 +43,7 @@
 struct rig_ranks_mpi; /* opaque */
 
 /* Process-wide, once, before any pool or engine with ranks across processes: initialises
- * MPI (threads: MPI_THREAD_FUNNELED) unless it is, and gives this process's rank in the job
+ * MPI (threads: MPI_THREAD_SERIALIZED) unless it is, and gives this process's rank in the job
  * and the job's size. RIG_E_IO (message in `error`) when MPI fails to start. */
 enum rig_status rig_ranks_mpi_init(int32_t *rank, int32_t *size, char *error, size_t error_len);
 /* Finalises MPI when rig_ranks_mpi_init initialised it; every pool must be destroyed. With
