@@ -449,8 +449,9 @@ enum rig_status rig_cuda_op_all_reduce(const struct rig_cuda_launch *launch,
     if (count == 0) return RIG_OK;
     enum rig_status failed = (enum rig_status)atomic_load(&context->group->failed);
     if (failed != RIG_OK) return failed;
-    bool skip = false;
-    enum rig_status fault = rig__fault(context->group, context->rank, 1, &skip);
+    bool skip = false; /* a captured call is counted when its graph is replayed */
+    enum rig_status fault =
+        rig__capturing ? RIG_OK : rig__fault(context->group, context->rank, 1, &skip);
     if (fault != RIG_OK || skip) return fault;
     ncclResult_t result =
         ncclAllReduce(p->data.data, p->data.data, count, rig__nccl_type(p->data.dtype), ncclSum,
@@ -467,8 +468,9 @@ enum rig_status rig_cuda_op_all_gather(const struct rig_cuda_launch *launch,
     if (count == 0) return RIG_OK;
     enum rig_status failed = (enum rig_status)atomic_load(&context->group->failed);
     if (failed != RIG_OK) return failed;
-    bool skip = false;
-    enum rig_status fault = rig__fault(context->group, context->rank, 1, &skip);
+    bool skip = false; /* a captured call is counted when its graph is replayed */
+    enum rig_status fault =
+        rig__capturing ? RIG_OK : rig__fault(context->group, context->rank, 1, &skip);
     if (fault != RIG_OK || skip) return fault;
     ncclResult_t result = ncclAllGather(p->in.data, p->out.data, count, rig__nccl_type(p->in.dtype),
                                         context->comm, launch->stream);
