@@ -135,7 +135,7 @@ if [[ $backend == cuda ]]; then
 fi
 "${rig[@]}" --version 2>&1 | tee -a "$summary"
 
-# 4. the swarm on idle cores, started first, stopping by itself before the deadline.
+# 6. the swarm on idle cores, started first, stopping by itself before the deadline.
 soak_pids=()
 if [[ -n $soak_cores ]]; then
     minutes=${RIG_TP_SOAK_MINUTES:-$(awk -v d="$deadline" 'BEGIN { printf "%.2f", (d - 60) / 60 }')}
@@ -175,7 +175,8 @@ gen() { # MODEL TP logits|overlap (on the simulator: the tiny preset for qwen3-0
         --backend "$backend" --tp "$tp" --max-tokens 32 --ignore-eos --json --logprobs 4 \
         --prefill-budget 256 --max-running 1 --collective-timeout 60000 "${prompt_args[@]}" \
         "${extra[@]}"
-    cp "$work/logs/gen-$model-tp$tp-$kind.log" "$work/logits/$model-tp$tp-$kind.jsonl"
+    local log=$work/logs/gen-$model-tp$tp-$kind.log
+    if [[ -f $log ]]; then cp "$log" "$work/logits/$model-tp$tp-$kind.jsonl"; fi
 }
 decode() { # MODEL TP
     local model=$1 tp=$2 spec='{preset: qwen3-8b}'
