@@ -108,6 +108,18 @@ static enum rig_status rig__open(const struct rig_device_config *config, int32_t
         fprintf(stderr, "rig: cuda: timing-only mode exists only on the simulator\n");
         return RIG_E_UNSUPPORTED;
     }
+    if (config->group_size > count) { /* one rank of a group across processes (hal.h) */
+        /* The GPU of this process among the node's: mpirun's local rank when it gives one
+         * (OpenMPI: OMPI_COMM_WORLD_LOCAL_RANK), else the rank. */
+        const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+        char *end = NULL;
+        long index = local != NULL ? strtol(local, &end, 10) : config->group_rank;
+        if (local != NULL && (end == local || *end != '\0' || index < 0 || index > 4096)) {
+            fprintf(stderr, "rig: cuda: OMPI_COMM_WORLD_LOCAL_RANK '%s' is not a rank\n", local);
+            return RIG_E_INVALID;
+        }
+        first += (int32_t)index;
+    }
     if (first < 0 || count > available - first) {
         fprintf(stderr, "rig: cuda: asked for GPUs %d..%d, %d present\n", first, first + count - 1,
                 available);
@@ -486,6 +498,9 @@ static const struct rig_backend_iface rig__cuda_iface = {
     .graph_capture_end = rig__graph_capture_end,
     .graph_launch = rig__graph_launch,
     .set_faults = rig__set_faults,
+#ifdef RIG_HAVE_MPI
+    .groups_across_processes = true, /* the NCCL id travels over MPI (comm.c) */
+#endif
     .graph_destroy = rig__graph_destroy,
     .comm_create = rig_cuda_comm_create,
     .comm_destroy = rig_cuda_comm_destroy,

@@ -20,6 +20,14 @@
  * Threads: each comm is used by its rank's thread; the group's failure state is shared under
  * its mutex and an atomic flag; the issued counters are atomics.
  *
+ * Across processes (`--ranks mpi`, one rank per process, hal.h's group_size > count): the
+ * group is `size` ranks of which this process holds ranks [first, first + local); process 0
+ * makes the NCCL unique id and MPI broadcasts it (MPI_COMM_WORLD, whose process p holds rank
+ * p), then each process joins with its rank; NCCL's transports (NVLink, or the network
+ * between nodes) carry the collectives. The watchdog sees only this process's ranks: a
+ * collective stuck past the timeout names the rank waiting here and says the others are in
+ * other processes. Compiled and unit-tested on the host only; it has not run on GPUs.
+ *
  * Faults (rig_hal_set_faults; docs/gpu.md, "Tensor parallelism on 4 GPUs"), so the watchdog
  * can be proved on GPUs: a rank's n-th collective from when the plan was set — an eager
  * NCCL call, or a graph replay holding it — is `late` (the host sleeps the delay first),
@@ -33,10 +41,14 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "cuda/cuda_internal.h"
 #include "hal/watchdog.h"
+#ifdef RIG_HAVE_MPI
+#include <mpi.h>
+#endif
 
 #define RIG__FAILURE_MAX   384
 
@@ -57,6 +69,7 @@ struct rig__fault {
 struct rig_cuda_group {
     pthread_mutex_t mutex;
     int32_t size;
+    int32_t first, local; /* this process's ranks: [first, first + local) (all: 0, size) */
     int32_t refs; /* comms not yet destroyed */
     int64_t timeout_ms;
     ncclComm_t comms[RIG_DEVICES_MAX];       /* (size) */
@@ -85,7 +98,7 @@ static enum rig_status rig__group_fail(struct rig_cuda_group *g, enum rig_status
         snprintf(g->failure, sizeof g->failure, "%s", message);
         atomic_store(&g->failed, status);
         fprintf(stderr, "rig: cuda: TP group failed: %s\n", message);
-        for (int32_t r = 0; r < g->size; r++)
+        for (int32_t r = g->first; r < g->first + g->local; r++)
             if (g->comms[r] != NULL) (void)ncclCommAbort(g->comms[r]);
         g->aborted = true;
     }
@@ -97,6 +110,17 @@ static enum rig_status rig__group_fail(struct rig_cuda_group *g, enum rig_status
 /* The watchdog's sentence for a wait of `rank` that ran out of time. */
 static enum rig_status rig__group_timeout(struct rig_cuda_group *g, int32_t rank)
 {
+    if (g->local < g->size) { /* the other ranks' counts are in other processes */
+        char message[RIG__FAILURE_MAX];
+        int64_t issued = atomic_load(&g->issued[rank]);
+        snprintf(message, sizeof message,
+                 "rank %d: collective #%lld (%s) did not complete within %lld ms; the other %d "
+                 "ranks are in other processes (one may have failed, stalled or died)",
+                 (int)rank, (long long)issued - 1,
+                 issued == 0 ? "" : rig_op_name((enum rig_op_kind)atomic_load(&g->last_kind[rank])),
+                 (long long)g->timeout_ms, (int)(g->size - 1));
+        return rig__group_fail(g, RIG_E_TIMEOUT, message);
+    }
     struct rig_watchdog_rank ranks[RIG_DEVICES_MAX];
     for (int32_t r = 0; r < g->size; r++) {
         ranks[r].issued = atomic_load(&g->issued[r]);
@@ -196,7 +220,7 @@ static void rig__group_finish(struct rig_cuda_group *g)
 {
     if (g->aborted) return;
     ncclResult_t result = ncclGroupStart();
-    for (int32_t r = 0; r < g->size && result == ncclSuccess; r++) {
+    for (int32_t r = g->first; r < g->first + g->local && result == ncclSuccess; r++) {
         ncclResult_t one = ncclCommFinalize(g->comms[r]);
         if (one != ncclSuccess && one != ncclInProgress) result = one;
     }
@@ -209,12 +233,12 @@ static void rig__group_finish(struct rig_cuda_group *g)
                  ncclGetErrorString(result));
         status = rig__group_fail(g, RIG_E_DEVICE, message);
     }
-    for (int32_t r = 0; r < g->size && status == RIG_OK; r++) {
+    for (int32_t r = g->first; r < g->first + g->local && status == RIG_OK; r++) {
         struct rig__wait w = {g, r, NULL, NULL, true, 0};
         status = rig__watch(&w);
     }
     if (g->aborted) return; /* a timeout or an error aborted every comm */
-    for (int32_t r = 0; r < g->size; r++) {
+    for (int32_t r = g->first; r < g->first + g->local; r++) {
         result = ncclCommDestroy(g->comms[r]);
         if (result != ncclSuccess)
             rig_cuda_report(RIG_E_DEVICE, __FILE__, __LINE__, "ncclCommDestroy",
@@ -233,15 +257,45 @@ static void rig__group_release(struct rig_cuda_group *g)
     free(g);
 }
 
+/* The group's NCCL unique id: made here, or across processes made by process 0 and broadcast
+ * over MPI (every process of the job calls this at the same point of its engine's start). */
+static enum rig_status rig__unique_id(const struct rig_cuda_group *g, ncclUniqueId *id)
+{
+    if (g->local == g->size) {
+        RIG_NCCL_TRY(ncclGetUniqueId(id));
+        return RIG_OK;
+    }
+#ifdef RIG_HAVE_MPI
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+        fprintf(stderr, "rig: cuda: a group across processes needs MPI started (mpirun and "
+                        "--ranks mpi)\n");
+        return RIG_E_STATE;
+    }
+    memset(id, 0, sizeof *id);
+    if (g->first == 0) RIG_NCCL_TRY(ncclGetUniqueId(id));
+    if (MPI_Bcast(id, (int)sizeof *id, MPI_BYTE, 0, MPI_COMM_WORLD) != MPI_SUCCESS) {
+        fprintf(stderr, "rig: cuda: rank %d: MPI_Bcast of the NCCL id failed\n", (int)g->first);
+        return RIG_E_IO;
+    }
+    return RIG_OK;
+#else
+    (void)id;
+    fprintf(stderr, "rig: cuda: a group across processes needs OpenMPI in the build\n");
+    return RIG_E_UNSUPPORTED;
+#endif
+}
+
 /* Every comm of the group, non-blocking, in one NCCL group call; then waits (bounded) until
  * every one is ready. */
 static enum rig_status rig__init_comms(struct rig_cuda_group *g, struct rig_device **devices)
 {
     ncclUniqueId id;
-    RIG_NCCL_TRY(ncclGetUniqueId(&id));
+    RIG_TRY(rig__unique_id(g, &id));
     RIG_NCCL_TRY(ncclGroupStart());
-    for (int32_t r = 0; r < g->size; r++) {
-        const struct rig_cuda_device *d = devices[r]->context;
+    for (int32_t r = g->first; r < g->first + g->local; r++) {
+        const struct rig_cuda_device *d = devices[r - g->first]->context;
         RIG_CUDA_TRY(cudaSetDevice(d->ordinal));
         ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
         config.blocking = 0;
@@ -253,7 +307,7 @@ static enum rig_status rig__init_comms(struct rig_cuda_group *g, struct rig_devi
     }
     ncclResult_t result = ncclGroupEnd();
     if (result != ncclSuccess && result != ncclInProgress) RIG_NCCL_TRY(result);
-    for (int32_t r = 0; r < g->size; r++) {
+    for (int32_t r = g->first; r < g->first + g->local; r++) {
         struct rig__wait w = {g, r, NULL, NULL, true, 0};
         enum rig_status status = rig__watch(&w);
         if (status != RIG_OK) return status;
@@ -276,14 +330,19 @@ enum rig_status rig_cuda_comm_create(struct rig_device **devices, int32_t count,
         free(g);
         return RIG_E_NO_MEMORY;
     }
-    g->size = count;
+    /* The whole group, or (across processes) this process's rank of it: hal.c checked that
+     * the devices are ranks ordinal.. of a group of info.group_size. */
+    g->size = devices[0]->info.group_size;
+    g->first = devices[0]->info.ordinal;
+    g->local = count;
     g->refs = count;
     g->timeout_ms = ((const struct rig_cuda_device *)devices[0]->context)->collective_timeout_ms;
     atomic_init(&g->failed, RIG_OK);
     enum rig_status status = rig__init_comms(g, devices);
     if (status != RIG_OK) {
         for (int32_t i = 0; i < count; i++) {
-            if (g->comms[i] != NULL && !g->aborted) (void)ncclCommAbort(g->comms[i]);
+            ncclComm_t c = g->comms[g->first + i];
+            if (c != NULL && !g->aborted) (void)ncclCommAbort(c);
             free(contexts[i]);
         }
         pthread_mutex_destroy(&g->mutex);
@@ -291,11 +350,12 @@ enum rig_status rig_cuda_comm_create(struct rig_device **devices, int32_t count,
         return status;
     }
     for (int32_t i = 0; i < count; i++) {
-        *contexts[i] = (struct rig_cuda_comm){g->comms[i], g, i};
+        int32_t rank = g->first + i;
+        *contexts[i] = (struct rig_cuda_comm){g->comms[rank], g, rank};
         comms[i]->context = contexts[i];
         struct rig_cuda_device *d = devices[i]->context;
         d->group = g;
-        d->rank = i;
+        d->rank = rank;
     }
     return RIG_OK;
 }
