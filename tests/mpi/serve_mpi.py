@@ -21,7 +21,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "serve"))
@@ -29,12 +28,6 @@ import serve_fixture  # noqa: E402
 
 PROMPT = "The quick brown fox jumps over the lazy dog. " * 6
 
-
-def post(server, path, body, timeout=60):
-    req = urllib.request.Request(server.url + path, data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=timeout) as r:
-        return r.status, r.read().decode()
 
 
 def stable(obj):
@@ -50,17 +43,17 @@ def stable(obj):
 def exchange(server, idle_s):
     out = []
     for text in (PROMPT + "First question?", PROMPT + "Second question?"):
-        status, body = post(server, "/generate", {
+        status, body = server.post("/generate", {
             "text": text, "sampling_params": {"temperature": 0, "max_new_tokens": 24}})
         assert status == 200, body
         out.append(stable(json.loads(body)))
         time.sleep(idle_s)
-    status, body = post(server, "/v1/chat/completions", {
+    status, body = server.post("/v1/chat/completions", {
         "model": "tiny-qwen3", "messages": [{"role": "user", "content": "Hello there"}],
         "max_tokens": 20, "temperature": 0.8, "seed": 5})
     assert status == 200, body
     out.append(stable(json.loads(body)))
-    status, body = post(server, "/v1/completions", {
+    status, body = server.post("/v1/completions", {
         "model": "tiny-qwen3", "prompt": PROMPT, "max_tokens": 16, "temperature": 0,
         "stream": True})
     assert status == 200, body

@@ -5,6 +5,7 @@ Qwen3 vocabulary) with the Qwen3 tokenizer of tests/data/tokenizer/qwen3, on the
 free port (--port 0; the port is read from the "ready" line). `stop()` sends SIGINT and checks
 that the server exits 0 within a bound. Everything here is bounded in time.
 """
+import json
 import os
 import re
 import signal
@@ -47,6 +48,13 @@ class Server:
             raise RuntimeError("rig serve did not start: %r %s" % (line, self.proc.stderr.read()))
         self.url = "http://%s:%s" % (match.group(1), match.group(2))
         self.port = int(match.group(2))
+
+    def post(self, path, body, timeout=30):
+        """POSTs `body` as JSON; (status, text)."""
+        request = urllib.request.Request(self.url + path, data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=timeout) as r:
+            return r.status, r.read().decode()
 
     def get(self, path, timeout=10):
         with urllib.request.urlopen(self.url + path, timeout=timeout) as r:

@@ -9,18 +9,11 @@ chat_template_kwargs.enable_thinking=false); /generate, /health, /metrics, /abor
 on the first failure. Usage: python3 test_openai.py [--rig PATH]
 """
 import json
-import urllib.request
 
 import openai
 
 from serve_fixture import Server, tokenize
 
-
-def post(server, path, body, timeout=30):
-    request = urllib.request.Request(server.url + path, data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=timeout) as r:
-        return r.status, r.read().decode()
 
 
 def check_chat(client):
@@ -108,7 +101,7 @@ def check_n_shares_prefix(server, client):
     # per choice (/generate's meta_info): the three held choices each hit P' - 1 tokens
     fresh = prompt + " once more, with feeling"
     Pf = len(tokenize(fresh))
-    status, body = post(server, "/generate", {"text": fresh, "sampling_params": {
+    status, body = server.post("/generate", {"text": fresh, "sampling_params": {
         "max_new_tokens": 3, "n": 4, "temperature": 1.0, "seed": 5}})
     metas = [o["meta_info"] for o in json.loads(body)]
     assert len(metas) == 4 and all(m["prompt_tokens"] == Pf for m in metas), metas
@@ -190,7 +183,7 @@ def check_logprobs(client):
 
 
 def check_native_logprobs(server):
-    status, body = post(server, "/generate", {"text": "Hello", "return_logprob": True,
+    status, body = server.post("/generate", {"text": "Hello", "return_logprob": True,
                                               "top_logprobs_num": 2, "sampling_params":
                                               {"max_new_tokens": 16, "temperature": 0}})
     out = json.loads(body)
@@ -200,7 +193,7 @@ def check_native_logprobs(server):
     for (value, token, _), top in zip(values, tops):
         assert value <= 0.0 and len(top) == 2 and top[0][0] >= top[1][0], top
         assert top[0][1] == token and abs(top[0][0] - value) < 1e-6, (value, token, top)
-    status, body = post(server, "/generate", {"text": "Hello", "return_logprob": True,
+    status, body = server.post("/generate", {"text": "Hello", "return_logprob": True,
                                               "stream": True, "sampling_params":
                                               {"max_new_tokens": 16, "temperature": 0}})
     items = [json.loads(line[6:]) for line in body.split("\n")
@@ -213,14 +206,14 @@ def check_native_logprobs(server):
 
 
 def check_native(server):
-    status, body = post(server, "/generate", {"text": "Hello", "sampling_params":
+    status, body = server.post("/generate", {"text": "Hello", "sampling_params":
                                               {"max_new_tokens": 4, "temperature": 0}})
     out = json.loads(body)
     assert status == 200 and len(out["output_ids"]) == 4
     meta = out["meta_info"]
     assert meta["finish_reason"] == {"type": "length", "length": 4}, meta
     assert meta["prompt_tokens"] == len(tokenize("Hello")) and meta["completion_tokens"] == 4
-    status, body = post(server, "/generate", {"input_ids": [9707, 1052], "stream": True,
+    status, body = server.post("/generate", {"input_ids": [9707, 1052], "stream": True,
                                               "sampling_params": {"max_new_tokens": 3}})
     events = [line[6:] for line in body.split("\n") if line.startswith("data: ")]
     assert events[-1] == "[DONE]", events
@@ -228,8 +221,8 @@ def check_native(server):
     # each event: the text so far, only the new output ids (SGLang's streaming)
     assert len(sum((item["output_ids"] for item in items), [])) == 3, items
     assert items[-1]["meta_info"]["completion_tokens"] == 3, items
-    assert post(server, "/abort_request", {"rid": "nothing-by-that-name"})[0] == 200
-    assert post(server, "/flush_cache", {})[0] == 200
+    assert server.post("/abort_request", {"rid": "nothing-by-that-name"})[0] == 200
+    assert server.post("/flush_cache", {})[0] == 200
     status, text = server.get("/health")
     assert status == 200
     m = server.wait_idle()
