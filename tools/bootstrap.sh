@@ -64,14 +64,23 @@ fi
 if [ -z "${PIP_CERT:-}" ] && [ -f /etc/ssl/certs/ca-certificates.crt ]; then
     export PIP_CERT=/etc/ssl/certs/ca-certificates.crt
 fi
+# pip's last line says why an install failed (a proxy's certificate, no network, ...).
+pip_install() {
+    local what=$1 log
+    shift
+    log=$(mktemp)
+    if ! build/venv/bin/pip install -q "$@" >"$log" 2>&1; then
+        echo "bootstrap: could not install $* ($what will skip): $(grep -v '^\s*$' "$log" |
+            grep -i -m1 -E 'error|ssl|certificate|network' || tail -n 1 "$log")"
+    fi
+    rm -f "$log"
+}
 if ! build/venv/bin/python3 -c 'import tokenizers' 2>/dev/null; then
-    build/venv/bin/pip install -q tokenizers==0.23.3 >/dev/null 2>&1 ||
-        echo "bootstrap: could not install tokenizers (differential tests will skip)"
+    pip_install "differential tests" tokenizers==0.23.3
 fi
 # The server tests (tests/serve/) use the official openai client and prometheus_client's parser.
 if ! build/venv/bin/python3 -c 'import openai, prometheus_client, httpx' 2>/dev/null; then
-    build/venv/bin/pip install -q openai prometheus_client httpx >/dev/null 2>&1 ||
-        echo "bootstrap: could not install openai / prometheus_client (server tests will skip)"
+    pip_install "server tests" openai prometheus_client httpx
 fi
 export PATH="$PWD/build/venv/bin:$PATH"
 
