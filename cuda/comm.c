@@ -500,19 +500,30 @@ static enum rig_status rig__issued(const struct rig_cuda_comm *context, enum rig
     return rig__watch(&w);
 }
 
+/* Before a collective of `context`'s rank: RIG_OK and *go to issue it; or the group's failure,
+ * or a planned fault (a stalled rank: RIG_OK with *go false — it never arrives). A captured
+ * call is counted by the fault plan when its graph is replayed, not here. */
+static enum rig_status rig__enter(const struct rig_cuda_comm *context, bool *go)
+{
+    *go = false;
+    enum rig_status failed = (enum rig_status)atomic_load(&context->group->failed);
+    if (failed != RIG_OK) return failed;
+    bool skip = false;
+    if (!rig__capturing) RIG_TRY(rig__fault(context->group, context->rank, 1, &skip));
+    *go = !skip;
+    return RIG_OK;
+}
+
 enum rig_status rig_cuda_op_all_reduce(const struct rig_cuda_launch *launch,
                                        const struct rig_op_all_reduce *p)
 {
     const struct rig_cuda_comm *context = p->comm->context;
     RIG_ASSERT(context != NULL);
     size_t count = (size_t)rig_tensor_numel(&p->data);
+    bool go = false;
     if (count == 0) return RIG_OK;
-    enum rig_status failed = (enum rig_status)atomic_load(&context->group->failed);
-    if (failed != RIG_OK) return failed;
-    bool skip = false; /* a captured call is counted when its graph is replayed */
-    enum rig_status fault =
-        rig__capturing ? RIG_OK : rig__fault(context->group, context->rank, 1, &skip);
-    if (fault != RIG_OK || skip) return fault;
+    RIG_TRY(rig__enter(context, &go));
+    if (!go) return RIG_OK;
     ncclResult_t result =
         ncclAllReduce(p->data.data, p->data.data, count, rig__nccl_type(p->data.dtype), ncclSum,
                       context->comm, launch->stream);
@@ -525,13 +536,10 @@ enum rig_status rig_cuda_op_all_gather(const struct rig_cuda_launch *launch,
     const struct rig_cuda_comm *context = p->comm->context;
     RIG_ASSERT(context != NULL);
     size_t count = (size_t)rig_tensor_numel(&p->in);
+    bool go = false;
     if (count == 0) return RIG_OK;
-    enum rig_status failed = (enum rig_status)atomic_load(&context->group->failed);
-    if (failed != RIG_OK) return failed;
-    bool skip = false; /* a captured call is counted when its graph is replayed */
-    enum rig_status fault =
-        rig__capturing ? RIG_OK : rig__fault(context->group, context->rank, 1, &skip);
-    if (fault != RIG_OK || skip) return fault;
+    RIG_TRY(rig__enter(context, &go));
+    if (!go) return RIG_OK;
     ncclResult_t result = ncclAllGather(p->in.data, p->out.data, count, rig__nccl_type(p->in.dtype),
                                         context->comm, launch->stream);
     return rig__issued(context, RIG_OP_ALL_GATHER, result);
