@@ -498,10 +498,10 @@ static const struct rig_backend_iface rig__cuda_iface = {
     .graph_capture_end = rig__graph_capture_end,
     .graph_launch = rig__graph_launch,
     .set_faults = rig__set_faults,
+    .graph_destroy = rig__graph_destroy,
 #ifdef RIG_HAVE_MPI
     .groups_across_processes = true, /* the NCCL id travels over MPI (comm.c) */
 #endif
-    .graph_destroy = rig__graph_destroy,
     .comm_create = rig_cuda_comm_create,
     .comm_destroy = rig_cuda_comm_destroy,
     .comm_abort = rig_cuda_comm_abort,

@@ -428,6 +428,12 @@ size_t rig_model_weight_bytes(const struct rig_model_config *config, int32_t tp_
     return total * sizeof(uint16_t);
 }
 
+double rig_model_kv_slots_in(const struct rig_model_config *config, int32_t tp_size, double bytes)
+{
+    return (bytes - (double)rig_model_weight_bytes(config, tp_size)) /
+           (double)rig_model_kv_bytes_per_slot(config, tp_size);
+}
+
 int64_t rig_model_collective_bytes_max(const struct rig_model_config *config,
                                        const struct rig_model_limits *limits, int32_t tp_size)
 {

@@ -75,6 +75,10 @@ int32_t rig_model_kv_heads_per_rank(const struct rig_model_config *config, int32
 size_t rig_model_kv_bytes_per_slot(const struct rig_model_config *config, int32_t tp_size);
 /* Bytes of weights one rank holds. */
 size_t rig_model_weight_bytes(const struct rig_model_config *config, int32_t tp_size);
+/* KV slots one rank can hold in `bytes` of device memory after its weights (bytes less
+ * rig_model_weight_bytes, over rig_model_kv_bytes_per_slot); negative when the weights alone
+ * do not fit. */
+double rig_model_kv_slots_in(const struct rig_model_config *config, int32_t tp_size, double bytes);
 
 /* Sizes fixed at start-up. */
 struct rig_model_limits {

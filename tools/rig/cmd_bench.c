@@ -18,6 +18,7 @@
 
 #include "core/harness/bench/bench.h"
 #include "core/version.h"
+#include "hal/hal.h"
 #include "tools/rig/args.h"
 #include "tools/rig/commands.h"
 
@@ -53,8 +54,9 @@ static void rig__bench_usage(FILE *out)
             "                       on; off/both add online-R-no-overlap rows)\n"
             "  --overlap on|off|both   the same for the offline and the online runs (default:\n"
             "                       offline both, online on)\n"
-            "  --tp N               tensor-parallel ranks of the serving runs, 1..8 (default 1;\n"
-            "                       with N > 1 only offline and online run, and their floor is\n"
+            "  --tp N               tensor-parallel ranks of the serving runs and collectives,\n"
+            "                       1..8 (default 1; with N > 1 the default benchmarks are\n"
+            "                       offline, online and collectives, and the offline floor is\n"
             "                       one rank's share: weights, KV and FLOPs divided by N)\n");
 }
 
@@ -118,8 +120,9 @@ static int rig__option(int argc, char **argv, int *i, struct rig__bench_args *a)
         }
     }
     else if (strcmp(arg, "--tp") == 0) {
-        if ((o->tp = rig__count(v, 8)) < 0) {
-            fprintf(stderr, "rig bench: --tp takes a number from 1 to 8, not '%s'\n", v);
+        if ((o->tp = rig__count(v, RIG_DEVICES_MAX)) < 0) {
+            fprintf(stderr, "rig bench: --tp takes a number from 1 to %d, not '%s'\n",
+                    RIG_DEVICES_MAX, v);
             return 2;
         }
     }

@@ -236,9 +236,8 @@ static int64_t rig__pages_from_memory(const struct rig__serve_args *a,
     if (rig_hal_open(c->backend, &c->device, 1, &device) != RIG_OK) return -1;
     double memory = (double)rig_hal_device_info(device)->memory_bytes;
     rig_hal_close(device);
-    double weights = (double)rig_model_weight_bytes(&c->model, c->tp_size);
-    double page = (double)rig_model_kv_bytes_per_slot(&c->model, c->tp_size) * c->page_size;
-    double pages = (a->mem_fraction * memory - weights) / page;
+    double pages = rig_model_kv_slots_in(&c->model, c->tp_size, a->mem_fraction * memory) /
+                   c->page_size;
     int32_t context = c->max_seq_len > 0 ? c->max_seq_len : c->model.max_position;
     double useful = (double)c->max_running_req * context / c->page_size + 1;
     if (pages > useful) pages = useful;

@@ -68,7 +68,7 @@ static enum rig_status rig__wait(struct rig_ranks_mpi *p, MPI_Request *requests,
                                  const int32_t *peers, int32_t n, bool bounded, const char *what,
                                  int64_t step)
 {
-    int64_t deadline = rig__now_ms() + p->timeout_ms;
+    int64_t start = rig__now_ms(), deadline = start + p->timeout_ms;
     for (int64_t poll = 0;; poll++) {
         int32_t pending = 0;
         for (int32_t i = 0; i < n; i++) {
@@ -92,7 +92,7 @@ static enum rig_status rig__wait(struct rig_ranks_mpi *p, MPI_Request *requests,
         if (poll < RIG__POLLS) {
             sched_yield();
         } else {
-            bool idle = !bounded && rig__now_ms() - (deadline - p->timeout_ms) > RIG__IDLE_MS;
+            bool idle = !bounded && rig__now_ms() - start > RIG__IDLE_MS;
             struct timespec nap = {0, idle ? RIG__IDLE_NAP_NS : RIG__NAP_NS};
             nanosleep(&nap, NULL);
         }
@@ -114,24 +114,33 @@ static enum rig_status rig__bcast(struct rig_ranks_mpi *p, void *data, int64_t b
 
 static bool rig__initialized_here; /* rig_ranks_mpi_init called MPI_Init_thread */
 
+/* Starts MPI unless it runs (*started: this call started it), at MPI_THREAD_SERIALIZED: a
+ * server's engine thread, not the one that started MPI, makes the MPI calls. */
+static enum rig_status rig__mpi_start(bool *started, char *error, size_t error_len)
+{
+    int initialized = 0, provided = 0;
+    MPI_Initialized(&initialized);
+    *started = false;
+    if (initialized) return RIG_OK;
+    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
+        snprintf(error, error_len, "MPI_Init_thread failed");
+        return RIG_E_IO;
+    }
+    *started = true;
+    if (provided >= MPI_THREAD_SERIALIZED) return RIG_OK;
+    snprintf(error, error_len, "this MPI gives thread level %d; rig needs MPI_THREAD_SERIALIZED (%d)",
+             provided, (int)MPI_THREAD_SERIALIZED);
+    return RIG_E_UNSUPPORTED;
+}
+
 enum rig_status rig_ranks_mpi_init(int32_t *rank, int32_t *size, char *error, size_t error_len)
 {
     RIG_ASSERT(rank != NULL && size != NULL && error != NULL);
-    int initialized = 0, provided = 0, r = 0, n = 0;
-    MPI_Initialized(&initialized);
-    if (!initialized) {
-        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
-            snprintf(error, error_len, "MPI_Init_thread failed");
-            return RIG_E_IO;
-        }
-        rig__initialized_here = true;
-        if (provided < MPI_THREAD_SERIALIZED) {
-            snprintf(error, error_len,
-                     "this MPI gives thread level %d; rig needs MPI_THREAD_SERIALIZED (%d)",
-                     provided, (int)MPI_THREAD_SERIALIZED);
-            return RIG_E_UNSUPPORTED;
-        }
-    }
+    int r = 0, n = 0;
+    bool started = false;
+    enum rig_status status = rig__mpi_start(&started, error, error_len);
+    rig__initialized_here = rig__initialized_here || started;
+    if (status != RIG_OK) return status;
     MPI_Comm_rank(MPI_COMM_WORLD, &r);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     *rank = r;
@@ -172,15 +181,11 @@ static enum rig_status rig__dup(struct rig_ranks_mpi *p, char *error, size_t err
 static enum rig_status rig__join(struct rig_ranks_mpi *p, int32_t size, char *error,
                                  size_t error_len)
 {
-    int initialized = 0, provided = 0, world = 0, rank = 0;
-    MPI_Initialized(&initialized);
-    if (!initialized) {
-        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
-            snprintf(error, error_len, "MPI_Init_thread failed");
-            return RIG_E_IO;
-        }
-        p->initialized_mpi = true;
-    }
+    int world = 0, rank = 0;
+    bool started = false;
+    enum rig_status status = rig__mpi_start(&started, error, error_len);
+    p->initialized_mpi = started;
+    if (status != RIG_OK) return status;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     p->rank = rank;
     RIG_TRY(rig__dup(p, error, error_len));

@@ -200,11 +200,12 @@ enum rig_status rig_bench_run(const struct rig_bench_options *options, int32_t k
         return RIG_E_INVALID;
     }
     int32_t one_rank = RIG_BENCH_DECODE | RIG_BENCH_PREFILL | RIG_BENCH_OPS | RIG_BENCH_ATTENTION;
-    if (options->tp < 1 || options->tp > 8 || (options->tp > 1 && (kinds & one_rank) != 0)) {
+    if (options->tp < 1 || options->tp > RIG_DEVICES_MAX ||
+        (options->tp > 1 && (kinds & one_rank) != 0)) {
         snprintf(error, error_len,
-                 "tp %d: the serving runs (offline, online) and collectives take 1..8 ranks; "
+                 "tp %d: the serving runs (offline, online) and collectives take 1..%d ranks; "
                  "decode, prefill, attention and ops time one rank's forward and take tp 1",
-                 (int)options->tp);
+                 (int)options->tp, RIG_DEVICES_MAX);
         return RIG_E_INVALID;
     }
     report->tp = options->tp;

@@ -56,9 +56,8 @@ static int64_t rig__serving_pages(const struct rig_bench_options *o,
     if (strcmp(o->backend, "cuda") != 0 || report->device_memory_bytes <= 0 ||
         rig_model_config_preset(rig__bench_model(o), &c) != RIG_OK)
         return pages;
-    double room = 0.9 * (double)report->device_memory_bytes -
-                  (double)rig_model_weight_bytes(&c, o->tp) - 3.0 * (double)(1 << 30);
-    double fit = room / (double)rig_model_kv_bytes_per_slot(&c, o->tp);
+    double fit = rig_model_kv_slots_in(&c, o->tp, 0.9 * (double)report->device_memory_bytes -
+                                                      3.0 * (double)(1 << 30));
     if (fit < (double)pages) pages = fit > 4096.0 ? (int64_t)fit : 4096;
     return pages;
 }
