@@ -10,7 +10,8 @@
  * the problem (and the tensor) while no device memory stays allocated; a checkpoint
  * rewritten with F32 matrices and F16 vectors gives the bf16 checkpoint's logits bit for
  * bit; and the real scheduler (core/engine/engine.h, overlap on, radix cache) reproduces the
- * golden greedy tokens at TP 1 and 2.
+ * golden greedy tokens at TP 1 and 2. A local-only forward (batch.h) issues the plain
+ * forward's ops without one collective.
  */
 #include <sys/stat.h>
 #include <unistd.h>
@@ -127,6 +128,66 @@ static void test_timing_only_large(void **state)
     }
     assert_int_equal(rig_sim_get_stats(grp->devices[0], &stats), RIG_OK);
     assert_true(stats.ops_issued > 4 * 64 * 10); /* every layer's ops, four times */
+    group_close(grp);
+    free(grp);
+}
+
+/* Counts a forward's ops by kind (rig_model_forward_ops' sink). */
+struct op_count {
+    int32_t collectives, others;
+    char names[1024]; /* the non-collective ops' names, in order, ';'-separated */
+};
+
+static enum rig_status count_op(void *ctx, int32_t layer, const char *name,
+                                const struct rig_op *op)
+{
+    (void)layer;
+    struct op_count *c = ctx;
+    if (op->kind == RIG_OP_ALL_REDUCE || op->kind == RIG_OP_ALL_GATHER) {
+        c->collectives++;
+    } else {
+        c->others++;
+        if (c->others <= 40) { /* the first layers suffice to compare the sequence */
+            size_t used = strlen(c->names);
+            snprintf(c->names + used, sizeof c->names - used, "%s;", name);
+        }
+    }
+    return RIG_OK;
+}
+
+/* A local-only forward (the engine's start-up warm forward on a GPU, batch.h) issues every op
+ * of the plain forward but not one collective (nor the copies out of the gathered logits): at
+ * TP 2 the plain one has the embedding's all-reduce, two a layer and the logits' all-gather. */
+static void test_local_only_forward(void **state)
+{
+    (void)state;
+    struct rig_model_config config;
+    assert_int_equal(rig_model_config_preset("qwen3-0.6b", &config), RIG_OK);
+    struct group *grp = calloc(1, sizeof *grp);
+    assert_non_null(grp);
+    struct rig_weights_source source = {.path = NULL, .dummy_seed = 1};
+    group_open(grp, &config, &source, 2, true);
+    struct op_count plain = {0}, local = {0};
+    struct rig_forward_batch batch = {.phase = RIG_BATCH_DECODE, .num_requests = 2,
+                                      .num_tokens = 2, .padded_requests = 2,
+                                      .padded_tokens = 2, .sample = true};
+    struct rig_model_op_sink sink = {&plain, count_op};
+    assert_int_equal(rig_model_forward_ops(grp->ranks[0].model, &batch, &sink), RIG_OK);
+    batch.local_only = true;
+    sink.ctx = &local;
+    assert_int_equal(rig_model_forward_ops(grp->ranks[0].model, &batch, &sink), RIG_OK);
+    assert_int_equal(plain.collectives, 1 + 2 * config.num_layers + 1);
+    assert_int_equal(local.collectives, 0);
+    /* the same ops otherwise, in the same order, but the two copies that place each rank's
+     * gathered logits columns */
+    assert_int_equal(local.others, plain.others - 2);
+    assert_string_equal(local.names, plain.names);
+    /* and the flag does not stick: the next plain forward has its collectives again */
+    struct op_count again = {0};
+    batch.local_only = false;
+    sink.ctx = &again;
+    assert_int_equal(rig_model_forward_ops(grp->ranks[0].model, &batch, &sink), RIG_OK);
+    assert_int_equal(again.collectives, plain.collectives);
     group_close(grp);
     free(grp);
 }
@@ -516,6 +577,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dummy_weights),
         cmocka_unit_test(test_timing_only_large),
+        cmocka_unit_test(test_local_only_forward),
         cmocka_unit_test(test_limits_and_capacity),
         cmocka_unit_test(test_checkpoint_errors),
         cmocka_unit_test(test_wide_dtypes),

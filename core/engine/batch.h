@@ -44,6 +44,10 @@ struct rig_forward_batch {
     bool sample;             /* false for a non-final prefill chunk of every request: no
                                 request in the batch produces a token; the model may skip
                                 the LM head. Per-request: see `sample_mask`. */
+    bool local_only;         /* true: every collective is left out, so the outputs are wrong
+                                at TP > 1 — only the engine's start-up warm forward on a GPU
+                                (core/engine/ranks/launch.c), whose kernels then meet their
+                                first launch with no collective in flight on the device */
 
     /* per token, device i32 */
     struct rig_tensor input_ids; /* [T'] token ids */

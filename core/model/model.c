@@ -286,7 +286,7 @@ static struct rig_tensor rig__heads(const struct rig_model *m, int64_t tokens, i
 static enum rig_status rig__all_reduce(struct rig_model *m, struct rig_stream *s,
                                        struct rig_tensor data)
 {
-    if (m->comm == NULL) return RIG_OK;
+    if (m->comm == NULL || m->local_only) return RIG_OK;
     struct rig_op_all_reduce p = {.data = data, .comm = m->comm};
     return rig__issue(m, s, "all_reduce",
                       &(struct rig_op){.kind = RIG_OP_ALL_REDUCE, .u.all_reduce = p});
@@ -456,7 +456,7 @@ static enum rig_status rig__lm_head(struct rig_model *m, struct rig_stream *s,
                                .bias = rig_tensor_none()};
     RIG_TRY(
         rig__issue(m, s, "gemm lm_head", &(struct rig_op){.kind = RIG_OP_GEMM, .u.gemm = head}));
-    if (m->comm != NULL) RIG_TRY(rig__gather_logits(m, s, R));
+    if (m->comm != NULL && !m->local_only) RIG_TRY(rig__gather_logits(m, s, R));
     if (!b->sample) return RIG_OK;
     RIG_TRY(rig__penalize(m, s, b, R));
     struct rig_op_sample sample = {.tokens = b->out_tokens, .logits = rig__rows(&m->logits, R),
@@ -477,6 +477,7 @@ static enum rig_status rig__forward(struct rig_model *model, struct rig_stream *
     RIG_ASSERT(batch->num_tokens <= batch->padded_tokens);
     RIG_ASSERT(batch->num_requests <= batch->padded_requests);
     struct rig_model *m = model;
+    m->local_only = batch->local_only;
     int64_t T = batch->padded_tokens;
     if (T > m->limits.max_tokens || batch->padded_requests > m->limits.max_requests)
         return RIG_E_CAPACITY;

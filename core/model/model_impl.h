@@ -52,6 +52,7 @@ struct rig_model {
     struct rig_device *device;
     struct rig_comm *comm; /* NULL at TP 1 */
     bool keep_logits;
+    bool local_only; /* the batch being issued leaves collectives out (batch.h) */
     const struct rig_model_op_sink *sink; /* rig_model_forward_ops: ops go here; else NULL */
     int32_t layer;                        /* the layer being issued; -1 outside the layers */
 

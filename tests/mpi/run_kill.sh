@@ -47,5 +47,7 @@ for p in $ranks; do
 done
 cat "$dir/log"
 [ "$rc" -ne 0 ] || fail "mpirun exited 0"
-grep -q "exited on signal 9" "$dir/log" || fail "mpirun did not name the killed process"
+# OpenMPI 4 (Debian) writes it on one line; OpenMPI 5 (prterun) may break it across two.
+tr -s '\n ' '  ' <"$dir/log" | grep -q "exited on signal 9" ||
+    fail "mpirun did not name the killed process"
 echo "run_kill.sh: rank $victim of $n killed: every process ended in $(( $(date +%s) - killed )) s"

@@ -6,7 +6,8 @@ Both servers run the tiny Qwen3-shaped model of the server tests on the simulato
 same requests go to each — /generate (greedy, two prompts sharing a prefix, so the second hits
 the radix cache), /v1/chat/completions (sampled, seeded) and a streamed /v1/completions — and
 the bodies must match field by field (ids, text, usage, cached tokens). The MPI server runs with
-a 1 s collective timeout and idles 2.5 s between requests: its followers wait for process 0's
+a 3 s collective timeout (1 s failed once on a 2-core machine under a full build's load) and
+idles 3.5 s between requests: its followers wait for process 0's
 next job without bound, so the idle server stays up. SIGTERM to process 0 (the server) ends
 the job: its shutdown sends the followers their exit, and mpirun exits 0 within the bound.
 (SIGINT to mpirun itself makes OpenMPI kill every process after a few seconds and exit 1.) Standard library only; exit 77 (ctest SKIP) without mpirun or
@@ -112,7 +113,7 @@ def main():
         threads.stop()
 
     try:
-        mpi = serve_fixture.Server(*common, "--ranks", "mpi", "--collective-timeout", "1000",
+        mpi = serve_fixture.Server(*common, "--ranks", "mpi", "--collective-timeout", "3000",
                                    launcher=("mpirun", "--oversubscribe", "-n", str(ranks)))
     except RuntimeError as e:
         if "this build has no OpenMPI" in str(e):
@@ -122,8 +123,8 @@ def main():
     try:
         status, _ = mpi.get("/health")
         assert status == 200
-        time.sleep(2.5)  # idle for longer than the collective timeout: the followers wait on
-        got = exchange(mpi, 2.5)
+        time.sleep(3.5)  # idle for longer than the collective timeout: the followers wait on
+        got = exchange(mpi, 3.5)
     except Exception:
         mpi.proc.kill()
         raise

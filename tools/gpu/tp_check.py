@@ -189,6 +189,60 @@ def offline_table(work):
               f"{row[6]:>9} {row[8]:>9}")
 
 
+def processes(work, failures):
+    """Ranks across processes: `mpirun -n N rig generate --ranks mpi` against the same command
+    with the N ranks as threads (stage 1's --logits-out run): the same tokens, and logits
+    equal bit for bit or, where NCCL reduced in another order, as close to TP=1 as the
+    threads' (the correctness bounds). Then the killed rank: every process gone in time."""
+    logits_dir = os.path.join(work, "logits")
+    runs = sorted(glob.glob(os.path.join(logits_dir, "*-mpi.jsonl")))
+    kill_text, kill_rc, kill_ms = log_of(work, "mpi-kill")
+    if not runs and kill_text is None:
+        return
+    print("\n== ranks across processes (mpirun, one rank per process) against the same run "
+          "with threads")
+    for jl in runs:
+        stem = os.path.basename(jl)[:-len("-mpi.jsonl")]  # MODEL-tpN
+        model, tp = stem.rsplit("-tp", 1)
+        label = f"{model} TP={tp} mpi"
+        rows = rows_of(jl)
+        threads_jl = os.path.join(logits_dir, f"{stem}-logits.jsonl")
+        threads_f32 = os.path.join(logits_dir, f"{stem}.f32")
+        mpi_f32 = os.path.join(logits_dir, f"{stem}-mpi.f32")
+        if not rows or not os.path.exists(mpi_f32):
+            failures.append(f"{label}: did not finish")
+            print(f"   {label:<22} did not finish")
+            continue
+        if not os.path.exists(threads_jl) or not os.path.exists(threads_f32):
+            failures.append(f"{label}: no threads' run to compare with")
+            print(f"   {label:<22} no threads' run to compare with")
+            continue
+        ref_rows = rows_of(threads_jl)
+        ref = np.fromfile(threads_f32, dtype=np.float32).reshape(len(ref_rows), -1)
+        got = np.fromfile(mpi_f32, dtype=np.float32).reshape(len(rows), -1)
+        same_bits = ref.shape == got.shape and np.array_equal(ref.view(np.uint32),
+                                                               got.view(np.uint32))
+        diff = got.astype(np.float64) - ref
+        rel = np.linalg.norm(diff, axis=1) / np.linalg.norm(ref, axis=1)
+        same_ids = [r["ids"] for r in rows] == [r["ids"] for r in ref_rows]
+        if not same_bits and (rel.mean() > MEAN_BOUND or rel.max() > WORST_BOUND):
+            failures.append(f"{label}: logits rel. L2 {rel.mean():.4f} / {rel.max():.4f} "
+                            "against the threads' run")
+        if same_bits and not same_ids:
+            failures.append(f"{label}: the same logits but other tokens")
+        print(f"   {label:<22} logits {'bit-identical' if same_bits else 'differ'} "
+              f"(rel. L2 mean {rel.mean():.2e}, worst {rel.max():.2e}); tokens "
+              f"{'identical' if same_ids else 'differ'} ({sum(len(r['ids']) for r in rows)} "
+              f"tokens); cached_len {[r.get('cached_len') for r in rows]}")
+    if kill_text is not None:
+        ok = kill_rc == 0 and "every process ended" in kill_text
+        line = [l for l in kill_text.splitlines() if l.startswith("run_kill.sh")]
+        print(f"   rank 1 of 2 killed mid-run: {'ok' if ok else 'FAIL'} after "
+              f"{(kill_ms or 0) / 1000:.1f} s: {line[-1] if line else kill_text.strip()[-300:]}")
+        if not ok:
+            failures.append(f"mpi-kill: exit {kill_rc}")
+
+
 def log_of(work, name):
     path = os.path.join(work, "logs", name + ".log")
     if not os.path.exists(path):
@@ -281,6 +335,7 @@ def main():
     if os.path.isdir(os.path.join(a.work, "logits")) and os.listdir(os.path.join(a.work, "logits")):
         correctness(a.work, degrees, failures)
     watchdog(a.work, failures)
+    processes(a.work, failures)
     collectives(a.work)
     decode_table(a.work, degrees)
     offline_table(a.work)

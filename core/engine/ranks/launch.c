@@ -339,11 +339,15 @@ static enum rig_status rig__rank_capture(struct rig__rank *rank, const struct ri
     /* On a GPU, one eager forward of the largest padding batch (it writes only the padding
      * slot and the rank's scratch outputs): the first use of each GEMM family outside a
      * capture, where the CUDA backend runs the algorithms it chose once, so that their kernels
-     * load now and not in a serving step (cuda/ops/gemm_plan.cuh). Not on the simulator: its
-     * clock would move and every scenario's timeline with it. */
+     * load now and not in a serving step (cuda/ops/gemm_plan.cuh). Without its collectives
+     * (local_only): a kernel's first launch can wait for the device's running kernels, and
+     * an all-reduce among them waits for the other ranks, which at that moment may wait for
+     * this thread (docs/gpu.md, "The hang"). Not on the simulator: its clock would move and
+     * every scenario's timeline with it. */
     if (rig_hal_device_info(rank->device)->virtual_clock) return RIG_OK;
     struct rig_batch_desc warm = rig__graph_desc(e, b, largest, false);
     struct rig_forward_batch view = rig__view(rank, rank->meta_static, &warm);
+    view.local_only = true;
     RIG_TRY(rig_model_forward(rank->model, rank->compute, &view));
     return rig_hal_stream_synchronize(rank->compute);
 }
