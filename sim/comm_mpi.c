@@ -149,9 +149,39 @@ const char *rig_sim_mpi_failure(const struct rig_sim_mpi *p)
     return p->failed == RIG_OK ? "" : p->failure;
 }
 
+/* The group's finalize, as NCCL's (ncclCommFinalize is a collective of every rank): a healthy
+ * pool's destroy returns once every process has reached its own, or after the collective
+ * timeout, saying so on stderr (a GPU's finalize is then aborted). So a teardown that frees
+ * a comm before a process it still owes a message reaches its destroy waits here as it does
+ * on GPUs, and the tests of ranks across processes see it. */
+static void rig__finalize(struct rig_sim_mpi *p)
+{
+    if (p->failed != RIG_OK || p->comm == MPI_COMM_NULL || p->size < 2) return;
+    MPI_Request request = MPI_REQUEST_NULL;
+    if (MPI_Ibarrier(p->comm, &request) != MPI_SUCCESS) return;
+    int64_t deadline = rig__now_ms() + p->timeout_ms;
+    for (int64_t poll = 0;; poll++) {
+        int done = 0;
+        if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done) return;
+        if (rig__now_ms() >= deadline) {
+            fprintf(stderr, "rig: sim: rank %d: finalizing the group: not every process "
+                    "finalized within the collective timeout (%lld ms)\n", (int)p->rank,
+                    (long long)p->timeout_ms);
+            return;
+        }
+        if (poll < 2000) {
+            sched_yield();
+        } else {
+            struct timespec nap = {0, 100000};
+            nanosleep(&nap, NULL);
+        }
+    }
+}
+
 void rig_sim_mpi_destroy(struct rig_sim_mpi *p)
 {
     if (p == NULL) return;
+    rig__finalize(p);
     if (p->comm != MPI_COMM_NULL) MPI_Comm_free(&p->comm);
     for (int32_t r = 0; p->world != NULL && r < p->size; r++)
         rig_sim_world_release(p->world);

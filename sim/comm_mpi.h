@@ -57,7 +57,9 @@ enum rig_status rig_sim_mpi_collective(struct rig_sim_mpi *pool,
 void rig_sim_mpi_abort(struct rig_sim_mpi *pool, const char *reason);
 /* Why the pool failed ("" while it has not). */
 const char *rig_sim_mpi_failure(const struct rig_sim_mpi *pool);
-/* Frees the pool (MPI stays initialized). NULL: no-op. */
+/* Frees the pool (MPI stays initialized). A healthy pool first waits, within the collective
+ * timeout, until every process has reached its destroy (NCCL's finalize is a collective too).
+ * NULL: no-op. */
 void rig_sim_mpi_destroy(struct rig_sim_mpi *pool);
 
 #endif /* RIG_SIM_COMM_MPI_H */

@@ -487,6 +487,7 @@ void rig_engine_destroy(struct rig_engine *e)
     if (!e) return;
     int32_t first = e->rank_first, end = e->rank_first + e->rank_count;
     rig__ranks_report(e);
+    rig__ranks_release(e); /* the followers' exit job, before any comm is finalized */
     for (int32_t r = first; r < end; r++) {
         if (e->ranks[r].compute) rig_hal_stream_synchronize(e->ranks[r].compute);
         rig__rank_free(&e->ranks[r]);

@@ -184,6 +184,9 @@ enum rig_status rig__ranks_run(struct rig_engine *engine, int32_t job, int32_t s
  * rank p) before any device is opened. Sets rank_first / rank_count; error in `error`. */
 enum rig_status rig__ranks_join(struct rig_engine *engine, char *error, size_t error_len);
 enum rig_status rig__ranks_start(struct rig_engine *engine);
+/* Across processes, process 0 sends the exit job (mpi.h: rig_ranks_mpi_release); first in
+ * the engine's teardown, before any rank's comm is freed. No-op otherwise. */
+void rig__ranks_release(struct rig_engine *engine);
 void rig__ranks_stop(struct rig_engine *engine);
 /* Why the rank pool across processes failed ("" when it has not, or without one). */
 const char *rig__ranks_error(const struct rig_engine *engine);

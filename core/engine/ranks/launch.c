@@ -500,6 +500,15 @@ enum rig_status rig__ranks_start(struct rig_engine *e)
     return rig_ranks_create(e->tp_size, rig__execute, e, &e->rank_pool);
 }
 
+void rig__ranks_release(struct rig_engine *e)
+{
+#ifdef RIG_HAVE_MPI
+    rig_ranks_mpi_release(e->mpi_pool);
+#else
+    (void)e;
+#endif
+}
+
 void rig__ranks_stop(struct rig_engine *e)
 {
     rig_ranks_destroy(e->rank_pool);

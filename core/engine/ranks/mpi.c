@@ -26,6 +26,7 @@ struct rig_ranks_mpi {
     rig_rank_execute_fn execute;
     void *ctx;
     bool initialized_mpi; /* create called MPI_Init_thread: destroy finalizes */
+    bool released;        /* process 0 has sent the exit job */
     enum rig_status failed;
     char error[RIG_RANKS_MPI_ERROR_MAX];
     uint8_t *metadata; /* (metadata_max) a follower's receive buffer */
@@ -318,13 +319,18 @@ enum rig_status rig_ranks_mpi_follow(struct rig_ranks_mpi *p, bool bounded)
     }
 }
 
+void rig_ranks_mpi_release(struct rig_ranks_mpi *p)
+{
+    if (p == NULL || p->released || p->failed != RIG_OK || p->rank != 0 || p->size < 2) return;
+    p->released = true;
+    struct rig_batch_desc exit_job = {.job = RIG_RANK_JOB_EXIT, .graph = -1};
+    rig__send_job(p, &exit_job, NULL);
+}
+
 void rig_ranks_mpi_destroy(struct rig_ranks_mpi *p)
 {
     if (p == NULL) return;
-    if (p->failed == RIG_OK && p->rank == 0 && p->size > 1) {
-        struct rig_batch_desc exit_job = {.job = RIG_RANK_JOB_EXIT, .graph = -1};
-        rig__send_job(p, &exit_job, NULL);
-    }
+    rig_ranks_mpi_release(p);
     if (p->failed != RIG_OK) {
         fprintf(stderr, "rig: ending the MPI job: %s\n", p->error);
         MPI_Abort(p->comm, 1); /* transfers in flight cannot be cancelled */

@@ -9,8 +9,8 @@
  * may wait in a collective rank 0 left, so no status of theirs is coming). Processes 1..N-1
  * sit in rig_ranks_mpi_follow: receive a job, check it (a descriptor from the wire is input:
  * a bad job kind or a metadata size above the capacity is refused, not asserted), run their
- * rank's executor, report the status; until the exit job that rig_ranks_mpi_destroy sends
- * from process 0.
+ * rank's executor, report the status; until the exit job that process 0 sends
+ * (rig_ranks_mpi_release, or rig_ranks_mpi_destroy when not sent before).
  *
  * Failure (nothing hangs): the pool's communicator (a duplicate of MPI_COMM_WORLD) returns
  * MPI errors instead of aborting (MPI_ERRORS_RETURN), and every transfer is non-blocking and
@@ -71,8 +71,15 @@ enum rig_status rig_ranks_mpi_run(struct rig_ranks_mpi *ranks, const struct rig_
 enum rig_status rig_ranks_mpi_follow(struct rig_ranks_mpi *ranks, bool bounded);
 /* Why the pool failed ("" while it has not). */
 const char *rig_ranks_mpi_error(const struct rig_ranks_mpi *ranks);
-/* Process 0 of a healthy pool sends the exit job; then frees the pool and finalizes MPI when
- * create initialized it. A failed pool ends the MPI job (MPI_Abort) instead. NULL: no-op. */
+/* Process 0 of a healthy pool sends the exit job (once; later calls and other processes:
+ * no-op), so that processes 1.. leave rig_ranks_mpi_follow and tear their ranks down. The
+ * engine calls it before any rank frees its device state: NCCL's comm finalize is a
+ * collective of every process, which the followers reach only after their exit job (on
+ * GPUs, a process 0 that finalized first waited for them until the timeout). NULL: no-op. */
+void rig_ranks_mpi_release(struct rig_ranks_mpi *ranks);
+/* Sends the exit job if rig_ranks_mpi_release has not; then frees the pool and finalizes
+ * MPI when create initialized it. A failed pool ends the MPI job (MPI_Abort) instead. NULL:
+ * no-op. */
 void rig_ranks_mpi_destroy(struct rig_ranks_mpi *ranks);
 
 #endif /* RIG_RANKS_MPI_H */
