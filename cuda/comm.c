@@ -26,7 +26,8 @@
  * p), then each process joins with its rank; NCCL's transports (NVLink, or the network
  * between nodes) carry the collectives. The watchdog sees only this process's ranks: a
  * collective stuck past the timeout names the rank waiting here and says the others are in
- * other processes. Compiled and unit-tested on the host only; it has not run on GPUs.
+ * other processes. Run on 4 H200s (docs/gpu.md): logits bit-identical to the same group as
+ * threads.
  *
  * Faults (rig_hal_set_faults; docs/gpu.md, "Tensor parallelism on 4 GPUs"), so the watchdog
  * can be proved on GPUs: a rank's n-th collective from when the plan was set — an eager
@@ -298,7 +299,11 @@ static enum rig_status rig__init_comms(struct rig_cuda_group *g, struct rig_devi
         const struct rig_cuda_device *d = devices[r - g->first]->context;
         RIG_CUDA_TRY(cudaSetDevice(d->ordinal));
         ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-        config.blocking = 0;
+        /* A measuring switch (docs/gpu.md): RIG_CUDA_NCCL_BLOCKING=1 makes NCCL's calls
+         * blocking, as torch's default; the watchdog then still bounds every host wait, but
+         * a call that never returns is out of its reach. */
+        const char *blocking = getenv("RIG_CUDA_NCCL_BLOCKING");
+        config.blocking = blocking != NULL && strcmp(blocking, "1") == 0 ? 1 : 0;
         ncclResult_t result = ncclCommInitRankConfig(&g->comms[r], g->size, id, r, &config);
         if (result != ncclSuccess && result != ncclInProgress) {
             (void)ncclGroupEnd();

@@ -280,21 +280,28 @@ def collectives(work):
         out = {}
         for line in (text or "").splitlines():
             cols = line.split()
-            if len(cols) == 5 and cols[0].isdigit() and cols[1].isdigit():
-                out[int(cols[0])] = (float(cols[2]), float(cols[4]))
+            # rig: bytes ranks us issue-us algbw busbw; the reference: bytes ranks us algbw busbw
+            if len(cols) in (5, 6) and cols[0].isdigit() and cols[1].isdigit():
+                issue = float(cols[3]) if len(cols) == 6 else float("nan")
+                out[int(cols[0])] = (float(cols[2]), float(cols[-1]), issue)
         return out
+    nan = (float("nan"),) * 3
     for tp in (2, 4, 8):
         rig, ref = table(f"collectives-tp{tp}"), table(f"allreduce-ref-tp{tp}")
+        blocking = table(f"collectives-tp{tp}-blocking")
         if not rig:
             continue
-        print(f"\n== all-reduce, TP {tp}: rig (rig bench collectives) beside the reference "
-              "(torch.distributed + NCCL); bf16 in place, median of the slowest rank")
-        print(f"   {'bytes':>10} {'rig us':>9} {'ref us':>9} {'rig busbw':>10} {'ref busbw':>10}"
-              f" {'rig/ref':>8}")
+        print(f"\n== all-reduce, TP {tp}: rig (rig bench collectives; issue: host us per call; "
+              "blocking: RIG_CUDA_NCCL_BLOCKING=1) beside the reference (torch.distributed + "
+              "NCCL); bf16 in place, median of the slowest rank")
+        print(f"   {'bytes':>10} {'rig us':>9} {'issue':>7} {'blk us':>9} {'issue':>7} "
+              f"{'ref us':>9} {'rig busbw':>10} {'ref busbw':>10} {'rig/ref':>8}")
         for size in sorted(rig):
-            r_us, r_bw = rig[size]
-            f_us, f_bw = ref.get(size, (float("nan"), float("nan")))
-            print(f"   {size:>10} {r_us:>9.2f} {f_us:>9.2f} {r_bw:>10.2f} {f_bw:>10.2f} "
+            r_us, r_bw, r_issue = rig[size]
+            b_us, _, b_issue = blocking.get(size, nan)
+            f_us, f_bw, _ = ref.get(size, nan)
+            print(f"   {size:>10} {r_us:>9.2f} {r_issue:>7.1f} {b_us:>9.2f} {b_issue:>7.1f} "
+                  f"{f_us:>9.2f} {r_bw:>10.2f} {f_bw:>10.2f} "
                   f"{r_bw / f_bw if f_bw == f_bw and f_bw > 0 else float('nan'):>8.3f}")
 
 

@@ -154,6 +154,7 @@ struct rig_bench_collective_row {
     int64_t bytes;         /* bf16 elements x 2, in place */
     int32_t ranks;
     double ns;             /* the slowest rank's median device time of one all-reduce */
+    double issue_ns;       /* the slowest rank's host time to issue one (mean over repeats) */
     double algbw, busbw;   /* bytes / s; algbw x 2 (ranks - 1) / ranks */
 };
 

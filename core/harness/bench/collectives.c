@@ -5,7 +5,9 @@
  * stream, a bf16 buffer of the largest size and event pairs; one thread per rank, as the
  * engine's ranks issue collectives. For each size the ranks all-reduce in place `warmup`
  * times, then `repeats` times back to back each between its own events, synchronise, and
- * take the median event-to-event time; a size's time is the slowest rank's median. Bandwidths
+ * take the median event-to-event time; a size's time is the slowest rank's median, and its
+ * issue time the slowest rank's host time per all-reduce over that loop (with events; on
+ * the simulator, the host's real time, not a prediction). Bandwidths
  * follow nccl-tests (PERFORMANCE.md there): algbw = bytes / time, busbw = algbw x 2 (n - 1) / n,
  * the rate each link carries in a ring all-reduce, comparable across rank counts. On the
  * simulator the events carry virtual times: the cost model's collective prediction.
@@ -14,6 +16,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/harness/bench/bench_impl.h"
 
@@ -31,7 +34,7 @@ struct rig__coll_rank {
     /* The size being timed, set before the threads start. */
     int64_t bytes;
     int32_t warmup, repeats;
-    double median_ns;
+    double median_ns, issue_ns;
     enum rig_status status;
 };
 
@@ -50,11 +53,16 @@ static void *rig__coll_main(void *arg)
     for (int32_t i = 0; i < r->warmup && status == RIG_OK; i++)
         status = rig__coll_once(r);
     if (status == RIG_OK) status = rig_hal_stream_synchronize(r->stream);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int32_t i = 0; i < r->repeats && status == RIG_OK; i++) {
         status = rig_hal_event_record(r->start[i], r->stream);
         if (status == RIG_OK) status = rig__coll_once(r);
         if (status == RIG_OK) status = rig_hal_event_record(r->end[i], r->stream);
     }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    r->issue_ns = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) /
+                  r->repeats;
     if (status == RIG_OK) status = rig_hal_stream_synchronize(r->stream);
     double times[RIG_BENCH_REPEATS_MAX];
     for (int32_t i = 0; i < r->repeats && status == RIG_OK; i++) {
@@ -179,8 +187,9 @@ enum rig_status rig_bench_collectives(const struct rig_bench_options *o,
                 snprintf(error, error_len, "collectives: all-reduce of %lld bytes, rank %d: %s%s%s",
                          (long long)sizes[s], (int)i, rig_status_message(status),
                          why[0] != '\0' ? ": " : "", why);
-            } else if (ranks[i].median_ns > row->ns) {
-                row->ns = ranks[i].median_ns;
+            } else {
+                if (ranks[i].median_ns > row->ns) row->ns = ranks[i].median_ns;
+                if (ranks[i].issue_ns > row->issue_ns) row->issue_ns = ranks[i].issue_ns;
             }
         }
         if (status != RIG_OK) break;
