@@ -1,19 +1,21 @@
 /* comm.c — TP collectives over NCCL for the GPUs of one process (docs/gpu.md), with a watchdog.
  *
- * One ncclComm_t per rank, made by ncclCommInitRankConfig in NCCL's non-blocking mode
- * (config.blocking = 0) inside one group call. Each rank's thread issues its collective on
- * its own stream; NCCL blocks the stream (not the host) until every rank has joined.
+ * One ncclComm_t per rank, made by ncclCommInitRankConfig inside one group call, blocking
+ * (RIG_CUDA_NCCL_BLOCKING=0: NCCL's non-blocking mode, whose eager calls cost the host 10-20 x
+ * more). Each rank's thread issues its collective on its own stream; NCCL blocks the stream
+ * (not the host) until every rank has joined.
  * Reduction order is NCCL's (ring or tree), fixed for a given group and size, so results
  * repeat run to run, but it is not the simulator's rank order: TP results match the simulator
  * to rounding, not bit for bit.
  *
  * Watchdog (why: a rank that never joins a collective leaves NCCL's kernels spinning on the
  * other GPUs, and every host wait on their streams — a synchronize, the token download — then
- * blocks for ever, which is how a TP run hangs): in non-blocking mode an NCCL call may return
- * ncclInProgress, and the rank polls ncclCommGetAsyncError until the call is enqueued; a host
- * wait on a rank's stream or event polls the CUDA query and NCCL's asynchronous error
- * (rig_cuda_group_wait). Either poll is bounded by the collective timeout; past it, or on an
- * NCCL error, the group fails once: ncclCommAbort on every comm (NCCL's kernels then stop)
+ * blocks for ever, which is how a TP run hangs): a host wait on a rank's stream or event
+ * polls the CUDA query and NCCL's asynchronous error (rig_cuda_group_wait); with
+ * non-blocking comms an NCCL call may also return ncclInProgress, and the rank then polls
+ * ncclCommGetAsyncError until the call is enqueued. Either poll is bounded by the collective
+ * timeout; past it, or on an NCCL error, the group fails once: ncclCommAbort on every comm
+ * at once, one thread each, bounded (NCCL's kernels then stop)
  * and a message naming the rank and the collective (hal/watchdog.h's diagnosis from the
  * collectives each rank's host issued). Every later wait and collective of the group returns
  * that failure at once, and rig_hal_comm_error gives the message.
@@ -89,6 +91,67 @@ static int64_t rig__now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* One comm's abort, on its own thread (rig__abort_all). */
+struct rig__abort {
+    ncclComm_t comm;
+    _Atomic bool done;
+};
+
+static void *rig__abort_one(void *arg)
+{
+    struct rig__abort *a = arg;
+    (void)ncclCommAbort(a->comm);
+    atomic_store(&a->done, true);
+    return NULL;
+}
+
+#define RIG__ABORT_WAIT_MS 20000 /* what an abort may take before the group is left behind */
+
+/* ncclCommAbort on every comm of this process at once, one thread each: NCCL's abort
+ * synchronises the ranks of a node (each waits for the others' abort before freeing what
+ * they share), so aborting them one after another from one thread waited for ever in the
+ * first — on 4 H200s the watchdog named the stalled rank after 5 s and the process then hung
+ * in ncclCommAbort. Bounded: an abort still running after RIG__ABORT_WAIT_MS is left to
+ * its thread (detached; its state is leaked), with a line on stderr, so nothing waits for
+ * it. Falls back to an inline abort when a thread cannot start. */
+static void rig__abort_all(struct rig_cuda_group *g)
+{
+    struct rig__abort *aborts = calloc((size_t)g->local, sizeof *aborts);
+    pthread_t threads[RIG_DEVICES_MAX];
+    bool started[RIG_DEVICES_MAX] = {false};
+    for (int32_t i = 0; i < g->local; i++) {
+        ncclComm_t comm = g->comms[g->first + i];
+        if (comm == NULL) continue;
+        if (aborts != NULL) {
+            aborts[i].comm = comm;
+            atomic_init(&aborts[i].done, false);
+            started[i] = pthread_create(&threads[i], NULL, rig__abort_one, &aborts[i]) == 0;
+        }
+        if (!started[i]) (void)ncclCommAbort(comm);
+    }
+    int64_t deadline = rig__now_ns() + (int64_t)RIG__ABORT_WAIT_MS * 1000000;
+    bool all = false;
+    while (!all) {
+        all = true;
+        for (int32_t i = 0; i < g->local; i++)
+            if (started[i] && !atomic_load(&aborts[i].done)) all = false;
+        if (all || rig__now_ns() >= deadline) break;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    for (int32_t i = 0; i < g->local; i++) {
+        if (!started[i]) continue;
+        if (atomic_load(&aborts[i].done)) {
+            pthread_join(threads[i], NULL);
+        } else {
+            fprintf(stderr, "rig: cuda: rank %d: NCCL's abort did not return within %d ms; "
+                    "left behind\n", (int)(g->first + i), RIG__ABORT_WAIT_MS);
+            pthread_detach(threads[i]);
+        }
+    }
+    if (all) free(aborts); /* else a detached thread may still write its flag */
+}
+
 /* Fails the group once: the message, then ncclCommAbort on every comm. Any rank's thread. */
 static enum rig_status rig__group_fail(struct rig_cuda_group *g, enum rig_status status,
                                        const char *message)
@@ -99,8 +162,7 @@ static enum rig_status rig__group_fail(struct rig_cuda_group *g, enum rig_status
         snprintf(g->failure, sizeof g->failure, "%s", message);
         atomic_store(&g->failed, status);
         fprintf(stderr, "rig: cuda: TP group failed: %s\n", message);
-        for (int32_t r = g->first; r < g->first + g->local; r++)
-            if (g->comms[r] != NULL) (void)ncclCommAbort(g->comms[r]);
+        rig__abort_all(g);
         g->aborted = true;
     }
     enum rig_status first = (enum rig_status)atomic_load(&g->failed);
@@ -288,8 +350,8 @@ static enum rig_status rig__unique_id(const struct rig_cuda_group *g, ncclUnique
 #endif
 }
 
-/* Every comm of the group, non-blocking, in one NCCL group call; then waits (bounded) until
- * every one is ready. */
+/* Every comm of the group in one NCCL group call; then waits (bounded, for non-blocking
+ * comms) until every one is ready. */
 static enum rig_status rig__init_comms(struct rig_cuda_group *g, struct rig_device **devices)
 {
     ncclUniqueId id;
@@ -299,11 +361,12 @@ static enum rig_status rig__init_comms(struct rig_cuda_group *g, struct rig_devi
         const struct rig_cuda_device *d = devices[r - g->first]->context;
         RIG_CUDA_TRY(cudaSetDevice(d->ordinal));
         ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-        /* A measuring switch (docs/gpu.md): RIG_CUDA_NCCL_BLOCKING=1 makes NCCL's calls
-         * blocking, as torch's default; the watchdog then still bounds every host wait, but
-         * a call that never returns is out of its reach. */
+        /* Blocking comms (the default, as torch's): in non-blocking mode every eager
+         * collective came back ncclInProgress and was enqueued by NCCL in the background,
+         * 150-320 us of host time per call on 4 H200s against 10-18 us blocking (docs/gpu.md).
+         * RIG_CUDA_NCCL_BLOCKING=0 chooses non-blocking comms (a measuring switch). */
         const char *blocking = getenv("RIG_CUDA_NCCL_BLOCKING");
-        config.blocking = blocking != NULL && strcmp(blocking, "1") == 0 ? 1 : 0;
+        config.blocking = blocking != NULL && strcmp(blocking, "0") == 0 ? 0 : 1;
         ncclResult_t result = ncclCommInitRankConfig(&g->comms[r], g->size, id, r, &config);
         if (result != ncclSuccess && result != ncclInProgress) {
             (void)ncclGroupEnd();

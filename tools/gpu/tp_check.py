@@ -288,17 +288,17 @@ def collectives(work):
     nan = (float("nan"),) * 3
     for tp in (2, 4, 8):
         rig, ref = table(f"collectives-tp{tp}"), table(f"allreduce-ref-tp{tp}")
-        blocking = table(f"collectives-tp{tp}-blocking")
+        other = table(f"collectives-tp{tp}-nonblocking")
         if not rig:
             continue
         print(f"\n== all-reduce, TP {tp}: rig (rig bench collectives; issue: host us per call; "
-              "blocking: RIG_CUDA_NCCL_BLOCKING=1) beside the reference (torch.distributed + "
-              "NCCL); bf16 in place, median of the slowest rank")
-        print(f"   {'bytes':>10} {'rig us':>9} {'issue':>7} {'blk us':>9} {'issue':>7} "
+              "nb: non-blocking comms, RIG_CUDA_NCCL_BLOCKING=0) beside the reference "
+              "(torch.distributed + NCCL); bf16 in place, median of the slowest rank")
+        print(f"   {'bytes':>10} {'rig us':>9} {'issue':>7} {'nb us':>9} {'issue':>7} "
               f"{'ref us':>9} {'rig busbw':>10} {'ref busbw':>10} {'rig/ref':>8}")
         for size in sorted(rig):
             r_us, r_bw, r_issue = rig[size]
-            b_us, _, b_issue = blocking.get(size, nan)
+            b_us, _, b_issue = other.get(size, nan)
             f_us, f_bw, _ = ref.get(size, nan)
             print(f"   {size:>10} {r_us:>9.2f} {r_issue:>7.1f} {b_us:>9.2f} {b_issue:>7.1f} "
                   f"{f_us:>9.2f} {r_bw:>10.2f} {f_bw:>10.2f} "

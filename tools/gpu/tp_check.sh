@@ -229,8 +229,8 @@ collectives() { # TP: rig's all-reduce, then the reference's (torch + NCCL) on t
     [[ $backend == sim ]] && quick=(--quick)
     bounded 60 "collectives-tp$tp" "${rig[@]}" bench collectives --backend "$backend" \
         --tp "$tp" --repeats 10 "${quick[@]}" --out none
-    [[ $backend == cuda ]] && bounded 60 "collectives-tp$tp-blocking" env \
-        RIG_CUDA_NCCL_BLOCKING=1 "${rig[@]}" bench collectives --backend "$backend" --tp "$tp" \
+    [[ $backend == cuda ]] && bounded 60 "collectives-tp$tp-nonblocking" env \
+        RIG_CUDA_NCCL_BLOCKING=0 "${rig[@]}" bench collectives --backend "$backend" --tp "$tp" \
         --repeats 10 --out none
     [[ $backend == cuda ]] && bounded 90 "allreduce-ref-tp$tp" python3 "$here/allreduce_ref.py" \
         --ranks "$tp" --repeats 10
