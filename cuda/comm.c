@@ -354,6 +354,11 @@ static enum rig_status rig__unique_id(const struct rig_cuda_group *g, ncclUnique
  * comms) until every one is ready. */
 static enum rig_status rig__init_comms(struct rig_cuda_group *g, struct rig_device **devices)
 {
+    /* Every connection at init (unless the user chose): by default NCCL connects a peer the
+     * first time an algorithm needs it, and the engine's first collectives are recorded in
+     * a decode-graph capture, where that setup cannot run — blocking comms failed there with
+     * "internal error" on 4 H200s. Before NCCL's first call, which reads its settings. */
+    setenv("NCCL_RUNTIME_CONNECT", "0", 0);
     ncclUniqueId id;
     RIG_TRY(rig__unique_id(g, &id));
     RIG_NCCL_TRY(ncclGroupStart());
