@@ -38,7 +38,7 @@
 # Rehearsal on the CPU (simulated ranks, timing-only, no GPU; ctest tp_check_rehearsal):
 #     RIG_TP_BACKEND=sim RIG_BIN=build/rig OUT=/tmp/tp tools/gpu/tp_check.sh
 # Environment: RIG_TP_DEADLINE (seconds from start by which everything is packed: 420),
-# RIG_TP_DEGREES ("1 2 4"), RIG_TP_STAGES ("correct watchdog collectives decode offline
+# RIG_TP_OFFLINE_MODELS ("qwen3-8b qwen3-32b": the offline runs made), RIG_TP_DEGREES ("1 2 4"), RIG_TP_STAGES ("correct watchdog collectives decode offline
 # processes"; processes only with RIG_TP_OMPI or, on the simulator, an mpirun on the PATH),
 # RIG_TP_SOAK_CORES (a `seq` range such as "16 63"; empty: no soak), RIG_TP_SOAK_MINUTES (the
 # deadline less 60 s), RIG_TP_PLAN (x4: the phases above on four GPUs; x2: on two GPUs, TP 1
@@ -208,8 +208,9 @@ decode() { # MODEL TP
     bounded 120 "decode-$model-tp$tp" "${rig[@]}" run "$here/tp/decode.yaml" "${set_args[@]}" \
         --rows 0 --out "$work/h5/decode-$model-tp$tp.h5"
 }
-offline() { # MODEL TP
+offline() { # MODEL TP (only the models in RIG_TP_OFFLINE_MODELS, default both)
     local model=$1 tp=$2 quick=()
+    [[ " ${RIG_TP_OFFLINE_MODELS:-qwen3-8b qwen3-32b} " == *" $model "* ]] || return 0
     [[ $backend == sim ]] && quick=(--quick)
     mkdir -p "$work/h5/offline-$model-tp$tp"
     bounded 150 "offline-$model-tp$tp" "${rig[@]}" bench offline --backend "$backend" \
@@ -307,7 +308,7 @@ if [[ $plan == x4 ]]; then
                                 "gen qwen3-8b 2 logits" "gen qwen3-8b 2 overlap")
         has watchdog && jobs01+=("watchdog stall" "watchdog fail")
         has decode && jobs01+=("decode qwen3-8b 2") && jobs23+=("decode qwen3-32b-32l 2")
-        has offline && jobs23+=("offline qwen3-32b 2" "offline qwen3-8b 2")
+        has offline && jobs23+=("offline qwen3-8b 2" "offline qwen3-32b 2")
         has collectives && jobs23+=("collectives 2")
         lane 0,1 "${jobs01[@]}"; lane 2,3 "${jobs23[@]}"
         wait_lanes
