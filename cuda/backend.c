@@ -161,7 +161,7 @@ static enum rig_status rig__buffer_alloc(struct rig_device *device, size_t bytes
 static void rig__buffer_free(struct rig_device *device, void *data, void *context)
 {
     (void)context;
-    if (rig__select(device) != RIG_OK) return;
+    if (rig__select(device) != RIG_OK || rig_cuda_group_abandoned(rig__device(device))) return;
     cudaError_t error = cudaFree(data);
     if (error != cudaSuccess)
         rig_cuda_report(RIG_E_DEVICE, __FILE__, __LINE__, "cudaFree", cudaGetErrorString(error));
@@ -189,7 +189,7 @@ static enum rig_status rig__host_alloc(struct rig_device *device, size_t bytes, 
 
 static void rig__host_free(struct rig_device *device, void *host)
 {
-    (void)device;
+    if (rig_cuda_group_abandoned(rig__device(device))) return; /* leaked: see comm.c */
     struct cudaPointerAttributes attributes;
     cudaError_t error = cudaPointerGetAttributes(&attributes, host);
     if (error == cudaSuccess && attributes.type == cudaMemoryTypeHost) {
@@ -285,6 +285,7 @@ static enum rig_status rig__stream_create(struct rig_device *device, void **cont
 static void rig__stream_destroy(struct rig_stream *stream)
 {
     if (rig__select(stream->device) != RIG_OK) return;
+    if (rig_cuda_group_abandoned(rig__device(stream->device))) return; /* leaked */
     rig__stream_release(rig__stream(stream));
     stream->context = NULL;
 }
@@ -420,6 +421,7 @@ static enum rig_status rig__graph_launch(struct rig_graph *graph, struct rig_str
 static void rig__graph_destroy(struct rig_graph *graph)
 {
     if (rig__select(graph->device) != RIG_OK) return;
+    if (rig_cuda_group_abandoned(rig__device(graph->device))) return; /* leaked */
     struct rig_cuda_graph *g = graph->context;
     (void)cudaGraphExecDestroy(g->exec);
     (void)cudaGraphDestroy(g->graph);

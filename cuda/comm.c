@@ -81,6 +81,7 @@ struct rig_cuda_group {
     struct rig__fault faults[RIG_DEVICES_MAX]; /* (size) each used by its rank's thread */
     _Atomic int failed;                      /* enum rig_status; RIG_OK while healthy */
     bool aborted;                            /* ncclCommAbort done: no ncclCommDestroy */
+    _Atomic bool abandoned;                  /* an abort left behind (rig__abort_all) */
     char failure[RIG__FAILURE_MAX];          /* set once, under mutex, before `failed` */
 };
 
@@ -105,7 +106,7 @@ static void *rig__abort_one(void *arg)
     return NULL;
 }
 
-#define RIG__ABORT_WAIT_MS 20000 /* what an abort may take before the group is left behind */
+#define RIG__ABORT_WAIT_MS 10000 /* what an abort may take before the group is left behind */
 
 /* ncclCommAbort on every comm of this process at once, one thread each: NCCL's abort
  * synchronises the ranks of a node (each waits for the others' abort before freeing what
@@ -145,8 +146,10 @@ static void rig__abort_all(struct rig_cuda_group *g)
             pthread_join(threads[i], NULL);
         } else {
             fprintf(stderr, "rig: cuda: rank %d: NCCL's abort did not return within %d ms; "
-                    "left behind\n", (int)(g->first + i), RIG__ABORT_WAIT_MS);
+                    "left behind, and the devices' memory with it\n", (int)(g->first + i),
+                    RIG__ABORT_WAIT_MS);
             pthread_detach(threads[i]);
+            atomic_store(&g->abandoned, true);
         }
     }
     if (all) free(aborts); /* else a detached thread may still write its flag */
@@ -259,6 +262,11 @@ static enum rig_status rig__watch(struct rig__wait *w)
     enum rig_status status = rig_watchdog_wait(&probe, w->group->timeout_ms * 1000000);
     if (status == RIG_E_TIMEOUT) return rig__group_timeout(w->group, w->rank);
     return status;
+}
+
+bool rig_cuda_group_abandoned(const struct rig_cuda_device *device)
+{
+    return device->group != NULL && atomic_load(&device->group->abandoned);
 }
 
 enum rig_status rig_cuda_group_wait(const struct rig_cuda_device *device, cudaStream_t stream,

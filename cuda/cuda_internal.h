@@ -127,6 +127,10 @@ enum rig_status rig_cuda_report(enum rig_status status, const char *file, int li
  * and the collective. Exactly one of `stream` and `event` is non-NULL. */
 enum rig_status rig_cuda_group_wait(const struct rig_cuda_device *device, cudaStream_t stream,
                                     cudaEvent_t event);
+/* True once an NCCL abort of `device`'s group was left behind (comm.c): its GPU may still
+ * run NCCL's kernels, and a CUDA free or destroy, which waits for the device, would never
+ * return — the backend then leaks what it would free (the process is ending). */
+bool rig_cuda_group_abandoned(const struct rig_cuda_device *device);
 /* Graph capture on this thread begins (begin) or ends (returns the collectives it recorded
  * and the last one's enum rig_op_kind): the watchdog counts them again at each replay. */
 void rig_cuda_group_capture(bool begin, int64_t *collectives, int32_t *last_kind);
