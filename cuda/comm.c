@@ -110,11 +110,12 @@ static void *rig__abort_one(void *arg)
 
 /* ncclCommAbort on every comm of this process at once, one thread each: NCCL's abort
  * synchronises the ranks of a node (each waits for the others' abort before freeing what
- * they share), so aborting them one after another from one thread waited for ever in the
+ * they share), so aborting them one after another from one thread can wait for ever in the
  * first — on 4 H200s the watchdog named the stalled rank after 5 s and the process then hung
- * in ncclCommAbort. Bounded: an abort still running after RIG__ABORT_WAIT_MS is left to
- * its thread (detached; its state is leaked), with a line on stderr, so nothing waits for
- * it. Falls back to an inline abort when a thread cannot start. */
+ * in ncclCommAbort. Aborted at once, one of the two still waited inside NCCL (why is open:
+ * docs/gpu.md). So bounded: an abort still running after RIG__ABORT_WAIT_MS is left to its
+ * thread (detached; its state is leaked), with a line on stderr, the group is abandoned, and
+ * nothing waits for it. Falls back to an inline abort when a thread cannot start. */
 static void rig__abort_all(struct rig_cuda_group *g)
 {
     struct rig__abort *aborts = calloc((size_t)g->local, sizeof *aborts);
