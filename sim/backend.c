@@ -4,6 +4,7 @@
  * memory (phantom reservation in timing-only mode) and creates the world the ranks share
  * for collectives. See sim/sim.h for the whole picture.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,9 +126,25 @@ static enum rig_status rig__open(const struct rig_device_config *config, int32_t
     return status;
 }
 
+/* RIG_SIM_STATS=1: a device prints on closing how many ops it ran and how many its profile's
+ * op table did not reach (stderr only; results are untouched). For checks that a profile's
+ * table is in use (tests/CMakeLists.txt, sim_op_table_profiles). */
+static void rig__print_stats(const struct rig_sim_device *sim_device)
+{
+    const char *flag = getenv("RIG_SIM_STATS");
+    if (flag == NULL || strcmp(flag, "1") != 0) return;
+    const struct rig_sim_stats *s = &sim_device->stats;
+    fprintf(stderr,
+            "rig sim: rank %d, profile %s, op table %s: %lld ops, %lld outside the table\n",
+            (int)sim_device->rank, sim_device->profile.name,
+            sim_device->profile.table != NULL ? sim_device->profile.op_table : "none",
+            (long long)s->ops_issued, (long long)s->table_misses);
+}
+
 static void rig__close(struct rig_device *device)
 {
     struct rig_sim_device *sim_device = rig_sim_device_of(device);
+    rig__print_stats(sim_device);
     rig_sim_world_release(sim_device->world);
 #ifdef RIG_HAVE_MPI
     rig_sim_mpi_destroy(sim_device->mpi);

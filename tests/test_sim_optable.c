@@ -7,7 +7,8 @@
  * their padding), and the sweep times each shape once; a table written and read back
  * keeps its points in file order; a missing file, a file that is not HDF5, one without
  * points and an unknown built-in name fail with their statuses; the built-in h100 table
- * reads; a point measured exactly is predicted as measured (scaled by the op's own roofline:
+ * reads, and the h200 profile loads its own (4,120 points); a point measured exactly is
+ * predicted as measured (scaled by the op's own roofline:
  * the same work gives the same time); between two GEMM rows the log ratio is interpolated
  * linearly in log M; an op far from every point of its kind is not predicted (the analytic
  * model takes it); a table that is not one is RIG_E_PARSE; the sweep of the analytic model
@@ -260,7 +261,20 @@ static void test_host_time(void **state)
     /* the simulator charges an eager issue the table's host time, or the profile's */
     struct rig_sim_profile profile;
     assert_int_equal(rig_sim_profile_load("h200", &profile, error, sizeof error), RIG_OK);
+    assert_float_equal(profile.op_table_warm_weight, 0.75, 0); /* sim/profiles/h200.yaml */
+    assert_non_null(profile.table); /* the built-in sim/profiles/h200.h5 */
+    assert_int_equal(rig_sim_optable_count(profile.table), 4120);
+    FILE *f = fopen("optable_noweight.yaml", "w"); /* h200.yaml without the optional key */
+    FILE *in = fopen(RIG_SOURCE_DIR "/sim/profiles/h200.yaml", "r");
+    char line[512];
+    while (fgets(line, sizeof line, in) != NULL)
+        if (strncmp(line, "op_table_warm_weight:", 21) != 0) fputs(line, f);
+    fclose(in);
+    fclose(f);
+    assert_int_equal(rig_sim_profile_load("optable_noweight.yaml", &profile, error, sizeof error),
+                     RIG_OK);
     assert_float_equal(profile.op_table_warm_weight, 0.5, 0); /* the optional key's default */
+    unlink("optable_noweight.yaml");
     assert_int_equal(rig_sim_profile_load("h100:analytic", &profile, error, sizeof error),
                      RIG_OK);
     assert_float_equal(profile.op_table_warm_weight, 0.75, 0); /* sim/profiles/h100.yaml */
