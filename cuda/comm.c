@@ -92,68 +92,40 @@ static int64_t rig__now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* One comm's abort, on its own thread (rig__abort_all). */
-struct rig__abort {
-    ncclComm_t comm;
-    _Atomic bool done;
-};
-
-static void *rig__abort_one(void *arg)
+static void rig__abort_one(void *comm)
 {
-    struct rig__abort *a = arg;
-    (void)ncclCommAbort(a->comm);
-    atomic_store(&a->done, true);
-    return NULL;
+    (void)ncclCommAbort((ncclComm_t)comm);
 }
 
-#define RIG__ABORT_WAIT_MS 10000 /* what an abort may take before the group is left behind */
+#define RIG__ABORT_WAIT_NS 10000000000LL /* what an abort may take before it is left behind */
 
-/* ncclCommAbort on every comm of this process at once, one thread each: NCCL's abort
- * synchronises the ranks of a node (each waits for the others' abort before freeing what
- * they share), so aborting them one after another from one thread can wait for ever in the
- * first — on 4 H200s the watchdog named the stalled rank after 5 s and the process then hung
- * in ncclCommAbort. Aborted at once, one of the two still waited inside NCCL (why is open:
- * docs/gpu.md). So bounded: an abort still running after RIG__ABORT_WAIT_MS is left to its
- * thread (detached; its state is leaked), with a line on stderr, the group is abandoned, and
- * nothing waits for it. Falls back to an inline abort when a thread cannot start. */
+/* ncclCommAbort on every comm of this process at once, one thread each
+ * (rig_watchdog_run_all): NCCL's abort synchronises the ranks of a node (each waits for the
+ * others' abort before freeing what they share), so aborting them one after another from one
+ * thread can wait for ever in the first — on 4 H200s the watchdog named the stalled rank
+ * after 5 s and the process then hung in ncclCommAbort. Aborted at once, one of the two still
+ * waited inside NCCL (why is open: docs/gpu.md). So bounded: an abort still running after
+ * RIG__ABORT_WAIT_NS is left on its thread with a line on stderr, the group is abandoned
+ * (the backend then leaks its devices' memory rather than wait to free it), and nothing
+ * waits for it. The comms are never destroyed after an abort, so a left-behind thread's
+ * comm stays valid. */
 static void rig__abort_all(struct rig_cuda_group *g)
 {
-    struct rig__abort *aborts = calloc((size_t)g->local, sizeof *aborts);
-    pthread_t threads[RIG_DEVICES_MAX];
-    bool started[RIG_DEVICES_MAX] = {false};
-    for (int32_t i = 0; i < g->local; i++) {
-        ncclComm_t comm = g->comms[g->first + i];
-        if (comm == NULL) continue;
-        if (aborts != NULL) {
-            aborts[i].comm = comm;
-            atomic_init(&aborts[i].done, false);
-            started[i] = pthread_create(&threads[i], NULL, rig__abort_one, &aborts[i]) == 0;
-        }
-        if (!started[i]) (void)ncclCommAbort(comm);
+    void *comms[RIG_DEVICES_MAX];
+    int32_t ranks[RIG_DEVICES_MAX], n = 0;
+    for (int32_t r = g->first; r < g->first + g->local; r++) {
+        if (g->comms[r] == NULL) continue;
+        ranks[n] = r;
+        comms[n++] = g->comms[r];
     }
-    int64_t deadline = rig__now_ns() + (int64_t)RIG__ABORT_WAIT_MS * 1000000;
-    bool all = false;
-    while (!all) {
-        all = true;
-        for (int32_t i = 0; i < g->local; i++)
-            if (started[i] && !atomic_load(&aborts[i].done)) all = false;
-        if (all || rig__now_ns() >= deadline) break;
-        struct timespec ts = {0, 1000000};
-        nanosleep(&ts, NULL);
-    }
-    for (int32_t i = 0; i < g->local; i++) {
-        if (!started[i]) continue;
-        if (atomic_load(&aborts[i].done)) {
-            pthread_join(threads[i], NULL);
-        } else {
-            fprintf(stderr, "rig: cuda: rank %d: NCCL's abort did not return within %d ms; "
-                    "left behind, and the devices' memory with it\n", (int)(g->first + i),
-                    RIG__ABORT_WAIT_MS);
-            pthread_detach(threads[i]);
-            atomic_store(&g->abandoned, true);
-        }
-    }
-    if (all) free(aborts); /* else a detached thread may still write its flag */
+    bool done[RIG_DEVICES_MAX];
+    if (rig_watchdog_run_all(rig__abort_one, comms, n, RIG__ABORT_WAIT_NS, done) == n) return;
+    for (int32_t i = 0; i < n; i++)
+        if (!done[i])
+            fprintf(stderr, "rig: cuda: rank %d: NCCL's abort did not return within %lld ms; "
+                    "left behind, and the devices' memory with it\n", (int)ranks[i],
+                    RIG__ABORT_WAIT_NS / 1000000);
+    atomic_store(&g->abandoned, true);
 }
 
 /* Fails the group once: the message, then ncclCommAbort on every comm. Any rank's thread. */

@@ -7,12 +7,17 @@
  * passes, then aborts the group and reports rig_watchdog_diagnose's sentence, which names the
  * rank and the collective from what each rank's host has issued: the rank that issued the
  * fewest collectives is the one the others wait for.
- * Nothing here touches CUDA, so both are unit-tested on the CPU (tests/test_watchdog.c).
- * Threads: pure functions of their arguments plus the probe's callbacks.
+ * When the group is aborted, rig_watchdog_run_all runs the comms' aborts at once, one thread
+ * each, and gives up on those still running after a bound (NCCL's abort synchronises the ranks
+ * of a node, and on GPUs one of them did not return: docs/gpu.md).
+ * Nothing here touches CUDA, so all of it is unit-tested on the CPU (tests/test_watchdog.c).
+ * Threads: rig_watchdog_wait and rig_watchdog_diagnose are pure functions of their arguments
+ * plus the probe's callbacks; rig_watchdog_run_all starts threads (below).
  */
 #ifndef RIG_HAL_WATCHDOG_H
 #define RIG_HAL_WATCHDOG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,5 +50,16 @@ struct rig_watchdog_rank {
  * wait timed out. Can't fail (truncates to out_len). */
 void rig_watchdog_diagnose(const struct rig_watchdog_rank *ranks, int32_t count, int32_t waiting,
                            int64_t timeout_ms, char *out, size_t out_len);
+
+/* Runs fn(args[i]) for every i in [0, count) at once, one thread each, and waits until all
+ * have returned or `timeout_ns` has passed (checked every millisecond). done[i] (count of
+ * them) says which returned in time; the others are left running on detached threads — the
+ * bookkeeping they share with this call is freed by whichever finishes last, so nothing
+ * waits for them and nothing is freed under them, but what args[i] points to must stay valid
+ * while they run. A thread that cannot be started runs its call on the caller's thread
+ * first (unbounded: the one case where this call can wait past timeout_ns). Returns how many
+ * returned in time. count <= 64. */
+int32_t rig_watchdog_run_all(void (*fn)(void *arg), void *const *args, int32_t count,
+                             int64_t timeout_ns, bool *done);
 
 #endif /* RIG_HAL_WATCHDOG_H */

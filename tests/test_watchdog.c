@@ -4,9 +4,15 @@
  * gives up with RIG_E_TIMEOUT once the timeout has passed on the probe's clock (a fake clock
  * that advances 1 ms per pause, so the test is exact and instant); the diagnosis names the
  * rank that issued the fewest collectives and the collective the group waits at, or says
- * that every rank issued it when none lags.
+ * that every rank issued it when none lags; the bounded concurrent runner (the comms'
+ * aborts) returns once every call has, or at its bound with the calls still running left
+ * behind and reported — such as NCCL's abort that did not return on 4 H200s — and all of
+ * its calls run at once, so calls that wait for each other (NCCL's aborts within a node)
+ * finish.
  */
+#include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 #include "hal/watchdog.h"
 #include "tests/support/test_support.h"
@@ -71,11 +77,80 @@ static void test_diagnose(void **state)
     assert_int_equal(strlen(tiny), 7);
 }
 
+/* A call of the runner's tests: `wait_for` (when not NULL) must become true before it
+ * returns — another call's flag (calls that need each other, as NCCL's aborts) or the
+ * test's release; then it sets its own flag. */
+struct rig__call {
+    _Atomic bool *wait_for;
+    _Atomic bool finished;
+};
+
+static void rig__call(void *arg)
+{
+    struct rig__call *c = arg;
+    atomic_store(&c->finished, false);
+    while (c->wait_for != NULL && !atomic_load(c->wait_for)) {
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+    atomic_store(&c->finished, true);
+}
+
+static int64_t rig__ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void test_run_all(void **state)
+{
+    (void)state;
+    /* Call 1 returns only after call 0 has: run in turn from one thread in the other order
+     * it would never end (as the first of two NCCL aborts of a node did); at once, both do. */
+    static struct rig__call pair[2];
+    pair[0] = (struct rig__call){.wait_for = NULL};
+    pair[1] = (struct rig__call){.wait_for = &pair[0].finished}; /* needs call 0 done */
+    void *args[2] = {&pair[0], &pair[1]};
+    bool done[3] = {false, false, false};
+    int64_t t0 = rig__ms();
+    assert_int_equal(rig_watchdog_run_all(rig__call, args, 2, 5000000000LL, done), 2);
+    assert_true(done[0] && done[1]);
+    assert_true(rig__ms() - t0 < 4000); /* did not wait out the bound */
+
+    /* One call that never returns by itself: left behind at the bound, the others done. */
+    static _Atomic bool release;
+    atomic_store(&release, false);
+    static struct rig__call three[3];
+    three[0] = (struct rig__call){.wait_for = NULL};
+    three[1] = (struct rig__call){.wait_for = &release};
+    three[2] = (struct rig__call){.wait_for = NULL};
+    void *args3[3] = {&three[0], &three[1], &three[2]};
+    t0 = rig__ms();
+    assert_int_equal(rig_watchdog_run_all(rig__call, args3, 3, 50000000LL, done), 2);
+    int64_t took = rig__ms() - t0;
+    assert_true(took >= 50 && took < 3000);
+    assert_true(done[0] && !done[1] && done[2]);
+    /* Let it go, and give its thread time to free the runner's state before the leak check. */
+    atomic_store(&release, true);
+    for (int i = 0; i < 2000 && !atomic_load(&three[1].finished); i++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    assert_true(atomic_load(&three[1].finished));
+    struct timespec settle = {0, 100000000};
+    nanosleep(&settle, NULL);
+
+    /* No calls: nothing to wait for. */
+    assert_int_equal(rig_watchdog_run_all(rig__call, args, 0, 0, done), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wait),
         cmocka_unit_test(test_diagnose),
+        cmocka_unit_test(test_run_all),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
