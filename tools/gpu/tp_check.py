@@ -280,27 +280,31 @@ def collectives(work):
         out = {}
         for line in (text or "").splitlines():
             cols = line.split()
-            # rig: bytes ranks us issue-us algbw busbw; the reference: bytes ranks us algbw busbw
-            if len(cols) in (5, 6) and cols[0].isdigit() and cols[1].isdigit():
-                issue = float(cols[3]) if len(cols) == 6 else float("nan")
-                out[int(cols[0])] = (float(cols[2]), float(cols[-1]), issue)
+            # rig: bytes ranks us issue-us graph-us algbw busbw (6 columns before graph-us);
+            # the reference: bytes ranks us algbw busbw
+            if len(cols) in (5, 6, 7) and cols[0].isdigit() and cols[1].isdigit():
+                issue = float(cols[3]) if len(cols) >= 6 else float("nan")
+                graph = float(cols[4]) if len(cols) == 7 else float("nan")
+                out[int(cols[0])] = (float(cols[2]), float(cols[-1]), issue, graph)
         return out
-    nan = (float("nan"),) * 3
+    nan = (float("nan"),) * 4
     for tp in (2, 4, 8):
         rig, ref = table(f"collectives-tp{tp}"), table(f"allreduce-ref-tp{tp}")
         other = table(f"collectives-tp{tp}-nonblocking")
         if not rig:
             continue
         print(f"\n== all-reduce, TP {tp}: rig (rig bench collectives; issue: host us per call; "
-              "nb: non-blocking comms, RIG_CUDA_NCCL_BLOCKING=0) beside the reference "
-              "(torch.distributed + NCCL); bf16 in place, median of the slowest rank")
-        print(f"   {'bytes':>10} {'rig us':>9} {'issue':>7} {'nb us':>9} {'issue':>7} "
+              "graph: one of 20 in a replayed graph; nb: non-blocking comms, "
+              "RIG_CUDA_NCCL_BLOCKING=0) beside the reference (torch.distributed + NCCL); bf16 "
+              "in place, median of the slowest rank")
+        print(f"   {'bytes':>10} {'rig us':>9} {'issue':>7} {'graph':>7} {'nb us':>9} {'issue':>7} "
               f"{'ref us':>9} {'rig busbw':>10} {'ref busbw':>10} {'rig/ref':>8}")
         for size in sorted(rig):
-            r_us, r_bw, r_issue = rig[size]
-            b_us, _, b_issue = other.get(size, nan)
-            f_us, f_bw, _ = ref.get(size, nan)
-            print(f"   {size:>10} {r_us:>9.2f} {r_issue:>7.1f} {b_us:>9.2f} {b_issue:>7.1f} "
+            r_us, r_bw, r_issue, r_graph = rig[size]
+            b_us, _, b_issue, _ = other.get(size, nan)
+            f_us, f_bw, _, _ = ref.get(size, nan)
+            print(f"   {size:>10} {r_us:>9.2f} {r_issue:>7.1f} {r_graph:>7.2f} {b_us:>9.2f} "
+                  f"{b_issue:>7.1f} "
                   f"{f_us:>9.2f} {r_bw:>10.2f} {f_bw:>10.2f} "
                   f"{r_bw / f_bw if f_bw == f_bw and f_bw > 0 else float('nan'):>8.3f}")
 

@@ -286,15 +286,16 @@ static void rig__print_collectives(const struct rig_bench_report *r)
 {
     if (r->collective_count == 0) return;
     printf("all-reduce over the TP group (bf16, in place; median of the slowest rank)\n");
-    printf("  %12s %6s %10s %10s %12s %12s\n", "bytes", "ranks", "us", "issue us", "algbw GB/s",
-           "busbw GB/s");
+    printf("  %12s %6s %10s %10s %10s %12s %12s\n", "bytes", "ranks", "us", "issue us",
+           "graph us", "algbw GB/s", "busbw GB/s");
     for (int32_t i = 0; i < r->collective_count; i++) {
         const struct rig_bench_collective_row *c = &r->collectives[i];
-        printf("  %12lld %6d %10.2f %10.2f %12.2f %12.2f\n", (long long)c->bytes, (int)c->ranks,
-               c->ns * 1e-3, c->issue_ns * 1e-3, c->algbw * 1e-9, c->busbw * 1e-9);
+        printf("  %12lld %6d %10.2f %10.2f %10.2f %12.2f %12.2f\n", (long long)c->bytes,
+               (int)c->ranks, c->ns * 1e-3, c->issue_ns * 1e-3, c->graph_ns * 1e-3,
+               c->algbw * 1e-9, c->busbw * 1e-9);
     }
-    printf("  busbw = algbw x 2 (ranks - 1) / ranks (nccl-tests' all_reduce_perf); issue us: "
-           "host time per all-reduce issued\n\n");
+    printf("  busbw = algbw x 2 (ranks - 1) / ranks (nccl-tests' all_reduce_perf), from us; issue "
+           "us: host time per all-reduce issued; graph us: one of 20 in a replayed graph\n\n");
 }
 
 static void rig__print_serving(const struct rig_bench_report *r)

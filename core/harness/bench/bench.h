@@ -155,6 +155,7 @@ struct rig_bench_collective_row {
     int32_t ranks;
     double ns;             /* the slowest rank's median device time of one all-reduce */
     double issue_ns;       /* the slowest rank's host time to issue one (mean over repeats) */
+    double graph_ns;       /* the slowest rank's median time of one inside a replayed graph */
     double algbw, busbw;   /* bytes / s; algbw x 2 (ranks - 1) / ranks */
 };
 

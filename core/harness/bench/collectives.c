@@ -7,7 +7,9 @@
  * times, then `repeats` times back to back each between its own events, synchronise, and
  * take the median event-to-event time; a size's time is the slowest rank's median, and its
  * issue time the slowest rank's host time per all-reduce over that loop (with events; on
- * the simulator, the host's real time, not a prediction). Bandwidths
+ * the simulator, the host's real time, not a prediction). Then the same all-reduce in a
+ * CUDA graph, as a decode step replays it: 20 captured, the graph replayed `repeats` times,
+ * a call's time the slowest rank's median replay / 20 (nccl-tests' -G). Bandwidths
  * follow nccl-tests (PERFORMANCE.md there): algbw = bytes / time, busbw = algbw x 2 (n - 1) / n,
  * the rate each link carries in a ring all-reduce, comparable across rank counts. On the
  * simulator the events carry virtual times: the cost model's collective prediction.
@@ -23,6 +25,7 @@
 static const int64_t rig__sizes[] = {8 << 10,   64 << 10,  512 << 10, 2 << 20,
                                      16 << 20, 64 << 20, 256 << 20};
 static const int64_t rig__sizes_quick[] = {8 << 10, 2 << 20};
+#define RIG__GRAPH_CALLS 20 /* all-reduces in the timed graph */
 
 struct rig__coll_rank {
     struct rig_device *device;
@@ -34,7 +37,7 @@ struct rig__coll_rank {
     /* The size being timed, set before the threads start. */
     int64_t bytes;
     int32_t warmup, repeats;
-    double median_ns, issue_ns;
+    double median_ns, issue_ns, graph_ns;
     enum rig_status status;
 };
 
@@ -71,6 +74,33 @@ static void *rig__coll_main(void *arg)
         times[i] = (double)ns;
     }
     if (status == RIG_OK) r->median_ns = rig_bench_median(times, r->repeats);
+    /* In a graph, as decode steps issue them: RIG__GRAPH_CALLS all-reduces captured once,
+     * the graph replayed `repeats` times each between events; a call's time is the median
+     * replay over the calls (nccl-tests' -G). The first replay is a warm-up. */
+    struct rig_graph *graph = NULL;
+    if (status == RIG_OK) status = rig_hal_graph_capture_begin(r->stream);
+    if (status == RIG_OK) {
+        enum rig_status captured = RIG_OK;
+        for (int32_t i = 0; i < RIG__GRAPH_CALLS && captured == RIG_OK; i++)
+            captured = rig__coll_once(r);
+        status = rig_hal_graph_capture_end(r->stream, &graph);
+        if (status == RIG_OK) status = captured;
+    }
+    if (status == RIG_OK) status = rig_hal_graph_launch(graph, r->stream);
+    if (status == RIG_OK) status = rig_hal_stream_synchronize(r->stream);
+    for (int32_t i = 0; i < r->repeats && status == RIG_OK; i++) {
+        status = rig_hal_event_record(r->start[i], r->stream);
+        if (status == RIG_OK) status = rig_hal_graph_launch(graph, r->stream);
+        if (status == RIG_OK) status = rig_hal_event_record(r->end[i], r->stream);
+    }
+    if (status == RIG_OK) status = rig_hal_stream_synchronize(r->stream);
+    for (int32_t i = 0; i < r->repeats && status == RIG_OK; i++) {
+        int64_t ns = 0;
+        status = rig_hal_event_elapsed_ns(r->start[i], r->end[i], &ns);
+        times[i] = (double)ns / RIG__GRAPH_CALLS;
+    }
+    if (status == RIG_OK) r->graph_ns = rig_bench_median(times, r->repeats);
+    if (graph != NULL) rig_hal_graph_destroy(graph);
     r->status = status;
     return NULL;
 }
@@ -190,6 +220,7 @@ enum rig_status rig_bench_collectives(const struct rig_bench_options *o,
             } else {
                 if (ranks[i].median_ns > row->ns) row->ns = ranks[i].median_ns;
                 if (ranks[i].issue_ns > row->issue_ns) row->issue_ns = ranks[i].issue_ns;
+                if (ranks[i].graph_ns > row->graph_ns) row->graph_ns = ranks[i].graph_ns;
             }
         }
         if (status != RIG_OK) break;

@@ -189,7 +189,8 @@ static void rig__write_serving(struct rig__h5 *w, const struct rig_bench_report 
     typedef struct rig_bench_collective_row C;
     static const struct rig__column collectives[] = {
         RIG__COL(C, bytes, RIG__I64), RIG__COL(C, ranks, RIG__I32), RIG__COL(C, ns, RIG__F64),
-        RIG__COL(C, issue_ns, RIG__F64), RIG__COL(C, algbw, RIG__F64),
+        RIG__COL(C, issue_ns, RIG__F64), RIG__COL(C, graph_ns, RIG__F64),
+        RIG__COL(C, algbw, RIG__F64),
         RIG__COL(C, busbw, RIG__F64)};
     rig__table(w, "collectives", collectives, RIG_ARRAY_LEN(collectives), sizeof(C),
                r->collective_count, r->collectives);
