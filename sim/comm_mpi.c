@@ -59,38 +59,21 @@ static int64_t rig__now_ms(void)
     return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-/* Waits for requests[0, n), where request i is an exchange with process first + i; fails
- * the pool naming the processes missing after timeout_ms. */
-static enum rig_status rig__wait(struct rig_sim_mpi *p, int32_t n, int32_t first, const char *what)
+/* Polls requests[0, n) until all are done (0), one fails (-1), or the collective timeout
+ * passes (the number still pending). Yields for the first 2000 polls, then naps 100 us. */
+static int32_t rig__progress(struct rig_sim_mpi *p, int32_t n)
 {
     int64_t deadline = rig__now_ms() + p->timeout_ms;
     for (int64_t poll = 0;; poll++) {
         int32_t pending = 0;
         for (int32_t i = 0; i < n; i++) {
-            int done = 0, rc = MPI_SUCCESS;
-            if (p->requests[i] != MPI_REQUEST_NULL)
-                rc = MPI_Test(&p->requests[i], &done, MPI_STATUS_IGNORE);
-            if (rc != MPI_SUCCESS)
-                return rig__fail(p, RIG_E_IO,
-                                 "rank %d: MPI error in the %s of collective "
-                                 "#%llu",
-                                 (int)p->rank, what, (unsigned long long)p->index);
+            int done = 0;
+            if (p->requests[i] != MPI_REQUEST_NULL &&
+                MPI_Test(&p->requests[i], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+                return -1;
             pending += p->requests[i] != MPI_REQUEST_NULL;
         }
-        if (pending == 0) return RIG_OK;
-        if (rig__now_ms() >= deadline) {
-            char missing[64] = "";
-            size_t used = 0;
-            for (int32_t i = 0; i < n && used + 8 < sizeof missing; i++)
-                if (p->requests[i] != MPI_REQUEST_NULL)
-                    used += (size_t)snprintf(missing + used, sizeof missing - used, "%s%d",
-                                             used ? ", " : "", (int)(first + i));
-            return rig__fail(p, RIG_E_TIMEOUT,
-                             "rank %d: no %s of collective #%llu from "
-                             "process %s within the collective timeout (%lld ms)",
-                             (int)p->rank, what, (unsigned long long)p->index, missing,
-                             (long long)p->timeout_ms);
-        }
+        if (pending == 0 || rig__now_ms() >= deadline) return pending;
         if (poll < 2000) {
             sched_yield();
         } else {
@@ -98,6 +81,28 @@ static enum rig_status rig__wait(struct rig_sim_mpi *p, int32_t n, int32_t first
             nanosleep(&nap, NULL);
         }
     }
+}
+
+/* Waits for requests[0, n), where request i is an exchange with process first + i; fails
+ * the pool naming the processes missing after timeout_ms. */
+static enum rig_status rig__wait(struct rig_sim_mpi *p, int32_t n, int32_t first, const char *what)
+{
+    int32_t pending = rig__progress(p, n);
+    if (pending == 0) return RIG_OK;
+    if (pending < 0)
+        return rig__fail(p, RIG_E_IO, "rank %d: MPI error in the %s of collective #%llu",
+                         (int)p->rank, what, (unsigned long long)p->index);
+    char missing[64] = "";
+    size_t used = 0;
+    for (int32_t i = 0; i < n && used + 8 < sizeof missing; i++)
+        if (p->requests[i] != MPI_REQUEST_NULL)
+            used += (size_t)snprintf(missing + used, sizeof missing - used, "%s%d",
+                                     used ? ", " : "", (int)(first + i));
+    return rig__fail(p, RIG_E_TIMEOUT,
+                     "rank %d: no %s of collective #%llu from process %s within the collective "
+                     "timeout (%lld ms)",
+                     (int)p->rank, what, (unsigned long long)p->index, missing,
+                     (long long)p->timeout_ms);
 }
 
 enum rig_status rig_sim_mpi_create(int64_t bytes_max, int64_t timeout_ms, struct rig_sim_mpi **out)
@@ -157,25 +162,12 @@ const char *rig_sim_mpi_failure(const struct rig_sim_mpi *p)
 static void rig__finalize(struct rig_sim_mpi *p)
 {
     if (p->failed != RIG_OK || p->comm == MPI_COMM_NULL || p->size < 2) return;
-    MPI_Request request = MPI_REQUEST_NULL;
-    if (MPI_Ibarrier(p->comm, &request) != MPI_SUCCESS) return;
-    int64_t deadline = rig__now_ms() + p->timeout_ms;
-    for (int64_t poll = 0;; poll++) {
-        int done = 0;
-        if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done) return;
-        if (rig__now_ms() >= deadline) {
-            fprintf(stderr, "rig: sim: rank %d: finalizing the group: not every process "
-                    "finalized within the collective timeout (%lld ms)\n", (int)p->rank,
-                    (long long)p->timeout_ms);
-            return;
-        }
-        if (poll < 2000) {
-            sched_yield();
-        } else {
-            struct timespec nap = {0, 100000};
-            nanosleep(&nap, NULL);
-        }
-    }
+    p->requests[0] = MPI_REQUEST_NULL;
+    if (MPI_Ibarrier(p->comm, &p->requests[0]) != MPI_SUCCESS) return;
+    if (rig__progress(p, 1) > 0)
+        fprintf(stderr, "rig: sim: rank %d: finalizing the group: not every process finalized "
+                "within the collective timeout (%lld ms)\n", (int)p->rank,
+                (long long)p->timeout_ms);
 }
 
 void rig_sim_mpi_destroy(struct rig_sim_mpi *p)
