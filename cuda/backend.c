@@ -14,6 +14,8 @@
 #include "cuda/cuda_internal.h"
 #include "cuda/ops/fill.cuh"
 #include "cuda/ops/gemm_plan.cuh"
+#include "cuda/preload.h"
+#include "hal/startup.h"
 
 enum rig_status rig_cuda_report(enum rig_status status, const char *file, int line,
                                 const char *call, const char *message)
@@ -24,12 +26,8 @@ enum rig_status rig_cuda_report(enum rig_status status, const char *file, int li
 
 int32_t rig_cuda_device_count(void)
 {
-    /* Every kernel loaded when the context is created, not at its first launch: with lazy
-     * loading (CUDA's default) the first step that meets a new kernel stalls for module loads,
-     * which on a wall-clock scenario moved a request's arrival past its prefix's prefill
-     * (quickstart on the H100: bob's TTFT 9.5 ms, dave found no cached prefix, once in four
-     * runs). This is the first CUDA call rig makes; a value the user set is kept. */
-    setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+    /* The module loading mode is CUDA's default (lazy); rig's own kernels are loaded when a
+     * device opens (cuda/preload.h says why not CUDA_MODULE_LOADING=EAGER). */
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess) {
         (void)cudaGetLastError(); /* clear: "no driver" must not poison later calls */
@@ -73,6 +71,9 @@ static enum rig_status rig__open_one(int32_t ordinal, int64_t timeout_ms,
     struct cudaDeviceProp prop;
     RIG_CUDA_TRY(cudaSetDevice(ordinal));
     RIG_CUDA_TRY(cudaFree(NULL)); /* creates the primary context now, not in the step loop */
+    int64_t functions = 0;
+    RIG_TRY(rig_cuda_preload(&functions));
+    rig_startup_mark("device %d: context, %lld kernels loaded", ordinal, (long long)functions);
     RIG_CUDA_TRY(cudaGetDeviceProperties(&prop, ordinal));
     struct rig_cuda_device *context = calloc(1, sizeof *context);
     if (context == NULL) return RIG_E_NO_MEMORY;

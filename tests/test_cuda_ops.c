@@ -33,6 +33,7 @@
 #ifdef RIG_HAVE_CUDA
 #include "cuda/cuda_backend.h"
 #include "cuda/ops/gemm_plan.cuh"
+#include "cuda/preload.h"
 #endif
 
 #ifdef RIG_HAVE_CUDA
@@ -216,6 +217,23 @@ static struct rig_tensor rig__t2(struct rig__pair *p, enum rig_dtype dtype, int6
 }
 
 /* --- elementwise and row ops ------------------------------------------------------------ */
+
+/* Opening the device loaded every kernel of rig's own modules (cuda/preload.h), before any op
+ * ran: none waits for a lazy load in a serving step. First in the list, so no earlier case's
+ * launches could have loaded them instead. */
+static void test_kernels_preloaded(void **state)
+{
+    (void)state;
+    int64_t modules = 0, functions = 0, loaded = 0;
+    enum rig_status status = rig_cuda_kernels_loaded(&modules, &functions, &loaded);
+    if (status == RIG_E_UNSUPPORTED) skip(); /* a driver before CUDA 12.4 */
+    assert_int_equal(status, RIG_OK);
+    print_message("%lld modules, %lld functions, %lld loaded\n", (long long)modules,
+                  (long long)functions, (long long)loaded);
+    assert_true(modules >= 20);
+    assert_true(functions > modules); /* each module: its anchor, and the kernels */
+    assert_int_equal(loaded, functions);
+}
 
 static void test_embedding(void **state)
 {
@@ -2010,6 +2028,7 @@ int main(void)
         return 77;
     }
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kernels_preloaded),
         cmocka_unit_test(test_embedding),
         cmocka_unit_test(test_rms_norm),
         cmocka_unit_test(test_head_rms_norm),

@@ -9,6 +9,7 @@
 
 #include "core/engine/engine_impl.h"
 #include "hal/philox.h"
+#include "hal/startup.h"
 
 enum rig_status rig_policy_parse(const char *name, enum rig_policy *out)
 {
@@ -403,6 +404,7 @@ static enum rig_status rig__devices_init(struct rig_engine *e, char *error, size
         rig__error(error, len, "engine: pinned host buffers: %s", rig_status_message(s));
         return s;
     }
+    rig_startup_mark("pinned host buffers");
     struct rig_comm *comms[RIG_DEVICES_MAX] = {0};
     int32_t first = e->rank_first, end = e->rank_first + e->rank_count;
     if (e->tp_size > 1 &&
@@ -427,6 +429,7 @@ static enum rig_status rig__devices_init(struct rig_engine *e, char *error, size
             rig__error(error, len, "engine: rank %d buffers: %s", r, rig_status_message(s));
             return s;
         }
+        rig_startup_mark("streams, events, tables (rank %d)", r);
         s = rig_model_create(&c->model, &c->weights, &limits, rank->device, rank->compute,
                              rank->comm, &rank->model, error, len);
         if (s != RIG_OK) return s;
@@ -470,10 +473,13 @@ enum rig_status rig_engine_create(const struct rig_engine_config *config,
     if (s == RIG_OK) s = rig__check_host(e, error, error_len);
     if (s == RIG_OK && (s = rig__host_init(e)) != RIG_OK)
         rig__error(error, error_len, "engine: out of host memory for the limits given");
+    if (s == RIG_OK) rig_startup_mark("devices open, host state");
     if (s == RIG_OK) s = rig__devices_init(e, error, error_len);
+    if (s == RIG_OK) rig_startup_mark("ranks' models and caches");
     if (s == RIG_OK && (s = rig__ranks_start(e)) != RIG_OK)
         rig__error(error, error_len, "engine: cannot start rank threads");
     if (s == RIG_OK) s = rig__graphs_init(e, error, error_len);
+    if (s == RIG_OK) rig_startup_mark("engine ready");
     if (s != RIG_OK) {
         rig_engine_destroy(e);
         return s;

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "core/model/model_impl.h"
+#include "hal/startup.h"
 
 static enum rig_status rig__dims_fail(char *error, size_t error_len, const char *format,
                                       long long a, long long b)
@@ -205,7 +206,9 @@ enum rig_status rig_model_create(const struct rig_model_config *config,
     *m = (struct rig_model){.config = *config, .limits = *limits, .dims = dims,
                             .device = device, .comm = tp > 1 ? comm : NULL, .layers = layers};
     status = rig__model_buffers(m, error, error_len);
+    if (status == RIG_OK) rig_startup_mark("model buffers allocated (rank %d)", rank);
     if (status == RIG_OK) status = rig__weights_load(m, weights, stream, error, error_len);
+    if (status == RIG_OK) rig_startup_mark("weights loaded (rank %d)", rank);
     if (status != RIG_OK) {
         rig_model_destroy(m);
         return status;

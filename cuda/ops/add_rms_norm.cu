@@ -4,6 +4,8 @@
 #include "cuda/ops/add_rms_norm.cuh"
 #include "cuda/ops/norm_row.cuh"
 
+RIG_CUDA_MODULE(add_rms_norm)
+
 template <int VEC>
 static __global__ void rig__add_rms_norm_kernel(uint16_t *out, int64_t out_stride,
                                                 uint16_t *residual, int64_t residual_stride,

@@ -49,6 +49,8 @@
 #include "cuda/ops/attention_common.cuh"
 #include "cuda/ops/attention_decode.cuh"
 
+RIG_CUDA_MODULE(attention_decode)
+
 #define RIG__TILE         32
 #define RIG__HEAD_DIM_MAX 512
 #define RIG__SPLITS_MAX   64

@@ -49,6 +49,8 @@
 #include "cuda/ops/attention_common.cuh"
 #include "cuda/ops/attention_prefill.cuh"
 
+RIG_CUDA_MODULE(attention_prefill)
+
 using namespace nvcuda;
 
 #define RIG__BM      64 /* packed query rows per block */

@@ -17,6 +17,18 @@
 
 #define RIG_CUDA_WARP 32
 
+/* Every .cu file of the backend names itself once, at file scope, with its file name:
+ * RIG_CUDA_MODULE(attention_decode). Each file is its own module (no separable compilation),
+ * and the anchor's address finds it, so cuda/preload.c can load every kernel of every module
+ * when a device opens (cuda/CMakeLists.txt lists the files; a file without its anchor fails
+ * the link). */
+#define RIG_CUDA_MODULE(name)                                                                 \
+    static __global__ void rig__module_anchor_##name() {}                                     \
+    extern "C" const void *rig_cuda_module_##name(void)                                       \
+    {                                                                                         \
+        return (const void *)rig__module_anchor_##name;                                       \
+    }
+
 /* Programmatic dependent launch (Hopper). A kernel launched by rig_cuda_launch_pdl may start
  * before its predecessor in the stream has finished: it must call rig_cuda_pdl_begin before
  * its first access to memory another kernel writes (loads of weights, which nothing writes

@@ -5,6 +5,8 @@
 #include "cuda/ops/common.cuh"
 #include "cuda/ops/copy.cuh"
 
+RIG_CUDA_MODULE(copy)
+
 struct rig__copy_view {
     char *data;
     int64_t stride[RIG_TENSOR_DIMS_MAX]; /* in elements, 4 dims (unused: 0) */

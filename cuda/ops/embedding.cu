@@ -4,6 +4,8 @@
 #include "cuda/ops/common.cuh"
 #include "cuda/ops/embedding.cuh"
 
+RIG_CUDA_MODULE(embedding)
+
 template <int VEC>
 static __global__ void rig__embedding_kernel(uint16_t *out, int64_t out_stride,
                                              const uint16_t *table, int64_t table_stride,

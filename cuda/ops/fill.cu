@@ -2,6 +2,8 @@
 #include "cuda/ops/common.cuh"
 #include "cuda/ops/fill.cuh"
 
+RIG_CUDA_MODULE(fill)
+
 static __global__ void rig__fill_u32_kernel(uint32_t *dst, uint32_t value, size_t count)
 {
     size_t stride = (size_t)gridDim.x * blockDim.x;

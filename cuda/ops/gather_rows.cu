@@ -4,6 +4,8 @@
 #include "cuda/ops/common.cuh"
 #include "cuda/ops/gather_rows.cuh"
 
+RIG_CUDA_MODULE(gather_rows)
+
 template <typename UNIT>
 static __global__ void rig__gather_rows_kernel(char *out, int64_t out_stride_bytes, const char *in,
                                                int64_t in_stride_bytes, int64_t in_rows,

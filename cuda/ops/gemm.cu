@@ -23,6 +23,8 @@
 #include "cuda/ops/gemm_plan.cuh"
 #include "cuda/ops/gemv.cuh"
 
+RIG_CUDA_MODULE(gemm)
+
 /* out[r, c] = OUT(sum[r, c] + bias[c]): the bias added in fp32 to the fp32 sum, then one
  * rounding (none for f32 out), exactly as the simulator stores. `sum` may be `out` (f32). */
 template <typename OUT>

@@ -4,7 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda/ops/common.cuh"
 #include "cuda/ops/gemm_plan.cuh"
+
+RIG_CUDA_MODULE(gemm_plan)
 
 /* Classes 0..4: M = 1, 2, 4, 8, 16; then 4 per octave from (16, 32] to (2^19, 2^20]. */
 #define RIG__PER_OCTAVE 4

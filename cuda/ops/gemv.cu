@@ -28,6 +28,8 @@
 #include "cuda/ops/common.cuh"
 #include "cuda/ops/gemv.cuh"
 
+RIG_CUDA_MODULE(gemv)
+
 #define RIG__COLUMNS      8  /* output columns per block: the n of one mma tile */
 #define RIG__STEP         32 /* k per step: 16 bytes per lane, two k16 mmas */
 #define RIG__UNROLL       8  /* steps whose weight loads a warp has in flight at once */

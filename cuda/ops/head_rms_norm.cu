@@ -3,6 +3,8 @@
 #include "cuda/ops/common.cuh"
 #include "cuda/ops/head_rms_norm.cuh"
 
+RIG_CUDA_MODULE(head_rms_norm)
+
 #define RIG__WARPS_PER_BLOCK 4
 
 static __global__ void rig__head_rms_norm_kernel(uint16_t *x, int64_t stride_t, int64_t stride_h,

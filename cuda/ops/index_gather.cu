@@ -3,6 +3,8 @@
 #include "cuda/ops/common.cuh"
 #include "cuda/ops/index_gather.cuh"
 
+RIG_CUDA_MODULE(index_gather)
+
 static __global__ void rig__index_gather_kernel(int32_t *out, int64_t out_stride,
                                                 const int32_t *src, int64_t src_stride, int64_t m,
                                                 const int32_t *idx, int64_t idx_stride, int64_t n)

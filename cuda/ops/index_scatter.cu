@@ -4,6 +4,8 @@
 #include "cuda/ops/common.cuh"
 #include "cuda/ops/index_scatter.cuh"
 
+RIG_CUDA_MODULE(index_scatter)
+
 static __global__ void rig__index_scatter_kernel(int32_t *dst, int64_t dst_stride, int64_t m,
                                                  const int32_t *src, int64_t src_stride,
                                                  const int32_t *idx, int64_t idx_stride, int64_t n)

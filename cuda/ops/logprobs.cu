@@ -13,6 +13,8 @@
 #include "cuda/ops/common.cuh"
 #include "cuda/ops/logprobs.cuh"
 
+RIG_CUDA_MODULE(logprobs)
+
 #define RIG__LOGPROBS_THREADS 256
 #define RIG__LOGPROBS_WARPS   (RIG__LOGPROBS_THREADS / RIG_CUDA_WARP)
 

@@ -15,6 +15,8 @@
 #include "cuda/ops/common.cuh"
 #include "cuda/ops/penalize.cuh"
 
+RIG_CUDA_MODULE(penalize)
+
 #define RIG__PENALIZE_THREADS 256
 #define RIG__TAKEN            0x40000000 /* above any count: histories are shorter than 2^30 */
 

@@ -21,6 +21,8 @@
 #include "cuda/ops/qk_norm_rope_store.cuh"
 extern "C" {
 #include "hal/rope.h" /* rig_rope_inv_freq: C */
+
+RIG_CUDA_MODULE(qk_norm_rope_store)
 }
 
 #define RIG__WARPS    8 /* heads per block: the cos/sin table is shared by them */

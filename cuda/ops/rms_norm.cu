@@ -2,6 +2,8 @@
 #include "cuda/ops/norm_row.cuh"
 #include "cuda/ops/rms_norm.cuh"
 
+RIG_CUDA_MODULE(rms_norm)
+
 template <int VEC>
 static __global__ void rig__rms_norm_kernel(uint16_t *out, int64_t out_stride, const uint16_t *in,
                                             int64_t in_stride, const uint16_t *weight, int64_t n,

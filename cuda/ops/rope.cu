@@ -9,6 +9,8 @@
 #include "cuda/ops/rope.cuh"
 extern "C" {
 #include "hal/rope.h" /* rig_rope_inv_freq: C */
+
+RIG_CUDA_MODULE(rope)
 }
 
 #define RIG__ROPE_HALF_MAX 256

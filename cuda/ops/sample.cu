@@ -45,6 +45,8 @@
 #include "cuda/ops/sample.cuh"
 #include "hal/philox.h"
 
+RIG_CUDA_MODULE(sample)
+
 #define RIG__SAMPLE_THREADS 1024
 #define RIG__CHUNK_THREADS  256
 #define RIG__CHUNK_MIN      2048 /* logits: 8 a thread of a chunk block */

@@ -3,6 +3,8 @@
 #include "cuda/ops/common.cuh"
 #include "cuda/ops/silu_mul.cuh"
 
+RIG_CUDA_MODULE(silu_mul)
+
 template <int VEC>
 static __global__ void rig__silu_mul_kernel(uint16_t *out, int64_t out_stride, const uint16_t *in,
                                             int64_t in_stride, int64_t tokens, int64_t inter)

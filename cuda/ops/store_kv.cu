@@ -5,6 +5,8 @@
 #include "cuda/ops/common.cuh"
 #include "cuda/ops/store_kv.cuh"
 
+RIG_CUDA_MODULE(store_kv)
+
 struct rig__kv_side {
     uint16_t *cache; /* [S, Hk, D] */
     int64_t cache_stride_s, cache_stride_h;

@@ -39,6 +39,7 @@
 #include "core/engine/engine.h"
 #include "core/engine/driver.h"
 #include "tools/rig/args.h"
+#include "hal/startup.h"
 #include "tools/rig/commands.h"
 #include "tools/rig/ranks_cli.h"
 #include "tools/rig/text_cli.h"
@@ -296,6 +297,7 @@ static void rig__on_token(void *ctx, uint64_t uid, int32_t index, int32_t token,
     int64_t i = (int64_t)uid - 1;
     RIG_ASSERT(i >= 0 && i < RIG__PROMPTS_MAX);
     if (index == 0) st->first_token[i] = true;
+    if (index == 0 && i == 0) rig_startup_mark("first token");
     if (st->text != NULL && index < st->capacity) rig_cli_stream_token(st->text, token);
 }
 
@@ -558,6 +560,7 @@ static int rig__generate_run(const struct rig__generate_args *a, int32_t *const 
     if (rc <= 0 && st->text == NULL) rig__generate_print(a, st, lengths);
     fflush(stdout);
     rig_engine_destroy(engine);
+    rig_startup_mark("engine destroyed");
     return rc > 0 ? rc : 0;
 }
 
@@ -591,6 +594,7 @@ static int rig__generate_text(struct rig__generate_args *a, int32_t *const *prom
     struct rig_tokenizer *tok = rig_cli_tokenizer_load(
         "rig generate", a->tokenizer_dir != NULL ? a->tokenizer_dir : a->model_dir);
     if (tok == NULL) return 1;
+    rig_startup_mark("tokenizer loaded");
     struct rig_cli_stream text;
     int rc = rig__generate_encode(a, tok, prompts[0], &lengths[0]);
     if (rc == 0 && !rig_cli_stream_begin(&text, tok, false, false, stdout)) rc = 1;

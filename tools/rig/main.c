@@ -5,6 +5,7 @@
 
 #include "core/version.h"
 #include "hal/hal.h"
+#include "hal/startup.h"
 #include "tools/rig/commands.h"
 
 static const struct rig_command rig__commands[] = {
@@ -35,6 +36,7 @@ int main(int argc, char **argv)
     /* A write past the file size limit (ulimit -f) then fails with EFBIG, which the writers
      * report and clean up after, instead of the signal killing rig mid-file. */
     signal(SIGXFSZ, SIG_IGN);
+    rig_startup_mark("main (%s)", argc > 1 ? argv[1] : "");
     rig_backends_register();
     if (argc < 2) {
         rig__usage(stderr);

@@ -11,6 +11,7 @@
 
 #include "core/engine/engine_impl.h"
 #include "core/engine/ranks/mpi.h"
+#include "hal/startup.h"
 
 static size_t rig__align(size_t offset)
 {
@@ -336,6 +337,7 @@ static enum rig_status rig__rank_capture(struct rig__rank *rank, const struct ri
     for (int32_t g = 0; g < rank->graph_count; g++)
         RIG_TRY(rig__capture_one(rank, b, rank->graphs[g].batch_size, true,
                                  &rank->graphs[g].extended));
+    rig_startup_mark("%d decode graphs captured (rank %d)", 2 * rank->graph_count, rank->index);
     /* On a GPU, one eager forward of the largest padding batch (it writes only the padding
      * slot and the rank's scratch outputs): the first use of each GEMM family outside a
      * capture, where the CUDA backend runs the algorithms it chose once, so that their kernels
@@ -349,7 +351,9 @@ static enum rig_status rig__rank_capture(struct rig__rank *rank, const struct ri
     struct rig_forward_batch view = rig__view(rank, rank->meta_static, &warm);
     view.local_only = true;
     RIG_TRY(rig_model_forward(rank->model, rank->compute, &view));
-    return rig_hal_stream_synchronize(rank->compute);
+    RIG_TRY(rig_hal_stream_synchronize(rank->compute));
+    rig_startup_mark("warm forward (rank %d)", rank->index);
+    return RIG_OK;
 }
 
 /* --- the executor and the engine's side of the seam ------------------------------------ */
