@@ -45,6 +45,8 @@
  */
 #include <cuda_bf16.h>
 #include <mma.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cuda/ops/attention_common.cuh"
 #include "cuda/ops/attention_prefill.cuh"
@@ -319,6 +321,10 @@ static __global__ void __launch_bounds__(RIG__WARPS *RIG_CUDA_WARP)
 #endif
 #ifndef RIG_PREFILL_Q_IN_REGISTERS
 #define RIG_PREFILL_Q_IN_REGISTERS 1
+#endif
+
+#ifndef RIG_PREFILL_WGMMA_DEFAULT /* head dim 128 on Hopper: attention_prefill_wgmma.cu */
+#define RIG_PREFILL_WGMMA_DEFAULT 1
 #endif
 
 #define RIG__FA_BN 64 /* keys per tile */
@@ -805,6 +811,14 @@ static bool rig__fa_usable(const struct rig_cuda_attention_args *a)
            a->rows * group < INT32_MAX / 2 && a->page_table_cols < INT32_MAX / 2;
 }
 
+/* RIG_PREFILL_WGMMA=0 keeps head dim 128 on the mma.sync kernel (a measuring switch, read at
+ * every call so one process can compare both); the wgmma kernel is the default where it runs. */
+static bool rig__wgmma_wanted(void)
+{
+    const char *value = getenv("RIG_PREFILL_WGMMA");
+    return value == NULL || value[0] == '\0' ? RIG_PREFILL_WGMMA_DEFAULT : strcmp(value, "0") != 0;
+}
+
 enum rig_status rig_cuda_op_attention_prefill(const struct rig_cuda_launch *launch,
                                               const struct rig_op_attention_prefill *p)
 {
@@ -821,6 +835,9 @@ enum rig_status rig_cuda_op_attention_prefill(const struct rig_cuda_launch *laun
     if (!tensor_cores) return rig_cuda_attention_split_kv(launch, &a);
     if (rig__fa_usable(&a)) {
         enum rig_status status = RIG_E_UNSUPPORTED;
+        if (dim == 128 && rig__wgmma_wanted())
+            status = rig_cuda_attention_prefill_wgmma(launch, &a);
+        if (status != RIG_E_UNSUPPORTED) return status;
         if (dim == 64)
             status =
                 rig__fa_launch<64, RIG_PREFILL_D64_WARPS, RIG_PREFILL_D64_ROW_TILES>(launch, &a);
