@@ -15,6 +15,9 @@
  * not a multiple of any tile, strided (row-padded) views. Prefill batches too big for the
  * simulator (an 8192-token chunk) are checked on sampled tokens, recomputed by the simulator
  * as one-token requests over the same cache (exact by the op's cached-prefix semantics).
+ * Every prefill case runs three times, RIG_PREFILL_WGMMA=1, 2 and 0: at head dim 128 on a
+ * Hopper GPU that is the wgmma kernel (blocks of 1 or 2 consumer warpgroups by size, then 2
+ * always), then the mma.sync one (case names end in the path).
  *
  * Without a GPU (no driver, no device, or a build without the CUDA backend) the program
  * exits 77, which ctest counts as skipped: CI has the toolkit but no GPU.
@@ -1095,8 +1098,10 @@ static void rig__attention_prefill_cases(const char *path)
 static void test_attention_prefill(void **state)
 {
     (void)state;
-    assert_int_equal(setenv("RIG_PREFILL_WGMMA", "1", 1), 0);
+    assert_int_equal(setenv("RIG_PREFILL_WGMMA", "1", 1), 0); /* whatever the default */
     rig__attention_prefill_cases("wgmma where it runs");
+    assert_int_equal(setenv("RIG_PREFILL_WGMMA", "2", 1), 0); /* short batches too */
+    rig__attention_prefill_cases("wgmma, 2 consumer warpgroups");
     assert_int_equal(setenv("RIG_PREFILL_WGMMA", "0", 1), 0);
     rig__attention_prefill_cases("mma.sync");
     assert_int_equal(unsetenv("RIG_PREFILL_WGMMA"), 0);

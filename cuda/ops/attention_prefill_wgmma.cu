@@ -29,8 +29,13 @@
  *    consumer thread runs fence.proxy.async after its barrier wait, before the wgmma.
  *  - Output: O / l as bf16 into the warpgroup's own Q rows (same swizzle, no bank conflicts),
  *    then 16-byte coalesced stores.
- * Registers: see docs/performance.md (Issue 18: prefill attention on wgmma) for the counts
- * and the measured times against the mma.sync kernel.
+ * Registers (ptxas of CUDA 13.0, -Xptxas -v): 2 consumer warpgroups 168 at entry, then 56
+ * (producer) / 224 (consumers) by setmaxnreg, no spills (40 / 232 spilled 24 bytes in the
+ * producer); 1 consumer warpgroup 241, no spills. Shared memory 161 KB (2) / 145 KB (1): one
+ * block per SM.
+ * Status: compiled, not yet run on a GPU, so off by default (RIG_PREFILL_WGMMA_DEFAULT in
+ * attention_prefill.cu); docs/performance.md, "Issue 18: prefill attention on wgmma", has the
+ * device command that checks and times it against the mma.sync kernel.
  *
  * Device code exists only in the sm_90a build (__CUDA_ARCH_FEAT_SM90_ALL); the compute_90 PTX
  * gets a kernel that traps, and the launcher takes this path only on a 9.0 device.
@@ -601,13 +606,14 @@ static enum rig_status rig__wg_launch(const struct rig_cuda_launch *launch,
 }
 
 enum rig_status rig_cuda_attention_prefill_wgmma(const struct rig_cuda_launch *launch,
-                                                 const struct rig_cuda_attention_args *a)
+                                                 const struct rig_cuda_attention_args *a,
+                                                 bool two_consumers)
 {
     if (a->head_dim != RIG__WG_D || launch->compute_capability != 90) return RIG_E_UNSUPPORTED;
     /* Two consumer warpgroups a block unless that leaves multiprocessors idle (short chunks:
      * 512 tokens at GQA 2 is 64 blocks of 128 rows on 132 SMs, 128 of 64 rows). */
     int64_t group = a->heads_q / a->heads_kv;
     int64_t blocks_two = rig_cuda_div_up(a->rows * group, 2 * RIG__WG_ROWS) * a->heads_kv;
-    if (blocks_two < launch->sm_count) return rig__wg_launch<1>(launch, a);
+    if (!two_consumers && blocks_two < launch->sm_count) return rig__wg_launch<1>(launch, a);
     return rig__wg_launch<2>(launch, a);
 }

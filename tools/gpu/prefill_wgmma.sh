@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # prefill_wgmma.sh — one device call for issue 18's wgmma prefill attention: correctness of both
 # kernel paths, then the old (RIG_PREFILL_WGMMA=0) and new (=1) kernels timed in turn in the same
-# call, same binary. Run from the repository root on the GPU machine, the bundle in ./bundle:
-#   tools/gpu/prefill_wgmma.sh [tests|bench|all]      (default all; logs under $OUT if set)
+# call, same binary. On the GPU machine, from the directory holding the bundle (tools/bundle.sh):
+#   BUNDLE=bundle tools/gpu/prefill_wgmma.sh [tests|bench|all]   (default all; logs under $OUT)
 # Prints a short summary last.
 set -uo pipefail
 what=${1:-all}
 out=${OUT:-/tmp/prefill_wgmma}
 mkdir -p "$out"
-rig() { timeout "$1" bundle/run.sh bin/rig "${@:2}"; }
+bundle=${BUNDLE:-bundle}
+rig() { timeout "$1" "$bundle/run.sh" bin/rig "${@:2}"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 if command -v cuobjdump >/dev/null; then
-    cuobjdump --dump-resource-usage bundle/bin/rig 2>/dev/null | grep -A1 "wg_kernel\|fa_kernelILi128" |
+    cuobjdump --dump-resource-usage "$bundle/bin/rig" 2>/dev/null |
+        grep -A1 "wg_kernel\|fa_kernelILi128" |
         grep -o "Function [^ ]*\|REG:[0-9]*\|STACK:[0-9]*\|SHARED:[0-9]*\|LOCAL:[0-9]*" |
         paste -sd' ' | sed 's/Function /\n/g' | tee "$out/resources.txt"
     echo
@@ -24,7 +26,7 @@ for w in 1 0; do
 done
 if [[ $what == tests || $what == all ]]; then
     echo "== test_attention_prefill (both paths)"
-    RIG_TEST_FILTER=test_attention_prefill timeout 120 bundle/run.sh tests/test_cuda_ops \
+    RIG_TEST_FILTER=test_attention_prefill timeout 170 "$bundle/run.sh" tests/test_cuda_ops \
         >"$out/test.log" 2>&1
     echo "rc=$?"
     grep -E "^\[|FAIL|fail|error|NaN" "$out/test.log" | tail -25
@@ -39,6 +41,11 @@ if [[ $what == bench || $what == all ]]; then
                     "$out/attn-$w-$round$quick.log")"
             done
         done
+    done
+    for w in 0 1; do
+        RIG_PREFILL_WGMMA=$w rig 120 bench ops --backend cuda --quick --repeats 20 --out none \
+            >"$out/ops-$w.log" 2>&1
+        echo "ops --quick wgmma=$w: $(grep -E '^  attention_prefill' "$out/ops-$w.log")"
     done
     for w in 0 1; do
         RIG_PREFILL_WGMMA=$w rig 150 bench prefill --backend cuda --out none \
