@@ -81,6 +81,7 @@ static enum rig_status rig__open_one(int32_t ordinal, int64_t timeout_ms,
     context->collective_timeout_ms =
         timeout_ms > 0 ? timeout_ms : RIG_CUDA_COLLECTIVE_TIMEOUT_MS_DEFAULT;
     context->sm_count = prop.multiProcessorCount;
+    context->compute_capability = prop.major * 10 + prop.minor;
     context->shared_optin_bytes = prop.sharedMemPerBlockOptin;
     const char *pdl = getenv("RIG_CUDA_PDL"); /* a measuring switch: 0 = plain launches */
     context->pdl = prop.major >= 9 && !(pdl != NULL && strcmp(pdl, "0") == 0);
@@ -463,6 +464,7 @@ static enum rig_status rig__op(struct rig_stream *stream, const struct rig_op *o
         .counters = (uint32_t *)((char *)s->scratch + RIG_CUDA_SCRATCH_BYTES -
                                  RIG_CUDA_COUNTER_BYTES),
         .sm_count = d->sm_count,
+        .compute_capability = d->compute_capability,
         .shared_optin_bytes = d->shared_optin_bytes,
         .pdl = d->pdl,
     };

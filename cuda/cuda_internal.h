@@ -46,6 +46,7 @@ struct rig_cuda_device {
     struct rig_cuda_group *group;  /* set while the device is in a TP group of > 1 */
     int32_t rank;                  /* in `group` */
     int32_t sm_count;          /* multiprocessors */
+    int32_t compute_capability; /* major * 10 + minor (90: Hopper) */
     size_t shared_optin_bytes; /* largest dynamic shared memory a block may opt into */
     bool pdl;                  /* programmatic dependent launch (RIG_CUDA_PDL=0: off) */
 };
@@ -86,6 +87,7 @@ struct rig_cuda_launch {
     size_t scratch_bytes;
     uint32_t *counters; /* (RIG_CUDA_COUNTER_BYTES / 4) zero between kernels, see above */
     int32_t sm_count;
+    int32_t compute_capability; /* major * 10 + minor */
     size_t shared_optin_bytes;
     /* Launch the kernels that support it (rig_cuda_launch_pdl, common.cuh) with programmatic
      * dependent launch: a kernel may start while its predecessor finishes and waits in

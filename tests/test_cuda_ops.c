@@ -15,6 +15,9 @@
  * not a multiple of any tile, strided (row-padded) views. Prefill batches too big for the
  * simulator (an 8192-token chunk) are checked on sampled tokens, recomputed by the simulator
  * as one-token requests over the same cache (exact by the op's cached-prefix semantics).
+ * Every prefill case runs three times, RIG_PREFILL_WGMMA=1, 2 and 0: at head dim 128 on a
+ * Hopper GPU that is the wgmma kernel (blocks of 1 or 2 consumer warpgroups by size, then 2
+ * always), then the mma.sync one (case names end in the path).
  *
  * Without a GPU (no driver, no device, or a build without the CUDA backend) the program
  * exits 77, which ctest counts as skipped: CI has the toolkit but no GPU.
@@ -1001,15 +1004,23 @@ static void rig__prefill_sampled_case(const char *what, int64_t requests, const 
     free(meta);
 }
 
-static void test_attention_prefill(void **state)
+/* "what [path]" in `name`; returns name. */
+static const char *rig__path_name(char *name, size_t size, const char *what, const char *path)
 {
-    (void)state;
+    snprintf(name, size, "%s [%s]", what, path);
+    return name;
+}
+
+/* Every prefill case, on the kernel path RIG_PREFILL_WGMMA selects (`path` names it in the
+ * case names): head dim 128 takes the wgmma kernel on a Hopper GPU unless it is "0". */
+static void rig__attention_prefill_cases(const char *path)
+{
     static const int64_t ratios[] = {1, 2, 4, 8};
-    char what[80];
+    char what[120];
     for (size_t g = 0; g < RIG_ARRAY_LEN(ratios); g++) {
         rig__reset(1000 + g);
         int64_t q_len[] = {100, 1, 37, 64}, cached[] = {0, 999, 300, 1};
-        snprintf(what, sizeof what, "prefill mixed GQA %lld D128", (long long)ratios[g]);
+        snprintf(what, sizeof what, "prefill mixed GQA %lld D128 [%s]", (long long)ratios[g], path);
         rig__prefill_case(what, 4, q_len, cached, 8, 8 / ratios[g], 128, false);
         rig__reset(1010 + g);
         snprintf(what, sizeof what, "prefill mixed GQA %lld D128 (WMMA path)",
@@ -1023,7 +1034,8 @@ static void test_attention_prefill(void **state)
     static const int64_t odd_cached[] = {777, 0, 1, 777, 0, 1, 5};
     for (size_t g = 0; g < RIG_ARRAY_LEN(ratios); g++) {
         rig__reset(1020 + g);
-        snprintf(what, sizeof what, "prefill odd lengths GQA %lld D128", (long long)ratios[g]);
+        snprintf(what, sizeof what, "prefill odd lengths GQA %lld D128 [%s]", (long long)ratios[g],
+                 path);
         rig__prefill_case(what, 7, odd_q, odd_cached, 8, 8 / ratios[g], 128, false);
     }
     static const int64_t dims[] = {64, 80, 40, 256};
@@ -1034,41 +1046,83 @@ static void test_attention_prefill(void **state)
         rig__prefill_case(what, 2, q_len, cached, 8, 2, dims[i], false);
     }
     rig__reset(1110);
-    rig__prefill_case("prefill odd lengths GQA 2 D64", 7, odd_q, odd_cached, 4, 2, 64, false);
+    rig__prefill_case(rig__path_name(what, sizeof what, "prefill odd lengths GQA 2 D64", path), 7,
+                      odd_q, odd_cached, 4, 2, 64, false);
     rig__reset(1111);
-    rig__prefill_case("prefill odd lengths GQA 2 D256", 7, odd_q, odd_cached, 4, 2, 256, false);
+    rig__prefill_case(rig__path_name(what, sizeof what, "prefill odd lengths GQA 2 D256", path), 7,
+                      odd_q, odd_cached, 4, 2, 256, false);
     /* Key counts at the edges of the K/V pipeline (BN 64): exactly 1, 2 and 3 whole key
      * tiles, and 2 tiles with one key in the second: the first tile's separate K and V
      * groups, the last tile's empty groups, and slots reused from the K copy for the V copy. */
     rig__reset(1120);
     static const int64_t edge_q[] = {64, 64, 1, 65}, edge_cached[] = {0, 64, 191, 0};
-    rig__prefill_case("prefill key-tile edges GQA 2 D128", 4, edge_q, edge_cached, 16, 8, 128,
-                      false);
+    rig__prefill_case(rig__path_name(what, sizeof what, "prefill key-tile edges GQA 2 D128", path),
+                      4, edge_q, edge_cached, 16, 8, 128, false);
     rig__reset(1121);
-    rig__prefill_case("prefill key-tile edges GQA 2 D64", 4, edge_q, edge_cached, 4, 2, 64, false);
+    rig__prefill_case(rig__path_name(what, sizeof what, "prefill key-tile edges GQA 2 D64", path),
+                      4, edge_q, edge_cached, 4, 2, 64, false);
     rig__reset(1200);
     int64_t one[] = {1}, none[] = {0};
-    rig__prefill_case("prefill context 1", 1, one, none, 4, 1, 128, false);
+    rig__prefill_case(rig__path_name(what, sizeof what, "prefill context 1", path), 1, one, none, 4,
+                      1, 128, false);
     rig__reset(1201);
     int64_t last[] = {1}, all_but_one[] = {4095};
-    rig__prefill_case("prefill cached all-but-one (4096)", 1, last, all_but_one, 16, 2, 128, false);
+    rig__prefill_case(rig__path_name(what, sizeof what, "prefill cached all-but-one (4096)", path),
+                      1, last, all_but_one, 16, 2, 128, false);
     rig__reset(1202);
     int64_t long_q[] = {8}, long_cached[] = {40952};
-    rig__prefill_case("prefill 8 after 40952 cached (context 40960)", 1, long_q, long_cached, 8, 1,
-                      128, false);
+    rig__prefill_case(
+        rig__path_name(what, sizeof what, "prefill 8 after 40952 cached (context 40960)", path), 1,
+        long_q, long_cached, 8, 1, 128, false);
     /* Serving sizes at Qwen3-0.6B heads (16 / 8, D 128), sampled against the simulator. */
     rig__reset(1300);
     int64_t chunk[] = {8192}, fresh[] = {0};
-    rig__prefill_sampled_case("prefill 8192 chunk 16/8 heads (sampled)", 1, chunk, fresh, 16, 8,
-                              128);
+    rig__prefill_sampled_case(
+        rig__path_name(what, sizeof what, "prefill 8192 chunk 16/8 heads (sampled)", path), 1,
+        chunk, fresh, 16, 8, 128);
     rig__reset(1301);
     int64_t second[] = {2048}, prefix[] = {2048};
-    rig__prefill_sampled_case("prefill 2048 after 2048 cached (sampled)", 1, second, prefix, 16, 8,
-                              128);
+    rig__prefill_sampled_case(
+        rig__path_name(what, sizeof what, "prefill 2048 after 2048 cached (sampled)", path), 1,
+        second, prefix, 16, 8, 128);
     rig__reset(1302);
     int64_t pair_q[] = {2500, 700}, pair_cached[] = {123, 3000};
-    rig__prefill_sampled_case("prefill 2500+700 GQA 4 (sampled)", 2, pair_q, pair_cached, 16, 4,
-                              128);
+    rig__prefill_sampled_case(
+        rig__path_name(what, sizeof what, "prefill 2500+700 GQA 4 (sampled)", path), 2, pair_q,
+        pair_cached, 16, 4, 128);
+    /* Lone short chunks (the wgmma kernel's one-warpgroup blocks) and long ones at every GQA
+     * ratio, several requests with cached prefixes. */
+    rig__reset(1303);
+    int64_t lone[] = {512};
+    snprintf(what, sizeof what, "prefill lone 512 chunk 16/8 heads [%s]", path);
+    rig__prefill_case(what, 1, lone, fresh, 16, 8, 128, false);
+    rig__reset(1304);
+    int64_t lone_900[] = {900}, lone_cached[] = {100};
+    snprintf(what, sizeof what, "prefill lone 900 after 100 GQA 8 (sampled) [%s]", path);
+    rig__prefill_sampled_case(what, 1, lone_900, lone_cached, 16, 2, 128);
+    for (size_t g = 0; g < RIG_ARRAY_LEN(ratios); g++) {
+        rig__reset(1310 + g);
+        snprintf(what, sizeof what, "prefill 8192 chunk GQA %lld (sampled) [%s]",
+                 (long long)ratios[g], path);
+        rig__prefill_sampled_case(what, 1, chunk, fresh, 16, 16 / ratios[g], 128);
+        rig__reset(1320 + g);
+        int64_t three_q[] = {1500, 777, 2100}, three_cached[] = {4000, 0, 333};
+        snprintf(what, sizeof what, "prefill 3 requests with prefixes GQA %lld (sampled) [%s]",
+                 (long long)ratios[g], path);
+        rig__prefill_sampled_case(what, 3, three_q, three_cached, 16, 16 / ratios[g], 128);
+    }
+}
+
+static void test_attention_prefill(void **state)
+{
+    (void)state;
+    assert_int_equal(setenv("RIG_PREFILL_WGMMA", "1", 1), 0); /* whatever the default */
+    rig__attention_prefill_cases("wgmma where it runs");
+    assert_int_equal(setenv("RIG_PREFILL_WGMMA", "2", 1), 0); /* short batches too */
+    rig__attention_prefill_cases("wgmma, 2 consumer warpgroups");
+    assert_int_equal(setenv("RIG_PREFILL_WGMMA", "0", 1), 0);
+    rig__attention_prefill_cases("mma.sync");
+    assert_int_equal(unsetenv("RIG_PREFILL_WGMMA"), 0);
 }
 
 /* One decode batch: `requests` rows whose key counts are drawn from [len_min, len_max] (row 0

@@ -93,6 +93,15 @@ rig_cuda_attention_args_make(const struct rig_tensor *out, const struct rig_tens
 enum rig_status rig_cuda_attention_split_kv(const struct rig_cuda_launch *launch,
                                             const struct rig_cuda_attention_args *a);
 
+/* Causal paged prefill on Hopper warpgroup MMA (attention_prefill_wgmma.cu): head dim 128 on a
+ * compute capability 9.0 device, every tensor 16-byte aligned (the caller checks alignment).
+ * `two_consumers`: blocks of two consumer warpgroups whatever the size (testing); otherwise
+ * one where two would leave SMs idle. RIG_E_UNSUPPORTED for anything else (the caller then
+ * takes the mma.sync kernel); RIG_E_DEVICE when a launch fails. */
+enum rig_status rig_cuda_attention_prefill_wgmma(const struct rig_cuda_launch *launch,
+                                                 const struct rig_cuda_attention_args *a,
+                                                 bool two_consumers);
+
 #ifdef __cplusplus
 }
 #endif

@@ -37,6 +37,9 @@
  *    16-byte stores.
  * Compile-time knobs for measuring other shapes (RIG_PREFILL_* macros): see the mma.sync section.
  *
+ * Hopper (sm_90a) has a second path for head dim 128 on warpgroup MMA, FA3's structure:
+ * attention_prefill_wgmma.cu, chosen by RIG_PREFILL_WGMMA (see rig__wgmma_wanted).
+ *
  * The fallback (rig__prefill_kernel: other head dims that are a multiple of 16 up to 256, or
  * unaligned views) is the same algorithm on WMMA 16x16x16 with S, P and O in shared memory,
  * BM 64; head dims that are not a multiple of 16 or above 256 take the split-KV kernel of
@@ -45,6 +48,8 @@
  */
 #include <cuda_bf16.h>
 #include <mma.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cuda/ops/attention_common.cuh"
 #include "cuda/ops/attention_prefill.cuh"
@@ -321,6 +326,13 @@ static __global__ void __launch_bounds__(RIG__WARPS *RIG_CUDA_WARP)
 #endif
 #ifndef RIG_PREFILL_Q_IN_REGISTERS
 #define RIG_PREFILL_Q_IN_REGISTERS 1
+#endif
+
+/* Head dim 128 on Hopper through attention_prefill_wgmma.cu when RIG_PREFILL_WGMMA is unset:
+ * off until that kernel has passed test_attention_prefill and measured faster on the GPU
+ * (docs/performance.md, "Issue 18: prefill attention on wgmma"). */
+#ifndef RIG_PREFILL_WGMMA_DEFAULT
+#define RIG_PREFILL_WGMMA_DEFAULT 0
 #endif
 
 #define RIG__FA_BN 64 /* keys per tile */
@@ -807,6 +819,17 @@ static bool rig__fa_usable(const struct rig_cuda_attention_args *a)
            a->rows * group < INT32_MAX / 2 && a->page_table_cols < INT32_MAX / 2;
 }
 
+/* RIG_PREFILL_WGMMA=1 sends head dim 128 to the wgmma kernel where it runs, =2 too with two
+ * consumer warpgroups a block whatever the size (a testing switch), =0 keeps it on the mma.sync
+ * kernel; unset: RIG_PREFILL_WGMMA_DEFAULT. Read at every call, so one process (the tests) can
+ * run every path. Returns 0, 1 or 2. */
+static int rig__wgmma_wanted(void)
+{
+    const char *value = getenv("RIG_PREFILL_WGMMA");
+    if (value == NULL || value[0] == '\0') return RIG_PREFILL_WGMMA_DEFAULT;
+    return strcmp(value, "0") == 0 ? 0 : strcmp(value, "2") == 0 ? 2 : 1;
+}
+
 enum rig_status rig_cuda_op_attention_prefill(const struct rig_cuda_launch *launch,
                                               const struct rig_op_attention_prefill *p)
 {
@@ -823,6 +846,9 @@ enum rig_status rig_cuda_op_attention_prefill(const struct rig_cuda_launch *laun
     if (!tensor_cores) return rig_cuda_attention_split_kv(launch, &a);
     if (rig__fa_usable(&a)) {
         enum rig_status status = RIG_E_UNSUPPORTED;
+        int wgmma = dim == 128 ? rig__wgmma_wanted() : 0;
+        if (wgmma > 0) status = rig_cuda_attention_prefill_wgmma(launch, &a, wgmma == 2);
+        if (status != RIG_E_UNSUPPORTED) return status;
         if (dim == 64)
             status =
                 rig__fa_launch<64, RIG_PREFILL_D64_WARPS, RIG_PREFILL_D64_ROW_TILES>(launch, &a);

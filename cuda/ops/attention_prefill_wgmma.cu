@@ -1,0 +1,619 @@
+/* attention_prefill_wgmma.cu — the Hopper path of causal paged prefill attention at head dim
+ * 128: FlashAttention-3's structure on warpgroup MMA (wgmma, sm_90a), same semantics and GQA
+ * packing as the mma.sync kernel of attention_prefill.cu (row rho = token * G + g; see that
+ * file's header), which stays the path for everything else and under RIG_PREFILL_WGMMA=0.
+ *
+ * Block: WG consumer warpgroups (2 by default, 1 when 2-warpgroup blocks would leave SMs idle:
+ * short chunks) owning 64 packed query rows each (BM = 64 WG, the wgmma M), plus one producer
+ * warpgroup that gathers K and V. With 2 consumers the producer gives registers back
+ * (setmaxnreg 56; at 40 it spilled) so each consumer thread may hold 224.
+ *  - Shared memory (one 1024-byte aligned window): Q [2][BM][64], then K [2 stages][2][BN][64]
+ *    and V likewise, BN = 128 keys a tile. Every tile is split into two 64-column halves (128
+ *    bytes a row) stored with the 128-byte swizzle (16-byte chunk c of row r at c ^ (r % 8)),
+ *    the layout wgmma's descriptors name "SWIZZLE_128B": Q and K are K-major operands (SBO 1024
+ *    bytes from one 8-row group to the next), V the same bytes read as an MN-major B operand
+ *    (LBO = one half's size between the two 64-column halves of the head dim, SBO 1024 between
+ *    8-key groups).
+ *  - Producer: per tile, each of its 128 threads reads one slot of the page table (a warp's 32
+ *    keys, passed around by shuffles) and issues 16 cp.async of 16 bytes for K, then 16 for V
+ *    (two full rows a warp instruction: coalesced), zero-filling keys past the block's last;
+ *    cp.async.mbarrier.arrive.noinc signals the stage's K and V "full" barriers separately, and
+ *    it refills a stage's K (V) once every consumer warp has arrived on its "empty" barrier.
+ *  - Consumer (per warpgroup, FA3's intra-warpgroup pipelining): issue S = Q K_j^T (8 wgmma
+ *    m64n128k16, A and B from shared memory) and O += P_{j-1} V_{j-1} (8 wgmma, P from
+ *    registers, V transposed), wait for S only, run the online softmax of S_j (fp32, log2
+ *    units, ex2.approx; the causal mask only on the block's diagonal tiles) while the tensor
+ *    cores do P V, then wait, rescale O and round P_j to bf16 straight from the S accumulators
+ *    (the m64nN accumulator layout is the A register layout, as with mma.sync).
+ *  - Cached data is written by cp.async (generic proxy) and read by wgmma (async proxy): each
+ *    consumer thread runs fence.proxy.async after its barrier wait, before the wgmma.
+ *  - Output: O / l as bf16 into the warpgroup's own Q rows (same swizzle, no bank conflicts),
+ *    then 16-byte coalesced stores.
+ * Registers (ptxas of CUDA 13.0, -Xptxas -v): 2 consumer warpgroups 168 at entry, then 56
+ * (producer) / 224 (consumers) by setmaxnreg, no spills (40 / 232 spilled 24 bytes in the
+ * producer); 1 consumer warpgroup 241, no spills. Shared memory 161 KB (2) / 145 KB (1): one
+ * block per SM.
+ * Status: compiled, not yet run on a GPU, so off by default (RIG_PREFILL_WGMMA_DEFAULT in
+ * attention_prefill.cu); docs/performance.md, "Issue 18: prefill attention on wgmma", has the
+ * device command that checks and times it against the mma.sync kernel.
+ *
+ * Device code exists only in the sm_90a build (__CUDA_ARCH_FEAT_SM90_ALL); the compute_90 PTX
+ * gets a kernel that traps, and the launcher takes this path only on a 9.0 device.
+ */
+#include <cuda_bf16.h>
+
+#include "cuda/ops/attention_common.cuh"
+#include "cuda/ops/attention_prefill.cuh"
+
+#define RIG__WG_D      128    /* head dim */
+#define RIG__WG_BN     128    /* keys per tile */
+#define RIG__WG_ROWS   64     /* packed query rows per consumer warpgroup (wgmma M) */
+#define RIG__WG_THREAD 128    /* threads per warpgroup */
+#ifndef RIG__WG_PRODUCER_REGS /* registers a thread with 2 consumer warpgroups (setmaxnreg) */
+#define RIG__WG_PRODUCER_REGS 56
+#endif
+#ifndef RIG__WG_CONSUMER_REGS
+#define RIG__WG_CONSUMER_REGS 224
+#endif
+
+/* Shape of one instantiation: WG consumer warpgroups and one producer warpgroup. */
+template <int WG> struct rig__wg_shape {
+    static constexpr int BM = WG * RIG__WG_ROWS;
+    static constexpr int THREADS = (WG + 1) * RIG__WG_THREAD;
+    static constexpr uint32_t Q_BYTES = BM * RIG__WG_D * 2;
+    static constexpr uint32_t TILE_BYTES = RIG__WG_BN * RIG__WG_D * 2;        /* one K or V stage */
+    static constexpr size_t SHARED = Q_BYTES + 4 * (size_t)TILE_BYTES + 1024; /* + alignment */
+};
+
+/* What a block works on, found from cu_q by its first thread. */
+struct rig__wg_place {
+    const int32_t *slots; /* [keys] the request's page-table row */
+    int64_t q_begin;      /* first token of the request in q and out */
+    int row0;             /* first packed row of the block */
+    int packed_rows;      /* q_len * group of the request */
+    int first_position;   /* kv_len - q_len: position of the request's first new token */
+    int keys;             /* keys the block's last row sees; < 0: a spare block */
+    int open_tiles;       /* leading key tiles every row of the block sees whole */
+};
+
+/* Barriers of the K/V pipeline, each an mbarrier (8 bytes) in static shared memory. */
+enum { RIG__FULL_K = 0, RIG__FULL_V = 2, RIG__EMPTY_K = 4, RIG__EMPTY_V = 6, RIG__BARRIERS = 8 };
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+static __device__ __forceinline__ uint32_t rig__wg_smem(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+static __device__ __forceinline__ void rig__wg_cp16(uint32_t dst, const void *src, bool valid)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(valid ? 16 : 0));
+}
+
+static __device__ __forceinline__ void rig__wg_bar_init(uint32_t bar, uint32_t count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
+}
+
+static __device__ __forceinline__ void rig__wg_bar_wait(uint32_t bar, uint32_t parity)
+{
+    uint32_t done = 0;
+    while (!done) {
+        asm volatile("{\n.reg .pred p;\n"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    }
+}
+
+static __device__ __forceinline__ void rig__wg_bar_arrive(uint32_t bar)
+{
+    asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(bar)
+                 : "memory");
+}
+
+/* Arrives on `bar` once every cp.async this thread issued so far has landed. */
+static __device__ __forceinline__ void rig__wg_bar_arrive_copies(uint32_t bar)
+{
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+
+/* Orders this thread's view of shared memory (filled by cp.async) before wgmma reads it. */
+static __device__ __forceinline__ void rig__wg_fence_async(void)
+{
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+static __device__ __forceinline__ void rig__wg_named_sync(int id)
+{
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "n"(RIG__WG_THREAD) : "memory");
+}
+
+/* Descriptor of a 128-byte-swizzled operand at shared address `address` (1024-aligned atoms;
+ * offsets inside an atom row are added to the start address, as the hardware expects). */
+static __device__ __forceinline__ uint64_t rig__wg_desc(uint32_t address, uint32_t lbo_bytes,
+                                                        uint32_t sbo_bytes)
+{
+    return (uint64_t)((address & 0x3FFFF) >> 4) | (uint64_t)((lbo_bytes >> 4) & 0x3FFF) << 16 |
+           (uint64_t)((sbo_bytes >> 4) & 0x3FFF) << 32 | (uint64_t)1 << 62;
+}
+
+/* Byte offset of 16-byte chunk c (0..15) of row r in a swizzled tile of `rows` rows. */
+static __device__ __forceinline__ uint32_t rig__wg_chunk(int r, int c, int rows)
+{
+    return (uint32_t)((c >> 3) * rows * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
+}
+
+#define RIG__F8(d, i)                                                                              \
+    "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]),    \
+        "+f"(d[i + 6]), "+f"(d[i + 7])
+#define RIG__F64(d)                                                                                \
+    RIG__F8(d, 0), RIG__F8(d, 8), RIG__F8(d, 16), RIG__F8(d, 24), RIG__F8(d, 32), RIG__F8(d, 40),  \
+        RIG__F8(d, 48), RIG__F8(d, 56)
+#define RIG__D64                                                                                   \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "  \
+    "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "   \
+    "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "   \
+    "%56, %57, %58, %59, %60, %61, %62, %63}"
+
+/* d (+)= A B over one k16 step, m64n128, A and B K-major in shared memory. */
+static __device__ __forceinline__ void rig__wg_mma_ss(float (&d)[64], uint64_t a, uint64_t b,
+                                                      uint32_t accumulate)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " RIG__D64
+                 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
+                 : RIG__F64(d)
+                 : "l"(a), "l"(b), "r"(accumulate));
+}
+
+/* d += A B over one k16 step, m64n128, A in registers, B MN-major in shared memory. */
+static __device__ __forceinline__ void rig__wg_mma_rs(float (&d)[64], const uint32_t (&a)[4],
+                                                      uint64_t b)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " RIG__D64
+                 ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+                 : RIG__F64(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+}
+
+static __device__ __forceinline__ void rig__wg_fence(void)
+{
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+
+static __device__ __forceinline__ void rig__wg_commit(void)
+{
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+template <int N> static __device__ __forceinline__ void rig__wg_wait(void)
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+/* Pins registers an asynchronous wgmma reads or writes: the compiler may neither move their
+ * uses above the wait that precedes this nor reuse them before it. */
+static __device__ __forceinline__ void rig__wg_pin(float (&r)[64])
+{
+#pragma unroll
+    for (int i = 0; i < 64; i++)
+        asm volatile("" : "+f"(r[i])::"memory");
+}
+
+static __device__ __forceinline__ void rig__wg_pin(uint32_t (&r)[8][4])
+{
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            asm volatile("" : "+r"(r[i][j])::"memory");
+}
+
+static __device__ __forceinline__ float rig__wg_exp2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
+static __device__ __forceinline__ uint32_t rig__wg_pack(float lo, float hi)
+{
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    uint32_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    return bits;
+}
+
+/* Thread 0 places the block: which request and which BM rows of it (the grid is an upper
+ * bound from the host; device lengths decide how many tiles exist). */
+template <int BM>
+static __device__ void rig__wg_find(const struct rig_cuda_attention_args *a, int group, int64_t b,
+                                    struct rig__wg_place *place)
+{
+    place->keys = -1;
+    for (int64_t r = 0; r < a->requests; r++) {
+        int64_t q_begin = a->cu_q[r], q_len = a->cu_q[r + 1] - q_begin;
+        int64_t tiles = rig_cuda_div_up(q_len * group, BM);
+        if (b >= tiles) {
+            b -= tiles;
+            continue;
+        }
+        int64_t table_row = a->table_idx[r];
+        int kv_len = a->kv_len[r];
+        bool usable =
+            table_row >= 0 && table_row < a->page_table_rows && kv_len <= a->page_table_cols;
+        place->slots = a->page_table + (usable ? table_row : 0) * a->page_table_stride;
+        place->q_begin = q_begin;
+        place->row0 = (int)(b * BM);
+        place->packed_rows = (int)(q_len * group);
+        place->first_position = kv_len - (int)q_len;
+        int last_row = min(place->row0 + BM, place->packed_rows) - 1;
+        int keys = usable ? place->first_position + last_row / group + 1 : 0;
+        int open = (place->first_position + place->row0 / group + 1) / RIG__WG_BN;
+        place->keys = max(keys, 0);
+        place->open_tiles =
+            usable ? min(max(open, 0), (int)rig_cuda_div_up(place->keys, RIG__WG_BN)) : 0;
+        return;
+    }
+}
+
+/* One K or V tile of keys [key0, key0 + BN) into a swizzled stage. Warp w gathers keys
+ * 32w .. 32w + 31, two rows per instruction; `slot` is the slot of key key0 + 32w + lane. */
+static __device__ __forceinline__ void rig__wg_gather(const uint16_t *head, int64_t stride_s,
+                                                      uint32_t stage, int slot, int key0, int keys,
+                                                      int warp, int lane)
+{
+#pragma unroll
+    for (int round = 0; round < 16; round++) {
+        int from = 2 * round + (lane >> 4), row = 32 * warp + from, c = lane & 15;
+        int row_slot = __shfl_sync(0xffffffffu, slot, from);
+        bool valid = key0 + row < keys;
+        const uint16_t *src = head + (valid ? (int64_t)row_slot * stride_s : 0) + c * 8;
+        rig__wg_cp16(stage + rig__wg_chunk(row, c, RIG__WG_BN), src, valid);
+    }
+}
+
+template <int WG>
+static __device__ void rig__wg_produce(const struct rig_cuda_attention_args *a,
+                                       const struct rig__wg_place *place, uint32_t k_tiles,
+                                       uint32_t v_tiles, uint32_t bars, int kv_head)
+{
+    using S = rig__wg_shape<WG>;
+    int t = (int)threadIdx.x - WG * RIG__WG_THREAD, warp = t / 32, lane = t % 32;
+    const uint16_t *k_head = a->k_cache + kv_head * a->cache_stride_h;
+    const uint16_t *v_head = a->v_cache + kv_head * a->cache_stride_h;
+    int tiles = (int)rig_cuda_div_up(place->keys, RIG__WG_BN);
+    for (int j = 0; j < tiles; j++) {
+        int stage = j & 1, key0 = j * RIG__WG_BN, key = key0 + 32 * warp + lane;
+        int slot = key < place->keys ? place->slots[key] : 0;
+        uint32_t parity = (uint32_t)((j >> 1) - 1) & 1;
+        if (j >= 2) rig__wg_bar_wait(bars + 8 * (RIG__EMPTY_K + stage), parity);
+        rig__wg_gather(k_head, a->cache_stride_s, k_tiles + stage * S::TILE_BYTES, slot, key0,
+                       place->keys, warp, lane);
+        rig__wg_bar_arrive_copies(bars + 8 * (RIG__FULL_K + stage));
+        if (j >= 2) rig__wg_bar_wait(bars + 8 * (RIG__EMPTY_V + stage), parity);
+        rig__wg_gather(v_head, a->cache_stride_s, v_tiles + stage * S::TILE_BYTES, slot, key0,
+                       place->keys, warp, lane);
+        rig__wg_bar_arrive_copies(bars + 8 * (RIG__FULL_V + stage));
+    }
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+
+/* Scales into log2 units, masks when MASK (key > the row's position, which also covers the
+ * zero-filled keys past the block's last), exponentiates in place; updates the running max and
+ * sum; alpha: the factor the rows' O must be rescaled by. As rig__fa_softmax, BN = 128. */
+template <bool MASK>
+static __device__ __forceinline__ void rig__wg_softmax(float (&s)[64], float (&m)[2], float (&l)[2],
+                                                       const int (&position)[2], int key0,
+                                                       float scale_log2, float (&alpha)[2])
+{
+    int key_lane = key0 + (threadIdx.x % 4) * 2;
+    float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int j = 0; j < 16; j++) {
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            float x = s[4 * j + e] * scale_log2;
+            if (MASK && key_lane + j * 8 + (e & 1) > position[e / 2]) x = -INFINITY;
+            s[4 * j + e] = x;
+            tile_max[e / 2] = fmaxf(tile_max[e / 2], x);
+        }
+    }
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 1));
+        tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 2));
+        float m_new = fmaxf(m[h], tile_max[h]);
+        float base = m_new == -INFINITY ? 0.0f : m_new; /* a row with nothing visible yet */
+        alpha[h] = rig__wg_exp2(m[h] - base);
+        m[h] = m_new;
+        tile_max[h] = base;
+    }
+    float sum[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int j = 0; j < 16; j++) {
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            s[4 * j + e] = rig__wg_exp2(s[4 * j + e] - tile_max[e / 2]);
+            sum[e / 2] += s[4 * j + e];
+        }
+    }
+    l[0] = l[0] * alpha[0] + sum[0];
+    l[1] = l[1] * alpha[1] + sum[1];
+}
+
+/* S = Q K^T for the warpgroup's 64 rows: 8 k16 steps over the head dim. */
+template <int WG>
+static __device__ __forceinline__ void rig__wg_scores(float (&s)[64], uint32_t q_rows,
+                                                      uint32_t k_stage)
+{
+    using S = rig__wg_shape<WG>;
+    uint64_t q = rig__wg_desc(q_rows, 16, 1024), k = rig__wg_desc(k_stage, 16, 1024);
+    rig__wg_fence();
+#pragma unroll
+    for (int kk = 0; kk < RIG__WG_D / 16; kk++) { /* offsets in the descriptors' 16-byte units */
+        uint64_t q_offset = (kk >> 2) * (S::BM * 128 / 16) + (kk & 3) * 2;
+        uint64_t k_offset = (kk >> 2) * (RIG__WG_BN * 128 / 16) + (kk & 3) * 2;
+        rig__wg_mma_ss(s, q + q_offset, k + k_offset, kk > 0);
+    }
+    rig__wg_commit();
+}
+
+/* O += P V: 8 k16 steps over the tile's keys, V read as an MN-major (transposed) operand. */
+static __device__ __forceinline__ void rig__wg_values(float (&o)[64], const uint32_t (&p)[8][4],
+                                                      uint32_t v_stage)
+{
+    uint64_t v = rig__wg_desc(v_stage, RIG__WG_BN * 128, 1024);
+    rig__wg_fence();
+#pragma unroll
+    for (int kk = 0; kk < RIG__WG_BN / 16; kk++)
+        rig__wg_mma_rs(o, p[kk], v + (uint64_t)kk * (2048 / 16));
+    rig__wg_commit();
+}
+
+/* P (bf16 A fragments) from the exponentiated scores: for k step kk, n-tiles 2kk and 2kk + 1. */
+static __device__ __forceinline__ void rig__wg_probabilities(uint32_t (&p)[8][4],
+                                                             const float (&s)[64])
+{
+#pragma unroll
+    for (int kk = 0; kk < 8; kk++) {
+        p[kk][0] = rig__wg_pack(s[8 * kk + 0], s[8 * kk + 1]);
+        p[kk][1] = rig__wg_pack(s[8 * kk + 2], s[8 * kk + 3]);
+        p[kk][2] = rig__wg_pack(s[8 * kk + 4], s[8 * kk + 5]);
+        p[kk][3] = rig__wg_pack(s[8 * kk + 6], s[8 * kk + 7]);
+    }
+}
+
+static __device__ __forceinline__ void rig__wg_rescale(float (&o)[64], const float (&alpha)[2])
+{
+#pragma unroll
+    for (int j = 0; j < 16; j++) {
+        o[4 * j + 0] *= alpha[0];
+        o[4 * j + 1] *= alpha[0];
+        o[4 * j + 2] *= alpha[1];
+        o[4 * j + 3] *= alpha[1];
+    }
+}
+
+/* The consumer warpgroup's 64 rows of Q, by cp.async into its rows of the swizzled Q tile. */
+template <int WG>
+static __device__ __forceinline__ void
+rig__wg_load_q(const struct rig_cuda_attention_args *a, const struct rig__wg_place *place,
+               uint32_t q_tile, int wg, int t, int kv_head, int group)
+{
+    using S = rig__wg_shape<WG>;
+#pragma unroll
+    for (int round = 0; round < 8; round++) {
+        int i = round * 8 + t / 16, c = t % 16, row = wg * RIG__WG_ROWS + i;
+        int rho = place->row0 + row;
+        bool valid = rho < place->packed_rows;
+        int64_t token = valid ? place->q_begin + rho / group : 0;
+        int64_t head = valid ? kv_head * group + rho % group : 0;
+        const uint16_t *src = a->q + token * a->q_stride_t + head * a->q_stride_h + c * 8;
+        rig__wg_cp16(q_tile + rig__wg_chunk(row, c, S::BM), src, valid);
+    }
+    asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
+    rig__wg_fence_async();
+    rig__wg_named_sync(1 + wg);
+}
+
+/* Normalises the rows, stages them as bf16 in the warpgroup's own Q rows (every wgmma that
+ * read them has completed) and writes them out with 16-byte stores. */
+template <int WG>
+static __device__ __forceinline__ void
+rig__wg_store(const struct rig_cuda_attention_args *a, const struct rig__wg_place *place,
+              const float (&o)[64], const float (&l)[2], uint32_t q_tile, char *window, int wg,
+              int t, int kv_head, int group)
+{
+    using S = rig__wg_shape<WG>;
+    int warp = t / 32, lane = t % 32;
+    uint32_t window_address = rig__wg_smem(window);
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        float sum = l[h];
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        float inverse = sum > 0.0f ? 1.0f / sum : 0.0f;
+        int row = wg * RIG__WG_ROWS + warp * 16 + lane / 4 + 8 * h;
+#pragma unroll
+        for (int j = 0; j < 16; j++) {
+            uint32_t at = q_tile + rig__wg_chunk(row, j, S::BM) + (lane % 4) * 4;
+            *reinterpret_cast<uint32_t *>(window + (at - window_address)) =
+                rig__wg_pack(o[4 * j + 2 * h] * inverse, o[4 * j + 2 * h + 1] * inverse);
+        }
+    }
+    rig__wg_named_sync(1 + wg);
+#pragma unroll
+    for (int round = 0; round < 8; round++) {
+        int i = round * 8 + t / 16, c = t % 16, row = wg * RIG__WG_ROWS + i;
+        int rho = place->row0 + row;
+        if (rho >= place->packed_rows) continue;
+        uint16_t *out = a->out + (place->q_begin + rho / group) * a->out_stride_t +
+                        (int64_t)(kv_head * group + rho % group) * a->out_stride_h + c * 8;
+        uint32_t at = q_tile + rig__wg_chunk(row, c, S::BM);
+        *reinterpret_cast<uint4 *>(out) =
+            *reinterpret_cast<const uint4 *>(window + (at - window_address));
+    }
+}
+
+/* Everything one consumer warpgroup does, see the file header for the pipeline. */
+template <int WG>
+static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
+                                       const struct rig__wg_place *place, char *window,
+                                       uint32_t bars, int kv_head, int group)
+{
+    using S = rig__wg_shape<WG>;
+    int wg = (int)threadIdx.x / RIG__WG_THREAD, t = (int)threadIdx.x % RIG__WG_THREAD;
+    int warp = t / 32, lane = t % 32;
+    uint32_t q_tile = rig__wg_smem(window), k_tiles = q_tile + S::Q_BYTES;
+    uint32_t v_tiles = k_tiles + 2 * S::TILE_BYTES;
+    uint32_t q_rows = q_tile + wg * RIG__WG_ROWS * 128;
+    rig__wg_load_q<WG>(a, place, q_tile, wg, t, kv_head, group);
+    float o[64], s[64], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, alpha[2];
+    uint32_t p[8][4];
+    int position[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        int rho = place->row0 + wg * RIG__WG_ROWS + warp * 16 + lane / 4 + 8 * h;
+        position[h] = rho < place->packed_rows ? place->first_position + rho / group : -1;
+    }
+#pragma unroll
+    for (int i = 0; i < 64; i++)
+        o[i] = s[i] = 0.0f;
+    const float scale_log2 = a->scale * 1.4426950408889634f;
+    int tiles = (int)rig_cuda_div_up(place->keys, RIG__WG_BN);
+    if (tiles > 0) {
+        rig__wg_bar_wait(bars + 8 * RIG__FULL_K, 0);
+        rig__wg_fence_async();
+        rig__wg_scores<WG>(s, q_rows, k_tiles);
+        rig__wg_wait<0>();
+        rig__wg_pin(s);
+        __syncwarp();
+        if (lane == 0) rig__wg_bar_arrive(bars + 8 * RIG__EMPTY_K);
+        if (place->open_tiles > 0)
+            rig__wg_softmax<false>(s, m, l, position, 0, scale_log2, alpha);
+        else
+            rig__wg_softmax<true>(s, m, l, position, 0, scale_log2, alpha);
+        rig__wg_probabilities(p, s);
+    }
+    for (int j = 1; j < tiles; j++) {
+        int stage = j & 1, prev = 1 - stage;
+        rig__wg_bar_wait(bars + 8 * (RIG__FULL_K + stage), (uint32_t)(j >> 1) & 1);
+        rig__wg_fence_async();
+        rig__wg_scores<WG>(s, q_rows, k_tiles + stage * S::TILE_BYTES);
+        rig__wg_bar_wait(bars + 8 * (RIG__FULL_V + prev), (uint32_t)((j - 1) >> 1) & 1);
+        rig__wg_fence_async();
+        rig__wg_values(o, p, v_tiles + prev * S::TILE_BYTES);
+        rig__wg_wait<1>();
+        rig__wg_pin(s);
+        __syncwarp();
+        if (lane == 0) rig__wg_bar_arrive(bars + 8 * (RIG__EMPTY_K + stage));
+        if (j < place->open_tiles)
+            rig__wg_softmax<false>(s, m, l, position, j * RIG__WG_BN, scale_log2, alpha);
+        else
+            rig__wg_softmax<true>(s, m, l, position, j * RIG__WG_BN, scale_log2, alpha);
+        rig__wg_wait<0>();
+        rig__wg_pin(o);
+        rig__wg_pin(p);
+        __syncwarp();
+        if (lane == 0) rig__wg_bar_arrive(bars + 8 * (RIG__EMPTY_V + prev));
+        rig__wg_rescale(o, alpha);
+        rig__wg_probabilities(p, s);
+    }
+    if (tiles > 0) {
+        int last = (tiles - 1) & 1;
+        rig__wg_bar_wait(bars + 8 * (RIG__FULL_V + last), (uint32_t)((tiles - 1) >> 1) & 1);
+        rig__wg_fence_async();
+        rig__wg_values(o, p, v_tiles + last * S::TILE_BYTES);
+        rig__wg_wait<0>();
+        rig__wg_pin(o);
+        rig__wg_pin(p);
+    }
+    rig__wg_store<WG>(a, place, o, l, q_tile, window, wg, t, kv_head, group);
+}
+
+#endif /* __CUDA_ARCH_FEAT_SM90_ALL */
+
+/* Grid: one block per (row tile, KV head), KV head fastest, row tiles in reverse (the longest
+ * causal tiles start first); the spare blocks of the upper bound leave at once. */
+template <int WG>
+static __global__ void __launch_bounds__(rig__wg_shape<WG>::THREADS, 1)
+    rig__wg_kernel(struct rig_cuda_attention_args a)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    using S = rig__wg_shape<WG>;
+    extern __shared__ __align__(1024) char rig__wg_shared[];
+    __shared__ struct rig__wg_place place;
+    __shared__ __align__(8) uint64_t barriers[RIG__BARRIERS];
+    int heads_kv = (int)a.heads_kv, group = (int)(a.heads_q / a.heads_kv);
+    int kv_head = (int)(blockIdx.x % (unsigned)heads_kv);
+    int64_t b = (int64_t)(gridDim.x / heads_kv) - 1 - (int64_t)(blockIdx.x / heads_kv);
+    uint32_t bars = rig__wg_smem(barriers);
+    if (threadIdx.x == 0) {
+        rig__wg_find<S::BM>(&a, group, b, &place);
+        for (int i = 0; i < 2; i++) {
+            rig__wg_bar_init(bars + 8 * (RIG__FULL_K + i), RIG__WG_THREAD);
+            rig__wg_bar_init(bars + 8 * (RIG__FULL_V + i), RIG__WG_THREAD);
+            rig__wg_bar_init(bars + 8 * (RIG__EMPTY_K + i), 4 * WG);
+            rig__wg_bar_init(bars + 8 * (RIG__EMPTY_V + i), 4 * WG);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    if (place.keys < 0) return;
+    uint32_t base = rig__wg_smem(rig__wg_shared);
+    char *window = rig__wg_shared + (((base + 1023) & ~1023u) - base);
+    uint32_t aligned = rig__wg_smem(window);
+    if ((int)threadIdx.x >= WG * RIG__WG_THREAD) {
+        if constexpr (WG > 1)
+            asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(RIG__WG_PRODUCER_REGS)
+                         : "memory");
+        rig__wg_produce<WG>(&a, &place, aligned + S::Q_BYTES,
+                            aligned + S::Q_BYTES + 2 * S::TILE_BYTES, bars, kv_head);
+    } else {
+        if constexpr (WG > 1)
+            asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(RIG__WG_CONSUMER_REGS)
+                         : "memory");
+        rig__wg_consume<WG>(&a, &place, window, bars, kv_head, group);
+    }
+#else
+    (void)a;
+    __trap(); /* the launcher takes this path only on devices the sm_90a build serves */
+#endif
+}
+
+template <int WG>
+static enum rig_status rig__wg_launch(const struct rig_cuda_launch *launch,
+                                      const struct rig_cuda_attention_args *a)
+{
+    using S = rig__wg_shape<WG>;
+    if (S::SHARED > launch->shared_optin_bytes) return RIG_E_UNSUPPORTED;
+    int64_t group = a->heads_q / a->heads_kv;
+    int64_t tiles = rig_cuda_div_up(a->rows * group, S::BM) + a->requests;
+    if (tiles * a->heads_kv > INT32_MAX) return RIG_E_UNSUPPORTED;
+    RIG_CUDA_TRY(cudaFuncSetAttribute(rig__wg_kernel<WG>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize, (int)S::SHARED));
+    dim3 grid((unsigned)(tiles * a->heads_kv));
+    rig__wg_kernel<WG><<<grid, S::THREADS, S::SHARED, launch->stream>>>(*a);
+    RIG_CUDA_LAUNCHED();
+    return RIG_OK;
+}
+
+enum rig_status rig_cuda_attention_prefill_wgmma(const struct rig_cuda_launch *launch,
+                                                 const struct rig_cuda_attention_args *a,
+                                                 bool two_consumers)
+{
+    if (a->head_dim != RIG__WG_D || launch->compute_capability != 90) return RIG_E_UNSUPPORTED;
+    /* Two consumer warpgroups a block unless that leaves multiprocessors idle (short chunks:
+     * 512 tokens at GQA 2 is 64 blocks of 128 rows on 132 SMs, 128 of 64 rows). */
+    int64_t group = a->heads_q / a->heads_kv;
+    int64_t blocks_two = rig_cuda_div_up(a->rows * group, 2 * RIG__WG_ROWS) * a->heads_kv;
+    if (!two_consumers && blocks_two < launch->sm_count) return rig__wg_launch<1>(launch, a);
+    return rig__wg_launch<2>(launch, a);
+}
