@@ -45,6 +45,8 @@
 #include "cuda/ops/attention_common.cuh"
 #include "cuda/ops/attention_prefill.cuh"
 
+RIG_CUDA_MODULE(attention_prefill_wgmma)
+
 #define RIG__WG_D      128    /* head dim */
 #define RIG__WG_BN     128    /* keys per tile */
 #define RIG__WG_ROWS   64     /* packed query rows per consumer warpgroup (wgmma M) */
