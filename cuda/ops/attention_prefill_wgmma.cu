@@ -33,9 +33,10 @@
  * (producer) / 224 (consumers) by setmaxnreg, no spills (40 / 232 spilled 24 bytes in the
  * producer); 1 consumer warpgroup 241, no spills. Shared memory 161 KB (2) / 145 KB (1): one
  * block per SM.
- * Status: compiled, not yet run on a GPU, so off by default (RIG_PREFILL_WGMMA_DEFAULT in
- * attention_prefill.cu); docs/performance.md, "Issue 18: prefill attention on wgmma", has the
- * device command that checks and times it against the mma.sync kernel.
+ * Measured on the H100 (docs/performance.md, "Issue 18: prefill attention on wgmma"): causal
+ * 8192 chunk 643-695 us (396-428 TFLOP/s) against the mma.sync kernel's 1355-1383 us, lone
+ * 512 chunk 13.7 us against 31 us; test_attention_prefill passed on every path. On by default
+ * (RIG_PREFILL_WGMMA_DEFAULT in attention_prefill.cu).
  *
  * Device code exists only in the sm_90a build (__CUDA_ARCH_FEAT_SM90_ALL); the compute_90 PTX
  * gets a kernel that traps, and the launcher takes this path only on a 9.0 device.
