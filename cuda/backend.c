@@ -13,6 +13,7 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_internal.h"
 #include "cuda/ops/fill.cuh"
+#include "cuda/ops/fill_dummy.cuh"
 #include "cuda/ops/gemm_plan.cuh"
 #include "cuda/preload.h"
 #include "hal/startup.h"
@@ -236,6 +237,14 @@ static enum rig_status rig__fill_u32(struct rig_stream *stream, void *dst, uint3
     enum rig_status status = rig__select(stream->device);
     if (status != RIG_OK) return status;
     return rig_cuda_fill_u32(rig__stream(stream)->stream, dst, value, count);
+}
+
+static enum rig_status rig__fill_dummy_bf16(struct rig_stream *stream, void *dst,
+                                            const struct rig_dummy_piece *piece)
+{
+    enum rig_status status = rig__select(stream->device);
+    if (status != RIG_OK) return status;
+    return rig_cuda_fill_dummy_bf16(rig__stream(stream)->stream, dst, piece);
 }
 
 /* --- streams and events ----------------------------------------------------------------- */
@@ -489,6 +498,7 @@ static const struct rig_backend_iface rig__cuda_iface = {
     .host_free = rig__host_free,
     .memcpy_async = rig__memcpy_async,
     .fill_u32 = rig__fill_u32,
+    .fill_dummy_bf16 = rig__fill_dummy_bf16,
     .stream_create = rig__stream_create,
     .stream_destroy = rig__stream_destroy,
     .stream_synchronize = rig__stream_synchronize,

@@ -20,7 +20,8 @@ void rig_hal_register(const struct rig_backend_iface *iface)
 {
     RIG_ASSERT(iface != NULL && iface->name != NULL);
     RIG_ASSERT(iface->open && iface->close && iface->buffer_alloc && iface->buffer_free);
-    RIG_ASSERT(iface->memcpy_async && iface->fill_u32 && iface->op && iface->now_ns);
+    RIG_ASSERT(iface->memcpy_async && iface->fill_u32 && iface->fill_dummy_bf16);
+    RIG_ASSERT(iface->op && iface->now_ns);
     RIG_ASSERT(iface->stream_create && iface->stream_destroy && iface->stream_synchronize);
     RIG_ASSERT(iface->event_create && iface->event_destroy && iface->event_record);
     RIG_ASSERT(iface->stream_wait_event && iface->event_synchronize);
@@ -276,6 +277,30 @@ enum rig_status rig_hal_buffer_fill(struct rig_stream *stream, struct rig_buffer
     if (count == 0) return RIG_OK;
     return stream->device->iface->fill_u32(stream, rig__offset(buffer->data, offset), value,
                                            count);
+}
+
+/* A dummy block inside its tensor, every element index within int64_t. */
+static bool rig__dummy_piece_valid(const struct rig_dummy_piece *piece)
+{
+    if (piece->width < 1 || piece->row0 < 0 || piece->col0 < 0) return false;
+    if (piece->rows < 0 || piece->cols < 0 || piece->col0 > piece->width - piece->cols)
+        return false;
+    return piece->row0 <= INT64_MAX / piece->width - piece->rows;
+}
+
+enum rig_status rig_hal_buffer_fill_dummy(struct rig_stream *stream, struct rig_buffer *buffer,
+                                          size_t offset, const struct rig_dummy_piece *piece)
+{
+    if (piece == NULL || !rig__dummy_piece_valid(piece) || offset % 2 != 0)
+        return RIG_E_INVALID;
+    if (piece->cols > 0 && (uint64_t)piece->rows > SIZE_MAX / 2 / (uint64_t)piece->cols)
+        return RIG_E_RANGE;
+    size_t bytes = (size_t)piece->rows * (size_t)piece->cols * 2;
+    enum rig_status status = rig__check_range(stream, buffer, offset, bytes);
+    if (status != RIG_OK) return status;
+    if (bytes == 0) return RIG_OK;
+    return stream->device->iface->fill_dummy_bf16(stream, rig__offset(buffer->data, offset),
+                                                  piece);
 }
 
 enum rig_status rig_hal_buffer_copy(struct rig_stream *stream, struct rig_buffer *dst,

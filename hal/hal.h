@@ -37,6 +37,7 @@ struct rig_stream;
 struct rig_event;
 struct rig_graph;
 struct rig_comm;
+struct rig_dummy_piece; /* hal/dummy.h */
 
 #define RIG_DEVICES_MAX 8
 #define RIG_DEVICE_NAME_MAX 64
@@ -126,6 +127,14 @@ bool rig_hal_host_is_pinned(const void *host, size_t bytes);
 /* Fills `count` 32-bit words from `offset` (a multiple of 4) with `value`. */
 enum rig_status rig_hal_buffer_fill(struct rig_stream *stream, struct rig_buffer *buffer,
                                     size_t offset, uint32_t value, size_t count);
+/* Fills the bf16 block [piece->rows, piece->cols] at `offset` (a multiple of 2) with the
+ * seeded dummy values of `piece` (hal/dummy.h): the same bytes on every backend, computed on
+ * the device (no host staging), asynchronous like rig_hal_buffer_fill. An empty block issues
+ * nothing. RIG_E_INVALID for a NULL piece, an odd offset or a block outside its tensor
+ * (negative row0, col0, rows or cols, width < 1, col0 + cols > width, or an element index
+ * past INT64_MAX); RIG_E_RANGE past the buffer; RIG_E_STATE while the stream captures. */
+enum rig_status rig_hal_buffer_fill_dummy(struct rig_stream *stream, struct rig_buffer *buffer,
+                                          size_t offset, const struct rig_dummy_piece *piece);
 /* Device-to-device copy of `bytes` between buffers. */
 enum rig_status rig_hal_buffer_copy(struct rig_stream *stream, struct rig_buffer *dst,
                                     size_t dst_offset, const struct rig_buffer *src,

@@ -9,6 +9,7 @@
 #ifndef RIG_HAL_IMPL_H
 #define RIG_HAL_IMPL_H
 
+#include "hal/dummy.h"
 #include "hal/hal.h"
 
 enum rig_copy_kind {
@@ -41,6 +42,10 @@ struct rig_backend_iface {
                                     size_t bytes, enum rig_copy_kind kind);
     enum rig_status (*fill_u32)(struct rig_stream *stream, void *dst, uint32_t value,
                                 size_t count);
+    /* The block of `piece` (checked: non-empty, inside its tensor and the buffer) at `dst`,
+     * hal/dummy.h's values bit for bit. Required. */
+    enum rig_status (*fill_dummy_bf16)(struct rig_stream *stream, void *dst,
+                                       const struct rig_dummy_piece *piece);
 
     /* Streams and events. Required. */
     enum rig_status (*stream_create)(struct rig_device *device, void **context);

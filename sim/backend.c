@@ -198,6 +198,7 @@ static const struct rig_backend_iface rig__sim_iface = {
     .buffer_free = rig__buffer_free,
     .memcpy_async = rig_sim_memcpy_async,
     .fill_u32 = rig_sim_fill_u32,
+    .fill_dummy_bf16 = rig_sim_fill_dummy_bf16,
     .stream_create = rig_sim_stream_create,
     .stream_destroy = rig_sim_stream_destroy,
     .stream_synchronize = rig_sim_stream_synchronize,

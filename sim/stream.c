@@ -143,6 +143,27 @@ enum rig_status rig_sim_fill_u32(struct rig_stream *stream, void *dst, uint32_t 
     return RIG_OK;
 }
 
+/* A dummy-weight fill computes hal/dummy.h's values on the host and takes the modelled time
+ * of a fill of the same bytes, as rig_sim_fill_u32 does (the Philox arithmetic is not
+ * costed: it runs at start-up, before any scenario's clock starts). */
+enum rig_status rig_sim_fill_dummy_bf16(struct rig_stream *stream, void *dst,
+                                        const struct rig_dummy_piece *piece)
+{
+    RIG_ASSERT(dst != NULL && piece != NULL);
+    RIG_ASSERT(piece->rows > 0 && piece->cols > 0);
+    struct rig_sim_device *device = rig_sim_device_of(stream->device);
+    struct rig_sim_stream *sim_stream = rig_sim_stream_of(stream);
+    if (!rig_sim_memory_is_phantom(&device->memory, dst)) rig_dummy_fill_host(piece, dst);
+    int64_t start = rig_sim_clock_kernel_start(&device->clock, &device->profile,
+                                               device->profile.kernel_launch_host_ns,
+                                               sim_stream->ready_ns);
+    size_t bytes = (size_t)piece->rows * (size_t)piece->cols * sizeof(uint16_t);
+    int64_t duration = rig_sim_cost_fill_ns(&device->profile, bytes);
+    sim_stream->ready_ns = rig_sim_clock_kernel_run(&device->clock, start, duration);
+    device->stats.device_busy_ns += duration;
+    return RIG_OK;
+}
+
 int64_t rig_sim_now_ns(struct rig_device *device)
 {
     return rig_sim_device_of(device)->clock.host_ns;

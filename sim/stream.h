@@ -6,9 +6,10 @@
  *   event query         complete when the event's time is not after the host's;
  *   elapsed             difference of the two events' times.
  * Copies and fills run their bytes at issue (none when a side is phantom) and take their
- * modelled time: copies on the copy engine, fills on the compute engine. A copy from or to
- * host memory that is not pinned (rig_hal_host_is_pinned) also makes the host wait until it
- * ends, as CUDA's staged pageable copies do.
+ * modelled time: copies on the copy engine, fills on the compute engine (a dummy-weight fill
+ * is a fill whose values hal/dummy.h computes on the host). A copy from or to host memory
+ * that is not pinned (rig_hal_host_is_pinned) also makes the host wait until it ends, as
+ * CUDA's staged pageable copies do.
  * Threads: those of the device (hal.h).
  */
 #ifndef RIG_SIM_STREAM_H
@@ -31,6 +32,8 @@ enum rig_status rig_sim_memcpy_async(struct rig_stream *stream, void *dst, const
                                      size_t bytes, enum rig_copy_kind kind);
 enum rig_status rig_sim_fill_u32(struct rig_stream *stream, void *dst, uint32_t value,
                                  size_t count);
+enum rig_status rig_sim_fill_dummy_bf16(struct rig_stream *stream, void *dst,
+                                        const struct rig_dummy_piece *piece);
 int64_t rig_sim_now_ns(struct rig_device *device);
 void rig_sim_host_work_ns(struct rig_device *device, int64_t ns);
 void rig_sim_host_wait_until_ns(struct rig_device *device, int64_t t_ns);

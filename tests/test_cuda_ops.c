@@ -29,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "hal/dummy.h"
 #include "hal/hal_impl.h"
 #include "sim/kernels.h"
 #include "tests/support/test_support.h"
@@ -470,6 +471,121 @@ static void test_copy(void **state)
                                  (size_t)(rows * cols) * rig_dtype_size(pairs[c][1])};
         rig__expect_equal("copy", &used);
     }
+}
+
+/* --- seeded dummy weights ----------------------------------------------------------------- */
+
+#define RIG__MATRIX_SCALE (0.02f * 1.7320508f) /* core/model/weights.c: std 0.02 */
+
+struct rig__dummy_case {
+    const char *name;
+    float scale, offset;
+    int64_t width, row0, rows, col0, cols;
+    size_t at;       /* byte offset of the block in its buffer: 2 is not 8-aligned */
+    bool fma_probe;  /* holds elements whose bf16 an FMA (one rounding) would change */
+};
+
+/* Elements of the block `values` (the simulator's) whose bf16 would differ had offset +
+ * scale·u been one FMA: those that prove the kernel keeps the two roundings. */
+static int64_t rig__fma_sensitive(const struct rig_dummy_piece *p, const uint16_t *values)
+{
+    int64_t count = 0;
+    for (int64_t r = 0; r < p->rows; r++) {
+        for (int64_t c = 0; c < p->cols; c++) {
+            uint64_t index = (uint64_t)((p->row0 + r) * p->width + p->col0 + c);
+            uint32_t word = rig_dummy_words(p->seed, p->tag, index / 4).v[index % 4];
+            float u = 2.0f * rig_philox_u32_to_unit(word) - 1.0f;
+            count += values[r * p->cols + c] != rig_f32_to_bf16(fmaf(p->scale, u, p->offset));
+        }
+    }
+    return count;
+}
+
+/* Bytes of a block at `at` filled by rig_hal_buffer_fill_dummy on `device`, the rest of the
+ * buffer (and 16 bytes past the block) poisoned with 0xFF first; *ns: the fill's device time. */
+static uint8_t *rig__dummy_bytes(struct rig_device *device, const struct rig_dummy_piece *piece,
+                                 size_t at, size_t bytes, int64_t *ns)
+{
+    struct rig_stream *stream;
+    struct rig_buffer *buffer;
+    struct rig_event *start, *end;
+    uint8_t *back = malloc(bytes);
+    assert_non_null(back);
+    assert_int_equal(rig_hal_stream_create(device, &stream), RIG_OK);
+    assert_int_equal(rig_hal_buffer_alloc(device, bytes, RIG_MEMORY_WEIGHTS, &buffer), RIG_OK);
+    assert_int_equal(rig_hal_event_create(device, &start), RIG_OK);
+    assert_int_equal(rig_hal_event_create(device, &end), RIG_OK);
+    assert_int_equal(rig_hal_buffer_fill(stream, buffer, 0, 0xffffffffu, bytes / 4), RIG_OK);
+    assert_int_equal(rig_hal_event_record(start, stream), RIG_OK);
+    assert_int_equal(rig_hal_buffer_fill_dummy(stream, buffer, at, piece), RIG_OK);
+    assert_int_equal(rig_hal_event_record(end, stream), RIG_OK);
+    assert_int_equal(rig_hal_buffer_download(stream, buffer, 0, back, bytes), RIG_OK);
+    assert_int_equal(rig_hal_stream_synchronize(stream), RIG_OK);
+    assert_int_equal(rig_hal_event_elapsed_ns(start, end, ns), RIG_OK);
+    rig_hal_event_destroy(start);
+    rig_hal_event_destroy(end);
+    rig_hal_buffer_free(buffer);
+    rig_hal_stream_destroy(stream);
+    return back;
+}
+
+/* rig_hal_buffer_fill_dummy on the GPU writes exactly the simulator's bytes (0 differing),
+ * and nothing around the block: an embedding-sized block (Qwen3's 151936 x 1024, grid-stride
+ * over more threads than one grid), a TP rank's vocabulary rows of the LM head, the columns
+ * of a row-parallel o_proj, a norm weight, a bias block, a block whose rows end mid-group,
+ * and blocks whose width and first column are not multiples of 4 at a destination that is
+ * not 8-byte aligned (the kernel's scalar path), one of them with element indices past 2^34
+ * (the counter's high word); two probes hold elements whose bf16 an FMA-contracted offset +
+ * scale·u would change (10 of 16.8M at the norm weights' 1 ± 0.1, 67 of 1M at 1 ± 1.5), so
+ * equal bytes prove the kernel rounds twice, as the host does. */
+static void test_fill_dummy(void **state)
+{
+    (void)state;
+    static const struct rig__dummy_case cases[] = {
+        {"model.embed_tokens.weight", RIG__MATRIX_SCALE, 0, 1024, 0, 151936, 0, 1024, 0, false},
+        {"lm_head.weight", RIG__MATRIX_SCALE, 0, 4096, 113952, 37984, 0, 4096, 256, false},
+        {"model.layers.27.self_attn.o_proj.weight", RIG__MATRIX_SCALE, 0, 4096, 0, 4096, 2048,
+         2048, 8, false},
+        {"model.norm.weight", 0.1f, 1.0f, 1, 0, 4096, 0, 1, 0, false},
+        {"model.layers.0.self_attn.q_proj.bias", 0.02f, 0, 1, 896, 896, 0, 1, 2, false},
+        {"tail.weight", RIG__MATRIX_SCALE, 0, 1024, 3, 17, 4, 1018, 8, false},
+        {"odd.weight", RIG__MATRIX_SCALE, 0, 1003, 5, 333, 7, 995, 2, false},
+        {"odd.small", RIG__MATRIX_SCALE, 0, 3, 1, 7, 1, 2, 2, false},
+        {"odd.huge", RIG__MATRIX_SCALE, 0, 1048573, 65539, 3, 1048501, 71, 2, false},
+        {"probe.norm", 0.1f, 1.0f, 4096, 0, 4096, 0, 4096, 0, true},
+        {"probe.wide", 1.5f, 1.0f, 1000, 1, 1000, 3, 997, 2, true},
+    };
+    struct rig_device *sim;
+    rig_test_open_sim(1, false, &sim);
+    for (size_t i = 0; i < RIG_ARRAY_LEN(cases); i++) {
+        const struct rig__dummy_case *c = &cases[i];
+        struct rig_dummy_piece piece = {.seed = 0x9e3779b97f4a7c15ull + i,
+                                        .tag = rig_dummy_tag(c->name), .scale = c->scale,
+                                        .offset = c->offset, .width = c->width,
+                                        .row0 = c->row0, .col0 = c->col0, .rows = c->rows,
+                                        .cols = c->cols};
+        size_t block = (size_t)(c->rows * c->cols) * 2;
+        size_t bytes = (c->at + block + 16 + 3) / 4 * 4;
+        int64_t gpu_ns = 0, sim_ns = 0;
+        uint8_t *gpu = rig__dummy_bytes(rig__device, &piece, c->at, bytes, &gpu_ns);
+        uint8_t *ref = rig__dummy_bytes(sim, &piece, c->at, bytes, &sim_ns);
+        size_t differing = 0, untouched = 0;
+        for (size_t b = 0; b < bytes; b++) {
+            differing += gpu[b] != ref[b];
+            untouched += (b < c->at || b >= c->at + block) && gpu[b] == 0xff;
+        }
+        const uint16_t *values = (const uint16_t *)(ref + c->at);
+        int64_t sensitive = c->offset != 0 ? rig__fma_sensitive(&piece, values) : 0;
+        printf("    fill_dummy %-40s [%6lld, %4lld] at %3zu: %zu differing bytes (%lld "
+               "FMA-sensitive), %.3f ms\n", c->name, (long long)c->rows, (long long)c->cols,
+               c->at, differing, (long long)sensitive, gpu_ns / 1e6);
+        free(gpu);
+        free(ref);
+        if (differing != 0) fail_msg("%s: %zu bytes differ from the simulator", c->name, differing);
+        assert_int_equal(untouched, bytes - block);
+        if (c->fma_probe) assert_true(sensitive > 0);
+    }
+    rig_hal_close(sim);
 }
 
 /* --- GEMM ---------------------------------------------------------------------------------- */
@@ -2090,6 +2206,7 @@ int main(void)
         cmocka_unit_test(test_silu_mul),
         cmocka_unit_test(test_gather_and_index),
         cmocka_unit_test(test_copy),
+        cmocka_unit_test(test_fill_dummy),
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_gemm_decode_shapes),
         cmocka_unit_test(test_gemm_small_batch),

@@ -15,18 +15,21 @@
  * and the global index, so every TP degree sees the same model. Matrices are uniform with
  * standard deviation 0.02 (HF's initializer_range), norm weights 1 ± 0.1, biases ± 0.02:
  * small enough that activations stay finite through RMSNorm-ed layers, large enough that
- * logits are not all ties (vLLM's ±1e-3 makes every logit ~0).
+ * logits are not all ties (vLLM's ±1e-3 makes every logit ~0). The device generates them:
+ * one rig_hal_buffer_fill_dummy per piece, queued on the stream with one synchronize at the
+ * end (hal/dummy.h holds the value function, whose bits the simulator computes on the host
+ * and the CUDA kernel on the GPU), so a model with dummy weights starts with no host work
+ * per element and no upload. A checkpoint is read on the host and uploaded in chunks through
+ * one staging block, each chunk's copy waited for before the block is reused.
  */
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/model/model_impl.h"
 #include "core/model/safetensors.h"
-#include "hal/philox.h"
+#include "hal/dummy.h"
 
 enum rig__piece_kind {
     RIG__PIECE_MATRIX = 0,
@@ -45,7 +48,6 @@ struct rig__piece {
 
 #define RIG__PIECES_PER_LAYER 14
 #define RIG__PIECES_GLOBAL 4
-#define RIG__DUMMY_THREADS 32
 
 struct rig__plan_state {
     size_t cursor;               /* bytes carved so far */
@@ -207,76 +209,18 @@ static struct rig__piece *rig__pieces(const struct rig_model_config *c,
     return s.pieces;
 }
 
-static uint32_t rig__fnv1a(const char *text)
+/* The dummy values of piece `p` (see the file comment): scale and offset by its kind. */
+static struct rig_dummy_piece rig__dummy_of(const struct rig__piece *p, uint64_t seed)
 {
-    uint32_t hash = 2166136261u;
-    for (const char *p = text; *p != '\0'; p++) hash = (hash ^ (uint8_t)*p) * 16777619u;
-    return hash;
-}
-
-/* Seeded dummy values of a piece's block [rows, cols] (see the file comment). */
-static void rig__dummy_block(const struct rig__piece *p, uint64_t seed, int64_t row0,
-                             int64_t rows, uint16_t *out)
-{
-    uint32_t tag = rig__fnv1a(p->name);
-    int64_t width = p->full_cols == 0 ? 1 : p->full_cols;
     const float half_range = 0.02f * 1.7320508f; /* uniform with std 0.02 */
     float scale = p->kind == RIG__PIECE_NORM ? 0.1f
                   : p->kind == RIG__PIECE_BIAS ? 0.02f : half_range;
     float offset = p->kind == RIG__PIECE_NORM ? 1.0f : 0.0f;
-    for (int64_t r = 0; r < rows; r++) {
-        uint64_t first = (uint64_t)((row0 + r) * width + p->col0);
-        uint64_t block = UINT64_MAX;
-        struct rig_philox_out bits = {{0, 0, 0, 0}};
-        for (int64_t c = 0; c < p->cols; c++) {
-            uint64_t index = first + (uint64_t)c;
-            if (index / 4 != block) { /* one Philox call gives four elements */
-                block = index / 4;
-                bits = rig_philox4x32(seed, (uint32_t)block, (uint32_t)(block >> 32),
-                                      RIG_PHILOX_STREAM_WEIGHTS, tag);
-            }
-            float u = 2.0f * rig_philox_u32_to_unit(bits.v[index % 4]) - 1.0f; /* (-1, 1) */
-            out[r * p->cols + c] = rig_f32_to_bf16(offset + scale * u);
-        }
-    }
-}
-
-struct rig__dummy_job {
-    const struct rig__piece *piece;
-    uint64_t seed;
-    int64_t row0, rows;
-    uint16_t *out; /* [rows, piece->cols] */
-};
-
-static void *rig__dummy_thread(void *arg)
-{
-    struct rig__dummy_job *job = arg;
-    rig__dummy_block(job->piece, job->seed, job->row0, job->rows, job->out);
-    return NULL;
-}
-
-/* rig__dummy_block over up to RIG__DUMMY_THREADS threads: the values are a pure function of
- * the element index, so the split never changes them. A thread that cannot be started has
- * its rows done here instead. */
-static void rig__dummy_parallel(const struct rig__piece *p, uint64_t seed, int64_t row0,
-                                int64_t rows, uint16_t *out)
-{
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int64_t threads = cpus < 1 ? 1 : (cpus > RIG__DUMMY_THREADS ? RIG__DUMMY_THREADS : cpus);
-    if (rows * p->cols < (1 << 18) || threads > rows) threads = 1;
-    pthread_t ids[RIG__DUMMY_THREADS];
-    struct rig__dummy_job jobs[RIG__DUMMY_THREADS];
-    bool started[RIG__DUMMY_THREADS] = {false};
-    for (int64_t t = 0; t < threads; t++) {
-        int64_t begin = rows * t / threads, end = rows * (t + 1) / threads;
-        jobs[t] = (struct rig__dummy_job){p, seed, row0 + begin, end - begin,
-                                          out + begin * p->cols};
-        if (t > 0) started[t] = pthread_create(&ids[t], NULL, rig__dummy_thread, &jobs[t]) == 0;
-    }
-    for (int64_t t = 0; t < threads; t++)
-        if (!started[t]) rig__dummy_thread(&jobs[t]);
-    for (int64_t t = 1; t < threads; t++)
-        if (started[t]) pthread_join(ids[t], NULL);
+    return (struct rig_dummy_piece){.seed = seed, .tag = rig_dummy_tag(p->name),
+                                    .scale = scale, .offset = offset,
+                                    .width = p->full_cols == 0 ? 1 : p->full_cols,
+                                    .row0 = p->row0, .col0 = p->col0, .rows = p->rows,
+                                    .cols = p->cols};
 }
 
 /* Checks one piece's HF tensor: present, the shape the config implies, a float dtype. */
@@ -357,7 +301,8 @@ static enum rig_status rig__check_finite(const struct rig__piece *p, int64_t row
     return RIG_E_RANGE;
 }
 
-/* Uploads one piece in chunks of rows through `staging` (RIG__STAGING_BYTES). */
+/* Uploads one piece of the checkpoint in chunks of rows through `staging`
+ * (RIG__STAGING_BYTES), waiting for each chunk's copy before the next reuses it. */
 static enum rig_status rig__load_piece(struct rig_model *model, const struct rig__piece *p,
                                        const struct rig_safetensors *st,
                                        const struct rig_weights_source *source,
@@ -367,26 +312,70 @@ static enum rig_status rig__load_piece(struct rig_model *model, const struct rig
     size_t row_bytes = (size_t)p->cols * sizeof(uint16_t);
     int64_t chunk = (int64_t)(RIG__STAGING_BYTES / row_bytes);
     RIG_ASSERT(chunk >= 1);
-    const struct rig_safetensors_tensor *t = st != NULL ? rig_safetensors_find(st, p->name) : NULL;
-    RIG_ASSERT(st == NULL || t != NULL); /* checked by rig__weights_check */
+    const struct rig_safetensors_tensor *t = rig_safetensors_find(st, p->name);
+    RIG_ASSERT(t != NULL); /* checked by rig__weights_check */
     for (int64_t done = 0; done < p->rows; done += chunk) {
         int64_t rows = p->rows - done < chunk ? p->rows - done : chunk;
         enum rig_status status = RIG_OK;
-        if (t != NULL) {
-            rig_safetensors_read_bf16(t, p->row0 + done, rows, p->col0, p->cols, staging);
-            if (!source->skip_weight_check)
-                status = rig__check_finite(p, p->row0 + done, rows, staging, error, error_len);
-            if (status != RIG_OK) return status;
-        } else {
-            rig__dummy_parallel(p, source->dummy_seed, p->row0 + done, rows, staging);
-        }
-        status = rig_hal_buffer_upload(
-            stream, model->weights_buffer, p->dst_offset + (size_t)done * row_bytes, staging,
-            (size_t)rows * row_bytes);
+        rig_safetensors_read_bf16(t, p->row0 + done, rows, p->col0, p->cols, staging);
+        if (!source->skip_weight_check)
+            status = rig__check_finite(p, p->row0 + done, rows, staging, error, error_len);
+        if (status == RIG_OK)
+            status = rig_hal_buffer_upload(stream, model->weights_buffer,
+                                           p->dst_offset + (size_t)done * row_bytes, staging,
+                                           (size_t)rows * row_bytes);
         if (status == RIG_OK) status = rig_hal_stream_synchronize(stream);
         if (status != RIG_OK) return status;
     }
     return RIG_OK;
+}
+
+/* Zeroes the whole weights buffer: vocabulary rows past V must be zero (their logits are
+ * sliced off, but the embedding of an out-of-range id must not read garbage either). */
+static enum rig_status rig__zero(struct rig_model *model, struct rig_stream *stream)
+{
+    size_t words = rig_hal_buffer_size(model->weights_buffer) / 4;
+    return rig_hal_buffer_fill(stream, model->weights_buffer, 0, 0, words);
+}
+
+/* Every piece from the checkpoint at source->path, read on the host and uploaded; nothing
+ * is issued before the checkpoint has opened and passed its checks. */
+static enum rig_status rig__load_checkpoint(struct rig_model *model,
+                                            const struct rig_weights_source *source,
+                                            const struct rig__piece *pieces, int32_t count,
+                                            struct rig_stream *stream, char *error,
+                                            size_t error_len)
+{
+    uint16_t *staging = malloc(RIG__STAGING_BYTES);
+    if (staging == NULL) {
+        snprintf(error, error_len, "out of host memory");
+        return RIG_E_NO_MEMORY;
+    }
+    struct rig_safetensors *st = NULL;
+    enum rig_status status = rig_safetensors_open(source->path, &st, error, error_len);
+    if (status == RIG_OK)
+        status = rig__check_all(st, source->path, pieces, count, error, error_len);
+    if (status == RIG_OK) status = rig__zero(model, stream);
+    for (int32_t i = 0; i < count && status == RIG_OK; i++)
+        status = rig__load_piece(model, &pieces[i], st, source, stream, staging, error,
+                                 error_len);
+    rig_safetensors_close(st);
+    free(staging);
+    return status;
+}
+
+/* Every piece's dummy values, generated on the device: one fill per piece, queued. */
+static enum rig_status rig__load_dummy(struct rig_model *model, uint64_t seed,
+                                       const struct rig__piece *pieces, int32_t count,
+                                       struct rig_stream *stream)
+{
+    enum rig_status status = rig__zero(model, stream);
+    for (int32_t i = 0; i < count && status == RIG_OK; i++) {
+        struct rig_dummy_piece piece = rig__dummy_of(&pieces[i], seed);
+        status = rig_hal_buffer_fill_dummy(stream, model->weights_buffer, pieces[i].dst_offset,
+                                           &piece);
+    }
+    return status;
 }
 
 enum rig_status rig__weights_load(struct rig_model *model, const struct rig_weights_source *source,
@@ -395,25 +384,17 @@ enum rig_status rig__weights_load(struct rig_model *model, const struct rig_weig
     if (rig_hal_device_info(model->device)->timing_only) return RIG_OK; /* phantom weights */
     int32_t count = 0;
     struct rig__piece *pieces = rig__pieces(&model->config, &model->dims, &count);
-    uint16_t *staging = malloc(RIG__STAGING_BYTES);
-    struct rig_safetensors *st = NULL;
-    enum rig_status status = pieces != NULL && staging != NULL ? RIG_OK : RIG_E_NO_MEMORY;
-    if (status != RIG_OK) snprintf(error, error_len, "out of host memory");
-    if (status == RIG_OK && source->path != NULL)
-        status = rig_safetensors_open(source->path, &st, error, error_len);
-    if (status == RIG_OK && st != NULL)
-        status = rig__check_all(st, source->path, pieces, count, error, error_len);
-    /* Zero first: vocabulary rows past V must be zero (their logits are sliced off, but
-     * the embedding of an out-of-range id must not read garbage either). */
-    size_t words = rig_hal_buffer_size(model->weights_buffer) / 4;
-    if (status == RIG_OK) status = rig_hal_buffer_fill(stream, model->weights_buffer, 0, 0, words);
-    for (int32_t i = 0; i < count && status == RIG_OK; i++)
-        status = rig__load_piece(model, &pieces[i], st, source, stream, staging, error,
-                                 error_len);
+    if (pieces == NULL) {
+        snprintf(error, error_len, "out of host memory");
+        return RIG_E_NO_MEMORY;
+    }
+    enum rig_status status =
+        source->path != NULL
+            ? rig__load_checkpoint(model, source, pieces, count, stream, error, error_len)
+            : rig__load_dummy(model, source->dummy_seed, pieces, count, stream);
+    if (status == RIG_OK) status = rig_hal_stream_synchronize(stream); /* the load's one wait */
     if (status != RIG_OK && error[0] == '\0')
-        snprintf(error, error_len, "uploading weights: %s", rig_status_message(status));
-    rig_safetensors_close(st);
-    free(staging);
+        snprintf(error, error_len, "loading weights: %s", rig_status_message(status));
     free(pieces);
     return status;
 }
