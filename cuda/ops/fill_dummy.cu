@@ -13,6 +13,8 @@
 #include "cuda/ops/common.cuh"
 #include "cuda/ops/fill_dummy.cuh"
 
+RIG_CUDA_MODULE(fill_dummy)
+
 static __global__ void rig__fill_dummy_kernel(uint16_t *dst, struct rig_dummy_piece piece,
                                               int64_t groups_per_row, int64_t total)
 {
