@@ -48,7 +48,7 @@ mkdir -p "$out/bin" "$out/lib" "$out/tests"
 cp "$build/rig" "$out/bin/"
 # GPU tests only by default: the device tool carries at most 64 MiB with the checkout, and
 # the CPU tests run in CI anyway. RIG_BUNDLE_ALL_TESTS=1 takes every test binary.
-pattern='test_cuda_*'
+pattern='test_*cuda*'
 if [[ ${RIG_BUNDLE_ALL_TESTS:-0} == 1 ]]; then pattern='test_*'; fi
 for test in "$build"/tests/$pattern; do
     if [[ -f $test && -x $test ]]; then cp "$test" "$out/tests/"; fi
@@ -96,14 +96,15 @@ RUN
 
 cat >"$out/run-gpu-tests.sh" <<'TESTS'
 #!/usr/bin/env bash
-# run-gpu-tests.sh — runs every GPU test of this bundle (tests/test_cuda_*), or with --all
-# every test binary, then the scenarios in RIG_GPU_SCENARIOS (default: quickstart) with
-# `rig run --backend cuda`, and prints one summary line per item and a total. Logs go to
-# $RIG_LOG_DIR (default: ./gpu-test-logs). Exit status 0 only when nothing failed.
+# run-gpu-tests.sh — runs every GPU test of this bundle (tests/test_*cuda*: test_cuda_ops and
+# test_engine_cuda), or with --all every test binary, then the scenarios in RIG_GPU_SCENARIOS
+# (default: quickstart) with `rig run --backend cuda`, and prints one summary line per item and
+# a total. Logs go to $RIG_LOG_DIR (default: ./gpu-test-logs). Exit status 0 only when nothing
+# failed.
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 logs=${RIG_LOG_DIR:-$PWD/gpu-test-logs}
 mkdir -p "$logs"
-pattern='test_cuda_*'
+pattern='test_*cuda*'
 if [[ ${1:-} == --all ]]; then pattern='test_*'; fi
 echo "== device"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 || true
