@@ -41,6 +41,8 @@
  * gets a kernel that traps, and the launcher takes this path only on a 9.0 device.
  */
 #include <cuda_bf16.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cuda/ops/attention_common.cuh"
 #include "cuda/ops/attention_prefill.cuh"
@@ -67,7 +69,7 @@ template <int WG> struct rig__wg_shape {
     static constexpr size_t SHARED = Q_BYTES + 4 * (size_t)TILE_BYTES + 1024; /* + alignment */
 };
 
-/* What a block works on, found from cu_q by its first thread. */
+/* What a block works on for one work item, found from cu_q by each thread (rig__wg_next). */
 struct rig__wg_place {
     const int32_t *slots; /* [keys] the request's page-table row */
     int64_t q_begin;      /* first token of the request in q and out */
@@ -133,6 +135,22 @@ static __device__ __forceinline__ void rig__wg_fence_async(void)
 static __device__ __forceinline__ void rig__wg_named_sync(int id)
 {
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "n"(RIG__WG_THREAD) : "memory");
+}
+
+/* The ping-pong between two consumer warpgroups (FA3): warpgroup w waits on barrier
+ * RIG__WG_TURN + w for its turn to issue its GEMMs, then hands the turn to the other one; 256
+ * threads: the 128 waiting plus the 128 that arrived. */
+#define RIG__WG_TURN 3
+static __device__ __forceinline__ void rig__wg_turn_wait(int wg)
+{
+    asm volatile("bar.sync %0, %1;\n" ::"r"(RIG__WG_TURN + wg), "n"(2 * RIG__WG_THREAD)
+                 : "memory");
+}
+
+static __device__ __forceinline__ void rig__wg_turn_give(int to)
+{
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(RIG__WG_TURN + to), "n"(2 * RIG__WG_THREAD)
+                 : "memory");
 }
 
 /* Descriptor of a 128-byte-swizzled operand at shared address `address` (1024-aligned atoms;
@@ -281,35 +299,42 @@ static __device__ __forceinline__ void rig__wg_gather(const uint16_t *head, int6
     }
 }
 
+/* The producer's part of one work item: tiles it0 .. it0 + tiles - 1 of the block's running
+ * count (stage it % 2, its (it / 2)-th use), so that it runs on into the next item while the
+ * consumers finish this one. The page-table slot of the next tile is read a tile ahead. */
 template <int WG>
 static __device__ void rig__wg_produce(const struct rig_cuda_attention_args *a,
                                        const struct rig__wg_place *place, uint32_t k_tiles,
-                                       uint32_t v_tiles, uint32_t bars, int kv_head)
+                                       uint32_t v_tiles, uint32_t bars, int kv_head, int it0)
 {
     using S = rig__wg_shape<WG>;
     int t = (int)threadIdx.x - WG * RIG__WG_THREAD, warp = t / 32, lane = t % 32;
     const uint16_t *k_head = a->k_cache + kv_head * a->cache_stride_h;
     const uint16_t *v_head = a->v_cache + kv_head * a->cache_stride_h;
     int tiles = (int)rig_cuda_div_up(place->keys, RIG__WG_BN);
+    int key = 32 * warp + lane;
+    int slot_next = key < place->keys ? place->slots[key] : 0;
     for (int j = 0; j < tiles; j++) {
-        int stage = j & 1, key0 = j * RIG__WG_BN, key = key0 + 32 * warp + lane;
-        int slot = key < place->keys ? place->slots[key] : 0;
-        uint32_t parity = (uint32_t)((j >> 1) - 1) & 1;
-        if (j >= 2) rig__wg_bar_wait(bars + 8 * (RIG__EMPTY_K + stage), parity);
+        int it = it0 + j, stage = it & 1, key0 = j * RIG__WG_BN;
+        int slot = slot_next;
+        key = key0 + RIG__WG_BN + 32 * warp + lane;
+        slot_next = key < place->keys ? place->slots[key] : 0;
+        uint32_t parity = (uint32_t)((it >> 1) - 1) & 1;
+        if (it >= 2) rig__wg_bar_wait(bars + 8 * (RIG__EMPTY_K + stage), parity);
         rig__wg_gather(k_head, a->cache_stride_s, k_tiles + stage * S::TILE_BYTES, slot, key0,
                        place->keys, warp, lane);
         rig__wg_bar_arrive_copies(bars + 8 * (RIG__FULL_K + stage));
-        if (j >= 2) rig__wg_bar_wait(bars + 8 * (RIG__EMPTY_V + stage), parity);
+        if (it >= 2) rig__wg_bar_wait(bars + 8 * (RIG__EMPTY_V + stage), parity);
         rig__wg_gather(v_head, a->cache_stride_s, v_tiles + stage * S::TILE_BYTES, slot, key0,
                        place->keys, warp, lane);
         rig__wg_bar_arrive_copies(bars + 8 * (RIG__FULL_V + stage));
     }
-    asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
 
-/* Scales into log2 units, masks when MASK (key > the row's position, which also covers the
- * zero-filled keys past the block's last), exponentiates in place; updates the running max and
- * sum; alpha: the factor the rows' O must be rescaled by. As rig__fa_softmax, BN = 128. */
+/* Masks when MASK (key > the row's position, which also covers the zero-filled keys past the
+ * block's last), exponentiates in place as exp2(s * scale_log2 - m * scale_log2), one FFMA an
+ * element (m, l: the rows' running max in raw score units and sum; scale_log2 > 0, which the
+ * launcher checks); alpha: the factor the rows' O must be rescaled by. BN = 128. */
 template <bool MASK>
 static __device__ __forceinline__ void rig__wg_softmax(float (&s)[64], float (&m)[2], float (&l)[2],
                                                        const int (&position)[2], int key0,
@@ -321,28 +346,26 @@ static __device__ __forceinline__ void rig__wg_softmax(float (&s)[64], float (&m
     for (int j = 0; j < 16; j++) {
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-            float x = s[4 * j + e] * scale_log2;
-            if (MASK && key_lane + j * 8 + (e & 1) > position[e / 2]) x = -INFINITY;
-            s[4 * j + e] = x;
-            tile_max[e / 2] = fmaxf(tile_max[e / 2], x);
+            if (MASK && key_lane + j * 8 + (e & 1) > position[e / 2]) s[4 * j + e] = -INFINITY;
+            tile_max[e / 2] = fmaxf(tile_max[e / 2], s[4 * j + e]);
         }
     }
+    float base[2];
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 1));
         tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 2));
         float m_new = fmaxf(m[h], tile_max[h]);
-        float base = m_new == -INFINITY ? 0.0f : m_new; /* a row with nothing visible yet */
-        alpha[h] = rig__wg_exp2(m[h] - base);
+        base[h] = m_new == -INFINITY ? 0.0f : m_new * scale_log2; /* nothing visible yet */
+        alpha[h] = rig__wg_exp2(m[h] * scale_log2 - base[h]);
         m[h] = m_new;
-        tile_max[h] = base;
     }
     float sum[2] = {0.0f, 0.0f};
 #pragma unroll
     for (int j = 0; j < 16; j++) {
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-            s[4 * j + e] = rig__wg_exp2(s[4 * j + e] - tile_max[e / 2]);
+            s[4 * j + e] = rig__wg_exp2(fmaf(s[4 * j + e], scale_log2, -base[e / 2]));
             sum[e / 2] += s[4 * j + e];
         }
     }
@@ -426,7 +449,8 @@ rig__wg_load_q(const struct rig_cuda_attention_args *a, const struct rig__wg_pla
 }
 
 /* Normalises the rows, stages them as bf16 in the warpgroup's own Q rows (every wgmma that
- * read them has completed) and writes them out with 16-byte stores. */
+ * read them has completed) and writes them out with 16-byte stores; returns once every thread
+ * of the warpgroup has read its rows back. */
 template <int WG>
 static __device__ __forceinline__ void
 rig__wg_store(const struct rig_cuda_attention_args *a, const struct rig__wg_place *place,
@@ -462,13 +486,18 @@ rig__wg_store(const struct rig_cuda_attention_args *a, const struct rig__wg_plac
         *reinterpret_cast<uint4 *>(out) =
             *reinterpret_cast<const uint4 *>(window + (at - window_address));
     }
+    rig__wg_named_sync(1 + wg); /* the rows are read out before the next item's Q lands */
 }
 
-/* Everything one consumer warpgroup does, see the file header for the pipeline. */
-template <int WG>
+/* Everything one consumer warpgroup does for one work item, tiles it0 .. of the block's
+ * running count (see rig__wg_produce); the file header has the pipeline. PINGPONG (2 consumer
+ * warpgroups): each issues its GEMMs only in its turn, so that one's softmax runs while the
+ * other's GEMMs hold the tensor cores; per item warpgroup 0 gives itself the first turn and
+ * warpgroup 1 does not give back its last, so every barrier phase completes within the item. */
+template <int WG, bool PINGPONG>
 static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
                                        const struct rig__wg_place *place, char *window,
-                                       uint32_t bars, int kv_head, int group)
+                                       uint32_t bars, int kv_head, int group, int it0)
 {
     using S = rig__wg_shape<WG>;
     int wg = (int)threadIdx.x / RIG__WG_THREAD, t = (int)threadIdx.x % RIG__WG_THREAD;
@@ -491,13 +520,17 @@ static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
     const float scale_log2 = a->scale * 1.4426950408889634f;
     int tiles = (int)rig_cuda_div_up(place->keys, RIG__WG_BN);
     if (tiles > 0) {
-        rig__wg_bar_wait(bars + 8 * RIG__FULL_K, 0);
+        int stage = it0 & 1;
+        if (PINGPONG && wg == 0) rig__wg_turn_give(0);
+        rig__wg_bar_wait(bars + 8 * (RIG__FULL_K + stage), (uint32_t)(it0 >> 1) & 1);
         rig__wg_fence_async();
-        rig__wg_scores<WG>(s, q_rows, k_tiles);
+        if (PINGPONG) rig__wg_turn_wait(wg);
+        rig__wg_scores<WG>(s, q_rows, k_tiles + stage * S::TILE_BYTES);
+        if (PINGPONG && (wg == 0 || tiles > 1)) rig__wg_turn_give(1 - wg);
         rig__wg_wait<0>();
         rig__wg_pin(s);
         __syncwarp();
-        if (lane == 0) rig__wg_bar_arrive(bars + 8 * RIG__EMPTY_K);
+        if (lane == 0) rig__wg_bar_arrive(bars + 8 * (RIG__EMPTY_K + stage));
         if (place->open_tiles > 0)
             rig__wg_softmax<false>(s, m, l, position, 0, scale_log2, alpha);
         else
@@ -505,13 +538,14 @@ static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
         rig__wg_probabilities(p, s);
     }
     for (int j = 1; j < tiles; j++) {
-        int stage = j & 1, prev = 1 - stage;
-        rig__wg_bar_wait(bars + 8 * (RIG__FULL_K + stage), (uint32_t)(j >> 1) & 1);
+        int it = it0 + j, stage = it & 1, prev = 1 - stage;
+        rig__wg_bar_wait(bars + 8 * (RIG__FULL_K + stage), (uint32_t)(it >> 1) & 1);
+        rig__wg_bar_wait(bars + 8 * (RIG__FULL_V + prev), (uint32_t)((it - 1) >> 1) & 1);
         rig__wg_fence_async();
+        if (PINGPONG) rig__wg_turn_wait(wg);
         rig__wg_scores<WG>(s, q_rows, k_tiles + stage * S::TILE_BYTES);
-        rig__wg_bar_wait(bars + 8 * (RIG__FULL_V + prev), (uint32_t)((j - 1) >> 1) & 1);
-        rig__wg_fence_async();
         rig__wg_values(o, p, v_tiles + prev * S::TILE_BYTES);
+        if (PINGPONG && (wg == 0 || j + 1 < tiles)) rig__wg_turn_give(1 - wg);
         rig__wg_wait<1>();
         rig__wg_pin(s);
         __syncwarp();
@@ -529,36 +563,54 @@ static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
         rig__wg_probabilities(p, s);
     }
     if (tiles > 0) {
-        int last = (tiles - 1) & 1;
-        rig__wg_bar_wait(bars + 8 * (RIG__FULL_V + last), (uint32_t)((tiles - 1) >> 1) & 1);
+        int last = (it0 + tiles - 1) & 1;
+        rig__wg_bar_wait(bars + 8 * (RIG__FULL_V + last), (uint32_t)((it0 + tiles - 1) >> 1) & 1);
         rig__wg_fence_async();
         rig__wg_values(o, p, v_tiles + last * S::TILE_BYTES);
         rig__wg_wait<0>();
         rig__wg_pin(o);
         rig__wg_pin(p);
+        __syncwarp();
+        if (lane == 0) rig__wg_bar_arrive(bars + 8 * (RIG__EMPTY_V + last));
     }
     rig__wg_store<WG>(a, place, o, l, q_tile, window, wg, t, kv_head, group);
 }
 
 #endif /* __CUDA_ARCH_FEAT_SM90_ALL */
 
-/* Grid: one block per (row tile, KV head), KV head fastest, row tiles in reverse (the longest
- * causal tiles start first); the spare blocks of the upper bound leave at once. */
-template <int WG>
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+/* Places the block's item of round `round` (see rig__wg_kernel); false when it has no more. */
+template <int BM>
+static __device__ __forceinline__ bool rig__wg_next(const struct rig_cuda_attention_args *a,
+                                                    int items, int round,
+                                                    struct rig__wg_place *place, int *kv_head)
+{
+    int heads_kv = (int)a->heads_kv, blocks = (int)gridDim.x, block = (int)blockIdx.x;
+    int item = round * blocks + ((round & 1) ? blocks - 1 - block : block);
+    if (item >= items) return false;
+    int group = (int)(a->heads_q / a->heads_kv);
+    rig__wg_find<BM>(a, group, (int64_t)(items / heads_kv - 1 - item / heads_kv), place);
+    *kv_head = item % heads_kv;
+    return true;
+}
+#endif
+
+/* Work items: one per (row tile, KV head), KV head fastest, row tiles in reverse (the longest
+ * causal tiles first), `items` of them (an upper bound from the host; device lengths decide
+ * which exist, the rest are skipped). Block i takes items i, then 2G - 1 - i, then 2G + i, ...
+ * (G blocks, the order snaking so that every block gets a like share of long and short items);
+ * with G = items that is one item a block. Every thread places each of its items itself. */
+template <int WG, bool PINGPONG>
 static __global__ void __launch_bounds__(rig__wg_shape<WG>::THREADS, 1)
-    rig__wg_kernel(struct rig_cuda_attention_args a)
+    rig__wg_kernel(struct rig_cuda_attention_args a, int items)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using S = rig__wg_shape<WG>;
     extern __shared__ __align__(1024) char rig__wg_shared[];
-    __shared__ struct rig__wg_place place;
     __shared__ __align__(8) uint64_t barriers[RIG__BARRIERS];
-    int heads_kv = (int)a.heads_kv, group = (int)(a.heads_q / a.heads_kv);
-    int kv_head = (int)(blockIdx.x % (unsigned)heads_kv);
-    int64_t b = (int64_t)(gridDim.x / heads_kv) - 1 - (int64_t)(blockIdx.x / heads_kv);
+    int group = (int)(a.heads_q / a.heads_kv);
     uint32_t bars = rig__wg_smem(barriers);
     if (threadIdx.x == 0) {
-        rig__wg_find<S::BM>(&a, group, b, &place);
         for (int i = 0; i < 2; i++) {
             rig__wg_bar_init(bars + 8 * (RIG__FULL_K + i), RIG__WG_THREAD);
             rig__wg_bar_init(bars + 8 * (RIG__FULL_V + i), RIG__WG_THREAD);
@@ -568,41 +620,69 @@ static __global__ void __launch_bounds__(rig__wg_shape<WG>::THREADS, 1)
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
-    if (place.keys < 0) return;
     uint32_t base = rig__wg_smem(rig__wg_shared);
     char *window = rig__wg_shared + (((base + 1023) & ~1023u) - base);
     uint32_t aligned = rig__wg_smem(window);
+    /* setmaxnreg takes effect only with each role one branch of a single if/else. */
     if ((int)threadIdx.x >= WG * RIG__WG_THREAD) {
         if constexpr (WG > 1)
             asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(RIG__WG_PRODUCER_REGS)
                          : "memory");
-        rig__wg_produce<WG>(&a, &place, aligned + S::Q_BYTES,
-                            aligned + S::Q_BYTES + 2 * S::TILE_BYTES, bars, kv_head);
+        struct rig__wg_place place;
+        int kv_head;
+        for (int round = 0, it0 = 0; rig__wg_next<S::BM>(&a, items, round, &place, &kv_head);
+             round++) {
+            if (place.keys < 0) continue;
+            rig__wg_produce<WG>(&a, &place, aligned + S::Q_BYTES,
+                                aligned + S::Q_BYTES + 2 * S::TILE_BYTES, bars, kv_head, it0);
+            it0 += (int)rig_cuda_div_up(place.keys, RIG__WG_BN);
+        }
+        asm volatile("cp.async.wait_all;\n" ::: "memory");
     } else {
         if constexpr (WG > 1)
             asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(RIG__WG_CONSUMER_REGS)
                          : "memory");
-        rig__wg_consume<WG>(&a, &place, window, bars, kv_head, group);
+        struct rig__wg_place place;
+        int kv_head;
+        for (int round = 0, it0 = 0; rig__wg_next<S::BM>(&a, items, round, &place, &kv_head);
+             round++) {
+            if (place.keys < 0) continue;
+            rig__wg_consume<WG, PINGPONG>(&a, &place, window, bars, kv_head, group, it0);
+            it0 += (int)rig_cuda_div_up(place.keys, RIG__WG_BN);
+        }
     }
 #else
     (void)a;
+    (void)items;
     __trap(); /* the launcher takes this path only on devices the sm_90a build serves */
 #endif
 }
 
-template <int WG>
+/* RIG_PREFILL_WGMMA_PINGPONG=0 turns the ping-pong off, RIG_PREFILL_WGMMA_PERSISTENT=0 the
+ * persistent grid (testing and timing switches; both on when unset). */
+static bool rig__wg_switch(const char *name)
+{
+    const char *value = getenv(name);
+    return value == NULL || strcmp(value, "0") != 0;
+}
+
+template <int WG, bool PINGPONG>
 static enum rig_status rig__wg_launch(const struct rig_cuda_launch *launch,
                                       const struct rig_cuda_attention_args *a)
 {
     using S = rig__wg_shape<WG>;
     if (S::SHARED > launch->shared_optin_bytes) return RIG_E_UNSUPPORTED;
     int64_t group = a->heads_q / a->heads_kv;
-    int64_t tiles = rig_cuda_div_up(a->rows * group, S::BM) + a->requests;
-    if (tiles * a->heads_kv > INT32_MAX) return RIG_E_UNSUPPORTED;
-    RIG_CUDA_TRY(cudaFuncSetAttribute(rig__wg_kernel<WG>,
+    int64_t items = (rig_cuda_div_up(a->rows * group, S::BM) + a->requests) * a->heads_kv;
+    if (items > INT32_MAX / 2) return RIG_E_UNSUPPORTED;
+    /* Placing an item scans the requests, so a persistent block (several items) only for few. */
+    int64_t blocks = items;
+    if (a->requests <= 16 && rig__wg_switch("RIG_PREFILL_WGMMA_PERSISTENT"))
+        blocks = items < launch->sm_count ? items : launch->sm_count;
+    RIG_CUDA_TRY(cudaFuncSetAttribute(rig__wg_kernel<WG, PINGPONG>,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)S::SHARED));
-    dim3 grid((unsigned)(tiles * a->heads_kv));
-    rig__wg_kernel<WG><<<grid, S::THREADS, S::SHARED, launch->stream>>>(*a);
+    rig__wg_kernel<WG, PINGPONG><<<(unsigned)blocks, S::THREADS, S::SHARED, launch->stream>>>(
+        *a, (int)items);
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
 }
@@ -612,10 +692,17 @@ enum rig_status rig_cuda_attention_prefill_wgmma(const struct rig_cuda_launch *l
                                                  bool two_consumers)
 {
     if (a->head_dim != RIG__WG_D || launch->compute_capability != 90) return RIG_E_UNSUPPORTED;
-    /* Two consumer warpgroups a block unless that leaves multiprocessors idle (short chunks:
-     * 512 tokens at GQA 2 is 64 blocks of 128 rows on 132 SMs, 128 of 64 rows). */
+    if (!(a->scale > 0.0f)) return RIG_E_UNSUPPORTED; /* the softmax folds it into exp2 */
+    /* One consumer warpgroup a block while its blocks fit the multiprocessors in one round
+     * (512 tokens at GQA 2: 128 blocks of 64 rows on 132 SMs), two beyond (900 tokens: 232
+     * blocks of 64 rows would take two rounds, 120 of 128 rows take one).
+     * RIG_PREFILL_WGMMA_CONSUMERS=1 or 2 forces the count (a timing switch). */
     int64_t group = a->heads_q / a->heads_kv;
-    int64_t blocks_two = rig_cuda_div_up(a->rows * group, 2 * RIG__WG_ROWS) * a->heads_kv;
-    if (!two_consumers && blocks_two < launch->sm_count) return rig__wg_launch<1>(launch, a);
-    return rig__wg_launch<2>(launch, a);
+    int64_t blocks_one = rig_cuda_div_up(a->rows * group, RIG__WG_ROWS) * a->heads_kv;
+    const char *forced = getenv("RIG_PREFILL_WGMMA_CONSUMERS");
+    bool one = blocks_one <= launch->sm_count;
+    if (forced != NULL && forced[0] != '\0') one = strcmp(forced, "1") == 0;
+    if (one && !two_consumers) return rig__wg_launch<1, false>(launch, a);
+    if (rig__wg_switch("RIG_PREFILL_WGMMA_PINGPONG")) return rig__wg_launch<2, true>(launch, a);
+    return rig__wg_launch<2, false>(launch, a);
 }
