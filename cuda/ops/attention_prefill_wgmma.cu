@@ -61,12 +61,12 @@ RIG_CUDA_MODULE(attention_prefill_wgmma)
 #endif
 
 /* Shape of one instantiation: WG consumer warpgroups and one producer warpgroup. */
-template <int WG> struct rig__wg_shape {
+template <int WG, int ST = 2> struct rig__wg_shape {
     static constexpr int BM = WG * RIG__WG_ROWS;
     static constexpr int THREADS = (WG + 1) * RIG__WG_THREAD;
     static constexpr uint32_t Q_BYTES = BM * RIG__WG_D * 2;
     static constexpr uint32_t TILE_BYTES = RIG__WG_BN * RIG__WG_D * 2;        /* one K or V stage */
-    static constexpr size_t SHARED = Q_BYTES + 4 * (size_t)TILE_BYTES + 1024; /* + alignment */
+    static constexpr size_t SHARED = Q_BYTES + 2 * ST * (size_t)TILE_BYTES + 1024; /* + align */
 };
 
 /* What a block works on for one work item, found from cu_q by each thread (rig__wg_next). */
@@ -81,7 +81,7 @@ struct rig__wg_place {
 };
 
 /* Barriers of the K/V pipeline, each an mbarrier (8 bytes) in static shared memory. */
-enum { RIG__FULL_K = 0, RIG__FULL_V = 2, RIG__EMPTY_K = 4, RIG__EMPTY_V = 6, RIG__BARRIERS = 8 };
+enum { RIG__FULL_K = 0, RIG__FULL_V = 4, RIG__EMPTY_K = 8, RIG__EMPTY_V = 12, RIG__BARRIERS = 16 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
@@ -302,12 +302,12 @@ static __device__ __forceinline__ void rig__wg_gather(const uint16_t *head, int6
 /* The producer's part of one work item: tiles it0 .. it0 + tiles - 1 of the block's running
  * count (stage it % 2, its (it / 2)-th use), so that it runs on into the next item while the
  * consumers finish this one. The page-table slot of the next tile is read a tile ahead. */
-template <int WG>
+template <int WG, int ST>
 static __device__ void rig__wg_produce(const struct rig_cuda_attention_args *a,
                                        const struct rig__wg_place *place, uint32_t k_tiles,
                                        uint32_t v_tiles, uint32_t bars, int kv_head, int it0)
 {
-    using S = rig__wg_shape<WG>;
+    using S = rig__wg_shape<WG, ST>;
     int t = (int)threadIdx.x - WG * RIG__WG_THREAD, warp = t / 32, lane = t % 32;
     const uint16_t *k_head = a->k_cache + kv_head * a->cache_stride_h;
     const uint16_t *v_head = a->v_cache + kv_head * a->cache_stride_h;
@@ -315,16 +315,16 @@ static __device__ void rig__wg_produce(const struct rig_cuda_attention_args *a,
     int key = 32 * warp + lane;
     int slot_next = key < place->keys ? place->slots[key] : 0;
     for (int j = 0; j < tiles; j++) {
-        int it = it0 + j, stage = it & 1, key0 = j * RIG__WG_BN;
+        int it = it0 + j, stage = it % ST, key0 = j * RIG__WG_BN;
         int slot = slot_next;
         key = key0 + RIG__WG_BN + 32 * warp + lane;
         slot_next = key < place->keys ? place->slots[key] : 0;
-        uint32_t parity = (uint32_t)((it >> 1) - 1) & 1;
-        if (it >= 2) rig__wg_bar_wait(bars + 8 * (RIG__EMPTY_K + stage), parity);
+        uint32_t parity = (uint32_t)(it / ST - 1) & 1;
+        if (it >= ST) rig__wg_bar_wait(bars + 8 * (RIG__EMPTY_K + stage), parity);
         rig__wg_gather(k_head, a->cache_stride_s, k_tiles + stage * S::TILE_BYTES, slot, key0,
                        place->keys, warp, lane);
         rig__wg_bar_arrive_copies(bars + 8 * (RIG__FULL_K + stage));
-        if (it >= 2) rig__wg_bar_wait(bars + 8 * (RIG__EMPTY_V + stage), parity);
+        if (it >= ST) rig__wg_bar_wait(bars + 8 * (RIG__EMPTY_V + stage), parity);
         rig__wg_gather(v_head, a->cache_stride_s, v_tiles + stage * S::TILE_BYTES, slot, key0,
                        place->keys, warp, lane);
         rig__wg_bar_arrive_copies(bars + 8 * (RIG__FULL_V + stage));
@@ -494,16 +494,16 @@ rig__wg_store(const struct rig_cuda_attention_args *a, const struct rig__wg_plac
  * warpgroups): each issues its GEMMs only in its turn, so that one's softmax runs while the
  * other's GEMMs hold the tensor cores; per item warpgroup 0 gives itself the first turn and
  * warpgroup 1 does not give back its last, so every barrier phase completes within the item. */
-template <int WG, bool PINGPONG>
+template <int WG, bool PINGPONG, int ST>
 static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
                                        const struct rig__wg_place *place, char *window,
                                        uint32_t bars, int kv_head, int group, int it0)
 {
-    using S = rig__wg_shape<WG>;
+    using S = rig__wg_shape<WG, ST>;
     int wg = (int)threadIdx.x / RIG__WG_THREAD, t = (int)threadIdx.x % RIG__WG_THREAD;
     int warp = t / 32, lane = t % 32;
     uint32_t q_tile = rig__wg_smem(window), k_tiles = q_tile + S::Q_BYTES;
-    uint32_t v_tiles = k_tiles + 2 * S::TILE_BYTES;
+    uint32_t v_tiles = k_tiles + ST * S::TILE_BYTES;
     uint32_t q_rows = q_tile + wg * RIG__WG_ROWS * 128;
     rig__wg_load_q<WG>(a, place, q_tile, wg, t, kv_head, group);
     float o[64], s[64], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, alpha[2];
@@ -520,9 +520,9 @@ static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
     const float scale_log2 = a->scale * 1.4426950408889634f;
     int tiles = (int)rig_cuda_div_up(place->keys, RIG__WG_BN);
     if (tiles > 0) {
-        int stage = it0 & 1;
+        int stage = it0 % ST;
         if (PINGPONG && wg == 0) rig__wg_turn_give(0);
-        rig__wg_bar_wait(bars + 8 * (RIG__FULL_K + stage), (uint32_t)(it0 >> 1) & 1);
+        rig__wg_bar_wait(bars + 8 * (RIG__FULL_K + stage), (uint32_t)(it0 / ST) & 1);
         rig__wg_fence_async();
         if (PINGPONG) rig__wg_turn_wait(wg);
         rig__wg_scores<WG>(s, q_rows, k_tiles + stage * S::TILE_BYTES);
@@ -538,9 +538,9 @@ static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
         rig__wg_probabilities(p, s);
     }
     for (int j = 1; j < tiles; j++) {
-        int it = it0 + j, stage = it & 1, prev = 1 - stage;
-        rig__wg_bar_wait(bars + 8 * (RIG__FULL_K + stage), (uint32_t)(it >> 1) & 1);
-        rig__wg_bar_wait(bars + 8 * (RIG__FULL_V + prev), (uint32_t)((it - 1) >> 1) & 1);
+        int it = it0 + j, stage = it % ST, prev = (it - 1) % ST;
+        rig__wg_bar_wait(bars + 8 * (RIG__FULL_K + stage), (uint32_t)(it / ST) & 1);
+        rig__wg_bar_wait(bars + 8 * (RIG__FULL_V + prev), (uint32_t)((it - 1) / ST) & 1);
         rig__wg_fence_async();
         if (PINGPONG) rig__wg_turn_wait(wg);
         rig__wg_scores<WG>(s, q_rows, k_tiles + stage * S::TILE_BYTES);
@@ -563,8 +563,8 @@ static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
         rig__wg_probabilities(p, s);
     }
     if (tiles > 0) {
-        int last = (it0 + tiles - 1) & 1;
-        rig__wg_bar_wait(bars + 8 * (RIG__FULL_V + last), (uint32_t)((it0 + tiles - 1) >> 1) & 1);
+        int last = (it0 + tiles - 1) % ST;
+        rig__wg_bar_wait(bars + 8 * (RIG__FULL_V + last), (uint32_t)((it0 + tiles - 1) / ST) & 1);
         rig__wg_fence_async();
         rig__wg_values(o, p, v_tiles + last * S::TILE_BYTES);
         rig__wg_wait<0>();
@@ -600,18 +600,18 @@ static __device__ __forceinline__ bool rig__wg_next(const struct rig_cuda_attent
  * which exist, the rest are skipped). Block i takes items i, then 2G - 1 - i, then 2G + i, ...
  * (G blocks, the order snaking so that every block gets a like share of long and short items);
  * with G = items that is one item a block. Every thread places each of its items itself. */
-template <int WG, bool PINGPONG>
+template <int WG, bool PINGPONG, int ST>
 static __global__ void __launch_bounds__(rig__wg_shape<WG>::THREADS, 1)
     rig__wg_kernel(struct rig_cuda_attention_args a, int items)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    using S = rig__wg_shape<WG>;
+    using S = rig__wg_shape<WG, ST>;
     extern __shared__ __align__(1024) char rig__wg_shared[];
     __shared__ __align__(8) uint64_t barriers[RIG__BARRIERS];
     int group = (int)(a.heads_q / a.heads_kv);
     uint32_t bars = rig__wg_smem(barriers);
     if (threadIdx.x == 0) {
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < ST; i++) {
             rig__wg_bar_init(bars + 8 * (RIG__FULL_K + i), RIG__WG_THREAD);
             rig__wg_bar_init(bars + 8 * (RIG__FULL_V + i), RIG__WG_THREAD);
             rig__wg_bar_init(bars + 8 * (RIG__EMPTY_K + i), 4 * WG);
@@ -633,8 +633,8 @@ static __global__ void __launch_bounds__(rig__wg_shape<WG>::THREADS, 1)
         for (int round = 0, it0 = 0; rig__wg_next<S::BM>(&a, items, round, &place, &kv_head);
              round++) {
             if (place.keys < 0) continue;
-            rig__wg_produce<WG>(&a, &place, aligned + S::Q_BYTES,
-                                aligned + S::Q_BYTES + 2 * S::TILE_BYTES, bars, kv_head, it0);
+            rig__wg_produce<WG, ST>(&a, &place, aligned + S::Q_BYTES,
+                                    aligned + S::Q_BYTES + ST * S::TILE_BYTES, bars, kv_head, it0);
             it0 += (int)rig_cuda_div_up(place.keys, RIG__WG_BN);
         }
         asm volatile("cp.async.wait_all;\n" ::: "memory");
@@ -647,7 +647,7 @@ static __global__ void __launch_bounds__(rig__wg_shape<WG>::THREADS, 1)
         for (int round = 0, it0 = 0; rig__wg_next<S::BM>(&a, items, round, &place, &kv_head);
              round++) {
             if (place.keys < 0) continue;
-            rig__wg_consume<WG, PINGPONG>(&a, &place, window, bars, kv_head, group, it0);
+            rig__wg_consume<WG, PINGPONG, ST>(&a, &place, window, bars, kv_head, group, it0);
             it0 += (int)rig_cuda_div_up(place.keys, RIG__WG_BN);
         }
     }
@@ -666,11 +666,11 @@ static bool rig__wg_switch(const char *name)
     return value == NULL || strcmp(value, "0") != 0;
 }
 
-template <int WG, bool PINGPONG>
+template <int WG, bool PINGPONG, int ST>
 static enum rig_status rig__wg_launch(const struct rig_cuda_launch *launch,
                                       const struct rig_cuda_attention_args *a)
 {
-    using S = rig__wg_shape<WG>;
+    using S = rig__wg_shape<WG, ST>;
     if (S::SHARED > launch->shared_optin_bytes) return RIG_E_UNSUPPORTED;
     int64_t group = a->heads_q / a->heads_kv;
     int64_t items = (rig_cuda_div_up(a->rows * group, S::BM) + a->requests) * a->heads_kv;
@@ -679,9 +679,9 @@ static enum rig_status rig__wg_launch(const struct rig_cuda_launch *launch,
     int64_t blocks = items;
     if (a->requests <= 16 && rig__wg_switch("RIG_PREFILL_WGMMA_PERSISTENT"))
         blocks = items < launch->sm_count ? items : launch->sm_count;
-    RIG_CUDA_TRY(cudaFuncSetAttribute(rig__wg_kernel<WG, PINGPONG>,
+    RIG_CUDA_TRY(cudaFuncSetAttribute(rig__wg_kernel<WG, PINGPONG, ST>,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)S::SHARED));
-    rig__wg_kernel<WG, PINGPONG><<<(unsigned)blocks, S::THREADS, S::SHARED, launch->stream>>>(
+    rig__wg_kernel<WG, PINGPONG, ST><<<(unsigned)blocks, S::THREADS, S::SHARED, launch->stream>>>(
         *a, (int)items);
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
@@ -702,7 +702,12 @@ enum rig_status rig_cuda_attention_prefill_wgmma(const struct rig_cuda_launch *l
     const char *forced = getenv("RIG_PREFILL_WGMMA_CONSUMERS");
     bool one = blocks_one <= launch->sm_count;
     if (forced != NULL && forced[0] != '\0') one = strcmp(forced, "1") == 0;
-    if (one && !two_consumers) return rig__wg_launch<1, false>(launch, a);
-    if (rig__wg_switch("RIG_PREFILL_WGMMA_PINGPONG")) return rig__wg_launch<2, true>(launch, a);
-    return rig__wg_launch<2, false>(launch, a);
+    const char *stages = getenv("RIG_PREFILL_WGMMA_STAGES");
+    bool three = stages != NULL && strcmp(stages, "3") == 0;
+    bool pingpong = rig__wg_switch("RIG_PREFILL_WGMMA_PINGPONG");
+    if (one && !two_consumers)
+        return three ? rig__wg_launch<1, false, 3>(launch, a) : rig__wg_launch<1, false, 2>(launch, a);
+    if (three)
+        return pingpong ? rig__wg_launch<2, true, 3>(launch, a) : rig__wg_launch<2, false, 3>(launch, a);
+    return pingpong ? rig__wg_launch<2, true, 2>(launch, a) : rig__wg_launch<2, false, 2>(launch, a);
 }

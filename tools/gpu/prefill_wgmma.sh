@@ -36,13 +36,43 @@ if want tests; then
     echo "rc=$?"
     grep -E "^\[|FAIL|fail|error|NaN" "$out/test.log" | tail -12
 fi
+if want tests3; then
+    echo "== test_attention_prefill, 3 stages"
+    RIG_PREFILL_WGMMA_STAGES=3 RIG_TEST_FILTER=test_attention_prefill timeout 150 \
+        "$bundle/run.sh" tests/test_cuda_ops >"$out/test3.log" 2>&1
+    echo "rc=$?"
+    grep -E "FAIL|fail|error|NaN|PASSED" "$out/test3.log" | tail -6
+fi
 if want bench; then
     for round in 1 2; do
         attn "8192.old.$round" RIG_PREFILL_WGMMA=0
         attn "8192.new.$round" RIG_PREFILL_WGMMA=1
         attn "8192.new-nopingpong.$round" RIG_PREFILL_WGMMA=1 RIG_PREFILL_WGMMA_PINGPONG=0
         attn "8192.new-nopersistent.$round" RIG_PREFILL_WGMMA=1 RIG_PREFILL_WGMMA_PERSISTENT=0
+        attn "8192.new-3stages.$round" RIG_PREFILL_WGMMA=1 RIG_PREFILL_WGMMA_STAGES=3
+        attn "8192.new-3st-nopingpong.$round" RIG_PREFILL_WGMMA=1 RIG_PREFILL_WGMMA_STAGES=3 \
+            RIG_PREFILL_WGMMA_PINGPONG=0
+        attn "8192.new-3st-nopersistent.$round" RIG_PREFILL_WGMMA=1 RIG_PREFILL_WGMMA_STAGES=3 \
+            RIG_PREFILL_WGMMA_PERSISTENT=0
     done
+fi
+# ncu LABEL ENV... : the first wgmma prefill kernel of a `rig bench attention` run, profiled
+ncu_one() {
+    local label=$1
+    shift
+    env "$@" timeout 90 ncu --clock-control none -k regex:rig__wg_kernel -c 1 \
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+        --section ComputeWorkloadAnalysis --section SchedulerStats --section Occupancy \
+        --metrics sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active \
+        "$bundle/run.sh" bin/rig bench attention --backend cuda --repeats 1 --out none \
+        >"$out/ncu-$label.txt" 2>&1
+    echo "== ncu $label"
+    grep -E "Duration|Throughput|gmma|Stall|Issue|Eligible|Active Warps|Hit Rate|Bank" \
+        "$out/ncu-$label.txt" | head -24
+}
+if want ncu; then
+    ncu_one new RIG_PREFILL_WGMMA=1
+    ncu_one new-nopingpong RIG_PREFILL_WGMMA=1 RIG_PREFILL_WGMMA_PINGPONG=0
 fi
 if want short; then
     for n in 300 512 900; do
