@@ -54,10 +54,10 @@ RIG_CUDA_MODULE(attention_prefill_wgmma)
 #define RIG__WG_ROWS   64     /* packed query rows per consumer warpgroup (wgmma M) */
 #define RIG__WG_THREAD 128    /* threads per warpgroup */
 #ifndef RIG__WG_PRODUCER_REGS /* registers a thread with 2 consumer warpgroups (setmaxnreg) */
-#define RIG__WG_PRODUCER_REGS 56
+#define RIG__WG_PRODUCER_REGS 64
 #endif
 #ifndef RIG__WG_CONSUMER_REGS
-#define RIG__WG_CONSUMER_REGS 224
+#define RIG__WG_CONSUMER_REGS 216
 #endif
 
 /* Shape of one instantiation: WG consumer warpgroups and one producer warpgroup. */
@@ -300,8 +300,10 @@ static __device__ __forceinline__ void rig__wg_gather(const uint16_t *head, int6
 }
 
 /* The producer's part of one work item: tiles it0 .. it0 + tiles - 1 of the block's running
- * count (stage it % 2, its (it / 2)-th use), so that it runs on into the next item while the
- * consumers finish this one. The page-table slot of the next tile is read a tile ahead. */
+ * count (stage it % ST, its (it / ST)-th use), so that it runs on into the next item while the
+ * consumers finish this one. Warps 0 and 1 gather K, warps 2 and 3 V (64 keys a warp), so that
+ * K of a tile never waits behind the release of an older V stage; each thread reads the
+ * page-table slots of its next tile a tile ahead. */
 template <int WG, int ST>
 static __device__ void rig__wg_produce(const struct rig_cuda_attention_args *a,
                                        const struct rig__wg_place *place, uint32_t k_tiles,
@@ -309,25 +311,28 @@ static __device__ void rig__wg_produce(const struct rig_cuda_attention_args *a,
 {
     using S = rig__wg_shape<WG, ST>;
     int t = (int)threadIdx.x - WG * RIG__WG_THREAD, warp = t / 32, lane = t % 32;
-    const uint16_t *k_head = a->k_cache + kv_head * a->cache_stride_h;
-    const uint16_t *v_head = a->v_cache + kv_head * a->cache_stride_h;
+    bool values = warp >= 2;
+    int part = warp & 1; /* keys 64 part .. 64 part + 63 of each tile */
+    const uint16_t *head = (values ? a->v_cache : a->k_cache) + kv_head * a->cache_stride_h;
+    uint32_t tiles_base = values ? v_tiles : k_tiles;
+    int full = values ? RIG__FULL_V : RIG__FULL_K, empty = values ? RIG__EMPTY_V : RIG__EMPTY_K;
     int tiles = (int)rig_cuda_div_up(place->keys, RIG__WG_BN);
-    int key = 32 * warp + lane;
-    int slot_next = key < place->keys ? place->slots[key] : 0;
+    int key = 64 * part + lane;
+    int next0 = key < place->keys ? place->slots[key] : 0;
+    int next1 = key + 32 < place->keys ? place->slots[key + 32] : 0;
     for (int j = 0; j < tiles; j++) {
         int it = it0 + j, stage = it % ST, key0 = j * RIG__WG_BN;
-        int slot = slot_next;
-        key = key0 + RIG__WG_BN + 32 * warp + lane;
-        slot_next = key < place->keys ? place->slots[key] : 0;
-        uint32_t parity = (uint32_t)(it / ST - 1) & 1;
-        if (it >= ST) rig__wg_bar_wait(bars + 8 * (RIG__EMPTY_K + stage), parity);
-        rig__wg_gather(k_head, a->cache_stride_s, k_tiles + stage * S::TILE_BYTES, slot, key0,
-                       place->keys, warp, lane);
-        rig__wg_bar_arrive_copies(bars + 8 * (RIG__FULL_K + stage));
-        if (it >= ST) rig__wg_bar_wait(bars + 8 * (RIG__EMPTY_V + stage), parity);
-        rig__wg_gather(v_head, a->cache_stride_s, v_tiles + stage * S::TILE_BYTES, slot, key0,
-                       place->keys, warp, lane);
-        rig__wg_bar_arrive_copies(bars + 8 * (RIG__FULL_V + stage));
+        int slot0 = next0, slot1 = next1;
+        key = key0 + RIG__WG_BN + 64 * part + lane;
+        next0 = key < place->keys ? place->slots[key] : 0;
+        next1 = key + 32 < place->keys ? place->slots[key + 32] : 0;
+        if (it >= ST) rig__wg_bar_wait(bars + 8 * (empty + stage), (uint32_t)(it / ST - 1) & 1);
+        uint32_t tile = tiles_base + stage * S::TILE_BYTES;
+#pragma unroll 1
+        for (int half = 0; half < 2; half++)
+            rig__wg_gather(head, a->cache_stride_s, tile, half ? slot1 : slot0, key0, place->keys,
+                           2 * part + half, lane);
+        rig__wg_bar_arrive_copies(bars + 8 * (full + stage));
     }
 }
 
@@ -612,8 +617,8 @@ static __global__ void __launch_bounds__(rig__wg_shape<WG>::THREADS, 1)
     uint32_t bars = rig__wg_smem(barriers);
     if (threadIdx.x == 0) {
         for (int i = 0; i < ST; i++) {
-            rig__wg_bar_init(bars + 8 * (RIG__FULL_K + i), RIG__WG_THREAD);
-            rig__wg_bar_init(bars + 8 * (RIG__FULL_V + i), RIG__WG_THREAD);
+            rig__wg_bar_init(bars + 8 * (RIG__FULL_K + i), RIG__WG_THREAD / 2);
+            rig__wg_bar_init(bars + 8 * (RIG__FULL_V + i), RIG__WG_THREAD / 2);
             rig__wg_bar_init(bars + 8 * (RIG__EMPTY_K + i), 4 * WG);
             rig__wg_bar_init(bars + 8 * (RIG__EMPTY_V + i), 4 * WG);
         }

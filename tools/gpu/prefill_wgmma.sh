@@ -7,7 +7,8 @@
 # Prints a short summary last.
 set -uo pipefail
 out=${OUT:-/tmp/prefill_wgmma}
-mkdir -p "$out"
+logs=/tmp/prefill_wgmma_logs
+mkdir -p "$out" "$logs"
 bundle=${BUNDLE:-bundle}
 rig() { timeout "$1" "$bundle/run.sh" bin/rig "${@:2}"; }
 want() { [[ " $* " == *" all "* ]] || [[ " $WHAT " == *" $1 "* ]]; }
@@ -18,11 +19,11 @@ attn() {
     local label=$1
     shift
     env "$@" "$bundle/run.sh" bin/rig bench attention --backend cuda --repeats 20 --out none \
-        >"$out/attn-$label.log" 2>&1 &
+        >"$logs/attn-$label.log" 2>&1 &
     local pid=$!
     (sleep 40 && kill $pid 2>/dev/null) &
     wait $pid
-    printf '%-34s %s\n' "$label" "$(grep -E '^  prefill' "$out/attn-$label.log" | head -1)"
+    printf '%-34s %s\n' "$label" "$(grep -E '^  prefill' "$logs/attn-$label.log" | head -1)"
 }
 for w in 1 2; do
     echo "== smoke: RIG_PREFILL_WGMMA=$w attention --quick"
@@ -44,14 +45,11 @@ if want tests3; then
     grep -E "FAIL|fail|error|NaN|PASSED" "$out/test3.log" | tail -6
 fi
 if want bench; then
-    for round in 1 2; do
+    for round in 1 2 3; do
         attn "8192.old.$round" RIG_PREFILL_WGMMA=0
         attn "8192.new.$round" RIG_PREFILL_WGMMA=1
-        attn "8192.new-nopingpong.$round" RIG_PREFILL_WGMMA=1 RIG_PREFILL_WGMMA_PINGPONG=0
-        attn "8192.new-nopersistent.$round" RIG_PREFILL_WGMMA=1 RIG_PREFILL_WGMMA_PERSISTENT=0
         attn "8192.new-3stages.$round" RIG_PREFILL_WGMMA=1 RIG_PREFILL_WGMMA_STAGES=3
-        attn "8192.new-3st-nopingpong.$round" RIG_PREFILL_WGMMA=1 RIG_PREFILL_WGMMA_STAGES=3 \
-            RIG_PREFILL_WGMMA_PINGPONG=0
+        attn "8192.new-nopersistent.$round" RIG_PREFILL_WGMMA=1 RIG_PREFILL_WGMMA_PERSISTENT=0
         attn "8192.new-3st-nopersistent.$round" RIG_PREFILL_WGMMA=1 RIG_PREFILL_WGMMA_STAGES=3 \
             RIG_PREFILL_WGMMA_PERSISTENT=0
     done
@@ -63,16 +61,20 @@ ncu_one() {
     env "$@" timeout 90 ncu --clock-control none -k regex:rig__wg_kernel -c 1 \
         --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
         --section ComputeWorkloadAnalysis --section SchedulerStats --section Occupancy \
-        --metrics sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active \
+        --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active.ratio" \
+        --metrics "regex:sm__pipe_tensor.*cycles_active.avg.pct_of_peak_sustained_active" \
         "$bundle/run.sh" bin/rig bench attention --backend cuda --repeats 1 --out none \
         >"$out/ncu-$label.txt" 2>&1
     echo "== ncu $label"
-    grep -E "Duration|Throughput|gmma|Stall|Issue|Eligible|Active Warps|Hit Rate|Bank" \
-        "$out/ncu-$label.txt" | head -24
+    grep -E "Duration|SM\) Throughput|L2 Cache Throughput|Issue Slots|pipe_tensor" \
+        "$out/ncu-$label.txt" | head -8
+    grep -E "issue_stalled" "$out/ncu-$label.txt" | sort -k3 -g -r | head -8
 }
 if want ncu; then
     ncu_one new RIG_PREFILL_WGMMA=1
-    ncu_one new-nopingpong RIG_PREFILL_WGMMA=1 RIG_PREFILL_WGMMA_PINGPONG=0
+    ncu_one new-3stages RIG_PREFILL_WGMMA=1 RIG_PREFILL_WGMMA_STAGES=3
+    cuobjdump -sass "$bundle/bin/rig" 2>/dev/null | awk '/Function : .*rig__wg_kernel/{p=1} \
+        /Function : / && !/rig__wg_kernel/{p=0} p' | gzip >"$out/wg.sass.gz"
 fi
 if want short; then
     for n in 300 512 900; do
