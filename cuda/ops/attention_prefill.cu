@@ -332,7 +332,7 @@ static __global__ void __launch_bounds__(RIG__WARPS *RIG_CUDA_WARP)
  * off until that kernel has passed test_attention_prefill and measured faster on the GPU
  * (docs/performance.md, "Issue 18: prefill attention on wgmma"). */
 #ifndef RIG_PREFILL_WGMMA_DEFAULT
-#define RIG_PREFILL_WGMMA_DEFAULT 0
+#define RIG_PREFILL_WGMMA_DEFAULT 1
 #endif
 
 #define RIG__FA_BN 64 /* keys per tile */

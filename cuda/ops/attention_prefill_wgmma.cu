@@ -14,28 +14,37 @@
  *    bytes from one 8-row group to the next), V the same bytes read as an MN-major B operand
  *    (LBO = one half's size between the two 64-column halves of the head dim, SBO 1024 between
  *    8-key groups).
- *  - Producer: per tile, each of its 128 threads reads one slot of the page table (a warp's 32
- *    keys, passed around by shuffles) and issues 16 cp.async of 16 bytes for K, then 16 for V
- *    (two full rows a warp instruction: coalesced), zero-filling keys past the block's last;
- *    cp.async.mbarrier.arrive.noinc signals the stage's K and V "full" barriers separately, and
- *    it refills a stage's K (V) once every consumer warp has arrived on its "empty" barrier.
+ *  - Work items (row tile, KV head), longest causal tiles first; with few requests the grid is
+ *    persistent (one block per SM, items dealt in snake order, RIG_PREFILL_WGMMA_PERSISTENT=0
+ *    turns it off) and the producer runs on into a block's next item while the consumers
+ *    finish the current one (stages and mbarrier phases count over the block's whole run).
+ *  - Producer: warps 0-1 gather K, warps 2-3 V (64 keys a warp), each thread reading two slots
+ *    of the page table a tile ahead and issuing 16-byte cp.async (two full rows a warp
+ *    instruction: coalesced), zero-filling keys past the block's last;
+ *    cp.async.mbarrier.arrive.noinc signals the stage's K or V "full" barrier, and a stage is
+ *    refilled once every consumer warp has arrived on its "empty" barrier. 2 stages (3 with
+ *    RIG_PREFILL_WGMMA_STAGES=3: 225 KB of shared memory with 2 consumers).
  *  - Consumer (per warpgroup, FA3's intra-warpgroup pipelining): issue S = Q K_j^T (8 wgmma
  *    m64n128k16, A and B from shared memory) and O += P_{j-1} V_{j-1} (8 wgmma, P from
  *    registers, V transposed), wait for S only, run the online softmax of S_j (fp32, log2
- *    units, ex2.approx; the causal mask only on the block's diagonal tiles) while the tensor
- *    cores do P V, then wait, rescale O and round P_j to bf16 straight from the S accumulators
- *    (the m64nN accumulator layout is the A register layout, as with mma.sync).
+ *    units folded into one FFMA before ex2.approx; the causal mask only on the block's
+ *    diagonal tiles) while the tensor cores do P V, then wait, rescale O and round P_j to bf16
+ *    straight from the S accumulators (the m64nN accumulator layout is the A register layout,
+ *    as with mma.sync). With 2 consumers, FA3's inter-warpgroup ping-pong: a warpgroup issues
+ *    its GEMMs only in its turn (named barriers 3 and 4), so that one's softmax runs while the
+ *    other's GEMMs hold the tensor cores (RIG_PREFILL_WGMMA_PINGPONG=0 turns it off).
  *  - Cached data is written by cp.async (generic proxy) and read by wgmma (async proxy): each
  *    consumer thread runs fence.proxy.async after its barrier wait, before the wgmma.
  *  - Output: O / l as bf16 into the warpgroup's own Q rows (same swizzle, no bank conflicts),
  *    then 16-byte coalesced stores.
- * Registers (ptxas of CUDA 13.0, -Xptxas -v): 2 consumer warpgroups 168 at entry, then 56
- * (producer) / 224 (consumers) by setmaxnreg, no spills (40 / 232 spilled 24 bytes in the
- * producer); 1 consumer warpgroup 241, no spills. Shared memory 161 KB (2) / 145 KB (1): one
- * block per SM.
- * Status: compiled, not yet run on a GPU, so off by default (RIG_PREFILL_WGMMA_DEFAULT in
- * attention_prefill.cu); docs/performance.md, "Issue 18: prefill attention on wgmma", has the
- * device command that checks and times it against the mma.sync kernel.
+ * Registers (ptxas of CUDA 13.0, -Xptxas -v): 2 consumer warpgroups 168 at entry, then 64
+ * (producer) / 216 (consumers) by setmaxnreg, no spills with ping-pong (8 bytes without); 1
+ * consumer warpgroup 238, no spills. Shared memory 161 KB (2 consumers, 2 stages), 225 KB (3
+ * stages), 145 KB (1 consumer): one block per SM.
+ * Status (H100, commit f431adf, docs/performance.md "Issue 18: prefill attention on wgmma"):
+ * test_attention_prefill passes on every path (and with 3 stages); the default
+ * (RIG_PREFILL_WGMMA_DEFAULT 1). 8192 causal chunk 585-629 us (437-470 TFLOP/s) against the
+ * mma.sync kernel's 1313-1513 us in the same call; the 580 TFLOP/s target is not reached.
  *
  * Device code exists only in the sm_90a build (__CUDA_ARCH_FEAT_SM90_ALL); the compute_90 PTX
  * gets a kernel that traps, and the launcher takes this path only on a 9.0 device.

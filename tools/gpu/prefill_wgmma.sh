@@ -61,8 +61,7 @@ ncu_one() {
     env "$@" timeout 90 ncu --clock-control none -k regex:rig__wg_kernel -c 1 \
         --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
         --section ComputeWorkloadAnalysis --section SchedulerStats --section Occupancy \
-        --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active.ratio" \
-        --metrics "regex:sm__pipe_tensor.*cycles_active.avg.pct_of_peak_sustained_active" \
+        --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active.ratio|sm__pipe_tensor.*cycles_active.avg.pct_of_peak_sustained_active" \
         "$bundle/run.sh" bin/rig bench attention --backend cuda --repeats 1 --out none \
         >"$out/ncu-$label.txt" 2>&1
     echo "== ncu $label"
