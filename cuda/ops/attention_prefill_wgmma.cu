@@ -14,34 +14,44 @@
  *    bytes from one 8-row group to the next), V the same bytes read as an MN-major B operand
  *    (LBO = one half's size between the two 64-column halves of the head dim, SBO 1024 between
  *    8-key groups).
- *  - Producer: per tile, each of its 128 threads reads one slot of the page table (a warp's 32
- *    keys, passed around by shuffles) and issues 16 cp.async of 16 bytes for K, then 16 for V
- *    (two full rows a warp instruction: coalesced), zero-filling keys past the block's last;
- *    cp.async.mbarrier.arrive.noinc signals the stage's K and V "full" barriers separately, and
- *    it refills a stage's K (V) once every consumer warp has arrived on its "empty" barrier.
+ *  - Work items (row tile, KV head), longest causal tiles first; with few requests the grid is
+ *    persistent (one block per SM, items dealt in snake order, RIG_PREFILL_WGMMA_PERSISTENT=0
+ *    turns it off) and the producer runs on into a block's next item while the consumers
+ *    finish the current one (stages and mbarrier phases count over the block's whole run).
+ *  - Producer: warps 0-1 gather K, warps 2-3 V (64 keys a warp), each thread reading two slots
+ *    of the page table a tile ahead and issuing 16-byte cp.async (two full rows a warp
+ *    instruction: coalesced), zero-filling keys past the block's last;
+ *    cp.async.mbarrier.arrive.noinc signals the stage's K or V "full" barrier, and a stage is
+ *    refilled once every consumer warp has arrived on its "empty" barrier. 2 stages (3 with
+ *    RIG_PREFILL_WGMMA_STAGES=3: 225 KB of shared memory with 2 consumers).
  *  - Consumer (per warpgroup, FA3's intra-warpgroup pipelining): issue S = Q K_j^T (8 wgmma
  *    m64n128k16, A and B from shared memory) and O += P_{j-1} V_{j-1} (8 wgmma, P from
  *    registers, V transposed), wait for S only, run the online softmax of S_j (fp32, log2
- *    units, ex2.approx; the causal mask only on the block's diagonal tiles) while the tensor
- *    cores do P V, then wait, rescale O and round P_j to bf16 straight from the S accumulators
- *    (the m64nN accumulator layout is the A register layout, as with mma.sync).
+ *    units folded into one FFMA before ex2.approx; the causal mask only on the block's
+ *    diagonal tiles) while the tensor cores do P V, then wait, rescale O and round P_j to bf16
+ *    straight from the S accumulators (the m64nN accumulator layout is the A register layout,
+ *    as with mma.sync). With 2 consumers, FA3's inter-warpgroup ping-pong: a warpgroup issues
+ *    its GEMMs only in its turn (named barriers 3 and 4), so that one's softmax runs while the
+ *    other's GEMMs hold the tensor cores (RIG_PREFILL_WGMMA_PINGPONG=0 turns it off).
  *  - Cached data is written by cp.async (generic proxy) and read by wgmma (async proxy): each
  *    consumer thread runs fence.proxy.async after its barrier wait, before the wgmma.
  *  - Output: O / l as bf16 into the warpgroup's own Q rows (same swizzle, no bank conflicts),
  *    then 16-byte coalesced stores.
- * Registers (ptxas of CUDA 13.0, -Xptxas -v): 2 consumer warpgroups 168 at entry, then 56
- * (producer) / 224 (consumers) by setmaxnreg, no spills (40 / 232 spilled 24 bytes in the
- * producer); 1 consumer warpgroup 241, no spills. Shared memory 161 KB (2) / 145 KB (1): one
- * block per SM.
- * Measured on the H100 (docs/performance.md, "Issue 18: prefill attention on wgmma"): causal
- * 8192 chunk 643-695 us (396-428 TFLOP/s) against the mma.sync kernel's 1355-1383 us, lone
- * 512 chunk 13.7 us against 31 us; test_attention_prefill passed on every path. On by default
- * (RIG_PREFILL_WGMMA_DEFAULT in attention_prefill.cu).
+ * Registers (ptxas of CUDA 13.0, -Xptxas -v): 2 consumer warpgroups 168 at entry, then 64
+ * (producer) / 216 (consumers) by setmaxnreg, no spills with ping-pong (8 bytes without); 1
+ * consumer warpgroup 238, no spills. Shared memory 161 KB (2 consumers, 2 stages), 225 KB (3
+ * stages), 145 KB (1 consumer): one block per SM.
+ * Status (H100, commit f431adf, docs/performance.md "Issue 18: prefill attention on wgmma"):
+ * test_attention_prefill passes on every path (and with 3 stages); the default
+ * (RIG_PREFILL_WGMMA_DEFAULT 1). 8192 causal chunk 585-629 us (437-470 TFLOP/s) against the
+ * mma.sync kernel's 1313-1513 us in the same call; the 580 TFLOP/s target is not reached.
  *
  * Device code exists only in the sm_90a build (__CUDA_ARCH_FEAT_SM90_ALL); the compute_90 PTX
  * gets a kernel that traps, and the launcher takes this path only on a 9.0 device.
  */
 #include <cuda_bf16.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cuda/ops/attention_common.cuh"
 #include "cuda/ops/attention_prefill.cuh"
@@ -53,22 +63,22 @@ RIG_CUDA_MODULE(attention_prefill_wgmma)
 #define RIG__WG_ROWS   64     /* packed query rows per consumer warpgroup (wgmma M) */
 #define RIG__WG_THREAD 128    /* threads per warpgroup */
 #ifndef RIG__WG_PRODUCER_REGS /* registers a thread with 2 consumer warpgroups (setmaxnreg) */
-#define RIG__WG_PRODUCER_REGS 56
+#define RIG__WG_PRODUCER_REGS 64
 #endif
 #ifndef RIG__WG_CONSUMER_REGS
-#define RIG__WG_CONSUMER_REGS 224
+#define RIG__WG_CONSUMER_REGS 216
 #endif
 
 /* Shape of one instantiation: WG consumer warpgroups and one producer warpgroup. */
-template <int WG> struct rig__wg_shape {
+template <int WG, int ST = 2> struct rig__wg_shape {
     static constexpr int BM = WG * RIG__WG_ROWS;
     static constexpr int THREADS = (WG + 1) * RIG__WG_THREAD;
     static constexpr uint32_t Q_BYTES = BM * RIG__WG_D * 2;
     static constexpr uint32_t TILE_BYTES = RIG__WG_BN * RIG__WG_D * 2;        /* one K or V stage */
-    static constexpr size_t SHARED = Q_BYTES + 4 * (size_t)TILE_BYTES + 1024; /* + alignment */
+    static constexpr size_t SHARED = Q_BYTES + 2 * ST * (size_t)TILE_BYTES + 1024; /* + align */
 };
 
-/* What a block works on, found from cu_q by its first thread. */
+/* What a block works on for one work item, found from cu_q by each thread (rig__wg_next). */
 struct rig__wg_place {
     const int32_t *slots; /* [keys] the request's page-table row */
     int64_t q_begin;      /* first token of the request in q and out */
@@ -80,7 +90,7 @@ struct rig__wg_place {
 };
 
 /* Barriers of the K/V pipeline, each an mbarrier (8 bytes) in static shared memory. */
-enum { RIG__FULL_K = 0, RIG__FULL_V = 2, RIG__EMPTY_K = 4, RIG__EMPTY_V = 6, RIG__BARRIERS = 8 };
+enum { RIG__FULL_K = 0, RIG__FULL_V = 4, RIG__EMPTY_K = 8, RIG__EMPTY_V = 12, RIG__BARRIERS = 16 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
@@ -134,6 +144,22 @@ static __device__ __forceinline__ void rig__wg_fence_async(void)
 static __device__ __forceinline__ void rig__wg_named_sync(int id)
 {
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "n"(RIG__WG_THREAD) : "memory");
+}
+
+/* The ping-pong between two consumer warpgroups (FA3): warpgroup w waits on barrier
+ * RIG__WG_TURN + w for its turn to issue its GEMMs, then hands the turn to the other one; 256
+ * threads: the 128 waiting plus the 128 that arrived. */
+#define RIG__WG_TURN 3
+static __device__ __forceinline__ void rig__wg_turn_wait(int wg)
+{
+    asm volatile("bar.sync %0, %1;\n" ::"r"(RIG__WG_TURN + wg), "n"(2 * RIG__WG_THREAD)
+                 : "memory");
+}
+
+static __device__ __forceinline__ void rig__wg_turn_give(int to)
+{
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(RIG__WG_TURN + to), "n"(2 * RIG__WG_THREAD)
+                 : "memory");
 }
 
 /* Descriptor of a 128-byte-swizzled operand at shared address `address` (1024-aligned atoms;
@@ -282,35 +308,47 @@ static __device__ __forceinline__ void rig__wg_gather(const uint16_t *head, int6
     }
 }
 
-template <int WG>
+/* The producer's part of one work item: tiles it0 .. it0 + tiles - 1 of the block's running
+ * count (stage it % ST, its (it / ST)-th use), so that it runs on into the next item while the
+ * consumers finish this one. Warps 0 and 1 gather K, warps 2 and 3 V (64 keys a warp), so that
+ * K of a tile never waits behind the release of an older V stage; each thread reads the
+ * page-table slots of its next tile a tile ahead. */
+template <int WG, int ST>
 static __device__ void rig__wg_produce(const struct rig_cuda_attention_args *a,
                                        const struct rig__wg_place *place, uint32_t k_tiles,
-                                       uint32_t v_tiles, uint32_t bars, int kv_head)
+                                       uint32_t v_tiles, uint32_t bars, int kv_head, int it0)
 {
-    using S = rig__wg_shape<WG>;
+    using S = rig__wg_shape<WG, ST>;
     int t = (int)threadIdx.x - WG * RIG__WG_THREAD, warp = t / 32, lane = t % 32;
-    const uint16_t *k_head = a->k_cache + kv_head * a->cache_stride_h;
-    const uint16_t *v_head = a->v_cache + kv_head * a->cache_stride_h;
+    bool values = warp >= 2;
+    int part = warp & 1; /* keys 64 part .. 64 part + 63 of each tile */
+    const uint16_t *head = (values ? a->v_cache : a->k_cache) + kv_head * a->cache_stride_h;
+    uint32_t tiles_base = values ? v_tiles : k_tiles;
+    int full = values ? RIG__FULL_V : RIG__FULL_K, empty = values ? RIG__EMPTY_V : RIG__EMPTY_K;
     int tiles = (int)rig_cuda_div_up(place->keys, RIG__WG_BN);
+    int key = 64 * part + lane;
+    int next0 = key < place->keys ? place->slots[key] : 0;
+    int next1 = key + 32 < place->keys ? place->slots[key + 32] : 0;
     for (int j = 0; j < tiles; j++) {
-        int stage = j & 1, key0 = j * RIG__WG_BN, key = key0 + 32 * warp + lane;
-        int slot = key < place->keys ? place->slots[key] : 0;
-        uint32_t parity = (uint32_t)((j >> 1) - 1) & 1;
-        if (j >= 2) rig__wg_bar_wait(bars + 8 * (RIG__EMPTY_K + stage), parity);
-        rig__wg_gather(k_head, a->cache_stride_s, k_tiles + stage * S::TILE_BYTES, slot, key0,
-                       place->keys, warp, lane);
-        rig__wg_bar_arrive_copies(bars + 8 * (RIG__FULL_K + stage));
-        if (j >= 2) rig__wg_bar_wait(bars + 8 * (RIG__EMPTY_V + stage), parity);
-        rig__wg_gather(v_head, a->cache_stride_s, v_tiles + stage * S::TILE_BYTES, slot, key0,
-                       place->keys, warp, lane);
-        rig__wg_bar_arrive_copies(bars + 8 * (RIG__FULL_V + stage));
+        int it = it0 + j, stage = it % ST, key0 = j * RIG__WG_BN;
+        int slot0 = next0, slot1 = next1;
+        key = key0 + RIG__WG_BN + 64 * part + lane;
+        next0 = key < place->keys ? place->slots[key] : 0;
+        next1 = key + 32 < place->keys ? place->slots[key + 32] : 0;
+        if (it >= ST) rig__wg_bar_wait(bars + 8 * (empty + stage), (uint32_t)(it / ST - 1) & 1);
+        uint32_t tile = tiles_base + stage * S::TILE_BYTES;
+#pragma unroll 1
+        for (int half = 0; half < 2; half++)
+            rig__wg_gather(head, a->cache_stride_s, tile, half ? slot1 : slot0, key0, place->keys,
+                           2 * part + half, lane);
+        rig__wg_bar_arrive_copies(bars + 8 * (full + stage));
     }
-    asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
 
-/* Scales into log2 units, masks when MASK (key > the row's position, which also covers the
- * zero-filled keys past the block's last), exponentiates in place; updates the running max and
- * sum; alpha: the factor the rows' O must be rescaled by. As rig__fa_softmax, BN = 128. */
+/* Masks when MASK (key > the row's position, which also covers the zero-filled keys past the
+ * block's last), exponentiates in place as exp2(s * scale_log2 - m * scale_log2), one FFMA an
+ * element (m, l: the rows' running max in raw score units and sum; scale_log2 > 0, which the
+ * launcher checks); alpha: the factor the rows' O must be rescaled by. BN = 128. */
 template <bool MASK>
 static __device__ __forceinline__ void rig__wg_softmax(float (&s)[64], float (&m)[2], float (&l)[2],
                                                        const int (&position)[2], int key0,
@@ -322,28 +360,26 @@ static __device__ __forceinline__ void rig__wg_softmax(float (&s)[64], float (&m
     for (int j = 0; j < 16; j++) {
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-            float x = s[4 * j + e] * scale_log2;
-            if (MASK && key_lane + j * 8 + (e & 1) > position[e / 2]) x = -INFINITY;
-            s[4 * j + e] = x;
-            tile_max[e / 2] = fmaxf(tile_max[e / 2], x);
+            if (MASK && key_lane + j * 8 + (e & 1) > position[e / 2]) s[4 * j + e] = -INFINITY;
+            tile_max[e / 2] = fmaxf(tile_max[e / 2], s[4 * j + e]);
         }
     }
+    float base[2];
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 1));
         tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 2));
         float m_new = fmaxf(m[h], tile_max[h]);
-        float base = m_new == -INFINITY ? 0.0f : m_new; /* a row with nothing visible yet */
-        alpha[h] = rig__wg_exp2(m[h] - base);
+        base[h] = m_new == -INFINITY ? 0.0f : m_new * scale_log2; /* nothing visible yet */
+        alpha[h] = rig__wg_exp2(m[h] * scale_log2 - base[h]);
         m[h] = m_new;
-        tile_max[h] = base;
     }
     float sum[2] = {0.0f, 0.0f};
 #pragma unroll
     for (int j = 0; j < 16; j++) {
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-            s[4 * j + e] = rig__wg_exp2(s[4 * j + e] - tile_max[e / 2]);
+            s[4 * j + e] = rig__wg_exp2(fmaf(s[4 * j + e], scale_log2, -base[e / 2]));
             sum[e / 2] += s[4 * j + e];
         }
     }
@@ -427,7 +463,8 @@ rig__wg_load_q(const struct rig_cuda_attention_args *a, const struct rig__wg_pla
 }
 
 /* Normalises the rows, stages them as bf16 in the warpgroup's own Q rows (every wgmma that
- * read them has completed) and writes them out with 16-byte stores. */
+ * read them has completed) and writes them out with 16-byte stores; returns once every thread
+ * of the warpgroup has read its rows back. */
 template <int WG>
 static __device__ __forceinline__ void
 rig__wg_store(const struct rig_cuda_attention_args *a, const struct rig__wg_place *place,
@@ -463,19 +500,24 @@ rig__wg_store(const struct rig_cuda_attention_args *a, const struct rig__wg_plac
         *reinterpret_cast<uint4 *>(out) =
             *reinterpret_cast<const uint4 *>(window + (at - window_address));
     }
+    rig__wg_named_sync(1 + wg); /* the rows are read out before the next item's Q lands */
 }
 
-/* Everything one consumer warpgroup does, see the file header for the pipeline. */
-template <int WG>
+/* Everything one consumer warpgroup does for one work item, tiles it0 .. of the block's
+ * running count (see rig__wg_produce); the file header has the pipeline. PINGPONG (2 consumer
+ * warpgroups): each issues its GEMMs only in its turn, so that one's softmax runs while the
+ * other's GEMMs hold the tensor cores; per item warpgroup 0 gives itself the first turn and
+ * warpgroup 1 does not give back its last, so every barrier phase completes within the item. */
+template <int WG, bool PINGPONG, int ST>
 static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
                                        const struct rig__wg_place *place, char *window,
-                                       uint32_t bars, int kv_head, int group)
+                                       uint32_t bars, int kv_head, int group, int it0)
 {
-    using S = rig__wg_shape<WG>;
+    using S = rig__wg_shape<WG, ST>;
     int wg = (int)threadIdx.x / RIG__WG_THREAD, t = (int)threadIdx.x % RIG__WG_THREAD;
     int warp = t / 32, lane = t % 32;
     uint32_t q_tile = rig__wg_smem(window), k_tiles = q_tile + S::Q_BYTES;
-    uint32_t v_tiles = k_tiles + 2 * S::TILE_BYTES;
+    uint32_t v_tiles = k_tiles + ST * S::TILE_BYTES;
     uint32_t q_rows = q_tile + wg * RIG__WG_ROWS * 128;
     rig__wg_load_q<WG>(a, place, q_tile, wg, t, kv_head, group);
     float o[64], s[64], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, alpha[2];
@@ -492,13 +534,17 @@ static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
     const float scale_log2 = a->scale * 1.4426950408889634f;
     int tiles = (int)rig_cuda_div_up(place->keys, RIG__WG_BN);
     if (tiles > 0) {
-        rig__wg_bar_wait(bars + 8 * RIG__FULL_K, 0);
+        int stage = it0 % ST;
+        if (PINGPONG && wg == 0) rig__wg_turn_give(0);
+        rig__wg_bar_wait(bars + 8 * (RIG__FULL_K + stage), (uint32_t)(it0 / ST) & 1);
         rig__wg_fence_async();
-        rig__wg_scores<WG>(s, q_rows, k_tiles);
+        if (PINGPONG) rig__wg_turn_wait(wg);
+        rig__wg_scores<WG>(s, q_rows, k_tiles + stage * S::TILE_BYTES);
+        if (PINGPONG && (wg == 0 || tiles > 1)) rig__wg_turn_give(1 - wg);
         rig__wg_wait<0>();
         rig__wg_pin(s);
         __syncwarp();
-        if (lane == 0) rig__wg_bar_arrive(bars + 8 * RIG__EMPTY_K);
+        if (lane == 0) rig__wg_bar_arrive(bars + 8 * (RIG__EMPTY_K + stage));
         if (place->open_tiles > 0)
             rig__wg_softmax<false>(s, m, l, position, 0, scale_log2, alpha);
         else
@@ -506,13 +552,14 @@ static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
         rig__wg_probabilities(p, s);
     }
     for (int j = 1; j < tiles; j++) {
-        int stage = j & 1, prev = 1 - stage;
-        rig__wg_bar_wait(bars + 8 * (RIG__FULL_K + stage), (uint32_t)(j >> 1) & 1);
+        int it = it0 + j, stage = it % ST, prev = (it - 1) % ST;
+        rig__wg_bar_wait(bars + 8 * (RIG__FULL_K + stage), (uint32_t)(it / ST) & 1);
+        rig__wg_bar_wait(bars + 8 * (RIG__FULL_V + prev), (uint32_t)((it - 1) / ST) & 1);
         rig__wg_fence_async();
+        if (PINGPONG) rig__wg_turn_wait(wg);
         rig__wg_scores<WG>(s, q_rows, k_tiles + stage * S::TILE_BYTES);
-        rig__wg_bar_wait(bars + 8 * (RIG__FULL_V + prev), (uint32_t)((j - 1) >> 1) & 1);
-        rig__wg_fence_async();
         rig__wg_values(o, p, v_tiles + prev * S::TILE_BYTES);
+        if (PINGPONG && (wg == 0 || j + 1 < tiles)) rig__wg_turn_give(1 - wg);
         rig__wg_wait<1>();
         rig__wg_pin(s);
         __syncwarp();
@@ -530,80 +577,126 @@ static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
         rig__wg_probabilities(p, s);
     }
     if (tiles > 0) {
-        int last = (tiles - 1) & 1;
-        rig__wg_bar_wait(bars + 8 * (RIG__FULL_V + last), (uint32_t)((tiles - 1) >> 1) & 1);
+        int last = (it0 + tiles - 1) % ST;
+        rig__wg_bar_wait(bars + 8 * (RIG__FULL_V + last), (uint32_t)((it0 + tiles - 1) / ST) & 1);
         rig__wg_fence_async();
         rig__wg_values(o, p, v_tiles + last * S::TILE_BYTES);
         rig__wg_wait<0>();
         rig__wg_pin(o);
         rig__wg_pin(p);
+        __syncwarp();
+        if (lane == 0) rig__wg_bar_arrive(bars + 8 * (RIG__EMPTY_V + last));
     }
     rig__wg_store<WG>(a, place, o, l, q_tile, window, wg, t, kv_head, group);
 }
 
 #endif /* __CUDA_ARCH_FEAT_SM90_ALL */
 
-/* Grid: one block per (row tile, KV head), KV head fastest, row tiles in reverse (the longest
- * causal tiles start first); the spare blocks of the upper bound leave at once. */
-template <int WG>
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+/* Places the block's item of round `round` (see rig__wg_kernel); false when it has no more. */
+template <int BM>
+static __device__ __forceinline__ bool rig__wg_next(const struct rig_cuda_attention_args *a,
+                                                    int items, int round,
+                                                    struct rig__wg_place *place, int *kv_head)
+{
+    int heads_kv = (int)a->heads_kv, blocks = (int)gridDim.x, block = (int)blockIdx.x;
+    int item = round * blocks + ((round & 1) ? blocks - 1 - block : block);
+    if (item >= items) return false;
+    int group = (int)(a->heads_q / a->heads_kv);
+    rig__wg_find<BM>(a, group, (int64_t)(items / heads_kv - 1 - item / heads_kv), place);
+    *kv_head = item % heads_kv;
+    return true;
+}
+#endif
+
+/* Work items: one per (row tile, KV head), KV head fastest, row tiles in reverse (the longest
+ * causal tiles first), `items` of them (an upper bound from the host; device lengths decide
+ * which exist, the rest are skipped). Block i takes items i, then 2G - 1 - i, then 2G + i, ...
+ * (G blocks, the order snaking so that every block gets a like share of long and short items);
+ * with G = items that is one item a block. Every thread places each of its items itself. */
+template <int WG, bool PINGPONG, int ST>
 static __global__ void __launch_bounds__(rig__wg_shape<WG>::THREADS, 1)
-    rig__wg_kernel(struct rig_cuda_attention_args a)
+    rig__wg_kernel(struct rig_cuda_attention_args a, int items)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    using S = rig__wg_shape<WG>;
+    using S = rig__wg_shape<WG, ST>;
     extern __shared__ __align__(1024) char rig__wg_shared[];
-    __shared__ struct rig__wg_place place;
     __shared__ __align__(8) uint64_t barriers[RIG__BARRIERS];
-    int heads_kv = (int)a.heads_kv, group = (int)(a.heads_q / a.heads_kv);
-    int kv_head = (int)(blockIdx.x % (unsigned)heads_kv);
-    int64_t b = (int64_t)(gridDim.x / heads_kv) - 1 - (int64_t)(blockIdx.x / heads_kv);
+    int group = (int)(a.heads_q / a.heads_kv);
     uint32_t bars = rig__wg_smem(barriers);
     if (threadIdx.x == 0) {
-        rig__wg_find<S::BM>(&a, group, b, &place);
-        for (int i = 0; i < 2; i++) {
-            rig__wg_bar_init(bars + 8 * (RIG__FULL_K + i), RIG__WG_THREAD);
-            rig__wg_bar_init(bars + 8 * (RIG__FULL_V + i), RIG__WG_THREAD);
+        for (int i = 0; i < ST; i++) {
+            rig__wg_bar_init(bars + 8 * (RIG__FULL_K + i), RIG__WG_THREAD / 2);
+            rig__wg_bar_init(bars + 8 * (RIG__FULL_V + i), RIG__WG_THREAD / 2);
             rig__wg_bar_init(bars + 8 * (RIG__EMPTY_K + i), 4 * WG);
             rig__wg_bar_init(bars + 8 * (RIG__EMPTY_V + i), 4 * WG);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
-    if (place.keys < 0) return;
     uint32_t base = rig__wg_smem(rig__wg_shared);
     char *window = rig__wg_shared + (((base + 1023) & ~1023u) - base);
     uint32_t aligned = rig__wg_smem(window);
+    /* setmaxnreg takes effect only with each role one branch of a single if/else. */
     if ((int)threadIdx.x >= WG * RIG__WG_THREAD) {
         if constexpr (WG > 1)
             asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(RIG__WG_PRODUCER_REGS)
                          : "memory");
-        rig__wg_produce<WG>(&a, &place, aligned + S::Q_BYTES,
-                            aligned + S::Q_BYTES + 2 * S::TILE_BYTES, bars, kv_head);
+        struct rig__wg_place place;
+        int kv_head;
+        for (int round = 0, it0 = 0; rig__wg_next<S::BM>(&a, items, round, &place, &kv_head);
+             round++) {
+            if (place.keys < 0) continue;
+            rig__wg_produce<WG, ST>(&a, &place, aligned + S::Q_BYTES,
+                                    aligned + S::Q_BYTES + ST * S::TILE_BYTES, bars, kv_head, it0);
+            it0 += (int)rig_cuda_div_up(place.keys, RIG__WG_BN);
+        }
+        asm volatile("cp.async.wait_all;\n" ::: "memory");
     } else {
         if constexpr (WG > 1)
             asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(RIG__WG_CONSUMER_REGS)
                          : "memory");
-        rig__wg_consume<WG>(&a, &place, window, bars, kv_head, group);
+        struct rig__wg_place place;
+        int kv_head;
+        for (int round = 0, it0 = 0; rig__wg_next<S::BM>(&a, items, round, &place, &kv_head);
+             round++) {
+            if (place.keys < 0) continue;
+            rig__wg_consume<WG, PINGPONG, ST>(&a, &place, window, bars, kv_head, group, it0);
+            it0 += (int)rig_cuda_div_up(place.keys, RIG__WG_BN);
+        }
     }
 #else
     (void)a;
+    (void)items;
     __trap(); /* the launcher takes this path only on devices the sm_90a build serves */
 #endif
 }
 
-template <int WG>
+/* RIG_PREFILL_WGMMA_PINGPONG=0 turns the ping-pong off, RIG_PREFILL_WGMMA_PERSISTENT=0 the
+ * persistent grid (testing and timing switches; both on when unset). */
+static bool rig__wg_switch(const char *name)
+{
+    const char *value = getenv(name);
+    return value == NULL || strcmp(value, "0") != 0;
+}
+
+template <int WG, bool PINGPONG, int ST>
 static enum rig_status rig__wg_launch(const struct rig_cuda_launch *launch,
                                       const struct rig_cuda_attention_args *a)
 {
-    using S = rig__wg_shape<WG>;
+    using S = rig__wg_shape<WG, ST>;
     if (S::SHARED > launch->shared_optin_bytes) return RIG_E_UNSUPPORTED;
     int64_t group = a->heads_q / a->heads_kv;
-    int64_t tiles = rig_cuda_div_up(a->rows * group, S::BM) + a->requests;
-    if (tiles * a->heads_kv > INT32_MAX) return RIG_E_UNSUPPORTED;
-    RIG_CUDA_TRY(cudaFuncSetAttribute(rig__wg_kernel<WG>,
+    int64_t items = (rig_cuda_div_up(a->rows * group, S::BM) + a->requests) * a->heads_kv;
+    if (items > INT32_MAX / 2) return RIG_E_UNSUPPORTED;
+    /* Placing an item scans the requests, so a persistent block (several items) only for few. */
+    int64_t blocks = items;
+    if (a->requests <= 16 && rig__wg_switch("RIG_PREFILL_WGMMA_PERSISTENT"))
+        blocks = items < launch->sm_count ? items : launch->sm_count;
+    RIG_CUDA_TRY(cudaFuncSetAttribute(rig__wg_kernel<WG, PINGPONG, ST>,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)S::SHARED));
-    dim3 grid((unsigned)(tiles * a->heads_kv));
-    rig__wg_kernel<WG><<<grid, S::THREADS, S::SHARED, launch->stream>>>(*a);
+    rig__wg_kernel<WG, PINGPONG, ST><<<(unsigned)blocks, S::THREADS, S::SHARED, launch->stream>>>(
+        *a, (int)items);
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
 }
@@ -613,10 +706,22 @@ enum rig_status rig_cuda_attention_prefill_wgmma(const struct rig_cuda_launch *l
                                                  bool two_consumers)
 {
     if (a->head_dim != RIG__WG_D || launch->compute_capability != 90) return RIG_E_UNSUPPORTED;
-    /* Two consumer warpgroups a block unless that leaves multiprocessors idle (short chunks:
-     * 512 tokens at GQA 2 is 64 blocks of 128 rows on 132 SMs, 128 of 64 rows). */
+    if (!(a->scale > 0.0f)) return RIG_E_UNSUPPORTED; /* the softmax folds it into exp2 */
+    /* One consumer warpgroup a block while its blocks fit the multiprocessors in one round
+     * (512 tokens at GQA 2: 128 blocks of 64 rows on 132 SMs), two beyond (900 tokens: 232
+     * blocks of 64 rows would take two rounds, 120 of 128 rows take one).
+     * RIG_PREFILL_WGMMA_CONSUMERS=1 or 2 forces the count (a timing switch). */
     int64_t group = a->heads_q / a->heads_kv;
-    int64_t blocks_two = rig_cuda_div_up(a->rows * group, 2 * RIG__WG_ROWS) * a->heads_kv;
-    if (!two_consumers && blocks_two < launch->sm_count) return rig__wg_launch<1>(launch, a);
-    return rig__wg_launch<2>(launch, a);
+    int64_t blocks_one = rig_cuda_div_up(a->rows * group, RIG__WG_ROWS) * a->heads_kv;
+    const char *forced = getenv("RIG_PREFILL_WGMMA_CONSUMERS");
+    bool one = blocks_one <= launch->sm_count;
+    if (forced != NULL && forced[0] != '\0') one = strcmp(forced, "1") == 0;
+    const char *stages = getenv("RIG_PREFILL_WGMMA_STAGES");
+    bool three = stages != NULL && strcmp(stages, "3") == 0;
+    bool pingpong = rig__wg_switch("RIG_PREFILL_WGMMA_PINGPONG");
+    if (one && !two_consumers)
+        return three ? rig__wg_launch<1, false, 3>(launch, a) : rig__wg_launch<1, false, 2>(launch, a);
+    if (three)
+        return pingpong ? rig__wg_launch<2, true, 3>(launch, a) : rig__wg_launch<2, false, 3>(launch, a);
+    return pingpong ? rig__wg_launch<2, true, 2>(launch, a) : rig__wg_launch<2, false, 2>(launch, a);
 }

@@ -126,6 +126,15 @@ static enum rig_status rig__attn_row(const struct rig_bench_options *o, struct r
     return status;
 }
 
+/* RIG_BENCH_ATTENTION_PREFILL=N times a lone N-token chunk instead (1..65536; a timing switch
+ * for the prefill kernels' short-chunk paths). */
+static int32_t rig__attn_prefill_tokens(int32_t fallback)
+{
+    const char *value = getenv("RIG_BENCH_ATTENTION_PREFILL");
+    long tokens = value != NULL ? strtol(value, NULL, 10) : 0;
+    return tokens >= 1 && tokens <= 65536 ? (int32_t)tokens : fallback;
+}
+
 enum rig_status rig_bench_attention(const struct rig_bench_options *o,
                                     struct rig_bench_report *report, char *error, size_t error_len)
 {
@@ -140,7 +149,7 @@ enum rig_status rig_bench_attention(const struct rig_bench_options *o,
     if (status < 0) return status;
     /* decode 256 x 1024 (the target shape), prefill one 8192-token chunk */
     const int32_t shapes[2][2] = {{o->quick ? 8 : 256, o->quick ? 256 : 1024},
-                                  {1, o->quick ? 512 : 8192}};
+                                  {1, rig__attn_prefill_tokens(o->quick ? 512 : 8192)}};
     _Static_assert(2 <= RIG_BENCH_ATTENTION_MAX, "attention rows fit the report");
     for (int32_t i = 0; i < 2 && status == RIG_OK; i++) {
         rig__bench_progress(o, "attention", i, 2);
