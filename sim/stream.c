@@ -3,8 +3,11 @@
  * Copies and fills move real bytes at issue time; one that touches a phantom buffer moves
  * nothing but still takes its modelled time (timing-only mode).
  */
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sim/cost.h"
 #include "sim/device.h"
@@ -143,9 +146,49 @@ enum rig_status rig_sim_fill_u32(struct rig_stream *stream, void *dst, uint32_t 
     return RIG_OK;
 }
 
-/* A dummy-weight fill computes hal/dummy.h's values on the host and takes the modelled time
- * of a fill of the same bytes, as rig_sim_fill_u32 does (the Philox arithmetic is not
- * costed: it runs at start-up, before any scenario's clock starts). */
+#define RIG__FILL_THREADS_MAX 32
+
+struct rig__fill_job {
+    struct rig_dummy_piece piece; /* a band of the block's rows */
+    uint16_t *out;
+};
+
+static void *rig__fill_job_run(void *arg)
+{
+    struct rig__fill_job *job = arg;
+    rig_dummy_fill_host(&job->piece, job->out);
+    return NULL;
+}
+
+/* rig_dummy_fill_host over bands of rows, one host thread each (up to the CPUs online): a
+ * value is a pure function of its element's index, so the split never changes a bit. A band
+ * whose thread cannot start is filled here. Small blocks stay on this thread. */
+static void rig__fill_dummy_host(const struct rig_dummy_piece *piece, uint16_t *out)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int64_t threads = cpus < 1 ? 1 : cpus > RIG__FILL_THREADS_MAX ? RIG__FILL_THREADS_MAX : cpus;
+    if (piece->rows * piece->cols < (1 << 18) || threads > piece->rows) threads = 1;
+    struct rig__fill_job jobs[RIG__FILL_THREADS_MAX];
+    pthread_t ids[RIG__FILL_THREADS_MAX];
+    bool started[RIG__FILL_THREADS_MAX] = {false};
+    for (int64_t t = 0; t < threads; t++) {
+        int64_t begin = piece->rows * t / threads, end = piece->rows * (t + 1) / threads;
+        jobs[t].piece = *piece;
+        jobs[t].piece.row0 = piece->row0 + begin;
+        jobs[t].piece.rows = end - begin;
+        jobs[t].out = out + begin * piece->cols;
+        if (t > 0) started[t] = pthread_create(&ids[t], NULL, rig__fill_job_run, &jobs[t]) == 0;
+    }
+    for (int64_t t = 0; t < threads; t++)
+        if (!started[t]) rig__fill_job_run(&jobs[t]);
+    for (int64_t t = 1; t < threads; t++)
+        if (started[t]) pthread_join(ids[t], NULL);
+}
+
+/* A dummy-weight fill computes hal/dummy.h's values on the host (in bands of rows over the
+ * host's CPUs) and takes the modelled time of a fill of the same bytes, as rig_sim_fill_u32
+ * does (the Philox arithmetic is not costed: it runs at start-up, before any scenario's clock
+ * starts). */
 enum rig_status rig_sim_fill_dummy_bf16(struct rig_stream *stream, void *dst,
                                         const struct rig_dummy_piece *piece)
 {
@@ -153,7 +196,7 @@ enum rig_status rig_sim_fill_dummy_bf16(struct rig_stream *stream, void *dst,
     RIG_ASSERT(piece->rows > 0 && piece->cols > 0);
     struct rig_sim_device *device = rig_sim_device_of(stream->device);
     struct rig_sim_stream *sim_stream = rig_sim_stream_of(stream);
-    if (!rig_sim_memory_is_phantom(&device->memory, dst)) rig_dummy_fill_host(piece, dst);
+    if (!rig_sim_memory_is_phantom(&device->memory, dst)) rig__fill_dummy_host(piece, dst);
     int64_t start = rig_sim_clock_kernel_start(&device->clock, &device->profile,
                                                device->profile.kernel_launch_host_ns,
                                                sim_stream->ready_ns);
