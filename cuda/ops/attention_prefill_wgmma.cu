@@ -72,6 +72,12 @@ RIG_CUDA_MODULE(attention_prefill_wgmma)
 #ifndef RIG__WG_CONSUMER_REGS
 #define RIG__WG_CONSUMER_REGS 216
 #endif
+#ifndef RIG__WG3_PRODUCER_REGS /* with 3 consumer warpgroups (head dim 64 only) */
+#define RIG__WG3_PRODUCER_REGS 24
+#endif
+#ifndef RIG__WG3_CONSUMER_REGS
+#define RIG__WG3_CONSUMER_REGS 160
+#endif
 
 /* Shape of one instantiation: WG consumer warpgroups and one producer warpgroup, ST stages,
  * head dim D (128: two 64-column swizzled halves a tile; 64: one). */
@@ -154,7 +160,7 @@ static __device__ __forceinline__ void rig__wg_named_sync(int id)
 /* The ping-pong between two consumer warpgroups (FA3): warpgroup w waits on barrier
  * RIG__WG_TURN + w for its turn to issue its GEMMs, then hands the turn to the other one; 256
  * threads: the 128 waiting plus the 128 that arrived. */
-#define RIG__WG_TURN 3
+#define RIG__WG_TURN 4 /* after the warpgroups' own barriers 1 .. 3 */
 static __device__ __forceinline__ void rig__wg_turn_wait(int wg)
 {
     asm volatile("bar.sync %0, %1;\n" ::"r"(RIG__WG_TURN + wg), "n"(2 * RIG__WG_THREAD)
@@ -573,7 +579,7 @@ static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
         rig__wg_fence_async();
         if (PINGPONG) rig__wg_turn_wait(wg);
         rig__wg_scores<WG, D>(s, q_rows, k_tiles + stage * S::TILE_BYTES);
-        if (PINGPONG && (wg == 0 || tiles > 1)) rig__wg_turn_give(1 - wg);
+        if (PINGPONG && (wg != WG - 1 || tiles > 1)) rig__wg_turn_give((wg + 1) % WG);
         rig__wg_wait<0>();
         rig__wg_pin(s);
         __syncwarp();
@@ -592,7 +598,7 @@ static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
         if (PINGPONG) rig__wg_turn_wait(wg);
         rig__wg_scores<WG, D>(s, q_rows, k_tiles + stage * S::TILE_BYTES);
         rig__wg_values(o, p, v_tiles + prev * S::TILE_BYTES);
-        if (PINGPONG && (wg == 0 || j + 1 < tiles)) rig__wg_turn_give(1 - wg);
+        if (PINGPONG && (wg != WG - 1 || j + 1 < tiles)) rig__wg_turn_give((wg + 1) % WG);
         rig__wg_wait<1>();
         rig__wg_pin(s);
         __syncwarp();
@@ -672,8 +678,11 @@ static __global__ void __launch_bounds__(rig__wg_shape<WG>::THREADS, 1)
     uint32_t aligned = rig__wg_smem(window);
     /* setmaxnreg takes effect only with each role one branch of a single if/else. */
     if ((int)threadIdx.x >= WG * RIG__WG_THREAD) {
-        if constexpr (WG > 1)
+        if constexpr (WG == 2)
             asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(RIG__WG_PRODUCER_REGS)
+                         : "memory");
+        if constexpr (WG == 3)
+            asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(RIG__WG3_PRODUCER_REGS)
                          : "memory");
         struct rig__wg_place place;
         int kv_head;
@@ -686,8 +695,11 @@ static __global__ void __launch_bounds__(rig__wg_shape<WG>::THREADS, 1)
         }
         asm volatile("cp.async.wait_all;\n" ::: "memory");
     } else {
-        if constexpr (WG > 1)
+        if constexpr (WG == 2)
             asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(RIG__WG_CONSUMER_REGS)
+                         : "memory");
+        if constexpr (WG == 3)
+            asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(RIG__WG3_CONSUMER_REGS)
                          : "memory");
         struct rig__wg_place place;
         int kv_head;
@@ -734,12 +746,17 @@ static enum rig_status rig__wg_launch(const struct rig_cuda_launch *launch,
     return RIG_OK;
 }
 
-/* The launches of one head dim: consumer warpgroups, ping-pong and stages chosen as below. */
+/* The launches of one head dim: consumer warpgroups, ping-pong and stages chosen as below
+ * (3 consumer warpgroups only at head dim 64, always with ping-pong). */
 template <int D>
 static enum rig_status rig__wg_dispatch(const struct rig_cuda_launch *launch,
                                         const struct rig_cuda_attention_args *a, bool one,
-                                        bool three, bool pingpong)
+                                        bool three, bool pingpong, int consumers)
 {
+    if constexpr (D == 64)
+        if (consumers == 3 && !one)
+            return three ? rig__wg_launch<3, true, 3, D>(launch, a)
+                         : rig__wg_launch<3, true, 2, D>(launch, a);
     if (one)
         return three ? rig__wg_launch<1, false, 3, D>(launch, a)
                      : rig__wg_launch<1, false, 2, D>(launch, a);
@@ -770,6 +787,9 @@ enum rig_status rig_cuda_attention_prefill_wgmma(const struct rig_cuda_launch *l
     const char *stages = getenv("RIG_PREFILL_WGMMA_STAGES");
     bool three = stages != NULL && strcmp(stages, "3") == 0;
     bool pingpong = rig__wg_switch("RIG_PREFILL_WGMMA_PINGPONG");
-    if (a->head_dim == 64) return rig__wg_dispatch<64>(launch, a, one, three, pingpong);
-    return rig__wg_dispatch<128>(launch, a, one, three, pingpong);
+    /* RIG_PREFILL_WGMMA_CONSUMERS=3: 3 consumer warpgroups (192 rows) a block at head dim 64. */
+    int consumers = forced != NULL && strcmp(forced, "3") == 0 ? 3 : 2;
+    if (consumers == 3) one = false;
+    if (a->head_dim == 64) return rig__wg_dispatch<64>(launch, a, one, three, pingpong, consumers);
+    return rig__wg_dispatch<128>(launch, a, one, three, pingpong, consumers);
 }

@@ -51,12 +51,30 @@ if want variants; then
     attn "512.new-3stages" RIG_PREFILL_WGMMA=1 RIG_PREFILL_WGMMA_STAGES=3 \
         RIG_BENCH_ATTENTION_PREFILL=512
 fi
+if want wg3; then
+    for round in 1 2 3; do
+        attn "8192.old.$round" RIG_PREFILL_WGMMA=0
+        attn "8192.new-2wg.$round" RIG_PREFILL_WGMMA=1
+        attn "8192.new-3wg.$round" RIG_PREFILL_WGMMA=1 RIG_PREFILL_WGMMA_CONSUMERS=3
+        attn "8192.new-3wg-3st.$round" RIG_PREFILL_WGMMA=1 RIG_PREFILL_WGMMA_CONSUMERS=3 \
+            RIG_PREFILL_WGMMA_STAGES=3
+        attn "8192.new-2wg-3st.$round" RIG_PREFILL_WGMMA=1 RIG_PREFILL_WGMMA_STAGES=3
+        attn "512.old.$round" RIG_PREFILL_WGMMA=0 RIG_BENCH_ATTENTION_PREFILL=512
+        attn "512.new-auto.$round" RIG_PREFILL_WGMMA=1 RIG_BENCH_ATTENTION_PREFILL=512
+        attn "512.new-3wg.$round" RIG_PREFILL_WGMMA=1 RIG_PREFILL_WGMMA_CONSUMERS=3 \
+            RIG_BENCH_ATTENTION_PREFILL=512
+        attn "2048.new-auto.$round" RIG_PREFILL_WGMMA=1 RIG_BENCH_ATTENTION_PREFILL=2048
+        attn "2048.new-3wg.$round" RIG_PREFILL_WGMMA=1 RIG_PREFILL_WGMMA_CONSUMERS=3 \
+            RIG_BENCH_ATTENTION_PREFILL=2048
+    done
+fi
 if want prefill; then
-    for w in 0 1; do
-        RIG_PREFILL_WGMMA=$w RIG_BENCH_PREFILL_CHUNK=${CHUNK:-8192} timeout 60 "$bundle/run.sh" \
-            bin/rig bench prefill --backend cuda --model "$model" --out none \
-            >"$out/prefill-$w.log" 2>&1
-        echo "== bench prefill $model wgmma=$w"
-        grep -E "^ +[0-9]+ +[0-9]+ |MFU|chunk|rror" "$out/prefill-$w.log" | head -6
+    # PREFILL_PATHS: words WGMMA:CONSUMERS (RIG_PREFILL_WGMMA, RIG_PREFILL_WGMMA_CONSUMERS)
+    for w in ${PREFILL_PATHS:-0: 1:}; do
+        RIG_PREFILL_WGMMA=${w%%:*} RIG_PREFILL_WGMMA_CONSUMERS=${w#*:} \
+            RIG_BENCH_PREFILL_CHUNK=${CHUNK:-8192} timeout 60 "$bundle/run.sh" bin/rig bench \
+            prefill --backend cuda --model "$model" --out none >"$out/prefill-${w/:/-}.log" 2>&1
+        echo "== bench prefill $model wgmma:consumers $w"
+        grep -E "^ +[0-9]+ +[0-9]+ |MFU|chunk|rror" "$out/prefill-${w/:/-}.log" | head -6
     done
 fi
