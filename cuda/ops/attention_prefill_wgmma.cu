@@ -36,8 +36,9 @@
  *    diagonal tiles) while the tensor cores do P V, then wait, rescale O and round P_j to bf16
  *    straight from the S accumulators (the m64nN accumulator layout is the A register layout,
  *    as with mma.sync). With 2 consumers, FA3's inter-warpgroup ping-pong: a warpgroup issues
- *    its GEMMs only in its turn (named barriers 3 and 4), so that one's softmax runs while the
- *    other's GEMMs hold the tensor cores (RIG_PREFILL_WGMMA_PINGPONG=0 turns it off).
+ *    its GEMMs only in its turn (named barriers 4 and 5; 3 consumers take turns round robin over
+ *    4, 5 and 6), so that one's softmax runs while the other's GEMMs hold the tensor cores
+ *    (RIG_PREFILL_WGMMA_PINGPONG=0 turns it off).
  *  - Cached data is written by cp.async (generic proxy) and read by wgmma (async proxy): each
  *    consumer thread runs fence.proxy.async after its barrier wait, before the wgmma.
  *  - Output: O / l as bf16 into the warpgroup's own Q rows (same swizzle, no bank conflicts),
@@ -50,6 +51,13 @@
  * test_attention_prefill passes on every path (and with 3 stages); the default
  * (RIG_PREFILL_WGMMA_DEFAULT 1). 8192 causal chunk 585-629 us (437-470 TFLOP/s) against the
  * mma.sync kernel's 1313-1513 us in the same call; the 580 TFLOP/s target is not reached.
+ * Head dim 64 (commit 4b7cd1d, Llama-3.2-1B heads 32 / 8, same doc section): passes
+ * test_attention_prefill on every path, also with RIG_PREFILL_WGMMA_CONSUMERS=3 (3 consumer
+ * warpgroups, 192 rows, round-robin ping-pong, setmaxnreg 24 / 160: D 64 only, a timing switch,
+ * not faster); registers at D 64: 2 consumers 168 then 64 / 216, 1 consumer 255, no spills;
+ * 81 KB of shared memory (2 consumers, 2 stages). 8192 causal chunk 820-976 us (282-335
+ * TFLOP/s) against 1264-1445 us for mma.sync; lone 512 chunk 13.6-15.9 us against 24.8-27.7;
+ * Llama-3.2-1B 8192 prefill step 41.1-41.3 ms (MFU 61.4-62.2 %) against 48.3-48.5 (52.3-52.7).
  *
  * Device code exists only in the sm_90a build (__CUDA_ARCH_FEAT_SM90_ALL); the compute_90 PTX
  * gets a kernel that traps, and the launcher takes this path only on a 9.0 device.
@@ -85,7 +93,7 @@ template <int WG, int ST = 2, int D = 128> struct rig__wg_shape {
     static constexpr int BM = WG * RIG__WG_ROWS;
     static constexpr int THREADS = (WG + 1) * RIG__WG_THREAD;
     static constexpr uint32_t Q_BYTES = BM * D * 2;
-    static constexpr uint32_t TILE_BYTES = RIG__WG_BN * D * 2;                /* one K or V stage */
+    static constexpr uint32_t TILE_BYTES = RIG__WG_BN * D * 2; /* one K or V stage */
     static constexpr size_t SHARED = Q_BYTES + 2 * ST * (size_t)TILE_BYTES + 1024; /* + align */
 };
 
@@ -157,9 +165,9 @@ static __device__ __forceinline__ void rig__wg_named_sync(int id)
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "n"(RIG__WG_THREAD) : "memory");
 }
 
-/* The ping-pong between two consumer warpgroups (FA3): warpgroup w waits on barrier
- * RIG__WG_TURN + w for its turn to issue its GEMMs, then hands the turn to the other one; 256
- * threads: the 128 waiting plus the 128 that arrived. */
+/* The ping-pong between consumer warpgroups (FA3): warpgroup w waits on barrier
+ * RIG__WG_TURN + w for its turn to issue its GEMMs, then hands the turn to the next one (w + 1
+ * modulo the count); 256 threads: the 128 waiting plus the 128 that arrived. */
 #define RIG__WG_TURN 4 /* after the warpgroups' own barriers 1 .. 3 */
 static __device__ __forceinline__ void rig__wg_turn_wait(int wg)
 {
@@ -690,7 +698,8 @@ static __global__ void __launch_bounds__(rig__wg_shape<WG>::THREADS, 1)
              round++) {
             if (place.keys < 0) continue;
             rig__wg_produce<WG, ST, D>(&a, &place, aligned + S::Q_BYTES,
-                                    aligned + S::Q_BYTES + ST * S::TILE_BYTES, bars, kv_head, it0);
+                                       aligned + S::Q_BYTES + ST * S::TILE_BYTES, bars, kv_head,
+                                       it0);
             it0 += (int)rig_cuda_div_up(place.keys, RIG__WG_BN);
         }
         asm volatile("cp.async.wait_all;\n" ::: "memory");
