@@ -1154,6 +1154,17 @@ static void rig__attention_prefill_cases(const char *path)
                  path);
         rig__prefill_case(what, 7, odd_q, odd_cached, 8, 8 / ratios[g], 128, false);
     }
+    /* The same at head dim 64 (the wgmma kernel's m64n64 P V and one swizzle atom a row). */
+    for (size_t g = 0; g < RIG_ARRAY_LEN(ratios); g++) {
+        rig__reset(1030 + g);
+        int64_t q_len[] = {100, 1, 37, 64}, cached[] = {0, 999, 300, 1};
+        snprintf(what, sizeof what, "prefill mixed GQA %lld D64 [%s]", (long long)ratios[g], path);
+        rig__prefill_case(what, 4, q_len, cached, 8, 8 / ratios[g], 64, false);
+        rig__reset(1040 + g);
+        snprintf(what, sizeof what, "prefill odd lengths GQA %lld D64 [%s]", (long long)ratios[g],
+                 path);
+        rig__prefill_case(what, 7, odd_q, odd_cached, 8, 8 / ratios[g], 64, false);
+    }
     static const int64_t dims[] = {64, 80, 40, 256};
     for (size_t i = 0; i < RIG_ARRAY_LEN(dims); i++) {
         rig__reset(1100 + i);
@@ -1226,6 +1237,22 @@ static void rig__attention_prefill_cases(const char *path)
         snprintf(what, sizeof what, "prefill 3 requests with prefixes GQA %lld (sampled) [%s]",
                  (long long)ratios[g], path);
         rig__prefill_sampled_case(what, 3, three_q, three_cached, 16, 16 / ratios[g], 128);
+    }
+    /* Head dim 64 at Llama-3.2-1B's heads (32 / 8): a lone 512 chunk compared whole, the 8192
+     * chunk and three requests with prefixes at every GQA ratio, sampled. */
+    rig__reset(1330);
+    snprintf(what, sizeof what, "prefill lone 512 chunk 32/8 heads D64 [%s]", path);
+    rig__prefill_case(what, 1, lone, fresh, 32, 8, 64, false);
+    for (size_t g = 0; g < RIG_ARRAY_LEN(ratios); g++) {
+        rig__reset(1340 + g);
+        snprintf(what, sizeof what, "prefill 8192 chunk GQA %lld D64 (sampled) [%s]",
+                 (long long)ratios[g], path);
+        rig__prefill_sampled_case(what, 1, chunk, fresh, 32, 32 / ratios[g], 64);
+        rig__reset(1350 + g);
+        int64_t three_q[] = {1500, 777, 2100}, three_cached[] = {4000, 0, 333};
+        snprintf(what, sizeof what, "prefill 3 requests with prefixes GQA %lld D64 (sampled) [%s]",
+                 (long long)ratios[g], path);
+        rig__prefill_sampled_case(what, 3, three_q, three_cached, 32, 32 / ratios[g], 64);
     }
 }
 

@@ -37,7 +37,7 @@
  *    16-byte stores.
  * Compile-time knobs for measuring other shapes (RIG_PREFILL_* macros): see the mma.sync section.
  *
- * Hopper (sm_90a) has a second path for head dim 128 on warpgroup MMA, FA3's structure:
+ * Hopper (sm_90a) has a second path for head dims 128 and 64 on warpgroup MMA, FA3's structure:
  * attention_prefill_wgmma.cu, chosen by RIG_PREFILL_WGMMA (see rig__wgmma_wanted).
  *
  * The fallback (rig__prefill_kernel: other head dims that are a multiple of 16 up to 256, or
@@ -328,7 +328,7 @@ static __global__ void __launch_bounds__(RIG__WARPS *RIG_CUDA_WARP)
 #define RIG_PREFILL_Q_IN_REGISTERS 1
 #endif
 
-/* Head dim 128 on Hopper goes through attention_prefill_wgmma.cu when RIG_PREFILL_WGMMA is
+/* Head dims 128 and 64 on Hopper go through attention_prefill_wgmma.cu when RIG_PREFILL_WGMMA is
  * unset: it passed test_attention_prefill on the H100 and measured 2.0-2.3 x faster than the
  * mma.sync kernel (docs/performance.md, "Issue 18: prefill attention on wgmma"). */
 #ifndef RIG_PREFILL_WGMMA_DEFAULT
@@ -819,10 +819,10 @@ static bool rig__fa_usable(const struct rig_cuda_attention_args *a)
            a->rows * group < INT32_MAX / 2 && a->page_table_cols < INT32_MAX / 2;
 }
 
-/* RIG_PREFILL_WGMMA=1 sends head dim 128 to the wgmma kernel where it runs, =2 too with two
- * consumer warpgroups a block whatever the size (a testing switch), =0 keeps it on the mma.sync
- * kernel; unset: RIG_PREFILL_WGMMA_DEFAULT. Read at every call, so one process (the tests) can
- * run every path. Returns 0, 1 or 2. */
+/* RIG_PREFILL_WGMMA=1 sends head dims 128 and 64 to the wgmma kernel where it runs, =2 too
+ * with two consumer warpgroups a block whatever the size (a testing switch), =0 keeps them on
+ * the mma.sync kernels; unset: RIG_PREFILL_WGMMA_DEFAULT. Read at every call, so one process
+ * (the tests) can run every path. Returns 0, 1 or 2. */
 static int rig__wgmma_wanted(void)
 {
     const char *value = getenv("RIG_PREFILL_WGMMA");
@@ -846,7 +846,7 @@ enum rig_status rig_cuda_op_attention_prefill(const struct rig_cuda_launch *laun
     if (!tensor_cores) return rig_cuda_attention_split_kv(launch, &a);
     if (rig__fa_usable(&a)) {
         enum rig_status status = RIG_E_UNSUPPORTED;
-        int wgmma = dim == 128 ? rig__wgmma_wanted() : 0;
+        int wgmma = dim == 128 || dim == 64 ? rig__wgmma_wanted() : 0;
         if (wgmma > 0) status = rig_cuda_attention_prefill_wgmma(launch, &a, wgmma == 2);
         if (status != RIG_E_UNSUPPORTED) return status;
         if (dim == 64)

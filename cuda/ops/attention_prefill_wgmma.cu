@@ -1,7 +1,12 @@
-/* attention_prefill_wgmma.cu — the Hopper path of causal paged prefill attention at head dim
- * 128: FlashAttention-3's structure on warpgroup MMA (wgmma, sm_90a), same semantics and GQA
- * packing as the mma.sync kernel of attention_prefill.cu (row rho = token * G + g; see that
- * file's header), which stays the path for everything else and under RIG_PREFILL_WGMMA=0.
+/* attention_prefill_wgmma.cu — the Hopper path of causal paged prefill attention at head dims
+ * 128 and 64: FlashAttention-3's structure on warpgroup MMA (wgmma, sm_90a), same semantics and
+ * GQA packing as the mma.sync kernels of attention_prefill.cu (row rho = token * G + g; see
+ * that file's header), which stay the path for everything else and under RIG_PREFILL_WGMMA=0.
+ * Everything below is written for D 128; the kernel is templated on D, and at D 64 a head row
+ * is exactly one 128-byte swizzle atom (tiles have one 64-column half, so the descriptors' LBO
+ * never comes into play), S = Q K^T takes 4 k16 steps, O += P V is wgmma m64n64k16 (32
+ * accumulators a thread), a producer warp instruction gathers 4 key rows, and Q, K and V tiles
+ * take half the bytes (Q [BM][64], K and V [stages][BN][64]).
  *
  * Block: WG consumer warpgroups (2 by default, 1 when 2-warpgroup blocks would leave SMs idle:
  * short chunks) owning 64 packed query rows each (BM = 64 WG, the wgmma M), plus one producer
@@ -31,8 +36,9 @@
  *    diagonal tiles) while the tensor cores do P V, then wait, rescale O and round P_j to bf16
  *    straight from the S accumulators (the m64nN accumulator layout is the A register layout,
  *    as with mma.sync). With 2 consumers, FA3's inter-warpgroup ping-pong: a warpgroup issues
- *    its GEMMs only in its turn (named barriers 3 and 4), so that one's softmax runs while the
- *    other's GEMMs hold the tensor cores (RIG_PREFILL_WGMMA_PINGPONG=0 turns it off).
+ *    its GEMMs only in its turn (named barriers 4 and 5; 3 consumers take turns round robin over
+ *    4, 5 and 6), so that one's softmax runs while the other's GEMMs hold the tensor cores
+ *    (RIG_PREFILL_WGMMA_PINGPONG=0 turns it off).
  *  - Cached data is written by cp.async (generic proxy) and read by wgmma (async proxy): each
  *    consumer thread runs fence.proxy.async after its barrier wait, before the wgmma.
  *  - Output: O / l as bf16 into the warpgroup's own Q rows (same swizzle, no bank conflicts),
@@ -45,6 +51,13 @@
  * test_attention_prefill passes on every path (and with 3 stages); the default
  * (RIG_PREFILL_WGMMA_DEFAULT 1). 8192 causal chunk 585-629 us (437-470 TFLOP/s) against the
  * mma.sync kernel's 1313-1513 us in the same call; the 580 TFLOP/s target is not reached.
+ * Head dim 64 (commit 4b7cd1d, Llama-3.2-1B heads 32 / 8, same doc section): passes
+ * test_attention_prefill on every path, also with RIG_PREFILL_WGMMA_CONSUMERS=3 (3 consumer
+ * warpgroups, 192 rows, round-robin ping-pong, setmaxnreg 24 / 160: D 64 only, a timing switch,
+ * not faster); registers at D 64: 2 consumers 168 then 64 / 216, 1 consumer 255, no spills;
+ * 81 KB of shared memory (2 consumers, 2 stages). 8192 causal chunk 820-976 us (282-335
+ * TFLOP/s) against 1264-1445 us for mma.sync; lone 512 chunk 13.6-15.9 us against 24.8-27.7;
+ * Llama-3.2-1B 8192 prefill step 41.1-41.3 ms (MFU 61.4-62.2 %) against 48.3-48.5 (52.3-52.7).
  *
  * Device code exists only in the sm_90a build (__CUDA_ARCH_FEAT_SM90_ALL); the compute_90 PTX
  * gets a kernel that traps, and the launcher takes this path only on a 9.0 device.
@@ -58,7 +71,6 @@
 
 RIG_CUDA_MODULE(attention_prefill_wgmma)
 
-#define RIG__WG_D      128    /* head dim */
 #define RIG__WG_BN     128    /* keys per tile */
 #define RIG__WG_ROWS   64     /* packed query rows per consumer warpgroup (wgmma M) */
 #define RIG__WG_THREAD 128    /* threads per warpgroup */
@@ -68,13 +80,20 @@ RIG_CUDA_MODULE(attention_prefill_wgmma)
 #ifndef RIG__WG_CONSUMER_REGS
 #define RIG__WG_CONSUMER_REGS 216
 #endif
+#ifndef RIG__WG3_PRODUCER_REGS /* with 3 consumer warpgroups (head dim 64 only) */
+#define RIG__WG3_PRODUCER_REGS 24
+#endif
+#ifndef RIG__WG3_CONSUMER_REGS
+#define RIG__WG3_CONSUMER_REGS 160
+#endif
 
-/* Shape of one instantiation: WG consumer warpgroups and one producer warpgroup. */
-template <int WG, int ST = 2> struct rig__wg_shape {
+/* Shape of one instantiation: WG consumer warpgroups and one producer warpgroup, ST stages,
+ * head dim D (128: two 64-column swizzled halves a tile; 64: one). */
+template <int WG, int ST = 2, int D = 128> struct rig__wg_shape {
     static constexpr int BM = WG * RIG__WG_ROWS;
     static constexpr int THREADS = (WG + 1) * RIG__WG_THREAD;
-    static constexpr uint32_t Q_BYTES = BM * RIG__WG_D * 2;
-    static constexpr uint32_t TILE_BYTES = RIG__WG_BN * RIG__WG_D * 2;        /* one K or V stage */
+    static constexpr uint32_t Q_BYTES = BM * D * 2;
+    static constexpr uint32_t TILE_BYTES = RIG__WG_BN * D * 2; /* one K or V stage */
     static constexpr size_t SHARED = Q_BYTES + 2 * ST * (size_t)TILE_BYTES + 1024; /* + align */
 };
 
@@ -146,10 +165,10 @@ static __device__ __forceinline__ void rig__wg_named_sync(int id)
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "n"(RIG__WG_THREAD) : "memory");
 }
 
-/* The ping-pong between two consumer warpgroups (FA3): warpgroup w waits on barrier
- * RIG__WG_TURN + w for its turn to issue its GEMMs, then hands the turn to the other one; 256
- * threads: the 128 waiting plus the 128 that arrived. */
-#define RIG__WG_TURN 3
+/* The ping-pong between consumer warpgroups (FA3): warpgroup w waits on barrier
+ * RIG__WG_TURN + w for its turn to issue its GEMMs, then hands the turn to the next one (w + 1
+ * modulo the count); 256 threads: the 128 waiting plus the 128 that arrived. */
+#define RIG__WG_TURN 4 /* after the warpgroups' own barriers 1 .. 3 */
 static __device__ __forceinline__ void rig__wg_turn_wait(int wg)
 {
     asm volatile("bar.sync %0, %1;\n" ::"r"(RIG__WG_TURN + wg), "n"(2 * RIG__WG_THREAD)
@@ -211,6 +230,23 @@ static __device__ __forceinline__ void rig__wg_mma_rs(float (&d)[64], const uint
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
 }
 
+#define RIG__F32(d) RIG__F8(d, 0), RIG__F8(d, 8), RIG__F8(d, 16), RIG__F8(d, 24)
+#define RIG__D32                                                                                   \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "  \
+    "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+
+/* d += A B over one k16 step, m64n64 (head dim 64), A in registers, B MN-major in shared
+ * memory. */
+static __device__ __forceinline__ void rig__wg_mma_rs(float (&d)[32], const uint32_t (&a)[4],
+                                                      uint64_t b)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " RIG__D32
+                 ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+                 : RIG__F32(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+}
+
 static __device__ __forceinline__ void rig__wg_fence(void)
 {
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
@@ -228,10 +264,10 @@ template <int N> static __device__ __forceinline__ void rig__wg_wait(void)
 
 /* Pins registers an asynchronous wgmma reads or writes: the compiler may neither move their
  * uses above the wait that precedes this nor reuse them before it. */
-static __device__ __forceinline__ void rig__wg_pin(float (&r)[64])
+template <int N> static __device__ __forceinline__ void rig__wg_pin(float (&r)[N])
 {
 #pragma unroll
-    for (int i = 0; i < 64; i++)
+    for (int i = 0; i < N; i++)
         asm volatile("" : "+f"(r[i])::"memory");
 }
 
@@ -293,14 +329,17 @@ static __device__ void rig__wg_find(const struct rig_cuda_attention_args *a, int
 }
 
 /* One K or V tile of keys [key0, key0 + BN) into a swizzled stage. Warp w gathers keys
- * 32w .. 32w + 31, two rows per instruction; `slot` is the slot of key key0 + 32w + lane. */
+ * 32w .. 32w + 31, 256 / D rows per instruction (two at D 128, four at D 64); `slot` is the
+ * slot of key key0 + 32w + lane. */
+template <int D>
 static __device__ __forceinline__ void rig__wg_gather(const uint16_t *head, int64_t stride_s,
                                                       uint32_t stage, int slot, int key0, int keys,
                                                       int warp, int lane)
 {
+    constexpr int CH = D / 8, PER = 32 / CH; /* 16-byte chunks a row, rows an instruction */
 #pragma unroll
-    for (int round = 0; round < 16; round++) {
-        int from = 2 * round + (lane >> 4), row = 32 * warp + from, c = lane & 15;
+    for (int round = 0; round < 32 / PER; round++) {
+        int from = PER * round + lane / CH, row = 32 * warp + from, c = lane % CH;
         int row_slot = __shfl_sync(0xffffffffu, slot, from);
         bool valid = key0 + row < keys;
         const uint16_t *src = head + (valid ? (int64_t)row_slot * stride_s : 0) + c * 8;
@@ -313,12 +352,12 @@ static __device__ __forceinline__ void rig__wg_gather(const uint16_t *head, int6
  * consumers finish this one. Warps 0 and 1 gather K, warps 2 and 3 V (64 keys a warp), so that
  * K of a tile never waits behind the release of an older V stage; each thread reads the
  * page-table slots of its next tile a tile ahead. */
-template <int WG, int ST>
+template <int WG, int ST, int D>
 static __device__ void rig__wg_produce(const struct rig_cuda_attention_args *a,
                                        const struct rig__wg_place *place, uint32_t k_tiles,
                                        uint32_t v_tiles, uint32_t bars, int kv_head, int it0)
 {
-    using S = rig__wg_shape<WG, ST>;
+    using S = rig__wg_shape<WG, ST, D>;
     int t = (int)threadIdx.x - WG * RIG__WG_THREAD, warp = t / 32, lane = t % 32;
     bool values = warp >= 2;
     int part = warp & 1; /* keys 64 part .. 64 part + 63 of each tile */
@@ -339,8 +378,8 @@ static __device__ void rig__wg_produce(const struct rig_cuda_attention_args *a,
         uint32_t tile = tiles_base + stage * S::TILE_BYTES;
 #pragma unroll 1
         for (int half = 0; half < 2; half++)
-            rig__wg_gather(head, a->cache_stride_s, tile, half ? slot1 : slot0, key0, place->keys,
-                           2 * part + half, lane);
+            rig__wg_gather<D>(head, a->cache_stride_s, tile, half ? slot1 : slot0, key0,
+                              place->keys, 2 * part + half, lane);
         rig__wg_bar_arrive_copies(bars + 8 * (full + stage));
     }
 }
@@ -387,8 +426,8 @@ static __device__ __forceinline__ void rig__wg_softmax(float (&s)[64], float (&m
     l[1] = l[1] * alpha[1] + sum[1];
 }
 
-/* S = Q K^T for the warpgroup's 64 rows: 8 k16 steps over the head dim. */
-template <int WG>
+/* S = Q K^T for the warpgroup's 64 rows: D / 16 k16 steps over the head dim. */
+template <int WG, int D>
 static __device__ __forceinline__ void rig__wg_scores(float (&s)[64], uint32_t q_rows,
                                                       uint32_t k_stage)
 {
@@ -396,7 +435,7 @@ static __device__ __forceinline__ void rig__wg_scores(float (&s)[64], uint32_t q
     uint64_t q = rig__wg_desc(q_rows, 16, 1024), k = rig__wg_desc(k_stage, 16, 1024);
     rig__wg_fence();
 #pragma unroll
-    for (int kk = 0; kk < RIG__WG_D / 16; kk++) { /* offsets in the descriptors' 16-byte units */
+    for (int kk = 0; kk < D / 16; kk++) { /* offsets in the descriptors' 16-byte units */
         uint64_t q_offset = (kk >> 2) * (S::BM * 128 / 16) + (kk & 3) * 2;
         uint64_t k_offset = (kk >> 2) * (RIG__WG_BN * 128 / 16) + (kk & 3) * 2;
         rig__wg_mma_ss(s, q + q_offset, k + k_offset, kk > 0);
@@ -404,8 +443,10 @@ static __device__ __forceinline__ void rig__wg_scores(float (&s)[64], uint32_t q
     rig__wg_commit();
 }
 
-/* O += P V: 8 k16 steps over the tile's keys, V read as an MN-major (transposed) operand. */
-static __device__ __forceinline__ void rig__wg_values(float (&o)[64], const uint32_t (&p)[8][4],
+/* O += P V: 8 k16 steps over the tile's keys, V read as an MN-major (transposed) operand;
+ * m64nD (D / 2 accumulators a thread). */
+template <int N>
+static __device__ __forceinline__ void rig__wg_values(float (&o)[N], const uint32_t (&p)[8][4],
                                                       uint32_t v_stage)
 {
     uint64_t v = rig__wg_desc(v_stage, RIG__WG_BN * 128, 1024);
@@ -429,10 +470,11 @@ static __device__ __forceinline__ void rig__wg_probabilities(uint32_t (&p)[8][4]
     }
 }
 
-static __device__ __forceinline__ void rig__wg_rescale(float (&o)[64], const float (&alpha)[2])
+template <int N>
+static __device__ __forceinline__ void rig__wg_rescale(float (&o)[N], const float (&alpha)[2])
 {
 #pragma unroll
-    for (int j = 0; j < 16; j++) {
+    for (int j = 0; j < N / 4; j++) {
         o[4 * j + 0] *= alpha[0];
         o[4 * j + 1] *= alpha[0];
         o[4 * j + 2] *= alpha[1];
@@ -441,15 +483,16 @@ static __device__ __forceinline__ void rig__wg_rescale(float (&o)[64], const flo
 }
 
 /* The consumer warpgroup's 64 rows of Q, by cp.async into its rows of the swizzled Q tile. */
-template <int WG>
+template <int WG, int D>
 static __device__ __forceinline__ void
 rig__wg_load_q(const struct rig_cuda_attention_args *a, const struct rig__wg_place *place,
                uint32_t q_tile, int wg, int t, int kv_head, int group)
 {
     using S = rig__wg_shape<WG>;
+    constexpr int CH = D / 8, PER = RIG__WG_THREAD / CH; /* chunks a row, rows a round */
 #pragma unroll
-    for (int round = 0; round < 8; round++) {
-        int i = round * 8 + t / 16, c = t % 16, row = wg * RIG__WG_ROWS + i;
+    for (int round = 0; round < RIG__WG_ROWS / PER; round++) {
+        int i = round * PER + t / CH, c = t % CH, row = wg * RIG__WG_ROWS + i;
         int rho = place->row0 + row;
         bool valid = rho < place->packed_rows;
         int64_t token = valid ? place->q_begin + rho / group : 0;
@@ -465,13 +508,14 @@ rig__wg_load_q(const struct rig_cuda_attention_args *a, const struct rig__wg_pla
 /* Normalises the rows, stages them as bf16 in the warpgroup's own Q rows (every wgmma that
  * read them has completed) and writes them out with 16-byte stores; returns once every thread
  * of the warpgroup has read its rows back. */
-template <int WG>
+template <int WG, int D>
 static __device__ __forceinline__ void
 rig__wg_store(const struct rig_cuda_attention_args *a, const struct rig__wg_place *place,
-              const float (&o)[64], const float (&l)[2], uint32_t q_tile, char *window, int wg,
+              const float (&o)[D / 2], const float (&l)[2], uint32_t q_tile, char *window, int wg,
               int t, int kv_head, int group)
 {
     using S = rig__wg_shape<WG>;
+    constexpr int CH = D / 8, PER = RIG__WG_THREAD / CH; /* chunks a row, rows a round */
     int warp = t / 32, lane = t % 32;
     uint32_t window_address = rig__wg_smem(window);
 #pragma unroll
@@ -482,7 +526,7 @@ rig__wg_store(const struct rig_cuda_attention_args *a, const struct rig__wg_plac
         float inverse = sum > 0.0f ? 1.0f / sum : 0.0f;
         int row = wg * RIG__WG_ROWS + warp * 16 + lane / 4 + 8 * h;
 #pragma unroll
-        for (int j = 0; j < 16; j++) {
+        for (int j = 0; j < CH; j++) {
             uint32_t at = q_tile + rig__wg_chunk(row, j, S::BM) + (lane % 4) * 4;
             *reinterpret_cast<uint32_t *>(window + (at - window_address)) =
                 rig__wg_pack(o[4 * j + 2 * h] * inverse, o[4 * j + 2 * h + 1] * inverse);
@@ -490,8 +534,8 @@ rig__wg_store(const struct rig_cuda_attention_args *a, const struct rig__wg_plac
     }
     rig__wg_named_sync(1 + wg);
 #pragma unroll
-    for (int round = 0; round < 8; round++) {
-        int i = round * 8 + t / 16, c = t % 16, row = wg * RIG__WG_ROWS + i;
+    for (int round = 0; round < RIG__WG_ROWS / PER; round++) {
+        int i = round * PER + t / CH, c = t % CH, row = wg * RIG__WG_ROWS + i;
         int rho = place->row0 + row;
         if (rho >= place->packed_rows) continue;
         uint16_t *out = a->out + (place->q_begin + rho / group) * a->out_stride_t +
@@ -508,19 +552,19 @@ rig__wg_store(const struct rig_cuda_attention_args *a, const struct rig__wg_plac
  * warpgroups): each issues its GEMMs only in its turn, so that one's softmax runs while the
  * other's GEMMs hold the tensor cores; per item warpgroup 0 gives itself the first turn and
  * warpgroup 1 does not give back its last, so every barrier phase completes within the item. */
-template <int WG, bool PINGPONG, int ST>
+template <int WG, bool PINGPONG, int ST, int D>
 static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
                                        const struct rig__wg_place *place, char *window,
                                        uint32_t bars, int kv_head, int group, int it0)
 {
-    using S = rig__wg_shape<WG, ST>;
+    using S = rig__wg_shape<WG, ST, D>;
     int wg = (int)threadIdx.x / RIG__WG_THREAD, t = (int)threadIdx.x % RIG__WG_THREAD;
     int warp = t / 32, lane = t % 32;
     uint32_t q_tile = rig__wg_smem(window), k_tiles = q_tile + S::Q_BYTES;
     uint32_t v_tiles = k_tiles + ST * S::TILE_BYTES;
     uint32_t q_rows = q_tile + wg * RIG__WG_ROWS * 128;
-    rig__wg_load_q<WG>(a, place, q_tile, wg, t, kv_head, group);
-    float o[64], s[64], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, alpha[2];
+    rig__wg_load_q<WG, D>(a, place, q_tile, wg, t, kv_head, group);
+    float o[D / 2], s[64], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, alpha[2];
     uint32_t p[8][4];
     int position[2];
 #pragma unroll
@@ -530,7 +574,10 @@ static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
     }
 #pragma unroll
     for (int i = 0; i < 64; i++)
-        o[i] = s[i] = 0.0f;
+        s[i] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < D / 2; i++)
+        o[i] = 0.0f;
     const float scale_log2 = a->scale * 1.4426950408889634f;
     int tiles = (int)rig_cuda_div_up(place->keys, RIG__WG_BN);
     if (tiles > 0) {
@@ -539,8 +586,8 @@ static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
         rig__wg_bar_wait(bars + 8 * (RIG__FULL_K + stage), (uint32_t)(it0 / ST) & 1);
         rig__wg_fence_async();
         if (PINGPONG) rig__wg_turn_wait(wg);
-        rig__wg_scores<WG>(s, q_rows, k_tiles + stage * S::TILE_BYTES);
-        if (PINGPONG && (wg == 0 || tiles > 1)) rig__wg_turn_give(1 - wg);
+        rig__wg_scores<WG, D>(s, q_rows, k_tiles + stage * S::TILE_BYTES);
+        if (PINGPONG && (wg != WG - 1 || tiles > 1)) rig__wg_turn_give((wg + 1) % WG);
         rig__wg_wait<0>();
         rig__wg_pin(s);
         __syncwarp();
@@ -557,9 +604,9 @@ static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
         rig__wg_bar_wait(bars + 8 * (RIG__FULL_V + prev), (uint32_t)((it - 1) / ST) & 1);
         rig__wg_fence_async();
         if (PINGPONG) rig__wg_turn_wait(wg);
-        rig__wg_scores<WG>(s, q_rows, k_tiles + stage * S::TILE_BYTES);
+        rig__wg_scores<WG, D>(s, q_rows, k_tiles + stage * S::TILE_BYTES);
         rig__wg_values(o, p, v_tiles + prev * S::TILE_BYTES);
-        if (PINGPONG && (wg == 0 || j + 1 < tiles)) rig__wg_turn_give(1 - wg);
+        if (PINGPONG && (wg != WG - 1 || j + 1 < tiles)) rig__wg_turn_give((wg + 1) % WG);
         rig__wg_wait<1>();
         rig__wg_pin(s);
         __syncwarp();
@@ -587,7 +634,7 @@ static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
         __syncwarp();
         if (lane == 0) rig__wg_bar_arrive(bars + 8 * (RIG__EMPTY_V + last));
     }
-    rig__wg_store<WG>(a, place, o, l, q_tile, window, wg, t, kv_head, group);
+    rig__wg_store<WG, D>(a, place, o, l, q_tile, window, wg, t, kv_head, group);
 }
 
 #endif /* __CUDA_ARCH_FEAT_SM90_ALL */
@@ -614,12 +661,12 @@ static __device__ __forceinline__ bool rig__wg_next(const struct rig_cuda_attent
  * which exist, the rest are skipped). Block i takes items i, then 2G - 1 - i, then 2G + i, ...
  * (G blocks, the order snaking so that every block gets a like share of long and short items);
  * with G = items that is one item a block. Every thread places each of its items itself. */
-template <int WG, bool PINGPONG, int ST>
+template <int WG, bool PINGPONG, int ST, int D>
 static __global__ void __launch_bounds__(rig__wg_shape<WG>::THREADS, 1)
     rig__wg_kernel(struct rig_cuda_attention_args a, int items)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    using S = rig__wg_shape<WG, ST>;
+    using S = rig__wg_shape<WG, ST, D>;
     extern __shared__ __align__(1024) char rig__wg_shared[];
     __shared__ __align__(8) uint64_t barriers[RIG__BARRIERS];
     int group = (int)(a.heads_q / a.heads_kv);
@@ -639,29 +686,36 @@ static __global__ void __launch_bounds__(rig__wg_shape<WG>::THREADS, 1)
     uint32_t aligned = rig__wg_smem(window);
     /* setmaxnreg takes effect only with each role one branch of a single if/else. */
     if ((int)threadIdx.x >= WG * RIG__WG_THREAD) {
-        if constexpr (WG > 1)
+        if constexpr (WG == 2)
             asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(RIG__WG_PRODUCER_REGS)
+                         : "memory");
+        if constexpr (WG == 3)
+            asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(RIG__WG3_PRODUCER_REGS)
                          : "memory");
         struct rig__wg_place place;
         int kv_head;
         for (int round = 0, it0 = 0; rig__wg_next<S::BM>(&a, items, round, &place, &kv_head);
              round++) {
             if (place.keys < 0) continue;
-            rig__wg_produce<WG, ST>(&a, &place, aligned + S::Q_BYTES,
-                                    aligned + S::Q_BYTES + ST * S::TILE_BYTES, bars, kv_head, it0);
+            rig__wg_produce<WG, ST, D>(&a, &place, aligned + S::Q_BYTES,
+                                       aligned + S::Q_BYTES + ST * S::TILE_BYTES, bars, kv_head,
+                                       it0);
             it0 += (int)rig_cuda_div_up(place.keys, RIG__WG_BN);
         }
         asm volatile("cp.async.wait_all;\n" ::: "memory");
     } else {
-        if constexpr (WG > 1)
+        if constexpr (WG == 2)
             asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(RIG__WG_CONSUMER_REGS)
+                         : "memory");
+        if constexpr (WG == 3)
+            asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(RIG__WG3_CONSUMER_REGS)
                          : "memory");
         struct rig__wg_place place;
         int kv_head;
         for (int round = 0, it0 = 0; rig__wg_next<S::BM>(&a, items, round, &place, &kv_head);
              round++) {
             if (place.keys < 0) continue;
-            rig__wg_consume<WG, PINGPONG, ST>(&a, &place, window, bars, kv_head, group, it0);
+            rig__wg_consume<WG, PINGPONG, ST, D>(&a, &place, window, bars, kv_head, group, it0);
             it0 += (int)rig_cuda_div_up(place.keys, RIG__WG_BN);
         }
     }
@@ -680,11 +734,11 @@ static bool rig__wg_switch(const char *name)
     return value == NULL || strcmp(value, "0") != 0;
 }
 
-template <int WG, bool PINGPONG, int ST>
+template <int WG, bool PINGPONG, int ST, int D>
 static enum rig_status rig__wg_launch(const struct rig_cuda_launch *launch,
                                       const struct rig_cuda_attention_args *a)
 {
-    using S = rig__wg_shape<WG, ST>;
+    using S = rig__wg_shape<WG, ST, D>;
     if (S::SHARED > launch->shared_optin_bytes) return RIG_E_UNSUPPORTED;
     int64_t group = a->heads_q / a->heads_kv;
     int64_t items = (rig_cuda_div_up(a->rows * group, S::BM) + a->requests) * a->heads_kv;
@@ -693,19 +747,41 @@ static enum rig_status rig__wg_launch(const struct rig_cuda_launch *launch,
     int64_t blocks = items;
     if (a->requests <= 16 && rig__wg_switch("RIG_PREFILL_WGMMA_PERSISTENT"))
         blocks = items < launch->sm_count ? items : launch->sm_count;
-    RIG_CUDA_TRY(cudaFuncSetAttribute(rig__wg_kernel<WG, PINGPONG, ST>,
+    RIG_CUDA_TRY(cudaFuncSetAttribute(rig__wg_kernel<WG, PINGPONG, ST, D>,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)S::SHARED));
-    rig__wg_kernel<WG, PINGPONG, ST><<<(unsigned)blocks, S::THREADS, S::SHARED, launch->stream>>>(
-        *a, (int)items);
+    rig__wg_kernel<WG, PINGPONG, ST, D>
+        <<<(unsigned)blocks, S::THREADS, S::SHARED, launch->stream>>>(*a, (int)items);
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
+}
+
+/* The launches of one head dim: consumer warpgroups, ping-pong and stages chosen as below
+ * (3 consumer warpgroups only at head dim 64, always with ping-pong). */
+template <int D>
+static enum rig_status rig__wg_dispatch(const struct rig_cuda_launch *launch,
+                                        const struct rig_cuda_attention_args *a, bool one,
+                                        bool three, bool pingpong, int consumers)
+{
+    if constexpr (D == 64)
+        if (consumers == 3 && !one)
+            return three ? rig__wg_launch<3, true, 3, D>(launch, a)
+                         : rig__wg_launch<3, true, 2, D>(launch, a);
+    if (one)
+        return three ? rig__wg_launch<1, false, 3, D>(launch, a)
+                     : rig__wg_launch<1, false, 2, D>(launch, a);
+    if (three)
+        return pingpong ? rig__wg_launch<2, true, 3, D>(launch, a)
+                        : rig__wg_launch<2, false, 3, D>(launch, a);
+    return pingpong ? rig__wg_launch<2, true, 2, D>(launch, a)
+                    : rig__wg_launch<2, false, 2, D>(launch, a);
 }
 
 enum rig_status rig_cuda_attention_prefill_wgmma(const struct rig_cuda_launch *launch,
                                                  const struct rig_cuda_attention_args *a,
                                                  bool two_consumers)
 {
-    if (a->head_dim != RIG__WG_D || launch->compute_capability != 90) return RIG_E_UNSUPPORTED;
+    if (a->head_dim != 128 && a->head_dim != 64) return RIG_E_UNSUPPORTED;
+    if (launch->compute_capability != 90) return RIG_E_UNSUPPORTED;
     if (!(a->scale > 0.0f)) return RIG_E_UNSUPPORTED; /* the softmax folds it into exp2 */
     /* One consumer warpgroup a block while its blocks fit the multiprocessors in one round
      * (512 tokens at GQA 2: 128 blocks of 64 rows on 132 SMs), two beyond (900 tokens: 232
@@ -716,12 +792,13 @@ enum rig_status rig_cuda_attention_prefill_wgmma(const struct rig_cuda_launch *l
     const char *forced = getenv("RIG_PREFILL_WGMMA_CONSUMERS");
     bool one = blocks_one <= launch->sm_count;
     if (forced != NULL && forced[0] != '\0') one = strcmp(forced, "1") == 0;
+    if (two_consumers) one = false;
     const char *stages = getenv("RIG_PREFILL_WGMMA_STAGES");
     bool three = stages != NULL && strcmp(stages, "3") == 0;
     bool pingpong = rig__wg_switch("RIG_PREFILL_WGMMA_PINGPONG");
-    if (one && !two_consumers)
-        return three ? rig__wg_launch<1, false, 3>(launch, a) : rig__wg_launch<1, false, 2>(launch, a);
-    if (three)
-        return pingpong ? rig__wg_launch<2, true, 3>(launch, a) : rig__wg_launch<2, false, 3>(launch, a);
-    return pingpong ? rig__wg_launch<2, true, 2>(launch, a) : rig__wg_launch<2, false, 2>(launch, a);
+    /* RIG_PREFILL_WGMMA_CONSUMERS=3: 3 consumer warpgroups (192 rows) a block at head dim 64. */
+    int consumers = forced != NULL && strcmp(forced, "3") == 0 ? 3 : 2;
+    if (consumers == 3) one = false;
+    if (a->head_dim == 64) return rig__wg_dispatch<64>(launch, a, one, three, pingpong, consumers);
+    return rig__wg_dispatch<128>(launch, a, one, three, pingpong, consumers);
 }

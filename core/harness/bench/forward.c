@@ -349,12 +349,27 @@ enum rig_status rig_bench_decode(const struct rig_bench_options *o, struct rig_b
     return status;
 }
 
+/* RIG_BENCH_PREFILL_CHUNK=N times only the N-token chunk (no prefix and after N cached;
+ * 1..65536; a timing switch for one kernel's effect on the step). */
+static int32_t rig__prefill_chunk_only(void)
+{
+    const char *value = getenv("RIG_BENCH_PREFILL_CHUNK");
+    long tokens = value != NULL ? strtol(value, NULL, 10) : 0;
+    return tokens >= 1 && tokens <= 65536 ? (int32_t)tokens : 0;
+}
+
 enum rig_status rig_bench_prefill(const struct rig_bench_options *o,
                                   struct rig_bench_report *report, char *error, size_t error_len)
 {
     RIG_ASSERT(report->have_floors);
     const int32_t *chunks = o->quick ? rig__prefill_chunks_quick : rig__prefill_chunks;
-    int32_t n = o->quick ? 2 : 6, N_max = chunks[n - 1];
+    int32_t n = o->quick ? 2 : 6;
+    int32_t only = rig__prefill_chunk_only();
+    if (only > 0) {
+        chunks = &only;
+        n = 1;
+    }
+    int32_t N_max = chunks[n - 1];
     _Static_assert(6 * 2 <= RIG_BENCH_PREFILL_MAX, "prefill rows fit the report");
     struct rig__fwd f;
     enum rig_status status = rig__fwd_open(o, &f, N_max, 1, 2 * (int64_t)N_max, error, error_len);
