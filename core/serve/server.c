@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "core/serve/serve_impl.h"
+#include "hal/startup.h"
 
 void rig_serve_config_default(struct rig_serve_config *c)
 {
@@ -124,6 +125,7 @@ static enum rig_status rig__prepare(struct rig_serve *server, char *error, size_
         snprintf(error, error_len, "tokenizer: %s", message);
         return RIG_E_IO;
     }
+    rig_startup_mark("tokenizer loaded");
     server->chat_template = rig_tokenizer_chat_template(server->tokenizer);
     if (server->chat_template == RIG_CHAT_TEMPLATE_NONE ||
         server->chat_template == RIG_CHAT_TEMPLATE_UNKNOWN)

@@ -22,6 +22,7 @@
 
 #include "core/serve/serve.h"
 #include "hal/hal.h"
+#include "hal/startup.h"
 #include "tools/rig/args.h"
 #include "tools/rig/commands.h"
 #include "tools/rig/ranks_cli.h"
@@ -368,6 +369,7 @@ static int rig__serve_run(struct rig__serve_args *a)
     rc = rig_serve_wait_ready(server, error, sizeof error) == RIG_OK ? -1 : 1;
     if (rc > 0) fprintf(stderr, "rig serve: the engine did not start: %s\n", error);
     if (rc < 0) {
+        rig_startup_mark("serving");
         printf("rig serve: serving %s (context %d%s) at http://%s:%d — ready\n",
                a->serve.served_model_name, rig_serve_context_len(server),
                c->device.timing_only ? ", simulator timing only" : "", a->serve.host,
