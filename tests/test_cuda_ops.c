@@ -1127,6 +1127,28 @@ static const char *rig__path_name(char *name, size_t size, const char *what, con
     return name;
 }
 
+/* Long prefills at `hq` query heads and head dim `d`, at every GQA ratio, sampled: one 8192-token
+ * chunk (seed `seed` + g) and three requests with cached prefixes (seed `seed` + 10 + g). `tag`
+ * goes into the case names after the ratio. */
+static void rig__prefill_long_cases(const char *path, int64_t hq, int64_t d, const char *tag,
+                                    uint64_t seed)
+{
+    static const int64_t ratios[] = {1, 2, 4, 8};
+    int64_t chunk[] = {8192}, fresh[] = {0};
+    int64_t three_q[] = {1500, 777, 2100}, three_cached[] = {4000, 0, 333};
+    char what[120];
+    for (size_t g = 0; g < RIG_ARRAY_LEN(ratios); g++) {
+        rig__reset(seed + g);
+        snprintf(what, sizeof what, "prefill 8192 chunk GQA %lld%s (sampled) [%s]",
+                 (long long)ratios[g], tag, path);
+        rig__prefill_sampled_case(what, 1, chunk, fresh, hq, hq / ratios[g], d);
+        rig__reset(seed + 10 + g);
+        snprintf(what, sizeof what, "prefill 3 requests with prefixes GQA %lld%s (sampled) [%s]",
+                 (long long)ratios[g], tag, path);
+        rig__prefill_sampled_case(what, 3, three_q, three_cached, hq, hq / ratios[g], d);
+    }
+}
+
 /* Every prefill case, on the kernel path RIG_PREFILL_WGMMA selects (`path` names it in the
  * case names): head dim 128 takes the wgmma kernel on a Hopper GPU unless it is "0". */
 static void rig__attention_prefill_cases(const char *path)
@@ -1227,33 +1249,13 @@ static void rig__attention_prefill_cases(const char *path)
     int64_t lone_900[] = {900}, lone_cached[] = {100};
     snprintf(what, sizeof what, "prefill lone 900 after 100 GQA 8 (sampled) [%s]", path);
     rig__prefill_sampled_case(what, 1, lone_900, lone_cached, 16, 2, 128);
-    for (size_t g = 0; g < RIG_ARRAY_LEN(ratios); g++) {
-        rig__reset(1310 + g);
-        snprintf(what, sizeof what, "prefill 8192 chunk GQA %lld (sampled) [%s]",
-                 (long long)ratios[g], path);
-        rig__prefill_sampled_case(what, 1, chunk, fresh, 16, 16 / ratios[g], 128);
-        rig__reset(1320 + g);
-        int64_t three_q[] = {1500, 777, 2100}, three_cached[] = {4000, 0, 333};
-        snprintf(what, sizeof what, "prefill 3 requests with prefixes GQA %lld (sampled) [%s]",
-                 (long long)ratios[g], path);
-        rig__prefill_sampled_case(what, 3, three_q, three_cached, 16, 16 / ratios[g], 128);
-    }
+    rig__prefill_long_cases(path, 16, 128, "", 1310);
     /* Head dim 64 at Llama-3.2-1B's heads (32 / 8): a lone 512 chunk compared whole, the 8192
      * chunk and three requests with prefixes at every GQA ratio, sampled. */
     rig__reset(1330);
     snprintf(what, sizeof what, "prefill lone 512 chunk 32/8 heads D64 [%s]", path);
     rig__prefill_case(what, 1, lone, fresh, 32, 8, 64, false);
-    for (size_t g = 0; g < RIG_ARRAY_LEN(ratios); g++) {
-        rig__reset(1340 + g);
-        snprintf(what, sizeof what, "prefill 8192 chunk GQA %lld D64 (sampled) [%s]",
-                 (long long)ratios[g], path);
-        rig__prefill_sampled_case(what, 1, chunk, fresh, 32, 32 / ratios[g], 64);
-        rig__reset(1350 + g);
-        int64_t three_q[] = {1500, 777, 2100}, three_cached[] = {4000, 0, 333};
-        snprintf(what, sizeof what, "prefill 3 requests with prefixes GQA %lld D64 (sampled) [%s]",
-                 (long long)ratios[g], path);
-        rig__prefill_sampled_case(what, 3, three_q, three_cached, 32, 32 / ratios[g], 64);
-    }
+    rig__prefill_long_cases(path, 32, 64, " D64", 1340);
 }
 
 static void test_attention_prefill(void **state)

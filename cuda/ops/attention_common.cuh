@@ -11,6 +11,8 @@
 #ifndef RIG_CUDA_OPS_ATTENTION_COMMON_CUH
 #define RIG_CUDA_OPS_ATTENTION_COMMON_CUH
 
+#include <cuda_bf16.h>
+
 #include "cuda/ops/common.cuh"
 
 struct rig_cuda_attention_args {
@@ -31,6 +33,42 @@ struct rig_cuda_attention_args {
     int64_t heads_q, heads_kv, head_dim;
     float scale;
 };
+
+/* Device helpers of the tensor-core prefill kernels (attention_prefill.cu's mma.sync and
+ * attention_prefill_wgmma.cu's wgmma). */
+
+/* The shared-memory address of a generic pointer into shared memory. */
+static __device__ __forceinline__ uint32_t rig_cuda_smem_address(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+/* 16 bytes global -> shared, asynchronously; zero-filled when !valid. */
+static __device__ __forceinline__ void rig_cuda_cp_async16(uint32_t dst, const void *src,
+                                                           bool valid)
+{
+    int bytes = valid ? 16 : 0;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(bytes));
+}
+
+/* 2^x in one MUFU instruction (exp2f adds denormal handling the softmax does not need);
+ * 2^-inf = +0, which is how masked scores vanish. */
+static __device__ __forceinline__ float rig_cuda_exp2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/* Two floats rounded to bf16 (nearest even) and packed, `lo` in the low half. */
+static __device__ __forceinline__ uint32_t rig_cuda_pack_bf16(float lo, float hi)
+{
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    uint32_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    return bits;
+}
 
 /* Request, first key slot row and number of keys of query row `row`; keys = 0 for a row
  * that attends to nothing. */

@@ -120,15 +120,6 @@ static __device__ struct rig__layout rig__carve(char *base, int64_t group, int64
     return s;
 }
 
-/* 16 bytes global -> shared, asynchronously; zero-filled when !valid. */
-static __device__ __forceinline__ void rig__cp_async16(void *dst, const void *src, bool valid)
-{
-    uint32_t address = (uint32_t)__cvta_generic_to_shared(dst);
-    int bytes = valid ? 16 : 0;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(address), "l"(src),
-                 "r"(bytes));
-}
-
 /* Starts copying K and V of keys [first, first + n) into stage `stage` (VEC 8 path); rows
  * past n are zero-filled. Slots come straight from the page-table row. */
 static __device__ void rig__stage_async(const struct rig_cuda_attention_args *a,
@@ -144,7 +135,7 @@ static __device__ void rig__stage_async(const struct rig_cuda_attention_args *a,
         int64_t slot = j < n ? slots[first + j] : 0;
         const uint16_t *src = (is_v ? a->v_cache : a->k_cache) + slot * a->cache_stride_s +
                               kv_head * a->cache_stride_h + d;
-        rig__cp_async16((is_v ? v : k) + j * pitch + d, src, j < n);
+        rig_cuda_cp_async16(rig_cuda_smem_address((is_v ? v : k) + j * pitch + d), src, j < n);
     }
     asm volatile("cp.async.commit_group;\n" ::);
 }

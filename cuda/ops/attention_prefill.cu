@@ -337,19 +337,6 @@ static __global__ void __launch_bounds__(RIG__WARPS *RIG_CUDA_WARP)
 
 #define RIG__FA_BN 64 /* keys per tile */
 
-static __device__ __forceinline__ uint32_t rig__smem(const void *p)
-{
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
-
-/* 16 bytes global -> shared, asynchronously; zero-filled when !valid. */
-static __device__ __forceinline__ void rig__cp_async16(uint32_t dst, const void *src, bool valid)
-{
-    int bytes = valid ? 16 : 0;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(bytes));
-}
-
 static __device__ __forceinline__ void rig__cp_async_commit(void)
 {
     asm volatile("cp.async.commit_group;\n" ::);
@@ -382,23 +369,6 @@ static __device__ __forceinline__ void rig__mma(float (&c)[4], const uint32_t (&
                  "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-/* 2^x in one MUFU instruction (exp2f adds denormal handling the softmax does not need);
- * 2^-inf = +0, which is how masked scores vanish. */
-static __device__ __forceinline__ float rig__exp2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
-
-static __device__ __forceinline__ uint32_t rig__pack_bf16(float lo, float hi)
-{
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    uint32_t bits;
-    memcpy(&bits, &v, sizeof bits);
-    return bits;
 }
 
 /* The block shape of one instantiation. WARPS warps each own MT consecutive 16-row MMA
@@ -478,8 +448,8 @@ rig__fa_load_kv(const struct rig_cuda_attention_args *a, uint16_t *k_stage, uint
         int j = c / CHUNKS, d = (c % CHUNKS) * 8;
         bool valid = key0 + j < place->keys;
         int64_t offset = (valid ? (int64_t)place->slots[key0 + j] : 0) * a->cache_stride_s + d;
-        rig__cp_async16(rig__smem(k_stage + j * S::P + d), k_head + offset, valid);
-        rig__cp_async16(rig__smem(v_stage + j * S::P + d), v_head + offset, valid);
+        rig_cuda_cp_async16(rig_cuda_smem_address(k_stage + j * S::P + d), k_head + offset, valid);
+        rig_cuda_cp_async16(rig_cuda_smem_address(v_stage + j * S::P + d), v_head + offset, valid);
     }
 }
 
@@ -499,7 +469,7 @@ rig__fa_load_q(const struct rig_cuda_attention_args *a, uint16_t *q_tile,
         int64_t token = valid ? place->q_begin + rho / group : 0;
         int64_t head = valid ? kv_head * group + rho % group : 0;
         const uint16_t *src = a->q + token * a->q_stride_t + head * a->q_stride_h + d;
-        rig__cp_async16(rig__smem(q_tile + i * S::P + d), src, valid);
+        rig_cuda_cp_async16(rig_cuda_smem_address(q_tile + i * S::P + d), src, valid);
     }
 }
 
@@ -527,7 +497,7 @@ rig__fa_scores(float (&s)[MT][RIG__FA_BN / 8][4],
                 for (int i = 0; i < 4; i++)
                     qa[mt][i] = st.q[mt][kk][i];
             } else {
-                rig__ldmatrix_x4(qa[mt], rig__smem(q_rows + (mt * 16 + (lane & 15)) * S::P +
+                rig__ldmatrix_x4(qa[mt], rig_cuda_smem_address(q_rows + (mt * 16 + (lane & 15)) * S::P +
                                                    kk * 16 + (lane >> 4) * 8));
             }
         }
@@ -535,7 +505,7 @@ rig__fa_scores(float (&s)[MT][RIG__FA_BN / 8][4],
         for (int jp = 0; jp < S::BN / 16; jp++) {
             uint32_t kb[4];
             rig__ldmatrix_x4(kb,
-                             rig__smem(k_tile + (jp * 16 + (lane & 7) + ((lane >> 4) << 3)) * S::P +
+                             rig_cuda_smem_address(k_tile + (jp * 16 + (lane & 7) + ((lane >> 4) << 3)) * S::P +
                                        kk * 16 + ((lane >> 3) & 1) * 8));
 #pragma unroll
             for (int mt = 0; mt < MT; mt++) {
@@ -574,7 +544,7 @@ rig__fa_softmax(float (&s)[RIG__FA_BN / 8][4], float (&m)[2], float (&l)[2],
         tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 2));
         float m_new = fmaxf(m[h], tile_max[h]);
         float base = m_new == -INFINITY ? 0.0f : m_new; /* a row with nothing visible yet */
-        alpha[h] = rig__exp2(m[h] - base);
+        alpha[h] = rig_cuda_exp2(m[h] - base);
         m[h] = m_new;
         tile_max[h] = base;
     }
@@ -583,7 +553,7 @@ rig__fa_softmax(float (&s)[RIG__FA_BN / 8][4], float (&m)[2], float (&l)[2],
     for (int j = 0; j < RIG__FA_BN / 8; j++) {
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-            s[j][e] = rig__exp2(s[j][e] - tile_max[e / 2]);
+            s[j][e] = rig_cuda_exp2(s[j][e] - tile_max[e / 2]);
             sum[e / 2] += s[j][e];
         }
     }
@@ -617,16 +587,16 @@ rig__fa_accumulate(struct rig__fa_state<D, MT, rig__fa_shape<D, WARPS, MT>::QR> 
         uint32_t pa[MT][4];
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
-            pa[mt][0] = rig__pack_bf16(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-            pa[mt][1] = rig__pack_bf16(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-            pa[mt][2] = rig__pack_bf16(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-            pa[mt][3] = rig__pack_bf16(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+            pa[mt][0] = rig_cuda_pack_bf16(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+            pa[mt][1] = rig_cuda_pack_bf16(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+            pa[mt][2] = rig_cuda_pack_bf16(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+            pa[mt][3] = rig_cuda_pack_bf16(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
         }
 #pragma unroll
         for (int dp = 0; dp < D / 16; dp++) {
             uint32_t vb[4];
             rig__ldmatrix_x4_trans(
-                vb, rig__smem(v_tile + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * S::P +
+                vb, rig_cuda_smem_address(v_tile + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * S::P +
                               dp * 16 + (lane >> 4) * 8));
 #pragma unroll
             for (int mt = 0; mt < MT; mt++) {
@@ -678,7 +648,7 @@ rig__fa_store(const struct rig_cuda_attention_args *a,
 #pragma unroll
             for (int t = 0; t < D / 8; t++) {
                 *reinterpret_cast<uint32_t *>(row + t * 8) =
-                    rig__pack_bf16(st.o[mt][t][2 * h] * inverse, st.o[mt][t][2 * h + 1] * inverse);
+                    rig_cuda_pack_bf16(st.o[mt][t][2 * h] * inverse, st.o[mt][t][2 * h + 1] * inverse);
             }
         }
     }
@@ -730,7 +700,7 @@ rig__fa_q_fragments(struct rig__fa_state<D, MT, rig__fa_shape<D, WARPS, MT>::QR>
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
             for (int kk = 0; kk < D / 16; kk++)
-                rig__ldmatrix_x4(st.q[mt][kk], rig__smem(q_rows + (mt * 16 + (lane & 15)) * S::P +
+                rig__ldmatrix_x4(st.q[mt][kk], rig_cuda_smem_address(q_rows + (mt * 16 + (lane & 15)) * S::P +
                                                          kk * 16 + (lane >> 4) * 8));
     }
 }

@@ -113,17 +113,6 @@ enum { RIG__FULL_K = 0, RIG__FULL_V = 4, RIG__EMPTY_K = 8, RIG__EMPTY_V = 12, RI
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
-static __device__ __forceinline__ uint32_t rig__wg_smem(const void *p)
-{
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
-
-static __device__ __forceinline__ void rig__wg_cp16(uint32_t dst, const void *src, bool valid)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(valid ? 16 : 0));
-}
-
 static __device__ __forceinline__ void rig__wg_bar_init(uint32_t bar, uint32_t count)
 {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
@@ -280,21 +269,6 @@ static __device__ __forceinline__ void rig__wg_pin(uint32_t (&r)[8][4])
             asm volatile("" : "+r"(r[i][j])::"memory");
 }
 
-static __device__ __forceinline__ float rig__wg_exp2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
-
-static __device__ __forceinline__ uint32_t rig__wg_pack(float lo, float hi)
-{
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    uint32_t bits;
-    memcpy(&bits, &v, sizeof bits);
-    return bits;
-}
-
 /* Thread 0 places the block: which request and which BM rows of it (the grid is an upper
  * bound from the host; device lengths decide how many tiles exist). */
 template <int BM>
@@ -343,7 +317,7 @@ static __device__ __forceinline__ void rig__wg_gather(const uint16_t *head, int6
         int row_slot = __shfl_sync(0xffffffffu, slot, from);
         bool valid = key0 + row < keys;
         const uint16_t *src = head + (valid ? (int64_t)row_slot * stride_s : 0) + c * 8;
-        rig__wg_cp16(stage + rig__wg_chunk(row, c, RIG__WG_BN), src, valid);
+        rig_cuda_cp_async16(stage + rig__wg_chunk(row, c, RIG__WG_BN), src, valid);
     }
 }
 
@@ -410,7 +384,7 @@ static __device__ __forceinline__ void rig__wg_softmax(float (&s)[64], float (&m
         tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 2));
         float m_new = fmaxf(m[h], tile_max[h]);
         base[h] = m_new == -INFINITY ? 0.0f : m_new * scale_log2; /* nothing visible yet */
-        alpha[h] = rig__wg_exp2(m[h] * scale_log2 - base[h]);
+        alpha[h] = rig_cuda_exp2(m[h] * scale_log2 - base[h]);
         m[h] = m_new;
     }
     float sum[2] = {0.0f, 0.0f};
@@ -418,7 +392,7 @@ static __device__ __forceinline__ void rig__wg_softmax(float (&s)[64], float (&m
     for (int j = 0; j < 16; j++) {
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-            s[4 * j + e] = rig__wg_exp2(fmaf(s[4 * j + e], scale_log2, -base[e / 2]));
+            s[4 * j + e] = rig_cuda_exp2(fmaf(s[4 * j + e], scale_log2, -base[e / 2]));
             sum[e / 2] += s[4 * j + e];
         }
     }
@@ -463,10 +437,10 @@ static __device__ __forceinline__ void rig__wg_probabilities(uint32_t (&p)[8][4]
 {
 #pragma unroll
     for (int kk = 0; kk < 8; kk++) {
-        p[kk][0] = rig__wg_pack(s[8 * kk + 0], s[8 * kk + 1]);
-        p[kk][1] = rig__wg_pack(s[8 * kk + 2], s[8 * kk + 3]);
-        p[kk][2] = rig__wg_pack(s[8 * kk + 4], s[8 * kk + 5]);
-        p[kk][3] = rig__wg_pack(s[8 * kk + 6], s[8 * kk + 7]);
+        p[kk][0] = rig_cuda_pack_bf16(s[8 * kk + 0], s[8 * kk + 1]);
+        p[kk][1] = rig_cuda_pack_bf16(s[8 * kk + 2], s[8 * kk + 3]);
+        p[kk][2] = rig_cuda_pack_bf16(s[8 * kk + 4], s[8 * kk + 5]);
+        p[kk][3] = rig_cuda_pack_bf16(s[8 * kk + 6], s[8 * kk + 7]);
     }
 }
 
@@ -498,7 +472,7 @@ rig__wg_load_q(const struct rig_cuda_attention_args *a, const struct rig__wg_pla
         int64_t token = valid ? place->q_begin + rho / group : 0;
         int64_t head = valid ? kv_head * group + rho % group : 0;
         const uint16_t *src = a->q + token * a->q_stride_t + head * a->q_stride_h + c * 8;
-        rig__wg_cp16(q_tile + rig__wg_chunk(row, c, S::BM), src, valid);
+        rig_cuda_cp_async16(q_tile + rig__wg_chunk(row, c, S::BM), src, valid);
     }
     asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
     rig__wg_fence_async();
@@ -517,7 +491,7 @@ rig__wg_store(const struct rig_cuda_attention_args *a, const struct rig__wg_plac
     using S = rig__wg_shape<WG>;
     constexpr int CH = D / 8, PER = RIG__WG_THREAD / CH; /* chunks a row, rows a round */
     int warp = t / 32, lane = t % 32;
-    uint32_t window_address = rig__wg_smem(window);
+    uint32_t window_address = rig_cuda_smem_address(window);
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         float sum = l[h];
@@ -529,7 +503,7 @@ rig__wg_store(const struct rig_cuda_attention_args *a, const struct rig__wg_plac
         for (int j = 0; j < CH; j++) {
             uint32_t at = q_tile + rig__wg_chunk(row, j, S::BM) + (lane % 4) * 4;
             *reinterpret_cast<uint32_t *>(window + (at - window_address)) =
-                rig__wg_pack(o[4 * j + 2 * h] * inverse, o[4 * j + 2 * h + 1] * inverse);
+                rig_cuda_pack_bf16(o[4 * j + 2 * h] * inverse, o[4 * j + 2 * h + 1] * inverse);
         }
     }
     rig__wg_named_sync(1 + wg);
@@ -560,7 +534,7 @@ static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
     using S = rig__wg_shape<WG, ST, D>;
     int wg = (int)threadIdx.x / RIG__WG_THREAD, t = (int)threadIdx.x % RIG__WG_THREAD;
     int warp = t / 32, lane = t % 32;
-    uint32_t q_tile = rig__wg_smem(window), k_tiles = q_tile + S::Q_BYTES;
+    uint32_t q_tile = rig_cuda_smem_address(window), k_tiles = q_tile + S::Q_BYTES;
     uint32_t v_tiles = k_tiles + ST * S::TILE_BYTES;
     uint32_t q_rows = q_tile + wg * RIG__WG_ROWS * 128;
     rig__wg_load_q<WG, D>(a, place, q_tile, wg, t, kv_head, group);
@@ -670,7 +644,7 @@ static __global__ void __launch_bounds__(rig__wg_shape<WG>::THREADS, 1)
     extern __shared__ __align__(1024) char rig__wg_shared[];
     __shared__ __align__(8) uint64_t barriers[RIG__BARRIERS];
     int group = (int)(a.heads_q / a.heads_kv);
-    uint32_t bars = rig__wg_smem(barriers);
+    uint32_t bars = rig_cuda_smem_address(barriers);
     if (threadIdx.x == 0) {
         for (int i = 0; i < ST; i++) {
             rig__wg_bar_init(bars + 8 * (RIG__FULL_K + i), RIG__WG_THREAD / 2);
@@ -681,9 +655,9 @@ static __global__ void __launch_bounds__(rig__wg_shape<WG>::THREADS, 1)
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
-    uint32_t base = rig__wg_smem(rig__wg_shared);
+    uint32_t base = rig_cuda_smem_address(rig__wg_shared);
     char *window = rig__wg_shared + (((base + 1023) & ~1023u) - base);
-    uint32_t aligned = rig__wg_smem(window);
+    uint32_t aligned = rig_cuda_smem_address(window);
     /* setmaxnreg takes effect only with each role one branch of a single if/else. */
     if ((int)threadIdx.x >= WG * RIG__WG_THREAD) {
         if constexpr (WG == 2)
