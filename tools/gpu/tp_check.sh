@@ -326,14 +326,14 @@ if [[ $plan == x4 ]]; then
 else # x2: two GPUs; the TP 2 runs first after the cheap TP 1 references, the long TP 1 runs last
     jobs0=() jobs1=()
     has correct && jobs0+=("gen qwen3-0.6b 1 logits" "gen qwen3-0.6b 1 overlap"
-                           "gen qwen3-8b 1 logits")
+                           "gen qwen3-8b 1 logits" "gen qwen3-8b 1 overlap")
     has decode && jobs1+=("decode qwen3-8b 1")
     lane 0 "${jobs0[@]}"; lane 1 "${jobs1[@]}"
     wait_lanes
     pack
     jobs=()
     has correct && jobs+=("gen qwen3-0.6b 2 logits" "gen qwen3-0.6b 2 overlap"
-                          "gen qwen3-8b 2 logits")
+                          "gen qwen3-8b 2 logits" "gen qwen3-8b 2 overlap")
     has watchdog && jobs+=("watchdog stall" "watchdog fail")
     has collectives && jobs+=("collectives 2")
     has decode && jobs+=("decode qwen3-8b 2" "decode qwen3-32b-32l 2")
