@@ -991,6 +991,15 @@ static void test_qk_norm_rope_store(void **state)
     rig__fused_case(4, 2, 256, 37, true, false, 0);
     rig__reset(1521);
     rig__fused_case(2, 1, 512, 5, true, true, 0);
+    /* The token kernel (from 32 tokens) at its block sizes: Qwen3-32B's 64 / 8 heads (640
+     * threads), 128 / 8 heads, whose 1,152 threads take two blocks a token (blockIdx.y), and
+     * D 512 (32 lanes a head) */
+    rig__reset(1522);
+    rig__fused_case(64, 8, 128, 40, true, false, 0);
+    rig__reset(1523);
+    rig__fused_case(128, 8, 128, 33, true, false, 0);
+    rig__reset(1524);
+    rig__fused_case(2, 1, 512, 34, true, true, 0);
 }
 
 /* A prefill batch on host twins: request r has q_len[r] new tokens after cached[r] cached

@@ -16,6 +16,19 @@
  * copies its head to v_cache. Rounding is the three ops': bf16(w * bf16(x * inv_rms)) stored,
  * then rotated from that bf16 value and rounded again. A slot outside [0, S) stores nothing
  * (q and k are still written), as store_kv.cu does for padded batches.
+ *
+ * The token kernel (the default from RIG__TOKEN_KERNEL_MIN tokens where every view takes
+ * 16-byte vectors and D/16 lanes a head is a power of two from 4 to 32: D 64, 128, 256, 512)
+ * gives each head LANES = D/16 lanes of one warp instead of a whole warp, each lane holding 8
+ * values of both halves in one 16-byte load each, so a warp holds 32/LANES heads and a block
+ * every head of its token (blockIdx.y splits them only past 1024 threads). A thread issues its loads before the block's cos/sin table is
+ * computed, so they are in flight during the sincosf; the sum of squares is reduced over the
+ * head's LANES lanes by shuffles (every thread of the warp takes part, v heads and padding with
+ * zeros). Measured at 120 us for an 8192-token chunk of Qwen3-0.6B with the warp-per-head
+ * kernel and 67 us with the token kernel (H100, issue 18, docs/performance.md); Llama-3.2-1B's
+ * heads (D 64) 112 and 44-45 us. Below RIG__TOKEN_KERNEL_MIN tokens the warp-per-head kernel
+ * stays. RIG_QKRS_TOKEN=0 (read once) keeps it for every size, for measuring. Its rounding is
+ * the same; only the sum of squares is added in another order.
  */
 #include "cuda/ops/common.cuh"
 #include "cuda/ops/qk_norm_rope_store.cuh"
@@ -27,6 +40,10 @@ RIG_CUDA_MODULE(qk_norm_rope_store)
 
 #define RIG__WARPS    8 /* heads per block: the cos/sin table is shared by them */
 #define RIG__HALF_MAX 256
+/* Fewer tokens take the warp-per-head kernel: at batch 1 it spreads a token over 4 blocks and
+ * measured 2.66-2.75 us against the token kernel's 3.27-3.30 (H100, Qwen3-0.6B heads); at 256
+ * tokens the token kernel is faster (4.14-4.16 against 5.42-5.61 us). */
+#define RIG__TOKEN_KERNEL_MIN 32
 
 struct rig__qkrs_table {
     float inv_freq[RIG__HALF_MAX]; /* (D/2) */
@@ -155,6 +172,111 @@ static __global__ void __launch_bounds__(RIG__WARPS * RIG_CUDA_WARP)
     }
 }
 
+/* One token's heads (q, then k, then v) a block (see the header): LANES lanes a head, 8 values
+ * of each half a lane. Rounding as rig__norm_rope_head. */
+template <int LANES>
+static __global__ void __launch_bounds__(1024)
+    rig__qk_norm_rope_store_token_kernel(const struct rig__qkrs_args a,
+                                         const struct rig__qkrs_table table, int heads_per_block)
+{
+    rig_cuda_pdl_begin(); /* before any read of what earlier kernels wrote */
+    __shared__ float cosines[RIG__HALF_MAX], sines[RIG__HALF_MAX];
+    int64_t t = blockIdx.x;
+    int local = (int)threadIdx.x / LANES, lane = (int)threadIdx.x % LANES;
+    int64_t head = (int64_t)blockIdx.y * heads_per_block + local;
+    int64_t heads = a.heads_q + 2 * a.heads_kv, i = (int64_t)lane * 8;
+    bool active = local < heads_per_block && head < heads;
+    bool is_q = head < a.heads_q, is_k = !is_q && head < a.heads_q + a.heads_kv;
+    int64_t kv_head = is_q ? 0 : (is_k ? head - a.heads_q : head - a.heads_q - a.heads_kv);
+    uint16_t *x = NULL;
+    if (active)
+        x = is_q ? rig__at(a.q, t, head) : (is_k ? rig__at(a.k, t, kv_head) : NULL);
+    const uint16_t *v = active && !is_q && !is_k ? rig__at(a.v, t, kv_head) : NULL;
+    uint16_t lo[8] = {0}, hi[8] = {0};
+    if (x != NULL) {
+        rig_cuda_load_bf16<8>(x + i, lo);
+        rig_cuda_load_bf16<8>(x + a.half + i, hi);
+    } else if (v != NULL) {
+        rig_cuda_load_bf16<8>(v + i, lo);
+        rig_cuda_load_bf16<8>(v + a.half + i, hi);
+    }
+    bool norm = a.q_norm != NULL;
+    uint16_t w_lo[8] = {0}, w_hi[8] = {0};
+    if (x != NULL && norm) {
+        const uint16_t *w = is_q ? a.q_norm : a.k_norm;
+        rig_cuda_load_bf16<8>(w + i, w_lo);
+        rig_cuda_load_bf16<8>(w + a.half + i, w_hi);
+    }
+    float position = (float)a.positions[t];
+    for (int64_t j = threadIdx.x; j < a.half; j += blockDim.x)
+        sincosf(position * table.inv_freq[j], &sines[j], &cosines[j]);
+    int64_t slot = a.out_loc[t];
+    bool store = slot >= 0 && slot < a.slots;
+    float sum = 0.0f;
+    if (x != NULL && norm) {
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            float p = rig_cuda_bf16(lo[j]), q = rig_cuda_bf16(hi[j]);
+            sum += p * p + q * q;
+        }
+    }
+    if (norm) { /* uniform: both weights are given or neither */
+#pragma unroll
+        for (int offset = LANES / 2; offset > 0; offset /= 2)
+            sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+    }
+    __syncthreads(); /* the cos/sin table */
+    if (!active) return;
+    if (v != NULL) { /* a v head: a copy into the cache */
+        if (store) {
+            uint16_t *cache = rig__at(a.v_cache, slot, kv_head);
+            rig_cuda_store_bf16<8>(cache + i, lo);
+            rig_cuda_store_bf16<8>(cache + a.half + i, hi);
+        }
+        return;
+    }
+    float inverse_rms = norm ? 1.0f / sqrtf(sum / (float)(2 * a.half) + a.eps) : 1.0f;
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        float x1 = rig__normed(lo[j], w_lo[j], norm, inverse_rms);
+        float x2 = rig__normed(hi[j], w_hi[j], norm, inverse_rms);
+        lo[j] = rig_cuda_to_bf16(x1 * cosines[i + j] - x2 * sines[i + j]);
+        hi[j] = rig_cuda_to_bf16(x2 * cosines[i + j] + x1 * sines[i + j]);
+    }
+    rig_cuda_store_bf16<8>(x + i, lo);
+    rig_cuda_store_bf16<8>(x + a.half + i, hi);
+    if (is_k && store) {
+        uint16_t *cache = rig__at(a.k_cache, slot, kv_head);
+        rig_cuda_store_bf16<8>(cache + i, lo);
+        rig_cuda_store_bf16<8>(cache + a.half + i, hi);
+    }
+}
+
+/* RIG_QKRS_TOKEN=0 keeps the warp-per-head kernel (a measuring switch, read once). */
+static bool rig__token_kernel_on(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *value = getenv("RIG_QKRS_TOKEN");
+        on = !(value != NULL && strcmp(value, "0") == 0);
+    }
+    return on == 1;
+}
+
+template <int LANES>
+static cudaError_t rig__launch_token(const struct rig_cuda_launch *launch,
+                                     const struct rig__qkrs_args &a,
+                                     const struct rig__qkrs_table &table, int64_t tokens,
+                                     int64_t heads)
+{
+    int64_t per_block = heads < 1024 / LANES ? heads : 1024 / LANES;
+    unsigned threads = (unsigned)(rig_cuda_div_up(per_block * LANES, RIG_CUDA_WARP) *
+                                  RIG_CUDA_WARP);
+    dim3 grid((unsigned)tokens, (unsigned)rig_cuda_div_up(heads, per_block));
+    return rig_cuda_launch_pdl(launch, rig__qk_norm_rope_store_token_kernel<LANES>, grid,
+                               dim3(threads), 0, a, table, (int)per_block);
+}
+
 static struct rig__qkrs_view rig__view(const struct rig_tensor *t)
 {
     return (struct rig__qkrs_view){(uint16_t *)t->data, t->stride[0], t->stride[1]};
@@ -197,6 +319,21 @@ enum rig_status rig_cuda_op_qk_norm_rope_store(const struct rig_cuda_launch *lau
         (const uint16_t *)p->k_norm.data, (const int32_t *)p->positions.data,
         (const int32_t *)p->out_loc.data, p->q.shape[1], p->k.shape[1], p->k_cache.shape[0],
         half, p->eps};
+    if (tokens >= RIG__TOKEN_KERNEL_MIN && rig__vec8(p) && rig__token_kernel_on()) {
+        cudaError_t launched = cudaErrorNotSupported;
+        switch (half / 8) { /* lanes a head */
+        case 4: launched = rig__launch_token<4>(launch, a, table, tokens, heads); break;
+        case 8: launched = rig__launch_token<8>(launch, a, table, tokens, heads); break;
+        case 16: launched = rig__launch_token<16>(launch, a, table, tokens, heads); break;
+        case 32: launched = rig__launch_token<32>(launch, a, table, tokens, heads); break;
+        default: break; /* the warp-per-head kernel below */
+        }
+        if (launched != cudaErrorNotSupported) {
+            RIG_CUDA_TRY(launched);
+            RIG_CUDA_LAUNCHED();
+            return RIG_OK;
+        }
+    }
     dim3 grid((unsigned)tokens, (unsigned)rig_cuda_div_up(heads, RIG__WARPS));
     unsigned threads = RIG__WARPS * RIG_CUDA_WARP;
     int vec = 1;
