@@ -49,7 +49,6 @@ struct rig_cuda_device {
     int32_t compute_capability; /* major * 10 + minor (90: Hopper) */
     size_t shared_optin_bytes; /* largest dynamic shared memory a block may opt into */
     bool pdl;                  /* programmatic dependent launch (RIG_CUDA_PDL=0: off) */
-    bool prefetch;             /* ops' L2 prefetch hints taken (RIG_CUDA_PREFETCH=0: off) */
 };
 
 struct rig_cuda_stream {
@@ -94,10 +93,6 @@ struct rig_cuda_launch {
      * dependent launch: a kernel may start while its predecessor finishes and waits in
      * griddepcontrol.wait before touching what that one wrote. */
     bool pdl;
-    /* The op's L2 prefetch hint (struct rig_op.prefetch, hal/ops.h), NULL / 0 when it has none
-     * or the device's hints are off. Kernels that take it read it with rig_cuda_prefetch_of. */
-    const void *prefetch;
-    size_t prefetch_bytes;
 };
 
 /* Prints "rig: cuda: file:line: call: message" and returns `status`. */

@@ -10,11 +10,9 @@ template <int VEC>
 static __global__ void rig__add_rms_norm_kernel(uint16_t *out, int64_t out_stride,
                                                 uint16_t *residual, int64_t residual_stride,
                                                 const uint16_t *in, int64_t in_stride,
-                                                const uint16_t *weight, int64_t n, float eps,
-                                                const struct rig_cuda_prefetch prefetch)
+                                                const uint16_t *weight, int64_t n, float eps)
 {
-    rig_cuda_prefetch_l2(prefetch); /* the next GEMM's weights: nothing writes them */
-    rig_cuda_pdl_begin();           /* before any read of what earlier kernels wrote */
+    rig_cuda_pdl_begin(); /* before any read of what earlier kernels wrote */
     __shared__ float shared[RIG_CUDA_WARP];
     uint16_t *r = residual + (int64_t)blockIdx.x * residual_stride;
     const uint16_t *x = in + (int64_t)blockIdx.x * in_stride;
@@ -50,14 +48,12 @@ enum rig_status rig_cuda_op_add_rms_norm(const struct rig_cuda_launch *launch,
         RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__add_rms_norm_kernel<8>, dim3((unsigned)rows),
                                          dim3(rig_cuda_norm_threads(n, 8)), 0, out,
                                          p->out.stride[0], residual, p->residual.stride[0], in,
-                                         p->in.stride[0], weight, n, p->eps,
-                                         rig_cuda_prefetch_of(launch)));
+                                         p->in.stride[0], weight, n, p->eps));
     } else {
         RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__add_rms_norm_kernel<1>, dim3((unsigned)rows),
                                          dim3(rig_cuda_norm_threads(n, 1)), 0, out,
                                          p->out.stride[0], residual, p->residual.stride[0], in,
-                                         p->in.stride[0], weight, n, p->eps,
-                                         rig_cuda_prefetch_of(launch)));
+                                         p->in.stride[0], weight, n, p->eps));
     }
     RIG_CUDA_LAUNCHED();
     return RIG_OK;

@@ -65,48 +65,6 @@ static inline cudaError_t rig_cuda_launch_pdl(const struct rig_cuda_launch *laun
     return cudaLaunchKernelEx(&config, kernel, args...);
 }
 
-/* An L2 prefetch hint as a kernel argument (struct rig_op.prefetch, hal/ops.h): bytes
- * [data, data + bytes) that a later op reads and nothing writes during the forward; data NULL
- * when there is none. rig_cuda_prefetch_of trims it inward to 16-byte boundaries, as the bulk
- * prefetch needs. */
-struct rig_cuda_prefetch {
-    const char *data;
-    uint64_t bytes;
-};
-
-static inline struct rig_cuda_prefetch rig_cuda_prefetch_of(const struct rig_cuda_launch *launch)
-{
-    struct rig_cuda_prefetch p = {NULL, 0};
-    if (launch->prefetch == NULL) return p;
-    uintptr_t begin = ((uintptr_t)launch->prefetch + 15) & ~(uintptr_t)15;
-    uintptr_t end = ((uintptr_t)launch->prefetch + launch->prefetch_bytes) & ~(uintptr_t)15;
-    if (end > begin) p = {(const char *)begin, (uint64_t)(end - begin)};
-    return p;
-}
-
-#define RIG_CUDA_PREFETCH_CHUNK ((uint64_t)64 << 10) /* bytes of one bulk prefetch */
-
-/* Thread 0 of each block asks L2 for its block's share of the hint: chunks of
- * RIG_CUDA_PREFETCH_CHUNK bytes dealt round robin over the grid, one cp.async.bulk.prefetch.L2
- * each (sm_90: the copy engine fetches while the block goes on; nothing waits for it). Weights
- * are never written during a forward, so a kernel calls this before rig_cuda_pdl_begin and
- * under programmatic dependent launch the fetch overlaps its predecessor's tail. */
-static __device__ __forceinline__ void rig_cuda_prefetch_l2(const struct rig_cuda_prefetch &p)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (p.data == NULL || threadIdx.x != 0 || threadIdx.y != 0 || threadIdx.z != 0) return;
-    uint64_t blocks = (uint64_t)gridDim.x * gridDim.y * gridDim.z;
-    uint64_t block = blockIdx.x + (uint64_t)gridDim.x * (blockIdx.y + (uint64_t)gridDim.y * blockIdx.z);
-    for (uint64_t at = block * RIG_CUDA_PREFETCH_CHUNK; at < p.bytes;
-         at += blocks * RIG_CUDA_PREFETCH_CHUNK) {
-        uint64_t left = p.bytes - at;
-        uint32_t size = (uint32_t)(left < RIG_CUDA_PREFETCH_CHUNK ? left : RIG_CUDA_PREFETCH_CHUNK);
-        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p.data + at), "r"(size)
-                     : "memory");
-    }
-#endif
-}
-
 static inline __host__ __device__ int64_t rig_cuda_div_up(int64_t a, int64_t b)
 {
     return (a + b - 1) / b;

@@ -136,11 +136,9 @@ static __device__ void rig__norm_rope_head(uint16_t *x, uint16_t *cache, const u
 template <int VEC>
 static __global__ void __launch_bounds__(RIG__WARPS * RIG_CUDA_WARP)
     rig__qk_norm_rope_store_kernel(const struct rig__qkrs_args a,
-                                   const struct rig__qkrs_table table,
-                                   const struct rig_cuda_prefetch prefetch)
+                                   const struct rig__qkrs_table table)
 {
-    rig_cuda_prefetch_l2(prefetch); /* a later GEMM's weights: nothing writes them */
-    rig_cuda_pdl_begin();           /* before any read of what earlier kernels wrote */
+    rig_cuda_pdl_begin(); /* before any read of what earlier kernels wrote */
     __shared__ float cosines[RIG__HALF_MAX], sines[RIG__HALF_MAX];
     int64_t t = blockIdx.x;
     float position = (float)a.positions[t];
@@ -179,11 +177,9 @@ static __global__ void __launch_bounds__(RIG__WARPS * RIG_CUDA_WARP)
 template <int LANES>
 static __global__ void __launch_bounds__(1024)
     rig__qk_norm_rope_store_token_kernel(const struct rig__qkrs_args a,
-                                         const struct rig__qkrs_table table, int heads_per_block,
-                                         const struct rig_cuda_prefetch prefetch)
+                                         const struct rig__qkrs_table table, int heads_per_block)
 {
-    rig_cuda_prefetch_l2(prefetch); /* a later GEMM's weights: nothing writes them */
-    rig_cuda_pdl_begin();           /* before any read of what earlier kernels wrote */
+    rig_cuda_pdl_begin(); /* before any read of what earlier kernels wrote */
     __shared__ float cosines[RIG__HALF_MAX], sines[RIG__HALF_MAX];
     int64_t t = blockIdx.x;
     int local = (int)threadIdx.x / LANES, lane = (int)threadIdx.x % LANES;
@@ -278,8 +274,7 @@ static cudaError_t rig__launch_token(const struct rig_cuda_launch *launch,
                                   RIG_CUDA_WARP);
     dim3 grid((unsigned)tokens, (unsigned)rig_cuda_div_up(heads, per_block));
     return rig_cuda_launch_pdl(launch, rig__qk_norm_rope_store_token_kernel<LANES>, grid,
-                               dim3(threads), 0, a, table, (int)per_block,
-                               rig_cuda_prefetch_of(launch));
+                               dim3(threads), 0, a, table, (int)per_block);
 }
 
 static struct rig__qkrs_view rig__view(const struct rig_tensor *t)
@@ -345,20 +340,16 @@ enum rig_status rig_cuda_op_qk_norm_rope_store(const struct rig_cuda_launch *lau
     if (rig__vec8(p)) vec = half >= 8 * RIG_CUDA_WARP ? 8 : (half >= 4 * RIG_CUDA_WARP ? 4 : 2);
     if (vec == 8)
         RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__qk_norm_rope_store_kernel<8>, dim3(grid),
-                                         dim3(threads), 0, a, table,
-                                         rig_cuda_prefetch_of(launch)));
+                                         dim3(threads), 0, a, table));
     else if (vec == 4)
         RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__qk_norm_rope_store_kernel<4>, dim3(grid),
-                                         dim3(threads), 0, a, table,
-                                         rig_cuda_prefetch_of(launch)));
+                                         dim3(threads), 0, a, table));
     else if (vec == 2)
         RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__qk_norm_rope_store_kernel<2>, dim3(grid),
-                                         dim3(threads), 0, a, table,
-                                         rig_cuda_prefetch_of(launch)));
+                                         dim3(threads), 0, a, table));
     else
         RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__qk_norm_rope_store_kernel<1>, dim3(grid),
-                                         dim3(threads), 0, a, table,
-                                         rig_cuda_prefetch_of(launch)));
+                                         dim3(threads), 0, a, table));
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
 }

@@ -7,10 +7,9 @@ RIG_CUDA_MODULE(rms_norm)
 template <int VEC>
 static __global__ void rig__rms_norm_kernel(uint16_t *out, int64_t out_stride, const uint16_t *in,
                                             int64_t in_stride, const uint16_t *weight, int64_t n,
-                                            float eps, const struct rig_cuda_prefetch prefetch)
+                                            float eps)
 {
-    rig_cuda_prefetch_l2(prefetch); /* the next GEMM's weights: nothing writes them */
-    rig_cuda_pdl_begin();           /* before any read of what earlier kernels wrote */
+    rig_cuda_pdl_begin(); /* before any read of what earlier kernels wrote */
     __shared__ float shared[RIG_CUDA_WARP];
     const uint16_t *x = in + (int64_t)blockIdx.x * in_stride;
     float sum_squares = 0.0f;
@@ -38,13 +37,11 @@ enum rig_status rig_cuda_op_rms_norm(const struct rig_cuda_launch *launch,
     if (vec) {
         RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__rms_norm_kernel<8>, dim3((unsigned)rows),
                                          dim3(rig_cuda_norm_threads(n, 8)), 0, out,
-                                         p->out.stride[0], in, p->in.stride[0], weight, n, p->eps,
-                                         rig_cuda_prefetch_of(launch)));
+                                         p->out.stride[0], in, p->in.stride[0], weight, n, p->eps));
     } else {
         RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__rms_norm_kernel<1>, dim3((unsigned)rows),
                                          dim3(rig_cuda_norm_threads(n, 1)), 0, out,
-                                         p->out.stride[0], in, p->in.stride[0], weight, n, p->eps,
-                                         rig_cuda_prefetch_of(launch)));
+                                         p->out.stride[0], in, p->in.stride[0], weight, n, p->eps));
     }
     RIG_CUDA_LAUNCHED();
     return RIG_OK;

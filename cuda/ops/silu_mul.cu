@@ -7,11 +7,9 @@ RIG_CUDA_MODULE(silu_mul)
 
 template <int VEC>
 static __global__ void rig__silu_mul_kernel(uint16_t *out, int64_t out_stride, const uint16_t *in,
-                                            int64_t in_stride, int64_t tokens, int64_t inter,
-                                            const struct rig_cuda_prefetch prefetch)
+                                            int64_t in_stride, int64_t tokens, int64_t inter)
 {
-    rig_cuda_prefetch_l2(prefetch); /* the next GEMM's weights: nothing writes them */
-    rig_cuda_pdl_begin();           /* before any read of what earlier kernels wrote */
+    rig_cuda_pdl_begin(); /* before any read of what earlier kernels wrote */
     int64_t chunks = inter / VEC;
     int64_t index = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (index >= tokens * chunks) return;
@@ -43,11 +41,11 @@ enum rig_status rig_cuda_op_silu_mul(const struct rig_cuda_launch *launch,
     if (vec) {
         RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__silu_mul_kernel<8>, dim3(blocks), dim3(256),
                                          0, out, p->out.stride[0], in, p->in.stride[0], tokens,
-                                         inter, rig_cuda_prefetch_of(launch)));
+                                         inter));
     } else {
         RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__silu_mul_kernel<1>, dim3(blocks), dim3(256),
                                          0, out, p->out.stride[0], in, p->in.stride[0], tokens,
-                                         inter, rig_cuda_prefetch_of(launch)));
+                                         inter));
     }
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
