@@ -17,7 +17,8 @@
  * as one-token requests over the same cache (exact by the op's cached-prefix semantics).
  * Every prefill case runs three times, RIG_PREFILL_WGMMA=1, 2 and 0: at head dim 128 on a
  * Hopper GPU that is the wgmma kernel (blocks of 1 or 2 consumer warpgroups by size, then 2
- * always), then the mma.sync one (case names end in the path).
+ * always), then the mma.sync one (case names end in the path). Every decode case runs twice
+ * more and must repeat its output bit for bit (the split-KV merge's order is fixed).
  *
  * Without a GPU (no driver, no device, or a build without the CUDA backend) the program
  * exits 77, which ctest counts as skipped: CI has the toolkit but no GPU.
@@ -1288,6 +1289,26 @@ struct rig__decode_shape {
     int64_t requests, table_rows, len_min, len_max, cols, hq, hk, d, cache_offset;
 };
 
+/* Runs `op` (already run by rig__run_gpu, its inputs still on the device) twice more and
+ * fails unless `out` comes out bit for bit as the first time: the split-KV merge's order is
+ * fixed by the launch shape, never by which block finishes last. */
+static void rig__expect_repeatable(const char *what, const struct rig_op *op,
+                                   const struct rig__pair *out)
+{
+    struct rig_op device_op = rig__to_device(op);
+    void *again = malloc(out->bytes);
+    assert_non_null(again);
+    for (int run = 0; run < 2; run++) {
+        assert_int_equal(rig_hal_op(rig__stream, &device_op), RIG_OK);
+        assert_int_equal(rig_hal_buffer_download(rig__stream, out->buffer, 0, again, out->bytes),
+                         RIG_OK);
+        assert_int_equal(rig_hal_stream_synchronize(rig__stream), RIG_OK);
+        if (memcmp(again, out->result, out->bytes) != 0)
+            fail_msg("%s: run %d differs from the first", what, run + 2);
+    }
+    free(again);
+}
+
 static void rig__decode_case(const char *what, struct rig__decode_shape c)
 {
     int64_t requests = c.requests, hq = c.hq, hk = c.hk, d = c.d;
@@ -1321,6 +1342,7 @@ static void rig__decode_case(const char *what, struct rig__decode_shape c)
     a->scale = 1.0f / sqrtf((float)d);
     rig__run_both(&op, &out, 1);
     rig__expect_close(what, out, RIG_DTYPE_BF16, (size_t)(requests * hq * d), 1e-6);
+    rig__expect_repeatable(what, &op, out);
 }
 
 /* Decode against the simulator: the register path (D 64/128/256, GQA 1/2/4/8) at the shapes
@@ -1363,6 +1385,8 @@ static void test_attention_decode(void **state)
         {"decode 256 x 1024, 16/8 heads", 1325, {256, 16, 1024, 1024, 1024, 16, 8, 128, 0}},
         {"decode 1 x 512, 16/8 heads", 1326, {1, 1, 512, 512, 512, 16, 8, 128, 0}},
         {"decode 1 x 2048, 16/8 heads", 1327, {1, 1, 2048, 2048, 2048, 16, 8, 128, 0}},
+        {"decode 8 x 512, 16/8 heads", 1331, {8, 8, 512, 512, 512, 16, 8, 128, 0}},
+        {"decode 2 x 5000, 32/8 heads", 1332, {2, 2, 5000, 5000, 5000, 32, 8, 128, 0}},
         {"decode 96 mixed 1 .. 2000, 16/8 heads", 1328, {96, 16, 1, 2000, 2000, 16, 8, 128, 0}},
         {"decode caches 8 bytes off (staged path)", 1390, {7, 7, 1, 300, 300, 16, 8, 128, 4}},
         {"decode 3 x <= 100 in a 4096-wide table", 1329, {3, 3, 1, 100, 4096, 16, 8, 128, 0}},
@@ -2003,6 +2027,126 @@ static void rig__time_decode(int64_t requests, int64_t context)
     rig__time_decode_heads(requests, context, 32, 8, false);
 }
 
+/* Device times of `reps` (<= 32) runs of `op` after 2 warm-ups, in ms, sorted ascending. */
+static void rig__time_op_all(const struct rig_op *op, int reps, double *times)
+{
+    assert_true(reps >= 1 && reps <= 32);
+    struct rig_event *start = NULL, *end = NULL;
+    assert_int_equal(rig_hal_event_create(rig__device, &start), RIG_OK);
+    assert_int_equal(rig_hal_event_create(rig__device, &end), RIG_OK);
+    for (int i = -2; i < reps; i++) {
+        assert_int_equal(rig_hal_event_record(start, rig__stream), RIG_OK);
+        assert_int_equal(rig_hal_op(rig__stream, op), RIG_OK);
+        assert_int_equal(rig_hal_event_record(end, rig__stream), RIG_OK);
+        assert_int_equal(rig_hal_event_synchronize(end), RIG_OK);
+        int64_t ns = 0;
+        assert_int_equal(rig_hal_event_elapsed_ns(start, end, &ns), RIG_OK);
+        if (i >= 0) times[i] = (double)ns * 1e-6;
+    }
+    rig_hal_event_destroy(start);
+    rig_hal_event_destroy(end);
+    for (int i = 1; i < reps; i++) {
+        for (int j = i; j > 0 && times[j] < times[j - 1]; j--) {
+            double swap = times[j];
+            times[j] = times[j - 1];
+            times[j - 1] = swap;
+        }
+    }
+}
+
+/* Device-to-device copy bandwidth, bytes read plus written per second, over the median of 10
+ * copies of 1 GiB (as `rig bench`'s floor, core/harness/bench/floors.c). */
+static double rig__copy_bandwidth(void)
+{
+    size_t bytes = (size_t)1 << 30;
+    struct rig_buffer *src = NULL, *dst = NULL;
+    assert_int_equal(rig_hal_buffer_alloc(rig__device, bytes, RIG_MEMORY_ACTIVATIONS, &src),
+                     RIG_OK);
+    assert_int_equal(rig_hal_buffer_alloc(rig__device, bytes, RIG_MEMORY_ACTIVATIONS, &dst),
+                     RIG_OK);
+    assert_int_equal(rig_hal_buffer_fill(rig__stream, src, 0, 0x3f803f80u, bytes / 4), RIG_OK);
+    struct rig_event *start = NULL, *end = NULL;
+    assert_int_equal(rig_hal_event_create(rig__device, &start), RIG_OK);
+    assert_int_equal(rig_hal_event_create(rig__device, &end), RIG_OK);
+    double times[10];
+    for (int i = -2; i < 10; i++) {
+        assert_int_equal(rig_hal_event_record(start, rig__stream), RIG_OK);
+        assert_int_equal(rig_hal_buffer_copy(rig__stream, dst, 0, src, 0, bytes), RIG_OK);
+        assert_int_equal(rig_hal_event_record(end, rig__stream), RIG_OK);
+        assert_int_equal(rig_hal_event_synchronize(end), RIG_OK);
+        int64_t ns = 0;
+        assert_int_equal(rig_hal_event_elapsed_ns(start, end, &ns), RIG_OK);
+        if (i >= 0) times[i] = (double)ns * 1e-9;
+    }
+    rig_hal_event_destroy(start);
+    rig_hal_event_destroy(end);
+    rig_hal_buffer_free(dst);
+    rig_hal_buffer_free(src);
+    return 2.0 * (double)bytes / rig__median(times, 10);
+}
+
+/* Decode attention at `requests` x `context` with Qwen3-0.6B's heads (16/8, D 128), request
+ * r's keys in slots r * context ... (as `rig bench attention` lays them out): 20 runs, their
+ * median, fastest and slowest, and each as a fraction of `bandwidth` (the K/V bytes read over
+ * the copy bandwidth, divided by the time). */
+static void rig__time_decode_spread(int64_t requests, int64_t context, double bandwidth)
+{
+    rig__reset(1850 + (uint64_t)requests);
+    int64_t hq = 16, hk = 8, d = 128, slots = requests * context;
+    struct rig__pair *q = rig__random_device_bf16((size_t)(requests * hq * d));
+    struct rig__pair *out = rig__pair_new((size_t)(requests * hq * d * 2));
+    struct rig__pair *kc = rig__filled_device_bf16((size_t)(slots * hk * d));
+    struct rig__pair *vc = rig__filled_device_bf16((size_t)(slots * hk * d));
+    struct rig__pair *meta = rig__pair_new((size_t)(slots + 2 * requests) * 4);
+    int32_t *m = meta->host;
+    for (int64_t i = 0; i < slots; i++)
+        m[i] = (int32_t)i;
+    for (int64_t r = 0; r < requests; r++) {
+        m[slots + r] = (int32_t)r;
+        m[slots + requests + r] = (int32_t)context;
+    }
+    assert_int_equal(rig_hal_buffer_upload(rig__stream, meta->buffer, 0, m, meta->bytes), RIG_OK);
+    struct rig_op op = {.kind = RIG_OP_ATTENTION_DECODE};
+    struct rig_op_attention_decode *a = &op.u.attention_decode;
+    a->out = rig_tensor_3d(out->host, RIG_DTYPE_BF16, requests, hq, d);
+    a->q = rig_tensor_3d(q->host, RIG_DTYPE_BF16, requests, hq, d);
+    a->k_cache = rig_tensor_3d(kc->host, RIG_DTYPE_BF16, slots, hk, d);
+    a->v_cache = rig_tensor_3d(vc->host, RIG_DTYPE_BF16, slots, hk, d);
+    a->page_table = rig_tensor_2d(m, RIG_DTYPE_I32, requests, context);
+    a->table_idx = rig_tensor_1d(m + slots, RIG_DTYPE_I32, requests);
+    a->kv_len = rig_tensor_1d(m + slots + requests, RIG_DTYPE_I32, requests);
+    a->scale = 0.088f;
+    struct rig_op device_op = rig__to_device(&op);
+    double times[20];
+    rig__time_op_all(&device_op, 20, times);
+    double floor_ms = 2.0 * (double)slots * (double)(hk * d * 2) / bandwidth * 1e3;
+    printf("    decode %3lld x %4lld, 16/8 heads, D128: median %7.1f us (%5.1f .. %5.1f), "
+           "%4.1f %% of copy bandwidth (%4.1f .. %4.1f)\n",
+           (long long)requests, (long long)context, times[10] * 1e3, times[0] * 1e3,
+           times[19] * 1e3, 100.0 * floor_ms / times[10], 100.0 * floor_ms / times[19],
+           100.0 * floor_ms / times[0]);
+}
+
+/* The decode attention targets (issue 18): 256 x 1024 and 64 x 8192 as fractions of the copy
+ * bandwidth measured in the same process, with their spread over 20 runs; batch 1 x 512,
+ * 1 x 2048 and 8 x 512 per op of a 28-layer graph; 1 x 32768 alone. Asserts only that they
+ * run. */
+static void test_attention_decode_timing(void **state)
+{
+    (void)state;
+    double bandwidth = rig__copy_bandwidth();
+    printf("    copy bandwidth (read + written): %.3f TB/s\n", bandwidth * 1e-12);
+    for (int round = 0; round < 2; round++) {
+        rig__time_decode_spread(256, 1024, bandwidth);
+        rig__time_decode_spread(64, 8192, bandwidth);
+    }
+    rig__time_decode_heads(1, 512, 16, 8, true);
+    rig__time_decode_heads(1, 2048, 16, 8, true);
+    rig__time_decode_heads(8, 512, 16, 8, true);
+    rig__time_decode_heads(1, 32768, 16, 8, false);
+    rig__reset(2110);
+}
+
 static void rig__time_gemm(int64_t m, int64_t n, int64_t k)
 {
     rig__reset(1900 + (uint64_t)m);
@@ -2263,6 +2407,7 @@ int main(void)
         cmocka_unit_test(test_errors_and_events),
         cmocka_unit_test(test_tp_collectives),
         cmocka_unit_test(test_timing),
+        cmocka_unit_test(test_attention_decode_timing),
         cmocka_unit_test(test_gemm_decode_timing),
         cmocka_unit_test(test_gemm_first_use_timing),
     };

@@ -6,7 +6,9 @@
  * as little issue time per key as possible. Two paths:
  *
  * 1. The register path (rig__decode_kernel; D 64/128/256, G = Hq/Hk 1/2/4/8, 16-byte aligned
- *    K/V rows). Grid (request, KV head, split), RIG_DECODE_WARPS warps. D/8 consecutive lanes
+ *    K/V rows). Grid (KV head, request, split), RIG_DECODE_WARPS warps: the KV heads of a
+ *    request, whose K (and V) rows lie side by side in each slot, are scheduled together and
+ *    read neighbouring bytes at about the same time (~1 % at 256 x 1024). D/8 consecutive lanes
  *    (a lane group) hold one key row, 8 dims (one 16-byte load) each, so a warp holds
  *    32/(D/8) lane groups (2 for D = 128). Each lane keeps H query heads of the group (fp32,
  *    its 8 dims) and their online-softmax state (max, sum, 8 fp32 output dims per head) in
@@ -19,32 +21,40 @@
  *    butterfly over the row's lanes, so all lanes agree on the score), and folds them into
  *    its state with one rescale per step. At the end the rows of a warp merge by shuffles and
  *    the warps through shared memory (log-sum-exp). Bytes in flight: 32 * unroll per thread,
- *    ~80 KB per SM at D = 128, G = 2 (96 registers, 5 blocks of 128 threads per SM).
+ *    ~80 KB per SM at D = 128, G = 2 (96 registers, 5 blocks of 128 threads per SM). Tried and
+ *    slower on an H100: a per-thread cp.async pipeline of 3 or 4 stages in shared memory
+ *    (5-14 % slower at 256 x 1024 and 64 x 8192), 16 keys per step (17-28 %: 166 registers),
+ *    merging splits in thread-block clusters through distributed shared memory (slower at
+ *    batch 1 and 8 than the global merge below).
  * 2. The staged path (rig__split_kv_kernel): any even D up to 512, any G, unaligned caches,
  *    and prefill for head dims the tensor-core kernel does not take. Per tile of 32 keys the
  *    block stages K and V in shared memory (cp.async double buffering on the 16-byte path);
  *    each warp takes one query head: lane j scores key j and the output accumulates in fp32
  *    in shared memory. Shared rows are padded so 32 lanes reading 32 rows hit 32 banks.
  *
- * Both split the keys of a row over blocks (flash decoding) when rows x KV heads would not
- * fill the GPU. The number of splits is chosen on the HOST from values fixed at capture time
- * (row count, page-table width, scratch size), never from kv_len, which lives on the device
- * and changes between graph replays: each block takes ceil(keys / splits) keys of its row,
- * and a block left with none writes lse = -inf. With one split a block writes bf16 output;
- * otherwise it writes its normalised partial output and log-sum-exp to the stream's scratch.
- * The staged path merges them in a combine kernel (weights from the log-sum-exps once per
- * head, then unrolled independent loads over the splits). The register path merges in the
- * same launch (one graph node, no second launch latency at batch 1): the kernel first
- * narrows the host's split count for the row's kv_len (whole steps, at least
- * RIG_DECODE_SPLIT_STEPS per split; splits past the keys exit at once, so a short row runs
- * few one-step blocks), then each block counts its arrival in a per-(row, KV head) counter
- * (the stream's counters, zeroed at stream creation, cuda_internal.h) and the last one to
- * arrive merges the partials in split order and resets the counter to 0 for the next launch
- * or graph replay. Math is fp32 with scores scale * (q . k) and expf,
- * as in the simulator (sim/kernels/attention.c); only the summation order differs. The reduction
- * order is fixed by the launch shape, so results are deterministic run to run.
+ * Both split the keys of a row over blocks (flash decoding) when rows x KV heads would not fill
+ * the GPU; the register path also splits so that the grid's last wave of resident blocks is nearly
+ * full, and may pad its shared memory to fit one block fewer per SM when that needs fewer splits
+ * (rig__decode_plan_make). The number of splits is chosen on the HOST from values fixed at capture
+ * time (row count, page-table width, scratch size), never from kv_len, which lives on the device
+ * and changes between graph replays: each block takes ceil(keys / splits) keys of its row, and a
+ * block left with none writes lse = -inf. With one split a block writes bf16 output; otherwise it
+ * writes its normalised partial output and log-sum-exp to the stream's scratch. The staged path
+ * merges them in a combine kernel (weights from the log-sum-exps once per head, then unrolled
+ * independent loads over the splits). The register path merges in the same launch (one graph node,
+ * no second launch latency at batch 1): the kernel first narrows the host's split count for the
+ * row's kv_len (whole steps, at least RIG_DECODE_SPLIT_STEPS per split; splits past the keys exit
+ * at once, so a short row runs few one-step blocks), then each block counts its arrival in a
+ * per-(row, KV head) counter (the stream's counters, zeroed at stream creation, cuda_internal.h)
+ * and the last one to arrive merges the partials in split order (with at most 16 splits, each
+ * thread's partials load before their weights are known: one L2 round trip instead of two at batch
+ * 1) and resets the counter to 0 for the next launch or graph replay. Math is fp32 with scores
+ * scale * (q . k) and expf, as in the simulator (sim/kernels/attention.c); only the summation
+ * order differs. The reduction order is fixed by the launch shape, so results are deterministic
+ * run to run.
  */
 #include <math.h>
+#include <stdlib.h>
 
 #include "cuda/ops/attention_common.cuh"
 #include "cuda/ops/attention_decode.cuh"
@@ -60,6 +70,8 @@ struct rig__partials {
     float *lse;         /* [Q, Hq, splits] log-sum-exp of the split's scores; -inf when empty */
     uint32_t *counters; /* [Q, Hk] arrivals (register path); zero between launches */
     int32_t splits;
+    bool heads_first;    /* register path: grid (KV head, row, split), else (row, KV head, split) */
+    bool merge_prefetch; /* register path: the merge loads partials while weighing the splits */
 };
 
 /* Row pitch (in halves) of a staged K or V row. VEC 8 (16-byte path): D + 8, so rows stay
@@ -397,6 +409,8 @@ enum rig_status rig_cuda_attention_split_kv(const struct rig_cuda_launch *launch
     struct rig__partials part;
     part.splits = rig__choose_splits(launch, a);
     part.counters = NULL; /* the staged path merges in rig__combine_kernel */
+    part.heads_first = false;
+    part.merge_prefetch = false;
     part.values = (float *)launch->scratch;
     part.lse = part.values + (size_t)a->rows * a->heads_q * part.splits * dim;
     enum rig_status status = vec ? rig__launch<8>(launch, a, part, warps, shared)
@@ -672,10 +686,16 @@ static __device__ bool rig__decode_arrive(const struct rig_cuda_attention_args *
     return last;
 }
 
+/* Splits whose partials a thread of the merge loads before their weights are known. */
+#define RIG__DECODE_MERGE_EARLY 16
+
 /* The last block of (row, KV head) merges the `active` splits of its G heads: one warp per
  * head turns log-sum-exps into weights in shared memory, then each thread sums 4 dims over
  * the splits in split order (fixed, so the result does not depend on which block came last)
- * with independent 16-byte L2 loads (__ldcg: the partials were written by other SMs). */
+ * with independent 16-byte L2 loads (__ldcg: the partials were written by other SMs). With
+ * part.merge_prefetch and at most RIG__DECODE_MERGE_EARLY splits, a thread's first 4 dims of
+ * partials are loaded before the weights, so their L2 round trip overlaps the log-sum-exps'
+ * (batch 1 waits for one instead of two); same values, same order, same sums. */
 template <int D, int G>
 static __device__ void rig__decode_merge_splits(const struct rig_cuda_attention_args *a,
                                                 struct rig__partials part, int64_t row,
@@ -685,6 +705,17 @@ static __device__ void rig__decode_merge_splits(const struct rig_cuda_attention_
     __shared__ float total[G];
     int lane = threadIdx.x % RIG_CUDA_WARP, warp = threadIdx.x / RIG_CUDA_WARP;
     int64_t head0 = (row * a->heads_q + kv_head * G) * part.splits; /* [.., G, splits] */
+    float4 early[RIG__DECODE_MERGE_EARLY];
+    int e_early = part.merge_prefetch && active <= RIG__DECODE_MERGE_EARLY ? (int)threadIdx.x : -1;
+    if (e_early >= G * D / 4) e_early = -1;
+    if (e_early >= 0) {
+        int g = e_early / (D / 4), d = e_early % (D / 4) * 4;
+        const float4 *values =
+            reinterpret_cast<const float4 *>(part.values + (head0 + g * part.splits) * D + d);
+#pragma unroll
+        for (int i = 0; i < RIG__DECODE_MERGE_EARLY; i++)
+            early[i] = i < active ? __ldcg(values + i * (D / 4)) : make_float4(0, 0, 0, 0);
+    }
     for (int g = warp; g < G; g += RIG_DECODE_WARPS) {
         const float *lse = part.lse + head0 + g * part.splits;
         float lse_max = -INFINITY, sum = 0.0f;
@@ -705,14 +736,26 @@ static __device__ void rig__decode_merge_splits(const struct rig_cuda_attention_
         const float4 *values =
             reinterpret_cast<const float4 *>(part.values + (head0 + g * part.splits) * D + d);
         float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (e == e_early) {
+#pragma unroll
+            for (int i = 0; i < RIG__DECODE_MERGE_EARLY; i++) {
+                if (i >= active) break;
+                float w = weight[g][i];
+                acc.x += w * early[i].x;
+                acc.y += w * early[i].y;
+                acc.z += w * early[i].z;
+                acc.w += w * early[i].w;
+            }
+        } else {
 #pragma unroll 16
-        for (int i = 0; i < active; i++) {
-            float4 v = __ldcg(values + i * (D / 4));
-            float w = weight[g][i];
-            acc.x += w * v.x;
-            acc.y += w * v.y;
-            acc.z += w * v.z;
-            acc.w += w * v.w;
+            for (int i = 0; i < active; i++) {
+                float4 v = __ldcg(values + i * (D / 4));
+                float w = weight[g][i];
+                acc.x += w * v.x;
+                acc.y += w * v.y;
+                acc.z += w * v.z;
+                acc.w += w * v.w;
+            }
         }
         float sum = total[g];
         uint16_t *out = a->out + row * a->out_stride_t + (kv_head * G + g) * a->out_stride_h + d;
@@ -736,7 +779,8 @@ static __device__ __forceinline__ int64_t rig__decode_share(int64_t keys, int32_
     return rig_cuda_div_up(share, KEYS_PER_STEP) * KEYS_PER_STEP;
 }
 
-/* Grid (rows, KV heads, splits), RIG_DECODE_WARPS warps. See the file header. */
+/* Grid (rows, KV heads, splits) or, with part.heads_first, (KV heads, rows, splits);
+ * RIG_DECODE_WARPS warps. See the file header. */
 template <int D, int G>
 static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP)
     rig__decode_kernel(struct rig_cuda_attention_args a, struct rig__partials part)
@@ -746,7 +790,8 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP)
     constexpr int U = S::unroll, H = S::heads;
     int lane = threadIdx.x % S::lanes, lane_group = threadIdx.x / S::lanes;
     int slice = lane_group % S::slices, key_row = lane_group / S::slices;
-    int64_t row = blockIdx.x, kv_head = blockIdx.y;
+    int64_t row = part.heads_first ? blockIdx.y : blockIdx.x;
+    int64_t kv_head = part.heads_first ? blockIdx.x : blockIdx.y;
     struct rig_cuda_attention_place place = rig_cuda_attention_locate(&a, row);
     int64_t share = rig__decode_share<S::keys_per_step>(place.keys, part.splits);
     int32_t active = place.keys > share ? (int32_t)rig_cuda_div_up(place.keys, share) : 1;
@@ -798,20 +843,84 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP)
         rig__decode_merge_splits<D, G>(&a, part, row, kv_head, active);
 }
 
-/* Splits for the register path: enough blocks for RIG_DECODE_BLOCKS_PER_SM per
- * multiprocessor, at least RIG_DECODE_SPLIT_STEPS steps of keys per split at the page-table
+/* Measuring switches of the register path, read once per process from the environment (the
+ * defaults are the measured best):
+ * RIG_DECODE_V2=0        the earlier kernel's choices, for comparison in the same binary:
+ *                        RIG_DECODE_BLOCKS_PER_SM blocks per multiprocessor before splitting
+ *                        stops, grid (row, KV head, split), partials loaded after their
+ *                        weights in the merge.
+ * RIG_DECODE_OCCUPANCY   blocks per multiprocessor the split count is planned for (see
+ *                        rig__decode_plan_make): -1 (default) as many as fit, or one fewer
+ *                        when that needs fewer splits for full waves; 0 as many as fit; 1 one
+ *                        fewer (dynamic shared memory padded so that no more fit). */
+struct rig__decode_knobs {
+    bool v2;
+    int occupancy;
+};
+
+static long rig__decode_env(const char *name, long fallback)
+{
+    const char *value = getenv(name);
+    return value != NULL && value[0] != '\0' ? strtol(value, NULL, 10) : fallback;
+}
+
+/* The switches, read at the first launch (C++ makes the initialisation thread-safe). */
+static const struct rig__decode_knobs &rig__decode_knobs(void)
+{
+    static const struct rig__decode_knobs knobs = []() {
+        struct rig__decode_knobs k;
+        k.v2 = rig__decode_env("RIG_DECODE_V2", 1) != 0;
+        long occupancy = rig__decode_env("RIG_DECODE_OCCUPANCY", -1);
+        k.occupancy = occupancy >= -1 && occupancy <= 1 ? (int)occupancy : -1;
+        return k;
+    }();
+    return knobs;
+}
+
+/* The fewest splits s <= limit after which the grid keeps the GPU busy: its s x blocks make
+ * at least 90 % of a wave of `capacity` resident blocks, and the last wave is at least 90 %
+ * full. Blocks of one wave run side by side and end together, so a nearly empty last wave
+ * runs a few blocks at the latency of their own loads while the rest of the GPU idles (at
+ * 256 x 1024 with 5 blocks per SM: 3.1 waves). Else the s <= limit with the fullest waves. */
+static int64_t rig__decode_waves(int64_t blocks, int64_t capacity, int64_t limit)
+{
+    RIG_ASSERT(blocks >= 1);
+    RIG_ASSERT(capacity >= 1);
+    int64_t best = 1;
+    double best_fill = 0.0;
+    for (int64_t s = 1; s <= limit; s++) {
+        double waves = (double)(blocks * s) / (double)capacity;
+        double fill = waves < 1.0 ? waves : waves / ceil(waves);
+        if (fill >= 0.9) return s;
+        if (fill > best_fill) {
+            best = s;
+            best_fill = fill;
+        }
+    }
+    return best;
+}
+
+/* Splits for the register path: with `capacity` (resident blocks on the GPU; 0 for the
+ * earlier rule) by rig__decode_waves, else enough blocks for RIG_DECODE_BLOCKS_PER_SM per
+ * multiprocessor; at least RIG_DECODE_SPLIT_STEPS steps of keys per split at the page-table
  * width, at most RIG__SPLITS_MAX, within the stream's scratch, and one when (row, KV head)
  * pairs outnumber the arrival counters. Host values only (graph-safe); the kernel may use
  * fewer for a short row (rig__decode_share). */
 static int32_t rig__decode_splits(const struct rig_cuda_launch *launch,
-                                  const struct rig_cuda_attention_args *a, int64_t keys_per_step)
+                                  const struct rig_cuda_attention_args *a, int64_t keys_per_step,
+                                  int64_t capacity)
 {
     int64_t blocks = a->rows * a->heads_kv;
-    int64_t target = (int64_t)RIG_DECODE_BLOCKS_PER_SM * launch->sm_count;
-    int64_t splits = rig_cuda_div_up(target, blocks > 0 ? blocks : 1);
     int64_t steps = rig_cuda_div_up(a->page_table_cols, keys_per_step * RIG_DECODE_SPLIT_STEPS);
-    if (splits > steps) splits = steps;
-    if (splits > RIG__SPLITS_MAX) splits = RIG__SPLITS_MAX;
+    int64_t limit = steps < RIG__SPLITS_MAX ? steps : RIG__SPLITS_MAX;
+    int64_t splits = 1;
+    if (capacity > 0 && blocks > 0 && limit > 0) {
+        splits = rig__decode_waves(blocks, capacity, limit);
+    } else {
+        int64_t target = (int64_t)RIG_DECODE_BLOCKS_PER_SM * launch->sm_count;
+        splits = rig_cuda_div_up(target, blocks > 0 ? blocks : 1);
+    }
+    if (splits > limit) splits = limit;
     if (blocks > (int64_t)(RIG_CUDA_COUNTER_BYTES / sizeof(uint32_t))) splits = 1;
     size_t per_split = (size_t)(a->rows * a->heads_q) * (size_t)(a->head_dim + 1) * sizeof(float);
     while (splits > 1 && (size_t)splits * per_split > launch->scratch_bytes)
@@ -819,23 +928,126 @@ static int32_t rig__decode_splits(const struct rig_cuda_launch *launch,
     return splits < 1 ? 1 : (int32_t)splits;
 }
 
+/* Blocks of `kernel` resident per multiprocessor with `shared` dynamic bytes (0 on error). */
+static int rig__decode_occupancy(const void *kernel, int threads, size_t shared)
+{
+    int n = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, shared) != cudaSuccess)
+        return 0;
+    return n;
+}
+
+/* Dynamic shared bytes (more than `shared`) with which exactly `blocks` blocks of `kernel`
+ * fit on a multiprocessor: halfway between a multiprocessor's shared memory over blocks + 1
+ * and over blocks, less what the runtime reserves per block and the kernel's static bytes.
+ * Opts the kernel into that size. 0 when it cannot be had (no padding is used then). */
+static size_t rig__decode_padded(const void *kernel, int threads, size_t shared, int blocks)
+{
+    int device = 0, per_sm = 0, reserved = 0;
+    struct cudaFuncAttributes attributes;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) !=
+            cudaSuccess ||
+        cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device) !=
+            cudaSuccess ||
+        cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess)
+        return 0;
+    size_t share = ((size_t)per_sm / (size_t)(blocks + 1) + (size_t)per_sm / (size_t)blocks) / 2;
+    size_t fixed = (size_t)reserved + attributes.sharedSizeBytes;
+    if (share <= fixed + shared) return 0;
+    size_t padded = (share - fixed) / 16 * 16;
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)padded) !=
+        cudaSuccess)
+        return 0;
+    return rig__decode_occupancy(kernel, threads, padded) == blocks ? padded : 0;
+}
+
+/* What rig__decode_kernel<D, G> allows, asked once per process (the same on every GPU of a
+ * tensor-parallel group): blocks per multiprocessor, and the padded dynamic shared bytes
+ * that leave one fewer (0: none). */
+struct rig__decode_facts {
+    int natural;
+    size_t fewer_shared;
+};
+
+template <int D, int G> static const struct rig__decode_facts &rig__decode_facts_get(void)
+{
+    static const struct rig__decode_facts facts = []() {
+        using S = rig__decode_shape<D, G>;
+        const void *kernel = (const void *)rig__decode_kernel<D, G>;
+        size_t shared = rig__decode_shared_bytes(G, D);
+        struct rig__decode_facts f = {rig__decode_occupancy(kernel, S::threads, shared), 0};
+        if (f.natural > 1)
+            f.fewer_shared = rig__decode_padded(kernel, S::threads, shared, f.natural - 1);
+        (void)cudaGetLastError(); /* a refused query leaves no error for the next launch */
+        return f;
+    }();
+    return facts;
+}
+
+/* How the register path launches for one shape: its dynamic shared bytes and splits. */
+struct rig__decode_plan {
+    size_t shared;
+    int32_t splits;
+};
+
+/* The plan for arguments `a`. The split count fills whole waves of resident blocks
+ * (rig__decode_waves); with RIG_DECODE_OCCUPANCY -1 it is planned both for the natural
+ * occupancy and for one block fewer per multiprocessor, and the fewer-blocks plan wins when it
+ * needs fewer splits. Measured on an H100 (132 SMs; D 128, G 2 fits 5 blocks per SM by
+ * registers): at 256 x 1024 (2,048 blocks) 5 per SM need 3 splits of 11 steps (412 us), 4 per
+ * SM none (3.88 waves, 385 us; the earlier rule 403 us). At 64 x 8192 the fewer-blocks plan
+ * (no split, 744 us) loses to 5 per SM and 5 splits (715 us; the earlier rule 757 us), but the
+ * host plans from the page-table width, not from kv_len (on the device): the engine's tables
+ * are max_seq_len wide, so long splits cannot be told from short rows, and fewer splits are
+ * the safer plan. */
+template <int D, int G>
+static struct rig__decode_plan rig__decode_plan_make(const struct rig_cuda_launch *launch,
+                                                     const struct rig_cuda_attention_args *a,
+                                                     const struct rig__decode_knobs &knobs)
+{
+    using S = rig__decode_shape<D, G>;
+    struct rig__decode_plan plan = {rig__decode_shared_bytes(G, D), 1};
+    if (!knobs.v2) {
+        plan.splits = rig__decode_splits(launch, a, S::keys_per_step, 0);
+        return plan;
+    }
+    const struct rig__decode_facts &facts = rig__decode_facts_get<D, G>();
+    int64_t per_sm = facts.natural > 0 ? facts.natural : 1;
+    plan.splits = rig__decode_splits(launch, a, S::keys_per_step, per_sm * launch->sm_count);
+    if (facts.fewer_shared == 0 || knobs.occupancy == 0) return plan;
+    int32_t splits =
+        rig__decode_splits(launch, a, S::keys_per_step, (per_sm - 1) * launch->sm_count);
+    if (knobs.occupancy == 1 || splits < plan.splits) {
+        plan.splits = splits;
+        plan.shared = facts.fewer_shared;
+    }
+    RIG_ASSERT(plan.splits >= 1 && plan.splits <= RIG__SPLITS_MAX);
+    return plan;
+}
+
 template <int D, int G>
 static enum rig_status rig__decode_launch(const struct rig_cuda_launch *launch,
                                           const struct rig_cuda_attention_args *a)
 {
     using S = rig__decode_shape<D, G>;
-    size_t shared = rig__decode_shared_bytes(G, D);
-    if (shared > 48 * 1024)
-        RIG_CUDA_TRY(cudaFuncSetAttribute(
-            rig__decode_kernel<D, G>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared));
+    const struct rig__decode_knobs &knobs = rig__decode_knobs();
+    struct rig__decode_plan plan = rig__decode_plan_make<D, G>(launch, a, knobs);
+    if (plan.shared > 48 * 1024) /* per device: set where it launches */
+        RIG_CUDA_TRY(cudaFuncSetAttribute(rig__decode_kernel<D, G>,
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          (int)plan.shared));
     struct rig__partials part;
-    part.splits = rig__decode_splits(launch, a, S::keys_per_step);
+    part.splits = plan.splits;
     part.values = (float *)launch->scratch;
     part.lse = part.values + (size_t)a->rows * a->heads_q * part.splits * D;
     part.counters = launch->counters;
+    part.heads_first = knobs.v2 && a->rows <= 65535;
+    part.merge_prefetch = knobs.v2;
     dim3 grid((unsigned)a->rows, (unsigned)a->heads_kv, (unsigned)part.splits);
-    RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__decode_kernel<D, G>, dim3(grid), dim3(S::threads),
-                                     shared, *a, part));
+    if (part.heads_first) grid = dim3((unsigned)a->heads_kv, (unsigned)a->rows, grid.z);
+    RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__decode_kernel<D, G>, grid, dim3(S::threads),
+                                     plan.shared, *a, part));
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
 }
