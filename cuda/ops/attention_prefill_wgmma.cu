@@ -108,6 +108,14 @@ struct rig__wg_place {
     int open_tiles;       /* leading key tiles every row of the block sees whole */
 };
 
+/* Variant bits of the kernel (template argument V; RIG_PREFILL_WGMMA_VARIANT=N picks N for
+ * timing, unset: RIG__WG_VARIANT_DEFAULT): the lean producer gather, tree reductions in the
+ * softmax, skipping O's rescale where no max changed, O's rescale at FA3's place. */
+enum { RIG__WG_LEAN = 1, RIG__WG_TREE = 2, RIG__WG_SKIP = 4, RIG__WG_EARLY = 8 };
+#ifndef RIG__WG_VARIANT_DEFAULT
+#define RIG__WG_VARIANT_DEFAULT 0
+#endif
+
 /* Barriers of the K/V pipeline, each an mbarrier (8 bytes) in static shared memory. */
 enum { RIG__FULL_K = 0, RIG__FULL_V = 4, RIG__EMPTY_K = 8, RIG__EMPTY_V = 12, RIG__BARRIERS = 16 };
 
@@ -321,12 +329,62 @@ static __device__ __forceinline__ void rig__wg_gather(const uint16_t *head, int6
     }
 }
 
+/* 16 bytes global -> shared at constant offsets from both addresses (folded into the
+ * instruction: the lean gather's inner loop is the copies alone); zero-filled when !valid. */
+template <uint32_t TO, uint32_t FROM>
+static __device__ __forceinline__ void rig__wg_copy16(uint32_t dst, const char *src, bool valid)
+{
+    asm volatile("cp.async.cg.shared.global [%0+%3], [%1+%4], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(valid ? 16 : 0), "n"(TO), "n"(FROM));
+}
+
+/* Row `K` * 8 + lane / 4 of the lean gather below: its 64 contiguous bytes of each 256 (D 128) or
+ * 128 (D 64). */
+template <int D, int K>
+static __device__ __forceinline__ void rig__wg_gather_row(const char *from, uint32_t stride_bytes,
+                                                          uint32_t to0, uint32_t to1, int slot,
+                                                          int keys_left, int lane)
+{
+    constexpr uint32_t HALF = RIG__WG_BN * 128, TO = 1024 * K;
+    int row = lane / 4 + 8 * K;
+    uint32_t row_slot = (uint32_t)__shfl_sync(0xffffffffu, slot, row);
+    const char *src = from + (uint64_t)row_slot * stride_bytes;
+    bool valid = row < keys_left;
+    rig__wg_copy16<TO, 0>(to0, src, valid);
+    rig__wg_copy16<TO, 64>(to1, src, valid);
+    if constexpr (D == 128) {
+        rig__wg_copy16<TO + HALF, 128>(to0, src, valid);
+        rig__wg_copy16<TO + HALF, 192>(to1, src, valid);
+    }
+}
+
+/* The lean form of rig__wg_gather (variant bit RIG__WG_LEAN): 32 keys of a tile from row
+ * `row0` of the stage, 8 rows a warp instruction with 4 lanes on 64 contiguous bytes of each
+ * (lane l: rows row0 + l / 4 + 8 k, chunks l % 4 + 4 i), so that a row's address is computed
+ * once for its 2 (D 64) or 4 (D 128) copies and every shared-memory offset is a per-lane
+ * constant (`at`: row l / 4's chunks l % 4 and l % 4 + 4 after the swizzle, which row + 8 k
+ * keeps) plus an immediate. `slot`: the slot of key key0 + row0 + lane (0 past the last key). */
+template <int D>
+static __device__ __forceinline__ void rig__wg_gather_lean(const char *head, uint32_t stride_bytes,
+                                                           uint32_t stage, const uint32_t (&at)[2],
+                                                           int slot, int row0, int key0, int keys,
+                                                           int lane)
+{
+    const char *from = head + (lane % 4) * 16;
+    uint32_t to0 = stage + row0 * 128 + at[0], to1 = stage + row0 * 128 + at[1];
+    int keys_left = keys - key0 - row0;
+    rig__wg_gather_row<D, 0>(from, stride_bytes, to0, to1, slot, keys_left, lane);
+    rig__wg_gather_row<D, 1>(from, stride_bytes, to0, to1, slot, keys_left, lane);
+    rig__wg_gather_row<D, 2>(from, stride_bytes, to0, to1, slot, keys_left, lane);
+    rig__wg_gather_row<D, 3>(from, stride_bytes, to0, to1, slot, keys_left, lane);
+}
+
 /* The producer's part of one work item: tiles it0 .. it0 + tiles - 1 of the block's running
  * count (stage it % ST, its (it / ST)-th use), so that it runs on into the next item while the
  * consumers finish this one. Warps 0 and 1 gather K, warps 2 and 3 V (64 keys a warp), so that
  * K of a tile never waits behind the release of an older V stage; each thread reads the
  * page-table slots of its next tile a tile ahead. */
-template <int WG, int ST, int D>
+template <int WG, int ST, int D, int V>
 static __device__ void rig__wg_produce(const struct rig_cuda_attention_args *a,
                                        const struct rig__wg_place *place, uint32_t k_tiles,
                                        uint32_t v_tiles, uint32_t bars, int kv_head, int it0)
@@ -342,6 +400,10 @@ static __device__ void rig__wg_produce(const struct rig_cuda_attention_args *a,
     int key = 64 * part + lane;
     int next0 = key < place->keys ? place->slots[key] : 0;
     int next1 = key + 32 < place->keys ? place->slots[key + 32] : 0;
+    uint32_t stride_bytes = (uint32_t)(a->cache_stride_s * 2); /* checked by the launcher */
+    int quad = lane % 4, row = lane / 4;
+    uint32_t at[2] = {(uint32_t)(row * 128 + ((quad ^ row) << 4)),
+                      (uint32_t)(row * 128 + (((quad + 4) ^ row) << 4))};
     for (int j = 0; j < tiles; j++) {
         int it = it0 + j, stage = it % ST, key0 = j * RIG__WG_BN;
         int slot0 = next0, slot1 = next1;
@@ -350,10 +412,18 @@ static __device__ void rig__wg_produce(const struct rig_cuda_attention_args *a,
         next1 = key + 32 < place->keys ? place->slots[key + 32] : 0;
         if (it >= ST) rig__wg_bar_wait(bars + 8 * (empty + stage), (uint32_t)(it / ST - 1) & 1);
         uint32_t tile = tiles_base + stage * S::TILE_BYTES;
+        if constexpr ((V & RIG__WG_LEAN) != 0) {
+            const char *bytes = reinterpret_cast<const char *>(head);
+            rig__wg_gather_lean<D>(bytes, stride_bytes, tile, at, slot0, 64 * part, key0,
+                                   place->keys, lane);
+            rig__wg_gather_lean<D>(bytes, stride_bytes, tile, at, slot1, 64 * part + 32, key0,
+                                   place->keys, lane);
+        } else {
 #pragma unroll 1
-        for (int half = 0; half < 2; half++)
-            rig__wg_gather<D>(head, a->cache_stride_s, tile, half ? slot1 : slot0, key0,
-                              place->keys, 2 * part + half, lane);
+            for (int half = 0; half < 2; half++)
+                rig__wg_gather<D>(head, a->cache_stride_s, tile, half ? slot1 : slot0, key0,
+                                  place->keys, 2 * part + half, lane);
+        }
         rig__wg_bar_arrive_copies(bars + 8 * (full + stage));
     }
 }
@@ -361,43 +431,65 @@ static __device__ void rig__wg_produce(const struct rig_cuda_attention_args *a,
 /* Masks when MASK (key > the row's position, which also covers the zero-filled keys past the
  * block's last), exponentiates in place as exp2(s * scale_log2 - m * scale_log2), one FFMA an
  * element (m, l: the rows' running max in raw score units and sum; scale_log2 > 0, which the
- * launcher checks); alpha: the factor the rows' O must be rescaled by. BN = 128. */
-template <bool MASK>
+ * launcher checks); alpha: the factor the rows' O must be rescaled by (exactly 1 where a row's
+ * max did not change). BN = 128. TREE (variant bit RIG__WG_TREE): the row max and sum over 4
+ * partial values a row each (dependency chains of 16 instead of 64). */
+template <bool MASK, bool TREE>
 static __device__ __forceinline__ void rig__wg_softmax(float (&s)[64], float (&m)[2], float (&l)[2],
                                                        const int (&position)[2], int key0,
                                                        float scale_log2, float (&alpha)[2])
 {
+    constexpr int P = TREE ? 4 : 1; /* partial maxima and sums a row */
     int key_lane = key0 + (threadIdx.x % 4) * 2;
-    float tile_max[2] = {-INFINITY, -INFINITY};
+    float part[2][P];
+#pragma unroll
+    for (int h = 0; h < 2; h++)
+#pragma unroll
+        for (int i = 0; i < P; i++)
+            part[h][i] = -INFINITY;
 #pragma unroll
     for (int j = 0; j < 16; j++) {
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             if (MASK && key_lane + j * 8 + (e & 1) > position[e / 2]) s[4 * j + e] = -INFINITY;
-            tile_max[e / 2] = fmaxf(tile_max[e / 2], s[4 * j + e]);
+            float &x = part[e / 2][TREE ? (j % 2) * 2 + (e & 1) : 0];
+            x = fmaxf(x, s[4 * j + e]);
         }
     }
     float base[2];
 #pragma unroll
     for (int h = 0; h < 2; h++) {
-        tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 1));
-        tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 2));
-        float m_new = fmaxf(m[h], tile_max[h]);
+        float tile_max = part[h][0];
+#pragma unroll
+        for (int i = 1; i < P; i++)
+            tile_max = fmaxf(tile_max, part[h][i]);
+        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+        float m_new = fmaxf(m[h], tile_max);
         base[h] = m_new == -INFINITY ? 0.0f : m_new * scale_log2; /* nothing visible yet */
         alpha[h] = rig_cuda_exp2(m[h] * scale_log2 - base[h]);
         m[h] = m_new;
     }
-    float sum[2] = {0.0f, 0.0f};
+    float sum[2][P];
+#pragma unroll
+    for (int h = 0; h < 2; h++)
+#pragma unroll
+        for (int i = 0; i < P; i++)
+            sum[h][i] = 0.0f;
 #pragma unroll
     for (int j = 0; j < 16; j++) {
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             s[4 * j + e] = rig_cuda_exp2(fmaf(s[4 * j + e], scale_log2, -base[e / 2]));
-            sum[e / 2] += s[4 * j + e];
+            sum[e / 2][TREE ? (j % 2) * 2 + (e & 1) : 0] += s[4 * j + e];
         }
     }
-    l[0] = l[0] * alpha[0] + sum[0];
-    l[1] = l[1] * alpha[1] + sum[1];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        float total = sum[h][0];
+        if constexpr (TREE) total = (sum[h][0] + sum[h][1]) + (sum[h][2] + sum[h][3]);
+        l[h] = l[h] * alpha[h] + total;
+    }
 }
 
 /* S = Q K^T for the warpgroup's 64 rows: D / 16 k16 steps over the head dim. */
@@ -444,9 +536,12 @@ static __device__ __forceinline__ void rig__wg_probabilities(uint32_t (&p)[8][4]
     }
 }
 
-template <int N>
+/* O *= alpha row by row. SKIP (variant bit RIG__WG_SKIP): not at all where no row of the warp
+ * changed its max (alpha exactly 1 for all; the warp votes, so the branch is uniform). */
+template <bool SKIP, int N>
 static __device__ __forceinline__ void rig__wg_rescale(float (&o)[N], const float (&alpha)[2])
 {
+    if (SKIP && !__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) return;
 #pragma unroll
     for (int j = 0; j < N / 4; j++) {
         o[4 * j + 0] *= alpha[0];
@@ -525,13 +620,18 @@ rig__wg_store(const struct rig_cuda_attention_args *a, const struct rig__wg_plac
  * running count (see rig__wg_produce); the file header has the pipeline. PINGPONG (2 consumer
  * warpgroups): each issues its GEMMs only in its turn, so that one's softmax runs while the
  * other's GEMMs hold the tensor cores; per item warpgroup 0 gives itself the first turn and
- * warpgroup 1 does not give back its last, so every barrier phase completes within the item. */
-template <int WG, bool PINGPONG, int ST, int D>
+ * warpgroup 1 does not give back its last, so every barrier phase completes within the item.
+ * V: the variant bits (RIG__WG_TREE, RIG__WG_SKIP, RIG__WG_EARLY: O is rescaled by the last
+ * softmax's alpha between issuing S = Q K^T and O += P V, FA3's place, instead of right after
+ * the softmax). */
+template <int WG, bool PINGPONG, int ST, int D, int V>
 static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
                                        const struct rig__wg_place *place, char *window,
                                        uint32_t bars, int kv_head, int group, int it0)
 {
     using S = rig__wg_shape<WG, ST, D>;
+    constexpr bool TREE = (V & RIG__WG_TREE) != 0, SKIP = (V & RIG__WG_SKIP) != 0;
+    constexpr bool EARLY = (V & RIG__WG_EARLY) != 0;
     int wg = (int)threadIdx.x / RIG__WG_THREAD, t = (int)threadIdx.x % RIG__WG_THREAD;
     int warp = t / 32, lane = t % 32;
     uint32_t q_tile = rig_cuda_smem_address(window), k_tiles = q_tile + S::Q_BYTES;
@@ -567,9 +667,9 @@ static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
         __syncwarp();
         if (lane == 0) rig__wg_bar_arrive(bars + 8 * (RIG__EMPTY_K + stage));
         if (place->open_tiles > 0)
-            rig__wg_softmax<false>(s, m, l, position, 0, scale_log2, alpha);
+            rig__wg_softmax<false, TREE>(s, m, l, position, 0, scale_log2, alpha);
         else
-            rig__wg_softmax<true>(s, m, l, position, 0, scale_log2, alpha);
+            rig__wg_softmax<true, TREE>(s, m, l, position, 0, scale_log2, alpha);
         rig__wg_probabilities(p, s);
     }
     for (int j = 1; j < tiles; j++) {
@@ -579,6 +679,7 @@ static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
         rig__wg_fence_async();
         if (PINGPONG) rig__wg_turn_wait(wg);
         rig__wg_scores<WG, D>(s, q_rows, k_tiles + stage * S::TILE_BYTES);
+        if (EARLY && j > 1) rig__wg_rescale<SKIP>(o, alpha);
         rig__wg_values(o, p, v_tiles + prev * S::TILE_BYTES);
         if (PINGPONG && (wg != WG - 1 || j + 1 < tiles)) rig__wg_turn_give((wg + 1) % WG);
         rig__wg_wait<1>();
@@ -586,21 +687,22 @@ static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
         __syncwarp();
         if (lane == 0) rig__wg_bar_arrive(bars + 8 * (RIG__EMPTY_K + stage));
         if (j < place->open_tiles)
-            rig__wg_softmax<false>(s, m, l, position, j * RIG__WG_BN, scale_log2, alpha);
+            rig__wg_softmax<false, TREE>(s, m, l, position, j * RIG__WG_BN, scale_log2, alpha);
         else
-            rig__wg_softmax<true>(s, m, l, position, j * RIG__WG_BN, scale_log2, alpha);
+            rig__wg_softmax<true, TREE>(s, m, l, position, j * RIG__WG_BN, scale_log2, alpha);
         rig__wg_wait<0>();
         rig__wg_pin(o);
         rig__wg_pin(p);
         __syncwarp();
         if (lane == 0) rig__wg_bar_arrive(bars + 8 * (RIG__EMPTY_V + prev));
-        rig__wg_rescale(o, alpha);
+        if (!EARLY) rig__wg_rescale<SKIP>(o, alpha);
         rig__wg_probabilities(p, s);
     }
     if (tiles > 0) {
         int last = (it0 + tiles - 1) % ST;
         rig__wg_bar_wait(bars + 8 * (RIG__FULL_V + last), (uint32_t)((it0 + tiles - 1) / ST) & 1);
         rig__wg_fence_async();
+        if (EARLY && tiles > 1) rig__wg_rescale<SKIP>(o, alpha);
         rig__wg_values(o, p, v_tiles + last * S::TILE_BYTES);
         rig__wg_wait<0>();
         rig__wg_pin(o);
@@ -635,7 +737,7 @@ static __device__ __forceinline__ bool rig__wg_next(const struct rig_cuda_attent
  * which exist, the rest are skipped). Block i takes items i, then 2G - 1 - i, then 2G + i, ...
  * (G blocks, the order snaking so that every block gets a like share of long and short items);
  * with G = items that is one item a block. Every thread places each of its items itself. */
-template <int WG, bool PINGPONG, int ST, int D>
+template <int WG, bool PINGPONG, int ST, int D, int V>
 static __global__ void __launch_bounds__(rig__wg_shape<WG>::THREADS, 1)
     rig__wg_kernel(struct rig_cuda_attention_args a, int items)
 {
@@ -671,7 +773,7 @@ static __global__ void __launch_bounds__(rig__wg_shape<WG>::THREADS, 1)
         for (int round = 0, it0 = 0; rig__wg_next<S::BM>(&a, items, round, &place, &kv_head);
              round++) {
             if (place.keys < 0) continue;
-            rig__wg_produce<WG, ST, D>(&a, &place, aligned + S::Q_BYTES,
+            rig__wg_produce<WG, ST, D, V>(&a, &place, aligned + S::Q_BYTES,
                                        aligned + S::Q_BYTES + ST * S::TILE_BYTES, bars, kv_head,
                                        it0);
             it0 += (int)rig_cuda_div_up(place.keys, RIG__WG_BN);
@@ -689,7 +791,7 @@ static __global__ void __launch_bounds__(rig__wg_shape<WG>::THREADS, 1)
         for (int round = 0, it0 = 0; rig__wg_next<S::BM>(&a, items, round, &place, &kv_head);
              round++) {
             if (place.keys < 0) continue;
-            rig__wg_consume<WG, PINGPONG, ST, D>(&a, &place, window, bars, kv_head, group, it0);
+            rig__wg_consume<WG, PINGPONG, ST, D, V>(&a, &place, window, bars, kv_head, group, it0);
             it0 += (int)rig_cuda_div_up(place.keys, RIG__WG_BN);
         }
     }
@@ -708,7 +810,7 @@ static bool rig__wg_switch(const char *name)
     return value == NULL || strcmp(value, "0") != 0;
 }
 
-template <int WG, bool PINGPONG, int ST, int D>
+template <int WG, bool PINGPONG, int ST, int D, int V>
 static enum rig_status rig__wg_launch(const struct rig_cuda_launch *launch,
                                       const struct rig_cuda_attention_args *a)
 {
@@ -721,12 +823,43 @@ static enum rig_status rig__wg_launch(const struct rig_cuda_launch *launch,
     int64_t blocks = items;
     if (a->requests <= 16 && rig__wg_switch("RIG_PREFILL_WGMMA_PERSISTENT"))
         blocks = items < launch->sm_count ? items : launch->sm_count;
-    RIG_CUDA_TRY(cudaFuncSetAttribute(rig__wg_kernel<WG, PINGPONG, ST, D>,
+    RIG_CUDA_TRY(cudaFuncSetAttribute(rig__wg_kernel<WG, PINGPONG, ST, D, V>,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)S::SHARED));
-    rig__wg_kernel<WG, PINGPONG, ST, D>
+    rig__wg_kernel<WG, PINGPONG, ST, D, V>
         <<<(unsigned)blocks, S::THREADS, S::SHARED, launch->stream>>>(*a, (int)items);
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
+}
+
+/* The variant bits to launch with: RIG_PREFILL_WGMMA_VARIANT=N (a timing switch, read at
+ * every call), else RIG__WG_VARIANT_DEFAULT. */
+static int rig__wg_variant(void)
+{
+    const char *value = getenv("RIG_PREFILL_WGMMA_VARIANT");
+    if (value == NULL || value[0] == '\0') return RIG__WG_VARIANT_DEFAULT;
+    return atoi(value);
+}
+
+/* One shape's launch with variant bits v: the default path (2 consumer warpgroups, ping-pong,
+ * 2 stages) has every variant below for timing, the other shapes 0 and everything but EARLY. */
+template <int WG, bool PINGPONG, int ST, int D>
+static enum rig_status rig__wg_launch_variant(const struct rig_cuda_launch *launch,
+                                              const struct rig_cuda_attention_args *a, int v)
+{
+    constexpr int ALL = RIG__WG_LEAN | RIG__WG_TREE | RIG__WG_SKIP;
+    if constexpr (WG == 2 && PINGPONG && ST == 2) {
+        switch (v) {
+        case 0: return rig__wg_launch<WG, PINGPONG, ST, D, 0>(launch, a);
+        case 1: return rig__wg_launch<WG, PINGPONG, ST, D, 1>(launch, a);
+        case 3: return rig__wg_launch<WG, PINGPONG, ST, D, 3>(launch, a);
+        case 5: return rig__wg_launch<WG, PINGPONG, ST, D, 5>(launch, a);
+        case 9: return rig__wg_launch<WG, PINGPONG, ST, D, 9>(launch, a);
+        case 15: return rig__wg_launch<WG, PINGPONG, ST, D, 15>(launch, a);
+        default: break;
+        }
+    }
+    if (v == 0) return rig__wg_launch<WG, PINGPONG, ST, D, 0>(launch, a);
+    return rig__wg_launch<WG, PINGPONG, ST, D, ALL>(launch, a);
 }
 
 /* The launches of one head dim: consumer warpgroups, ping-pong and stages chosen as below
@@ -736,18 +869,19 @@ static enum rig_status rig__wg_dispatch(const struct rig_cuda_launch *launch,
                                         const struct rig_cuda_attention_args *a, bool one,
                                         bool three, bool pingpong, int consumers)
 {
+    int v = rig__wg_variant();
     if constexpr (D == 64)
         if (consumers == 3 && !one)
-            return three ? rig__wg_launch<3, true, 3, D>(launch, a)
-                         : rig__wg_launch<3, true, 2, D>(launch, a);
+            return three ? rig__wg_launch_variant<3, true, 3, D>(launch, a, v)
+                         : rig__wg_launch_variant<3, true, 2, D>(launch, a, v);
     if (one)
-        return three ? rig__wg_launch<1, false, 3, D>(launch, a)
-                     : rig__wg_launch<1, false, 2, D>(launch, a);
+        return three ? rig__wg_launch_variant<1, false, 3, D>(launch, a, v)
+                     : rig__wg_launch_variant<1, false, 2, D>(launch, a, v);
     if (three)
-        return pingpong ? rig__wg_launch<2, true, 3, D>(launch, a)
-                        : rig__wg_launch<2, false, 3, D>(launch, a);
-    return pingpong ? rig__wg_launch<2, true, 2, D>(launch, a)
-                    : rig__wg_launch<2, false, 2, D>(launch, a);
+        return pingpong ? rig__wg_launch_variant<2, true, 3, D>(launch, a, v)
+                        : rig__wg_launch_variant<2, false, 3, D>(launch, a, v);
+    return pingpong ? rig__wg_launch_variant<2, true, 2, D>(launch, a, v)
+                    : rig__wg_launch_variant<2, false, 2, D>(launch, a, v);
 }
 
 enum rig_status rig_cuda_attention_prefill_wgmma(const struct rig_cuda_launch *launch,
@@ -757,6 +891,7 @@ enum rig_status rig_cuda_attention_prefill_wgmma(const struct rig_cuda_launch *l
     if (a->head_dim != 128 && a->head_dim != 64) return RIG_E_UNSUPPORTED;
     if (launch->compute_capability != 90) return RIG_E_UNSUPPORTED;
     if (!(a->scale > 0.0f)) return RIG_E_UNSUPPORTED; /* the softmax folds it into exp2 */
+    if (a->cache_stride_s > INT32_MAX / 2) return RIG_E_UNSUPPORTED; /* 32-bit row strides */
     /* One consumer warpgroup a block while its blocks fit the multiprocessors in one round
      * (512 tokens at GQA 2: 128 blocks of 64 rows on 132 SMs), two beyond (900 tokens: 232
      * blocks of 64 rows would take two rounds, 120 of 128 rows take one).
