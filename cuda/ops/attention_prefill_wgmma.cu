@@ -95,6 +95,7 @@ template <int WG, int ST = 2, int D = 128> struct rig__wg_shape {
     static constexpr uint32_t Q_BYTES = BM * D * 2;
     static constexpr uint32_t TILE_BYTES = RIG__WG_BN * D * 2; /* one K or V stage */
     static constexpr size_t SHARED = Q_BYTES + 2 * ST * (size_t)TILE_BYTES + 1024; /* + align */
+    static constexpr size_t SHARED_PREFETCH = SHARED + Q_BYTES; /* a second Q after V */
 };
 
 /* What a block works on for one work item, found from cu_q by each thread (rig__wg_next). */
@@ -110,8 +111,9 @@ struct rig__wg_place {
 
 /* Variant bits of the kernel (template argument V; RIG_PREFILL_WGMMA_VARIANT=N picks N for
  * timing, unset: RIG__WG_VARIANT_DEFAULT): the lean producer gather, tree reductions in the
- * softmax, skipping O's rescale where no max changed, O's rescale at FA3's place. */
+ * softmax, skipping O's rescale where no max changed, O's rescale at FA3's place, Q prefetch. */
 enum { RIG__WG_LEAN = 1, RIG__WG_TREE = 2, RIG__WG_SKIP = 4, RIG__WG_EARLY = 8 };
+enum { RIG__WG_PREFETCH = 16 }; /* Q of a block's next item loaded during this one (2 buffers) */
 #ifndef RIG__WG_VARIANT_DEFAULT
 #define RIG__WG_VARIANT_DEFAULT 0
 #endif
@@ -551,7 +553,8 @@ static __device__ __forceinline__ void rig__wg_rescale(float (&o)[N], const floa
     }
 }
 
-/* The consumer warpgroup's 64 rows of Q, by cp.async into its rows of the swizzled Q tile. */
+/* Issues the consumer warpgroup's 64 rows of Q, by cp.async into its rows of the swizzled Q
+ * tile at q_tile, as one commit group (rig__wg_q_ready waits for it). */
 template <int WG, int D>
 static __device__ __forceinline__ void
 rig__wg_load_q(const struct rig_cuda_attention_args *a, const struct rig__wg_place *place,
@@ -569,7 +572,14 @@ rig__wg_load_q(const struct rig_cuda_attention_args *a, const struct rig__wg_pla
         const uint16_t *src = a->q + token * a->q_stride_t + head * a->q_stride_h + c * 8;
         rig_cuda_cp_async16(q_tile + rig__wg_chunk(row, c, S::BM), src, valid);
     }
-    asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+/* Waits until this thread's Q copies but the newest N groups have landed, then until every
+ * thread of the warpgroup is there: its Q rows are ready for wgmma. */
+template <int N> static __device__ __forceinline__ void rig__wg_q_ready(int wg)
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
     rig__wg_fence_async();
     rig__wg_named_sync(1 + wg);
 }
@@ -623,21 +633,26 @@ rig__wg_store(const struct rig_cuda_attention_args *a, const struct rig__wg_plac
  * warpgroup 1 does not give back its last, so every barrier phase completes within the item.
  * V: the variant bits (RIG__WG_TREE, RIG__WG_SKIP, RIG__WG_EARLY: O is rescaled by the last
  * softmax's alpha between issuing S = Q K^T and O += P V, FA3's place, instead of right after
- * the softmax). */
+ * the softmax; RIG__WG_PREFETCH: the caller has loaded Q into q_tile, else this loads it there
+ * first). */
 template <int WG, bool PINGPONG, int ST, int D, int V>
 static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
                                        const struct rig__wg_place *place, char *window,
-                                       uint32_t bars, int kv_head, int group, int it0)
+                                       uint32_t q_tile, uint32_t bars, int kv_head, int group,
+                                       int it0)
 {
     using S = rig__wg_shape<WG, ST, D>;
     constexpr bool TREE = (V & RIG__WG_TREE) != 0, SKIP = (V & RIG__WG_SKIP) != 0;
     constexpr bool EARLY = (V & RIG__WG_EARLY) != 0;
     int wg = (int)threadIdx.x / RIG__WG_THREAD, t = (int)threadIdx.x % RIG__WG_THREAD;
     int warp = t / 32, lane = t % 32;
-    uint32_t q_tile = rig_cuda_smem_address(window), k_tiles = q_tile + S::Q_BYTES;
+    uint32_t k_tiles = rig_cuda_smem_address(window) + S::Q_BYTES;
     uint32_t v_tiles = k_tiles + ST * S::TILE_BYTES;
     uint32_t q_rows = q_tile + wg * RIG__WG_ROWS * 128;
-    rig__wg_load_q<WG, D>(a, place, q_tile, wg, t, kv_head, group);
+    if constexpr ((V & RIG__WG_PREFETCH) == 0) {
+        rig__wg_load_q<WG, D>(a, place, q_tile, wg, t, kv_head, group);
+        rig__wg_q_ready<0>(wg);
+    }
     float o[D / 2], s[64], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, alpha[2];
     uint32_t p[8][4];
     int position[2];
@@ -730,6 +745,51 @@ static __device__ __forceinline__ bool rig__wg_next(const struct rig_cuda_attent
     *kv_head = item % heads_kv;
     return true;
 }
+
+/* The block's next item with keys from round *round on (advanced past it); false when none. */
+template <int BM>
+static __device__ __forceinline__ bool rig__wg_next_real(const struct rig_cuda_attention_args *a,
+                                                         int items, int *round,
+                                                         struct rig__wg_place *place, int *kv_head)
+{
+    while (rig__wg_next<BM>(a, items, *round, place, kv_head)) {
+        (*round)++;
+        if (place->keys >= 0) return true;
+    }
+    return false;
+}
+
+/* A consumer warpgroup's whole run with RIG__WG_PREFETCH: item n's Q sits in buffer n % 2 (the
+ * first after V, shared memory permitting), and item n + 1's is issued before item n is
+ * consumed, into the buffer item n - 1 staged its output in (read back by then). */
+template <int WG, bool PINGPONG, int ST, int D, int V>
+static __device__ void rig__wg_consume_all(const struct rig_cuda_attention_args *a, int items,
+                                           char *window, uint32_t bars, int group)
+{
+    using S = rig__wg_shape<WG, ST, D>;
+    int wg = (int)threadIdx.x / RIG__WG_THREAD, t = (int)threadIdx.x % RIG__WG_THREAD;
+    uint32_t q_tiles[2] = {rig_cuda_smem_address(window),
+                           rig_cuda_smem_address(window) + S::Q_BYTES + 2 * ST * S::TILE_BYTES};
+    struct rig__wg_place place, ahead;
+    int kv_head = 0, ahead_head = 0, round = 0;
+    bool have = rig__wg_next_real<S::BM>(a, items, &round, &place, &kv_head);
+    if (have) rig__wg_load_q<WG, D>(a, &place, q_tiles[0], wg, t, kv_head, group);
+    for (int n = 0, it0 = 0; have; n++) {
+        bool more = rig__wg_next_real<S::BM>(a, items, &round, &ahead, &ahead_head);
+        if (more) {
+            rig__wg_load_q<WG, D>(a, &ahead, q_tiles[(n + 1) & 1], wg, t, ahead_head, group);
+            rig__wg_q_ready<1>(wg);
+        } else {
+            rig__wg_q_ready<0>(wg);
+        }
+        rig__wg_consume<WG, PINGPONG, ST, D, V>(a, &place, window, q_tiles[n & 1], bars, kv_head,
+                                                group, it0);
+        it0 += (int)rig_cuda_div_up(place.keys, RIG__WG_BN);
+        place = ahead;
+        kv_head = ahead_head;
+        have = more;
+    }
+}
 #endif
 
 /* Work items: one per (row tile, KV head), KV head fastest, row tiles in reverse (the longest
@@ -786,13 +846,18 @@ static __global__ void __launch_bounds__(rig__wg_shape<WG>::THREADS, 1)
         if constexpr (WG == 3)
             asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(RIG__WG3_CONSUMER_REGS)
                          : "memory");
-        struct rig__wg_place place;
-        int kv_head;
-        for (int round = 0, it0 = 0; rig__wg_next<S::BM>(&a, items, round, &place, &kv_head);
-             round++) {
-            if (place.keys < 0) continue;
-            rig__wg_consume<WG, PINGPONG, ST, D, V>(&a, &place, window, bars, kv_head, group, it0);
-            it0 += (int)rig_cuda_div_up(place.keys, RIG__WG_BN);
+        if constexpr ((V & RIG__WG_PREFETCH) != 0) {
+            rig__wg_consume_all<WG, PINGPONG, ST, D, V>(&a, items, window, bars, group);
+        } else {
+            struct rig__wg_place place;
+            int kv_head;
+            for (int round = 0, it0 = 0; rig__wg_next<S::BM>(&a, items, round, &place, &kv_head);
+                 round++) {
+                if (place.keys < 0) continue;
+                rig__wg_consume<WG, PINGPONG, ST, D, V>(&a, &place, window, aligned, bars,
+                                                        kv_head, group, it0);
+                it0 += (int)rig_cuda_div_up(place.keys, RIG__WG_BN);
+            }
         }
     }
 #else
@@ -815,7 +880,8 @@ static enum rig_status rig__wg_launch(const struct rig_cuda_launch *launch,
                                       const struct rig_cuda_attention_args *a)
 {
     using S = rig__wg_shape<WG, ST, D>;
-    if (S::SHARED > launch->shared_optin_bytes) return RIG_E_UNSUPPORTED;
+    constexpr size_t SHARED = (V & RIG__WG_PREFETCH) != 0 ? S::SHARED_PREFETCH : S::SHARED;
+    if (SHARED > launch->shared_optin_bytes) return RIG_E_UNSUPPORTED;
     int64_t group = a->heads_q / a->heads_kv;
     int64_t items = (rig_cuda_div_up(a->rows * group, S::BM) + a->requests) * a->heads_kv;
     if (items > INT32_MAX / 2) return RIG_E_UNSUPPORTED;
@@ -824,9 +890,9 @@ static enum rig_status rig__wg_launch(const struct rig_cuda_launch *launch,
     if (a->requests <= 16 && rig__wg_switch("RIG_PREFILL_WGMMA_PERSISTENT"))
         blocks = items < launch->sm_count ? items : launch->sm_count;
     RIG_CUDA_TRY(cudaFuncSetAttribute(rig__wg_kernel<WG, PINGPONG, ST, D, V>,
-                                      cudaFuncAttributeMaxDynamicSharedMemorySize, (int)S::SHARED));
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize, (int)SHARED));
     rig__wg_kernel<WG, PINGPONG, ST, D, V>
-        <<<(unsigned)blocks, S::THREADS, S::SHARED, launch->stream>>>(*a, (int)items);
+        <<<(unsigned)blocks, S::THREADS, SHARED, launch->stream>>>(*a, (int)items);
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
 }
@@ -855,6 +921,9 @@ static enum rig_status rig__wg_launch_variant(const struct rig_cuda_launch *laun
         case 5: return rig__wg_launch<WG, PINGPONG, ST, D, 5>(launch, a);
         case 9: return rig__wg_launch<WG, PINGPONG, ST, D, 9>(launch, a);
         case 15: return rig__wg_launch<WG, PINGPONG, ST, D, 15>(launch, a);
+        case 21: return rig__wg_launch<WG, PINGPONG, ST, D, 21>(launch, a);
+        case 23: return rig__wg_launch<WG, PINGPONG, ST, D, 23>(launch, a);
+        case 31: return rig__wg_launch<WG, PINGPONG, ST, D, 31>(launch, a);
         default: break;
         }
     }
