@@ -32,12 +32,15 @@ for v in ${SMOKE_V:-0 15}; do
     RIG_PREFILL_WGMMA_VARIANT=$v timeout 30 "$b/run.sh" bin/rig bench attention --backend cuda \
         --quick --repeats 5 --out none 2>&1 | grep -E "prefill|rror" | tail -2
 done
+# TEST_V: variants tested in turn until one passes (the later ones are fallbacks)
 for v in ${TEST_V:-15}; do
     echo "== test_attention_prefill V=$v ($SECONDS s)"
     RIG_PREFILL_WGMMA_VARIANT=$v RIG_TEST_FILTER=test_attention_prefill timeout 150 \
         "$b/run.sh" tests/test_cuda_ops >"$out/test-v$v.log" 2>&1
-    echo "rc=$? ($SECONDS s)"
+    rc=$?
+    echo "rc=$rc ($SECONDS s)"
     grep -E "^\[|FAIL|fail|rror|NaN" "$out/test-v$v.log" | tail -6
+    ((rc == 0)) && break
 done
 # ncu_one V : the stall breakdown of the first wgmma prefill kernel (8192 chunk), variant V
 ncu_one() {
