@@ -115,7 +115,7 @@ struct rig__wg_place {
 enum { RIG__WG_LEAN = 1, RIG__WG_TREE = 2, RIG__WG_SKIP = 4, RIG__WG_EARLY = 8 };
 enum { RIG__WG_PREFETCH = 16 }; /* Q of a block's next item loaded during this one (2 buffers) */
 #ifndef RIG__WG_VARIANT_DEFAULT
-#define RIG__WG_VARIANT_DEFAULT 0
+#define RIG__WG_VARIANT_DEFAULT 15
 #endif
 
 /* Barriers of the K/V pipeline, each an mbarrier (8 bytes) in static shared memory. */
@@ -906,14 +906,15 @@ static int rig__wg_variant(void)
     return atoi(value);
 }
 
-/* One shape's launch with variant bits v: the default path (2 consumer warpgroups, ping-pong,
- * 2 stages) has every variant below for timing, the other shapes 0 and everything but EARLY. */
+/* One shape's launch with variant bits v: the default path (2 consumer warpgroups, ping-pong;
+ * 2 or 3 stages) has every variant below for timing, the other shapes 0 and everything but
+ * EARLY (which moves work into the ping-pong turn) and PREFETCH. */
 template <int WG, bool PINGPONG, int ST, int D>
 static enum rig_status rig__wg_launch_variant(const struct rig_cuda_launch *launch,
                                               const struct rig_cuda_attention_args *a, int v)
 {
     constexpr int ALL = RIG__WG_LEAN | RIG__WG_TREE | RIG__WG_SKIP;
-    if constexpr (WG == 2 && PINGPONG && ST == 2) {
+    if constexpr (WG == 2 && PINGPONG) {
         switch (v) {
         case 0: return rig__wg_launch<WG, PINGPONG, ST, D, 0>(launch, a);
         case 1: return rig__wg_launch<WG, PINGPONG, ST, D, 1>(launch, a);
@@ -921,9 +922,16 @@ static enum rig_status rig__wg_launch_variant(const struct rig_cuda_launch *laun
         case 5: return rig__wg_launch<WG, PINGPONG, ST, D, 5>(launch, a);
         case 9: return rig__wg_launch<WG, PINGPONG, ST, D, 9>(launch, a);
         case 15: return rig__wg_launch<WG, PINGPONG, ST, D, 15>(launch, a);
-        case 21: return rig__wg_launch<WG, PINGPONG, ST, D, 21>(launch, a);
-        case 23: return rig__wg_launch<WG, PINGPONG, ST, D, 23>(launch, a);
-        case 31: return rig__wg_launch<WG, PINGPONG, ST, D, 31>(launch, a);
+        case 7: return rig__wg_launch<WG, PINGPONG, ST, D, 7>(launch, a);
+        case 21:
+            if constexpr (ST == 2) return rig__wg_launch<WG, PINGPONG, ST, D, 21>(launch, a);
+            break;
+        case 23:
+            if constexpr (ST == 2) return rig__wg_launch<WG, PINGPONG, ST, D, 23>(launch, a);
+            break;
+        case 31:
+            if constexpr (ST == 2) return rig__wg_launch<WG, PINGPONG, ST, D, 31>(launch, a);
+            break;
         default: break;
         }
     }
