@@ -111,9 +111,11 @@ struct rig__wg_place {
 
 /* Variant bits of the kernel (template argument V; RIG_PREFILL_WGMMA_VARIANT=N picks N for
  * timing, unset: RIG__WG_VARIANT_DEFAULT): the lean producer gather, tree reductions in the
- * softmax, skipping O's rescale where no max changed, O's rescale at FA3's place, Q prefetch. */
+ * softmax, skipping O's rescale where no max changed, O's rescale at FA3's place, Q prefetch,
+ * polynomial exp2. */
 enum { RIG__WG_LEAN = 1, RIG__WG_TREE = 2, RIG__WG_SKIP = 4, RIG__WG_EARLY = 8 };
 enum { RIG__WG_PREFETCH = 16 }; /* Q of a block's next item loaded during this one (2 buffers) */
+enum { RIG__WG_POLY = 32 };     /* a quarter of the softmax's exp2 on the FMA pipe, not the MUFU */
 #ifndef RIG__WG_VARIANT_DEFAULT
 #define RIG__WG_VARIANT_DEFAULT 15
 #endif
@@ -430,13 +432,28 @@ static __device__ void rig__wg_produce(const struct rig_cuda_attention_args *a,
     }
 }
 
+/* 2^x for x <= 0 on the FMA pipe (FlashAttention-4's way around the MUFU's 16 results a clock):
+ * x = n + f with n = round(x) (the 1.5 * 2^23 trick leaves n in t's low bits), 2^f on
+ * [-0.5, 0.5] by a degree-3 fit (relative error 7.5e-5; P is rounded to bf16, 2^-9, after),
+ * and n added to the exponent. x is clamped at -126 so the exponent stays in range: -inf (a
+ * masked key) gives ~1e-38 instead of 0, nothing beside a row's own max of 1 or more. */
+static __device__ __forceinline__ float rig__wg_exp2_poly(float x)
+{
+    x = fmaxf(x, -126.0f);
+    float t = x + 12582912.0f;
+    float f = x - (t - 12582912.0f);
+    float p = fmaf(fmaf(fmaf(0.05517086f, f, 0.24261034f), f, 0.69326103f), f, 0.99992812f);
+    return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
+}
+
 /* Masks when MASK (key > the row's position, which also covers the zero-filled keys past the
  * block's last), exponentiates in place as exp2(s * scale_log2 - m * scale_log2), one FFMA an
  * element (m, l: the rows' running max in raw score units and sum; scale_log2 > 0, which the
  * launcher checks); alpha: the factor the rows' O must be rescaled by (exactly 1 where a row's
  * max did not change). BN = 128. TREE (variant bit RIG__WG_TREE): the row max and sum over 4
- * partial values a row each (dependency chains of 16 instead of 64). */
-template <bool MASK, bool TREE>
+ * partial values a row each (dependency chains of 16 instead of 64). POLY (variant bit
+ * RIG__WG_POLY): the exp2 of elements 4 j + 3 .. 4 j by rig__wg_exp2_poly for j = 3, 7, 11, 15. */
+template <bool MASK, bool TREE, bool POLY>
 static __device__ __forceinline__ void rig__wg_softmax(float (&s)[64], float (&m)[2], float (&l)[2],
                                                        const int (&position)[2], int key0,
                                                        float scale_log2, float (&alpha)[2])
@@ -482,7 +499,8 @@ static __device__ __forceinline__ void rig__wg_softmax(float (&s)[64], float (&m
     for (int j = 0; j < 16; j++) {
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-            s[4 * j + e] = rig_cuda_exp2(fmaf(s[4 * j + e], scale_log2, -base[e / 2]));
+            float x = fmaf(s[4 * j + e], scale_log2, -base[e / 2]);
+            s[4 * j + e] = POLY && (j & 3) == 3 ? rig__wg_exp2_poly(x) : rig_cuda_exp2(x);
             sum[e / 2][TREE ? (j % 2) * 2 + (e & 1) : 0] += s[4 * j + e];
         }
     }
@@ -643,7 +661,7 @@ static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
 {
     using S = rig__wg_shape<WG, ST, D>;
     constexpr bool TREE = (V & RIG__WG_TREE) != 0, SKIP = (V & RIG__WG_SKIP) != 0;
-    constexpr bool EARLY = (V & RIG__WG_EARLY) != 0;
+    constexpr bool EARLY = (V & RIG__WG_EARLY) != 0, POLY = (V & RIG__WG_POLY) != 0;
     int wg = (int)threadIdx.x / RIG__WG_THREAD, t = (int)threadIdx.x % RIG__WG_THREAD;
     int warp = t / 32, lane = t % 32;
     uint32_t k_tiles = rig_cuda_smem_address(window) + S::Q_BYTES;
@@ -682,13 +700,13 @@ static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
         __syncwarp();
         if (lane == 0) rig__wg_bar_arrive(bars + 8 * (RIG__EMPTY_K + stage));
         if (place->open_tiles > 0)
-            rig__wg_softmax<false, TREE>(s, m, l, position, 0, scale_log2, alpha);
+            rig__wg_softmax<false, TREE, POLY>(s, m, l, position, 0, scale_log2, alpha);
         else
-            rig__wg_softmax<true, TREE>(s, m, l, position, 0, scale_log2, alpha);
+            rig__wg_softmax<true, TREE, POLY>(s, m, l, position, 0, scale_log2, alpha);
         rig__wg_probabilities(p, s);
     }
     for (int j = 1; j < tiles; j++) {
-        int it = it0 + j, stage = it % ST, prev = (it - 1) % ST;
+        int it = it0 + j, stage = it % ST, prev = (it - 1) % ST, key0 = j * RIG__WG_BN;
         rig__wg_bar_wait(bars + 8 * (RIG__FULL_K + stage), (uint32_t)(it / ST) & 1);
         rig__wg_bar_wait(bars + 8 * (RIG__FULL_V + prev), (uint32_t)((it - 1) / ST) & 1);
         rig__wg_fence_async();
@@ -702,9 +720,9 @@ static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
         __syncwarp();
         if (lane == 0) rig__wg_bar_arrive(bars + 8 * (RIG__EMPTY_K + stage));
         if (j < place->open_tiles)
-            rig__wg_softmax<false, TREE>(s, m, l, position, j * RIG__WG_BN, scale_log2, alpha);
+            rig__wg_softmax<false, TREE, POLY>(s, m, l, position, key0, scale_log2, alpha);
         else
-            rig__wg_softmax<true, TREE>(s, m, l, position, j * RIG__WG_BN, scale_log2, alpha);
+            rig__wg_softmax<true, TREE, POLY>(s, m, l, position, key0, scale_log2, alpha);
         rig__wg_wait<0>();
         rig__wg_pin(o);
         rig__wg_pin(p);
@@ -923,6 +941,7 @@ static enum rig_status rig__wg_launch_variant(const struct rig_cuda_launch *laun
         case 9: return rig__wg_launch<WG, PINGPONG, ST, D, 9>(launch, a);
         case 15: return rig__wg_launch<WG, PINGPONG, ST, D, 15>(launch, a);
         case 7: return rig__wg_launch<WG, PINGPONG, ST, D, 7>(launch, a);
+        case 47: return rig__wg_launch<WG, PINGPONG, ST, D, 47>(launch, a);
         case 21:
             if constexpr (ST == 2) return rig__wg_launch<WG, PINGPONG, ST, D, 21>(launch, a);
             break;
