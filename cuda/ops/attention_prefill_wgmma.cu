@@ -11,7 +11,7 @@
  * Block: WG consumer warpgroups (2 by default, 1 when 2-warpgroup blocks would leave SMs idle:
  * short chunks) owning 64 packed query rows each (BM = 64 WG, the wgmma M), plus one producer
  * warpgroup that gathers K and V. With 2 consumers the producer gives registers back
- * (setmaxnreg 56; at 40 it spilled) so each consumer thread may hold 224.
+ * (setmaxnreg 64; at 56 it spilled) so each consumer thread may hold 216.
  *  - Shared memory (one 1024-byte aligned window): Q [2][BM][64], then K [2 stages][2][BN][64]
  *    and V likewise, BN = 128 keys a tile. Every tile is split into two 64-column halves (128
  *    bytes a row) stored with the 128-byte swizzle (16-byte chunk c of row r at c ^ (r % 8)),
@@ -24,11 +24,17 @@
  *    turns it off) and the producer runs on into a block's next item while the consumers
  *    finish the current one (stages and mbarrier phases count over the block's whole run).
  *  - Producer: warps 0-1 gather K, warps 2-3 V (64 keys a warp), each thread reading two slots
- *    of the page table a tile ahead and issuing 16-byte cp.async (two full rows a warp
- *    instruction: coalesced), zero-filling keys past the block's last;
- *    cp.async.mbarrier.arrive.noinc signals the stage's K or V "full" barrier, and a stage is
- *    refilled once every consumer warp has arrived on its "empty" barrier. 2 stages (3 with
- *    RIG_PREFILL_WGMMA_STAGES=3: 225 KB of shared memory with 2 consumers).
+ *    of the page table a tile ahead and issuing 16-byte cp.async, zero-filling keys past the
+ *    block's last. The lean gather (the default, variant bit 1): 8 rows a warp instruction, 4
+ *    lanes on 64 contiguous bytes of each (16 full 32-byte sectors an instruction), so that a
+ *    row's address is one shuffle and one IMAD.WIDE for its 4 copies (2 at D 64) and every
+ *    shared-memory offset is a per-lane constant plus an immediate: about 1.75 instructions a
+ *    copy in the SASS, against about 19 for the older gather (variant 0: two full rows a warp
+ *    instruction, a 64-bit address computed for every copy), which spent more issue slots than
+ *    a consumer warp's softmax. cp.async.mbarrier.arrive.noinc signals the stage's K or V
+ *    "full" barrier, and a stage is refilled once every consumer warp has arrived on its
+ *    "empty" barrier. 2 stages (3 with RIG_PREFILL_WGMMA_STAGES=3: 225 KB of shared memory
+ *    with 2 consumers).
  *  - Consumer (per warpgroup, FA3's intra-warpgroup pipelining): issue S = Q K_j^T (8 wgmma
  *    m64n128k16, A and B from shared memory) and O += P_{j-1} V_{j-1} (8 wgmma, P from
  *    registers, V transposed), wait for S only, run the online softmax of S_j (fp32, log2
@@ -45,12 +51,35 @@
  *    then 16-byte coalesced stores.
  * Registers (ptxas of CUDA 13.0, -Xptxas -v): 2 consumer warpgroups 168 at entry, then 64
  * (producer) / 216 (consumers) by setmaxnreg, no spills with ping-pong (8 bytes without); 1
- * consumer warpgroup 238, no spills. Shared memory 161 KB (2 consumers, 2 stages), 225 KB (3
- * stages), 145 KB (1 consumer): one block per SM.
+ * consumer warpgroup 238, no spills; the variants on the default path 168 at entry, no spills
+ * for 1, 5, 9, 21, 23 and 31, 8 bytes (once an item, outside the tile loop) for 3, 7 and 15;
+ * 1 consumer with variant 7 240. Shared memory 161 KB (2 consumers, 2 stages; 193 KB with
+ * variant bit 16), 225 KB (3 stages), 145 KB (1 consumer): one block per SM.
+ *  - Variants (RIG_PREFILL_WGMMA_VARIANT=N, bits, a timing switch read at every call; unset:
+ *    RIG__WG_VARIANT_DEFAULT 1): 1 the lean gather; 2 the softmax's row max and sum over 4
+ *    partial values a row; 4 no O rescale where no row of the warp changed its max; 8 O
+ *    rescaled between issuing S and P V (FA3's place); 16 Q of the block's next item loaded
+ *    into a second buffer during this one (193 KB). The default path (2 consumers, ping-pong,
+ *    2 stages) has 0, 1, 3, 5, 9, 15, 21, 23 and 31; the other shapes (1 consumer, no
+ *    ping-pong, 3 stages, 3 consumers) 0, and 7 for any other N, the default included.
  * Status (H100, commit f431adf, docs/performance.md "Issue 18: prefill attention on wgmma"):
  * test_attention_prefill passes on every path (and with 3 stages); the default
  * (RIG_PREFILL_WGMMA_DEFAULT 1). 8192 causal chunk 585-629 us (437-470 TFLOP/s) against the
  * mma.sync kernel's 1313-1513 us in the same call; the 580 TFLOP/s target is not reached.
+ * Variants (helper branch prefill-attn, one call, NVIDIA H100 80GB HBM3, driver 580.159.04, bundle
+ * of b7911b2, `rig bench attention --repeats 20` medians, two interleaved rounds, one process
+ * each): 8192 causal chunk, us, variant 0 (the kernel above) 587, 592 (464-468 TFLOP/s); 1 506,
+ * 466 (543-590); 5 493, 505; 15 490, 551; 9 566, 472; 31 604, 559. So the lean gather is worth
+ * ~15 % (every variant with it but 31, Q prefetch, beat both runs of 0); the other bits are within
+ * the process-to-process spread (up to 20 %), hence the default 1, whose output on the default
+ * shape is bit for bit variant 0's (only the copy pattern changes). ncu (clocks as found): variant
+ * 0 583 us, SM throughput 48 %, L2 38 %, 0.71 of 2.99 warps eligible a scheduler; variant 31
+ * 481 us, 58 %, 57 %, 0.49 eligible (the stall reasons did not come back). `rig bench prefill`
+ * 8192 chunk (Qwen3-0.6B): variant 0 34.58 ms (MFU 53.7 %), 31 32.54 ms (57.0 %); D 64
+ * (Llama-3.2-1B heads) 8192 chunk 890 us (variant 0) against 766 (31). test_attention_prefill
+ * passed with variant 31 (every path, so 31 on the default shape and 7 on the others); no call ran
+ * the default 1 through the test itself or timed it at D 64, but its consumers are variant 0's
+ * code and its producer variant 31's.
  * Head dim 64 (commit 4b7cd1d, Llama-3.2-1B heads 32 / 8, same doc section): passes
  * test_attention_prefill on every path, also with RIG_PREFILL_WGMMA_CONSUMERS=3 (3 consumer
  * warpgroups, 192 rows, round-robin ping-pong, setmaxnreg 24 / 160: D 64 only, a timing switch,
@@ -111,13 +140,11 @@ struct rig__wg_place {
 
 /* Variant bits of the kernel (template argument V; RIG_PREFILL_WGMMA_VARIANT=N picks N for
  * timing, unset: RIG__WG_VARIANT_DEFAULT): the lean producer gather, tree reductions in the
- * softmax, skipping O's rescale where no max changed, O's rescale at FA3's place, Q prefetch,
- * polynomial exp2. */
+ * softmax, skipping O's rescale where no max changed, O's rescale at FA3's place, Q prefetch. */
 enum { RIG__WG_LEAN = 1, RIG__WG_TREE = 2, RIG__WG_SKIP = 4, RIG__WG_EARLY = 8 };
 enum { RIG__WG_PREFETCH = 16 }; /* Q of a block's next item loaded during this one (2 buffers) */
-enum { RIG__WG_POLY = 32 };     /* a quarter of the softmax's exp2 on the FMA pipe, not the MUFU */
 #ifndef RIG__WG_VARIANT_DEFAULT
-#define RIG__WG_VARIANT_DEFAULT 15
+#define RIG__WG_VARIANT_DEFAULT 1
 #endif
 
 /* Barriers of the K/V pipeline, each an mbarrier (8 bytes) in static shared memory. */
@@ -172,8 +199,7 @@ static __device__ __forceinline__ void rig__wg_named_sync(int id)
 #define RIG__WG_TURN 4 /* after the warpgroups' own barriers 1 .. 3 */
 static __device__ __forceinline__ void rig__wg_turn_wait(int wg)
 {
-    asm volatile("bar.sync %0, %1;\n" ::"r"(RIG__WG_TURN + wg), "n"(2 * RIG__WG_THREAD)
-                 : "memory");
+    asm volatile("bar.sync %0, %1;\n" ::"r"(RIG__WG_TURN + wg), "n"(2 * RIG__WG_THREAD) : "memory");
 }
 
 static __device__ __forceinline__ void rig__wg_turn_give(int to)
@@ -369,10 +395,9 @@ static __device__ __forceinline__ void rig__wg_gather_row(const char *from, uint
  * constant (`at`: row l / 4's chunks l % 4 and l % 4 + 4 after the swizzle, which row + 8 k
  * keeps) plus an immediate. `slot`: the slot of key key0 + row0 + lane (0 past the last key). */
 template <int D>
-static __device__ __forceinline__ void rig__wg_gather_lean(const char *head, uint32_t stride_bytes,
-                                                           uint32_t stage, const uint32_t (&at)[2],
-                                                           int slot, int row0, int key0, int keys,
-                                                           int lane)
+static __device__ __forceinline__ void
+rig__wg_gather_lean(const char *head, uint32_t stride_bytes, uint32_t stage,
+                    const uint32_t (&at)[2], int slot, int row0, int key0, int keys, int lane)
 {
     const char *from = head + (lane % 4) * 16;
     uint32_t to0 = stage + row0 * 128 + at[0], to1 = stage + row0 * 128 + at[1];
@@ -432,28 +457,13 @@ static __device__ void rig__wg_produce(const struct rig_cuda_attention_args *a,
     }
 }
 
-/* 2^x for x <= 0 on the FMA pipe (FlashAttention-4's way around the MUFU's 16 results a clock):
- * x = n + f with n = round(x) (the 1.5 * 2^23 trick leaves n in t's low bits), 2^f on
- * [-0.5, 0.5] by a degree-3 fit (relative error 7.5e-5; P is rounded to bf16, 2^-9, after),
- * and n added to the exponent. x is clamped at -126 so the exponent stays in range: -inf (a
- * masked key) gives ~1e-38 instead of 0, nothing beside a row's own max of 1 or more. */
-static __device__ __forceinline__ float rig__wg_exp2_poly(float x)
-{
-    x = fmaxf(x, -126.0f);
-    float t = x + 12582912.0f;
-    float f = x - (t - 12582912.0f);
-    float p = fmaf(fmaf(fmaf(0.05517086f, f, 0.24261034f), f, 0.69326103f), f, 0.99992812f);
-    return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
-}
-
 /* Masks when MASK (key > the row's position, which also covers the zero-filled keys past the
  * block's last), exponentiates in place as exp2(s * scale_log2 - m * scale_log2), one FFMA an
  * element (m, l: the rows' running max in raw score units and sum; scale_log2 > 0, which the
  * launcher checks); alpha: the factor the rows' O must be rescaled by (exactly 1 where a row's
  * max did not change). BN = 128. TREE (variant bit RIG__WG_TREE): the row max and sum over 4
- * partial values a row each (dependency chains of 16 instead of 64). POLY (variant bit
- * RIG__WG_POLY): the exp2 of elements 4 j + 3 .. 4 j by rig__wg_exp2_poly for j = 3, 7, 11, 15. */
-template <bool MASK, bool TREE, bool POLY>
+ * partial values a row each (dependency chains of 16 instead of 64). */
+template <bool MASK, bool TREE>
 static __device__ __forceinline__ void rig__wg_softmax(float (&s)[64], float (&m)[2], float (&l)[2],
                                                        const int (&position)[2], int key0,
                                                        float scale_log2, float (&alpha)[2])
@@ -499,8 +509,7 @@ static __device__ __forceinline__ void rig__wg_softmax(float (&s)[64], float (&m
     for (int j = 0; j < 16; j++) {
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-            float x = fmaf(s[4 * j + e], scale_log2, -base[e / 2]);
-            s[4 * j + e] = POLY && (j & 3) == 3 ? rig__wg_exp2_poly(x) : rig_cuda_exp2(x);
+            s[4 * j + e] = rig_cuda_exp2(fmaf(s[4 * j + e], scale_log2, -base[e / 2]));
             sum[e / 2][TREE ? (j % 2) * 2 + (e & 1) : 0] += s[4 * j + e];
         }
     }
@@ -654,14 +663,13 @@ rig__wg_store(const struct rig_cuda_attention_args *a, const struct rig__wg_plac
  * the softmax; RIG__WG_PREFETCH: the caller has loaded Q into q_tile, else this loads it there
  * first). */
 template <int WG, bool PINGPONG, int ST, int D, int V>
-static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
-                                       const struct rig__wg_place *place, char *window,
-                                       uint32_t q_tile, uint32_t bars, int kv_head, int group,
-                                       int it0)
+static __device__ void
+rig__wg_consume(const struct rig_cuda_attention_args *a, const struct rig__wg_place *place,
+                char *window, uint32_t q_tile, uint32_t bars, int kv_head, int group, int it0)
 {
     using S = rig__wg_shape<WG, ST, D>;
     constexpr bool TREE = (V & RIG__WG_TREE) != 0, SKIP = (V & RIG__WG_SKIP) != 0;
-    constexpr bool EARLY = (V & RIG__WG_EARLY) != 0, POLY = (V & RIG__WG_POLY) != 0;
+    constexpr bool EARLY = (V & RIG__WG_EARLY) != 0;
     int wg = (int)threadIdx.x / RIG__WG_THREAD, t = (int)threadIdx.x % RIG__WG_THREAD;
     int warp = t / 32, lane = t % 32;
     uint32_t k_tiles = rig_cuda_smem_address(window) + S::Q_BYTES;
@@ -700,13 +708,13 @@ static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
         __syncwarp();
         if (lane == 0) rig__wg_bar_arrive(bars + 8 * (RIG__EMPTY_K + stage));
         if (place->open_tiles > 0)
-            rig__wg_softmax<false, TREE, POLY>(s, m, l, position, 0, scale_log2, alpha);
+            rig__wg_softmax<false, TREE>(s, m, l, position, 0, scale_log2, alpha);
         else
-            rig__wg_softmax<true, TREE, POLY>(s, m, l, position, 0, scale_log2, alpha);
+            rig__wg_softmax<true, TREE>(s, m, l, position, 0, scale_log2, alpha);
         rig__wg_probabilities(p, s);
     }
     for (int j = 1; j < tiles; j++) {
-        int it = it0 + j, stage = it % ST, prev = (it - 1) % ST, key0 = j * RIG__WG_BN;
+        int it = it0 + j, stage = it % ST, prev = (it - 1) % ST;
         rig__wg_bar_wait(bars + 8 * (RIG__FULL_K + stage), (uint32_t)(it / ST) & 1);
         rig__wg_bar_wait(bars + 8 * (RIG__FULL_V + prev), (uint32_t)((it - 1) / ST) & 1);
         rig__wg_fence_async();
@@ -720,9 +728,9 @@ static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
         __syncwarp();
         if (lane == 0) rig__wg_bar_arrive(bars + 8 * (RIG__EMPTY_K + stage));
         if (j < place->open_tiles)
-            rig__wg_softmax<false, TREE, POLY>(s, m, l, position, key0, scale_log2, alpha);
+            rig__wg_softmax<false, TREE>(s, m, l, position, j * RIG__WG_BN, scale_log2, alpha);
         else
-            rig__wg_softmax<true, TREE, POLY>(s, m, l, position, key0, scale_log2, alpha);
+            rig__wg_softmax<true, TREE>(s, m, l, position, j * RIG__WG_BN, scale_log2, alpha);
         rig__wg_wait<0>();
         rig__wg_pin(o);
         rig__wg_pin(p);
@@ -852,8 +860,8 @@ static __global__ void __launch_bounds__(rig__wg_shape<WG>::THREADS, 1)
              round++) {
             if (place.keys < 0) continue;
             rig__wg_produce<WG, ST, D, V>(&a, &place, aligned + S::Q_BYTES,
-                                       aligned + S::Q_BYTES + ST * S::TILE_BYTES, bars, kv_head,
-                                       it0);
+                                          aligned + S::Q_BYTES + ST * S::TILE_BYTES, bars, kv_head,
+                                          it0);
             it0 += (int)rig_cuda_div_up(place.keys, RIG__WG_BN);
         }
         asm volatile("cp.async.wait_all;\n" ::: "memory");
@@ -872,8 +880,8 @@ static __global__ void __launch_bounds__(rig__wg_shape<WG>::THREADS, 1)
             for (int round = 0, it0 = 0; rig__wg_next<S::BM>(&a, items, round, &place, &kv_head);
                  round++) {
                 if (place.keys < 0) continue;
-                rig__wg_consume<WG, PINGPONG, ST, D, V>(&a, &place, window, aligned, bars,
-                                                        kv_head, group, it0);
+                rig__wg_consume<WG, PINGPONG, ST, D, V>(&a, &place, window, aligned, bars, kv_head,
+                                                        group, it0);
                 it0 += (int)rig_cuda_div_up(place.keys, RIG__WG_BN);
             }
         }
@@ -924,15 +932,14 @@ static int rig__wg_variant(void)
     return atoi(value);
 }
 
-/* One shape's launch with variant bits v: the default path (2 consumer warpgroups, ping-pong;
- * 2 or 3 stages) has every variant below for timing, the other shapes 0 and everything but
- * EARLY (which moves work into the ping-pong turn) and PREFETCH. */
+/* One shape's launch with variant bits v: the default path (2 consumer warpgroups, ping-pong,
+ * 2 stages) has every variant below for timing, the other shapes 0 and everything but EARLY. */
 template <int WG, bool PINGPONG, int ST, int D>
 static enum rig_status rig__wg_launch_variant(const struct rig_cuda_launch *launch,
                                               const struct rig_cuda_attention_args *a, int v)
 {
     constexpr int ALL = RIG__WG_LEAN | RIG__WG_TREE | RIG__WG_SKIP;
-    if constexpr (WG == 2 && PINGPONG) {
+    if constexpr (WG == 2 && PINGPONG && ST == 2) {
         switch (v) {
         case 0: return rig__wg_launch<WG, PINGPONG, ST, D, 0>(launch, a);
         case 1: return rig__wg_launch<WG, PINGPONG, ST, D, 1>(launch, a);
@@ -940,17 +947,9 @@ static enum rig_status rig__wg_launch_variant(const struct rig_cuda_launch *laun
         case 5: return rig__wg_launch<WG, PINGPONG, ST, D, 5>(launch, a);
         case 9: return rig__wg_launch<WG, PINGPONG, ST, D, 9>(launch, a);
         case 15: return rig__wg_launch<WG, PINGPONG, ST, D, 15>(launch, a);
-        case 7: return rig__wg_launch<WG, PINGPONG, ST, D, 7>(launch, a);
-        case 47: return rig__wg_launch<WG, PINGPONG, ST, D, 47>(launch, a);
-        case 21:
-            if constexpr (ST == 2) return rig__wg_launch<WG, PINGPONG, ST, D, 21>(launch, a);
-            break;
-        case 23:
-            if constexpr (ST == 2) return rig__wg_launch<WG, PINGPONG, ST, D, 23>(launch, a);
-            break;
-        case 31:
-            if constexpr (ST == 2) return rig__wg_launch<WG, PINGPONG, ST, D, 31>(launch, a);
-            break;
+        case 21: return rig__wg_launch<WG, PINGPONG, ST, D, 21>(launch, a);
+        case 23: return rig__wg_launch<WG, PINGPONG, ST, D, 23>(launch, a);
+        case 31: return rig__wg_launch<WG, PINGPONG, ST, D, 31>(launch, a);
         default: break;
         }
     }
