@@ -11,7 +11,7 @@
  * Block: WG consumer warpgroups (2 by default, 1 when 2-warpgroup blocks would leave SMs idle:
  * short chunks) owning 64 packed query rows each (BM = 64 WG, the wgmma M), plus one producer
  * warpgroup that gathers K and V. With 2 consumers the producer gives registers back
- * (setmaxnreg 56; at 40 it spilled) so each consumer thread may hold 224.
+ * (setmaxnreg 64; at 56 it spilled) so each consumer thread may hold 216.
  *  - Shared memory (one 1024-byte aligned window): Q [2][BM][64], then K [2 stages][2][BN][64]
  *    and V likewise, BN = 128 keys a tile. Every tile is split into two 64-column halves (128
  *    bytes a row) stored with the 128-byte swizzle (16-byte chunk c of row r at c ^ (r % 8)),
@@ -24,11 +24,17 @@
  *    turns it off) and the producer runs on into a block's next item while the consumers
  *    finish the current one (stages and mbarrier phases count over the block's whole run).
  *  - Producer: warps 0-1 gather K, warps 2-3 V (64 keys a warp), each thread reading two slots
- *    of the page table a tile ahead and issuing 16-byte cp.async (two full rows a warp
- *    instruction: coalesced), zero-filling keys past the block's last;
- *    cp.async.mbarrier.arrive.noinc signals the stage's K or V "full" barrier, and a stage is
- *    refilled once every consumer warp has arrived on its "empty" barrier. 2 stages (3 with
- *    RIG_PREFILL_WGMMA_STAGES=3: 225 KB of shared memory with 2 consumers).
+ *    of the page table a tile ahead and issuing 16-byte cp.async, zero-filling keys past the
+ *    block's last. The lean gather (the default, variant bit 1): 8 rows a warp instruction, 4
+ *    lanes on 64 contiguous bytes of each (16 full 32-byte sectors an instruction), so that a
+ *    row's address is one shuffle and one IMAD.WIDE for its 4 copies (2 at D 64) and every
+ *    shared-memory offset is a per-lane constant plus an immediate: about 1.75 instructions a
+ *    copy in the SASS, against about 19 for the older gather (variant 0: two full rows a warp
+ *    instruction, a 64-bit address computed for every copy), which spent more issue slots than
+ *    a consumer warp's softmax. cp.async.mbarrier.arrive.noinc signals the stage's K or V
+ *    "full" barrier, and a stage is refilled once every consumer warp has arrived on its
+ *    "empty" barrier. 2 stages (3 with RIG_PREFILL_WGMMA_STAGES=3: 225 KB of shared memory
+ *    with 2 consumers).
  *  - Consumer (per warpgroup, FA3's intra-warpgroup pipelining): issue S = Q K_j^T (8 wgmma
  *    m64n128k16, A and B from shared memory) and O += P_{j-1} V_{j-1} (8 wgmma, P from
  *    registers, V transposed), wait for S only, run the online softmax of S_j (fp32, log2
@@ -45,12 +51,35 @@
  *    then 16-byte coalesced stores.
  * Registers (ptxas of CUDA 13.0, -Xptxas -v): 2 consumer warpgroups 168 at entry, then 64
  * (producer) / 216 (consumers) by setmaxnreg, no spills with ping-pong (8 bytes without); 1
- * consumer warpgroup 238, no spills. Shared memory 161 KB (2 consumers, 2 stages), 225 KB (3
- * stages), 145 KB (1 consumer): one block per SM.
+ * consumer warpgroup 238, no spills; the variants on the default path 168 at entry, no spills
+ * for 1, 5, 9, 21, 23 and 31, 8 bytes (once an item, outside the tile loop) for 3, 7 and 15;
+ * 1 consumer with variant 7 240. Shared memory 161 KB (2 consumers, 2 stages; 193 KB with
+ * variant bit 16), 225 KB (3 stages), 145 KB (1 consumer): one block per SM.
+ *  - Variants (RIG_PREFILL_WGMMA_VARIANT=N, bits, a timing switch read at every call; unset:
+ *    RIG__WG_VARIANT_DEFAULT 1): 1 the lean gather; 2 the softmax's row max and sum over 4
+ *    partial values a row; 4 no O rescale where no row of the warp changed its max; 8 O
+ *    rescaled between issuing S and P V (FA3's place); 16 Q of the block's next item loaded
+ *    into a second buffer during this one (193 KB). The default path (2 consumers, ping-pong,
+ *    2 stages) has 0, 1, 3, 5, 9, 15, 21, 23 and 31; the other shapes (1 consumer, no
+ *    ping-pong, 3 stages, 3 consumers) 0, and 7 for any other N, the default included.
  * Status (H100, commit f431adf, docs/performance.md "Issue 18: prefill attention on wgmma"):
  * test_attention_prefill passes on every path (and with 3 stages); the default
  * (RIG_PREFILL_WGMMA_DEFAULT 1). 8192 causal chunk 585-629 us (437-470 TFLOP/s) against the
  * mma.sync kernel's 1313-1513 us in the same call; the 580 TFLOP/s target is not reached.
+ * Variants (helper branch prefill-attn, one call, NVIDIA H100 80GB HBM3, driver 580.159.04, bundle
+ * of b7911b2, `rig bench attention --repeats 20` medians, two interleaved rounds, one process
+ * each): 8192 causal chunk, us, variant 0 (the kernel above) 587, 592 (464-468 TFLOP/s); 1 506,
+ * 466 (543-590); 5 493, 505; 15 490, 551; 9 566, 472; 31 604, 559. So the lean gather is worth
+ * ~15 % (every variant with it but 31, Q prefetch, beat both runs of 0); the other bits are within
+ * the process-to-process spread (up to 20 %), hence the default 1, whose output on the default
+ * shape is bit for bit variant 0's (only the copy pattern changes). ncu (clocks as found): variant
+ * 0 583 us, SM throughput 48 %, L2 38 %, 0.71 of 2.99 warps eligible a scheduler; variant 31
+ * 481 us, 58 %, 57 %, 0.49 eligible (the stall reasons did not come back). `rig bench prefill`
+ * 8192 chunk (Qwen3-0.6B): variant 0 34.58 ms (MFU 53.7 %), 31 32.54 ms (57.0 %); D 64
+ * (Llama-3.2-1B heads) 8192 chunk 890 us (variant 0) against 766 (31). test_attention_prefill
+ * passed with variant 31 (every path, so 31 on the default shape and 7 on the others); no call ran
+ * the default 1 through the test itself or timed it at D 64, but its consumers are variant 0's
+ * code and its producer variant 31's.
  * Head dim 64 (commit 4b7cd1d, Llama-3.2-1B heads 32 / 8, same doc section): passes
  * test_attention_prefill on every path, also with RIG_PREFILL_WGMMA_CONSUMERS=3 (3 consumer
  * warpgroups, 192 rows, round-robin ping-pong, setmaxnreg 24 / 160: D 64 only, a timing switch,
@@ -95,6 +124,7 @@ template <int WG, int ST = 2, int D = 128> struct rig__wg_shape {
     static constexpr uint32_t Q_BYTES = BM * D * 2;
     static constexpr uint32_t TILE_BYTES = RIG__WG_BN * D * 2; /* one K or V stage */
     static constexpr size_t SHARED = Q_BYTES + 2 * ST * (size_t)TILE_BYTES + 1024; /* + align */
+    static constexpr size_t SHARED_PREFETCH = SHARED + Q_BYTES; /* a second Q after V */
 };
 
 /* What a block works on for one work item, found from cu_q by each thread (rig__wg_next). */
@@ -107,6 +137,15 @@ struct rig__wg_place {
     int keys;             /* keys the block's last row sees; < 0: a spare block */
     int open_tiles;       /* leading key tiles every row of the block sees whole */
 };
+
+/* Variant bits of the kernel (template argument V; RIG_PREFILL_WGMMA_VARIANT=N picks N for
+ * timing, unset: RIG__WG_VARIANT_DEFAULT): the lean producer gather, tree reductions in the
+ * softmax, skipping O's rescale where no max changed, O's rescale at FA3's place, Q prefetch. */
+enum { RIG__WG_LEAN = 1, RIG__WG_TREE = 2, RIG__WG_SKIP = 4, RIG__WG_EARLY = 8 };
+enum { RIG__WG_PREFETCH = 16 }; /* Q of a block's next item loaded during this one (2 buffers) */
+#ifndef RIG__WG_VARIANT_DEFAULT
+#define RIG__WG_VARIANT_DEFAULT 1
+#endif
 
 /* Barriers of the K/V pipeline, each an mbarrier (8 bytes) in static shared memory. */
 enum { RIG__FULL_K = 0, RIG__FULL_V = 4, RIG__EMPTY_K = 8, RIG__EMPTY_V = 12, RIG__BARRIERS = 16 };
@@ -160,8 +199,7 @@ static __device__ __forceinline__ void rig__wg_named_sync(int id)
 #define RIG__WG_TURN 4 /* after the warpgroups' own barriers 1 .. 3 */
 static __device__ __forceinline__ void rig__wg_turn_wait(int wg)
 {
-    asm volatile("bar.sync %0, %1;\n" ::"r"(RIG__WG_TURN + wg), "n"(2 * RIG__WG_THREAD)
-                 : "memory");
+    asm volatile("bar.sync %0, %1;\n" ::"r"(RIG__WG_TURN + wg), "n"(2 * RIG__WG_THREAD) : "memory");
 }
 
 static __device__ __forceinline__ void rig__wg_turn_give(int to)
@@ -321,12 +359,61 @@ static __device__ __forceinline__ void rig__wg_gather(const uint16_t *head, int6
     }
 }
 
+/* 16 bytes global -> shared at constant offsets from both addresses (folded into the
+ * instruction: the lean gather's inner loop is the copies alone); zero-filled when !valid. */
+template <uint32_t TO, uint32_t FROM>
+static __device__ __forceinline__ void rig__wg_copy16(uint32_t dst, const char *src, bool valid)
+{
+    asm volatile("cp.async.cg.shared.global [%0+%3], [%1+%4], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(valid ? 16 : 0), "n"(TO), "n"(FROM));
+}
+
+/* Row `K` * 8 + lane / 4 of the lean gather below: its 64 contiguous bytes of each 256 (D 128) or
+ * 128 (D 64). */
+template <int D, int K>
+static __device__ __forceinline__ void rig__wg_gather_row(const char *from, uint32_t stride_bytes,
+                                                          uint32_t to0, uint32_t to1, int slot,
+                                                          int keys_left, int lane)
+{
+    constexpr uint32_t HALF = RIG__WG_BN * 128, TO = 1024 * K;
+    int row = lane / 4 + 8 * K;
+    uint32_t row_slot = (uint32_t)__shfl_sync(0xffffffffu, slot, row);
+    const char *src = from + (uint64_t)row_slot * stride_bytes;
+    bool valid = row < keys_left;
+    rig__wg_copy16<TO, 0>(to0, src, valid);
+    rig__wg_copy16<TO, 64>(to1, src, valid);
+    if constexpr (D == 128) {
+        rig__wg_copy16<TO + HALF, 128>(to0, src, valid);
+        rig__wg_copy16<TO + HALF, 192>(to1, src, valid);
+    }
+}
+
+/* The lean form of rig__wg_gather (variant bit RIG__WG_LEAN): 32 keys of a tile from row
+ * `row0` of the stage, 8 rows a warp instruction with 4 lanes on 64 contiguous bytes of each
+ * (lane l: rows row0 + l / 4 + 8 k, chunks l % 4 + 4 i), so that a row's address is computed
+ * once for its 2 (D 64) or 4 (D 128) copies and every shared-memory offset is a per-lane
+ * constant (`at`: row l / 4's chunks l % 4 and l % 4 + 4 after the swizzle, which row + 8 k
+ * keeps) plus an immediate. `slot`: the slot of key key0 + row0 + lane (0 past the last key). */
+template <int D>
+static __device__ __forceinline__ void
+rig__wg_gather_lean(const char *head, uint32_t stride_bytes, uint32_t stage,
+                    const uint32_t (&at)[2], int slot, int row0, int key0, int keys, int lane)
+{
+    const char *from = head + (lane % 4) * 16;
+    uint32_t to0 = stage + row0 * 128 + at[0], to1 = stage + row0 * 128 + at[1];
+    int keys_left = keys - key0 - row0;
+    rig__wg_gather_row<D, 0>(from, stride_bytes, to0, to1, slot, keys_left, lane);
+    rig__wg_gather_row<D, 1>(from, stride_bytes, to0, to1, slot, keys_left, lane);
+    rig__wg_gather_row<D, 2>(from, stride_bytes, to0, to1, slot, keys_left, lane);
+    rig__wg_gather_row<D, 3>(from, stride_bytes, to0, to1, slot, keys_left, lane);
+}
+
 /* The producer's part of one work item: tiles it0 .. it0 + tiles - 1 of the block's running
  * count (stage it % ST, its (it / ST)-th use), so that it runs on into the next item while the
  * consumers finish this one. Warps 0 and 1 gather K, warps 2 and 3 V (64 keys a warp), so that
  * K of a tile never waits behind the release of an older V stage; each thread reads the
  * page-table slots of its next tile a tile ahead. */
-template <int WG, int ST, int D>
+template <int WG, int ST, int D, int V>
 static __device__ void rig__wg_produce(const struct rig_cuda_attention_args *a,
                                        const struct rig__wg_place *place, uint32_t k_tiles,
                                        uint32_t v_tiles, uint32_t bars, int kv_head, int it0)
@@ -342,6 +429,10 @@ static __device__ void rig__wg_produce(const struct rig_cuda_attention_args *a,
     int key = 64 * part + lane;
     int next0 = key < place->keys ? place->slots[key] : 0;
     int next1 = key + 32 < place->keys ? place->slots[key + 32] : 0;
+    uint32_t stride_bytes = (uint32_t)(a->cache_stride_s * 2); /* checked by the launcher */
+    int quad = lane % 4, row = lane / 4;
+    uint32_t at[2] = {(uint32_t)(row * 128 + ((quad ^ row) << 4)),
+                      (uint32_t)(row * 128 + (((quad + 4) ^ row) << 4))};
     for (int j = 0; j < tiles; j++) {
         int it = it0 + j, stage = it % ST, key0 = j * RIG__WG_BN;
         int slot0 = next0, slot1 = next1;
@@ -350,10 +441,18 @@ static __device__ void rig__wg_produce(const struct rig_cuda_attention_args *a,
         next1 = key + 32 < place->keys ? place->slots[key + 32] : 0;
         if (it >= ST) rig__wg_bar_wait(bars + 8 * (empty + stage), (uint32_t)(it / ST - 1) & 1);
         uint32_t tile = tiles_base + stage * S::TILE_BYTES;
+        if constexpr ((V & RIG__WG_LEAN) != 0) {
+            const char *bytes = reinterpret_cast<const char *>(head);
+            rig__wg_gather_lean<D>(bytes, stride_bytes, tile, at, slot0, 64 * part, key0,
+                                   place->keys, lane);
+            rig__wg_gather_lean<D>(bytes, stride_bytes, tile, at, slot1, 64 * part + 32, key0,
+                                   place->keys, lane);
+        } else {
 #pragma unroll 1
-        for (int half = 0; half < 2; half++)
-            rig__wg_gather<D>(head, a->cache_stride_s, tile, half ? slot1 : slot0, key0,
-                              place->keys, 2 * part + half, lane);
+            for (int half = 0; half < 2; half++)
+                rig__wg_gather<D>(head, a->cache_stride_s, tile, half ? slot1 : slot0, key0,
+                                  place->keys, 2 * part + half, lane);
+        }
         rig__wg_bar_arrive_copies(bars + 8 * (full + stage));
     }
 }
@@ -361,43 +460,65 @@ static __device__ void rig__wg_produce(const struct rig_cuda_attention_args *a,
 /* Masks when MASK (key > the row's position, which also covers the zero-filled keys past the
  * block's last), exponentiates in place as exp2(s * scale_log2 - m * scale_log2), one FFMA an
  * element (m, l: the rows' running max in raw score units and sum; scale_log2 > 0, which the
- * launcher checks); alpha: the factor the rows' O must be rescaled by. BN = 128. */
-template <bool MASK>
+ * launcher checks); alpha: the factor the rows' O must be rescaled by (exactly 1 where a row's
+ * max did not change). BN = 128. TREE (variant bit RIG__WG_TREE): the row max and sum over 4
+ * partial values a row each (dependency chains of 16 instead of 64). */
+template <bool MASK, bool TREE>
 static __device__ __forceinline__ void rig__wg_softmax(float (&s)[64], float (&m)[2], float (&l)[2],
                                                        const int (&position)[2], int key0,
                                                        float scale_log2, float (&alpha)[2])
 {
+    constexpr int P = TREE ? 4 : 1; /* partial maxima and sums a row */
     int key_lane = key0 + (threadIdx.x % 4) * 2;
-    float tile_max[2] = {-INFINITY, -INFINITY};
+    float part[2][P];
+#pragma unroll
+    for (int h = 0; h < 2; h++)
+#pragma unroll
+        for (int i = 0; i < P; i++)
+            part[h][i] = -INFINITY;
 #pragma unroll
     for (int j = 0; j < 16; j++) {
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             if (MASK && key_lane + j * 8 + (e & 1) > position[e / 2]) s[4 * j + e] = -INFINITY;
-            tile_max[e / 2] = fmaxf(tile_max[e / 2], s[4 * j + e]);
+            float &x = part[e / 2][TREE ? (j % 2) * 2 + (e & 1) : 0];
+            x = fmaxf(x, s[4 * j + e]);
         }
     }
     float base[2];
 #pragma unroll
     for (int h = 0; h < 2; h++) {
-        tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 1));
-        tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 2));
-        float m_new = fmaxf(m[h], tile_max[h]);
+        float tile_max = part[h][0];
+#pragma unroll
+        for (int i = 1; i < P; i++)
+            tile_max = fmaxf(tile_max, part[h][i]);
+        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+        float m_new = fmaxf(m[h], tile_max);
         base[h] = m_new == -INFINITY ? 0.0f : m_new * scale_log2; /* nothing visible yet */
         alpha[h] = rig_cuda_exp2(m[h] * scale_log2 - base[h]);
         m[h] = m_new;
     }
-    float sum[2] = {0.0f, 0.0f};
+    float sum[2][P];
+#pragma unroll
+    for (int h = 0; h < 2; h++)
+#pragma unroll
+        for (int i = 0; i < P; i++)
+            sum[h][i] = 0.0f;
 #pragma unroll
     for (int j = 0; j < 16; j++) {
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             s[4 * j + e] = rig_cuda_exp2(fmaf(s[4 * j + e], scale_log2, -base[e / 2]));
-            sum[e / 2] += s[4 * j + e];
+            sum[e / 2][TREE ? (j % 2) * 2 + (e & 1) : 0] += s[4 * j + e];
         }
     }
-    l[0] = l[0] * alpha[0] + sum[0];
-    l[1] = l[1] * alpha[1] + sum[1];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        float total = sum[h][0];
+        if constexpr (TREE) total = (sum[h][0] + sum[h][1]) + (sum[h][2] + sum[h][3]);
+        l[h] = l[h] * alpha[h] + total;
+    }
 }
 
 /* S = Q K^T for the warpgroup's 64 rows: D / 16 k16 steps over the head dim. */
@@ -444,9 +565,12 @@ static __device__ __forceinline__ void rig__wg_probabilities(uint32_t (&p)[8][4]
     }
 }
 
-template <int N>
+/* O *= alpha row by row. SKIP (variant bit RIG__WG_SKIP): not at all where no row of the warp
+ * changed its max (alpha exactly 1 for all; the warp votes, so the branch is uniform). */
+template <bool SKIP, int N>
 static __device__ __forceinline__ void rig__wg_rescale(float (&o)[N], const float (&alpha)[2])
 {
+    if (SKIP && !__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) return;
 #pragma unroll
     for (int j = 0; j < N / 4; j++) {
         o[4 * j + 0] *= alpha[0];
@@ -456,7 +580,8 @@ static __device__ __forceinline__ void rig__wg_rescale(float (&o)[N], const floa
     }
 }
 
-/* The consumer warpgroup's 64 rows of Q, by cp.async into its rows of the swizzled Q tile. */
+/* Issues the consumer warpgroup's 64 rows of Q, by cp.async into its rows of the swizzled Q
+ * tile at q_tile, as one commit group (rig__wg_q_ready waits for it). */
 template <int WG, int D>
 static __device__ __forceinline__ void
 rig__wg_load_q(const struct rig_cuda_attention_args *a, const struct rig__wg_place *place,
@@ -474,7 +599,14 @@ rig__wg_load_q(const struct rig_cuda_attention_args *a, const struct rig__wg_pla
         const uint16_t *src = a->q + token * a->q_stride_t + head * a->q_stride_h + c * 8;
         rig_cuda_cp_async16(q_tile + rig__wg_chunk(row, c, S::BM), src, valid);
     }
-    asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+/* Waits until this thread's Q copies but the newest N groups have landed, then until every
+ * thread of the warpgroup is there: its Q rows are ready for wgmma. */
+template <int N> static __device__ __forceinline__ void rig__wg_q_ready(int wg)
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
     rig__wg_fence_async();
     rig__wg_named_sync(1 + wg);
 }
@@ -525,19 +657,28 @@ rig__wg_store(const struct rig_cuda_attention_args *a, const struct rig__wg_plac
  * running count (see rig__wg_produce); the file header has the pipeline. PINGPONG (2 consumer
  * warpgroups): each issues its GEMMs only in its turn, so that one's softmax runs while the
  * other's GEMMs hold the tensor cores; per item warpgroup 0 gives itself the first turn and
- * warpgroup 1 does not give back its last, so every barrier phase completes within the item. */
-template <int WG, bool PINGPONG, int ST, int D>
-static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
-                                       const struct rig__wg_place *place, char *window,
-                                       uint32_t bars, int kv_head, int group, int it0)
+ * warpgroup 1 does not give back its last, so every barrier phase completes within the item.
+ * V: the variant bits (RIG__WG_TREE, RIG__WG_SKIP, RIG__WG_EARLY: O is rescaled by the last
+ * softmax's alpha between issuing S = Q K^T and O += P V, FA3's place, instead of right after
+ * the softmax; RIG__WG_PREFETCH: the caller has loaded Q into q_tile, else this loads it there
+ * first). */
+template <int WG, bool PINGPONG, int ST, int D, int V>
+static __device__ void
+rig__wg_consume(const struct rig_cuda_attention_args *a, const struct rig__wg_place *place,
+                char *window, uint32_t q_tile, uint32_t bars, int kv_head, int group, int it0)
 {
     using S = rig__wg_shape<WG, ST, D>;
+    constexpr bool TREE = (V & RIG__WG_TREE) != 0, SKIP = (V & RIG__WG_SKIP) != 0;
+    constexpr bool EARLY = (V & RIG__WG_EARLY) != 0;
     int wg = (int)threadIdx.x / RIG__WG_THREAD, t = (int)threadIdx.x % RIG__WG_THREAD;
     int warp = t / 32, lane = t % 32;
-    uint32_t q_tile = rig_cuda_smem_address(window), k_tiles = q_tile + S::Q_BYTES;
+    uint32_t k_tiles = rig_cuda_smem_address(window) + S::Q_BYTES;
     uint32_t v_tiles = k_tiles + ST * S::TILE_BYTES;
     uint32_t q_rows = q_tile + wg * RIG__WG_ROWS * 128;
-    rig__wg_load_q<WG, D>(a, place, q_tile, wg, t, kv_head, group);
+    if constexpr ((V & RIG__WG_PREFETCH) == 0) {
+        rig__wg_load_q<WG, D>(a, place, q_tile, wg, t, kv_head, group);
+        rig__wg_q_ready<0>(wg);
+    }
     float o[D / 2], s[64], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, alpha[2];
     uint32_t p[8][4];
     int position[2];
@@ -567,9 +708,9 @@ static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
         __syncwarp();
         if (lane == 0) rig__wg_bar_arrive(bars + 8 * (RIG__EMPTY_K + stage));
         if (place->open_tiles > 0)
-            rig__wg_softmax<false>(s, m, l, position, 0, scale_log2, alpha);
+            rig__wg_softmax<false, TREE>(s, m, l, position, 0, scale_log2, alpha);
         else
-            rig__wg_softmax<true>(s, m, l, position, 0, scale_log2, alpha);
+            rig__wg_softmax<true, TREE>(s, m, l, position, 0, scale_log2, alpha);
         rig__wg_probabilities(p, s);
     }
     for (int j = 1; j < tiles; j++) {
@@ -579,6 +720,7 @@ static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
         rig__wg_fence_async();
         if (PINGPONG) rig__wg_turn_wait(wg);
         rig__wg_scores<WG, D>(s, q_rows, k_tiles + stage * S::TILE_BYTES);
+        if (EARLY && j > 1) rig__wg_rescale<SKIP>(o, alpha);
         rig__wg_values(o, p, v_tiles + prev * S::TILE_BYTES);
         if (PINGPONG && (wg != WG - 1 || j + 1 < tiles)) rig__wg_turn_give((wg + 1) % WG);
         rig__wg_wait<1>();
@@ -586,21 +728,22 @@ static __device__ void rig__wg_consume(const struct rig_cuda_attention_args *a,
         __syncwarp();
         if (lane == 0) rig__wg_bar_arrive(bars + 8 * (RIG__EMPTY_K + stage));
         if (j < place->open_tiles)
-            rig__wg_softmax<false>(s, m, l, position, j * RIG__WG_BN, scale_log2, alpha);
+            rig__wg_softmax<false, TREE>(s, m, l, position, j * RIG__WG_BN, scale_log2, alpha);
         else
-            rig__wg_softmax<true>(s, m, l, position, j * RIG__WG_BN, scale_log2, alpha);
+            rig__wg_softmax<true, TREE>(s, m, l, position, j * RIG__WG_BN, scale_log2, alpha);
         rig__wg_wait<0>();
         rig__wg_pin(o);
         rig__wg_pin(p);
         __syncwarp();
         if (lane == 0) rig__wg_bar_arrive(bars + 8 * (RIG__EMPTY_V + prev));
-        rig__wg_rescale(o, alpha);
+        if (!EARLY) rig__wg_rescale<SKIP>(o, alpha);
         rig__wg_probabilities(p, s);
     }
     if (tiles > 0) {
         int last = (it0 + tiles - 1) % ST;
         rig__wg_bar_wait(bars + 8 * (RIG__FULL_V + last), (uint32_t)((it0 + tiles - 1) / ST) & 1);
         rig__wg_fence_async();
+        if (EARLY && tiles > 1) rig__wg_rescale<SKIP>(o, alpha);
         rig__wg_values(o, p, v_tiles + last * S::TILE_BYTES);
         rig__wg_wait<0>();
         rig__wg_pin(o);
@@ -628,6 +771,51 @@ static __device__ __forceinline__ bool rig__wg_next(const struct rig_cuda_attent
     *kv_head = item % heads_kv;
     return true;
 }
+
+/* The block's next item with keys from round *round on (advanced past it); false when none. */
+template <int BM>
+static __device__ __forceinline__ bool rig__wg_next_real(const struct rig_cuda_attention_args *a,
+                                                         int items, int *round,
+                                                         struct rig__wg_place *place, int *kv_head)
+{
+    while (rig__wg_next<BM>(a, items, *round, place, kv_head)) {
+        (*round)++;
+        if (place->keys >= 0) return true;
+    }
+    return false;
+}
+
+/* A consumer warpgroup's whole run with RIG__WG_PREFETCH: item n's Q sits in buffer n % 2 (the
+ * first after V, shared memory permitting), and item n + 1's is issued before item n is
+ * consumed, into the buffer item n - 1 staged its output in (read back by then). */
+template <int WG, bool PINGPONG, int ST, int D, int V>
+static __device__ void rig__wg_consume_all(const struct rig_cuda_attention_args *a, int items,
+                                           char *window, uint32_t bars, int group)
+{
+    using S = rig__wg_shape<WG, ST, D>;
+    int wg = (int)threadIdx.x / RIG__WG_THREAD, t = (int)threadIdx.x % RIG__WG_THREAD;
+    uint32_t q_tiles[2] = {rig_cuda_smem_address(window),
+                           rig_cuda_smem_address(window) + S::Q_BYTES + 2 * ST * S::TILE_BYTES};
+    struct rig__wg_place place, ahead;
+    int kv_head = 0, ahead_head = 0, round = 0;
+    bool have = rig__wg_next_real<S::BM>(a, items, &round, &place, &kv_head);
+    if (have) rig__wg_load_q<WG, D>(a, &place, q_tiles[0], wg, t, kv_head, group);
+    for (int n = 0, it0 = 0; have; n++) {
+        bool more = rig__wg_next_real<S::BM>(a, items, &round, &ahead, &ahead_head);
+        if (more) {
+            rig__wg_load_q<WG, D>(a, &ahead, q_tiles[(n + 1) & 1], wg, t, ahead_head, group);
+            rig__wg_q_ready<1>(wg);
+        } else {
+            rig__wg_q_ready<0>(wg);
+        }
+        rig__wg_consume<WG, PINGPONG, ST, D, V>(a, &place, window, q_tiles[n & 1], bars, kv_head,
+                                                group, it0);
+        it0 += (int)rig_cuda_div_up(place.keys, RIG__WG_BN);
+        place = ahead;
+        kv_head = ahead_head;
+        have = more;
+    }
+}
 #endif
 
 /* Work items: one per (row tile, KV head), KV head fastest, row tiles in reverse (the longest
@@ -635,7 +823,7 @@ static __device__ __forceinline__ bool rig__wg_next(const struct rig_cuda_attent
  * which exist, the rest are skipped). Block i takes items i, then 2G - 1 - i, then 2G + i, ...
  * (G blocks, the order snaking so that every block gets a like share of long and short items);
  * with G = items that is one item a block. Every thread places each of its items itself. */
-template <int WG, bool PINGPONG, int ST, int D>
+template <int WG, bool PINGPONG, int ST, int D, int V>
 static __global__ void __launch_bounds__(rig__wg_shape<WG>::THREADS, 1)
     rig__wg_kernel(struct rig_cuda_attention_args a, int items)
 {
@@ -671,9 +859,9 @@ static __global__ void __launch_bounds__(rig__wg_shape<WG>::THREADS, 1)
         for (int round = 0, it0 = 0; rig__wg_next<S::BM>(&a, items, round, &place, &kv_head);
              round++) {
             if (place.keys < 0) continue;
-            rig__wg_produce<WG, ST, D>(&a, &place, aligned + S::Q_BYTES,
-                                       aligned + S::Q_BYTES + ST * S::TILE_BYTES, bars, kv_head,
-                                       it0);
+            rig__wg_produce<WG, ST, D, V>(&a, &place, aligned + S::Q_BYTES,
+                                          aligned + S::Q_BYTES + ST * S::TILE_BYTES, bars, kv_head,
+                                          it0);
             it0 += (int)rig_cuda_div_up(place.keys, RIG__WG_BN);
         }
         asm volatile("cp.async.wait_all;\n" ::: "memory");
@@ -684,13 +872,18 @@ static __global__ void __launch_bounds__(rig__wg_shape<WG>::THREADS, 1)
         if constexpr (WG == 3)
             asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(RIG__WG3_CONSUMER_REGS)
                          : "memory");
-        struct rig__wg_place place;
-        int kv_head;
-        for (int round = 0, it0 = 0; rig__wg_next<S::BM>(&a, items, round, &place, &kv_head);
-             round++) {
-            if (place.keys < 0) continue;
-            rig__wg_consume<WG, PINGPONG, ST, D>(&a, &place, window, bars, kv_head, group, it0);
-            it0 += (int)rig_cuda_div_up(place.keys, RIG__WG_BN);
+        if constexpr ((V & RIG__WG_PREFETCH) != 0) {
+            rig__wg_consume_all<WG, PINGPONG, ST, D, V>(&a, items, window, bars, group);
+        } else {
+            struct rig__wg_place place;
+            int kv_head;
+            for (int round = 0, it0 = 0; rig__wg_next<S::BM>(&a, items, round, &place, &kv_head);
+                 round++) {
+                if (place.keys < 0) continue;
+                rig__wg_consume<WG, PINGPONG, ST, D, V>(&a, &place, window, aligned, bars, kv_head,
+                                                        group, it0);
+                it0 += (int)rig_cuda_div_up(place.keys, RIG__WG_BN);
+            }
         }
     }
 #else
@@ -708,12 +901,13 @@ static bool rig__wg_switch(const char *name)
     return value == NULL || strcmp(value, "0") != 0;
 }
 
-template <int WG, bool PINGPONG, int ST, int D>
+template <int WG, bool PINGPONG, int ST, int D, int V>
 static enum rig_status rig__wg_launch(const struct rig_cuda_launch *launch,
                                       const struct rig_cuda_attention_args *a)
 {
     using S = rig__wg_shape<WG, ST, D>;
-    if (S::SHARED > launch->shared_optin_bytes) return RIG_E_UNSUPPORTED;
+    constexpr size_t SHARED = (V & RIG__WG_PREFETCH) != 0 ? S::SHARED_PREFETCH : S::SHARED;
+    if (SHARED > launch->shared_optin_bytes) return RIG_E_UNSUPPORTED;
     int64_t group = a->heads_q / a->heads_kv;
     int64_t items = (rig_cuda_div_up(a->rows * group, S::BM) + a->requests) * a->heads_kv;
     if (items > INT32_MAX / 2) return RIG_E_UNSUPPORTED;
@@ -721,12 +915,46 @@ static enum rig_status rig__wg_launch(const struct rig_cuda_launch *launch,
     int64_t blocks = items;
     if (a->requests <= 16 && rig__wg_switch("RIG_PREFILL_WGMMA_PERSISTENT"))
         blocks = items < launch->sm_count ? items : launch->sm_count;
-    RIG_CUDA_TRY(cudaFuncSetAttribute(rig__wg_kernel<WG, PINGPONG, ST, D>,
-                                      cudaFuncAttributeMaxDynamicSharedMemorySize, (int)S::SHARED));
-    rig__wg_kernel<WG, PINGPONG, ST, D>
-        <<<(unsigned)blocks, S::THREADS, S::SHARED, launch->stream>>>(*a, (int)items);
+    RIG_CUDA_TRY(cudaFuncSetAttribute(rig__wg_kernel<WG, PINGPONG, ST, D, V>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize, (int)SHARED));
+    rig__wg_kernel<WG, PINGPONG, ST, D, V>
+        <<<(unsigned)blocks, S::THREADS, SHARED, launch->stream>>>(*a, (int)items);
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
+}
+
+/* The variant bits to launch with: RIG_PREFILL_WGMMA_VARIANT=N (a timing switch, read at
+ * every call), else RIG__WG_VARIANT_DEFAULT. */
+static int rig__wg_variant(void)
+{
+    const char *value = getenv("RIG_PREFILL_WGMMA_VARIANT");
+    if (value == NULL || value[0] == '\0') return RIG__WG_VARIANT_DEFAULT;
+    return atoi(value);
+}
+
+/* One shape's launch with variant bits v: the default path (2 consumer warpgroups, ping-pong,
+ * 2 stages) has every variant below for timing, the other shapes 0 and everything but EARLY. */
+template <int WG, bool PINGPONG, int ST, int D>
+static enum rig_status rig__wg_launch_variant(const struct rig_cuda_launch *launch,
+                                              const struct rig_cuda_attention_args *a, int v)
+{
+    constexpr int ALL = RIG__WG_LEAN | RIG__WG_TREE | RIG__WG_SKIP;
+    if constexpr (WG == 2 && PINGPONG && ST == 2) {
+        switch (v) {
+        case 0: return rig__wg_launch<WG, PINGPONG, ST, D, 0>(launch, a);
+        case 1: return rig__wg_launch<WG, PINGPONG, ST, D, 1>(launch, a);
+        case 3: return rig__wg_launch<WG, PINGPONG, ST, D, 3>(launch, a);
+        case 5: return rig__wg_launch<WG, PINGPONG, ST, D, 5>(launch, a);
+        case 9: return rig__wg_launch<WG, PINGPONG, ST, D, 9>(launch, a);
+        case 15: return rig__wg_launch<WG, PINGPONG, ST, D, 15>(launch, a);
+        case 21: return rig__wg_launch<WG, PINGPONG, ST, D, 21>(launch, a);
+        case 23: return rig__wg_launch<WG, PINGPONG, ST, D, 23>(launch, a);
+        case 31: return rig__wg_launch<WG, PINGPONG, ST, D, 31>(launch, a);
+        default: break;
+        }
+    }
+    if (v == 0) return rig__wg_launch<WG, PINGPONG, ST, D, 0>(launch, a);
+    return rig__wg_launch<WG, PINGPONG, ST, D, ALL>(launch, a);
 }
 
 /* The launches of one head dim: consumer warpgroups, ping-pong and stages chosen as below
@@ -736,18 +964,19 @@ static enum rig_status rig__wg_dispatch(const struct rig_cuda_launch *launch,
                                         const struct rig_cuda_attention_args *a, bool one,
                                         bool three, bool pingpong, int consumers)
 {
+    int v = rig__wg_variant();
     if constexpr (D == 64)
         if (consumers == 3 && !one)
-            return three ? rig__wg_launch<3, true, 3, D>(launch, a)
-                         : rig__wg_launch<3, true, 2, D>(launch, a);
+            return three ? rig__wg_launch_variant<3, true, 3, D>(launch, a, v)
+                         : rig__wg_launch_variant<3, true, 2, D>(launch, a, v);
     if (one)
-        return three ? rig__wg_launch<1, false, 3, D>(launch, a)
-                     : rig__wg_launch<1, false, 2, D>(launch, a);
+        return three ? rig__wg_launch_variant<1, false, 3, D>(launch, a, v)
+                     : rig__wg_launch_variant<1, false, 2, D>(launch, a, v);
     if (three)
-        return pingpong ? rig__wg_launch<2, true, 3, D>(launch, a)
-                        : rig__wg_launch<2, false, 3, D>(launch, a);
-    return pingpong ? rig__wg_launch<2, true, 2, D>(launch, a)
-                    : rig__wg_launch<2, false, 2, D>(launch, a);
+        return pingpong ? rig__wg_launch_variant<2, true, 3, D>(launch, a, v)
+                        : rig__wg_launch_variant<2, false, 3, D>(launch, a, v);
+    return pingpong ? rig__wg_launch_variant<2, true, 2, D>(launch, a, v)
+                    : rig__wg_launch_variant<2, false, 2, D>(launch, a, v);
 }
 
 enum rig_status rig_cuda_attention_prefill_wgmma(const struct rig_cuda_launch *launch,
@@ -757,6 +986,7 @@ enum rig_status rig_cuda_attention_prefill_wgmma(const struct rig_cuda_launch *l
     if (a->head_dim != 128 && a->head_dim != 64) return RIG_E_UNSUPPORTED;
     if (launch->compute_capability != 90) return RIG_E_UNSUPPORTED;
     if (!(a->scale > 0.0f)) return RIG_E_UNSUPPORTED; /* the softmax folds it into exp2 */
+    if (a->cache_stride_s > INT32_MAX / 2) return RIG_E_UNSUPPORTED; /* 32-bit row strides */
     /* One consumer warpgroup a block while its blocks fit the multiprocessors in one round
      * (512 tokens at GQA 2: 128 blocks of 64 rows on 132 SMs), two beyond (900 tokens: 232
      * blocks of 64 rows would take two rounds, 120 of 128 rows take one).
