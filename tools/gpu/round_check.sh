@@ -1,62 +1,97 @@
 #!/usr/bin/env bash
-# round_check.sh — the end-of-round device call: the whole tree on one GPU, then the numbers
-# the issues ask for, then the simulator's op table and held-out runs measured on the same
-# machine, so that the table is swept with the kernels it describes (issue 17). Every stage is
-# bounded; at most 8 files come back (the device tool's limit), so logs are packed.
-#   1. bundle/run-gpu-tests.sh (test_cuda_ops, test_engine_cuda, quickstart on cuda);
-#   2. tools/gpu/hf_check.sh (transformers at Qwen3-0.6B shape);
-#   3. rig bench floors prefill attention decode offline, Qwen3-0.6B; prefill offline for
-#      Llama-3.2-1B and offline for Qwen3-8B (tables in bench-*.txt);
-#   4. rig profile --backend cuda --out h100.h5 (the op table);
-#   5. tools/validate/heldout.sh cuda (the measured runs, packed as heldout.tar.gz).
+# round_check.sh — the end-of-round device call: the whole tree on one GPU, the new kernels
+# against the old ones (their switches) in the same binary, the numbers the issues ask for,
+# then the simulator's op table swept with the kernels it describes (issue 17) and, as time
+# allows, the held-out runs. Every stage is bounded and the call stays under RIG_DEADLINE
+# seconds (default 540); at most 8 files come back (the device tool's limit), so logs are packed.
+#   tests    bundle/run-gpu-tests.sh (test_cuda_ops, test_engine_cuda, quickstart), with
+#   hf       tools/gpu/hf_check.sh (transformers at Qwen3-0.6B shape) running beside it;
+#   ab       old vs new, interleaved, two rounds: rig bench attention (RIG_PREFILL_WGMMA_VARIANT=0
+#            against the default), rig bench decode (RIG_DECODE_V2=0 against the default),
+#            rig bench prefill for Qwen3-0.6B and Llama-3.2-1B (variant 0 against the default);
+#   offline  rig bench offline for Qwen3-0.6B, Llama-3.2-1B and Qwen3-8B;
+#   profile  rig profile --backend cuda --out h100.h5 (the op table);
+#   heldout  tools/validate/heldout.sh (packed as heldout.tar.gz), only if 200 s are left.
 # On the GPU machine, from the repository:  BUNDLE=bundle-main OUT=$OUT tools/gpu/round_check.sh
-# STAGES (default "tests hf bench profile heldout") picks stages; BACKEND=sim RIG=build/rig
-# rehearses the bench, profile and heldout stages here (timing-only predictions).
+# STAGES picks stages; BACKEND=sim RIG=build/rig rehearses ab, offline, profile and heldout here.
 set -uo pipefail
 bundle=${BUNDLE:-bundle-main}
 out=${OUT:-/tmp/round}
-stages=" ${STAGES:-tests hf bench profile heldout} "
-work=/tmp/round-work
-mkdir -p "$out" "$work/logs"
+stages=" ${STAGES:-tests hf ab offline profile heldout} "
+deadline=${RIG_DEADLINE:-540}
 backend=${BACKEND:-cuda}
 read -r -a rig <<<"${RIG:-$bundle/run.sh bin/rig}"
+work=/tmp/round-work
+rm -rf "$work"
+mkdir -p "$out" "$work/logs"
 summary=$out/summary.txt
 say() { echo "$*" | tee -a "$summary"; }
 has() { [[ $stages == *" $1 "* ]]; }
+left() { echo $((deadline - SECONDS)); }
 say "$(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader 2>&1)"
 say "$("${rig[@]}" --version | head -1)"
+if has hf; then
+    (OUT=$work/logs/hf RIG_BUNDLE=$PWD/$bundle timeout 240 tools/gpu/hf_check.sh \
+        >"$work/logs/hf.txt" 2>&1; echo "rc=$?" >>"$work/logs/hf.txt") &
+    hf_pid=$!
+fi
 if has tests; then
-    RIG_LOG_DIR=$work/logs/tests timeout 300 "$bundle/run-gpu-tests.sh" >"$work/logs/tests.txt" 2>&1
-    say "== tests rc=$?"
+    RIG_LOG_DIR=$work/logs/tests timeout 280 "$bundle/run-gpu-tests.sh" >"$work/logs/tests.txt" 2>&1
+    say "== tests rc=$? ($SECONDS s)"
     grep -E "PASS|FAIL|SKIP|total" "$work/logs/tests.txt" | tee -a "$summary"
 fi
 if has hf; then
-    OUT=$work/logs/hf RIG_BUNDLE=$PWD/$bundle timeout 240 tools/gpu/hf_check.sh \
-        >"$work/logs/hf.txt" 2>&1
-    say "== hf_check rc=$?"
-    tail -6 "$work/logs/hf.txt" | tee -a "$summary"
+    wait "$hf_pid"
+    say "== hf_check ($SECONDS s)"
+    grep -E "PASS|FAIL|rc=" "$work/logs/hf.txt" | tail -4 | tee -a "$summary"
 fi
-if has bench; then
-    bench() { # NAME ARGS...
-        local name=$1
-        shift
-        timeout 200 "${rig[@]}" bench "$@" --backend "$backend" --out none >"$out/bench-$name.txt" 2>&1
-        say "== bench $name rc=$?"
-    }
-    bench qwen06 floors prefill attention decode offline --repeats 10
-    bench llama prefill offline --model llama-3.2-1b --repeats 5
-    bench qwen8b offline --model qwen3-8b --overlap on
-    grep -hE "^  (prefill|decode) .*(of_floor|TFLOP)|^ +8192 +0 |output tok/s|of floor" \
-        "$out"/bench-*.txt | head -30 | tee -a "$summary"
+bench() { # NAME ENV... -- ARGS...: one rig bench run into OUT/bench-NAME.txt
+    local name=$1 envs=()
+    shift
+    while [[ $1 != -- ]]; do envs+=("$1"); shift; done
+    shift
+    env "${envs[@]}" timeout 150 "${rig[@]}" bench "$@" --backend "$backend" --out none \
+        >"$out/bench-$name.txt" 2>&1
+    say "== bench $name rc=$? ($SECONDS s)"
+}
+if has ab; then
+    for round in 1 2; do
+        for v in 0 default; do
+            envs=(RIG_BENCH_AB=1)
+            [[ $v == 0 ]] && envs=(RIG_PREFILL_WGMMA_VARIANT=0 RIG_DECODE_V2=0)
+            bench "qwen06-$v-$round" "${envs[@]}" -- attention decode prefill --repeats 10
+            grep -hE "^  (prefill|decode) |^ +(1|8|64|256) +(512|2048) |^ +8192 +0 " \
+                "$out/bench-qwen06-$v-$round.txt" | tee -a "$summary"
+        done
+    done
+    for v in 0 default; do
+        envs=(RIG_BENCH_AB=1)
+        [[ $v == 0 ]] && envs=(RIG_PREFILL_WGMMA_VARIANT=0 RIG_DECODE_V2=0)
+        bench "llama-$v" "${envs[@]}" -- prefill decode --model llama-3.2-1b --repeats 5
+        grep -hE "^ +(1|64|256) +512 |^ +8192 +0 " "$out/bench-llama-$v.txt" | tee -a "$summary"
+    done
+fi
+if has offline; then
+    for model in qwen3-0.6b llama-3.2-1b qwen3-8b; do
+        bench "offline-$model" RIG_BENCH_AB=1 -- offline --model "$model" --overlap on
+        grep -hE "output tok/s|of its floor" "$out/bench-offline-$model.txt" | tee -a "$summary"
+    done
 fi
 if has profile; then
-    timeout 120 "${rig[@]}" profile --backend "$backend" --out "$out/h100.h5" >"$work/logs/profile.txt" 2>&1
-    say "== profile rc=$?"
-    tail -3 "$work/logs/profile.txt" | tee -a "$summary"
+    timeout 120 "${rig[@]}" profile --backend "$backend" --out "$out/h100.h5" \
+        >"$work/logs/profile.txt" 2>&1
+    say "== profile rc=$? ($SECONDS s)"
+    tail -2 "$work/logs/profile.txt" | tee -a "$summary"
 fi
-if has heldout; then
-    timeout 330 tools/validate/heldout.sh "$backend" "$work/heldout" "${rig[*]}" 2>&1 | tee -a "$summary"
+if has heldout && (($(left) > 200)); then
+    timeout $(($(left) - 20)) tools/validate/heldout.sh "$backend" "$work/heldout" "${rig[*]}" \
+        2>&1 | tee -a "$summary"
     tar -C "$work" -czf "$out/heldout.tar.gz" heldout
-    say "heldout.tar.gz $(du -h "$out/heldout.tar.gz" | cut -f1)"
+    say "heldout.tar.gz $(du -h "$out/heldout.tar.gz" | cut -f1) ($SECONDS s)"
+elif has heldout; then
+    say "heldout: skipped, $(left) s left"
 fi
 tar -C "$work" -czf "$out/logs.tar.gz" logs
+tar -C "$out" -czf "$work/bench.tar.gz" $(cd "$out" && ls bench-*.txt) && rm -f "$out"/bench-*.txt &&
+    mv "$work/bench.tar.gz" "$out/bench.tar.gz"
+say "done ($SECONDS s)"
