@@ -78,9 +78,10 @@
  * 481 us, 58 %, 57 %, 0.49 eligible (the stall reasons did not come back). `rig bench prefill`
  * 8192 chunk (Qwen3-0.6B): variant 0 34.58 ms (MFU 53.7 %), 31 32.54 ms (57.0 %); D 64
  * (Llama-3.2-1B heads) 8192 chunk 890 us (variant 0) against 766 (31). test_attention_prefill
- * passed with variant 31 (every path, so 31 on the default shape and 7 on the others); no call ran
- * the default 1 through the test itself or timed it at D 64, but its consumers are variant 0's
- * code and its producer variant 31's.
+ * passed with variant 31 (every path, so 31 on the default shape and 7 on the others). At
+ * e4b555c (the default 1; H100, one call, docs/performance.md) test_cuda_ops passed and the
+ * 8192 causal chunk ran 507.5 / 539.3 us against variant 0's 582.9 / 597.0 in the same binary;
+ * the Qwen3-0.6B 8192 step's MFU 59.0 / 60.2 % against 54.0 / 53.2 %.
  * Head dim 64 (commit 4b7cd1d, Llama-3.2-1B heads 32 / 8, same doc section): passes
  * test_attention_prefill on every path, also with RIG_PREFILL_WGMMA_CONSUMERS=3 (3 consumer
  * warpgroups, 192 rows, round-robin ping-pong, setmaxnreg 24 / 160: D 64 only, a timing switch,
