@@ -1869,7 +1869,7 @@ static void test_errors_and_events(void **state)
 
 /* --- timing (no reference: sizes the simulator would take minutes over) ----------------- */
 
-/* The median of n <= 16 timings (sorted in place: insertion sort). */
+/* The median of n timings (sorted in place: insertion sort). */
 static double rig__median(double *times, int n)
 {
     for (int i = 1; i < n; i++) {
@@ -1882,14 +1882,13 @@ static double rig__median(double *times, int n)
     return times[n / 2];
 }
 
-/* Median device time of `reps` runs of `op` on the stream, after 2 warm-ups, in ms. */
-static double rig__time_op(const struct rig_op *op, int reps)
+/* Device times of `reps` (<= 32) runs of `op` after 2 warm-ups, in ms, sorted ascending. */
+static void rig__time_op_all(const struct rig_op *op, int reps, double *times)
 {
+    assert_true(reps >= 1 && reps <= 32);
     struct rig_event *start = NULL, *end = NULL;
     assert_int_equal(rig_hal_event_create(rig__device, &start), RIG_OK);
     assert_int_equal(rig_hal_event_create(rig__device, &end), RIG_OK);
-    double times[16];
-    assert_true(reps <= 16);
     for (int i = -2; i < reps; i++) {
         assert_int_equal(rig_hal_event_record(start, rig__stream), RIG_OK);
         assert_int_equal(rig_hal_op(rig__stream, op), RIG_OK);
@@ -1901,7 +1900,15 @@ static double rig__time_op(const struct rig_op *op, int reps)
     }
     rig_hal_event_destroy(start);
     rig_hal_event_destroy(end);
-    return rig__median(times, reps);
+    (void)rig__median(times, reps); /* sorts them */
+}
+
+/* Median device time of `reps` (<= 32) runs of `op` on the stream, after 2 warm-ups, in ms. */
+static double rig__time_op(const struct rig_op *op, int reps)
+{
+    double times[32];
+    rig__time_op_all(op, reps, times);
+    return times[reps / 2];
 }
 
 /* A device buffer of random bf16 values in [-1, 1). */
@@ -1986,10 +1993,13 @@ static double rig__time_op_graph(const struct rig_op *op, int layers)
 
 /* Decode at `requests` x `context` with hq/hk heads, D 128: eager, or (graph) per op of 28
  * captured in one graph (Qwen3-0.6B's layer count). */
-static void rig__time_decode_heads(int64_t requests, int64_t context, int64_t hq, int64_t hk,
-                                   bool graph)
+/* A decode attention op on device data for timing, after rig__reset(seed): `requests` rows of
+ * `context` keys, hq/hk heads, D 128, every row full; the page table maps slot i of the
+ * flattened rows to (i * 7919) % slots when `scattered`, else to i. */
+static struct rig_op rig__decode_timing_op(int64_t requests, int64_t context, int64_t hq,
+                                           int64_t hk, uint64_t seed, bool scattered)
 {
-    rig__reset(1800 + (uint64_t)requests);
+    rig__reset(seed);
     int64_t d = 128, slots = requests * context;
     struct rig__pair *q = rig__random_device_bf16((size_t)(requests * hq * d));
     struct rig__pair *out = rig__pair_new((size_t)(requests * hq * d * 2));
@@ -1998,7 +2008,7 @@ static void rig__time_decode_heads(int64_t requests, int64_t context, int64_t hq
     struct rig__pair *meta = rig__pair_new((size_t)(slots + 2 * requests) * 4);
     int32_t *m = meta->host;
     for (int64_t i = 0; i < slots; i++)
-        m[i] = (int32_t)((i * 7919) % slots);
+        m[i] = (int32_t)(scattered ? (i * 7919) % slots : i);
     for (int64_t r = 0; r < requests; r++) {
         m[slots + r] = (int32_t)r;
         m[slots + requests + r] = (int32_t)context;
@@ -2014,7 +2024,15 @@ static void rig__time_decode_heads(int64_t requests, int64_t context, int64_t hq
     a->table_idx = rig_tensor_1d(m + slots, RIG_DTYPE_I32, requests);
     a->kv_len = rig_tensor_1d(m + slots + requests, RIG_DTYPE_I32, requests);
     a->scale = 0.088f;
-    struct rig_op device_op = rig__to_device(&op);
+    return rig__to_device(&op);
+}
+
+static void rig__time_decode_heads(int64_t requests, int64_t context, int64_t hq, int64_t hk,
+                                   bool graph)
+{
+    int64_t d = 128, slots = requests * context;
+    struct rig_op device_op =
+        rig__decode_timing_op(requests, context, hq, hk, 1800 + (uint64_t)requests, true);
     double ms = graph ? rig__time_op_graph(&device_op, 28) : rig__time_op(&device_op, 5);
     double bytes = 2.0 * (double)slots * (double)(hk * d * 2);
     printf("    decode %4lld x %5lld, %lld/%lld heads, D128%s: %8.4f ms %6.0f GB/s of K/V\n",
@@ -2025,33 +2043,6 @@ static void rig__time_decode_heads(int64_t requests, int64_t context, int64_t hq
 static void rig__time_decode(int64_t requests, int64_t context)
 {
     rig__time_decode_heads(requests, context, 32, 8, false);
-}
-
-/* Device times of `reps` (<= 32) runs of `op` after 2 warm-ups, in ms, sorted ascending. */
-static void rig__time_op_all(const struct rig_op *op, int reps, double *times)
-{
-    assert_true(reps >= 1 && reps <= 32);
-    struct rig_event *start = NULL, *end = NULL;
-    assert_int_equal(rig_hal_event_create(rig__device, &start), RIG_OK);
-    assert_int_equal(rig_hal_event_create(rig__device, &end), RIG_OK);
-    for (int i = -2; i < reps; i++) {
-        assert_int_equal(rig_hal_event_record(start, rig__stream), RIG_OK);
-        assert_int_equal(rig_hal_op(rig__stream, op), RIG_OK);
-        assert_int_equal(rig_hal_event_record(end, rig__stream), RIG_OK);
-        assert_int_equal(rig_hal_event_synchronize(end), RIG_OK);
-        int64_t ns = 0;
-        assert_int_equal(rig_hal_event_elapsed_ns(start, end, &ns), RIG_OK);
-        if (i >= 0) times[i] = (double)ns * 1e-6;
-    }
-    rig_hal_event_destroy(start);
-    rig_hal_event_destroy(end);
-    for (int i = 1; i < reps; i++) {
-        for (int j = i; j > 0 && times[j] < times[j - 1]; j--) {
-            double swap = times[j];
-            times[j] = times[j - 1];
-            times[j - 1] = swap;
-        }
-    }
 }
 
 /* Device-to-device copy bandwidth, bytes read plus written per second, over the median of 10
@@ -2091,32 +2082,9 @@ static double rig__copy_bandwidth(void)
  * the copy bandwidth, divided by the time). */
 static void rig__time_decode_spread(int64_t requests, int64_t context, double bandwidth)
 {
-    rig__reset(1850 + (uint64_t)requests);
-    int64_t hq = 16, hk = 8, d = 128, slots = requests * context;
-    struct rig__pair *q = rig__random_device_bf16((size_t)(requests * hq * d));
-    struct rig__pair *out = rig__pair_new((size_t)(requests * hq * d * 2));
-    struct rig__pair *kc = rig__filled_device_bf16((size_t)(slots * hk * d));
-    struct rig__pair *vc = rig__filled_device_bf16((size_t)(slots * hk * d));
-    struct rig__pair *meta = rig__pair_new((size_t)(slots + 2 * requests) * 4);
-    int32_t *m = meta->host;
-    for (int64_t i = 0; i < slots; i++)
-        m[i] = (int32_t)i;
-    for (int64_t r = 0; r < requests; r++) {
-        m[slots + r] = (int32_t)r;
-        m[slots + requests + r] = (int32_t)context;
-    }
-    assert_int_equal(rig_hal_buffer_upload(rig__stream, meta->buffer, 0, m, meta->bytes), RIG_OK);
-    struct rig_op op = {.kind = RIG_OP_ATTENTION_DECODE};
-    struct rig_op_attention_decode *a = &op.u.attention_decode;
-    a->out = rig_tensor_3d(out->host, RIG_DTYPE_BF16, requests, hq, d);
-    a->q = rig_tensor_3d(q->host, RIG_DTYPE_BF16, requests, hq, d);
-    a->k_cache = rig_tensor_3d(kc->host, RIG_DTYPE_BF16, slots, hk, d);
-    a->v_cache = rig_tensor_3d(vc->host, RIG_DTYPE_BF16, slots, hk, d);
-    a->page_table = rig_tensor_2d(m, RIG_DTYPE_I32, requests, context);
-    a->table_idx = rig_tensor_1d(m + slots, RIG_DTYPE_I32, requests);
-    a->kv_len = rig_tensor_1d(m + slots + requests, RIG_DTYPE_I32, requests);
-    a->scale = 0.088f;
-    struct rig_op device_op = rig__to_device(&op);
+    int64_t hk = 8, d = 128, slots = requests * context;
+    struct rig_op device_op =
+        rig__decode_timing_op(requests, context, 16, hk, 1850 + (uint64_t)requests, false);
     double times[20];
     rig__time_op_all(&device_op, 20, times);
     double floor_ms = 2.0 * (double)slots * (double)(hk * d * 2) / bandwidth * 1e3;
