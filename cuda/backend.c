@@ -15,7 +15,6 @@
 #include "cuda/ops/fill.cuh"
 #include "cuda/ops/fill_dummy.cuh"
 #include "cuda/ops/gemm_plan.cuh"
-#include "cuda/ops/prefetch.cuh"
 #include "cuda/preload.h"
 #include "hal/startup.h"
 
@@ -87,8 +86,6 @@ static enum rig_status rig__open_one(int32_t ordinal, int64_t timeout_ms,
     context->shared_optin_bytes = prop.sharedMemPerBlockOptin;
     const char *pdl = getenv("RIG_CUDA_PDL"); /* a measuring switch: 0 = plain launches */
     context->pdl = prop.major >= 9 && !(pdl != NULL && strcmp(pdl, "0") == 0);
-    const char *prefetch = getenv("RIG_CUDA_PREFETCH"); /* a measuring switch: 0 = hints off */
-    context->prefetch = prop.major >= 9 && !(prefetch != NULL && strcmp(prefetch, "0") == 0);
     device->context = context;
     size_t name_length = strnlen(prop.name, sizeof prop.name);
     if (name_length >= sizeof device->info.name) name_length = sizeof device->info.name - 1;
@@ -480,11 +477,6 @@ static enum rig_status rig__op(struct rig_stream *stream, const struct rig_op *o
         .shared_optin_bytes = d->shared_optin_bytes,
         .pdl = d->pdl,
     };
-    if (d->prefetch && op->prefetch.data != NULL) { /* contiguous: hal/op_check.c */
-        size_t bytes =
-            (size_t)rig_tensor_numel(&op->prefetch) * rig_dtype_size(op->prefetch.dtype);
-        RIG_TRY(rig_cuda_prefetch(&launch, op->prefetch.data, bytes));
-    }
     return rig_cuda_op_dispatch(&launch, op);
 }
 

@@ -49,7 +49,6 @@ struct rig_cuda_device {
     int32_t compute_capability; /* major * 10 + minor (90: Hopper) */
     size_t shared_optin_bytes; /* largest dynamic shared memory a block may opt into */
     bool pdl;                  /* programmatic dependent launch (RIG_CUDA_PDL=0: off) */
-    bool prefetch;             /* ops' L2 prefetch hints taken (RIG_CUDA_PREFETCH=0: off) */
 };
 
 struct rig_cuda_stream {

@@ -465,7 +465,5 @@ enum rig_status rig_hal_op_check(const struct rig_op *op, char *error, size_t er
         return rig__fail(&check, RIG_E_INVALID, "kind", "unknown op kind %d", (int)op->kind);
     }
     const struct rig__check check = {rig_op_name(op->kind), error, error_len};
-    if (op->prefetch.data != NULL && !rig_tensor_is_contiguous(&op->prefetch))
-        return rig__fail(&check, RIG_E_SHAPE, "prefetch", "must be contiguous");
     return rig__check_op(&check, op);
 }

@@ -304,12 +304,6 @@ struct rig_op {
         RIG_OP_MAP(RIG__OP_MEMBER)
 #undef RIG__OP_MEMBER
     } u;
-    /* A hint, absent (data NULL) by default: contiguous device bytes that a later op reads and
-     * no op of the forward writes (a weight of the next GEMM), which the backend may start
-     * pulling into its cache while this op runs. It never changes a result: the simulator
-     * ignores it; the CUDA backend launches a prefetch kernel just before the op
-     * (cuda/ops/prefetch.cu). It is not one of the op's tensors (rig_op_tensors). */
-    struct rig_tensor prefetch;
 };
 
 #define RIG_OP_TENSORS_MAX 9

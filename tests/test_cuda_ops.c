@@ -102,10 +102,6 @@ static void rig__map(struct rig_tensor *t)
     t->data = rig__device_address(t->data);
 }
 
-/* When set (test_prefetch_hint), every op sent to the GPU carries this device tensor as its
- * L2 prefetch hint (struct rig_op.prefetch), whatever the op. */
-static struct rig_tensor rig__hint;
-
 /* The same op with every tensor pointing at the device twins. */
 static struct rig_op rig__to_device(const struct rig_op *host)
 {
@@ -115,7 +111,6 @@ static struct rig_op rig__to_device(const struct rig_op *host)
     /* The pointers point into the local copy `op`, which is not const. */
     for (int32_t i = 0; i < n; i++)
         rig__map((struct rig_tensor *)list[i]);
-    op.prefetch = rig__hint;
     return op;
 }
 
@@ -1006,26 +1001,6 @@ static void test_qk_norm_rope_store(void **state)
     rig__fused_case(128, 8, 128, 33, true, false, 0);
     rig__reset(1524);
     rig__fused_case(2, 1, 512, 34, true, true, 0);
-}
-
-/* The L2 prefetch hint changes no result: with a 3 MB hint that starts 8 bytes past a
- * 16-byte boundary and ends off one (trimmed inward) on every op, so that the backend launches
- * its prefetch kernel before each, the norm, SiLU·mul and fused q/k tests still pass against
- * the simulator. */
-static void test_prefetch_hint(void **state)
-{
-    size_t bytes = ((size_t)3 << 20) + 40;
-    struct rig_buffer *buffer = NULL;
-    assert_int_equal(rig_hal_buffer_alloc(rig__device, bytes, RIG_MEMORY_WEIGHTS, &buffer), RIG_OK);
-    assert_int_equal(rig_hal_buffer_fill(rig__stream, buffer, 0, 0x3f803f80u, bytes / 4), RIG_OK);
-    rig__hint = rig_tensor_1d((char *)rig_hal_buffer_ptr(buffer) + 8, RIG_DTYPE_BF16,
-                              (int64_t)(bytes - 20) / 2);
-    test_rms_norm(state);
-    test_silu_mul(state);
-    test_qk_norm_rope_store(state);
-    rig__hint = rig_tensor_none();
-    assert_int_equal(rig_hal_stream_synchronize(rig__stream), RIG_OK);
-    rig_hal_buffer_free(buffer);
 }
 
 /* A prefill batch on host twins: request r has q_len[r] new tokens after cached[r] cached
@@ -2389,7 +2364,6 @@ int main(void)
         cmocka_unit_test(test_gemm_plans),
         cmocka_unit_test(test_store_kv),
         cmocka_unit_test(test_qk_norm_rope_store),
-        cmocka_unit_test(test_prefetch_hint),
         cmocka_unit_test(test_attention_prefill),
         cmocka_unit_test(test_attention_decode),
         cmocka_unit_test(test_attention_decode_graph),

@@ -482,22 +482,6 @@ static void test_unknown_op_and_null_arguments(void **state)
     assert_int_equal(rig_hal_op_check(NULL, NULL, 0), RIG_E_INVALID);
 }
 
-/* The L2 prefetch hint of any op: absent or contiguous; a strided one is refused with its
- * field's name, and a valid one changes nothing the simulator computes (it ignores hints). */
-static void test_prefetch_hint(void **state)
-{
-    (void)state;
-    struct rig_op op = rig__valid(RIG_OP_SILU_MUL);
-    op.prefetch = rig__t(BF16, 2, 4, 8, 1);
-    assert_int_equal(rig_hal_op(rig__stream, &op), RIG_OK);
-    op.prefetch.stride[0] = 16; /* rows apart: not contiguous */
-    assert_int_equal(rig_hal_op(rig__stream, &op), RIG_E_SHAPE);
-    assert_string_equal(rig_hal_stream_error(rig__stream), "silu_mul: prefetch: must be contiguous");
-    op = rig__valid(RIG_OP_GEMM);
-    op.prefetch = rig__t(BF16, 1, 64, 1, 1);
-    assert_int_equal(rig_hal_op(rig__stream, &op), RIG_OK);
-}
-
 /* The fused op without q/k norm (Llama, Qwen2) is valid with both weights absent, whatever
  * eps is; its RoPE parameters are checked as rope's are. */
 static void test_qk_norm_rope_store_variants(void **state)
@@ -764,7 +748,6 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_op_rejects_bad_arguments),
         cmocka_unit_test(test_unknown_op_and_null_arguments),
-        cmocka_unit_test(test_prefetch_hint),
         cmocka_unit_test(test_qk_norm_rope_store_variants),
         cmocka_unit_test(test_handles_of_another_device),
         cmocka_unit_test(test_copy_ranges),

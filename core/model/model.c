@@ -322,10 +322,9 @@ static enum rig_status rig__attention(struct rig_model *m, struct rig_stream *s,
                                               .out_loc = b->out_loc,
                                               .eps = m->config.rms_norm_eps,
                                               .params = m->config.rope};
-    RIG_TRY(rig__issue(m, s, "qk_norm_rope_store",
-                       &(struct rig_op){.kind = RIG_OP_QK_NORM_ROPE_STORE,
-                                        .u.qk_norm_rope_store = fused,
-                                        .prefetch = w->o_proj}));
+    RIG_TRY(rig__issue(
+        m, s, "qk_norm_rope_store",
+        &(struct rig_op){.kind = RIG_OP_QK_NORM_ROPE_STORE, .u.qk_norm_rope_store = fused}));
     float scale = 1.0f / sqrtf((float)m->dims.head_dim);
     struct rig_tensor out = rig__rows(&m->attn, T);
     if (b->phase == RIG_BATCH_DECODE) {
@@ -364,35 +363,31 @@ static enum rig_status rig__mlp(struct rig_model *m, struct rig_stream *s, int64
         rig__issue(m, s, "gemm gate_up", &(struct rig_op){.kind = RIG_OP_GEMM, .u.gemm = gate_up}));
     struct rig_op_silu_mul act = {.out = rig__rows(&m->act, T),
                                   .in = rig__rows(&m->gate_up, T)};
-    RIG_TRY(rig__issue(
-        m, s, "silu_mul",
-        &(struct rig_op){.kind = RIG_OP_SILU_MUL, .u.silu_mul = act, .prefetch = w->down}));
+    RIG_TRY(
+        rig__issue(m, s, "silu_mul", &(struct rig_op){.kind = RIG_OP_SILU_MUL, .u.silu_mul = act}));
     struct rig_op_gemm down = {.out = rig__rows(&m->proj, T), .a = rig__rows(&m->act, T),
                                .b = w->down, .bias = rig_tensor_none()};
     RIG_TRY(rig__issue(m, s, "gemm down", &(struct rig_op){.kind = RIG_OP_GEMM, .u.gemm = down}));
     return rig__all_reduce(m, s, rig__rows(&m->proj, T));
 }
 
-/* hidden = norm(residual += proj) with `weight`; the first layer has nothing to add. `next`
- * is the weight of the GEMM that reads hidden (a prefetch hint, struct rig_op), or absent. */
+/* hidden = norm(residual += proj) with `weight`; the first layer has nothing to add. */
 static enum rig_status rig__add_norm(struct rig_model *m, struct rig_stream *s, int64_t T,
-                                     struct rig_tensor weight, bool first, struct rig_tensor next)
+                                     struct rig_tensor weight, bool first)
 {
     float eps = m->config.rms_norm_eps;
     if (first) {
         struct rig_op_rms_norm p = {.out = rig__rows(&m->hidden, T),
                                     .in = rig__rows(&m->residual, T), .weight = weight,
                                     .eps = eps};
-        return rig__issue(
-            m, s, "rms_norm",
-            &(struct rig_op){.kind = RIG_OP_RMS_NORM, .u.rms_norm = p, .prefetch = next});
+        return rig__issue(m, s, "rms_norm",
+                          &(struct rig_op){.kind = RIG_OP_RMS_NORM, .u.rms_norm = p});
     }
     struct rig_op_add_rms_norm p = {.out = rig__rows(&m->hidden, T),
                                     .residual = rig__rows(&m->residual, T),
                                     .in = rig__rows(&m->proj, T), .weight = weight, .eps = eps};
-    return rig__issue(
-        m, s, "add_rms_norm",
-        &(struct rig_op){.kind = RIG_OP_ADD_RMS_NORM, .u.add_rms_norm = p, .prefetch = next});
+    return rig__issue(m, s, "add_rms_norm",
+                      &(struct rig_op){.kind = RIG_OP_ADD_RMS_NORM, .u.add_rms_norm = p});
 }
 
 /* The TP>1 tail of the LM head: gather every rank's [R, Vp] logits, then copy each rank's
@@ -499,15 +494,13 @@ static enum rig_status rig__forward(struct rig_model *model, struct rig_stream *
     RIG_TRY(rig__all_reduce(m, stream, rig__rows(&m->residual, T)));
     for (int32_t l = 0; l < m->config.num_layers; l++) {
         m->layer = l;
-        const struct rig__layer *w = &m->layers[l];
-        RIG_TRY(rig__add_norm(m, stream, T, w->input_norm, l == 0, w->qkv));
+        RIG_TRY(rig__add_norm(m, stream, T, m->layers[l].input_norm, l == 0));
         RIG_TRY(rig__attention(m, stream, batch, l));
-        RIG_TRY(rig__add_norm(m, stream, T, w->post_norm, false, w->gate_up));
+        RIG_TRY(rig__add_norm(m, stream, T, m->layers[l].post_norm, false));
         RIG_TRY(rig__mlp(m, stream, T, l));
     }
     m->layer = -1;
-    /* no hint for the LM head: its weight is larger than the L2 of any GPU rig runs on */
-    RIG_TRY(rig__add_norm(m, stream, T, m->final_norm, false, rig_tensor_none()));
+    RIG_TRY(rig__add_norm(m, stream, T, m->final_norm, false));
     if (!batch->sample && !m->keep_logits) return RIG_OK; /* a non-final prefill chunk */
     return rig__lm_head(m, stream, batch);
 }
