@@ -35,7 +35,8 @@
 #
 # On the GPU machine, from the repository with a bundle made here (tools/bundle.sh):
 #     RIG_BUNDLE=$PWD/bundle-main OUT=$OUT tools/gpu/tp_check.sh
-# Rehearsal on the CPU (simulated ranks, timing-only, no GPU; ctest tp_check_rehearsal):
+# Rehearsal on the CPU (simulated ranks, timing-only, no GPU; ctest tp_check_rehearsal and,
+# for RIG_TP_PLAN=x2, tp_check_rehearsal_x2):
 #     RIG_TP_BACKEND=sim RIG_BIN=build/rig OUT=/tmp/tp tools/gpu/tp_check.sh
 # Environment: RIG_TP_DEADLINE (seconds from start by which everything is packed: 420),
 # RIG_TP_OFFLINE_MODELS ("qwen3-8b qwen3-32b": the offline runs made), RIG_TP_DEGREES ("1 2 4"), RIG_TP_STAGES ("correct watchdog collectives decode offline
@@ -186,14 +187,16 @@ PY
 for p in "${prompts[@]}"; do prompt_args+=(--prompt-ids "$p"); done
 
 # --- the jobs: each one bounded, its log in $work/logs ---------------------------------------
-gen() { # MODEL TP logits|overlap (on the simulator: the tiny preset for qwen3-0.6b, no 8B)
-    local model=$1 tp=$2 kind=$3 extra=()
+gen() { # MODEL TP logits|overlap (on the simulator the tiny preset stands in for both models:
+    # for qwen3-0.6b as "tiny", for qwen3-8b as "tiny-b", with other dummy weights (--seed 1),
+    # so that the checker sees every run the plan makes for either model)
+    local model=$1 tp=$2 kind=$3 preset=$1 extra=()
     if [[ $backend == sim ]]; then
-        [[ $model == qwen3-8b ]] && return 0
-        model=tiny
+        preset=tiny model=tiny
+        [[ $1 == qwen3-8b ]] && model=tiny-b extra=(--seed 1)
     fi
-    [[ $kind == logits ]] && extra=(--logits-out "$work/logits/$model-tp$tp.f32")
-    bounded 90 "gen-$model-tp$tp-$kind" "${rig[@]}" generate --preset "$model" \
+    [[ $kind == logits ]] && extra+=(--logits-out "$work/logits/$model-tp$tp.f32")
+    bounded 90 "gen-$model-tp$tp-$kind" "${rig[@]}" generate --preset "$preset" \
         --backend "$backend" --tp "$tp" --max-tokens 32 --ignore-eos --json --logprobs 4 \
         --prefill-budget 256 --max-running 1 --collective-timeout 60000 "${prompt_args[@]}" \
         "${extra[@]}"
