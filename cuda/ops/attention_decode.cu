@@ -877,12 +877,10 @@ static const struct rig__decode_knobs &rig__decode_knobs(void)
     return knobs;
 }
 
-/* The fewest splits s <= limit after which the grid keeps the GPU busy: its s x blocks make
- * at least 90 % of a wave of `capacity` resident blocks, and the last wave is at least 90 %
- * full. Blocks of one wave run side by side and end together, so a nearly empty last wave
- * runs a few blocks at the latency of their own loads while the rest of the GPU idles (at
- * 256 x 1024 with 5 blocks per SM: 3.1 waves). Else the s <= limit with the fullest waves. */
-static int64_t rig__decode_waves(int64_t blocks, int64_t capacity, int64_t limit)
+/* See attention_decode.cuh. Blocks of one wave run side by side and end together, so a nearly
+ * empty last wave runs a few blocks at the latency of their own loads while the rest of the
+ * GPU idles (at 256 x 1024 with 5 blocks per SM: 3.1 waves). */
+int64_t rig_cuda_decode_waves(int64_t blocks, int64_t capacity, int64_t limit)
 {
     RIG_ASSERT(blocks >= 1);
     RIG_ASSERT(capacity >= 1);
@@ -901,7 +899,7 @@ static int64_t rig__decode_waves(int64_t blocks, int64_t capacity, int64_t limit
 }
 
 /* Splits for the register path: with `capacity` (resident blocks on the GPU; 0 for the
- * earlier rule) by rig__decode_waves, else enough blocks for RIG_DECODE_BLOCKS_PER_SM per
+ * earlier rule) by rig_cuda_decode_waves, else enough blocks for RIG_DECODE_BLOCKS_PER_SM per
  * multiprocessor; at least RIG_DECODE_SPLIT_STEPS steps of keys per split at the page-table
  * width, at most RIG__SPLITS_MAX, within the stream's scratch, and one when (row, KV head)
  * pairs outnumber the arrival counters. Host values only (graph-safe); the kernel may use
@@ -915,7 +913,7 @@ static int32_t rig__decode_splits(const struct rig_cuda_launch *launch,
     int64_t limit = steps < RIG__SPLITS_MAX ? steps : RIG__SPLITS_MAX;
     int64_t splits = 1;
     if (capacity > 0 && blocks > 0 && limit > 0) {
-        splits = rig__decode_waves(blocks, capacity, limit);
+        splits = rig_cuda_decode_waves(blocks, capacity, limit);
     } else {
         int64_t target = (int64_t)RIG_DECODE_BLOCKS_PER_SM * launch->sm_count;
         splits = rig_cuda_div_up(target, blocks > 0 ? blocks : 1);
@@ -992,7 +990,7 @@ struct rig__decode_plan {
 };
 
 /* The plan for arguments `a`. The split count fills whole waves of resident blocks
- * (rig__decode_waves); with RIG_DECODE_OCCUPANCY -1 it is planned both for the natural
+ * (rig_cuda_decode_waves); with RIG_DECODE_OCCUPANCY -1 it is planned both for the natural
  * occupancy and for one block fewer per multiprocessor, and the fewer-blocks plan wins when it
  * needs fewer splits. Measured on an H100 (132 SMs; D 128, G 2 fits 5 blocks per SM by
  * registers): at 256 x 1024 (2,048 blocks) 5 per SM need 3 splits of 11 steps (412 us), 4 per

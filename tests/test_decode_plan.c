@@ -1,0 +1,56 @@
+/* test_decode_plan.c — decode attention's split count for whole waves (rig_cuda_decode_waves,
+ * cuda/ops/attention_decode.cu): host-side planning of the CUDA backend, which needs no GPU
+ * (so the name avoids test_*cuda*, the GPU tests a bundle carries). The cases are the shapes
+ * docs/performance.md measured on the H100 (132 SMs; 5 blocks of the D 128, G 2 kernel fit an
+ * SM by registers, 4 with the padded shared memory). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cmocka.h>
+
+#ifdef RIG_HAVE_CUDA
+#include "cuda/ops/attention_decode.cuh"
+
+enum { RIG__SMS = 132 };
+
+/* 256 x 1024, 8 KV heads: 2,048 blocks. At 5 a SM (660 resident), one split fills its 4 waves
+ * to 78 %, two their 7 to 89 %, three their 10 to 93 %: 3. At 4 a SM (528), one split fills
+ * its 4 waves to 97 %: 1, which is why the planner pads shared memory there. */
+static void test_decode_waves_large_batch(void **state)
+{
+    (void)state;
+    assert_int_equal(rig_cuda_decode_waves(2048, 5 * RIG__SMS, 32), 3);
+    assert_int_equal(rig_cuda_decode_waves(2048, 4 * RIG__SMS, 32), 1);
+    /* a limit below the answer: the fullest waves within it (2 splits: 89 % against 78 %) */
+    assert_int_equal(rig_cuda_decode_waves(2048, 5 * RIG__SMS, 2), 2);
+}
+
+/* Batch 1 and 8 never fill a wave: the most splits the limit allows (context 512 with 32-key
+ * steps: 16), and a wave's worth exactly is one. */
+static void test_decode_waves_small_batch(void **state)
+{
+    (void)state;
+    assert_int_equal(rig_cuda_decode_waves(8, 5 * RIG__SMS, 16), 16);
+    assert_int_equal(rig_cuda_decode_waves(64, 5 * RIG__SMS, 16), 10); /* 640: 97 % */
+    assert_int_equal(rig_cuda_decode_waves(660, 660, 8), 1);
+    assert_int_equal(rig_cuda_decode_waves(8, 660, 0), 1); /* no room to split */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_decode_waves_large_batch),
+        cmocka_unit_test(test_decode_waves_small_batch),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
+#else
+int main(void)
+{
+    printf("test_decode_plan: built without the CUDA backend; skipped\n");
+    return 77;
+}
+#endif
