@@ -1,6 +1,7 @@
 /* test_decode_plan.c — decode attention's split count for whole waves (rig_cuda_decode_waves,
- * cuda/ops/attention_decode.cu): host-side planning of the CUDA backend, which needs no GPU
- * (so the name avoids test_*cuda*, the GPU tests a bundle carries). The cases are the shapes
+ * cuda/ops/attention_decode.cu): host-side planning of the CUDA backend, which needs no GPU,
+ * only a build with the CUDA backend (it skips without one); so the name avoids test_*cuda*,
+ * the GPU tests a bundle carries. The cases are the shapes
  * docs/performance.md measured on the H100 (132 SMs; 5 blocks of the D 128, G 2 kernel fit an
  * SM by registers, 4 with the padded shared memory). */
 #include <setjmp.h>
