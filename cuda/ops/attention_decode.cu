@@ -54,7 +54,6 @@
  * run to run.
  */
 #include <math.h>
-#include <stdlib.h>
 
 #include "cuda/ops/attention_common.cuh"
 #include "cuda/ops/attention_decode.cuh"
@@ -858,19 +857,13 @@ struct rig__decode_knobs {
     int occupancy;
 };
 
-static long rig__decode_env(const char *name, long fallback)
-{
-    const char *value = getenv(name);
-    return value != NULL && value[0] != '\0' ? strtol(value, NULL, 10) : fallback;
-}
-
 /* The switches, read at the first launch (C++ makes the initialisation thread-safe). */
 static const struct rig__decode_knobs &rig__decode_knobs(void)
 {
     static const struct rig__decode_knobs knobs = []() {
         struct rig__decode_knobs k;
-        k.v2 = rig__decode_env("RIG_DECODE_V2", 1) != 0;
-        long occupancy = rig__decode_env("RIG_DECODE_OCCUPANCY", -1);
+        k.v2 = rig_cuda_env("RIG_DECODE_V2", 1) != 0;
+        long occupancy = rig_cuda_env("RIG_DECODE_OCCUPANCY", -1);
         k.occupancy = occupancy >= -1 && occupancy <= 1 ? (int)occupancy : -1;
         return k;
     }();

@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda/cuda_internal.h"
@@ -42,6 +43,15 @@ static __device__ __forceinline__ void rig_cuda_pdl_begin()
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
     asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
+}
+
+/* A measuring switch: the environment variable `name` as a base-10 integer, or `fallback` when
+ * it is unset or empty. A launcher that must not call getenv per launch keeps the value in a
+ * function-local static const, which C++ initialises once and thread-safely. */
+static inline long rig_cuda_env(const char *name, long fallback)
+{
+    const char *value = getenv(name);
+    return value != NULL && value[0] != '\0' ? strtol(value, NULL, 10) : fallback;
 }
 
 /* kernel<<<grid, block, shared, launch->stream>>>(args...), with the programmatic

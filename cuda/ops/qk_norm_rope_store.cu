@@ -255,12 +255,8 @@ static __global__ void __launch_bounds__(1024)
 /* RIG_QKRS_TOKEN=0 keeps the warp-per-head kernel (a measuring switch, read once). */
 static bool rig__token_kernel_on(void)
 {
-    static int on = -1;
-    if (on < 0) {
-        const char *value = getenv("RIG_QKRS_TOKEN");
-        on = !(value != NULL && strcmp(value, "0") == 0);
-    }
-    return on == 1;
+    static const bool on = rig_cuda_env("RIG_QKRS_TOKEN", 1) != 0;
+    return on;
 }
 
 template <int LANES>

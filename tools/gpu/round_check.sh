@@ -45,35 +45,31 @@ if has hf; then
     say "== hf_check ($SECONDS s)"
     grep -E "PASS|FAIL|rc=" "$work/logs/hf.txt" | tail -4 | tee -a "$summary"
 fi
-bench() { # NAME ENV... -- ARGS...: one rig bench run into OUT/bench-NAME.txt
-    local name=$1 envs=()
-    shift
-    while [[ $1 != -- ]]; do envs+=("$1"); shift; done
-    shift
-    env "${envs[@]}" timeout 150 "${rig[@]}" bench "$@" --backend "$backend" --out none \
+bench() { # NAME VARIANT ARGS...: one rig bench run into OUT/bench-NAME.txt; VARIANT 0 runs
+    # the kernels this round replaced (their switches), anything else the defaults
+    local name=$1 old=()
+    [[ $2 == 0 ]] && old=(RIG_PREFILL_WGMMA_VARIANT=0 RIG_DECODE_V2=0)
+    shift 2
+    env "${old[@]}" timeout 150 "${rig[@]}" bench "$@" --backend "$backend" --out none \
         >"$out/bench-$name.txt" 2>&1
     say "== bench $name rc=$? ($SECONDS s)"
 }
 if has ab; then
     for round in 1 2; do
         for v in 0 default; do
-            envs=(RIG_BENCH_AB=1)
-            [[ $v == 0 ]] && envs=(RIG_PREFILL_WGMMA_VARIANT=0 RIG_DECODE_V2=0)
-            bench "qwen06-$v-$round" "${envs[@]}" -- attention decode prefill --repeats 10
+            bench "qwen06-$v-$round" "$v" attention decode prefill --repeats 10
             grep -hE "^  (prefill|decode) |^ +(1|8|64|256) +(512|2048) |^ +8192 +0 " \
                 "$out/bench-qwen06-$v-$round.txt" | tee -a "$summary"
         done
     done
     for v in 0 default; do
-        envs=(RIG_BENCH_AB=1)
-        [[ $v == 0 ]] && envs=(RIG_PREFILL_WGMMA_VARIANT=0 RIG_DECODE_V2=0)
-        bench "llama-$v" "${envs[@]}" -- prefill decode --model llama-3.2-1b --repeats 5
+        bench "llama-$v" "$v" prefill decode --model llama-3.2-1b --repeats 5
         grep -hE "^ +(1|64|256) +512 |^ +8192 +0 " "$out/bench-llama-$v.txt" | tee -a "$summary"
     done
 fi
 if has offline; then
     for model in qwen3-0.6b llama-3.2-1b qwen3-8b; do
-        bench "offline-$model" RIG_BENCH_AB=1 -- offline --model "$model" --overlap on
+        bench "offline-$model" default offline --model "$model" --overlap on
         grep -hE "output tok/s|of its floor" "$out/bench-offline-$model.txt" | tee -a "$summary"
     done
 fi
