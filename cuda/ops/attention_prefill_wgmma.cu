@@ -899,8 +899,7 @@ static __global__ void __launch_bounds__(rig__wg_shape<WG>::THREADS, 1)
  * persistent grid (testing and timing switches; both on when unset). */
 static bool rig__wg_switch(const char *name)
 {
-    const char *value = getenv(name);
-    return value == NULL || strcmp(value, "0") != 0;
+    return rig_cuda_env(name, 1) != 0;
 }
 
 template <int WG, bool PINGPONG, int ST, int D, int V>
@@ -929,9 +928,7 @@ static enum rig_status rig__wg_launch(const struct rig_cuda_launch *launch,
  * every call), else RIG__WG_VARIANT_DEFAULT. */
 static int rig__wg_variant(void)
 {
-    const char *value = getenv("RIG_PREFILL_WGMMA_VARIANT");
-    if (value == NULL || value[0] == '\0') return RIG__WG_VARIANT_DEFAULT;
-    return atoi(value);
+    return (int)rig_cuda_env("RIG_PREFILL_WGMMA_VARIANT", RIG__WG_VARIANT_DEFAULT);
 }
 
 /* One shape's launch with variant bits v: 0, and on the default path (2 consumer warpgroups,
@@ -992,15 +989,14 @@ enum rig_status rig_cuda_attention_prefill_wgmma(const struct rig_cuda_launch *l
      * RIG_PREFILL_WGMMA_CONSUMERS=1 or 2 forces the count (a timing switch). */
     int64_t group = a->heads_q / a->heads_kv;
     int64_t blocks_one = rig_cuda_div_up(a->rows * group, RIG__WG_ROWS) * a->heads_kv;
-    const char *forced = getenv("RIG_PREFILL_WGMMA_CONSUMERS");
+    long forced = rig_cuda_env("RIG_PREFILL_WGMMA_CONSUMERS", 0); /* 0: not forced */
     bool one = blocks_one <= launch->sm_count;
-    if (forced != NULL && forced[0] != '\0') one = strcmp(forced, "1") == 0;
+    if (forced != 0) one = forced == 1;
     if (two_consumers) one = false;
-    const char *stages = getenv("RIG_PREFILL_WGMMA_STAGES");
-    bool three = stages != NULL && strcmp(stages, "3") == 0;
+    bool three = rig_cuda_env("RIG_PREFILL_WGMMA_STAGES", 2) == 3;
     bool pingpong = rig__wg_switch("RIG_PREFILL_WGMMA_PINGPONG");
     /* RIG_PREFILL_WGMMA_CONSUMERS=3: 3 consumer warpgroups (192 rows) a block at head dim 64. */
-    int consumers = forced != NULL && strcmp(forced, "3") == 0 ? 3 : 2;
+    int consumers = forced == 3 ? 3 : 2;
     if (consumers == 3) one = false;
     if (a->head_dim == 64) return rig__wg_dispatch<64>(launch, a, one, three, pingpong, consumers);
     return rig__wg_dispatch<128>(launch, a, one, three, pingpong, consumers);
