@@ -6,9 +6,11 @@
 # seconds (default 540); at most 8 files come back (the device tool's limit), so logs are packed.
 #   tests    bundle/run-gpu-tests.sh (test_cuda_ops, test_engine_cuda, quickstart), with
 #   hf       tools/gpu/hf_check.sh (transformers at Qwen3-0.6B shape) running beside it;
-#   ab       old vs new, interleaved, two rounds: rig bench attention (RIG_PREFILL_WGMMA_VARIANT=0
-#            against the default), rig bench decode (RIG_DECODE_V2=0 against the default),
-#            rig bench prefill for Qwen3-0.6B and Llama-3.2-1B (variant 0 against the default);
+#   ab       old vs new, interleaved, two rounds: rig bench $AB_BENCH (default: attention
+#            decode prefill) for Qwen3-0.6B and decode prefill for Llama-3.2-1B, under each
+#            of $AB_VARIANTS (default "0 default"): 0 is the kernels this round replaced
+#            (RIG_GEMM_SKINNY=0: cuBLAS for 17-64 rows), default the defaults, anything else
+#            a comma-separated list of VAR=VALUE settings;
 #   offline  rig bench offline for Qwen3-0.6B, Llama-3.2-1B and Qwen3-8B;
 #   profile  rig profile --backend cuda --out h100.h5 (the op table);
 #   heldout  tools/validate/heldout.sh (packed as heldout.tar.gz), only if 200 s are left.
@@ -46,23 +48,32 @@ if has hf; then
     grep -E "PASS|FAIL|rc=" "$work/logs/hf.txt" | tail -4 | tee -a "$summary"
 fi
 bench() { # NAME VARIANT ARGS...: one rig bench run into OUT/bench-NAME.txt; VARIANT 0 runs
-    # the kernels this round replaced (their switches), anything else the defaults
+    # the kernels this round replaced (their switches), default the defaults, anything else
+    # is a comma-separated list of VAR=VALUE settings
     local name=$1 old=()
-    [[ $2 == 0 ]] && old=(RIG_PREFILL_WGMMA_VARIANT=0 RIG_DECODE_V2=0)
+    case $2 in
+    0) old=(RIG_GEMM_SKINNY=0) ;;
+    default) ;;
+    *) IFS=, read -r -a old <<<"$2" ;;
+    esac
     shift 2
     env "${old[@]}" timeout 150 "${rig[@]}" bench "$@" --backend "$backend" --out none \
         >"$out/bench-$name.txt" 2>&1
     say "== bench $name rc=$? ($SECONDS s)"
 }
+read -r -a ab_variants <<<"${AB_VARIANTS:-0 default}"
+read -r -a ab_bench <<<"${AB_BENCH:-attention decode prefill}"
 if has ab; then
     for round in 1 2; do
-        for v in 0 default; do
-            bench "qwen06-$v-$round" "$v" attention decode prefill --repeats 10
+        for v in "${ab_variants[@]}"; do
+            say "-- variant $v"
+            bench "qwen06-$v-$round" "$v" "${ab_bench[@]}" --repeats 10
             grep -hE "^  (prefill|decode) |^ +(1|8|64|256) +(512|2048) |^ +8192 +0 " \
                 "$out/bench-qwen06-$v-$round.txt" | tee -a "$summary"
         done
     done
-    for v in 0 default; do
+    for v in "${ab_variants[@]}"; do
+        say "-- variant $v (Llama-3.2-1B)"
         bench "llama-$v" "$v" prefill decode --model llama-3.2-1b --repeats 5
         grep -hE "^ +(1|64|256) +512 |^ +8192 +0 " "$out/bench-llama-$v.txt" | tee -a "$summary"
     done
