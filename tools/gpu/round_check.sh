@@ -38,7 +38,7 @@ if has hf; then
     hf_pid=$!
 fi
 if has tests; then
-    RIG_LOG_DIR=$work/logs/tests timeout 280 "$bundle/run-gpu-tests.sh" >"$work/logs/tests.txt" 2>&1
+    RIG_LOG_DIR=$work/logs/tests timeout 330 "$bundle/run-gpu-tests.sh" >"$work/logs/tests.txt" 2>&1
     say "== tests rc=$? ($SECONDS s)"
     grep -E "PASS|FAIL|SKIP|total" "$work/logs/tests.txt" | tee -a "$summary"
 fi
