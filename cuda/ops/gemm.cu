@@ -11,8 +11,7 @@
  * buffer) work through the leading dimensions.
  *
  * Up to 16 rows of a (a decode step), with aligned operands, the op runs gemv.cu's kernel
- * instead where it measured faster than cuBLAS (rig__gemv_pays), and 17-64 rows run
- * gemm_skinny.cu's (rig__skinny_pays). Everything else comes here.
+ * instead where it measured faster than cuBLAS (rig__gemv_pays). Everything else comes here.
  *
  * bf16 in, fp32 accumulate (CUBLAS_COMPUTE_32F), bf16 or f32 out. A bias is added to the fp32
  * sum by a small kernel before the one rounding, bf16(sum + bias), as the simulator rounds
@@ -22,7 +21,6 @@
 #include "cuda/ops/common.cuh"
 #include "cuda/ops/gemm.cuh"
 #include "cuda/ops/gemm_plan.cuh"
-#include "cuda/ops/gemm_skinny.cuh"
 #include "cuda/ops/gemv.cuh"
 
 RIG_CUDA_MODULE(gemm)
@@ -123,28 +121,13 @@ static bool rig__gemv_pays(const struct rig_cuda_launch *launch, const struct ri
     return k >= 2048 || n >= 32 * 8 * (int64_t)launch->sm_count;
 }
 
-/* Where the skinny kernel takes a GEMM that the small-batch kernel does not, by the
- * measuring switch RIG_GEMM_SKINNY (read at every call of at most 64 rows, so one process can
- * time both): 0 never (cuBLAS), 1 (the default) for 17-64 rows, 2 also for up to 16 rows,
- * 3 for every row count up to 64 (the small-batch kernel off). */
-static bool rig__skinny_pays(long mode, int64_t m)
-{
-    if (mode <= 0) return false;
-    return m > RIG_CUDA_GEMV_ROWS_MAX || mode >= 2;
-}
-
 enum rig_status rig_cuda_op_gemm(const struct rig_cuda_launch *launch, const struct rig_op_gemm *p)
 {
     int64_t m = p->out.shape[0], n = p->out.shape[1], k = p->a.shape[1];
     if (m == 0 || n == 0) return RIG_OK;
     if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) return RIG_E_RANGE;
-    if (m <= RIG_CUDA_SKINNY_ROWS_MAX) {
-        long skinny = rig_cuda_env("RIG_GEMM_SKINNY", 1);
-        bool gemv = rig_cuda_gemv_accepts(p) && rig__gemv_pays(launch, p) && skinny != 3;
-        if (gemv) return rig_cuda_gemv_launch(launch, p);
-        if (rig_cuda_skinny_accepts(p) && rig__skinny_pays(skinny, m))
-            return rig_cuda_skinny_launch(launch, p);
-    }
+    if (rig_cuda_gemv_accepts(p) && rig__gemv_pays(launch, p))
+        return rig_cuda_gemv_launch(launch, p);
     if (p->bias.data != NULL) return rig__gemm_bias(launch, p);
     cudaDataType_t out_type = p->out.dtype == RIG_DTYPE_F32 ? CUDA_R_32F : CUDA_R_16BF;
     return rig__gemm(launch, p, m, p->a.data, p->out.data, out_type, rig__ld(&p->out));

@@ -11,8 +11,12 @@
  *
  * One step of a warp. Lane (g, t) = (lane / 4, lane % 4) loads 16 bytes of weight row g at
  * k0 + 8t (so the warp reads 8 rows x 64 contiguous bytes) and 16 bytes of activation rows g
- * and g + 8 at the same k, and takes them as two k16 mmas through the k permutation of
- * mma_rows.cuh. No shuffles, no shared memory in the main loop, every global access 16 bytes.
+ * and g + 8 at the same k. Those 8 values are the lane's k-slots {2t, 2t+1, 2t+8, 2t+9} of two
+ * consecutive k16 mmas (values 0-3 the first, 4-7 the second). That is a permutation of k, but
+ * the same one for the A operand (activations, rows = tokens) and the B operand (weights,
+ * columns = outputs), so each dot product is unchanged: the fragment layouts of m16n8k16 give
+ * lane (g, t) exactly A[g][slots], A[g+8][slots] and B[slots][g]. No shuffles, no shared memory
+ * in the main loop, every global access 16 bytes.
  *
  * Memory. The weights are read once, with ld.global.nc.L1::no_allocate (streamed, kept out
  * of L1); a warp issues all RIG__UNROLL weight loads of a batch before its first mma. The
@@ -23,7 +27,6 @@
  */
 #include "cuda/ops/common.cuh"
 #include "cuda/ops/gemv.cuh"
-#include "cuda/ops/mma_rows.cuh"
 
 RIG_CUDA_MODULE(gemv)
 
@@ -38,9 +41,14 @@ static_assert(RIG_CUDA_GEMV_ROWS_MAX == 16, "one m16 operand holds all rows");
 static_assert(RIG__STEP == 4 * 8, "four lanes of 8 bf16 values cover a step");
 
 struct rig__gemv_args {
-    struct rig_cuda_rows_operands op; /* out, a, b, bias, strides, M, N, K */
-    int32_t steps, steps_per_warp;    /* ceil(K / 32); a warp's share of them */
-    bool prefetch;                    /* the grid is one wave: prefetch weights before the wait */
+    void *out;            /* [M, N] bf16 | f32, row stride out_stride */
+    const uint16_t *a;    /* [M, K] bf16, row stride a_stride */
+    const uint16_t *b;    /* [N, K] bf16, row stride b_stride */
+    const uint16_t *bias; /* [N] bf16, or NULL */
+    int64_t out_stride, a_stride, b_stride;
+    int32_t rows, columns, depth;  /* M, N, K */
+    int32_t steps, steps_per_warp; /* ceil(K / 32); a warp's share of them */
+    bool prefetch;                 /* the grid is one wave: prefetch weights before the wait */
 };
 
 /* What one lane reads: its weight row and activation rows, already offset by 8t. */
@@ -51,6 +59,30 @@ struct rig__gemv_lane {
     bool has_column, has_low, has_high;
     int32_t k_offset; /* 8t: the lane's first k inside a step */
 };
+
+static __device__ __forceinline__ uint4 rig__load_stream(const uint16_t *p)
+{
+    uint4 v;
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p));
+    return v;
+}
+
+static __device__ __forceinline__ uint4 rig__load_cached(const uint16_t *p)
+{
+    return __ldg(reinterpret_cast<const uint4 *>(p));
+}
+
+/* c += A . B over one 16x8x16 bf16 tile, fp32 accumulate. a0/a2: row g, a1/a3: row g + 8. */
+static __device__ __forceinline__ void rig__mma(float (&c)[4], uint32_t a0, uint32_t a1,
+                                                uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
 
 /* Steps [first, min(first + RIG__UNROLL, end)) of the lane's warp into acc: every load of the
  * batch first, then the mmas. A chunk past K (the last step when K % 32 != 0) reads as zeros
@@ -66,19 +98,20 @@ static __device__ __forceinline__ void rig__gemv_batch(float (&acc)[4],
     for (int u = 0; u < RIG__UNROLL; u++) {
         int64_t k = (int64_t)(first + u) * RIG__STEP;
         bool inside = first + u < end && k + lane.k_offset < depth;
-        weight[u] = inside && lane.has_column ? rig_cuda_load_stream(lane.weight + k) : zero;
+        weight[u] = inside && lane.has_column ? rig__load_stream(lane.weight + k) : zero;
     }
 #pragma unroll
     for (int u = 0; u < RIG__UNROLL; u++) {
         int64_t k = (int64_t)(first + u) * RIG__STEP;
         bool inside = first + u < end && k + lane.k_offset < depth;
-        low[u] = inside && lane.has_low ? rig_cuda_load_cached(lane.low + k) : zero;
-        high[u] = UPPER && inside && lane.has_high ? rig_cuda_load_cached(lane.high + k) : zero;
+        low[u] = inside && lane.has_low ? rig__load_cached(lane.low + k) : zero;
+        high[u] = UPPER && inside && lane.has_high ? rig__load_cached(lane.high + k) : zero;
     }
 #pragma unroll
     for (int u = 0; u < RIG__UNROLL; u++) {
         if (first + u >= end) break;
-        rig_cuda_mma_step(acc, low[u], high[u], weight[u]);
+        rig__mma(acc, low[u].x, high[u].x, low[u].y, high[u].y, weight[u].x, weight[u].y);
+        rig__mma(acc, low[u].z, high[u].z, low[u].w, high[u].w, weight[u].z, weight[u].w);
     }
 }
 
@@ -115,17 +148,17 @@ rig__gemv_store(const float (&acc)[4], const struct rig__gemv_args &p,
     for (int r = 0; r < (UPPER ? 4 : 2); r++)
         partial[warp][r][lane] = acc[r];
     __syncthreads();
-    int outputs = p.op.rows * RIG__COLUMNS;
+    int outputs = p.rows * RIG__COLUMNS;
     for (int i = (int)threadIdx.x; i < outputs; i += (int)blockDim.x) {
         int row = i / RIG__COLUMNS, n = i % RIG__COLUMNS;
         int64_t column = (int64_t)blockIdx.x * RIG__COLUMNS + n;
-        if (column >= p.op.columns) continue;
+        if (column >= p.columns) continue;
         int source = (row % 8) * 4 + n / 2, reg = (row / 8) * 2 + n % 2;
         float sum = 0.0f;
         for (int w = 0; w < warps; w++)
             sum += partial[w][reg][source];
-        if (p.op.bias != NULL) sum += rig_cuda_bf16(p.op.bias[column]);
-        OUT *out = (OUT *)p.op.out + row * p.op.out_stride + column;
+        if (p.bias != NULL) sum += rig_cuda_bf16(p.bias[column]);
+        OUT *out = (OUT *)p.out + row * p.out_stride + column;
         if constexpr (sizeof(OUT) == 4) {
             *out = sum;
         } else {
@@ -144,26 +177,32 @@ static __global__ void __launch_bounds__(RIG__WARPS_MAX *RIG_CUDA_WARP)
     int group = lane_index / 4, quad = lane_index % 4; /* mma groupID, threadID_in_group */
     int64_t column = (int64_t)blockIdx.x * RIG__COLUMNS + group;
     struct rig__gemv_lane lane;
-    lane.has_column = column < p.op.columns;
-    lane.has_low = group < p.op.rows;
-    lane.has_high = UPPER && group + 8 < p.op.rows;
+    lane.has_column = column < p.columns;
+    lane.has_low = group < p.rows;
+    lane.has_high = UPPER && group + 8 < p.rows;
     lane.k_offset = 8 * quad;
-    lane.weight = p.op.b + (lane.has_column ? column : 0) * p.op.b_stride + lane.k_offset;
-    lane.low = p.op.a + (lane.has_low ? group : 0) * p.op.a_stride + lane.k_offset;
-    lane.high = p.op.a + (lane.has_high ? group + 8 : 0) * p.op.a_stride + lane.k_offset;
+    lane.weight = p.b + (lane.has_column ? column : 0) * p.b_stride + lane.k_offset;
+    lane.low = p.a + (lane.has_low ? group : 0) * p.a_stride + lane.k_offset;
+    lane.high = p.a + (lane.has_high ? group + 8 : 0) * p.a_stride + lane.k_offset;
     int32_t begin = warp * p.steps_per_warp;
     int32_t end = min(begin + p.steps_per_warp, p.steps);
-    if (p.prefetch) rig__gemv_prefetch(lane, begin, end, p.op.depth);
+    if (p.prefetch) rig__gemv_prefetch(lane, begin, end, p.depth);
     rig_cuda_pdl_begin(); /* the activations are the previous kernel's output */
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     for (int32_t first = begin; first < end; first += RIG__UNROLL)
-        rig__gemv_batch<UPPER>(acc, lane, first, end, p.op.depth);
+        rig__gemv_batch<UPPER>(acc, lane, first, end, p.depth);
     rig__gemv_store<UPPER, OUT>(acc, p, partial);
 }
 
 bool rig_cuda_gemv_accepts(const struct rig_op_gemm *p)
 {
-    return rig_cuda_rows_accept(p, RIG_CUDA_GEMV_ROWS_MAX);
+    int64_t rows = p->out.shape[0], columns = p->out.shape[1], depth = p->a.shape[1];
+    if (rows < 1 || rows > RIG_CUDA_GEMV_ROWS_MAX) return false;
+    if (columns > INT32_MAX || depth > INT32_MAX - RIG__STEP || depth % 8 != 0) return false;
+    if (!rig_cuda_aligned(p->a.data, 16) || !rig_cuda_aligned(p->b.data, 16)) return false;
+    if (rows > 1 && p->a.stride[0] % 8 != 0) return false;
+    if (columns > 1 && p->b.stride[0] % 8 != 0) return false;
+    return true;
 }
 
 /* Warps per block for `steps` steps of K over `blocks` blocks (see the file comment): enough
@@ -196,9 +235,18 @@ enum rig_status rig_cuda_gemv_launch(const struct rig_cuda_launch *launch,
 {
     RIG_ASSERT(rig_cuda_gemv_accepts(p));
     struct rig__gemv_args args;
-    args.op = rig_cuda_rows_operands(p);
-    args.steps = (int32_t)rig_cuda_div_up(args.op.depth, RIG__STEP);
-    int64_t blocks = rig_cuda_div_up(args.op.columns, RIG__COLUMNS);
+    args.out = p->out.data;
+    args.a = (const uint16_t *)p->a.data;
+    args.b = (const uint16_t *)p->b.data;
+    args.bias = (const uint16_t *)p->bias.data;
+    args.out_stride = p->out.stride[0];
+    args.a_stride = p->a.stride[0];
+    args.b_stride = p->b.stride[0];
+    args.rows = (int32_t)p->out.shape[0];
+    args.columns = (int32_t)p->out.shape[1];
+    args.depth = (int32_t)p->a.shape[1];
+    args.steps = (int32_t)rig_cuda_div_up(args.depth, RIG__STEP);
+    int64_t blocks = rig_cuda_div_up(args.columns, RIG__COLUMNS);
     if (blocks == 0) return RIG_OK;
     int32_t warps = rig__gemv_warps(args.steps, blocks, launch->sm_count);
     args.steps_per_warp = (int32_t)rig_cuda_div_up(args.steps, warps);
@@ -206,7 +254,7 @@ enum rig_status rig_cuda_gemv_launch(const struct rig_cuda_launch *launch,
     RIG_ASSERT(warps >= 1);
     RIG_ASSERT(warps <= RIG__WARPS_MAX);
     args.prefetch = blocks * warps <= (int64_t)launch->sm_count * RIG__WARPS_PER_SM;
-    bool upper = args.op.rows > 8;
+    bool upper = args.rows > 8;
     bool f32 = p->out.dtype == RIG_DTYPE_F32;
     if (upper) {
         return f32 ? rig__gemv_start<true, float>(launch, args, blocks, warps)

@@ -8,8 +8,8 @@
 #   hf       tools/gpu/hf_check.sh (transformers at Qwen3-0.6B shape) running beside it;
 #   ab       old vs new, interleaved, two rounds: rig bench $AB_BENCH (default: attention
 #            decode prefill) for Qwen3-0.6B and decode prefill for Llama-3.2-1B, under each
-#            of $AB_VARIANTS (default "0 default"): 0 is the kernels this round replaced
-#            (RIG_GEMM_SKINNY=0: cuBLAS for 17-64 rows), default the defaults, anything else
+#            of $AB_VARIANTS (default "0 default"): 0 is the kernels the last round replaced
+#            (RIG_PREFILL_WGMMA_VARIANT=0 RIG_DECODE_V2=0), default the defaults, anything else
 #            a comma-separated list of VAR=VALUE settings;
 #   offline  rig bench offline for Qwen3-0.6B, Llama-3.2-1B and Qwen3-8B;
 #   profile  rig profile --backend cuda --out h100.h5 (the op table);
@@ -52,7 +52,7 @@ bench() { # NAME VARIANT ARGS...: one rig bench run into OUT/bench-NAME.txt; VAR
     # is a comma-separated list of VAR=VALUE settings
     local name=$1 old=()
     case $2 in
-    0) old=(RIG_GEMM_SKINNY=0) ;;
+    0) old=(RIG_PREFILL_WGMMA_VARIANT=0 RIG_DECODE_V2=0) ;;
     default) ;;
     *) IFS=, read -r -a old <<<"$2" ;;
     esac
