@@ -16,6 +16,7 @@ struct rig_sim_optable {
     double (*logp)[RIG_OPTABLE_PARAMS]; /* (count) log2(p + 1) of each point's key */
     int64_t count;
     int64_t first[RIG_OP_COUNT + 1]; /* points of kind k: [first[k], first[k + 1]) */
+    double decode_flops_per_s;       /* rig_sim_optable_decode_rate; 0: no decode points */
 };
 
 static pthread_mutex_t rig__tables_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -86,6 +87,38 @@ static uint64_t rig__memo_slot(const struct rig_optable_key *key, double flops, 
         h ^= h >> 29;
     }
     return h % RIG__MEMO_SLOTS;
+}
+
+/* Decode attention scores and weighs every key on the CUDA cores in fp32 (a query vector
+ * against each key: no tensor-core tile), G = Hq / Hk query heads per key read. So its
+ * compute bound is not the tensor cores' peak but what the kernel issues: the CUDA
+ * planner's work unit (a block's step of keys, rig__decode_shape in
+ * cuda/ops/attention_decode.cu) does the same FLOPs whatever D and G, and a shape with more
+ * query heads per KV head takes more steps for the same bytes. Its rate is the table's own:
+ * the most FLOP/s any decode point reached (warm: the kernel's steady state). With it a
+ * head shape the sweep never saw (Qwen3-32B's G = 8, Llama's D = 64) scales from its
+ * neighbours by max(bytes, FLOPs) instead of by bytes alone. Deterministic: a function of
+ * the points. */
+static double rig__decode_rate(const struct rig_sim_optable *table)
+{
+    double best = 0;
+    for (int64_t i = table->first[RIG_OP_ATTENTION_DECODE];
+         i < table->first[RIG_OP_ATTENTION_DECODE + 1]; i++) {
+        const struct rig_optable_point *p = &table->points[i];
+        double ns = p->warm_ns > 0 ? p->warm_ns : p->cold_ns;
+        double rate = p->flops / (ns * 1e-9);
+        if (rate > best) best = rate;
+    }
+    return best;
+}
+
+/* The compute rate an op of `kind` is bound by: the table's decode rate for decode
+ * attention (where it has one), the tensor cores' peak for the rest. */
+static double rig__flop_rate(const struct rig_sim_optable *table, int32_t kind, double peak)
+{
+    if (kind == RIG_OP_ATTENTION_DECODE && table->decode_flops_per_s > 0)
+        return table->decode_flops_per_s < peak ? table->decode_flops_per_s : peak;
+    return peak;
 }
 
 static double rig__roofline_s(double flops, double bytes, double peak, double bandwidth)
@@ -163,13 +196,14 @@ static bool rig__predict(const struct rig_sim_optable *table, const struct rig_o
     int64_t best_i[K];
     int32_t found = rig__nearest(table, key, best_i, best_d);
     if (found == 0 || best_d[0] > RIG_SIM_OPTABLE_REACH) return false;
+    double rate = rig__flop_rate(table, key->kind, peak_flops);
     for (int32_t n = 0; n < found; n++) {
         const struct rig_optable_point *p = &table->points[best_i[n]];
         ratio[n] = rig__node_ns(p, launch_ns, warm_weight) * 1e-9 /
-                   rig__roofline_s(p->flops, p->bytes, peak_flops, hbm_bytes_per_s);
+                   rig__roofline_s(p->flops, p->bytes, rate, hbm_bytes_per_s);
         host[n] = p->host_ns;
     }
-    *ns = rig__roofline_s(flops, bytes, peak_flops, hbm_bytes_per_s) *
+    *ns = rig__roofline_s(flops, bytes, rate, hbm_bytes_per_s) *
           rig__blend(ratio, best_d, found) * 1e9;
     *host_ns = rig__blend(host, best_d, found);
     return true;
@@ -245,6 +279,7 @@ static enum rig_status rig__load(const char *name, struct rig_sim_optable *table
         while (at < table->count && table->points[at].key.kind < k) at++;
         table->first[k] = at;
     }
+    table->decode_flops_per_s = rig__decode_rate(table);
     return RIG_OK;
 }
 
