@@ -90,15 +90,13 @@ static uint64_t rig__memo_slot(const struct rig_optable_key *key, double flops, 
 }
 
 /* Decode attention scores and weighs every key on the CUDA cores in fp32 (a query vector
- * against each key: no tensor-core tile), G = Hq / Hk query heads per key read. So its
- * compute bound is not the tensor cores' peak but what the kernel issues: the CUDA
- * planner's work unit (a block's step of keys, rig__decode_shape in
- * cuda/ops/attention_decode.cu) does the same FLOPs whatever D and G, and a shape with more
- * query heads per KV head takes more steps for the same bytes. Its rate is the table's own:
- * the most FLOP/s any decode point reached (warm: the kernel's steady state). With it a
- * head shape the sweep never saw (Qwen3-32B's G = 8, Llama's D = 64) scales from its
- * neighbours by max(bytes, FLOPs) instead of by bytes alone. Deterministic: a function of
- * the points. */
+ * against each key: no tensor-core tile), G = Hq / Hk query heads per key read. Its compute
+ * is not bound by the tensor cores' peak but by what the kernel issues: the CUDA planner's
+ * work unit (a block's step of keys, rig__decode_shape in cuda/ops/attention_decode.cu) does
+ * the same FLOPs whatever D and G, so a shape with more query heads per KV head, or a
+ * smaller head dim, takes more steps per byte. The rate is the table's own: the most
+ * FLOP/s any decode point reached (warm: the kernel's steady state). Deterministic: a
+ * function of the points. */
 static double rig__decode_rate(const struct rig_sim_optable *table)
 {
     double best = 0;
@@ -112,19 +110,24 @@ static double rig__decode_rate(const struct rig_sim_optable *table)
     return best;
 }
 
-/* The compute rate an op of `kind` is bound by: the table's decode rate for decode
- * attention (where it has one), the tensor cores' peak for the rest. */
-static double rig__flop_rate(const struct rig_sim_optable *table, int32_t kind, double peak)
+/* The work an op's time is scaled by between table points: the roofline, max(FLOPs / peak,
+ * bytes / bandwidth), datasheet numbers. Decode attention (with a table rate) instead takes
+ * the sum of its bytes at the bandwidth and its FLOPs at the table's decode rate: the
+ * kernel overlaps its loads with its math only in part, and the sum is what keeps the
+ * ratio time / work alike across head groups in the table (a group of 2 and of 4 at the
+ * same KV bytes both take ~0.63 of the sum at 256 x 2048, where their ratios to the max
+ * differ by 15 %). So a head shape the sweep never saw (Qwen3-32B's G = 8; Llama's D = 64,
+ * whose FLOPs per byte are G = 4's) scales from its neighbours by both. */
+static double rig__work_s(const struct rig_sim_optable *table, int32_t kind, double flops,
+                          double bytes, double peak, double bandwidth)
 {
-    if (kind == RIG_OP_ATTENTION_DECODE && table->decode_flops_per_s > 0)
-        return table->decode_flops_per_s < peak ? table->decode_flops_per_s : peak;
-    return peak;
-}
-
-static double rig__roofline_s(double flops, double bytes, double peak, double bandwidth)
-{
-    double compute = flops / peak, memory = bytes / bandwidth;
-    double s = compute > memory ? compute : memory;
+    double memory = bytes / bandwidth, s;
+    if (kind == RIG_OP_ATTENTION_DECODE && table->decode_flops_per_s > 0) {
+        s = memory + flops / table->decode_flops_per_s;
+    } else {
+        double compute = flops / peak;
+        s = compute > memory ? compute : memory;
+    }
     return s > 1e-9 ? s : 1e-9;
 }
 
@@ -196,14 +199,13 @@ static bool rig__predict(const struct rig_sim_optable *table, const struct rig_o
     int64_t best_i[K];
     int32_t found = rig__nearest(table, key, best_i, best_d);
     if (found == 0 || best_d[0] > RIG_SIM_OPTABLE_REACH) return false;
-    double rate = rig__flop_rate(table, key->kind, peak_flops);
     for (int32_t n = 0; n < found; n++) {
         const struct rig_optable_point *p = &table->points[best_i[n]];
         ratio[n] = rig__node_ns(p, launch_ns, warm_weight) * 1e-9 /
-                   rig__roofline_s(p->flops, p->bytes, rate, hbm_bytes_per_s);
+                   rig__work_s(table, key->kind, p->flops, p->bytes, peak_flops, hbm_bytes_per_s);
         host[n] = p->host_ns;
     }
-    *ns = rig__roofline_s(flops, bytes, rate, hbm_bytes_per_s) *
+    *ns = rig__work_s(table, key->kind, flops, bytes, peak_flops, hbm_bytes_per_s) *
           rig__blend(ratio, best_d, found) * 1e9;
     *host_ns = rig__blend(host, best_d, found);
     return true;
