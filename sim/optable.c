@@ -16,6 +16,7 @@ struct rig_sim_optable {
     double (*logp)[RIG_OPTABLE_PARAMS]; /* (count) log2(p + 1) of each point's key */
     int64_t count;
     int64_t first[RIG_OP_COUNT + 1]; /* points of kind k: [first[k], first[k + 1]) */
+    double decode_flops_per_s;       /* rig_sim_optable_decode_rate; 0: no decode points */
 };
 
 static pthread_mutex_t rig__tables_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -88,10 +89,45 @@ static uint64_t rig__memo_slot(const struct rig_optable_key *key, double flops, 
     return h % RIG__MEMO_SLOTS;
 }
 
-static double rig__roofline_s(double flops, double bytes, double peak, double bandwidth)
+/* Decode attention scores and weighs every key on the CUDA cores in fp32 (a query vector
+ * against each key: no tensor-core tile), G = Hq / Hk query heads per key read. Its compute
+ * is not bound by the tensor cores' peak but by what the kernel issues: the CUDA planner's
+ * work unit (a block's step of keys, rig__decode_shape in cuda/ops/attention_decode.cu) does
+ * the same FLOPs whatever D and G, so a shape with more query heads per KV head, or a
+ * smaller head dim, takes more steps per byte. The rate is the table's own: the most
+ * FLOP/s any decode point reached (warm: the kernel's steady state). Deterministic: a
+ * function of the points. */
+static double rig__decode_rate(const struct rig_sim_optable *table)
 {
-    double compute = flops / peak, memory = bytes / bandwidth;
-    double s = compute > memory ? compute : memory;
+    double best = 0;
+    for (int64_t i = table->first[RIG_OP_ATTENTION_DECODE];
+         i < table->first[RIG_OP_ATTENTION_DECODE + 1]; i++) {
+        const struct rig_optable_point *p = &table->points[i];
+        double ns = p->warm_ns > 0 ? p->warm_ns : p->cold_ns;
+        double rate = p->flops / (ns * 1e-9);
+        if (rate > best) best = rate;
+    }
+    return best;
+}
+
+/* The work an op's time is scaled by between table points: the roofline, max(FLOPs / peak,
+ * bytes / bandwidth), datasheet numbers. Decode attention (with a table rate) instead takes
+ * the sum of its bytes at the bandwidth and its FLOPs at the table's decode rate: the
+ * kernel overlaps its loads with its math only in part, and the sum is what keeps the
+ * ratio time / work alike across head groups in the table (a group of 2 and of 4 at the
+ * same KV bytes both take ~0.63 of the sum at 256 x 2048, where their ratios to the max
+ * differ by 15 %). So a head shape the sweep never saw (Qwen3-32B's G = 8; Llama's D = 64,
+ * whose FLOPs per byte are G = 4's) scales from its neighbours by both. */
+static double rig__work_s(const struct rig_sim_optable *table, int32_t kind, double flops,
+                          double bytes, double peak, double bandwidth)
+{
+    double memory = bytes / bandwidth, s;
+    if (kind == RIG_OP_ATTENTION_DECODE && table->decode_flops_per_s > 0) {
+        s = memory + flops / table->decode_flops_per_s;
+    } else {
+        double compute = flops / peak;
+        s = compute > memory ? compute : memory;
+    }
     return s > 1e-9 ? s : 1e-9;
 }
 
@@ -166,10 +202,10 @@ static bool rig__predict(const struct rig_sim_optable *table, const struct rig_o
     for (int32_t n = 0; n < found; n++) {
         const struct rig_optable_point *p = &table->points[best_i[n]];
         ratio[n] = rig__node_ns(p, launch_ns, warm_weight) * 1e-9 /
-                   rig__roofline_s(p->flops, p->bytes, peak_flops, hbm_bytes_per_s);
+                   rig__work_s(table, key->kind, p->flops, p->bytes, peak_flops, hbm_bytes_per_s);
         host[n] = p->host_ns;
     }
-    *ns = rig__roofline_s(flops, bytes, peak_flops, hbm_bytes_per_s) *
+    *ns = rig__work_s(table, key->kind, flops, bytes, peak_flops, hbm_bytes_per_s) *
           rig__blend(ratio, best_d, found) * 1e9;
     *host_ns = rig__blend(host, best_d, found);
     return true;
@@ -245,6 +281,7 @@ static enum rig_status rig__load(const char *name, struct rig_sim_optable *table
         while (at < table->count && table->points[at].key.kind < k) at++;
         table->first[k] = at;
     }
+    table->decode_flops_per_s = rig__decode_rate(table);
     return RIG_OK;
 }
 

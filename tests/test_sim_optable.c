@@ -21,7 +21,8 @@
  * kernel_launch_host_ns without a table, out of its reach or without host times. A point's
  * node time is cold^(1 - w) warm^w; a small-batch-kernel GEMM is blended from its kernel's
  * points with cuBLAS's held 4 apart; a ragged decode batch matches the ragged point by its
- * max KV length.
+ * max KV length; decode attention scales between head shapes by bytes at the bandwidth plus
+ * FLOPs at the table's own decode rate.
  */
 #include <hdf5.h>
 #include <math.h>
@@ -301,6 +302,18 @@ static struct rig_optable_point decode_point(double r, double mean, double most,
     return p;
 }
 
+/* Writes `count` points to `path` and loads them as a table (asserting both succeed). */
+static const struct rig_sim_optable *table_of(const char *path,
+                                              const struct rig_optable_point *points,
+                                              int64_t count)
+{
+    char error[256];
+    assert_int_equal(rig_optable_write(path, points, count, NULL, 0, error, sizeof error), RIG_OK);
+    const struct rig_sim_optable *t = NULL;
+    assert_int_equal(rig_sim_optable_get(path, &t, error, sizeof error), RIG_OK);
+    return t;
+}
+
 static void test_node_weight_and_neighbours(void **state)
 {
     (void)state;
@@ -310,12 +323,7 @@ static void test_node_weight_and_neighbours(void **state)
         gemm_point(64, 4096, 2048, 30000),
         decode_point(64, 1024, 1024, 100000), decode_point(64, 512, 1024, 70000)};
     points[0].warm_ns = 2000; /* cold 8000, warm 2000 */
-    char error[256];
-    assert_int_equal(rig_optable_write("optable_nodes.h5", points, 5, NULL, 0, error,
-                                       sizeof error),
-                     RIG_OK);
-    const struct rig_sim_optable *t = NULL;
-    assert_int_equal(rig_sim_optable_get("optable_nodes.h5", &t, error, sizeof error), RIG_OK);
+    const struct rig_sim_optable *t = table_of("optable_nodes.h5", points, 5);
     double peak = 1e15, bw = 3e12, ns = 0;
     struct rig_optable_point q = points[0];
     assert_true(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, 0.5, &ns, NULL));
@@ -415,6 +423,45 @@ static void test_sweep_reproduces_the_analytic_model(void **state)
     unlink("optable_profile.yaml");
 }
 
+/* A decode point with its real work: R requests of kv positions, heads Hq / Hk, D 128. */
+static struct rig_optable_point decode_heads_point(double r, double kv, double hq, double ns)
+{
+    struct rig_optable_point p = {.key = {.kind = RIG_OP_ATTENTION_DECODE,
+                                          .p = {r, kv, kv, hq, 8, 128}}};
+    p.flops = 4 * hq * 128 * r * kv;
+    p.bytes = 2 * r * hq * 128 * 2 + r * kv * (4 * 8 * 128 + 4);
+    p.cold_ns = p.cold_p10_ns = p.cold_p90_ns = p.warm_ns = ns;
+    return p;
+}
+
+/* Decode attention scales between head shapes by its bytes at the bandwidth plus its FLOPs
+ * at the table's own decode rate (the best FLOP/s of its decode points), not by bytes alone:
+ * with the H100's 256 x 2048 points of 16 / 8 and 32 / 8 heads (740 and 1045 us), 64 / 8
+ * heads (the same KV bytes, twice the FLOPs of 32 / 8) is predicted 1.63 x 32 / 8's time,
+ * where the bytes-only scaling gave 32 / 8's. */
+static void test_decode_scales_by_flops(void **state)
+{
+    (void)state;
+    struct rig_optable_point points[2] = {decode_heads_point(256, 2048, 16, 740000),
+                                          decode_heads_point(256, 2048, 32, 1045000)};
+    const struct rig_sim_optable *t = table_of("optable_heads.h5", points, 2);
+    double peak = 989.4e12, bw = 3.35e12, ns = 0;
+    struct rig_optable_point q = points[1]; /* a point is still predicted as measured */
+    assert_true(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, 1, &ns, NULL));
+    assert_float_equal(ns, 1045000, 1e-6);
+    q = decode_heads_point(256, 2048, 64, 0);
+    assert_true(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, 1, &ns, NULL));
+    double rate = points[1].flops / 1045000e-9; /* 8.2 TFLOP/s: the 32 / 8 point's */
+    double w16 = points[0].bytes / bw + points[0].flops / rate;
+    double w32 = points[1].bytes / bw + points[1].flops / rate;
+    double d16 = log2(65) - log2(17), d32 = log2(65) - log2(33);
+    double ratio = exp((log(740000e-9 / w16) / d16 + log(1045000e-9 / w32) / d32) /
+                       (1 / d16 + 1 / d32));
+    assert_float_equal(ns, 1e9 * ratio * (q.bytes / bw + q.flops / rate), 1e-3);
+    assert_float_equal(ns, 1.7075e6, 0.0005e6);
+    unlink("optable_heads.h5");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -423,6 +470,7 @@ int main(void)
         cmocka_unit_test(test_exact_interpolated_and_out_of_reach),
         cmocka_unit_test(test_host_time),
         cmocka_unit_test(test_node_weight_and_neighbours),
+        cmocka_unit_test(test_decode_scales_by_flops),
         cmocka_unit_test(test_sweep_reproduces_the_analytic_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
