@@ -71,6 +71,7 @@ struct rig__partials {
     int32_t splits;
     bool heads_first;    /* register path: grid (KV head, row, split), else (row, KV head, split) */
     bool merge_prefetch; /* register path: the merge loads partials while weighing the splits */
+    bool l2_prefetch;    /* register path, one wave: ask L2 for the block's K/V before the wait */
 };
 
 /* Row pitch (in halves) of a staged K or V row. VEC 8 (16-byte path): D + 8, so rows stay
@@ -410,6 +411,7 @@ enum rig_status rig_cuda_attention_split_kv(const struct rig_cuda_launch *launch
     part.counters = NULL; /* the staged path merges in rig__combine_kernel */
     part.heads_first = false;
     part.merge_prefetch = false;
+    part.l2_prefetch = false;
     part.values = (float *)launch->scratch;
     part.lse = part.values + (size_t)a->rows * a->heads_q * part.splits * dim;
     enum rig_status status = vec ? rig__launch<8>(launch, a, part, warps, shared)
@@ -778,25 +780,72 @@ static __device__ __forceinline__ int64_t rig__decode_share(int64_t keys, int32_
     return rig_cuda_div_up(share, KEYS_PER_STEP) * KEYS_PER_STEP;
 }
 
+/* The keys [begin, end) of the block's split of its row, and how many splits the row has
+ * (splits past the row's keys get begin == end). */
+struct rig__decode_range {
+    struct rig_cuda_attention_place place;
+    int64_t row, kv_head, begin, end;
+    int32_t active;
+};
+
+template <int KEYS_PER_STEP>
+static __device__ __forceinline__ struct rig__decode_range
+rig__decode_range_get(const struct rig_cuda_attention_args &a, const struct rig__partials &part)
+{
+    struct rig__decode_range r;
+    r.row = part.heads_first ? blockIdx.y : blockIdx.x;
+    r.kv_head = part.heads_first ? blockIdx.x : blockIdx.y;
+    r.place = rig_cuda_attention_locate(&a, r.row);
+    int64_t share = rig__decode_share<KEYS_PER_STEP>(r.place.keys, part.splits);
+    r.active = r.place.keys > share ? (int32_t)rig_cuda_div_up(r.place.keys, share) : 1;
+    r.begin = share * blockIdx.z;
+    r.end = r.begin + share < r.place.keys ? r.begin + share : r.place.keys;
+    if ((int32_t)blockIdx.z >= r.active) r.end = r.begin;
+    return r;
+}
+
+/* Asks L2 for the K and V rows the block will read (one prefetch per 128-byte line), before
+ * the PDL wait: the step's page table and lengths were written before the forward began, and
+ * the cache rows before this step but the newest (which the previous kernel writes; a
+ * prefetch of it is only a hint). At batch 1 and 8 the block's first loads then come from L2
+ * instead of HBM. Only for a grid of one wave, as the small-batch GEMM's prefetch. */
+template <int D, int KEYS_PER_STEP>
+static __device__ __forceinline__ void rig__decode_prefetch(const struct rig_cuda_attention_args &a,
+                                                            const struct rig__partials &part)
+{
+    constexpr int lines = D * 2 / 128 > 0 ? D * 2 / 128 : 1; /* per K or V row */
+    struct rig__decode_range r = rig__decode_range_get<KEYS_PER_STEP>(a, part);
+    int64_t count = (r.end - r.begin) * 2 * lines;
+    for (int64_t e = threadIdx.x; e < count; e += blockDim.x) {
+        int64_t key = r.begin + e / (2 * lines);
+        int which = (int)(e % (2 * lines));
+        int32_t slot = __ldg(r.place.slots + key);
+        if (slot < 0) continue;
+        const uint16_t *cache = which < lines ? a.k_cache : a.v_cache;
+        const uint16_t *line = cache + r.kv_head * a.cache_stride_h +
+                               (int64_t)slot * a.cache_stride_s + (which % lines) * 64;
+        asm volatile("prefetch.global.L2 [%0];\n" ::"l"(line));
+    }
+}
+
 /* Grid (rows, KV heads, splits) or, with part.heads_first, (KV heads, rows, splits);
  * RIG_DECODE_WARPS warps. See the file header. */
 template <int D, int G>
 static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP)
     rig__decode_kernel(struct rig_cuda_attention_args a, struct rig__partials part)
 {
-    rig_cuda_pdl_begin(); /* before any read of what earlier kernels wrote */
     using S = rig__decode_shape<D, G>;
+    if (part.l2_prefetch) rig__decode_prefetch<D, S::keys_per_step>(a, part);
+    rig_cuda_pdl_begin(); /* before any read of what earlier kernels wrote */
     constexpr int U = S::unroll, H = S::heads;
     int lane = threadIdx.x % S::lanes, lane_group = threadIdx.x / S::lanes;
     int slice = lane_group % S::slices, key_row = lane_group / S::slices;
-    int64_t row = part.heads_first ? blockIdx.y : blockIdx.x;
-    int64_t kv_head = part.heads_first ? blockIdx.x : blockIdx.y;
-    struct rig_cuda_attention_place place = rig_cuda_attention_locate(&a, row);
-    int64_t share = rig__decode_share<S::keys_per_step>(place.keys, part.splits);
-    int32_t active = place.keys > share ? (int32_t)rig_cuda_div_up(place.keys, share) : 1;
-    if ((int32_t)blockIdx.z >= active) return; /* the whole block: no key of the row left */
-    int64_t begin = share * blockIdx.z;
-    int64_t end = begin + share < place.keys ? begin + share : place.keys;
+    struct rig__decode_range range = rig__decode_range_get<S::keys_per_step>(a, part);
+    if ((int32_t)blockIdx.z >= range.active) return; /* the whole block: no key of the row left */
+    int64_t row = range.row, kv_head = range.kv_head;
+    struct rig_cuda_attention_place place = range.place;
+    int32_t active = range.active;
+    int64_t begin = range.begin, end = range.end;
     int64_t steps = end > begin ? rig_cuda_div_up(end - begin, S::keys_per_step) : 0;
     int32_t slot[U];
     rig__decode_slots<U, S::rows>(place.slots, begin + key_row, end, slot);
@@ -851,10 +900,13 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP)
  * RIG_DECODE_OCCUPANCY   blocks per multiprocessor the split count is planned for (see
  *                        rig__decode_plan_make): -1 (default) as many as fit, or one fewer
  *                        when that needs fewer splits for full waves; 0 as many as fit; 1 one
- *                        fewer (dynamic shared memory padded so that no more fit). */
+ *                        fewer (dynamic shared memory padded so that no more fit).
+ * RIG_DECODE_PREFETCH=0  no L2 prefetch of the block's K/V before the PDL wait (see
+ *                        rig__decode_prefetch; it runs only for a grid of one wave). */
 struct rig__decode_knobs {
     bool v2;
     int occupancy;
+    bool l2_prefetch; /* RIG_DECODE_PREFETCH=0: no L2 prefetch before the PDL wait */
 };
 
 /* The switches, read at the first launch (C++ makes the initialisation thread-safe). */
@@ -865,6 +917,7 @@ static const struct rig__decode_knobs &rig__decode_knobs(void)
         k.v2 = rig_cuda_env("RIG_DECODE_V2", 1) != 0;
         long occupancy = rig_cuda_env("RIG_DECODE_OCCUPANCY", -1);
         k.occupancy = occupancy >= -1 && occupancy <= 1 ? (int)occupancy : -1;
+        k.l2_prefetch = rig_cuda_env("RIG_DECODE_PREFETCH", 1) != 0;
         return k;
     }();
     return knobs;
@@ -1035,6 +1088,9 @@ static enum rig_status rig__decode_launch(const struct rig_cuda_launch *launch,
     part.counters = launch->counters;
     part.heads_first = knobs.v2 && a->rows <= 65535;
     part.merge_prefetch = knobs.v2;
+    int64_t blocks = a->rows * a->heads_kv * part.splits;
+    int64_t per_sm = rig__decode_facts_get<D, G>().natural;
+    part.l2_prefetch = knobs.l2_prefetch && blocks <= (per_sm > 0 ? per_sm : 1) * launch->sm_count;
     dim3 grid((unsigned)a->rows, (unsigned)a->heads_kv, (unsigned)part.splits);
     if (part.heads_first) grid = dim3((unsigned)a->heads_kv, (unsigned)a->rows, grid.z);
     RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__decode_kernel<D, G>, grid, dim3(S::threads),

@@ -117,8 +117,10 @@ static enum rig_status rig__gemm_bias(const struct rig_cuda_launch *launch,
  * slower (H100, 87bedaf: 1.162 vs 1.130 ms at context 512, two runs each). */
 static bool rig__gemv_pays(const struct rig_cuda_launch *launch, const struct rig_op_gemm *p)
 {
+    /* RIG_GEMV_ALL=1: every shape it accepts (a measuring switch, read once a process) */
+    static const bool all = rig_cuda_env("RIG_GEMV_ALL", 0) != 0;
     int64_t n = p->out.shape[1], k = p->a.shape[1];
-    return k >= 2048 || n >= 32 * 8 * (int64_t)launch->sm_count;
+    return all || k >= 2048 || n >= 32 * 8 * (int64_t)launch->sm_count;
 }
 
 enum rig_status rig_cuda_op_gemm(const struct rig_cuda_launch *launch, const struct rig_op_gemm *p)

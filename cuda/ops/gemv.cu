@@ -49,6 +49,8 @@ struct rig__gemv_args {
     int32_t rows, columns, depth;  /* M, N, K */
     int32_t steps, steps_per_warp; /* ceil(K / 32); a warp's share of them */
     bool prefetch;                 /* the grid is one wave: prefetch weights before the wait */
+    bool preload;  /* the grid is one wave: load the first batch of weights before the wait
+                    * (M <= 8 only), not just prefetch it; RIG_GEMV_PRELOAD=0 turns it off */
 };
 
 /* What one lane reads: its weight row and activation rows, already offset by 8t. */
@@ -69,6 +71,16 @@ static __device__ __forceinline__ uint4 rig__load_stream(const uint16_t *p)
     return v;
 }
 
+/* The same load, pinned in program order (volatile) so that it stays before the PDL wait. */
+static __device__ __forceinline__ uint4 rig__load_stream_early(const uint16_t *p)
+{
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+
 static __device__ __forceinline__ uint4 rig__load_cached(const uint16_t *p)
 {
     return __ldg(reinterpret_cast<const uint4 *>(p));
@@ -84,22 +96,38 @@ static __device__ __forceinline__ void rig__mma(float (&c)[4], uint32_t a0, uint
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-/* Steps [first, min(first + RIG__UNROLL, end)) of the lane's warp into acc: every load of the
- * batch first, then the mmas. A chunk past K (the last step when K % 32 != 0) reads as zeros
- * in both operands. `end` is the same in the whole warp, so the mmas run converged. */
+/* The weights of steps [first, min(first + RIG__UNROLL, end)) of the lane's warp; a chunk past
+ * K (the last step when K % 32 != 0) reads as zeros. EARLY: each load pinned in program order
+ * (the batch loaded before the PDL wait). */
+template <bool EARLY>
+static __device__ __forceinline__ void rig__gemv_weights(uint4 (&weight)[RIG__UNROLL],
+                                                         const struct rig__gemv_lane &lane,
+                                                         int32_t first, int32_t end, int32_t depth)
+{
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int u = 0; u < RIG__UNROLL; u++) {
+        int64_t k = (int64_t)(first + u) * RIG__STEP;
+        bool inside = first + u < end && k + lane.k_offset < depth && lane.has_column;
+        if constexpr (EARLY) {
+            weight[u] = inside ? rig__load_stream_early(lane.weight + k) : zero;
+        } else {
+            weight[u] = inside ? rig__load_stream(lane.weight + k) : zero;
+        }
+    }
+}
+
+/* The same steps into acc with their weights in `weight`: every activation load of the batch
+ * first, then the mmas. A chunk past K reads as zeros. `end` is the same in the whole warp, so
+ * the mmas run converged. */
 template <bool UPPER>
 static __device__ __forceinline__ void rig__gemv_batch(float (&acc)[4],
+                                                       const uint4 (&weight)[RIG__UNROLL],
                                                        const struct rig__gemv_lane &lane,
                                                        int32_t first, int32_t end, int32_t depth)
 {
     const uint4 zero = make_uint4(0, 0, 0, 0);
-    uint4 weight[RIG__UNROLL], low[RIG__UNROLL], high[RIG__UNROLL];
-#pragma unroll
-    for (int u = 0; u < RIG__UNROLL; u++) {
-        int64_t k = (int64_t)(first + u) * RIG__STEP;
-        bool inside = first + u < end && k + lane.k_offset < depth;
-        weight[u] = inside && lane.has_column ? rig__load_stream(lane.weight + k) : zero;
-    }
+    uint4 low[RIG__UNROLL], high[RIG__UNROLL];
 #pragma unroll
     for (int u = 0; u < RIG__UNROLL; u++) {
         int64_t k = (int64_t)(first + u) * RIG__STEP;
@@ -186,11 +214,21 @@ static __global__ void __launch_bounds__(RIG__WARPS_MAX *RIG_CUDA_WARP)
     lane.high = p.a + (lane.has_high ? group + 8 : 0) * p.a_stride + lane.k_offset;
     int32_t begin = warp * p.steps_per_warp;
     int32_t end = min(begin + p.steps_per_warp, p.steps);
-    if (p.prefetch) rig__gemv_prefetch(lane, begin, end, p.depth);
+    uint4 weight[RIG__UNROLL];
+    /* the early batch stays in registers across the wait: at 9-16 rows that spills (UPPER
+     * needs a second activation row per lane), so those keep the L2 prefetch */
+    bool preload = !UPPER && p.preload;
+    if (preload) {
+        rig__gemv_weights<true>(weight, lane, begin, end, p.depth);
+    } else if (p.prefetch) {
+        rig__gemv_prefetch(lane, begin, end, p.depth);
+    }
     rig_cuda_pdl_begin(); /* the activations are the previous kernel's output */
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int32_t first = begin; first < end; first += RIG__UNROLL)
-        rig__gemv_batch<UPPER>(acc, lane, first, end, p.depth);
+    for (int32_t first = begin; first < end; first += RIG__UNROLL) {
+        if (!preload || first != begin) rig__gemv_weights<false>(weight, lane, first, end, p.depth);
+        rig__gemv_batch<UPPER>(acc, weight, lane, first, end, p.depth);
+    }
     rig__gemv_store<UPPER, OUT>(acc, p, partial);
 }
 
@@ -254,6 +292,8 @@ enum rig_status rig_cuda_gemv_launch(const struct rig_cuda_launch *launch,
     RIG_ASSERT(warps >= 1);
     RIG_ASSERT(warps <= RIG__WARPS_MAX);
     args.prefetch = blocks * warps <= (int64_t)launch->sm_count * RIG__WARPS_PER_SM;
+    static const bool preload = rig_cuda_env("RIG_GEMV_PRELOAD", 1) != 0;
+    args.preload = args.prefetch && preload;
     bool upper = args.rows > 8;
     bool f32 = p->out.dtype == RIG_DTYPE_F32;
     if (upper) {
