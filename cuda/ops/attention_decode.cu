@@ -804,18 +804,22 @@ rig__decode_range_get(const struct rig_cuda_attention_args &a, const struct rig_
     return r;
 }
 
-/* Asks L2 for the K and V rows the block will read (one prefetch per 128-byte line), before
- * the PDL wait: the step's page table and lengths were written before the forward began, and
- * the cache rows before this step but the newest (which the previous kernel writes; a
- * prefetch of it is only a hint). At batch 1 and 8 the block's first loads then come from L2
- * instead of HBM. Only for a grid of one wave, as the small-batch GEMM's prefetch. */
+/* Asks L2 for the K and V rows of the block's first step of keys (one prefetch per 128-byte
+ * line), before the PDL wait: the step's page table and lengths were written before the
+ * forward began, and the cache rows before this step but the newest (which the previous
+ * kernel writes; a prefetch of it is only a hint). The block's first loads then come from L2
+ * instead of HBM, which is most of a block's time at batch 1 (one step per split). Only for a
+ * grid of one wave, as the small-batch GEMM's prefetch, and only the first step: asking for
+ * a block's whole range made 64 x 2048 39 % slower and 8 x 2048 13 % (H100, 1011581: 64 MB to
+ * 537 MB of KV a layer, more than L2 holds, so prefetched lines were evicted unused). */
 template <int D, int KEYS_PER_STEP>
 static __device__ __forceinline__ void rig__decode_prefetch(const struct rig_cuda_attention_args &a,
                                                             const struct rig__partials &part)
 {
     constexpr int lines = D * 2 / 128 > 0 ? D * 2 / 128 : 1; /* per K or V row */
     struct rig__decode_range r = rig__decode_range_get<KEYS_PER_STEP>(a, part);
-    int64_t count = (r.end - r.begin) * 2 * lines;
+    int64_t keys = r.end - r.begin < KEYS_PER_STEP ? r.end - r.begin : KEYS_PER_STEP;
+    int64_t count = keys * 2 * lines;
     for (int64_t e = threadIdx.x; e < count; e += blockDim.x) {
         int64_t key = r.begin + e / (2 * lines);
         int which = (int)(e % (2 * lines));

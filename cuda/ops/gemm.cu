@@ -114,13 +114,12 @@ static enum rig_status rig__gemm_bias(const struct rig_cuda_launch *launch,
  * cuBLAS is faster (qkv 4096 x 1024: 6.1 vs 5.1 us; gate_up 6144 x 1024: 7.2 vs 6.8 us). That
  * still holds under programmatic dependent launch, where this kernel prefetches its weights
  * while the previous kernel ends: taking it for qkv and gate_up made the batch-1 graph step
- * slower (H100, 87bedaf: 1.162 vs 1.130 ms at context 512, two runs each). */
+ * slower (H100, 87bedaf: 1.162 vs 1.130 ms at context 512, two runs each), and again with
+ * its first weights loaded before the PDL wait (1011581: 1.146 / 1.141 vs 1.089 / 1.089 ms). */
 static bool rig__gemv_pays(const struct rig_cuda_launch *launch, const struct rig_op_gemm *p)
 {
-    /* RIG_GEMV_ALL=1: every shape it accepts (a measuring switch, read once a process) */
-    static const bool all = rig_cuda_env("RIG_GEMV_ALL", 0) != 0;
     int64_t n = p->out.shape[1], k = p->a.shape[1];
-    return all || k >= 2048 || n >= 32 * 8 * (int64_t)launch->sm_count;
+    return k >= 2048 || n >= 32 * 8 * (int64_t)launch->sm_count;
 }
 
 enum rig_status rig_cuda_op_gemm(const struct rig_cuda_launch *launch, const struct rig_op_gemm *p)
