@@ -35,8 +35,10 @@ struct rig_sim_work {
  * kv_len and cu_q (which must be real memory). */
 struct rig_sim_work rig_sim_cost_work(const struct rig_op *op);
 
-/* Duration of a validated op. Collectives: the transfer part only, for `ranks` ranks (see
- * rig_sim_cost_collective_ns); `ranks` is ignored by the other ops. */
+/* Duration of a validated op launched eagerly at an idle device (the launch processing paid
+ * in full; queued behind other work it is not: rig_sim_cost_eager_end_ns). Collectives: the
+ * transfer part only, for `ranks` ranks (see rig_sim_cost_collective_ns); `ranks` is ignored
+ * by the other ops. */
 int64_t rig_sim_cost_op_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
                            int32_t ranks);
 
@@ -51,6 +53,17 @@ int64_t rig_sim_cost_node_ns(const struct rig_sim_profile *profile, const struct
  * measured time, at least graph_node_ns, plus the eager launch term when eager. */
 int64_t rig_sim_cost_launch_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
                                int32_t ranks, bool eager, bool *table_missed);
+
+/* The end of an eagerly launched kernel whose launch reached the device at `arrival_ns`
+ * (the host's issue plus kernel_launch_latency_ns), that may start at `start_ns` (>=
+ * arrival: its stream and the compute engine are free) and runs `node_ns` as a graph node
+ * would (rig_sim_cost_node_ns). The device processes an eager launch for min_kernel_ns −
+ * graph_node_ns from its arrival, while the kernels ahead of it still run: behind a busy
+ * engine that costs nothing, at an idle one all of it — the isolated eager op of
+ * rig_sim_cost_op_ns. At least min_kernel_ns after the start (back-to-back empty kernels).
+ * Can't fail. */
+int64_t rig_sim_cost_eager_end_ns(const struct rig_sim_profile *profile, int64_t arrival_ns,
+                                  int64_t start_ns, int64_t node_ns);
 
 /* Host time of issuing `op` eagerly (the op call: checks, argument packing, the launch): the
  * op table's measured host time where the table reaches the op and has one, else

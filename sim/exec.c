@@ -117,9 +117,10 @@ static enum rig_status rig__collective(struct rig_sim_device *device, const stru
                                     phantom, end);
 }
 
-/* The op's duration from the profile, or the node's remembered one. */
+/* The op's duration as a graph node from the profile, or the node's remembered one (an
+ * eager launch adds its launch processing: rig_sim_cost_eager_end_ns). */
 static int64_t rig__duration_ns(struct rig_sim_device *device, const struct rig_op *op,
-                                enum rig_sim_launch launch, struct rig_sim_node_memo *memo)
+                                struct rig_sim_node_memo *memo)
 {
     if (memo != NULL && memo->ns > 0) { /* kept: its cost reads no metadata */
         device->stats.table_misses += memo->missed;
@@ -127,8 +128,7 @@ static int64_t rig__duration_ns(struct rig_sim_device *device, const struct rig_
     }
     bool remember = memo != NULL && !rig__cost_reads_metadata(device, op);
     bool missed = false;
-    int64_t ns = rig_sim_cost_launch_ns(&device->profile, op, 1,
-                                        launch == RIG_SIM_LAUNCH_EAGER, &missed);
+    int64_t ns = rig_sim_cost_launch_ns(&device->profile, op, 1, false, &missed);
     device->stats.table_misses += missed;
     if (remember && ns > 0) {
         memo->ns = ns;
@@ -149,14 +149,21 @@ enum rig_status rig_sim_exec_launch(struct rig_stream *stream, const struct rig_
                           : 0;
     int64_t start =
         rig_sim_clock_kernel_start(&device->clock, &device->profile, host_ns, sim_stream->ready_ns);
-    start += rig__stall_ns(device);
+    int64_t arrival = device->clock.host_ns + device->profile.kernel_launch_latency_ns;
+    int64_t stall = rig__stall_ns(device);
     int64_t end;
     if (op->kind == RIG_OP_ALL_REDUCE || op->kind == RIG_OP_ALL_GATHER) {
         /* A failed collective leaves the clock alone: the group is dead, the run over. */
+        start += stall;
         enum rig_status status = rig__collective(device, op, start, &end);
         if (status != RIG_OK) return status;
     } else {
-        end = start + rig__duration_ns(device, op, launch, memo);
+        int64_t node = rig__duration_ns(device, op, memo);
+        end = launch == RIG_SIM_LAUNCH_EAGER
+                  ? rig_sim_cost_eager_end_ns(&device->profile, arrival, start, node)
+                  : start + node;
+        start += stall;
+        end += stall;
         rig__run_math(device, op, memo);
     }
     RIG_ASSERT(end >= start);

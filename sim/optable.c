@@ -132,7 +132,8 @@ static double rig__work_s(const struct rig_sim_optable *table, int32_t kind, dou
 }
 
 /* A point's time as a node of a step: a weighted geometric mean of its cold time (less the
- * eager launch term the sweep's events include) and its warm time, cold^(1 - w) warm^w. A
+ * launch term its events include, `launch_ns`: 0 for the sweep, whose cold issues queue
+ * behind their L2 flush) and its warm time, cold^(1 - w) warm^w. A
  * step's op reads its weights from HBM but its input, just written by the previous op, from
  * L2, and in a graph its prologue overlaps its predecessor (programmatic dependent launch):
  * neither extreme. w is the profile's op_table_warm_weight, chosen on the calibration model's

@@ -7,8 +7,8 @@
  * sees, where every op reads weights the previous op did not) and warm). The model predicts
  * an op from the points of the same kind nearest to it in log2 of the shape parameters: it
  * interpolates the ratio time / roofline (time: the geometric mean of the cold time, less
- * the eager launch term, and the warm time, weighted) (roofline = max(FLOPs / peak, bytes /
- * bandwidth), datasheet numbers) as a weighted geometric mean over the nearest points
+ * the launch term it includes — none for `rig profile`'s sweep —, and the warm time,
+ * weighted) (roofline = max(FLOPs / peak, bytes / bandwidth), datasheet numbers) as a weighted geometric mean over the nearest points
  * (weights 1 / distance; an exact match is returned as measured; along one axis between two
  * points this is linear interpolation of log ratio), then multiplies by the op's own
  * roofline. So a model shape the sweep never saw (another hidden size, another head count)

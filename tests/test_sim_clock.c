@@ -153,7 +153,8 @@ static void test_eager_kernel_times(void **state)
     rig__close(&f);
 }
 
-/* Kernels of two streams share one compute engine: the second waits for the first. */
+/* Kernels of two streams share one compute engine: the second waits for the first, and its
+ * launch, processed by the device meanwhile, adds nothing to its node time. */
 static void test_compute_engine_serialises_streams(void **state)
 {
     (void)state;
@@ -161,24 +162,48 @@ static void test_compute_engine_serialises_streams(void **state)
     struct rig__fixture f;
     rig__open(&f, true);
     struct rig_stream *other;
-    struct rig_event *e1, *e2;
+    struct rig_event *e0, *e1, *e2;
     assert_int_equal(rig_hal_stream_create(f.device, &other), RIG_OK);
+    assert_int_equal(rig_hal_event_create(f.device, &e0), RIG_OK);
     assert_int_equal(rig_hal_event_create(f.device, &e1), RIG_OK);
     assert_int_equal(rig_hal_event_create(f.device, &e2), RIG_OK);
     char *b = f.base;
     struct rig_op op = rig__gemm_op(b, b + (64 << 20), b + (128 << 20), 1024, 4096, 4096);
-    int64_t cost = rig_sim_cost_op_ns(&p, &op, 1);
+    int64_t cost = rig_sim_cost_node_ns(&p, &op, 1);
+    assert_true(cost > 10000); /* longer than an issue: the second launch waits in the queue */
+    assert_int_equal(rig_hal_event_record(e0, f.stream), RIG_OK);
     assert_int_equal(rig_hal_op(f.stream, &op), RIG_OK);
     assert_int_equal(rig_hal_op(other, &op), RIG_OK);
     assert_int_equal(rig_hal_event_record(e1, f.stream), RIG_OK);
     assert_int_equal(rig_hal_event_record(e2, other), RIG_OK);
-    int64_t gap = 0;
+    int64_t first = 0, gap = 0;
+    assert_int_equal(rig_hal_event_elapsed_ns(e0, e1, &first), RIG_OK);
     assert_int_equal(rig_hal_event_elapsed_ns(e1, e2, &gap), RIG_OK);
+    /* the first, at an idle engine, is the isolated eager op: its launch processed in full */
+    assert_int_equal(first, p.kernel_launch_host_ns + p.kernel_launch_latency_ns +
+                                rig_sim_cost_op_ns(&p, &op, 1));
+    assert_int_equal(rig_sim_cost_op_ns(&p, &op, 1), cost + 935);
     assert_int_equal(gap, cost);
+    rig_hal_event_destroy(e0);
     rig_hal_event_destroy(e1);
     rig_hal_event_destroy(e2);
     rig_hal_stream_destroy(other);
     rig__close(&f);
+}
+
+/* An eager launch's device processing (min_kernel_ns − graph_node_ns: 935 ns on the h100
+ * profile) runs from its arrival: paid in full at an idle engine, hidden behind work ahead,
+ * in part when it arrives just before the engine frees; never below min_kernel_ns. */
+static void test_eager_launch_hidden_behind_work(void **state)
+{
+    (void)state;
+    struct rig_sim_profile p = rig__h100();
+    assert_int_equal(p.min_kernel_ns - p.graph_node_ns, 935);
+    assert_int_equal(rig_sim_cost_eager_end_ns(&p, 10000, 10000, 5000), 15935); /* idle */
+    assert_int_equal(rig_sim_cost_eager_end_ns(&p, 10000, 20000, 5000), 25000); /* queued */
+    assert_int_equal(rig_sim_cost_eager_end_ns(&p, 10000, 10500, 5000), 15935); /* in part */
+    assert_int_equal(rig_sim_cost_eager_end_ns(&p, 0, 0, 0), 1740);             /* floor */
+    assert_int_equal(rig_sim_cost_eager_end_ns(&p, 0, 5000, 805), 6740);    /* queued, short */
 }
 
 /* A copy on a second stream overlaps a kernel unless it waits on the kernel's event. */
@@ -573,6 +598,7 @@ int main(void)
         cmocka_unit_test(test_same_sequence_same_timestamps),
         cmocka_unit_test(test_eager_kernel_times),
         cmocka_unit_test(test_compute_engine_serialises_streams),
+        cmocka_unit_test(test_eager_launch_hidden_behind_work),
         cmocka_unit_test(test_cross_stream_wait_orders_copy),
         cmocka_unit_test(test_host_work_and_wait_until),
         cmocka_unit_test(test_gemm_cost_scales_with_rows),
