@@ -123,15 +123,7 @@ static enum rig_status rig__check_gemm(const struct rig__check *check, const str
     RIG_TRY(rig__tensor(check, "b", &p->b, 2, RIG_DTYPE_BF16));
     RIG_TRY(rig__dim(check, "a", &p->a, 0, p->out.shape[0]));
     RIG_TRY(rig__dim(check, "b", &p->b, 0, p->out.shape[1]));
-    if (p->gated) {
-        if (p->bias.data != NULL)
-            return rig__fail(check, RIG_E_INVALID, "bias", "a gated GEMM takes no bias");
-        if (p->a.shape[1] % 2 != 0)
-            return rig__fail(check, RIG_E_SHAPE, "a", "gated: [gate | up] must have an even width");
-        RIG_TRY(rig__dim(check, "b", &p->b, 1, p->a.shape[1] / 2));
-    } else {
-        RIG_TRY(rig__dim(check, "b", &p->b, 1, p->a.shape[1]));
-    }
+    RIG_TRY(rig__dim(check, "b", &p->b, 1, p->a.shape[1]));
     if (p->bias.data != NULL) {
         RIG_TRY(rig__tensor(check, "bias", &p->bias, 1, RIG_DTYPE_BF16));
         RIG_TRY(rig__dim(check, "bias", &p->bias, 0, p->out.shape[1]));

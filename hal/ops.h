@@ -82,16 +82,12 @@ struct rig_op_add_rms_norm {
 };
 
 /* out[m, n] = sum_k a[m, k] * b[n, k] (+ bias[n]), fp32 accumulation. b is a weight in the
- * Hugging Face layout [out_features, in_features]. out is bf16 or f32.
- * gated: a is [M, 2K] = [gate | up] and the product's left operand is silu_mul(a) — exactly
- * the bf16 values the SILU_MUL op would store (struct rig_op_silu_mul) — so one op is the MLP's
- * activation and down projection, bit for bit the two ops in sequence; no bias then. */
+ * Hugging Face layout [out_features, in_features]. out is bf16 or f32. */
 struct rig_op_gemm {
     struct rig_tensor out;  /* [M, N] bf16 | f32 */
-    struct rig_tensor a;    /* [M, K] bf16, or [M, 2K] when gated */
+    struct rig_tensor a;    /* [M, K] bf16 */
     struct rig_tensor b;    /* [N, K] bf16 */
     struct rig_tensor bias; /* [N] bf16, or absent */
-    bool gated;
 };
 
 /* Per-head RMSNorm in place (Qwen3's q_norm / k_norm): each D-vector is normalised. */

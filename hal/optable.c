@@ -72,9 +72,9 @@ static struct rig_op_work rig__work_decode(const struct rig_op_attention_decode 
 
 static struct rig_op_work rig__work_gemm(const struct rig_op_gemm *p)
 {
-    double m = (double)p->a.shape[0], k = (double)p->b.shape[1], n = (double)p->b.shape[0];
+    double m = (double)p->a.shape[0], k = (double)p->a.shape[1], n = (double)p->b.shape[0];
     struct rig_op_work work;
-    work.flops = 2.0 * m * n * k; /* gated: a's [gate | up] is read whole (its bytes below) */
+    work.flops = 2.0 * m * n * k;
     work.bytes = rig__bytes(&p->a) + rig__bytes(&p->b) + rig__bytes(&p->out);
     if (p->bias.data != NULL) work.bytes += rig__bytes(&p->bias);
     return work;
@@ -232,7 +232,7 @@ struct rig_optable_key rig_optable_op_key(const struct rig_op *op)
         const struct rig_op_gemm *g = &op->u.gemm;
         key.p[0] = (double)g->a.shape[0];
         key.p[1] = (double)g->b.shape[0];
-        key.p[2] = (double)g->b.shape[1];
+        key.p[2] = (double)g->a.shape[1];
         key.p[3] = (double)rig_dtype_size(g->out.dtype);
         break;
     }

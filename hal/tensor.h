@@ -13,7 +13,6 @@
 #ifndef RIG_TENSOR_H
 #define RIG_TENSOR_H
 
-#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -105,17 +104,6 @@ static inline RIG_HOST_DEVICE uint16_t rig_f32_to_bf16(float f)
 static inline RIG_HOST_DEVICE float rig_bf16_round(float f)
 {
     return rig_bf16_to_f32(rig_f32_to_bf16(f));
-}
-
-/* SiLU(gate) * up as the MLP stores it (Hugging Face's act_fn(gate) * up in bf16): the
- * activation rounded to bf16, then the product rounded to bf16. The simulator's SILU_MUL and
- * gated GEMM and the CUDA kernels all call this one function (expf is the host's libm there,
- * CUDA's full-precision expf here). */
-static inline RIG_HOST_DEVICE uint16_t rig_silu_mul_bf16(uint16_t gate, uint16_t up)
-{
-    float g = rig_bf16_to_f32(gate);
-    float activated = rig_bf16_round(g / (1.0f + expf(-g)));
-    return rig_f32_to_bf16(activated * rig_bf16_to_f32(up));
 }
 
 /* IEEE half (fp16) to float and back (round to nearest even), for loading fp16 weights. */

@@ -58,7 +58,7 @@ static double rig__prefill_blocks(const struct rig_op_attention_prefill *p)
 /* A GEMM's class, blocks (none for the small-batch kernel) and reduction depth. */
 static struct rig_sim_work rig__kernel_gemm(const struct rig_op_gemm *p)
 {
-    double m = (double)p->a.shape[0], k = (double)p->b.shape[1], n = (double)p->b.shape[0];
+    double m = (double)p->a.shape[0], k = (double)p->a.shape[1], n = (double)p->b.shape[0];
     struct rig_sim_work work = {.op_class = RIG_SIM_OP_CLASS_GEMM};
     /* the small-batch kernel's grid spreads N over every multiprocessor: no occupancy term */
     bool gemv = rig_sim_gemm_small_batch(m, n, k);
@@ -162,43 +162,10 @@ int64_t rig_sim_cost_collective_ns(const struct rig_sim_profile *profile, enum r
     return latency + rig__ceil_ns((reduce ? 2.0 : 1.0) * share * bytes / rate);
 }
 
-/* The kernels an op runs as, for the cost model: itself, except a gated GEMM that the
- * small-batch kernel does not take, which the CUDA backend runs as SILU_MUL into its scratch
- * and then the plain GEMM (cuda/ops/gemm.cu). Returns how many of `parts` it filled. */
-static int rig__parts(const struct rig_op *op, struct rig_op parts[2])
-{
-    parts[0] = *op;
-    if (op->kind != RIG_OP_GEMM || !op->u.gemm.gated) return 1;
-    const struct rig_op_gemm *g = &op->u.gemm;
-    int64_t m = g->a.shape[0], k = g->b.shape[1];
-    if (rig_sim_gemm_small_batch((double)m, (double)g->b.shape[0], (double)k)) return 1;
-    struct rig_tensor activated = rig_tensor_2d(g->a.data, RIG_DTYPE_BF16, m, k);
-    parts[0] = (struct rig_op){.kind = RIG_OP_SILU_MUL,
-                               .u.silu_mul = {.out = activated, .in = g->a}};
-    parts[1] = *op;
-    parts[1].u.gemm.a = activated;
-    parts[1].u.gemm.gated = false;
-    return 2;
-}
-
 /* A kernel of rig's: its class's fixed latency (per kernel the op launches) plus the
  * roofline, at least the shortest graph node. Collectives: the transfer formula. */
-static int64_t rig__kernel_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
-                              int32_t ranks, bool *missed);
-
 static int64_t rig__op_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
                           int32_t ranks, bool *missed)
-{
-    struct rig_op parts[2];
-    int count = rig__parts(op, parts);
-    int64_t ns = 0;
-    for (int i = 0; i < count; i++)
-        ns += rig__kernel_ns(profile, &parts[i], ranks, missed);
-    return ns;
-}
-
-static int64_t rig__kernel_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
-                              int32_t ranks, bool *missed)
 {
     RIG_ASSERT(profile != NULL && op != NULL);
     if (op->kind == RIG_OP_ALL_REDUCE)
@@ -258,21 +225,9 @@ int64_t rig_sim_cost_eager_end_ns(const struct rig_sim_profile *profile, int64_t
     return end > floor ? end : floor;
 }
 
-static int64_t rig__issue_host_ns(const struct rig_sim_profile *profile, const struct rig_op *op);
-
 int64_t rig_sim_cost_issue_host_ns(const struct rig_sim_profile *profile, const struct rig_op *op)
 {
     RIG_ASSERT(profile != NULL && op != NULL);
-    struct rig_op parts[2];
-    int count = rig__parts(op, parts);
-    int64_t ns = 0;
-    for (int i = 0; i < count; i++)
-        ns += rig__issue_host_ns(profile, &parts[i]);
-    return ns;
-}
-
-static int64_t rig__issue_host_ns(const struct rig_sim_profile *profile, const struct rig_op *op)
-{
     if (profile->table == NULL || op->kind == RIG_OP_ALL_REDUCE || op->kind == RIG_OP_ALL_GATHER)
         return profile->kernel_launch_host_ns;
     struct rig_sim_work work = rig_sim_cost_work(op);

@@ -66,7 +66,7 @@ static void rig__valid_layer_ops(struct rig_op *op)
         break;
     case RIG_OP_GEMM:
         op->u.gemm = (struct rig_op_gemm){rig__t(BF16, 2, T, V, 1), th, rig__t(BF16, 2, V, H, 1),
-                                          rig_tensor_none(), false};
+                                          rig_tensor_none()};
         break;
     case RIG_OP_HEAD_RMS_NORM:
         op->u.head_rms_norm = (struct rig_op_head_rms_norm){rig__t(BF16, 3, T, HQ, D),
@@ -482,29 +482,6 @@ static void test_unknown_op_and_null_arguments(void **state)
     assert_int_equal(rig_hal_op_check(NULL, NULL, 0), RIG_E_INVALID);
 }
 
-/* A gated GEMM (SiLU·mul inside the down projection) takes a = [gate | up], twice b's width,
- * and no bias; each mistake is named. */
-static void test_gated_gemm_checks(void **state)
-{
-    (void)state;
-    struct rig_op op = rig__valid(RIG_OP_GEMM); /* out [T, V], a [T, H], b [V, H] */
-    op.u.gemm.gated = true;
-    op.u.gemm.b = rig__t(BF16, 2, V, H / 2, 1);
-    assert_int_equal(rig_hal_op_check(&op, NULL, 0), RIG_OK);
-    char error[128];
-    op.u.gemm.b = rig__t(BF16, 2, V, H, 1);
-    assert_int_equal(rig_hal_op_check(&op, error, sizeof error), RIG_E_SHAPE);
-    assert_string_equal(error, "gemm: b: dim 1 is 8, expected 4");
-    op.u.gemm.b = rig__t(BF16, 2, V, H / 2, 1);
-    op.u.gemm.bias = rig__t(BF16, 1, V, 1, 1);
-    assert_int_equal(rig_hal_op_check(&op, error, sizeof error), RIG_E_INVALID);
-    assert_string_equal(error, "gemm: bias: a gated GEMM takes no bias");
-    op.u.gemm.bias = rig_tensor_none();
-    op.u.gemm.a = rig__t(BF16, 2, T, H - 1, 1);
-    assert_int_equal(rig_hal_op_check(&op, error, sizeof error), RIG_E_SHAPE);
-    assert_string_equal(error, "gemm: a: gated: [gate | up] must have an even width");
-}
-
 /* The fused op without q/k norm (Llama, Qwen2) is valid with both weights absent, whatever
  * eps is; its RoPE parameters are checked as rope's are. */
 static void test_qk_norm_rope_store_variants(void **state)
@@ -771,7 +748,6 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_op_rejects_bad_arguments),
         cmocka_unit_test(test_unknown_op_and_null_arguments),
-        cmocka_unit_test(test_gated_gemm_checks),
         cmocka_unit_test(test_qk_norm_rope_store_variants),
         cmocka_unit_test(test_handles_of_another_device),
         cmocka_unit_test(test_copy_ranges),

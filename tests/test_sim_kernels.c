@@ -930,34 +930,6 @@ static void test_silu_mul(void **state)
     free(in);
 }
 
-/* A gated GEMM (hal/ops.h) is SILU_MUL followed by the plain GEMM, bit for bit: rows of a
- * strided [gate | up] operand, N not a multiple of the kernel's 4 columns. */
-static void test_gemm_gated(void **state)
-{
-    (void)state;
-    enum { M = 3, K = 24, N = 7, LDA = 2 * K + 8 };
-    struct rig_test_rng rng;
-    rig_test_rng_seed(&rng, 31);
-    uint16_t *in = random_bf16(&rng, M * LDA, -4.0f, 4.0f);
-    uint16_t *w = random_bf16(&rng, N * K, -1.0f, 1.0f);
-    uint16_t act[M * K], fused[M * N], plain[M * N];
-    struct rig_tensor a = rig_tensor_2d(in, RIG_DTYPE_BF16, M, 2 * K);
-    a.stride[0] = LDA;
-    struct rig_op_silu_mul silu = {.out = rig_tensor_2d(act, RIG_DTYPE_BF16, M, K), .in = a};
-    rig_sim_op_silu_mul(&silu);
-    struct rig_op_gemm two = {.out = rig_tensor_2d(plain, RIG_DTYPE_BF16, M, N),
-                              .a = rig_tensor_2d(act, RIG_DTYPE_BF16, M, K),
-                              .b = rig_tensor_2d(w, RIG_DTYPE_BF16, N, K),
-                              .bias = rig_tensor_none()};
-    rig_sim_op_gemm(&two);
-    struct rig_op_gemm one = {.out = rig_tensor_2d(fused, RIG_DTYPE_BF16, M, N), .a = a,
-                              .b = two.b, .bias = rig_tensor_none(), .gated = true};
-    rig_sim_op_gemm(&one);
-    assert_memory_equal(fused, plain, sizeof plain);
-    free(in);
-    free(w);
-}
-
 static void test_gather_rows(void **state)
 {
     (void)state;
@@ -1881,7 +1853,6 @@ int main(void)
         cmocka_unit_test(test_add_rms_norm_aliasing),
         cmocka_unit_test(test_head_rms_norm),
         cmocka_unit_test(test_gemm),
-        cmocka_unit_test(test_gemm_gated),
         cmocka_unit_test(test_gemm_strided_a),
         cmocka_unit_test(test_rope_inv_freq),
         cmocka_unit_test(test_rope),

@@ -352,11 +352,8 @@ static enum rig_status rig__attention(struct rig_model *m, struct rig_stream *s,
     return rig__all_reduce(m, s, rig__rows(&m->proj, T));
 }
 
-/* MLP of layer `l` on m->hidden; the result (before the residual add) is left in m->proj. A
- * decode batch runs SiLU·mul inside the down projection (a gated GEMM, hal/ops.h: the same
- * bits, one kernel fewer where the backend fuses it); other batches run the two ops. */
-static enum rig_status rig__mlp(struct rig_model *m, struct rig_stream *s, int64_t T, int32_t l,
-                                bool decode)
+/* MLP of layer `l` on m->hidden; the result (before the residual add) is left in m->proj. */
+static enum rig_status rig__mlp(struct rig_model *m, struct rig_stream *s, int64_t T, int32_t l)
 {
     const struct rig__layer *w = &m->layers[l];
     struct rig_op_gemm gate_up = {.out = rig__rows(&m->gate_up, T),
@@ -364,14 +361,6 @@ static enum rig_status rig__mlp(struct rig_model *m, struct rig_stream *s, int64
                                   .bias = rig_tensor_none()};
     RIG_TRY(
         rig__issue(m, s, "gemm gate_up", &(struct rig_op){.kind = RIG_OP_GEMM, .u.gemm = gate_up}));
-    if (decode) {
-        struct rig_op_gemm down = {.out = rig__rows(&m->proj, T),
-                                   .a = rig__rows(&m->gate_up, T), .b = w->down,
-                                   .bias = rig_tensor_none(), .gated = true};
-        RIG_TRY(rig__issue(m, s, "gemm silu_mul down",
-                           &(struct rig_op){.kind = RIG_OP_GEMM, .u.gemm = down}));
-        return rig__all_reduce(m, s, rig__rows(&m->proj, T));
-    }
     struct rig_op_silu_mul act = {.out = rig__rows(&m->act, T),
                                   .in = rig__rows(&m->gate_up, T)};
     RIG_TRY(
@@ -508,7 +497,7 @@ static enum rig_status rig__forward(struct rig_model *model, struct rig_stream *
         RIG_TRY(rig__add_norm(m, stream, T, m->layers[l].input_norm, l == 0));
         RIG_TRY(rig__attention(m, stream, batch, l));
         RIG_TRY(rig__add_norm(m, stream, T, m->layers[l].post_norm, false));
-        RIG_TRY(rig__mlp(m, stream, T, l, batch->phase == RIG_BATCH_DECODE));
+        RIG_TRY(rig__mlp(m, stream, T, l));
     }
     m->layer = -1;
     RIG_TRY(rig__add_norm(m, stream, T, m->final_norm, false));

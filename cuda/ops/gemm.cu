@@ -22,7 +22,6 @@
 #include "cuda/ops/gemm.cuh"
 #include "cuda/ops/gemm_plan.cuh"
 #include "cuda/ops/gemv.cuh"
-#include "cuda/ops/silu_mul.cuh"
 
 RIG_CUDA_MODULE(gemm)
 
@@ -56,7 +55,7 @@ static enum rig_status rig__gemm(const struct rig_cuda_launch *launch, const str
                                  int64_t m, const void *a, void *out, cudaDataType_t out_type,
                                  int ld_out)
 {
-    int64_t n = p->out.shape[1], k = p->b.shape[1];
+    int64_t n = p->out.shape[1], k = p->a.shape[1];
     struct rig_cuda_gemm_call call = {.m = m, .n = n, .k = k, .w = p->b.data,
                                       .ld_w = rig__ld(&p->b), .x = a, .ld_x = rig__ld(&p->a),
                                       .out = out, .ld_out = ld_out, .out_type = out_type};
@@ -119,51 +118,17 @@ static enum rig_status rig__gemm_bias(const struct rig_cuda_launch *launch,
  * its first weights loaded before the PDL wait (1011581: 1.146 / 1.141 vs 1.089 / 1.089 ms). */
 static bool rig__gemv_pays(const struct rig_cuda_launch *launch, const struct rig_op_gemm *p)
 {
-    int64_t n = p->out.shape[1], k = p->b.shape[1];
+    int64_t n = p->out.shape[1], k = p->a.shape[1];
     return k >= 2048 || n >= 32 * 8 * (int64_t)launch->sm_count;
-}
-
-/* A gated GEMM the small-batch kernel does not take: SILU_MUL of a's [gate | up] into the
- * stream's scratch a block of rows at a time, then the plain GEMM of each block (no bias:
- * hal/op_check.c). The same bf16 operand as the two ops in sequence, so the same result. */
-static enum rig_status rig__gemm_gated(const struct rig_cuda_launch *launch,
-                                       const struct rig_op_gemm *p)
-{
-    int64_t m = p->out.shape[0], k = p->b.shape[1];
-    int64_t rows_per_block = (int64_t)(launch->scratch_bytes / ((size_t)k * sizeof(uint16_t)));
-    if (rows_per_block < 1) return RIG_E_UNSUPPORTED;
-    for (int64_t m0 = 0; m0 < m; m0 += rows_per_block) {
-        int64_t rows = m - m0 < rows_per_block ? m - m0 : rows_per_block;
-        struct rig_tensor activated = rig_tensor_2d(launch->scratch, RIG_DTYPE_BF16, rows, k);
-        struct rig_op_silu_mul act = {.out = activated, .in = p->a};
-        act.in.shape[0] = rows;
-        act.in.data = (uint16_t *)p->a.data + m0 * p->a.stride[0];
-        enum rig_status status = rig_cuda_op_silu_mul(launch, &act);
-        if (status != RIG_OK) return status;
-        struct rig_op_gemm plain = *p;
-        plain.gated = false;
-        plain.a = activated;
-        plain.out.shape[0] = rows;
-        plain.out.data = (char *)p->out.data +
-                         (size_t)(m0 * p->out.stride[0]) * rig_dtype_size(p->out.dtype);
-        status = rig_cuda_op_gemm(launch, &plain);
-        if (status != RIG_OK) return status;
-    }
-    return RIG_OK;
 }
 
 enum rig_status rig_cuda_op_gemm(const struct rig_cuda_launch *launch, const struct rig_op_gemm *p)
 {
-    int64_t m = p->out.shape[0], n = p->out.shape[1], k = p->b.shape[1];
+    int64_t m = p->out.shape[0], n = p->out.shape[1], k = p->a.shape[1];
     if (m == 0 || n == 0) return RIG_OK;
     if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) return RIG_E_RANGE;
-    /* RIG_GEMM_GATED_FUSED=0 (a measuring switch, read once a process): gated GEMMs always
-     * run as SILU_MUL then the plain GEMM, the two kernels the model issued before */
-    static const bool fused = rig_cuda_env("RIG_GEMM_GATED_FUSED", 1) != 0;
-    if (p->gated && !fused) return rig__gemm_gated(launch, p);
     if (rig_cuda_gemv_accepts(p) && rig__gemv_pays(launch, p))
         return rig_cuda_gemv_launch(launch, p);
-    if (p->gated) return rig__gemm_gated(launch, p);
     if (p->bias.data != NULL) return rig__gemm_bias(launch, p);
     cudaDataType_t out_type = p->out.dtype == RIG_DTYPE_F32 ? CUDA_R_32F : CUDA_R_16BF;
     return rig__gemm(launch, p, m, p->a.data, p->out.data, out_type, rig__ld(&p->out));

@@ -117,32 +117,10 @@ static __device__ __forceinline__ void rig__gemv_weights(uint4 (&weight)[RIG__UN
     }
 }
 
-/* 8 activations at p: a's values, or with GATED silu_mul of the gate values at p and the up
- * values `depth` further along the row (hal/tensor.h's rig_silu_mul_bf16, what the SILU_MUL
- * kernel stores). */
-template <bool GATED>
-static __device__ __forceinline__ uint4 rig__gemv_activation(const uint16_t *p, int32_t depth)
-{
-    uint4 a = rig__load_cached(p);
-    if constexpr (GATED) {
-        uint4 up = rig__load_cached(p + depth);
-        uint32_t *words = reinterpret_cast<uint32_t *>(&a);
-        const uint32_t *ups = reinterpret_cast<const uint32_t *>(&up);
-#pragma unroll
-        for (int w = 0; w < 4; w++) {
-            uint16_t low = rig_silu_mul_bf16((uint16_t)(words[w] & 0xffffu),
-                                             (uint16_t)(ups[w] & 0xffffu));
-            uint16_t high = rig_silu_mul_bf16((uint16_t)(words[w] >> 16), (uint16_t)(ups[w] >> 16));
-            words[w] = (uint32_t)low | (uint32_t)high << 16;
-        }
-    }
-    return a;
-}
-
 /* The same steps into acc with their weights in `weight`: every activation load of the batch
  * first, then the mmas. A chunk past K reads as zeros. `end` is the same in the whole warp, so
  * the mmas run converged. */
-template <bool UPPER, bool GATED>
+template <bool UPPER>
 static __device__ __forceinline__ void rig__gemv_batch(float (&acc)[4],
                                                        const uint4 (&weight)[RIG__UNROLL],
                                                        const struct rig__gemv_lane &lane,
@@ -154,10 +132,8 @@ static __device__ __forceinline__ void rig__gemv_batch(float (&acc)[4],
     for (int u = 0; u < RIG__UNROLL; u++) {
         int64_t k = (int64_t)(first + u) * RIG__STEP;
         bool inside = first + u < end && k + lane.k_offset < depth;
-        low[u] = inside && lane.has_low ? rig__gemv_activation<GATED>(lane.low + k, depth) : zero;
-        high[u] = UPPER && inside && lane.has_high
-                      ? rig__gemv_activation<GATED>(lane.high + k, depth)
-                      : zero;
+        low[u] = inside && lane.has_low ? rig__load_cached(lane.low + k) : zero;
+        high[u] = UPPER && inside && lane.has_high ? rig__load_cached(lane.high + k) : zero;
     }
 #pragma unroll
     for (int u = 0; u < RIG__UNROLL; u++) {
@@ -219,7 +195,7 @@ rig__gemv_store(const float (&acc)[4], const struct rig__gemv_args &p,
     }
 }
 
-template <bool UPPER, typename OUT, bool GATED>
+template <bool UPPER, typename OUT>
 static __global__ void __launch_bounds__(RIG__WARPS_MAX *RIG_CUDA_WARP)
     rig__gemv_kernel(const struct rig__gemv_args p)
 {
@@ -251,16 +227,15 @@ static __global__ void __launch_bounds__(RIG__WARPS_MAX *RIG_CUDA_WARP)
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     for (int32_t first = begin; first < end; first += RIG__UNROLL) {
         if (!preload || first != begin) rig__gemv_weights<false>(weight, lane, first, end, p.depth);
-        rig__gemv_batch<UPPER, GATED>(acc, weight, lane, first, end, p.depth);
+        rig__gemv_batch<UPPER>(acc, weight, lane, first, end, p.depth);
     }
     rig__gemv_store<UPPER, OUT>(acc, p, partial);
 }
 
 bool rig_cuda_gemv_accepts(const struct rig_op_gemm *p)
 {
-    int64_t rows = p->out.shape[0], columns = p->out.shape[1], depth = p->b.shape[1];
+    int64_t rows = p->out.shape[0], columns = p->out.shape[1], depth = p->a.shape[1];
     if (rows < 1 || rows > RIG_CUDA_GEMV_ROWS_MAX) return false;
-    if (p->gated && p->out.dtype != RIG_DTYPE_BF16) return false;
     if (columns > INT32_MAX || depth > INT32_MAX - RIG__STEP || depth % 8 != 0) return false;
     if (!rig_cuda_aligned(p->a.data, 16) || !rig_cuda_aligned(p->b.data, 16)) return false;
     if (rows > 1 && p->a.stride[0] % 8 != 0) return false;
@@ -282,13 +257,12 @@ static int32_t rig__gemv_warps(int64_t steps, int64_t blocks, int32_t sm_count)
     return warps < 1 ? 1 : (int32_t)warps;
 }
 
-template <bool UPPER, typename OUT, bool GATED = false>
+template <bool UPPER, typename OUT>
 static enum rig_status rig__gemv_start(const struct rig_cuda_launch *launch,
                                        const struct rig__gemv_args &args, int64_t blocks,
                                        int32_t warps)
 {
-    RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__gemv_kernel<UPPER, OUT, GATED>,
-                                     dim3((unsigned)blocks),
+    RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__gemv_kernel<UPPER, OUT>, dim3((unsigned)blocks),
                                      dim3((unsigned)(warps * RIG_CUDA_WARP)), 0, args));
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
@@ -308,7 +282,7 @@ enum rig_status rig_cuda_gemv_launch(const struct rig_cuda_launch *launch,
     args.b_stride = p->b.stride[0];
     args.rows = (int32_t)p->out.shape[0];
     args.columns = (int32_t)p->out.shape[1];
-    args.depth = (int32_t)p->b.shape[1];
+    args.depth = (int32_t)p->a.shape[1];
     args.steps = (int32_t)rig_cuda_div_up(args.depth, RIG__STEP);
     int64_t blocks = rig_cuda_div_up(args.columns, RIG__COLUMNS);
     if (blocks == 0) return RIG_OK;
@@ -322,10 +296,6 @@ enum rig_status rig_cuda_gemv_launch(const struct rig_cuda_launch *launch,
     args.preload = args.prefetch && preload;
     bool upper = args.rows > 8;
     bool f32 = p->out.dtype == RIG_DTYPE_F32;
-    if (p->gated) { /* bf16 out (rig_cuda_gemv_accepts) */
-        return upper ? rig__gemv_start<true, uint16_t, true>(launch, args, blocks, warps)
-                     : rig__gemv_start<false, uint16_t, true>(launch, args, blocks, warps);
-    }
     if (upper) {
         return f32 ? rig__gemv_start<true, float>(launch, args, blocks, warps)
                    : rig__gemv_start<true, uint16_t>(launch, args, blocks, warps);

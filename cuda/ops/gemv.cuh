@@ -31,8 +31,7 @@ extern "C" {
 
 /* True when the kernel can run `p` (already checked by hal/op_check.c): 1 <= M <= 16, K a
  * multiple of 8, a and b 16-byte aligned with row strides that are multiples of 8 elements
- * (a's stride is unused when M == 1, b's when N == 1), bf16 out when gated (the kernel then
- * applies SILU_MUL to a's [gate | up] as it loads it). Can't fail. */
+ * (a's stride is unused when M == 1, b's when N == 1). Can't fail. */
 bool rig_cuda_gemv_accepts(const struct rig_op_gemm *p);
 
 /* Enqueues out = a . b^T (+ bias) for a `p` that rig_cuda_gemv_accepts. Returns RIG_OK, or

@@ -19,8 +19,11 @@ static __global__ void rig__silu_mul_kernel(uint16_t *out, int64_t out_stride, c
     rig_cuda_load_bf16<VEC>(gate, g);
     rig_cuda_load_bf16<VEC>(gate + inter, u);
 #pragma unroll
-    for (int j = 0; j < VEC; j++)
-        o[j] = rig_silu_mul_bf16(g[j], u[j]);
+    for (int j = 0; j < VEC; j++) {
+        float x = rig_cuda_bf16(g[j]);
+        float activated = rig_bf16_round(x / (1.0f + expf(-x)));
+        o[j] = rig_cuda_to_bf16(activated * rig_cuda_bf16(u[j]));
+    }
     rig_cuda_store_bf16<VEC>(out + t * out_stride + i, o);
 }
 

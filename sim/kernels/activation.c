@@ -5,6 +5,8 @@
  */
 #include "sim/kernels.h"
 
+#include <math.h>
+
 #include "sim/kernels/access.h"
 
 void rig_sim_op_silu_mul(const struct rig_op_silu_mul *p)
@@ -16,7 +18,10 @@ void rig_sim_op_silu_mul(const struct rig_op_silu_mul *p)
         const uint16_t *gate = rig_sim_row_bf16(&p->in, t);
         const uint16_t *up = gate + inter;
         uint16_t *out = rig_sim_row_bf16(&p->out, t);
-        for (int64_t i = 0; i < inter; i++)
-            out[i] = rig_silu_mul_bf16(gate[i], up[i]);
+        for (int64_t i = 0; i < inter; i++) {
+            float g = rig_bf16_to_f32(gate[i]);
+            float activated = rig_bf16_round(g / (1.0f + expf(-g)));
+            out[i] = rig_f32_to_bf16(activated * rig_bf16_to_f32(up[i]));
+        }
     }
 }

@@ -5,16 +5,11 @@
  * order, then the bias is added in fp32, then the result is stored (rounded to bf16 when out
  * is bf16). That fixed order is the contract: the same inputs give the same bits.
  *
- * A gated GEMM (hal/ops.h) first turns each row's [gate | up] into SILU_MUL's bf16 values,
- * then sums as above: bit for bit SILU_MUL followed by the plain GEMM.
- *
  * Why four columns at a time: the golden model tests run whole forwards through this kernel.
  * Four independent accumulators (four outputs, each still summed in k order) let the CPU
  * overlap the additions without changing a single bit of any result.
  */
 #include "sim/kernels.h"
-
-#include <stdlib.h>
 
 #include "sim/kernels/access.h"
 
@@ -61,19 +56,11 @@ void rig_sim_op_gemm(const struct rig_op_gemm *p)
 {
     int64_t rows = p->out.shape[0];
     int64_t columns = p->out.shape[1];
-    int64_t k_count = p->b.shape[1];
-    RIG_ASSERT(p->b.shape[0] == columns && p->a.shape[1] == (p->gated ? 2 : 1) * k_count);
-    /* gated: each row's left operand is silu_mul of its [gate | up], as SILU_MUL stores it */
-    uint16_t *activated = p->gated ? malloc((size_t)k_count * sizeof *activated) : NULL;
-    RIG_ASSERT(!p->gated || activated != NULL);
+    int64_t k_count = p->a.shape[1];
+    RIG_ASSERT(p->b.shape[0] == columns && p->b.shape[1] == k_count);
     int64_t columns_blocked = columns - columns % RIG__GEMM_COLUMNS;
     for (int64_t m = 0; m < rows; m++) {
         const uint16_t *a = rig_sim_row_bf16(&p->a, m);
-        if (p->gated) {
-            for (int64_t k = 0; k < k_count; k++)
-                activated[k] = rig_silu_mul_bf16(a[k], a[k_count + k]);
-            a = activated;
-        }
         for (int64_t n = 0; n < columns_blocked; n += RIG__GEMM_COLUMNS) {
             const uint16_t *b[RIG__GEMM_COLUMNS];
             for (int32_t j = 0; j < RIG__GEMM_COLUMNS; j++) b[j] = rig_sim_row_bf16(&p->b, n + j);
@@ -85,5 +72,4 @@ void rig_sim_op_gemm(const struct rig_op_gemm *p)
             rig__store(p, m, n, rig__dot(a, rig_sim_row_bf16(&p->b, n), k_count));
         }
     }
-    free(activated);
 }
