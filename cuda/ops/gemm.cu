@@ -50,15 +50,25 @@ static int rig__ld(const struct rig_tensor *t)
     return (int)(ld > 1 ? ld : 1);
 }
 
+/* The cuBLAS call of out[0..m) = a[0..m) . b^T, out of `out_type` with leading dimension
+ * ld_out. */
+static struct rig_cuda_gemm_call rig__call(const struct rig_op_gemm *p, int64_t m, const void *a,
+                                           void *out, cudaDataType_t out_type, int ld_out)
+{
+    struct rig_cuda_gemm_call call = {.m = m, .n = p->out.shape[1], .k = p->a.shape[1],
+                                      .w = p->b.data, .ld_w = rig__ld(&p->b), .x = a,
+                                      .ld_x = rig__ld(&p->a), .out = out, .ld_out = ld_out,
+                                      .out_type = out_type};
+    return call;
+}
+
 /* out[0..m) = a[0..m) . b^T, out of `out_type` with leading dimension ld_out. */
 static enum rig_status rig__gemm(const struct rig_cuda_launch *launch, const struct rig_op_gemm *p,
                                  int64_t m, const void *a, void *out, cudaDataType_t out_type,
                                  int ld_out)
 {
     int64_t n = p->out.shape[1], k = p->a.shape[1];
-    struct rig_cuda_gemm_call call = {.m = m, .n = n, .k = k, .w = p->b.data,
-                                      .ld_w = rig__ld(&p->b), .x = a, .ld_x = rig__ld(&p->a),
-                                      .out = out, .ld_out = ld_out, .out_type = out_type};
+    struct rig_cuda_gemm_call call = rig__call(p, m, a, out, out_type, ld_out);
     bool done = false;
     rig_cuda_gemm_plans_run(launch, &call, &done);
     if (done) return RIG_OK;
@@ -127,8 +137,19 @@ enum rig_status rig_cuda_op_gemm(const struct rig_cuda_launch *launch, const str
     int64_t m = p->out.shape[0], n = p->out.shape[1], k = p->a.shape[1];
     if (m == 0 || n == 0) return RIG_OK;
     if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) return RIG_E_RANGE;
-    if (rig_cuda_gemv_accepts(p) && rig__gemv_pays(launch, p))
+    if (rig_cuda_gemv_accepts(p) && rig__gemv_pays(launch, p)) {
+        /* the same shape at more rows is cuBLAS's: have its plan made and warm before then,
+         * as the cuBLAS path below will call it (a bias with bf16 out: into the fp32 scratch) */
+        bool scratch = p->bias.data != NULL && p->out.dtype != RIG_DTYPE_F32;
+        cudaDataType_t type =
+            scratch || p->out.dtype == RIG_DTYPE_F32 ? CUDA_R_32F : CUDA_R_16BF;
+        struct rig_cuda_gemm_call call =
+            rig__call(p, m, p->a.data, scratch ? launch->scratch : p->out.data, type,
+                      scratch ? (int)n : rig__ld(&p->out));
+        static const bool prepare = rig_cuda_env("RIG_GEMM_PREPARE", 1) != 0; /* measuring */
+        if (prepare) rig_cuda_gemm_plans_prepare(launch, &call);
         return rig_cuda_gemv_launch(launch, p);
+    }
     if (p->bias.data != NULL) return rig__gemm_bias(launch, p);
     cudaDataType_t out_type = p->out.dtype == RIG_DTYPE_F32 ? CUDA_R_32F : CUDA_R_16BF;
     return rig__gemm(launch, p, m, p->a.data, p->out.data, out_type, rig__ld(&p->out));

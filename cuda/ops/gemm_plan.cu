@@ -287,6 +287,20 @@ static bool rig__plan(cublasLtHandle_t lt, const struct rig_cuda_launch *launch,
     return found;
 }
 
+void rig_cuda_gemm_plans_prepare(const struct rig_cuda_launch *launch,
+                                 const struct rig_cuda_gemm_call *c)
+{
+    RIG_ASSERT(c->m >= 1 && c->n >= 1 && c->k >= 1);
+    struct rig_cuda_gemm_plans *p = launch->plans;
+    if (p == NULL || !p->enabled) return;
+    struct rig__table *t = rig__table();
+    if (t == NULL) return;
+    pthread_mutex_lock(&t->lock);
+    struct rig__family *f = rig__family(p->lt, t, c);
+    if (f != NULL && !f->warmed && !rig__capturing(launch->stream)) rig__warm(p->lt, f, launch, c);
+    pthread_mutex_unlock(&t->lock);
+}
+
 void rig_cuda_gemm_plans_run(const struct rig_cuda_launch *launch,
                              const struct rig_cuda_gemm_call *c, bool *done)
 {

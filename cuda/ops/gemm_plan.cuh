@@ -77,6 +77,16 @@ void rig_cuda_gemm_plans_destroy(struct rig_cuda_gemm_plans *plans);
 void rig_cuda_gemm_plans_run(const struct rig_cuda_launch *launch,
                              const struct rig_cuda_gemm_call *call, bool *done);
 
+/* Makes the call's family as rig_cuda_gemm_plans_run would (its algorithms chosen) and, outside
+ * graph capture, warms it (each chosen algorithm run once on row 0 of the call's operands,
+ * which the caller's own kernel overwrites next in stream order), but runs nothing else. For
+ * GEMMs another kernel takes at this M (gemv.cu's at <= 16 rows) whose shapes cuBLAS runs at
+ * larger M: a decode-only warm-up then leaves no family for the first prefill to make (on the
+ * H100 a Llama-3.2-1B engine of 16 requests paid 336 ms in its first prefill step). Cheap once
+ * the family is warm (a lookup under the table's lock). Can't fail. */
+void rig_cuda_gemm_plans_prepare(const struct rig_cuda_launch *launch,
+                                 const struct rig_cuda_gemm_call *call);
+
 /* The class of `m` (1 <= m <= RIG_CUDA_GEMM_PLAN_M_MAX) and its largest M, for tests. */
 int32_t rig_cuda_gemm_plan_class(int64_t m, int64_t *largest);
 
