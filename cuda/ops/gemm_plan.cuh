@@ -15,7 +15,8 @@
  * shape new to the process costs about 0.2 s either way, cublasGemmEx's first use of it
  * too, and each further M cublasGemmEx has not met 3.2-3.5 ms): host work only, so it may
  * happen while a graph is captured, and the engine's decode-graph capture at start-up meets
- * every family of the forward. A class's algorithm, chosen for the class's
+ * every family of the forward (a GEMM the small-batch kernel takes there makes its family
+ * too: rig_cuda_gemm_plans_prepare). A class's algorithm, chosen for the class's
  * largest M, runs any M of the class: rows of a GEMM are independent and the algorithm's
  * tiling does not depend on M. Should cuBLASLt refuse it at some M, the call falls back to
  * cublasGemmEx (the class is then marked and always falls back). The family's first use
