@@ -8,15 +8,16 @@
  * an op from the points of the same kind nearest to it in log2 of the shape parameters: it
  * interpolates the ratio time / roofline (time: the geometric mean of the cold time, less
  * the launch term it includes — none for `rig profile`'s sweep —, and the warm time,
- * weighted) (roofline = max(FLOPs / peak, bytes / bandwidth), datasheet numbers) as a weighted geometric mean over the nearest points
- * (weights 1 / distance; an exact match is returned as measured; along one axis between two
- * points this is linear interpolation of log ratio), then multiplies by the op's own
- * roofline. So a model shape the sweep never saw (another hidden size, another head count)
- * is predicted from the measured efficiency of similar shapes, and the prediction follows
- * the op's own FLOPs and bytes. Decode attention, whose math runs on the CUDA cores, is
- * scaled instead by bytes / bandwidth + FLOPs / the table's own best decode FLOP rate, so
- * a head group the sweep never saw (Hq / Hk = 8) follows its FLOPs too (sim/optable.c). An op further than RIG_SIM_OPTABLE_REACH from every point
- * of its kind is left to the analytic model, and counted (rig_sim_stats.table_misses).
+ * weighted) (roofline = max(FLOPs / peak, bytes / bandwidth), datasheet numbers) as a
+ * weighted geometric mean over the nearest points (weights 1 / distance; an exact match is
+ * returned as measured; along one axis between two points this is linear interpolation of
+ * log ratio), then multiplies by the op's own roofline. So a model shape the sweep never saw
+ * (another hidden size, another head count) is predicted from the measured efficiency of
+ * similar shapes, and the prediction follows the op's own FLOPs and bytes. Decode attention,
+ * whose math runs on the CUDA cores, is scaled instead by bytes / bandwidth + FLOPs / the
+ * table's own best decode FLOP rate, so a head group the sweep never saw (Hq / Hk = 8)
+ * follows its FLOPs too (sim/optable.c). An op further than RIG_SIM_OPTABLE_REACH from every
+ * point of its kind is left to the analytic model, and counted (rig_sim_stats.table_misses).
  *
  * Tables are HDF5 files (hal/optable.h reads them; docs/simulator.md gives the layout),
  * loaded once per path and kept for the process (read-only after loading; loading is
