@@ -1882,16 +1882,17 @@ static double rig__median(double *times, int n)
     return times[n / 2];
 }
 
-/* Device times of `reps` (<= 32) runs of `op` after 2 warm-ups, in ms, sorted ascending. */
-static void rig__time_op_all(const struct rig_op *op, int reps, double *times)
+/* Device times of `reps` runs of issue(ctx) on the test stream after 2 warm-ups, in ms,
+ * sorted ascending. */
+static void rig__time_all(void (*issue)(const void *ctx), const void *ctx, int reps,
+                          double *times)
 {
-    assert_true(reps >= 1 && reps <= 32);
     struct rig_event *start = NULL, *end = NULL;
     assert_int_equal(rig_hal_event_create(rig__device, &start), RIG_OK);
     assert_int_equal(rig_hal_event_create(rig__device, &end), RIG_OK);
     for (int i = -2; i < reps; i++) {
         assert_int_equal(rig_hal_event_record(start, rig__stream), RIG_OK);
-        assert_int_equal(rig_hal_op(rig__stream, op), RIG_OK);
+        issue(ctx);
         assert_int_equal(rig_hal_event_record(end, rig__stream), RIG_OK);
         assert_int_equal(rig_hal_event_synchronize(end), RIG_OK);
         int64_t ns = 0;
@@ -1901,6 +1902,18 @@ static void rig__time_op_all(const struct rig_op *op, int reps, double *times)
     rig_hal_event_destroy(start);
     rig_hal_event_destroy(end);
     (void)rig__median(times, reps); /* sorts them */
+}
+
+static void rig__issue_op(const void *op)
+{
+    assert_int_equal(rig_hal_op(rig__stream, (const struct rig_op *)op), RIG_OK);
+}
+
+/* Device times of `reps` (<= 32) runs of `op` after 2 warm-ups, in ms, sorted ascending. */
+static void rig__time_op_all(const struct rig_op *op, int reps, double *times)
+{
+    assert_true(reps >= 1 && reps <= 32);
+    rig__time_all(rig__issue_op, op, reps, times);
 }
 
 /* Median device time of `reps` (<= 32) runs of `op` on the stream, after 2 warm-ups, in ms. */
@@ -2045,6 +2058,17 @@ static void rig__time_decode(int64_t requests, int64_t context)
     rig__time_decode_heads(requests, context, 32, 8, false);
 }
 
+struct rig__copy {
+    struct rig_buffer *src, *dst;
+    size_t bytes;
+};
+
+static void rig__issue_copy(const void *ctx)
+{
+    const struct rig__copy *c = ctx;
+    assert_int_equal(rig_hal_buffer_copy(rig__stream, c->dst, 0, c->src, 0, c->bytes), RIG_OK);
+}
+
 /* Device-to-device copy bandwidth, bytes read plus written per second, over the median of 10
  * copies of 1 GiB (as `rig bench`'s floor, core/harness/bench/floors.c). */
 static double rig__copy_bandwidth(void)
@@ -2056,24 +2080,12 @@ static double rig__copy_bandwidth(void)
     assert_int_equal(rig_hal_buffer_alloc(rig__device, bytes, RIG_MEMORY_ACTIVATIONS, &dst),
                      RIG_OK);
     assert_int_equal(rig_hal_buffer_fill(rig__stream, src, 0, 0x3f803f80u, bytes / 4), RIG_OK);
-    struct rig_event *start = NULL, *end = NULL;
-    assert_int_equal(rig_hal_event_create(rig__device, &start), RIG_OK);
-    assert_int_equal(rig_hal_event_create(rig__device, &end), RIG_OK);
+    struct rig__copy copy = {src, dst, bytes};
     double times[10];
-    for (int i = -2; i < 10; i++) {
-        assert_int_equal(rig_hal_event_record(start, rig__stream), RIG_OK);
-        assert_int_equal(rig_hal_buffer_copy(rig__stream, dst, 0, src, 0, bytes), RIG_OK);
-        assert_int_equal(rig_hal_event_record(end, rig__stream), RIG_OK);
-        assert_int_equal(rig_hal_event_synchronize(end), RIG_OK);
-        int64_t ns = 0;
-        assert_int_equal(rig_hal_event_elapsed_ns(start, end, &ns), RIG_OK);
-        if (i >= 0) times[i] = (double)ns * 1e-9;
-    }
-    rig_hal_event_destroy(start);
-    rig_hal_event_destroy(end);
+    rig__time_all(rig__issue_copy, &copy, 10, times);
     rig_hal_buffer_free(dst);
     rig_hal_buffer_free(src);
-    return 2.0 * (double)bytes / rig__median(times, 10);
+    return 2.0 * (double)bytes / (rig__median(times, 10) * 1e-3);
 }
 
 /* Decode attention at `requests` x `context` with Qwen3-0.6B's heads (16/8, D 128), request
