@@ -26,6 +26,13 @@
  *    (5-14 % slower at 256 x 1024 and 64 x 8192), 16 keys per step (17-28 %: 166 registers),
  *    merging splits in thread-block clusters through distributed shared memory (slower at
  *    batch 1 and 8 than the global merge below).
+ *    Groups of 4 and 8 at D 64 and 128 take the WIDE layout: twice the heads per thread (4)
+ *    and twice the keys (16 / H per step), registers capped at 128 (4 blocks per SM). The
+ *    narrow layout's slices load each key once per slice, so a group of 4 held half the
+ *    distinct bytes in flight of a group of 2 and streamed at half its bandwidth: on an H200
+ *    the Qwen3-8B shape at 256 x 1024 took 526-556 us narrow, 432-452 us wide (2.0 -> 2.4
+ *    TB/s); of the four layouts measured (keys x 2, heads x 2, both, neither) both won at
+ *    every batch-256 and batch-64 decode step (RIG_DECODE_WIDE=0 restores the narrow one).
  * 2. The staged path (rig__split_kv_kernel): any even D up to 512, any G, unaligned caches,
  *    and prefill for head dims the tensor-core kernel does not take. Per tile of 32 keys the
  *    block stages K and V in shared memory (cp.async double buffering on the 16-byte path);
@@ -468,15 +475,18 @@ static_assert(RIG_DECODE_HEADS == 1 || RIG_DECODE_HEADS == 2 || RIG_DECODE_HEADS
 /* The thread layout for head dim D and group G: `lanes` consecutive threads (a lane group)
  * hold one key row, 8 dims each, for `heads` query heads; `slices` consecutive lane groups
  * (same warp) hold the G / heads slices of the group for the same key; `rows` key rows per
- * block; `unroll` keys per row and step. */
-template <int D, int G> struct rig__decode_shape {
+ * block; `unroll` keys per row and step. WIDE (groups of 4 and 8 at D 64 and 128; see
+ * rig__decode_launch_group) doubles both RIG_DECODE_HEADS and RIG_DECODE_KEYS. */
+template <int D, int G, bool WIDE = false> struct rig__decode_shape {
+    static constexpr int keys = WIDE ? 2 * RIG_DECODE_KEYS : RIG_DECODE_KEYS;
+    static constexpr int heads_wanted = WIDE ? 2 * RIG_DECODE_HEADS : RIG_DECODE_HEADS;
     static constexpr int lanes = D / 8;
     static constexpr int groups_per_warp = RIG_CUDA_WARP / lanes;
-    static constexpr int wanted = G > RIG_DECODE_HEADS ? G / RIG_DECODE_HEADS : 1;
+    static constexpr int wanted = G > heads_wanted ? G / heads_wanted : 1;
     static constexpr int slices = wanted < groups_per_warp ? wanted : groups_per_warp;
     static constexpr int heads = G / slices;
     static constexpr int rows = RIG_DECODE_WARPS * groups_per_warp / slices;
-    static constexpr int unroll = heads >= RIG_DECODE_KEYS ? 1 : RIG_DECODE_KEYS / heads;
+    static constexpr int unroll = heads >= keys ? 1 : keys / heads;
     static constexpr int keys_per_step = rows * unroll;
     static constexpr int threads = RIG_DECODE_WARPS * RIG_CUDA_WARP;
     static_assert(heads * slices == G && groups_per_warp % slices == 0, "slices tile a warp");
@@ -834,11 +844,11 @@ static __device__ __forceinline__ void rig__decode_prefetch(const struct rig_cud
 
 /* Grid (rows, KV heads, splits) or, with part.heads_first, (KV heads, rows, splits);
  * RIG_DECODE_WARPS warps. See the file header. */
-template <int D, int G>
-static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP)
+template <int D, int G, bool WIDE>
+static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP, WIDE ? 4 : 0)
     rig__decode_kernel(struct rig_cuda_attention_args a, struct rig__partials part)
 {
-    using S = rig__decode_shape<D, G>;
+    using S = rig__decode_shape<D, G, WIDE>;
     if (part.l2_prefetch) rig__decode_prefetch<D, S::keys_per_step>(a, part);
     rig_cuda_pdl_begin(); /* before any read of what earlier kernels wrote */
     constexpr int U = S::unroll, H = S::heads;
@@ -911,6 +921,7 @@ struct rig__decode_knobs {
     bool v2;
     int occupancy;
     bool l2_prefetch; /* RIG_DECODE_PREFETCH=0: no L2 prefetch before the PDL wait */
+    bool wide;        /* RIG_DECODE_WIDE=0: groups of 4 and 8 in the narrow layout */
 };
 
 /* The switches, read at the first launch (C++ makes the initialisation thread-safe). */
@@ -922,6 +933,7 @@ static const struct rig__decode_knobs &rig__decode_knobs(void)
         long occupancy = rig_cuda_env("RIG_DECODE_OCCUPANCY", -1);
         k.occupancy = occupancy >= -1 && occupancy <= 1 ? (int)occupancy : -1;
         k.l2_prefetch = rig_cuda_env("RIG_DECODE_PREFETCH", 1) != 0;
+        k.wide = rig_cuda_env("RIG_DECODE_WIDE", 1) != 0;
         return k;
     }();
     return knobs;
@@ -1010,7 +1022,7 @@ static size_t rig__decode_padded(const void *kernel, int threads, size_t shared,
     return rig__decode_occupancy(kernel, threads, padded) == blocks ? padded : 0;
 }
 
-/* What rig__decode_kernel<D, G> allows, asked once per process (the same on every GPU of a
+/* What rig__decode_kernel<D, G, WIDE> allows, asked once per process (the same on every GPU of a
  * tensor-parallel group): blocks per multiprocessor, and the padded dynamic shared bytes
  * that leave one fewer (0: none). */
 struct rig__decode_facts {
@@ -1018,11 +1030,12 @@ struct rig__decode_facts {
     size_t fewer_shared;
 };
 
-template <int D, int G> static const struct rig__decode_facts &rig__decode_facts_get(void)
+template <int D, int G, bool WIDE>
+static const struct rig__decode_facts &rig__decode_facts_get(void)
 {
     static const struct rig__decode_facts facts = []() {
-        using S = rig__decode_shape<D, G>;
-        const void *kernel = (const void *)rig__decode_kernel<D, G>;
+        using S = rig__decode_shape<D, G, WIDE>;
+        const void *kernel = (const void *)rig__decode_kernel<D, G, WIDE>;
         size_t shared = rig__decode_shared_bytes(G, D);
         struct rig__decode_facts f = {rig__decode_occupancy(kernel, S::threads, shared), 0};
         if (f.natural > 1)
@@ -1049,18 +1062,18 @@ struct rig__decode_plan {
  * host plans from the page-table width, not from kv_len (on the device): the engine's tables
  * are max_seq_len wide, so long splits cannot be told from short rows, and fewer splits are
  * the safer plan. */
-template <int D, int G>
+template <int D, int G, bool WIDE>
 static struct rig__decode_plan rig__decode_plan_make(const struct rig_cuda_launch *launch,
                                                      const struct rig_cuda_attention_args *a,
                                                      const struct rig__decode_knobs &knobs)
 {
-    using S = rig__decode_shape<D, G>;
+    using S = rig__decode_shape<D, G, WIDE>;
     struct rig__decode_plan plan = {rig__decode_shared_bytes(G, D), 1};
     if (!knobs.v2) {
         plan.splits = rig__decode_splits(launch, a, S::keys_per_step, 0);
         return plan;
     }
-    const struct rig__decode_facts &facts = rig__decode_facts_get<D, G>();
+    const struct rig__decode_facts &facts = rig__decode_facts_get<D, G, WIDE>();
     int64_t per_sm = facts.natural > 0 ? facts.natural : 1;
     plan.splits = rig__decode_splits(launch, a, S::keys_per_step, per_sm * launch->sm_count);
     if (facts.fewer_shared == 0 || knobs.occupancy == 0) return plan;
@@ -1074,15 +1087,15 @@ static struct rig__decode_plan rig__decode_plan_make(const struct rig_cuda_launc
     return plan;
 }
 
-template <int D, int G>
+template <int D, int G, bool WIDE>
 static enum rig_status rig__decode_launch(const struct rig_cuda_launch *launch,
                                           const struct rig_cuda_attention_args *a)
 {
-    using S = rig__decode_shape<D, G>;
+    using S = rig__decode_shape<D, G, WIDE>;
     const struct rig__decode_knobs &knobs = rig__decode_knobs();
-    struct rig__decode_plan plan = rig__decode_plan_make<D, G>(launch, a, knobs);
+    struct rig__decode_plan plan = rig__decode_plan_make<D, G, WIDE>(launch, a, knobs);
     if (plan.shared > 48 * 1024) /* per device: set where it launches */
-        RIG_CUDA_TRY(cudaFuncSetAttribute(rig__decode_kernel<D, G>,
+        RIG_CUDA_TRY(cudaFuncSetAttribute(rig__decode_kernel<D, G, WIDE>,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           (int)plan.shared));
     struct rig__partials part;
@@ -1093,11 +1106,11 @@ static enum rig_status rig__decode_launch(const struct rig_cuda_launch *launch,
     part.heads_first = knobs.v2 && a->rows <= 65535;
     part.merge_prefetch = knobs.v2;
     int64_t blocks = a->rows * a->heads_kv * part.splits;
-    int64_t per_sm = rig__decode_facts_get<D, G>().natural;
+    int64_t per_sm = rig__decode_facts_get<D, G, WIDE>().natural;
     part.l2_prefetch = knobs.l2_prefetch && blocks <= (per_sm > 0 ? per_sm : 1) * launch->sm_count;
     dim3 grid((unsigned)a->rows, (unsigned)a->heads_kv, (unsigned)part.splits);
     if (part.heads_first) grid = dim3((unsigned)a->heads_kv, (unsigned)a->rows, grid.z);
-    RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__decode_kernel<D, G>, grid, dim3(S::threads),
+    RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__decode_kernel<D, G, WIDE>, grid, dim3(S::threads),
                                      plan.shared, *a, part));
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
@@ -1108,11 +1121,17 @@ static enum rig_status rig__decode_launch_group(const struct rig_cuda_launch *la
                                                 const struct rig_cuda_attention_args *a,
                                                 int64_t group)
 {
+    if constexpr (D != 256) { /* D = 256: one lane group per warp, every head per thread */
+        if (group >= 4 && rig__decode_knobs().wide) {
+            if (group == 4) return rig__decode_launch<D, 4, true>(launch, a);
+            return rig__decode_launch<D, 8, true>(launch, a);
+        }
+    }
     switch (group) {
-    case 1: return rig__decode_launch<D, 1>(launch, a);
-    case 2: return rig__decode_launch<D, 2>(launch, a);
-    case 4: return rig__decode_launch<D, 4>(launch, a);
-    default: RIG_ASSERT(group == 8); return rig__decode_launch<D, 8>(launch, a);
+    case 1: return rig__decode_launch<D, 1, false>(launch, a);
+    case 2: return rig__decode_launch<D, 2, false>(launch, a);
+    case 4: return rig__decode_launch<D, 4, false>(launch, a);
+    default: RIG_ASSERT(group == 8); return rig__decode_launch<D, 8, false>(launch, a);
     }
 }
 
