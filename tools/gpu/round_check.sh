@@ -7,10 +7,11 @@
 #   tests    bundle/run-gpu-tests.sh (test_cuda_ops, test_engine_cuda, quickstart), with
 #   hf       tools/gpu/hf_check.sh (transformers at Qwen3-0.6B shape) running beside it;
 #   ab       old vs new, interleaved, two rounds: rig bench $AB_BENCH (default: attention
-#            decode prefill) for Qwen3-0.6B and decode prefill for Llama-3.2-1B, under each
-#            of $AB_VARIANTS (default "0 default"): 0 is the kernels the last round replaced
-#            (RIG_PREFILL_WGMMA_VARIANT=0 RIG_DECODE_V2=0), default the defaults, anything else
-#            a comma-separated list of VAR=VALUE settings;
+#            decode prefill) for Qwen3-0.6B, then attention decode prefill for Llama-3.2-1B and
+#            attention decode for Qwen3-8B (head groups of 4), under each of $AB_VARIANTS
+#            (default "0 default"): 0 is the kernels the last rounds replaced
+#            (RIG_PREFILL_WGMMA_VARIANT=0 RIG_DECODE_V2=0 RIG_DECODE_WIDE=0), default the
+#            defaults, anything else a comma-separated list of VAR=VALUE settings;
 #   offline  rig bench offline for Qwen3-0.6B, Llama-3.2-1B and Qwen3-8B;
 #   profile  rig profile --backend cuda --out h100.h5 (the op table);
 #   heldout  tools/validate/heldout.sh (packed as heldout.tar.gz), only if 200 s are left.
@@ -52,7 +53,7 @@ bench() { # NAME VARIANT ARGS...: one rig bench run into OUT/bench-NAME.txt; VAR
     # is a comma-separated list of VAR=VALUE settings
     local name=$1 old=()
     case $2 in
-    0) old=(RIG_PREFILL_WGMMA_VARIANT=0 RIG_DECODE_V2=0) ;;
+    0) old=(RIG_PREFILL_WGMMA_VARIANT=0 RIG_DECODE_V2=0 RIG_DECODE_WIDE=0) ;;
     default) ;;
     *) IFS=, read -r -a old <<<"$2" ;;
     esac
@@ -74,8 +75,13 @@ if has ab; then
     done
     for v in "${ab_variants[@]}"; do
         say "-- variant $v (Llama-3.2-1B)"
-        bench "llama-$v" "$v" prefill decode --model llama-3.2-1b --repeats 5
-        grep -hE "^ +(1|64|256) +512 |^ +8192 +0 " "$out/bench-llama-$v.txt" | tee -a "$summary"
+        bench "llama-$v" "$v" attention prefill decode --model llama-3.2-1b --repeats 5
+        grep -hE "^  decode |^ +(1|64|256) +512 |^ +8192 +0 " "$out/bench-llama-$v.txt" |
+            tee -a "$summary"
+        say "-- variant $v (Qwen3-8B)"
+        bench "qwen8b-$v" "$v" attention decode --model qwen3-8b --repeats 5
+        grep -hE "^  decode |^ +(1|64|256) +(512|2048) " "$out/bench-qwen8b-$v.txt" |
+            tee -a "$summary"
     done
 fi
 if has offline; then
