@@ -490,7 +490,17 @@ template <int D, int G, bool WIDE = false> struct rig__decode_shape {
     static constexpr int keys_per_step = rows * unroll;
     static constexpr int threads = RIG_DECODE_WARPS * RIG_CUDA_WARP;
     static_assert(heads * slices == G && groups_per_warp % slices == 0, "slices tile a warp");
+    /* Keys a thread has in flight that no other lane group of its warp also loads. */
+    static constexpr int distinct_keys = unroll / slices;
 };
+
+/* The defect the wide layout fixed: a group of 4 held half the distinct keys in flight of a
+ * group of 2 and streamed at half its bandwidth (see the file header). */
+static_assert(rig__decode_shape<128, 4, true>::distinct_keys >=
+                      rig__decode_shape<128, 2>::distinct_keys &&
+                  rig__decode_shape<64, 4, true>::distinct_keys >=
+                      rig__decode_shape<64, 2>::distinct_keys,
+              "a group of 4 keeps as many distinct keys in flight as a group of 2");
 
 /* Shared bytes of the end-of-block merge: per warp and head, max, sum and D accumulators. */
 static size_t rig__decode_shared_bytes(int64_t group, int64_t dim)
