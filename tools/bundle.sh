@@ -67,6 +67,15 @@ done | sort -u | while read -r lib; do
     cp -L "$lib" "$out/lib/$name"
 done
 
+# The kernel timeline (tools/gpu/ktrace; docs/gpu.md): the injection library, the CUPTI it
+# was built against (CUDA's, like the libraries skipped above, but carried so that the
+# record layout matches), and the script that takes a trace apart.
+if [[ -f $build/libktrace.so ]]; then
+    cp "$build/libktrace.so" "$out/lib/"
+    ldd "$build/libktrace.so" | awk '$1 ~ /^libcupti/ && $3 ~ /^\// { print $3 }' |
+        while read -r lib; do cp -L "$lib" "$out/lib/"; done
+    cp "$root/tools/gpu/ktrace/steps.py" "$out/ktrace_steps.py"
+fi
 # Scenarios, for end-to-end runs with --backend cuda (models are presets built into rig).
 cp -r "$root/scenarios" "$out/scenarios"
 # The simulator's held-out runs (tools/validate/heldout.sh, docs/simulator.md).

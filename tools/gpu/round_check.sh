@@ -14,13 +14,16 @@
 #            defaults, anything else a comma-separated list of VAR=VALUE settings;
 #   offline  rig bench offline for Qwen3-0.6B, Llama-3.2-1B and Qwen3-8B;
 #   profile  rig profile --backend cuda --out h100.h5 (the op table);
+#   timeline `rig bench decode` for Qwen3-0.6B and Qwen3-8B under the kernel timeline
+#            (tools/gpu/ktrace: each kernel's start and end inside the replayed graphs), taken
+#            apart by ktrace_steps.py (graphs in capture order: the bench's rows in turn);
 #   heldout  tools/validate/heldout.sh (packed as heldout.tar.gz), only if 200 s are left.
 # On the GPU machine, from the repository:  BUNDLE=bundle-main OUT=$OUT tools/gpu/round_check.sh
 # STAGES picks stages; BACKEND=sim RIG=build/rig rehearses ab, offline, profile and heldout here.
 set -uo pipefail
 bundle=${BUNDLE:-bundle-main}
 out=${OUT:-/tmp/round}
-stages=" ${STAGES:-tests hf ab offline profile heldout} "
+stages=" ${STAGES:-tests hf ab offline profile timeline heldout} "
 deadline=${RIG_DEADLINE:-540}
 backend=${BACKEND:-cuda}
 read -r -a rig <<<"${RIG:-$bundle/run.sh bin/rig}"
@@ -95,6 +98,20 @@ if has profile; then
         >"$work/logs/profile.txt" 2>&1
     say "== profile rc=$? ($SECONDS s)"
     tail -2 "$work/logs/profile.txt" | tee -a "$summary"
+fi
+if has timeline && [[ $backend == cuda && -f $bundle/lib/libktrace.so ]]; then
+    for model in qwen3-0.6b qwen3-8b; do
+        CUDA_INJECTION64_PATH=$PWD/$bundle/lib/libktrace.so \
+            KTRACE_OUT=$work/logs/ktrace-$model.csv timeout 120 "${rig[@]}" bench decode \
+            --model "$model" --backend cuda --repeats 5 --out none \
+            >"$work/logs/ktrace-$model.txt" 2>&1
+        say "== timeline $model rc=$? ($SECONDS s)"
+        grep -E "^ +(1|8|64|256) +(512|2048) |ktrace:" "$work/logs/ktrace-$model.txt" |
+            tee -a "$summary"
+        python3 "$bundle/ktrace_steps.py" "$work/logs/ktrace-$model.csv" 2>&1 | tee -a "$summary"
+    done
+elif has timeline; then
+    say "timeline: skipped (backend $backend or no libktrace.so in the bundle)"
 fi
 if has heldout && (($(left) > 200)); then
     timeout $(($(left) - 20)) tools/validate/heldout.sh "$backend" "$work/heldout" "${rig[*]}" \
