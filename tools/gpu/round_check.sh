@@ -88,9 +88,23 @@ if has ab; then
     done
 fi
 if has offline; then
+    # SM clock and power once a second beside the runs (docs/simulator.md: prefill steps slow
+    # down over back-to-back steps; is it the clock?), summarised per model below.
     for model in qwen3-0.6b llama-3.2-1b qwen3-8b; do
+        dmon=
+        if command -v nvidia-smi >/dev/null; then
+            nvidia-smi dmon -i 0 -s pc -d 1 >"$work/logs/dmon-offline-$model.txt" 2>&1 &
+            dmon=$!
+        fi
         bench "offline-$model" default offline --model "$model" --overlap on
+        [[ -n $dmon ]] && kill "$dmon" 2>/dev/null
         grep -hE "output tok/s|of its floor" "$out/bench-offline-$model.txt" | tee -a "$summary"
+        [[ -n $dmon ]] && awk '/^# *gpu/ { for (i = 2; i <= NF; i++) col[$i] = i - 1 }
+            $1 ~ /^[0-9]+$/ && ("pclk" in col) { n++; p += $col["pwr"]; c = $col["pclk"];
+                s += c; if (m == "" || c < m) m = c }
+            END { if (n) printf "   dmon: %d s, power %.0f W, SM clock %.0f MHz (min %d)\n",
+                  n, p / n, s / n, m }' "$work/logs/dmon-offline-$model.txt" |
+            tee -a "$summary"
     done
 fi
 if has profile; then
