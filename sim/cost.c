@@ -146,6 +146,39 @@ static int64_t rig__roofline_ns(const struct rig_sim_profile *profile,
     return ns > floor_ns ? ns : floor_ns;
 }
 
+/* An all-reduce of `bytes` at `ranks` from the profile's measured curve (profile.h,
+ * all_reduce_graph_ns): linear in log(time) over log(bytes) between the two points around it,
+ * the smallest point's time below the curve (latency-bound there), and above it the last point
+ * plus the extra bytes at the last segment's bandwidth. False when the curve has fewer than two
+ * points for this rank count. */
+static bool rig__curve_ns(const struct rig_sim_profile *profile, double bytes, int32_t ranks,
+                          int64_t *ns)
+{
+    const struct rig_sim_curve_point *c = profile->all_reduce_curve;
+    int32_t first = 0, n = 0;
+    while (first < profile->all_reduce_curve_count && c[first].ranks != ranks)
+        first++;
+    while (first + n < profile->all_reduce_curve_count && c[first + n].ranks == ranks)
+        n++;
+    if (n < 2) return false;
+    c += first;
+    double t;
+    if (bytes <= c[0].bytes) {
+        t = c[0].ns;
+    } else if (bytes >= c[n - 1].bytes) {
+        double per_byte = (c[n - 1].ns - c[n - 2].ns) / (c[n - 1].bytes - c[n - 2].bytes);
+        t = c[n - 1].ns + (per_byte > 0 ? per_byte : 0) * (bytes - c[n - 1].bytes);
+    } else {
+        int32_t i = 0;
+        while (bytes > c[i + 1].bytes)
+            i++;
+        double f = log(bytes / c[i].bytes) / log(c[i + 1].bytes / c[i].bytes);
+        t = exp(log(c[i].ns) + f * log(c[i + 1].ns / c[i].ns));
+    }
+    *ns = (int64_t)llround(t);
+    return true;
+}
+
 int64_t rig_sim_cost_collective_ns(const struct rig_sim_profile *profile, enum rig_op_kind kind,
                                    double bytes, int32_t ranks)
 {
@@ -153,6 +186,10 @@ int64_t rig_sim_cost_collective_ns(const struct rig_sim_profile *profile, enum r
     RIG_ASSERT(kind == RIG_OP_ALL_REDUCE || kind == RIG_OP_ALL_GATHER);
     double share = (double)(ranks - 1) / (double)ranks;
     bool reduce = kind == RIG_OP_ALL_REDUCE;
+    int64_t measured = 0;
+    if (reduce && ranks <= profile->gpus_per_node &&
+        rig__curve_ns(profile, bytes, ranks, &measured))
+        return measured;
     double rate = reduce ? profile->all_reduce_bytes_per_s : profile->all_gather_bytes_per_s;
     int64_t latency = reduce ? profile->all_reduce_latency_ns : profile->all_gather_latency_ns;
     if (ranks > profile->gpus_per_node) { /* the ring crosses nodes (profile.h) */

@@ -72,7 +72,8 @@ int64_t rig_sim_cost_issue_host_ns(const struct rig_sim_profile *profile, const 
 
 /* Ring collective over `ranks` ranks: all-reduce of `bytes` per rank costs
  * latency + 2 (n-1)/n bytes / bw; all-gather into `bytes` of output per rank costs
- * latency + (n-1)/n bytes / bw. */
+ * latency + (n-1)/n bytes / bw. An all-reduce within a node takes the profile's measured
+ * curve instead where it has two or more points at `ranks` (profile.h, all_reduce_graph_ns). */
 int64_t rig_sim_cost_collective_ns(const struct rig_sim_profile *profile, enum rig_op_kind kind,
                                    double bytes, int32_t ranks);
 

@@ -29,6 +29,7 @@ enum rig__key_kind {
     RIG__KEY_RATE,     /* real > 0 (FLOP/s, bytes/s) */
     RIG__KEY_FRACTION, /* real in (0, 1] */
     RIG__KEY_TEXT,     /* string up to the op_table field's size */
+    RIG__KEY_CURVE,    /* "RANKS:BYTES:NS ..." into all_reduce_curve (profile.h) */
 };
 
 struct rig__key {
@@ -74,6 +75,7 @@ static const struct rig__key rig__keys[] = {
     {"all_reduce_latency_ns", RIG__KEY_COUNT, RIG__AT(all_reduce_latency_ns)},
     {"all_gather_bytes_per_s", RIG__KEY_RATE, RIG__AT(all_gather_bytes_per_s)},
     {"all_gather_latency_ns", RIG__KEY_COUNT, RIG__AT(all_gather_latency_ns)},
+    {"all_reduce_graph_ns", RIG__KEY_CURVE, RIG__AT(all_reduce_curve)},
     {"gpus_per_node", RIG__KEY_COUNT, RIG__AT(gpus_per_node)},
     {"inter_node_bytes_per_s", RIG__KEY_RATE, RIG__AT(inter_node_bytes_per_s)},
     {"inter_node_latency_ns", RIG__KEY_COUNT, RIG__AT(inter_node_latency_ns)},
@@ -129,6 +131,54 @@ static struct rig__where rig__node_where(const char *file, struct fy_node *node)
     return where;
 }
 
+/* Parses a curve: items "RANKS:BYTES:NS" separated by spaces or commas, at most
+ * RIG_SIM_CURVE_POINTS, ranks a whole number >= 2, bytes and ns > 0, sorted by ranks and, within
+ * one rank count, by strictly rising bytes. */
+static enum rig_status rig__set_curve(const struct rig__key *key, const char *text,
+                                      struct rig_sim_profile *profile, struct rig__where where,
+                                      char *error, size_t error_size)
+{
+    struct rig_sim_curve_point points[RIG_SIM_CURVE_POINTS];
+    int32_t count = 0;
+    const char *at = text;
+    for (;;) {
+        while (*at == ' ' || *at == ',' || *at == '\t')
+            at++;
+        if (*at == '\0') break;
+        if (count == RIG_SIM_CURVE_POINTS)
+            return rig__error(error, error_size, RIG_E_RANGE, where,
+                              "key '%s': more than %d points", key->key, RIG_SIM_CURVE_POINTS);
+        double v[3];
+        for (int32_t i = 0; i < 3; i++) {
+            char *end = NULL;
+            errno = 0;
+            v[i] = strtod(at, &end);
+            bool sep_ok = i < 2 ? *end == ':' : (*end == '\0' || *end == ' ' || *end == ',' ||
+                                                 *end == '\t');
+            if (end == at || errno != 0 || !isfinite(v[i]) || !sep_ok)
+                return rig__error(error, error_size, RIG_E_PARSE, where,
+                                  "key '%s': point %d is not RANKS:BYTES:NS", key->key, count + 1);
+            at = i < 2 ? end + 1 : end;
+        }
+        if (v[0] < 2 || v[0] > 1024 || v[0] != floor(v[0]) || !(v[1] > 0) || !(v[2] > 0))
+            return rig__error(error, error_size, RIG_E_RANGE, where,
+                              "key '%s': point %d needs ranks 2..1024 (whole), bytes > 0, ns > 0",
+                              key->key, count + 1);
+        struct rig_sim_curve_point p = {(int32_t)v[0], v[1], v[2]};
+        if (count > 0) {
+            const struct rig_sim_curve_point *q = &points[count - 1];
+            if (p.ranks < q->ranks || (p.ranks == q->ranks && !(p.bytes > q->bytes)))
+                return rig__error(error, error_size, RIG_E_RANGE, where,
+                                  "key '%s': point %d is out of order (sort by ranks, then by "
+                                  "rising bytes)", key->key, count + 1);
+        }
+        points[count++] = p;
+    }
+    memcpy(profile->all_reduce_curve, points, (size_t)count * sizeof points[0]);
+    profile->all_reduce_curve_count = count;
+    return RIG_OK;
+}
+
 /* Parses one scalar value into its field. Values are plain numbers ("3.35e12", "4000");
  * the whole scalar must be consumed. */
 static enum rig_status rig__set_value(const struct rig__key *key, const char *text,
@@ -136,6 +186,8 @@ static enum rig_status rig__set_value(const struct rig__key *key, const char *te
                                       char *error, size_t error_size)
 {
     char *field = (char *)profile + key->offset;
+    if (key->kind == RIG__KEY_CURVE)
+        return rig__set_curve(key, text, profile, where, error, error_size);
     if (key->kind == RIG__KEY_NAME || key->kind == RIG__KEY_TEXT) {
         size_t max = key->kind == RIG__KEY_NAME ? RIG_SIM_PROFILE_NAME_MAX
                                                 : sizeof profile->op_table;
@@ -173,7 +225,8 @@ static bool rig__optional(const char *key)
     return strcmp(key, "op_table") == 0 || strcmp(key, "pageable_host_copies") == 0 ||
            strcmp(key, "op_table_warm_weight") == 0 ||
            strcmp(key, "gpus_per_node") == 0 || strcmp(key, "inter_node_bytes_per_s") == 0 ||
-           strcmp(key, "inter_node_latency_ns") == 0;
+           strcmp(key, "inter_node_latency_ns") == 0 ||
+           strcmp(key, "all_reduce_graph_ns") == 0;
 }
 
 static int32_t rig__find_key(const char *name)

@@ -20,6 +20,7 @@
 
 #define RIG_SIM_PROFILE_NAME_MAX  64
 #define RIG_SIM_PROFILE_ERROR_MAX 512
+#define RIG_SIM_CURVE_POINTS      32
 
 /* Cost classes: each op kind belongs to one, and each class has an achievable fraction of
  * peak compute and bandwidth (real kernels never reach the datasheet numbers). */
@@ -33,6 +34,13 @@ enum rig_sim_op_class {
 };
 
 struct rig_sim_optable;
+
+/* One measured collective: its device time at `ranks` ranks and `bytes` bytes. */
+struct rig_sim_curve_point {
+    int32_t ranks;
+    double bytes;
+    double ns;
+};
 
 struct rig_sim_profile {
     char name[RIG_SIM_PROFILE_NAME_MAX];
@@ -72,6 +80,14 @@ struct rig_sim_profile {
     int64_t all_reduce_latency_ns;
     double all_gather_bytes_per_s; /* NVLink bus bandwidth, ring */
     int64_t all_gather_latency_ns;
+    /* Optional key `all_reduce_graph_ns` (default: none): measured all-reduce times inside a
+     * replayed graph (`rig bench collectives`, its graph column), as "RANKS:BYTES:NS" items
+     * separated by spaces or commas, sorted by ranks, then by bytes (strictly rising). A TP
+     * group whose rank count has two or more points takes its all-reduces from them
+     * (rig_sim_cost_collective_ns: log-log between points, the smallest's time below them,
+     * the last segment's bandwidth above); other groups keep the latency + bandwidth model. */
+    struct rig_sim_curve_point all_reduce_curve[RIG_SIM_CURVE_POINTS];
+    int32_t all_reduce_curve_count;
     /* The network between nodes (optional keys; defaults below). A TP group of more ranks
      * than gpus_per_node spans nodes: its collectives' rings cross the inter-node links, one
      * NIC per GPU (rail-optimised), so they run at min(NVLink, network) bandwidth and pay the

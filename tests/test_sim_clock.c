@@ -592,6 +592,75 @@ static void test_collectives_cross_nodes(void **state)
                                            sizeof error), RIG_E_PARSE); /* other keys missing */
 }
 
+/* A profile's measured all-reduce curve (all_reduce_graph_ns): exact at its points, linear in
+ * log-log between them, the smallest point's time below, the last segment's bandwidth above;
+ * rank counts it has no points for, and TP groups across nodes, keep the formula. Malformed
+ * curves fail with the key and the point named. */
+static void test_all_reduce_curve(void **state)
+{
+    (void)state;
+    struct rig_sim_profile p;
+    char error[RIG_SIM_PROFILE_ERROR_MAX];
+    assert_int_equal(rig_sim_profile_load("h100", &p, error, sizeof error), RIG_OK);
+    assert_int_equal(p.all_reduce_curve_count, 0); /* the key is optional */
+    int64_t formula = rig_sim_cost_collective_ns(&p, RIG_OP_ALL_REDUCE, 8192, 4);
+    p.all_reduce_curve_count = 3;
+    p.all_reduce_curve[0] = (struct rig_sim_curve_point){4, 8192, 10000};
+    p.all_reduce_curve[1] = (struct rig_sim_curve_point){4, 8192 * 16, 40000};
+    p.all_reduce_curve[2] = (struct rig_sim_curve_point){4, 8192 * 64, 100000};
+    assert_int_equal(rig_sim_cost_collective_ns(&p, RIG_OP_ALL_REDUCE, 8192, 4), 10000);
+    assert_int_equal(rig_sim_cost_collective_ns(&p, RIG_OP_ALL_REDUCE, 8192 * 16, 4), 40000);
+    assert_int_equal(rig_sim_cost_collective_ns(&p, RIG_OP_ALL_REDUCE, 1024, 4), 10000);
+    /* 4x the bytes of the first point is half way in log(bytes): sqrt(10000 * 40000) */
+    assert_int_equal(rig_sim_cost_collective_ns(&p, RIG_OP_ALL_REDUCE, 8192 * 4, 4), 20000);
+    /* past the last point: 60 us per 48 x 8 KiB, so 8 KiB x 64 more cost 80 us more */
+    assert_int_equal(rig_sim_cost_collective_ns(&p, RIG_OP_ALL_REDUCE, 8192 * 128, 4), 180000);
+    assert_int_equal(rig_sim_cost_collective_ns(&p, RIG_OP_ALL_REDUCE, 8192, 2),
+                     p.all_reduce_latency_ns +
+                         (int64_t)ceil(2.0 * 1 / 2 * 8192 / p.all_reduce_bytes_per_s * 1e9));
+    assert_true(rig_sim_cost_collective_ns(&p, RIG_OP_ALL_GATHER, 8192, 4) !=
+                10000); /* all-gathers keep the formula */
+    p.gpus_per_node = 2; /* TP 4 across two nodes: the curve (one node's) does not apply */
+    assert_true(rig_sim_cost_collective_ns(&p, RIG_OP_ALL_REDUCE, 8192, 4) > formula);
+
+    /* h200.yaml carries TP 2 and TP 4 curves, measured (docs/simulator.md). */
+    assert_int_equal(rig_sim_profile_load("h200", &p, error, sizeof error), RIG_OK);
+    assert_int_equal(p.all_reduce_curve_count, 14);
+    assert_int_equal(rig_sim_cost_collective_ns(&p, RIG_OP_ALL_REDUCE, 8192, 4), 9440);
+
+    static const struct {
+        const char *curve, *message;
+    } bad[] = {
+        {"4:8192", "point 1 is not RANKS:BYTES:NS"},
+        {"4:8192:10 x", "point 2 is not RANKS:BYTES:NS"},
+        {"1:8192:10", "point 1 needs ranks 2..1024"},
+        {"4:8192:-1", "point 1 needs ranks 2..1024"},
+        {"4:8192:10 4:8192:20", "point 2 is out of order"},
+        {"4:8192:10 2:65536:20", "point 2 is out of order"},
+    };
+    char text[4096];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int n = snprintf(text, sizeof text, "all_reduce_graph_ns: \"%s\"\n", bad[i].curve);
+        struct rig_sim_profile q;
+        enum rig_status status =
+            rig_sim_profile_parse("c.yaml", text, (size_t)n, &q, error, sizeof error);
+        assert_true(status == RIG_E_PARSE || status == RIG_E_RANGE);
+        print_message("%s -> %s\n", bad[i].curve, error);
+        assert_non_null(strstr(error, "c.yaml:1:"));
+        assert_non_null(strstr(error, "all_reduce_graph_ns"));
+        assert_non_null(strstr(error, bad[i].message));
+    }
+    /* more points than fit */
+    size_t used = (size_t)snprintf(text, sizeof text, "all_reduce_graph_ns: \"");
+    for (int i = 0; i <= RIG_SIM_CURVE_POINTS; i++)
+        used += (size_t)snprintf(text + used, sizeof text - used, "4:%d:10 ", 1000 + i);
+    used += (size_t)snprintf(text + used, sizeof text - used, "\"\n");
+    struct rig_sim_profile q;
+    assert_int_equal(rig_sim_profile_parse("c.yaml", text, used, &q, error, sizeof error),
+                     RIG_E_RANGE);
+    assert_non_null(strstr(error, "more than 32 points"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -609,6 +678,7 @@ int main(void)
         cmocka_unit_test(test_graph_replay_cheaper_on_host),
         cmocka_unit_test(test_timing_only_same_times),
         cmocka_unit_test(test_collectives_cross_nodes),
+        cmocka_unit_test(test_all_reduce_curve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
