@@ -18,6 +18,7 @@
 #include <utf8proc.h>
 
 #include "hal/embedded.h"
+#include "hal/yaml_guard.h"
 #include "sim/optable.h"
 
 static enum rig_status rig__load_profile(const char *name, struct rig_sim_profile *out,
@@ -283,8 +284,10 @@ static enum rig_status rig__read_mapping(const char *file, struct fy_node *root,
  * comes back as one message with its position. */
 /* Why profiles are checked before libfyaml sees them: Debian 12's libfyaml 0.8 loops forever
  * on some invalid UTF-8 ("%\xa6") and crashes on some text holding a NUL byte
- * ("? en.:\t\0\n"), both found by tests/fuzz/fuzz_sim_profile.c; YAML allows neither.
- * Returns RIG_OK or RIG_E_PARSE with the line and column of the first bad byte. */
+ * ("? en.:\t\0\n"), both found by tests/fuzz/fuzz_sim_profile.c; YAML allows neither. It
+ * also crashes on some explicit keys ("? n:\t:", the same fuzzer; hal/yaml_guard.h), which a
+ * profile never needs. Returns RIG_OK or RIG_E_PARSE with the line and column of the first bad
+ * byte. */
 static enum rig_status rig__check_utf8(const char *file, const char *text, size_t size,
                                        char *error, size_t error_size)
 {
@@ -301,6 +304,19 @@ static enum rig_status rig__check_utf8(const char *file, const char *text, size_
         column = cp == '\n' ? 1 : column + 1;
         line += cp == '\n';
         done += (size_t)n;
+    }
+    int64_t key = rig_yaml_explicit_key_at(text, size); /* libfyaml 0.8 crashes on some */
+    if (key >= 0) {
+        line = 1;
+        column = 1;
+        for (int64_t i = 0; i < key; i++) {
+            column = text[i] == '\n' ? 1 : column + 1;
+            line += text[i] == '\n';
+        }
+        snprintf(error, error_size,
+                 "%s:%d:%d: an explicit ('? ') mapping key: a profile takes plain keys", file,
+                 line, column);
+        return RIG_E_PARSE;
     }
     return RIG_OK;
 }

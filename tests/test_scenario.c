@@ -303,6 +303,14 @@ static void test_yaml_exact_errors(void **state)
     assert_int_equal(rig_scenario_load(path, NULL, 0, &s, error, sizeof error), RIG_E_PARSE);
     assert_non_null(strstr(error, ":4:3: a NUL byte: the file is not YAML text"));
     unlink(path);
+    /* Debian 12's libfyaml crashed on this explicit key (found by the profile fuzzer; `rig run`
+     * segfaulted on it): refused before libfyaml sees it, in a block sequence too. */
+    load_fails(HEAD "? n:\t:\nrequests: [{id: a, tokens: [1]}]\n", RIG_E_PARSE,
+               "t.yaml:3:1: an explicit ('? ') mapping key: rig's YAML files take plain keys");
+    load_fails(HEAD "requests:\n  - ? n:\t:\n", RIG_E_PARSE,
+               "t.yaml:4:5: an explicit ('? ') mapping key");
+    s = load_ok(HEAD "requests: [{id: '?', tokens: [1]}]\n"); /* a '?' inside a value: fine */
+    rig_scenario_free(&s);
 }
 
 /* cluster: strict like every key; parsed values reach the scenario. */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hal/yaml_guard.h"
 #include "sim/cost.h"
 #include "sim/profile.h"
 #include "sim/sim.h"
@@ -661,6 +662,41 @@ static void test_all_reduce_curve(void **state)
     assert_non_null(strstr(error, "more than 32 points"));
 }
 
+/* Debian 12's libfyaml crashed (a NULL write) on "? n:\t:", found by fuzz_sim_profile: a
+ * profile with an explicit key is refused before libfyaml sees it, with its position. */
+static void test_profile_refuses_explicit_keys(void **state)
+{
+    (void)state;
+    struct rig_sim_profile q;
+    char error[RIG_SIM_PROFILE_ERROR_MAX];
+    const char *crash = "? n:\t:";
+    assert_int_equal(rig_sim_profile_parse("k.yaml", crash, strlen(crash), &q, error,
+                                           sizeof error),
+                     RIG_E_PARSE);
+    assert_string_equal(error, "k.yaml:1:1: an explicit ('? ') mapping key: a profile takes "
+                               "plain keys");
+    const char *nested = "name: x\n  - ? [n]:  \t:\n";
+    assert_int_equal(rig_sim_profile_parse("k.yaml", nested, strlen(nested), &q, error,
+                                           sizeof error),
+                     RIG_E_PARSE);
+    assert_non_null(strstr(error, "k.yaml:2:5: an explicit"));
+    /* The guard itself: line breaks of every kind, a byte order mark, tabs before the '?';
+     * a '?' that is not a block-context key indicator passes. */
+    static const struct {
+        const char *text;
+        int64_t at;
+    } cases[] = {
+        {"? n:\t:", 0},          {"\r? f\t:\t:", 1},   {"a: 1\r\n? k", 6},
+        {"\xEF\xBB\xBF? n", 3},  {"\t? n:\t:", 1},     {"x: 1\xC2\x85? y", 6},
+        {"- - ? a", 4},          {"?", 0},                {"a: ?x\n", -1},
+        {"a: '? x'\n", -1},      {"?x: 1\n", -1},        {"# ? c\nname: x\n", -1},
+        {"a: [?, b]\n", -1},     {"", -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        assert_int_equal(rig_yaml_explicit_key_at(cases[i].text, strlen(cases[i].text)),
+                         cases[i].at);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -679,6 +715,7 @@ int main(void)
         cmocka_unit_test(test_timing_only_same_times),
         cmocka_unit_test(test_collectives_cross_nodes),
         cmocka_unit_test(test_all_reduce_curve),
+        cmocka_unit_test(test_profile_refuses_explicit_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <utf8proc.h>
 
+#include "hal/yaml_guard.h"
+
 /* Collections are walked down to their first scalar for a position; nesting deeper than
  * this is not worth a position. */
 #define RIG__YAML_DEPTH_MAX 64
@@ -165,7 +167,7 @@ static enum rig_status rig__yaml_one_document(struct rig_yaml *y, const char *te
 
 /* Why YAML text is checked for UTF-8 first: the libfyaml of Debian 12 (0.8) loops forever on
  * some invalid bytes (e.g. "%\xa6", found by tests/fuzz/fuzz_scenario.c), and YAML text
- * must be Unicode anyway. A file is read whole (scenarios are small) for the same checks — no
+ * must be Unicode anyway; it crashes on some explicit keys (hal/yaml_guard.h), refused too. A file is read whole (scenarios are small) for the same checks — no
  * NUL byte (it would end the text early, with a misleading error), one document — then
  * parsed from the file: libfyaml keeps pointers into the text it parses. */
 struct fy_document *rig_yaml_parse(struct rig_yaml *y, const char *text, enum rig_status *status)
@@ -181,8 +183,16 @@ struct fy_document *rig_yaml_parse(struct rig_yaml *y, const char *text, enum ri
     const char *source = text != NULL ? text : read;
     const char *nul = memchr(source, '\0', len);
     int64_t bad = nul != NULL ? -1 : rig__yaml_bad_utf8(source);
+    int64_t key = nul != NULL || bad >= 0 ? -1 : rig_yaml_explicit_key_at(source, len);
     *status = RIG_OK;
-    if (nul != NULL) {
+    if (key >= 0) {
+        int32_t line, column;
+        rig__yaml_locate(source, key, &line, &column);
+        snprintf(y->error, y->error_len,
+                 "%s:%d:%d: an explicit ('? ') mapping key: rig's YAML files take plain keys",
+                 y->file, line, column);
+        *status = RIG_E_PARSE;
+    } else if (nul != NULL) {
         int32_t line, column;
         rig__yaml_locate(source, nul - source, &line, &column);
         snprintf(y->error, y->error_len, "%s:%d:%d: a NUL byte: the file is not YAML text",
