@@ -132,7 +132,7 @@ static struct rig__where rig__node_where(const char *file, struct fy_node *node)
     return where;
 }
 
-/* Parses a curve: items "RANKS:BYTES:NS" separated by spaces or commas, at most
+/* Parses a curve: items "RANKS:BYTES:NS" separated by blanks, line breaks or commas, at most
  * RIG_SIM_CURVE_POINTS, ranks a whole number >= 2, bytes and ns > 0, sorted by ranks and, within
  * one rank count, by strictly rising bytes. */
 static enum rig_status rig__set_curve(const struct rig__key *key, const char *text,
@@ -143,7 +143,7 @@ static enum rig_status rig__set_curve(const struct rig__key *key, const char *te
     int32_t count = 0;
     const char *at = text;
     for (;;) {
-        while (*at == ' ' || *at == ',' || *at == '\t')
+        while (*at == ' ' || *at == ',' || *at == '\t' || *at == '\n' || *at == '\r')
             at++;
         if (*at == '\0') break;
         if (count == RIG_SIM_CURVE_POINTS)
@@ -154,8 +154,7 @@ static enum rig_status rig__set_curve(const struct rig__key *key, const char *te
             char *end = NULL;
             errno = 0;
             v[i] = strtod(at, &end);
-            bool sep_ok = i < 2 ? *end == ':' : (*end == '\0' || *end == ' ' || *end == ',' ||
-                                                 *end == '\t');
+            bool sep_ok = i < 2 ? *end == ':' : (*end == '\0' || strchr(" ,\t\n\r", *end) != NULL);
             if (end == at || errno != 0 || !isfinite(v[i]) || !sep_ok)
                 return rig__error(error, error_size, RIG_E_PARSE, where,
                                   "key '%s': point %d is not RANKS:BYTES:NS", key->key, count + 1);

@@ -651,6 +651,14 @@ static void test_all_reduce_curve(void **state)
         assert_non_null(strstr(error, "all_reduce_graph_ns"));
         assert_non_null(strstr(error, bad[i].message));
     }
+    /* line breaks separate points too (a block scalar): the curve parses, the other keys are
+     * then missing */
+    const char *block = "all_reduce_graph_ns: |\n  4:8192:10\n  4:65536:20\n";
+    struct rig_sim_profile r;
+    assert_int_equal(rig_sim_profile_parse("c.yaml", block, strlen(block), &r, error,
+                                           sizeof error),
+                     RIG_E_PARSE);
+    assert_non_null(strstr(error, "missing key"));
     /* more points than fit */
     size_t used = (size_t)snprintf(text, sizeof text, "all_reduce_graph_ns: \"");
     for (int i = 0; i <= RIG_SIM_CURVE_POINTS; i++)
