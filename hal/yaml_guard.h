@@ -3,10 +3,11 @@
  *
  * libfyaml 0.8 writes through a NULL pointer (fy_indent_vacuum_internal) on a block-context
  * explicit key whose content holds ": " and a tab, e.g. "? n:\t:" (found by
- * tests/fuzz/fuzz_sim_profile.c; `rig run` on that text crashed too). rig's YAML files — scenarios,
- * device profiles — are plain mappings that never need explicit ("complex") keys, so every
- * block-context explicit key is refused: a '?' first on its line (after indentation and "- "
- * sequence entries) followed by a blank or the line's end. A '?' inside a quoted scalar that
+ * tests/fuzz/fuzz_sim_profile.c; `rig run` on that text crashed too). rig's YAML files
+ * (scenarios, device profiles) are plain mappings that never need explicit ("complex") keys,
+ * so every block-context explicit key is refused: a '?' first on its line (after indentation,
+ * a byte order mark and "- " sequence entries) followed by a blank or a line break (any of
+ * YAML's). A '?' inside a quoted scalar that
  * happens to start a line is refused too (the check reads text, not YAML); no rig file has one.
  * Pure function of the text; thread-safe.
  */

@@ -166,10 +166,11 @@ static enum rig_status rig__yaml_one_document(struct rig_yaml *y, const char *te
 }
 
 /* Why YAML text is checked for UTF-8 first: the libfyaml of Debian 12 (0.8) loops forever on
- * some invalid bytes (e.g. "%\xa6", found by tests/fuzz/fuzz_scenario.c), and YAML text
- * must be Unicode anyway; it crashes on some explicit keys (hal/yaml_guard.h), refused too. A file is read whole (scenarios are small) for the same checks — no
- * NUL byte (it would end the text early, with a misleading error), one document — then
- * parsed from the file: libfyaml keeps pointers into the text it parses. */
+ * some invalid bytes (e.g. "%\xa6", found by tests/fuzz/fuzz_scenario.c), and YAML text must be
+ * Unicode anyway; it crashes on some explicit keys (hal/yaml_guard.h), refused too. A file is
+ * read whole (scenarios are small) for the same checks — no NUL byte (it would end the text
+ * early, with a misleading error), one document — then parsed from the file: libfyaml keeps
+ * pointers into the text it parses. */
 struct fy_document *rig_yaml_parse(struct rig_yaml *y, const char *text, enum rig_status *status)
 {
     RIG_ASSERT(y != NULL && y->file != NULL);
