@@ -7,9 +7,8 @@
  * (scenarios, device profiles) are plain mappings that never need explicit ("complex") keys,
  * so every block-context explicit key is refused: a '?' first on its line (after indentation,
  * a byte order mark and "- " sequence entries) followed by a blank or a line break (any of
- * YAML's). A '?' inside a quoted scalar that
- * happens to start a line is refused too (the check reads text, not YAML); no rig file has one.
- * Pure function of the text; thread-safe.
+ * YAML's). A '?' inside a quoted scalar that happens to start a line is refused too (the check
+ * reads text, not YAML); no rig file has one. Pure function of the text; thread-safe.
  */
 #ifndef RIG_HAL_YAML_GUARD_H
 #define RIG_HAL_YAML_GUARD_H

@@ -135,6 +135,8 @@ static struct rig__where rig__node_where(const char *file, struct fy_node *node)
 /* Parses a curve: items "RANKS:BYTES:NS" separated by blanks, line breaks or commas, at most
  * RIG_SIM_CURVE_POINTS, ranks a whole number >= 2, bytes and ns > 0, sorted by ranks and, within
  * one rank count, by strictly rising bytes. */
+#define RIG__CURVE_SEPARATORS " ,\t\n\r" /* between points (strchr also matches the end) */
+
 static enum rig_status rig__set_curve(const struct rig__key *key, const char *text,
                                       struct rig_sim_profile *profile, struct rig__where where,
                                       char *error, size_t error_size)
@@ -143,7 +145,7 @@ static enum rig_status rig__set_curve(const struct rig__key *key, const char *te
     int32_t count = 0;
     const char *at = text;
     for (;;) {
-        while (*at == ' ' || *at == ',' || *at == '\t' || *at == '\n' || *at == '\r')
+        while (*at != '\0' && strchr(RIG__CURVE_SEPARATORS, *at) != NULL)
             at++;
         if (*at == '\0') break;
         if (count == RIG_SIM_CURVE_POINTS)
@@ -154,7 +156,7 @@ static enum rig_status rig__set_curve(const struct rig__key *key, const char *te
             char *end = NULL;
             errno = 0;
             v[i] = strtod(at, &end);
-            bool sep_ok = i < 2 ? *end == ':' : (*end == '\0' || strchr(" ,\t\n\r", *end) != NULL);
+            bool sep_ok = i < 2 ? *end == ':' : strchr(RIG__CURVE_SEPARATORS, *end) != NULL;
             if (end == at || errno != 0 || !isfinite(v[i]) || !sep_ok)
                 return rig__error(error, error_size, RIG_E_PARSE, where,
                                   "key '%s': point %d is not RANKS:BYTES:NS", key->key, count + 1);
@@ -291,8 +293,15 @@ static enum rig_status rig__check_utf8(const char *file, const char *text, size_
                                        char *error, size_t error_size)
 {
     const utf8proc_uint8_t *bytes = (const utf8proc_uint8_t *)text;
+    int64_t key = rig_yaml_explicit_key_at(text, size); /* libfyaml 0.8 crashes on some */
     int32_t line = 1, column = 1;
     for (size_t done = 0; done < size;) {
+        if ((int64_t)done == key) {
+            snprintf(error, error_size,
+                     "%s:%d:%d: an explicit ('? ') mapping key: a profile takes plain keys", file,
+                     line, column);
+            return RIG_E_PARSE;
+        }
         utf8proc_int32_t cp;
         utf8proc_ssize_t n = utf8proc_iterate(bytes + done, (utf8proc_ssize_t)(size - done), &cp);
         if (n <= 0 || cp == 0) { /* libfyaml 0.8 also crashes on some text with a NUL */
@@ -303,19 +312,6 @@ static enum rig_status rig__check_utf8(const char *file, const char *text, size_
         column = cp == '\n' ? 1 : column + 1;
         line += cp == '\n';
         done += (size_t)n;
-    }
-    int64_t key = rig_yaml_explicit_key_at(text, size); /* libfyaml 0.8 crashes on some */
-    if (key >= 0) {
-        line = 1;
-        column = 1;
-        for (int64_t i = 0; i < key; i++) {
-            column = text[i] == '\n' ? 1 : column + 1;
-            line += text[i] == '\n';
-        }
-        snprintf(error, error_size,
-                 "%s:%d:%d: an explicit ('? ') mapping key: a profile takes plain keys", file,
-                 line, column);
-        return RIG_E_PARSE;
     }
     return RIG_OK;
 }
