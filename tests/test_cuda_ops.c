@@ -17,8 +17,10 @@
  * as one-token requests over the same cache (exact by the op's cached-prefix semantics).
  * Every prefill case runs three times, RIG_PREFILL_WGMMA=1, 2 and 0: at head dim 128 on a
  * Hopper GPU that is the wgmma kernel (blocks of 1 or 2 consumer warpgroups by size, then 2
- * always), then the mma.sync one (case names end in the path). Every decode case runs twice
- * more and must repeat its output bit for bit (the split-KV merge's order is fixed).
+ * always), then the mma.sync one (case names end in the path). Every decode case runs under
+ * RIG_DECODE_TC=1 (the wgmma kernel on a Hopper GPU at head dims 64 and 128) and 0 (the
+ * register path), and twice more each time, and must repeat its output bit for bit (the
+ * split-KV merge's order is fixed).
  *
  * Without a GPU (no driver, no device, or a build without the CUDA backend) the program
  * exits 77, which ctest counts as skipped: CI has the toolkit but no GPU.
@@ -1345,29 +1347,31 @@ static void rig__decode_case(const char *what, struct rig__decode_shape c)
     rig__expect_repeatable(what, &op, out);
 }
 
-/* Decode against the simulator: the register path (D 64/128/256, GQA 1/2/4/8) at the shapes
- * the performance work targets (256 x 1024 and 1 x 512 / 2048 with Qwen3-0.6B's 16/8 heads),
- * mixed lengths, single requests that split, a table much wider than the keys (empty splits),
- * and the staged fallback (odd head dims, GQA 16, caches not 16-byte aligned). */
-static void test_attention_decode(void **state)
+/* Decode against the simulator, on the kernel path RIG_DECODE_TC selects (`path` names it in
+ * the case names): the register path (D 64/128/256, GQA 1/2/4/8) or, at D 64 and 128 on a
+ * Hopper GPU, the tensor-core one, at the shapes the performance work targets (256 x 1024 and
+ * 1 x 512 / 2048 with Qwen3-0.6B's 16/8 heads), mixed lengths, single requests that split, a
+ * table much wider than the keys (empty splits), and the staged fallback (odd head dims, GQA
+ * 16, caches not 16-byte aligned). */
+static void rig__attention_decode_cases(const char *path)
 {
-    (void)state;
     static const int64_t ratios[] = {1, 2, 4, 8};
-    char what[80];
+    char what[128];
     for (size_t g = 0; g < RIG_ARRAY_LEN(ratios); g++) {
         rig__reset(1300 + g);
-        snprintf(what, sizeof what, "decode 257 requests GQA %lld", (long long)ratios[g]);
+        snprintf(what, sizeof what, "decode 257 requests GQA %lld [%s]", (long long)ratios[g], path);
         rig__decode_case(
             what, (struct rig__decode_shape){257, 257, 1, 600, 600, 8, 8 / ratios[g], 128, 0});
         rig__reset(1310 + g);
-        snprintf(what, sizeof what, "decode 1 request GQA %lld (splits)", (long long)ratios[g]);
+        snprintf(what, sizeof what, "decode 1 request GQA %lld (splits) [%s]", (long long)ratios[g],
+                 path);
         rig__decode_case(
             what, (struct rig__decode_shape){1, 1, 1, 3000, 3000, 16, 16 / ratios[g], 128, 0});
         static const int64_t dims[] = {64, 256};
         for (size_t i = 0; i < RIG_ARRAY_LEN(dims); i++) {
             rig__reset(1330 + g * 10 + i);
-            snprintf(what, sizeof what, "decode 33 requests GQA %lld D%lld", (long long)ratios[g],
-                     (long long)dims[i]);
+            snprintf(what, sizeof what, "decode 33 requests GQA %lld D%lld [%s]",
+                     (long long)ratios[g], (long long)dims[i], path);
             rig__decode_case(what, (struct rig__decode_shape){33, 33, 1, 700, 700, 8, 8 / ratios[g],
                                                               dims[i], 0});
         }
@@ -1393,8 +1397,19 @@ static void test_attention_decode(void **state)
     };
     for (size_t c = 0; c < RIG_ARRAY_LEN(cases); c++) {
         rig__reset(cases[c].seed);
-        rig__decode_case(cases[c].what, cases[c].shape);
+        snprintf(what, sizeof what, "%s [%s]", cases[c].what, path);
+        rig__decode_case(what, cases[c].shape);
     }
+}
+
+static void test_attention_decode(void **state)
+{
+    (void)state;
+    assert_int_equal(setenv("RIG_DECODE_TC", "1", 1), 0); /* every shape it runs */
+    rig__attention_decode_cases("tensor cores where they run");
+    assert_int_equal(setenv("RIG_DECODE_TC", "0", 1), 0);
+    rig__attention_decode_cases("register path");
+    assert_int_equal(unsetenv("RIG_DECODE_TC"), 0);
 }
 
 /* One decode op captured into a graph once (batch `requests`, a 4096-wide table: the most
@@ -1442,17 +1457,29 @@ static void rig__decode_graph_case(const char *what, int64_t requests, int64_t h
     rig_hal_graph_destroy(graph);
 }
 
-/* The decode graph replayed at changing kv_len: batch 1 (Qwen3's 16/8 heads and a GQA-8
- * group), and 3 rows of different lengths. */
+/* The decode graph replayed at changing kv_len, on both decode paths (RIG_DECODE_TC 0 and 1):
+ * batch 1 (Qwen3's 16/8 heads and a GQA-8 group), 3 rows of different lengths, and 24 rows of
+ * Qwen3-8B's 32/8 heads. */
 static void test_attention_decode_graph(void **state)
 {
     (void)state;
-    rig__reset(1395);
-    rig__decode_graph_case("decode graph 1 x 16/8", 1, 16, 8);
-    rig__reset(1396);
-    rig__decode_graph_case("decode graph 1 x 32/4", 1, 32, 4);
-    rig__reset(1397);
-    rig__decode_graph_case("decode graph 3 x 16/8", 3, 16, 8);
+    static const char *const paths[] = {"0", "1"};
+    static const struct {
+        uint64_t seed;
+        int64_t requests, hq, hk;
+    } cases[] = {{1395, 1, 16, 8}, {1396, 1, 32, 4}, {1397, 3, 16, 8}, {1398, 24, 32, 8}};
+    char what[80];
+    for (size_t p = 0; p < RIG_ARRAY_LEN(paths); p++) {
+        assert_int_equal(setenv("RIG_DECODE_TC", paths[p], 1), 0);
+        for (size_t c = 0; c < RIG_ARRAY_LEN(cases); c++) {
+            rig__reset(cases[c].seed);
+            snprintf(what, sizeof what, "decode graph %lld x %lld/%lld [RIG_DECODE_TC=%s]",
+                     (long long)cases[c].requests, (long long)cases[c].hq,
+                     (long long)cases[c].hk, paths[p]);
+            rig__decode_graph_case(what, cases[c].requests, cases[c].hq, cases[c].hk);
+        }
+    }
+    assert_int_equal(unsetenv("RIG_DECODE_TC"), 0);
 }
 
 /* --- sampling ------------------------------------------------------------------------------ */

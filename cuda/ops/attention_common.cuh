@@ -131,11 +131,17 @@ rig_cuda_attention_args_make(const struct rig_tensor *out, const struct rig_tens
 enum rig_status rig_cuda_attention_split_kv(const struct rig_cuda_launch *launch,
                                             const struct rig_cuda_attention_args *a);
 
-/* Causal paged prefill on Hopper warpgroup MMA (attention_prefill_wgmma.cu): head dim 128 on a
- * compute capability 9.0 device, every tensor 16-byte aligned (the caller checks alignment).
- * `two_consumers`: blocks of two consumer warpgroups whatever the size (testing); otherwise
- * one where two would leave SMs idle. RIG_E_UNSUPPORTED for anything else (the caller then
- * takes the mma.sync kernel); RIG_E_DEVICE when a launch fails. */
+/* True when the tensor-core kernels may take these tensors (attention_prefill.cu): every global
+ * access 16-byte aligned, and packed rows and positions within 32-bit range (their index math). */
+bool rig_cuda_attention_mma_usable(const struct rig_cuda_attention_args *a);
+
+/* Causal paged attention on Hopper warpgroup MMA (attention_prefill_wgmma.cu): head dim 128 or
+ * 64 on a compute capability 9.0 device, every tensor 16-byte aligned (the caller checks with
+ * rig_cuda_attention_mma_usable). Prefill (cu_q given), or decode (cu_q NULL: one query token a
+ * request, at position kv_len - 1; group at most 64, one consumer warpgroup a block and a
+ * persistent grid). `two_consumers`: blocks of two consumer warpgroups whatever the size
+ * (testing); otherwise one where two would leave SMs idle. RIG_E_UNSUPPORTED for anything
+ * else (the caller then takes another kernel); RIG_E_DEVICE when a launch fails. */
 enum rig_status rig_cuda_attention_prefill_wgmma(const struct rig_cuda_launch *launch,
                                                  const struct rig_cuda_attention_args *a,
                                                  bool two_consumers);

@@ -3,8 +3,14 @@
  *
  * Decode reads every key and value of every request once and does about G flops per byte: it is
  * bound by HBM bandwidth, so the kernel's job is to keep enough bytes in flight and to spend
- * as little issue time per key as possible. Two paths:
+ * as little issue time per key as possible. Three paths:
  *
+ * 0. On Hopper, groups of 4 and 8 at D 64/128 with enough (request, KV head) items take the
+ *    tensor-core prefill kernel (attention_prefill_wgmma.cu, its decode variant: a request's
+ *    G query heads are rows of one m64 tile, K and V pass through shared memory from a
+ *    producer warpgroup, P V as exact as fp32 P; rig__decode_tc_wanted has the rule). On an
+ *    H200 at 256 x 1024 it streams the Qwen3-8B shape at 3.6 TB/s against the register
+ *    path's 2.4, and Qwen3-32B's (G = 8) at 3.6 against 1.3.
  * 1. The register path (rig__decode_kernel; D 64/128/256, G = Hq/Hk 1/2/4/8, 16-byte aligned
  *    K/V rows). Grid (KV head, request, split), RIG_DECODE_WARPS warps: the KV heads of a
  *    request, whose K (and V) rows lie side by side in each slot, are scheduled together and
@@ -446,7 +452,9 @@ enum rig_status rig_cuda_attention_split_kv(const struct rig_cuda_launch *launch
  * RIG_DECODE_SPLIT_STEPS least steps (of keys_per_step keys) a split takes when the row's
  *                        kv_len is short for the host's split count: fewer, longer splits.
  * RIG_DECODE_GROUP_MAX   largest G the register path takes (1, 2, 4 or 8); larger groups go
- *                        to the staged path. */
+ *                        to the staged path.
+ * RIG_DECODE_TC_SM_DIVISOR  groups of 4 and more take the tensor-core kernel from SMs / this
+ *                        many (request, KV head) items (rig__decode_tc_wanted). */
 #ifndef RIG_DECODE_WARPS
 #define RIG_DECODE_WARPS 4
 #endif
@@ -464,6 +472,9 @@ enum rig_status rig_cuda_attention_split_kv(const struct rig_cuda_launch *launch
 #endif
 #ifndef RIG_DECODE_SPLIT_STEPS
 #define RIG_DECODE_SPLIT_STEPS 1
+#endif
+#ifndef RIG_DECODE_TC_SM_DIVISOR
+#define RIG_DECODE_TC_SM_DIVISOR 3
 #endif
 static_assert(RIG_DECODE_SPLIT_STEPS >= 1, "a split takes at least one step");
 static_assert(RIG_DECODE_WARPS >= 1 && RIG_DECODE_WARPS <= 32, "1 to 32 warps");
@@ -1160,11 +1171,38 @@ static bool rig__decode_fits(const struct rig_cuda_launch *launch,
     return rig__decode_shared_bytes(group, dim) <= launch->shared_optin_bytes;
 }
 
-/* The register path for decode when it fits, else the staged split-KV kernel. */
+/* True when decode takes the tensor-core kernel (attention_prefill_wgmma.cu with one query
+ * token a request: one block a (request, KV head) item, no split of the keys, K and V staged in
+ * shared memory by a producer warpgroup, so bytes in flight cost no registers). RIG_DECODE_TC
+ * (a timing and testing switch read at every call, like RIG_PREFILL_WGMMA): 0 never, 1
+ * whenever that kernel runs the shape; unset: groups of 4 and 8 with at least SMs /
+ * RIG_DECODE_TC_SM_DIVISOR items. Measured on an H200 over the op table's decode points
+ * (docs/performance.md): at G = 4, 64 items and more take 0.47-0.73 x the register path's time
+ * (median by item count), 48 items 0.77-0.89 x; below that the register path's splits win on
+ * long rows (up to 3.9 x at one item). At G = 2 the gain is smaller and short rows of big
+ * batches lose (1.3 x), so G <= 2 stays on the register path. */
+static bool rig__decode_tc_wanted(const struct rig_cuda_launch *launch,
+                                  const struct rig_cuda_attention_args *a)
+{
+    long wanted = rig_cuda_env("RIG_DECODE_TC", -1);
+    if (wanted == 0 || launch->compute_capability != 90) return false;
+    if (a->head_dim != 64 && a->head_dim != 128) return false;
+    if (!rig_cuda_attention_mma_usable(a)) return false;
+    if (wanted == 1) return true;
+    int64_t group = a->heads_q / a->heads_kv;
+    return group >= 4 && a->rows * a->heads_kv * RIG_DECODE_TC_SM_DIVISOR >= launch->sm_count;
+}
+
+/* Decode: the tensor-core kernel for big batches of large groups (rig__decode_tc_wanted), else
+ * the register path when it fits, else the staged split-KV kernel. */
 static enum rig_status rig__decode(const struct rig_cuda_launch *launch,
                                    const struct rig_cuda_attention_args *a)
 {
     if (a->rows == 0 || a->heads_q == 0) return RIG_OK;
+    if (rig__decode_tc_wanted(launch, a)) {
+        enum rig_status status = rig_cuda_attention_prefill_wgmma(launch, a, false);
+        if (status != RIG_E_UNSUPPORTED) return status;
+    }
     if (!rig__decode_fits(launch, a)) return rig_cuda_attention_split_kv(launch, a);
     switch (a->head_dim) {
     case 64: return rig__decode_launch_group<64>(launch, a, a->heads_q / a->heads_kv);

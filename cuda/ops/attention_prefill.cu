@@ -777,9 +777,8 @@ static enum rig_status rig__fa_launch(const struct rig_cuda_launch *launch,
     return RIG_OK;
 }
 
-/* True when the mma path may take these tensors: every global access 16-byte aligned, and
- * packed rows and positions within 32-bit range (the kernel's index math). */
-static bool rig__fa_usable(const struct rig_cuda_attention_args *a)
+/* See attention_common.cuh. */
+bool rig_cuda_attention_mma_usable(const struct rig_cuda_attention_args *a)
 {
     int64_t group = a->heads_q / a->heads_kv;
     return a->q_stride_t % 8 == 0 && a->q_stride_h % 8 == 0 && rig_cuda_aligned(a->q, 16) &&
@@ -814,7 +813,7 @@ enum rig_status rig_cuda_op_attention_prefill(const struct rig_cuda_launch *laun
                         shared <= launch->shared_optin_bytes && a.q_stride_t % 8 == 0 &&
                         a.q_stride_h % 8 == 0;
     if (!tensor_cores) return rig_cuda_attention_split_kv(launch, &a);
-    if (rig__fa_usable(&a)) {
+    if (rig_cuda_attention_mma_usable(&a)) {
         enum rig_status status = RIG_E_UNSUPPORTED;
         int wgmma = dim == 128 || dim == 64 ? rig__wgmma_wanted() : 0;
         if (wgmma > 0) status = rig_cuda_attention_prefill_wgmma(launch, &a, wgmma == 2);

@@ -8,6 +8,10 @@
  * accumulators a thread), a producer warp instruction gathers 4 key rows, and Q, K and V tiles
  * take half the bytes (Q [BM][64], K and V [stages][BN][64]).
  *
+ * Decode (cu_q NULL, from attention_decode.cu) is the same kernel with one query token a request:
+ * an item is a (request, KV head), placed without a scan, the grid persistent, one consumer
+ * warpgroup, and variant bit RIG__WG_DECODE (P's bf16 rounding residual through spare rows).
+ *
  * Block: WG consumer warpgroups (2 by default, 1 when 2-warpgroup blocks would leave SMs idle:
  * short chunks) owning 64 packed query rows each (BM = 64 WG, the wgmma M), plus one producer
  * warpgroup that gathers K and V. With 2 consumers the producer gives registers back
@@ -145,6 +149,14 @@ struct rig__wg_place {
  * softmax, skipping O's rescale where no max changed, O's rescale at FA3's place, Q prefetch. */
 enum { RIG__WG_LEAN = 1, RIG__WG_TREE = 2, RIG__WG_SKIP = 4, RIG__WG_EARLY = 8 };
 enum { RIG__WG_PREFETCH = 16 }; /* Q of a block's next item loaded during this one (2 buffers) */
+/* Decode (cu_q NULL, G <= 8, one consumer warpgroup): P V as exact as fp32 P. Packed rows 8-15
+ * repeat rows 0-7 (the same query heads, so the same scores, maxima and sums, in the same
+ * threads: the m64 accumulator gives a thread rows r and r + 8), and where rows 0-7 take P
+ * rounded to bf16, rows 8-15 take the rounding's residual P - bf16(P), rounded again; the output
+ * row is the sum of the two, off from fp32 P by ~2^-17 relative instead of 2^-9 (the tests'
+ * decode bound is the register path's). The rows are there anyway: a request's G <= 8 rows use
+ * at most 8 of the 64. */
+enum { RIG__WG_DECODE = 32 };
 #ifndef RIG__WG_VARIANT_DEFAULT
 #define RIG__WG_VARIANT_DEFAULT 1
 #endif
@@ -309,16 +321,19 @@ static __device__ __forceinline__ void rig__wg_pin(uint32_t (&r)[8][4])
             asm volatile("" : "+r"(r[i][j])::"memory");
 }
 
-/* Thread 0 places the block: which request and which BM rows of it (the grid is an upper
- * bound from the host; device lengths decide how many tiles exist). */
+/* Places the block: which request and which BM rows of it (the grid is an upper bound from
+ * the host; device lengths decide how many tiles exist). Decode (cu_q NULL: one token a request,
+ * its G rows in one tile) places tile b at request b without a scan. */
 template <int BM>
 static __device__ void rig__wg_find(const struct rig_cuda_attention_args *a, int group, int64_t b,
                                     struct rig__wg_place *place)
 {
     place->keys = -1;
-    for (int64_t r = 0; r < a->requests; r++) {
-        int64_t q_begin = a->cu_q[r], q_len = a->cu_q[r + 1] - q_begin;
+    for (int64_t r = a->cu_q == NULL ? b : 0; r < a->requests; r++) {
+        int64_t q_begin = a->cu_q == NULL ? r : a->cu_q[r];
+        int64_t q_len = a->cu_q == NULL ? 1 : a->cu_q[r + 1] - q_begin;
         int64_t tiles = rig_cuda_div_up(q_len * group, BM);
+        if (a->cu_q == NULL) b = 0;
         if (b >= tiles) {
             b -= tiles;
             continue;
@@ -554,16 +569,32 @@ static __device__ __forceinline__ void rig__wg_values(float (&o)[N], const uint3
     rig__wg_commit();
 }
 
-/* P (bf16 A fragments) from the exponentiated scores: for k step kk, n-tiles 2kk and 2kk + 1. */
+/* x - bf16(x) (exact in fp32), what rounding x to bf16 lost. */
+static __device__ __forceinline__ float rig__wg_residual(float x)
+{
+    return x - __bfloat162float(__float2bfloat16_rn(x));
+}
+
+/* P (bf16 A fragments) from the exponentiated scores: for k step kk, n-tiles 2kk and 2kk + 1
+ * (registers 0 and 2 hold the thread's first row, 1 and 3 its row 8 below). DEC
+ * (RIG__WG_DECODE): the second row takes the first one's rounding residual. */
+template <bool DEC = false>
 static __device__ __forceinline__ void rig__wg_probabilities(uint32_t (&p)[8][4],
                                                              const float (&s)[64])
 {
 #pragma unroll
     for (int kk = 0; kk < 8; kk++) {
         p[kk][0] = rig_cuda_pack_bf16(s[8 * kk + 0], s[8 * kk + 1]);
-        p[kk][1] = rig_cuda_pack_bf16(s[8 * kk + 2], s[8 * kk + 3]);
         p[kk][2] = rig_cuda_pack_bf16(s[8 * kk + 4], s[8 * kk + 5]);
-        p[kk][3] = rig_cuda_pack_bf16(s[8 * kk + 6], s[8 * kk + 7]);
+        if constexpr (DEC) {
+            p[kk][1] = rig_cuda_pack_bf16(rig__wg_residual(s[8 * kk + 2]),
+                                          rig__wg_residual(s[8 * kk + 3]));
+            p[kk][3] = rig_cuda_pack_bf16(rig__wg_residual(s[8 * kk + 6]),
+                                          rig__wg_residual(s[8 * kk + 7]));
+        } else {
+            p[kk][1] = rig_cuda_pack_bf16(s[8 * kk + 2], s[8 * kk + 3]);
+            p[kk][3] = rig_cuda_pack_bf16(s[8 * kk + 6], s[8 * kk + 7]);
+        }
     }
 }
 
@@ -584,7 +615,7 @@ static __device__ __forceinline__ void rig__wg_rescale(float (&o)[N], const floa
 
 /* Issues the consumer warpgroup's 64 rows of Q, by cp.async into its rows of the swizzled Q
  * tile at q_tile, as one commit group (rig__wg_q_ready waits for it). */
-template <int WG, int D>
+template <int WG, int D, bool DEC = false>
 static __device__ __forceinline__ void
 rig__wg_load_q(const struct rig_cuda_attention_args *a, const struct rig__wg_place *place,
                uint32_t q_tile, int wg, int t, int kv_head, int group)
@@ -594,7 +625,7 @@ rig__wg_load_q(const struct rig_cuda_attention_args *a, const struct rig__wg_pla
 #pragma unroll
     for (int round = 0; round < RIG__WG_ROWS / PER; round++) {
         int i = round * PER + t / CH, c = t % CH, row = wg * RIG__WG_ROWS + i;
-        int rho = place->row0 + row;
+        int rho = place->row0 + (DEC ? row & ~8 : row); /* DEC: rows 8-15 repeat 0-7 */
         bool valid = rho < place->packed_rows;
         int64_t token = valid ? place->q_begin + rho / group : 0;
         int64_t head = valid ? kv_head * group + rho % group : 0;
@@ -616,7 +647,7 @@ template <int N> static __device__ __forceinline__ void rig__wg_q_ready(int wg)
 /* Normalises the rows, stages them as bf16 in the warpgroup's own Q rows (every wgmma that
  * read them has completed) and writes them out with 16-byte stores; returns once every thread
  * of the warpgroup has read its rows back. */
-template <int WG, int D>
+template <int WG, int D, bool DEC = false>
 static __device__ __forceinline__ void
 rig__wg_store(const struct rig_cuda_attention_args *a, const struct rig__wg_place *place,
               const float (&o)[D / 2], const float (&l)[2], uint32_t q_tile, char *window, int wg,
@@ -636,8 +667,13 @@ rig__wg_store(const struct rig_cuda_attention_args *a, const struct rig__wg_plac
 #pragma unroll
         for (int j = 0; j < CH; j++) {
             uint32_t at = q_tile + rig__wg_chunk(row, j, S::BM) + (lane % 4) * 4;
+            float lo = o[4 * j + 2 * h], hi = o[4 * j + 2 * h + 1];
+            if (DEC) { /* row r's output: its P V plus row r + 8's (the residual's) */
+                lo = o[4 * j] + o[4 * j + 2];
+                hi = o[4 * j + 1] + o[4 * j + 3];
+            }
             *reinterpret_cast<uint32_t *>(window + (at - window_address)) =
-                rig_cuda_pack_bf16(o[4 * j + 2 * h] * inverse, o[4 * j + 2 * h + 1] * inverse);
+                rig_cuda_pack_bf16(lo * inverse, hi * inverse);
         }
     }
     rig__wg_named_sync(1 + wg);
@@ -671,14 +707,15 @@ rig__wg_consume(const struct rig_cuda_attention_args *a, const struct rig__wg_pl
 {
     using S = rig__wg_shape<WG, ST, D>;
     constexpr bool TREE = (V & RIG__WG_TREE) != 0, SKIP = (V & RIG__WG_SKIP) != 0;
-    constexpr bool EARLY = (V & RIG__WG_EARLY) != 0;
+    constexpr bool EARLY = (V & RIG__WG_EARLY) != 0, DEC = (V & RIG__WG_DECODE) != 0;
+    static_assert(!DEC || (WG == 1 && (V & RIG__WG_PREFETCH) == 0), "decode: one warpgroup");
     int wg = (int)threadIdx.x / RIG__WG_THREAD, t = (int)threadIdx.x % RIG__WG_THREAD;
     int warp = t / 32, lane = t % 32;
     uint32_t k_tiles = rig_cuda_smem_address(window) + S::Q_BYTES;
     uint32_t v_tiles = k_tiles + ST * S::TILE_BYTES;
     uint32_t q_rows = q_tile + wg * RIG__WG_ROWS * 128;
     if constexpr ((V & RIG__WG_PREFETCH) == 0) {
-        rig__wg_load_q<WG, D>(a, place, q_tile, wg, t, kv_head, group);
+        rig__wg_load_q<WG, D, DEC>(a, place, q_tile, wg, t, kv_head, group);
         rig__wg_q_ready<0>(wg);
     }
     float o[D / 2], s[64], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, alpha[2];
@@ -686,7 +723,8 @@ rig__wg_consume(const struct rig_cuda_attention_args *a, const struct rig__wg_pl
     int position[2];
 #pragma unroll
     for (int h = 0; h < 2; h++) {
-        int rho = place->row0 + wg * RIG__WG_ROWS + warp * 16 + lane / 4 + 8 * h;
+        int row = wg * RIG__WG_ROWS + warp * 16 + lane / 4 + 8 * h;
+        int rho = place->row0 + (DEC ? row & ~8 : row);
         position[h] = rho < place->packed_rows ? place->first_position + rho / group : -1;
     }
 #pragma unroll
@@ -713,7 +751,7 @@ rig__wg_consume(const struct rig_cuda_attention_args *a, const struct rig__wg_pl
             rig__wg_softmax<false, TREE>(s, m, l, position, 0, scale_log2, alpha);
         else
             rig__wg_softmax<true, TREE>(s, m, l, position, 0, scale_log2, alpha);
-        rig__wg_probabilities(p, s);
+        rig__wg_probabilities<DEC>(p, s);
     }
     for (int j = 1; j < tiles; j++) {
         int it = it0 + j, stage = it % ST, prev = (it - 1) % ST;
@@ -739,7 +777,7 @@ rig__wg_consume(const struct rig_cuda_attention_args *a, const struct rig__wg_pl
         __syncwarp();
         if (lane == 0) rig__wg_bar_arrive(bars + 8 * (RIG__EMPTY_V + prev));
         if (!EARLY) rig__wg_rescale<SKIP>(o, alpha);
-        rig__wg_probabilities(p, s);
+        rig__wg_probabilities<DEC>(p, s);
     }
     if (tiles > 0) {
         int last = (it0 + tiles - 1) % ST;
@@ -753,7 +791,7 @@ rig__wg_consume(const struct rig_cuda_attention_args *a, const struct rig__wg_pl
         __syncwarp();
         if (lane == 0) rig__wg_bar_arrive(bars + 8 * (RIG__EMPTY_V + last));
     }
-    rig__wg_store<WG, D>(a, place, o, l, q_tile, window, wg, t, kv_head, group);
+    rig__wg_store<WG, D, DEC>(a, place, o, l, q_tile, window, wg, t, kv_head, group);
 }
 
 #endif /* __CUDA_ARCH_FEAT_SM90_ALL */
@@ -910,11 +948,14 @@ static enum rig_status rig__wg_launch(const struct rig_cuda_launch *launch,
     constexpr size_t SHARED = (V & RIG__WG_PREFETCH) != 0 ? S::SHARED_PREFETCH : S::SHARED;
     if (SHARED > launch->shared_optin_bytes) return RIG_E_UNSUPPORTED;
     int64_t group = a->heads_q / a->heads_kv;
-    int64_t items = (rig_cuda_div_up(a->rows * group, S::BM) + a->requests) * a->heads_kv;
+    bool decode = a->cu_q == NULL; /* one item per (request, KV head) */
+    int64_t items = decode ? a->requests * a->heads_kv
+                           : (rig_cuda_div_up(a->rows * group, S::BM) + a->requests) * a->heads_kv;
     if (items > INT32_MAX / 2) return RIG_E_UNSUPPORTED;
-    /* Placing an item scans the requests, so a persistent block (several items) only for few. */
+    /* Placing a prefill item scans the requests, so a persistent block (several items) only for
+     * few of them; a decode item is placed at once. */
     int64_t blocks = items;
-    if (a->requests <= 16 && rig__wg_switch("RIG_PREFILL_WGMMA_PERSISTENT"))
+    if ((decode || a->requests <= 16) && rig__wg_switch("RIG_PREFILL_WGMMA_PERSISTENT"))
         blocks = items < launch->sm_count ? items : launch->sm_count;
     RIG_CUDA_TRY(cudaFuncSetAttribute(rig__wg_kernel<WG, PINGPONG, ST, D, V>,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)SHARED));
@@ -988,6 +1029,12 @@ enum rig_status rig_cuda_attention_prefill_wgmma(const struct rig_cuda_launch *l
      * blocks of 64 rows would take two rounds, 120 of 128 rows take one).
      * RIG_PREFILL_WGMMA_CONSUMERS=1 or 2 forces the count (a timing switch). */
     int64_t group = a->heads_q / a->heads_kv;
+    if (a->cu_q == NULL) { /* decode: RIG__WG_DECODE, one consumer warpgroup */
+        if (group > 8 || a->rows != a->requests) return RIG_E_UNSUPPORTED;
+        constexpr int V = RIG__WG_LEAN | RIG__WG_TREE | RIG__WG_SKIP | RIG__WG_DECODE;
+        if (a->head_dim == 64) return rig__wg_launch<1, false, 2, 64, V>(launch, a);
+        return rig__wg_launch<1, false, 2, 128, V>(launch, a);
+    }
     int64_t blocks_one = rig_cuda_div_up(a->rows * group, RIG__WG_ROWS) * a->heads_kv;
     long forced = rig_cuda_env("RIG_PREFILL_WGMMA_CONSUMERS", 0); /* 0: not forced */
     bool one = blocks_one <= launch->sm_count;
