@@ -64,6 +64,26 @@ struct rig_op_work rig_optable_op_work(const struct rig_op *op);
 /* The key of a validated, non-collective op. Can't fail. */
 struct rig_optable_key rig_optable_op_key(const struct rig_op *op);
 
+/* The decode-attention kernel the CUDA backend runs on a Hopper GPU for a batch of `requests`
+ * rows with heads_q / heads_kv query heads per KV head and head dim `head_dim` on a device of
+ * `multiprocessors` SMs: true for the tensor-core kernel (cuda/ops/attention_prefill_wgmma.cu's
+ * decode variant: one block a (request, KV head) item, K and V staged in shared memory), false
+ * for the register path. Groups of 4 to 8 at head dims 64 and 128 with at least
+ * multiprocessors / RIG_DECODE_TC_SM_DIVISOR items; multiprocessors 0 (a device not known to
+ * have them): false. One rule for both backends: cuda/ops/attention_decode.cu dispatches by it
+ * (on a compute capability 9.0 device with aligned tensors), the simulator's op table keeps
+ * the two kernels' points apart by it (sim/optable.c). Measured on an H200:
+ * docs/performance.md, "decode attention on tensor cores". A pure function. */
+#define RIG_DECODE_TC_SM_DIVISOR 3
+static inline bool rig_decode_tensor_cores(int64_t requests, int64_t heads_q, int64_t heads_kv,
+                                           int64_t head_dim, int64_t multiprocessors)
+{
+    if (multiprocessors <= 0 || heads_kv <= 0 || heads_q % heads_kv != 0) return false;
+    int64_t group = heads_q / heads_kv;
+    return group >= 4 && group <= 8 && (head_dim == 64 || head_dim == 128) &&
+           requests * heads_kv * RIG_DECODE_TC_SM_DIVISOR >= multiprocessors;
+}
+
 /* Whether two keys name the same shape: kind and parameters bit for bit (never memcmp of the
  * structs, whose padding after `kind` is not part of the value). Can't fail. */
 bool rig_optable_key_equal(const struct rig_optable_key *a, const struct rig_optable_key *b);

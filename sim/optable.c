@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RIG__TABLES_MAX 8
+#define RIG__TABLES_MAX 16
 
 struct rig_sim_optable {
     char name[256];
@@ -16,7 +16,8 @@ struct rig_sim_optable {
     double (*logp)[RIG_OPTABLE_PARAMS]; /* (count) log2(p + 1) of each point's key */
     int64_t count;
     int64_t first[RIG_OP_COUNT + 1]; /* points of kind k: [first[k], first[k + 1]) */
-    double decode_flops_per_s;       /* rig_sim_optable_decode_rate; 0: no decode points */
+    int64_t multiprocessors;         /* of the device the simulator plays: which decode kernel */
+    double decode_flops_per_s; /* rig__decode_rate; 0: no register-path decode points */
 };
 
 static pthread_mutex_t rig__tables_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -89,20 +90,29 @@ static uint64_t rig__memo_slot(const struct rig_optable_key *key, double flops, 
     return h % RIG__MEMO_SLOTS;
 }
 
-/* Decode attention scores and weighs every key on the CUDA cores in fp32 (a query vector
- * against each key: no tensor-core tile), G = Hq / Hk query heads per key read. Its compute
- * is not bound by the tensor cores' peak but by what the kernel issues: the CUDA planner's
- * work unit (a block's step of keys, rig__decode_shape in cuda/ops/attention_decode.cu) does
- * the same FLOPs whatever D and G, so a shape with more query heads per KV head, or a
- * smaller head dim, takes more steps per byte. The rate is the table's own: the most
- * FLOP/s any decode point reached (warm: the kernel's steady state). Deterministic: a
- * function of the points. */
+/* Whether decode attention with key parameters p runs on the tensor-core kernel on the
+ * device the table is used for (rig_decode_tensor_cores, the CUDA backend's rule). */
+static bool rig__decode_tc(const struct rig_sim_optable *table, const double *p)
+{
+    return rig_decode_tensor_cores((int64_t)p[0], (int64_t)p[3], (int64_t)p[4], (int64_t)p[5],
+                                   table->multiprocessors);
+}
+
+/* Decode attention on the register path scores and weighs every key on the CUDA cores in
+ * fp32 (a query vector against each key: no tensor-core tile), G = Hq / Hk query heads per key
+ * read. Its compute is not bound by the tensor cores' peak but by what the kernel issues: the
+ * CUDA planner's work unit (a block's step of keys, rig__decode_shape in
+ * cuda/ops/attention_decode.cu) does the same FLOPs whatever D and G, so a shape with more
+ * query heads per KV head, or a smaller head dim, takes more steps per byte. The rate is the
+ * table's own: the most FLOP/s any register-path decode point reached (warm: the kernel's
+ * steady state). Deterministic: a function of the points. */
 static double rig__decode_rate(const struct rig_sim_optable *table)
 {
     double best = 0;
     for (int64_t i = table->first[RIG_OP_ATTENTION_DECODE];
          i < table->first[RIG_OP_ATTENTION_DECODE + 1]; i++) {
         const struct rig_optable_point *p = &table->points[i];
+        if (rig__decode_tc(table, p->key.p)) continue;
         double ns = p->warm_ns > 0 ? p->warm_ns : p->cold_ns;
         double rate = p->flops / (ns * 1e-9);
         if (rate > best) best = rate;
@@ -111,18 +121,24 @@ static double rig__decode_rate(const struct rig_sim_optable *table)
 }
 
 /* The work an op's time is scaled by between table points: the roofline, max(FLOPs / peak,
- * bytes / bandwidth), datasheet numbers. Decode attention (with a table rate) instead takes
- * the sum of its bytes at the bandwidth and its FLOPs at the table's decode rate: the
- * kernel overlaps its loads with its math only in part, and the sum is what keeps the
- * ratio time / work alike across head groups in the table (a group of 2 and of 4 at the
- * same KV bytes both take ~0.63 of the sum at 256 x 2048, where their ratios to the max
- * differ by 15 %). So a head shape the sweep never saw (Qwen3-32B's G = 8; Llama's D = 64,
- * whose FLOPs per byte are G = 4's) scales from its neighbours by both. */
-static double rig__work_s(const struct rig_sim_optable *table, int32_t kind, double flops,
-                          double bytes, double peak, double bandwidth)
+ * bytes / bandwidth), datasheet numbers. Decode attention on the register path (with a
+ * table rate) instead takes the sum of its bytes at the bandwidth and its FLOPs at the
+ * table's decode rate: the kernel overlaps its loads with its math only in part, and the sum
+ * is what keeps the ratio time / work alike across head groups in the table (a group of 2
+ * and of 4 at the same KV bytes both take ~0.63 of the sum at 256 x 2048, where their ratios
+ * to the max differ by 15 %). So a head shape the sweep never saw (Llama's D = 64, whose
+ * FLOPs per byte are G = 4's) scales from its neighbours by both. Decode attention on the
+ * tensor-core kernel takes its bytes alone: the m64 tile does the same math whatever G <= 8
+ * (a group of 8 and of 4 over the same KV bytes took 300 and 296 us on an H200), and a
+ * producer warpgroup streams K and V while the consumer computes. */
+static double rig__work_s(const struct rig_sim_optable *table, const struct rig_optable_key *key,
+                          double flops, double bytes, double peak, double bandwidth)
 {
+    int32_t kind = key->kind;
     double memory = bytes / bandwidth, s;
-    if (kind == RIG_OP_ATTENTION_DECODE && table->decode_flops_per_s > 0) {
+    if (kind == RIG_OP_ATTENTION_DECODE && rig__decode_tc(table, key->p)) {
+        s = memory;
+    } else if (kind == RIG_OP_ATTENTION_DECODE && table->decode_flops_per_s > 0) {
         s = memory + flops / table->decode_flops_per_s;
     } else {
         double compute = flops / peak;
@@ -155,12 +171,14 @@ static int32_t rig__nearest(const struct rig_sim_optable *table, const struct ri
     double logp[RIG_OPTABLE_PARAMS];
     for (int32_t i = 0; i < RIG_OPTABLE_PARAMS; i++) logp[i] = log2(key->p[i] + 1.0);
     int32_t found = 0;
-    bool gemm = key->kind == RIG_OP_GEMM;
+    bool gemm = key->kind == RIG_OP_GEMM, decode = key->kind == RIG_OP_ATTENTION_DECODE;
     bool small = gemm && rig_sim_gemm_small_batch(key->p[0], key->p[1], key->p[2]);
+    bool tc = decode && rig__decode_tc(table, key->p);
     for (int64_t i = table->first[key->kind]; i < table->first[key->kind + 1]; i++) {
         double d = rig__distance(w, logp, table->logp[i]);
         const double *p = table->points[i].key.p;
         if (gemm && rig_sim_gemm_small_batch(p[0], p[1], p[2]) != small) d += RIG__KERNEL_APART;
+        if (decode && rig__decode_tc(table, p) != tc) d += RIG__KERNEL_APART;
         if (found == K && d >= best_d[K - 1]) continue;
         int32_t at = found < K ? found++ : K - 1; /* insertion into the sorted few */
         while (at > 0 && best_d[at - 1] > d) {
@@ -203,10 +221,10 @@ static bool rig__predict(const struct rig_sim_optable *table, const struct rig_o
     for (int32_t n = 0; n < found; n++) {
         const struct rig_optable_point *p = &table->points[best_i[n]];
         ratio[n] = rig__node_ns(p, launch_ns, warm_weight) * 1e-9 /
-                   rig__work_s(table, key->kind, p->flops, p->bytes, peak_flops, hbm_bytes_per_s);
+                   rig__work_s(table, &p->key, p->flops, p->bytes, peak_flops, hbm_bytes_per_s);
         host[n] = p->host_ns;
     }
-    *ns = rig__work_s(table, key->kind, flops, bytes, peak_flops, hbm_bytes_per_s) *
+    *ns = rig__work_s(table, key, flops, bytes, peak_flops, hbm_bytes_per_s) *
           rig__blend(ratio, best_d, found) * 1e9;
     *host_ns = rig__blend(host, best_d, found);
     return true;
@@ -258,10 +276,10 @@ static int rig__point_order(const void *a, const void *b)
     return (x->key.kind > y->key.kind) - (x->key.kind < y->key.kind);
 }
 
-/* Reads the table `name` into `table`, sorted by kind and indexed. Failures as
- * rig_sim_optable_get; `table` stays zeroed then. */
-static enum rig_status rig__load(const char *name, struct rig_sim_optable *table, char *error,
-                                 size_t error_len)
+/* Reads the table `name` into `table`, sorted by kind and indexed, for a device of
+ * `multiprocessors` SMs. Failures as rig_sim_optable_get; `table` stays zeroed then. */
+static enum rig_status rig__load(const char *name, int64_t multiprocessors,
+                                 struct rig_sim_optable *table, char *error, size_t error_len)
 {
     enum rig_status status = rig_optable_read(name, &table->points, &table->count, error,
                                               error_len);
@@ -282,12 +300,14 @@ static enum rig_status rig__load(const char *name, struct rig_sim_optable *table
         while (at < table->count && table->points[at].key.kind < k) at++;
         table->first[k] = at;
     }
+    table->multiprocessors = multiprocessors;
     table->decode_flops_per_s = rig__decode_rate(table);
     return RIG_OK;
 }
 
-enum rig_status rig_sim_optable_get(const char *name_or_path, const struct rig_sim_optable **out,
-                                    char *error, size_t error_len)
+enum rig_status rig_sim_optable_get(const char *name_or_path, int64_t multiprocessors,
+                                    const struct rig_sim_optable **out, char *error,
+                                    size_t error_len)
 {
     RIG_ASSERT(name_or_path != NULL && out != NULL && error != NULL);
     if (strlen(name_or_path) >= sizeof rig__tables[0].name) {
@@ -297,13 +317,15 @@ enum rig_status rig_sim_optable_get(const char *name_or_path, const struct rig_s
     pthread_mutex_lock(&rig__tables_lock);
     enum rig_status status = RIG_OK;
     int32_t i = 0;
-    while (i < rig__table_count && strcmp(rig__tables[i].name, name_or_path) != 0) i++;
+    while (i < rig__table_count && (strcmp(rig__tables[i].name, name_or_path) != 0 ||
+                                    rig__tables[i].multiprocessors != multiprocessors))
+        i++;
     if (i == rig__table_count) {
         if (i == RIG__TABLES_MAX) {
             snprintf(error, error_len, "more than %d op tables in one process", RIG__TABLES_MAX);
             status = RIG_E_CAPACITY;
         } else {
-            status = rig__load(name_or_path, &rig__tables[i], error, error_len);
+            status = rig__load(name_or_path, multiprocessors, &rig__tables[i], error, error_len);
             if (status == RIG_OK) {
                 snprintf(rig__tables[i].name, sizeof rig__tables[i].name, "%s", name_or_path);
                 rig__table_count++;

@@ -13,10 +13,11 @@
  * returned as measured; along one axis between two points this is linear interpolation of
  * log ratio), then multiplies by the op's own roofline. So a model shape the sweep never saw
  * (another hidden size, another head count) is predicted from the measured efficiency of
- * similar shapes, and the prediction follows the op's own FLOPs and bytes. Decode attention,
- * whose math runs on the CUDA cores, is scaled instead by bytes / bandwidth + FLOPs / the
- * table's own best decode FLOP rate, so a head group the sweep never saw (Hq / Hk = 8)
- * follows its FLOPs too (sim/optable.c). An op further than RIG_SIM_OPTABLE_REACH from every
+ * similar shapes, and the prediction follows the op's own FLOPs and bytes. Decode attention
+ * on the register path, whose math runs on the CUDA cores, is scaled instead by bytes /
+ * bandwidth + FLOPs / the table's own best decode FLOP rate, so a head shape the sweep never
+ * saw follows its FLOPs too; on the tensor-core kernel (Hopper, groups of 4 to 8 in big
+ * batches) by its bytes alone (sim/optable.c). An op further than RIG_SIM_OPTABLE_REACH from every
  * point of its kind is left to the analytic model, and counted (rig_sim_stats.table_misses).
  *
  * Tables are HDF5 files (hal/optable.h reads them; docs/simulator.md gives the layout),
@@ -49,11 +50,14 @@ struct rig_sim_optable; /* opaque, read-only once loaded */
 bool rig_sim_gemm_small_batch(double m, double n, double k);
 
 /* The table at `name_or_path`: a built-in name ("h100" finds the embedded h100.h5) or a
- * path to an .h5 file. Loaded once per process and name; later calls return the same
- * table. RIG_E_NOT_FOUND / RIG_E_IO / RIG_E_PARSE (rig_optable_read), RIG_E_RANGE (name
+ * path to an .h5 file, for a device of `multiprocessors` SMs (>= 0; which decode-attention
+ * kernel a point and a key ran on, rig_decode_tensor_cores: the two kernels' points are
+ * never blended, and each scales by its own work; 0: the register path everywhere). Loaded
+ * once per process, name and SM count; later calls return the same table. RIG_E_NOT_FOUND / RIG_E_IO / RIG_E_PARSE (rig_optable_read), RIG_E_RANGE (name
  * too long), RIG_E_CAPACITY or RIG_E_NO_MEMORY with a message in `error`. */
-enum rig_status rig_sim_optable_get(const char *name_or_path, const struct rig_sim_optable **out,
-                                    char *error, size_t error_len);
+enum rig_status rig_sim_optable_get(const char *name_or_path, int64_t multiprocessors,
+                                    const struct rig_sim_optable **out, char *error,
+                                    size_t error_len);
 
 /* Points of a table (for tests and `rig profile` reports). */
 int64_t rig_sim_optable_count(const struct rig_sim_optable *table);

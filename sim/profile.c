@@ -53,6 +53,7 @@ static const struct rig__key rig__keys[] = {
     {"name", RIG__KEY_NAME, RIG__AT(name)},
     {"op_table", RIG__KEY_TEXT, RIG__AT(op_table)},
     {"pageable_host_copies", RIG__KEY_COUNT, RIG__AT(pageable_host_copies)},
+    {"multiprocessors", RIG__KEY_COUNT, RIG__AT(multiprocessors)},
     {"op_table_warm_weight", RIG__KEY_FRACTION, RIG__AT(op_table_warm_weight)},
     {"memory_bytes", RIG__KEY_COUNT, RIG__AT(memory_bytes)},
     {"peak_bf16_flops", RIG__KEY_RATE, RIG__AT(peak_bf16_flops)},
@@ -225,6 +226,7 @@ static enum rig_status rig__set_value(const struct rig__key *key, const char *te
 static bool rig__optional(const char *key)
 {
     return strcmp(key, "op_table") == 0 || strcmp(key, "pageable_host_copies") == 0 ||
+           strcmp(key, "multiprocessors") == 0 ||
            strcmp(key, "op_table_warm_weight") == 0 ||
            strcmp(key, "gpus_per_node") == 0 || strcmp(key, "inter_node_bytes_per_s") == 0 ||
            strcmp(key, "inter_node_latency_ns") == 0 ||
@@ -407,7 +409,8 @@ static enum rig_status rig__load_table(struct rig_sim_profile *profile, bool ana
     profile->table = NULL;
     if (analytic) snprintf(profile->op_table, sizeof profile->op_table, "none");
     if (strcmp(profile->op_table, "none") == 0) return RIG_OK;
-    return rig_sim_optable_get(profile->op_table, &profile->table, error, error_size);
+    return rig_sim_optable_get(profile->op_table, profile->multiprocessors, &profile->table,
+                               error, error_size);
 }
 
 enum rig_status rig_sim_profile_load(const char *name_or_path, struct rig_sim_profile *out,

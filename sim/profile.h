@@ -53,6 +53,10 @@ struct rig_sim_profile {
      * pageable, as CUDA then copies them synchronously: an upload first waits for the
      * stream's earlier work, a download returns only once it has landed. */
     int64_t pageable_host_copies;
+    /* Optional key `multiprocessors` (default 0: not known): the GPU's SM count, which decides
+     * the decode-attention kernel the CUDA backend takes (rig_decode_tensor_cores,
+     * hal/optable.h) and so how the op table scales decode points (sim/optable.h). */
+    int64_t multiprocessors;
     /* Optional key `op_table_warm_weight` (default 0.5): how much an op table point's warm
      * time weighs in its node time, cold^(1 - w) warm^w (sim/optable.c). */
     double op_table_warm_weight;

@@ -22,7 +22,9 @@
  * node time is cold^(1 - w) warm^w; a small-batch-kernel GEMM is blended from its kernel's
  * points with cuBLAS's held 4 apart; a ragged decode batch matches the ragged point by its
  * max KV length; decode attention scales between head shapes by bytes at the bandwidth plus
- * FLOPs at the table's own decode rate.
+ * FLOPs at the table's own decode rate on the register path, by bytes alone on the
+ * tensor-core kernel (rig_decode_tensor_cores decides which, for the profile's SM count), and
+ * the two kernels' points are held apart.
  */
 #include <hdf5.h>
 #include <math.h>
@@ -168,7 +170,7 @@ static void test_exact_interpolated_and_out_of_reach(void **state)
                                        (const char *const(*)[2])attrs, 1, error, sizeof error),
                      RIG_OK);
     const struct rig_sim_optable *t = NULL;
-    assert_int_equal(rig_sim_optable_get("optable_unit.h5", &t, error, sizeof error), RIG_OK);
+    assert_int_equal(rig_sim_optable_get("optable_unit.h5", 0, &t, error, sizeof error), RIG_OK);
     assert_int_equal(rig_sim_optable_count(t), 2);
     double peak = 1e15, bw = 3e12, ns = 0;
     struct rig_optable_point q = gemm_point(64, 4096, 4096, 0);
@@ -189,8 +191,8 @@ static void test_exact_interpolated_and_out_of_reach(void **state)
     FILE *f = fopen("optable_bad.h5", "w");
     fputs("not hdf5", f);
     fclose(f);
-    assert_int_equal(rig_sim_optable_get("optable_bad.h5", &t, error, sizeof error), RIG_E_IO);
-    assert_int_equal(rig_sim_optable_get("nonesuch", &t, error, sizeof error), RIG_E_NOT_FOUND);
+    assert_int_equal(rig_sim_optable_get("optable_bad.h5", 0, &t, error, sizeof error), RIG_E_IO);
+    assert_int_equal(rig_sim_optable_get("nonesuch", 0, &t, error, sizeof error), RIG_E_NOT_FOUND);
     unlink("optable_bad.h5");
 }
 
@@ -248,8 +250,8 @@ static void test_host_time(void **state)
     assert_float_equal(read[1].first_host_ns, 0, 0);
     free(read);
     const struct rig_sim_optable *with = NULL, *without = NULL;
-    assert_int_equal(rig_sim_optable_get("optable_host.h5", &with, error, sizeof error), RIG_OK);
-    assert_int_equal(rig_sim_optable_get("optable_old.h5", &without, error, sizeof error),
+    assert_int_equal(rig_sim_optable_get("optable_host.h5", 0, &with, error, sizeof error), RIG_OK);
+    assert_int_equal(rig_sim_optable_get("optable_old.h5", 0, &without, error, sizeof error),
                      RIG_OK);
     double ns = 0, host = -1;
     struct rig_optable_point q = gemm_point(64, 4096, 4096, 0);
@@ -310,7 +312,7 @@ static const struct rig_sim_optable *table_of(const char *path,
     char error[256];
     assert_int_equal(rig_optable_write(path, points, count, NULL, 0, error, sizeof error), RIG_OK);
     const struct rig_sim_optable *t = NULL;
-    assert_int_equal(rig_sim_optable_get(path, &t, error, sizeof error), RIG_OK);
+    assert_int_equal(rig_sim_optable_get(path, 0, &t, error, sizeof error), RIG_OK);
     return t;
 }
 
@@ -462,6 +464,50 @@ static void test_decode_scales_by_flops(void **state)
     unlink("optable_heads.h5");
 }
 
+/* The decode kernel rule both backends share (hal/optable.h), and the table's two decode
+ * regimes: on a device of 132 SMs, 256 requests of Qwen3-32B's 64 / 8 heads run the
+ * tensor-core kernel, whose time follows its bytes alone (the m64 tile does the same math for
+ * any group up to 8), so it is predicted from the 32 / 8 tensor-core point at about that
+ * point's time, the register-path point (4 requests) held 4 apart; loaded for a device of
+ * unknown SMs (0), the same file scales every point as the register path, by bytes plus FLOPs
+ * at the table's decode rate, and predicts the group of 8 much slower. */
+static void test_decode_tensor_core_regime(void **state)
+{
+    (void)state;
+    assert_true(rig_decode_tensor_cores(6, 32, 8, 128, 132));   /* 48 items x 3 >= 132 */
+    assert_false(rig_decode_tensor_cores(5, 32, 8, 128, 132));  /* 40 items */
+    assert_true(rig_decode_tensor_cores(256, 64, 8, 64, 132));  /* G 8, D 64 */
+    assert_false(rig_decode_tensor_cores(256, 16, 8, 128, 132)); /* G 2: register path */
+    assert_false(rig_decode_tensor_cores(256, 128, 8, 128, 132)); /* G 16 */
+    assert_false(rig_decode_tensor_cores(256, 32, 8, 256, 132)); /* D 256 */
+    assert_false(rig_decode_tensor_cores(256, 32, 8, 128, 0));   /* SMs unknown */
+    struct rig_optable_point points[2] = {decode_heads_point(256, 2048, 32, 300000),
+                                          decode_heads_point(4, 2048, 32, 60000)};
+    char error[256];
+    assert_int_equal(rig_optable_write("optable_tc.h5", points, 2, NULL, 0, error, sizeof error),
+                     RIG_OK);
+    const struct rig_sim_optable *tc = NULL, *reg = NULL;
+    assert_int_equal(rig_sim_optable_get("optable_tc.h5", 132, &tc, error, sizeof error), RIG_OK);
+    assert_int_equal(rig_sim_optable_get("optable_tc.h5", 0, &reg, error, sizeof error), RIG_OK);
+    assert_true(tc != reg); /* one load per SM count */
+    double peak = 989.4e12, bw = 4.8e12, ns = 0, ns_reg = 0;
+    struct rig_optable_point q = decode_heads_point(256, 2048, 64, 0);
+    assert_true(rig_sim_optable_predict(tc, &q.key, q.flops, q.bytes, peak, bw, 0, 1, &ns, NULL));
+    /* the blend by hand: the tensor-core point's ratio to its bytes, the register point's to
+     * bytes + FLOPs at the rate of the table's only register-path point (its own) */
+    double r_tc = 300000e-9 / (points[0].bytes / bw);
+    double r_reg = 60000e-9 / (points[1].bytes / bw + 60000e-9);
+    double d_tc = log2(65) - log2(33);
+    double d_reg = sqrt(pow(log2(257) - log2(5), 2) + d_tc * d_tc) + 4;
+    double ratio = exp((log(r_tc) / d_tc + log(r_reg) / d_reg) / (1 / d_tc + 1 / d_reg));
+    assert_float_equal(ns, 1e9 * ratio * q.bytes / bw, 1e-3);
+    assert_true(ns > 0.9 * 300000 && ns < 1.15 * 300000);
+    assert_true(rig_sim_optable_predict(reg, &q.key, q.flops, q.bytes, peak, bw, 0, 1, &ns_reg,
+                                        NULL));
+    assert_true(ns_reg > 1.3 * ns);
+    unlink("optable_tc.h5");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -471,6 +517,7 @@ int main(void)
         cmocka_unit_test(test_host_time),
         cmocka_unit_test(test_node_weight_and_neighbours),
         cmocka_unit_test(test_decode_scales_by_flops),
+        cmocka_unit_test(test_decode_tensor_core_regime),
         cmocka_unit_test(test_sweep_reproduces_the_analytic_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -70,6 +70,7 @@
 
 #include "cuda/ops/attention_common.cuh"
 #include "cuda/ops/attention_decode.cuh"
+#include "hal/optable.h"
 
 RIG_CUDA_MODULE(attention_decode)
 
@@ -453,8 +454,7 @@ enum rig_status rig_cuda_attention_split_kv(const struct rig_cuda_launch *launch
  *                        kv_len is short for the host's split count: fewer, longer splits.
  * RIG_DECODE_GROUP_MAX   largest G the register path takes (1, 2, 4 or 8); larger groups go
  *                        to the staged path.
- * RIG_DECODE_TC_SM_DIVISOR  groups of 4 and more take the tensor-core kernel from SMs / this
- *                        many (request, KV head) items (rig__decode_tc_wanted). */
+ * (Which shapes take the tensor-core kernel: rig_decode_tensor_cores, hal/optable.h.) */
 #ifndef RIG_DECODE_WARPS
 #define RIG_DECODE_WARPS 4
 #endif
@@ -472,9 +472,6 @@ enum rig_status rig_cuda_attention_split_kv(const struct rig_cuda_launch *launch
 #endif
 #ifndef RIG_DECODE_SPLIT_STEPS
 #define RIG_DECODE_SPLIT_STEPS 1
-#endif
-#ifndef RIG_DECODE_TC_SM_DIVISOR
-#define RIG_DECODE_TC_SM_DIVISOR 3
 #endif
 static_assert(RIG_DECODE_SPLIT_STEPS >= 1, "a split takes at least one step");
 static_assert(RIG_DECODE_WARPS >= 1 && RIG_DECODE_WARPS <= 32, "1 to 32 warps");
@@ -1175,8 +1172,8 @@ static bool rig__decode_fits(const struct rig_cuda_launch *launch,
  * token a request: one block a (request, KV head) item, no split of the keys, K and V staged in
  * shared memory by a producer warpgroup, so bytes in flight cost no registers). RIG_DECODE_TC
  * (a timing and testing switch read at every call, like RIG_PREFILL_WGMMA): 0 never, 1
- * whenever that kernel runs the shape; unset: groups of 4 and 8 with at least SMs /
- * RIG_DECODE_TC_SM_DIVISOR items. Measured on an H200 over the op table's decode points
+ * whenever that kernel runs the shape; unset: rig_decode_tensor_cores (hal/optable.h: groups
+ * of 4 and 8 with at least SMs / 3 items; the simulator follows the same rule). Measured on an H200 over the op table's decode points
  * (docs/performance.md): at G = 4, 64 items and more take 0.47-0.73 x the register path's time
  * (median by item count), 48 items 0.77-0.89 x; below that the register path's splits win on
  * long rows (up to 3.9 x at one item). At G = 2 the gain is smaller and short rows of big
@@ -1189,8 +1186,8 @@ static bool rig__decode_tc_wanted(const struct rig_cuda_launch *launch,
     if (a->head_dim != 64 && a->head_dim != 128) return false;
     if (!rig_cuda_attention_mma_usable(a)) return false;
     if (wanted == 1) return true;
-    int64_t group = a->heads_q / a->heads_kv;
-    return group >= 4 && a->rows * a->heads_kv * RIG_DECODE_TC_SM_DIVISOR >= launch->sm_count;
+    return rig_decode_tensor_cores(a->rows, a->heads_q, a->heads_kv, a->head_dim,
+                                   launch->sm_count);
 }
 
 /* Decode: the tensor-core kernel for big batches of large groups (rig__decode_tc_wanted), else
