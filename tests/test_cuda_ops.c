@@ -711,6 +711,44 @@ static void test_gemm_decode_shapes(void **state)
     }
 }
 
+/* The small-batch kernel's persistent form (cuda/ops/gemv.cu: more column tiles than the GPU
+ * holds blocks, each block staging the weights of its next tiles in shared memory while it sums
+ * the current one; RIG_GEMV_PERSISTENT=2 takes it for every shape it can run, up to 8 rows)
+ * at Qwen3-8B's qkv, o and gate_up shapes and an odd N: the simulator's result, and bit for
+ * bit the per-tile kernel's (RIG_GEMV_PERSISTENT=0: same warps, same K runs, same summation
+ * order). */
+static void test_gemm_persistent(void **state)
+{
+    (void)state;
+    static const int64_t shapes[][2] = {{6144, 4096}, {4096, 4096}, {24576, 4096}, {1500, 2048}};
+    static const int64_t rows[] = {1, 3, 8};
+    for (size_t l = 0; l < RIG_ARRAY_LEN(shapes); l++) {
+        for (size_t r = 0; r < RIG_ARRAY_LEN(rows); r++) {
+            rig__reset(3100 + l * 10 + r);
+            struct rig__gemm_shape g = {rows[r], shapes[l][0], shapes[l][1], r == 1, l == 3, 0,
+                                        0};
+            struct rig_op op;
+            struct rig__pair *c = rig__gemm_build(&g, &op);
+            assert_int_equal(setenv("RIG_GEMV_PERSISTENT", "2", 1), 0);
+            rig__run_both(&op, &c, 1);
+            char what[96];
+            snprintf(what, sizeof what, "gemm %lldx%lldx%lld (persistent)", (long long)g.m,
+                     (long long)g.n, (long long)g.k);
+            rig__expect_close(what, c, g.f32 ? RIG_DTYPE_F32 : RIG_DTYPE_BF16,
+                              (size_t)(g.m * g.n), g.f32 ? 1e-9 : 1e-6);
+            void *persistent = malloc(c->bytes);
+            assert_non_null(persistent);
+            memcpy(persistent, c->result, c->bytes);
+            assert_int_equal(setenv("RIG_GEMV_PERSISTENT", "0", 1), 0);
+            rig__run_both(&op, &c, 1);
+            if (memcmp(persistent, c->result, c->bytes) != 0)
+                fail_msg("%s: differs from the per-tile kernel", what);
+            free(persistent);
+        }
+    }
+    assert_int_equal(unsetenv("RIG_GEMV_PERSISTENT"), 0);
+}
+
 /* The small-batch kernel's promises: the same bits on a second run, and a row's result does
  * not depend on how many rows share the batch (row 0 of 16 rows == the 1-row result, bit for
  * bit). */
@@ -2399,6 +2437,7 @@ int main(void)
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_gemm_decode_shapes),
         cmocka_unit_test(test_gemm_small_batch),
+        cmocka_unit_test(test_gemm_persistent),
         cmocka_unit_test(test_gemm_graph),
         cmocka_unit_test(test_gemm_plans),
         cmocka_unit_test(test_store_kv),

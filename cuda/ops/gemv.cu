@@ -18,6 +18,11 @@
  * lane (g, t) exactly A[g][slots], A[g+8][slots] and B[slots][g]. No shuffles, no shared memory
  * in the main loop, every global access 16 bytes.
  *
+ * Persistent form (rig__gemv_persistent_kernel, Qwen3-8B's shapes at batch 1 and 2): one wave
+ * of blocks walks the column tiles, each warp staging the weights of its next two tiles in
+ * shared memory by cp.async, so a multiprocessor keeps 2-3 tiles in flight where the per-tile
+ * kernel's registers hold one; the same bits.
+ *
  * Memory. The weights are read once, with ld.global.nc.L1::no_allocate (streamed, kept out
  * of L1); a warp issues all RIG__UNROLL weight loads of a batch before its first mma. The
  * activations (M x K, at most 16 x K bf16) are read through L1 with ld.global.nc: a block's
@@ -117,17 +122,14 @@ static __device__ __forceinline__ void rig__gemv_weights(uint4 (&weight)[RIG__UN
     }
 }
 
-/* The same steps into acc with their weights in `weight`: every activation load of the batch
- * first, then the mmas. A chunk past K reads as zeros. `end` is the same in the whole warp, so
- * the mmas run converged. */
+/* The activations of steps [first, min(first + RIG__UNROLL, end)) (rows g and, with UPPER,
+ * g + 8); a chunk past K reads as zeros. */
 template <bool UPPER>
-static __device__ __forceinline__ void rig__gemv_batch(float (&acc)[4],
-                                                       const uint4 (&weight)[RIG__UNROLL],
-                                                       const struct rig__gemv_lane &lane,
-                                                       int32_t first, int32_t end, int32_t depth)
+static __device__ __forceinline__ void
+rig__gemv_activations(uint4 (&low)[RIG__UNROLL], uint4 (&high)[RIG__UNROLL],
+                      const struct rig__gemv_lane &lane, int32_t first, int32_t end, int32_t depth)
 {
     const uint4 zero = make_uint4(0, 0, 0, 0);
-    uint4 low[RIG__UNROLL], high[RIG__UNROLL];
 #pragma unroll
     for (int u = 0; u < RIG__UNROLL; u++) {
         int64_t k = (int64_t)(first + u) * RIG__STEP;
@@ -135,12 +137,35 @@ static __device__ __forceinline__ void rig__gemv_batch(float (&acc)[4],
         low[u] = inside && lane.has_low ? rig__load_cached(lane.low + k) : zero;
         high[u] = UPPER && inside && lane.has_high ? rig__load_cached(lane.high + k) : zero;
     }
+}
+
+/* acc += the steps' activations . weights, step by step (two k16 mmas a step). `end` is the
+ * same in the whole warp, so the mmas run converged. */
+static __device__ __forceinline__ void rig__gemv_mmas(float (&acc)[4],
+                                                      const uint4 (&weight)[RIG__UNROLL],
+                                                      const uint4 (&low)[RIG__UNROLL],
+                                                      const uint4 (&high)[RIG__UNROLL],
+                                                      int32_t first, int32_t end)
+{
 #pragma unroll
     for (int u = 0; u < RIG__UNROLL; u++) {
         if (first + u >= end) break;
         rig__mma(acc, low[u].x, high[u].x, low[u].y, high[u].y, weight[u].x, weight[u].y);
         rig__mma(acc, low[u].z, high[u].z, low[u].w, high[u].w, weight[u].z, weight[u].w);
     }
+}
+
+/* The same steps into acc with their weights in `weight`: every activation load of the batch
+ * first, then the mmas. */
+template <bool UPPER>
+static __device__ __forceinline__ void rig__gemv_batch(float (&acc)[4],
+                                                       const uint4 (&weight)[RIG__UNROLL],
+                                                       const struct rig__gemv_lane &lane,
+                                                       int32_t first, int32_t end, int32_t depth)
+{
+    uint4 low[RIG__UNROLL], high[RIG__UNROLL];
+    rig__gemv_activations<UPPER>(low, high, lane, first, end, depth);
+    rig__gemv_mmas(acc, weight, low, high, first, end);
 }
 
 /* Asks L2 for the weight bytes of the warp's first batch of steps. Weights are never written
@@ -161,13 +186,15 @@ static __device__ __forceinline__ void rig__gemv_prefetch(const struct rig__gemv
     }
 }
 
-/* Adds the warps' tiles in warp order, then bias in fp32, then one rounding at the store.
- * Thread i < 8M takes output (i / 8, n0 + i % 8), held by lane (row % 8) * 4 + n / 2 in
- * accumulator (row / 8) * 2 + n % 2 of every warp. */
+/* Adds the warps' tiles of column tile `tile` in warp order, then bias in fp32, then one
+ * rounding at the store. Thread i < 8M takes output (i / 8, n0 + i % 8), held by lane
+ * (row % 8) * 4 + n / 2 in accumulator (row / 8) * 2 + n % 2 of every warp. Returns once the
+ * block's partials are in `partial`; they are read after, so the caller gives the next tile
+ * another buffer or waits for the block. */
 template <bool UPPER, typename OUT>
 static __device__ __forceinline__ void
 rig__gemv_store(const float (&acc)[4], const struct rig__gemv_args &p,
-                float (*partial)[RIG__PARTIAL_REGS][RIG_CUDA_WARP])
+                float (*partial)[RIG__PARTIAL_REGS][RIG_CUDA_WARP], int64_t tile)
 {
     int lane = (int)threadIdx.x % RIG_CUDA_WARP;
     int warp = (int)threadIdx.x / RIG_CUDA_WARP;
@@ -179,7 +206,7 @@ rig__gemv_store(const float (&acc)[4], const struct rig__gemv_args &p,
     int outputs = p.rows * RIG__COLUMNS;
     for (int i = (int)threadIdx.x; i < outputs; i += (int)blockDim.x) {
         int row = i / RIG__COLUMNS, n = i % RIG__COLUMNS;
-        int64_t column = (int64_t)blockIdx.x * RIG__COLUMNS + n;
+        int64_t column = tile * RIG__COLUMNS + n;
         if (column >= p.columns) continue;
         int source = (row % 8) * 4 + n / 2, reg = (row / 8) * 2 + n % 2;
         float sum = 0.0f;
@@ -195,15 +222,14 @@ rig__gemv_store(const float (&acc)[4], const struct rig__gemv_args &p,
     }
 }
 
-template <bool UPPER, typename OUT>
-static __global__ void __launch_bounds__(RIG__WARPS_MAX *RIG_CUDA_WARP)
-    rig__gemv_kernel(const struct rig__gemv_args p)
+/* What this thread's lane reads for column tile `tile` (8 columns). */
+template <bool UPPER>
+static __device__ __forceinline__ struct rig__gemv_lane rig__gemv_lane_at(const struct rig__gemv_args &p,
+                                                                          int64_t tile)
 {
-    __shared__ float partial[RIG__WARPS_MAX][RIG__PARTIAL_REGS][RIG_CUDA_WARP];
     int lane_index = (int)threadIdx.x % RIG_CUDA_WARP;
-    int warp = (int)threadIdx.x / RIG_CUDA_WARP;
     int group = lane_index / 4, quad = lane_index % 4; /* mma groupID, threadID_in_group */
-    int64_t column = (int64_t)blockIdx.x * RIG__COLUMNS + group;
+    int64_t column = tile * RIG__COLUMNS + group;
     struct rig__gemv_lane lane;
     lane.has_column = column < p.columns;
     lane.has_low = group < p.rows;
@@ -212,6 +238,16 @@ static __global__ void __launch_bounds__(RIG__WARPS_MAX *RIG_CUDA_WARP)
     lane.weight = p.b + (lane.has_column ? column : 0) * p.b_stride + lane.k_offset;
     lane.low = p.a + (lane.has_low ? group : 0) * p.a_stride + lane.k_offset;
     lane.high = p.a + (lane.has_high ? group + 8 : 0) * p.a_stride + lane.k_offset;
+    return lane;
+}
+
+template <bool UPPER, typename OUT>
+static __global__ void __launch_bounds__(RIG__WARPS_MAX *RIG_CUDA_WARP)
+    rig__gemv_kernel(const struct rig__gemv_args p)
+{
+    __shared__ float partial[RIG__WARPS_MAX][RIG__PARTIAL_REGS][RIG_CUDA_WARP];
+    int warp = (int)threadIdx.x / RIG_CUDA_WARP;
+    struct rig__gemv_lane lane = rig__gemv_lane_at<UPPER>(p, blockIdx.x);
     int32_t begin = warp * p.steps_per_warp;
     int32_t end = min(begin + p.steps_per_warp, p.steps);
     uint4 weight[RIG__UNROLL];
@@ -229,7 +265,90 @@ static __global__ void __launch_bounds__(RIG__WARPS_MAX *RIG_CUDA_WARP)
         if (!preload || first != begin) rig__gemv_weights<false>(weight, lane, first, end, p.depth);
         rig__gemv_batch<UPPER>(acc, weight, lane, first, end, p.depth);
     }
-    rig__gemv_store<UPPER, OUT>(acc, p, partial);
+    rig__gemv_store<UPPER, OUT>(acc, p, partial, blockIdx.x);
+}
+
+/* The persistent kernel's weight pipeline: each warp stages its batch of a tile (RIG__UNROLL
+ * steps, 16 bytes a lane a step: 4 KB) in its own slot of shared memory, RIG__STAGES tiles
+ * deep. */
+#define RIG__STAGES     3
+#define RIG__PERSISTENT_ROWS 2 /* most rows the persistent kernel takes by default */
+#define RIG__SLOT_BYTES (RIG__UNROLL * RIG_CUDA_WARP * 16)
+
+static size_t rig__gemv_stage_bytes(int32_t warps)
+{
+    return (size_t)RIG__STAGES * (size_t)warps * RIG__SLOT_BYTES;
+}
+
+/* Starts copying the lane's weights of one tile (its batch of steps; zeros past K or N) into
+ * `slot` (this warp's slot of one stage), as one commit group; an empty group past the last
+ * tile, so that every thread commits one group a tile. */
+static __device__ __forceinline__ void rig__gemv_stage(const struct rig__gemv_lane &lane,
+                                                       bool tile_exists, uint4 *slot,
+                                                       int32_t first, int32_t end, int32_t depth)
+{
+    int lane_index = (int)threadIdx.x % RIG_CUDA_WARP;
+    if (tile_exists) {
+#pragma unroll
+        for (int u = 0; u < RIG__UNROLL; u++) {
+            int64_t k = (int64_t)(first + u) * RIG__STEP;
+            bool inside = first + u < end && k + lane.k_offset < depth && lane.has_column;
+            uint32_t dst = (uint32_t)__cvta_generic_to_shared(slot + u * RIG_CUDA_WARP + lane_index);
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst),
+                         "l"(inside ? lane.weight + k : lane.weight), "r"(inside ? 16 : 0));
+        }
+    }
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+/* The persistent kernel (M <= 8, a warp's K run one batch, more column tiles than the GPU
+ * holds blocks at once): block b takes tiles b, b + G, b + 2G, ... (G blocks, one wave). Each
+ * warp copies its weights of the next RIG__STAGES - 1 tiles into shared memory (cp.async, no
+ * registers held) while it multiplies and sums the current one, so a multiprocessor keeps up to
+ * 2-3 tiles of weights in flight instead of one. The kernel above starts every tile as a block
+ * of its own, whose weights sit in registers: one 512-thread block a multiprocessor (108
+ * registers) holds 64 KB in flight, and on an H200 the Qwen3-8B gate_up at batch 1 (201 MB)
+ * took 69 us against 42 at the bandwidth. A register double buffer (a first version) held the
+ * same 64 KB and was no faster (71 us). The sums alternate between two shared buffers, so a
+ * tile needs one barrier. Same warps, K runs and summation order as the kernel above: the same
+ * bits. */
+template <typename OUT>
+static __global__ void __launch_bounds__(RIG__WARPS_MAX *RIG_CUDA_WARP)
+    rig__gemv_persistent_kernel(const struct rig__gemv_args p, int64_t tiles)
+{
+    __shared__ float partial[2][RIG__WARPS_MAX][RIG__PARTIAL_REGS][RIG_CUDA_WARP];
+    extern __shared__ uint4 rig__gemv_stages[]; /* [RIG__STAGES][warps][RIG__UNROLL][32] */
+    int warp = (int)threadIdx.x / RIG_CUDA_WARP, warps = (int)blockDim.x / RIG_CUDA_WARP;
+    int lane_index = (int)threadIdx.x % RIG_CUDA_WARP;
+    int32_t begin = warp * p.steps_per_warp;
+    int32_t end = min(begin + p.steps_per_warp, p.steps);
+    int64_t stride = gridDim.x;
+    auto slot = [&](int64_t n) { /* this warp's slot for the block's n-th tile */
+        return rig__gemv_stages + ((n % RIG__STAGES) * warps + warp) * (RIG__UNROLL * RIG_CUDA_WARP);
+    };
+    /* the weights never change during a forward: the first tiles' copies start before the wait */
+    for (int n = 0; n < RIG__STAGES - 1; n++) {
+        int64_t tile = blockIdx.x + n * stride;
+        rig__gemv_stage(rig__gemv_lane_at<false>(p, tile < tiles ? tile : 0), tile < tiles,
+                        slot(n), begin, end, p.depth);
+    }
+    rig_cuda_pdl_begin(); /* the activations are the previous kernel's output */
+    for (int64_t n = 0, tile = blockIdx.x; tile < tiles; n++, tile += stride) {
+        asm volatile("cp.async.wait_group %0;\n" ::"n"(RIG__STAGES - 2) : "memory");
+        uint4 weight[RIG__UNROLL];
+        const uint4 *mine = slot(n);
+#pragma unroll
+        for (int u = 0; u < RIG__UNROLL; u++)
+            weight[u] = mine[u * RIG_CUDA_WARP + lane_index]; /* the lane's own copies */
+        int64_t ahead = tile + (RIG__STAGES - 1) * stride; /* into the slot read last round */
+        rig__gemv_stage(rig__gemv_lane_at<false>(p, ahead < tiles ? ahead : 0), ahead < tiles,
+                        slot(n + RIG__STAGES - 1), begin, end, p.depth);
+        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        rig__gemv_batch<false>(acc, weight, rig__gemv_lane_at<false>(p, tile), begin, end,
+                               p.depth);
+        rig__gemv_store<false, OUT>(acc, p, partial[n & 1], tile);
+    }
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
 
 bool rig_cuda_gemv_accepts(const struct rig_op_gemm *p)
@@ -255,6 +374,54 @@ static int32_t rig__gemv_warps(int64_t steps, int64_t blocks, int32_t sm_count)
     if (warps > RIG__WARPS_MAX) warps = RIG__WARPS_MAX;
     if (warps > steps) warps = steps;
     return warps < 1 ? 1 : (int32_t)warps;
+}
+
+/* Blocks of the persistent kernel with `warps` warps a multiprocessor holds at once (asked
+ * once per output type and warp count; 0 when the query fails). */
+template <typename OUT> static int rig__gemv_resident(int32_t warps)
+{
+    static int known[RIG__WARPS_MAX + 1]; /* 0: not asked yet; the same answer on every GPU */
+    int value = __atomic_load_n(&known[warps], __ATOMIC_RELAXED);
+    if (value != 0) return value;
+    const void *kernel = (const void *)rig__gemv_persistent_kernel<OUT>;
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)rig__gemv_stage_bytes(RIG__WARPS_MAX)) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&value, kernel, warps * RIG_CUDA_WARP,
+                                                      rig__gemv_stage_bytes(warps)) != cudaSuccess)
+        return 0;
+    __atomic_store_n(&known[warps], value, __ATOMIC_RELAXED);
+    return value;
+}
+
+/* The persistent kernel when it applies, else RIG_E_UNSUPPORTED (the caller takes the per-tile
+ * kernel): at most RIG__PERSISTENT_ROWS rows, blocks of RIG__WARPS_MAX warps with a warp's K run
+ * one batch (K of 3,841-4,096, Qwen3-8B's: the per-tile kernel fits one such block a
+ * multiprocessor), more tiles than blocks fit at once. Measured on an H200 (docs/performance.md): Qwen3-8B's batch-1
+ * decode step 5.83 -> 5.34 ms (b1 x 2048: 6.14 -> 5.42); but at 8 rows the activations (8 x
+ * 4,096 x 2 bytes a block) no longer fit the L1 the stages leave, every tile read them from L2
+ * again, and the step took 6.53 -> 7.70 ms; with blocks of 4-8 warps (Qwen3-0.6B's LM head,
+ * Llama-3.2-1B) the per-tile kernel already holds several blocks a multiprocessor and the
+ * persistent one was 1-4 % slower. RIG_GEMV_PERSISTENT=0 (read at every call, a timing and
+ * testing switch) never takes it; =2 takes it whenever it can run (testing: any rows up to 8,
+ * any warps). */
+template <typename OUT>
+static enum rig_status rig__gemv_persistent(const struct rig_cuda_launch *launch,
+                                            const struct rig__gemv_args &args, int64_t blocks,
+                                            int32_t warps)
+{
+    long wanted = rig_cuda_env("RIG_GEMV_PERSISTENT", 1);
+    if (wanted == 0 || args.rows > 8 || args.steps_per_warp > RIG__UNROLL)
+        return RIG_E_UNSUPPORTED;
+    if (wanted != 2 && (args.rows > RIG__PERSISTENT_ROWS || warps != RIG__WARPS_MAX))
+        return RIG_E_UNSUPPORTED;
+    int64_t resident = (int64_t)rig__gemv_resident<OUT>(warps) * launch->sm_count;
+    if (resident <= 0 || blocks <= resident) return RIG_E_UNSUPPORTED;
+    RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__gemv_persistent_kernel<OUT>,
+                                     dim3((unsigned)resident),
+                                     dim3((unsigned)(warps * RIG_CUDA_WARP)),
+                                     rig__gemv_stage_bytes(warps), args, blocks));
+    RIG_CUDA_LAUNCHED();
+    return RIG_OK;
 }
 
 template <bool UPPER, typename OUT>
@@ -296,6 +463,9 @@ enum rig_status rig_cuda_gemv_launch(const struct rig_cuda_launch *launch,
     args.preload = args.prefetch && preload;
     bool upper = args.rows > 8;
     bool f32 = p->out.dtype == RIG_DTYPE_F32;
+    enum rig_status status = f32 ? rig__gemv_persistent<float>(launch, args, blocks, warps)
+                                 : rig__gemv_persistent<uint16_t>(launch, args, blocks, warps);
+    if (status != RIG_E_UNSUPPORTED) return status;
     if (upper) {
         return f32 ? rig__gemv_start<true, float>(launch, args, blocks, warps)
                    : rig__gemv_start<true, uint16_t>(launch, args, blocks, warps);
