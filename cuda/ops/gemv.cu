@@ -18,7 +18,7 @@
  * lane (g, t) exactly A[g][slots], A[g+8][slots] and B[slots][g]. No shuffles, no shared memory
  * in the main loop, every global access 16 bytes.
  *
- * Persistent form (rig__gemv_persistent_kernel, Qwen3-8B's shapes at batch 1 and 2): one wave
+ * Persistent form (rig__gemv_persistent_kernel, Qwen3-8B's shapes at batches 1-8): one wave
  * of blocks walks the column tiles, each warp staging the weights of its next two tiles in
  * shared memory by cp.async, so a multiprocessor keeps 2-3 tiles in flight where the per-tile
  * kernel's registers hold one; the same bits.
@@ -54,8 +54,8 @@ struct rig__gemv_args {
     int32_t rows, columns, depth;  /* M, N, K */
     int32_t steps, steps_per_warp; /* ceil(K / 32); a warp's share of them */
     bool prefetch;                 /* the grid is one wave: prefetch weights before the wait */
-    bool preload;  /* the grid is one wave: load the first batch of weights before the wait
-                    * (M <= 8 only), not just prefetch it; RIG_GEMV_PRELOAD=0 turns it off */
+    bool preload; /* the grid is one wave: load the first batch of weights before the wait
+                   * (M <= 8 only), not just prefetch it; RIG_GEMV_PRELOAD=0 turns it off */
 };
 
 /* What one lane reads: its weight row and activation rows, already offset by 8t. */
@@ -141,11 +141,9 @@ rig__gemv_activations(uint4 (&low)[RIG__UNROLL], uint4 (&high)[RIG__UNROLL],
 
 /* acc += the steps' activations . weights, step by step (two k16 mmas a step). `end` is the
  * same in the whole warp, so the mmas run converged. */
-static __device__ __forceinline__ void rig__gemv_mmas(float (&acc)[4],
-                                                      const uint4 (&weight)[RIG__UNROLL],
-                                                      const uint4 (&low)[RIG__UNROLL],
-                                                      const uint4 (&high)[RIG__UNROLL],
-                                                      int32_t first, int32_t end)
+static __device__ __forceinline__ void
+rig__gemv_mmas(float (&acc)[4], const uint4 (&weight)[RIG__UNROLL], const uint4 (&low)[RIG__UNROLL],
+               const uint4 (&high)[RIG__UNROLL], int32_t first, int32_t end)
 {
 #pragma unroll
     for (int u = 0; u < RIG__UNROLL; u++) {
@@ -158,10 +156,9 @@ static __device__ __forceinline__ void rig__gemv_mmas(float (&acc)[4],
 /* The same steps into acc with their weights in `weight`: every activation load of the batch
  * first, then the mmas. */
 template <bool UPPER>
-static __device__ __forceinline__ void rig__gemv_batch(float (&acc)[4],
-                                                       const uint4 (&weight)[RIG__UNROLL],
-                                                       const struct rig__gemv_lane &lane,
-                                                       int32_t first, int32_t end, int32_t depth)
+static __device__ __forceinline__ void
+rig__gemv_batch(float (&acc)[4], const uint4 (&weight)[RIG__UNROLL],
+                const struct rig__gemv_lane &lane, int32_t first, int32_t end, int32_t depth)
 {
     uint4 low[RIG__UNROLL], high[RIG__UNROLL];
     rig__gemv_activations<UPPER>(low, high, lane, first, end, depth);
@@ -224,8 +221,8 @@ rig__gemv_store(const float (&acc)[4], const struct rig__gemv_args &p,
 
 /* What this thread's lane reads for column tile `tile` (8 columns). */
 template <bool UPPER>
-static __device__ __forceinline__ struct rig__gemv_lane rig__gemv_lane_at(const struct rig__gemv_args &p,
-                                                                          int64_t tile)
+static __device__ __forceinline__ struct rig__gemv_lane
+rig__gemv_lane_at(const struct rig__gemv_args &p, int64_t tile)
 {
     int lane_index = (int)threadIdx.x % RIG_CUDA_WARP;
     int group = lane_index / 4, quad = lane_index % 4; /* mma groupID, threadID_in_group */
@@ -272,7 +269,6 @@ static __global__ void __launch_bounds__(RIG__WARPS_MAX *RIG_CUDA_WARP)
  * steps, 16 bytes a lane a step: 4 KB) in its own slot of shared memory, RIG__STAGES tiles
  * deep. */
 #define RIG__STAGES     3
-#define RIG__PERSISTENT_ROWS 2 /* most rows the persistent kernel takes by default */
 #define RIG__SLOT_BYTES (RIG__UNROLL * RIG_CUDA_WARP * 16)
 
 static size_t rig__gemv_stage_bytes(int32_t warps)
@@ -284,8 +280,8 @@ static size_t rig__gemv_stage_bytes(int32_t warps)
  * `slot` (this warp's slot of one stage), as one commit group; an empty group past the last
  * tile, so that every thread commits one group a tile. */
 static __device__ __forceinline__ void rig__gemv_stage(const struct rig__gemv_lane &lane,
-                                                       bool tile_exists, uint4 *slot,
-                                                       int32_t first, int32_t end, int32_t depth)
+                                                       bool tile_exists, uint4 *slot, int32_t first,
+                                                       int32_t end, int32_t depth)
 {
     int lane_index = (int)threadIdx.x % RIG_CUDA_WARP;
     if (tile_exists) {
@@ -293,7 +289,8 @@ static __device__ __forceinline__ void rig__gemv_stage(const struct rig__gemv_la
         for (int u = 0; u < RIG__UNROLL; u++) {
             int64_t k = (int64_t)(first + u) * RIG__STEP;
             bool inside = first + u < end && k + lane.k_offset < depth && lane.has_column;
-            uint32_t dst = (uint32_t)__cvta_generic_to_shared(slot + u * RIG_CUDA_WARP + lane_index);
+            uint32_t dst =
+                (uint32_t)__cvta_generic_to_shared(slot + u * RIG_CUDA_WARP + lane_index);
             asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst),
                          "l"(inside ? lane.weight + k : lane.weight), "r"(inside ? 16 : 0));
         }
@@ -309,9 +306,11 @@ static __device__ __forceinline__ void rig__gemv_stage(const struct rig__gemv_la
  * of its own, whose weights sit in registers: one 512-thread block a multiprocessor (108
  * registers) holds 64 KB in flight, and on an H200 the Qwen3-8B gate_up at batch 1 (201 MB)
  * took 69 us against 42 at the bandwidth. A register double buffer (a first version) held the
- * same 64 KB and was no faster (71 us). The sums alternate between two shared buffers, so a
- * tile needs one barrier. Same warps, K runs and summation order as the kernel above: the same
- * bits. */
+ * same 64 KB and was no faster (71 us). The activations, the same for every tile, are loaded
+ * into registers once (a version that re-read them from L1 each tile lost at 8 rows: 64 KB of
+ * them a block did not fit the L1 left beside 192 KB of stages, and the batch-8 step took
+ * 6.53 -> 7.70 ms). The sums alternate between two shared buffers, so a tile needs one barrier.
+ * Same warps, K runs and summation order as the kernel above: the same bits. */
 template <typename OUT>
 static __global__ void __launch_bounds__(RIG__WARPS_MAX *RIG_CUDA_WARP)
     rig__gemv_persistent_kernel(const struct rig__gemv_args p, int64_t tiles)
@@ -324,15 +323,19 @@ static __global__ void __launch_bounds__(RIG__WARPS_MAX *RIG_CUDA_WARP)
     int32_t end = min(begin + p.steps_per_warp, p.steps);
     int64_t stride = gridDim.x;
     auto slot = [&](int64_t n) { /* this warp's slot for the block's n-th tile */
-        return rig__gemv_stages + ((n % RIG__STAGES) * warps + warp) * (RIG__UNROLL * RIG_CUDA_WARP);
+                                 return rig__gemv_stages + ((n % RIG__STAGES) * warps + warp) *
+                                                               (RIG__UNROLL * RIG_CUDA_WARP);
     };
     /* the weights never change during a forward: the first tiles' copies start before the wait */
     for (int n = 0; n < RIG__STAGES - 1; n++) {
         int64_t tile = blockIdx.x + n * stride;
-        rig__gemv_stage(rig__gemv_lane_at<false>(p, tile < tiles ? tile : 0), tile < tiles,
-                        slot(n), begin, end, p.depth);
+        rig__gemv_stage(rig__gemv_lane_at<false>(p, tile < tiles ? tile : 0), tile < tiles, slot(n),
+                        begin, end, p.depth);
     }
     rig_cuda_pdl_begin(); /* the activations are the previous kernel's output */
+    uint4 low[RIG__UNROLL], high[RIG__UNROLL]; /* the same for every tile: loaded once */
+    rig__gemv_activations<false>(low, high, rig__gemv_lane_at<false>(p, blockIdx.x), begin, end,
+                                 p.depth);
     for (int64_t n = 0, tile = blockIdx.x; tile < tiles; n++, tile += stride) {
         asm volatile("cp.async.wait_group %0;\n" ::"n"(RIG__STAGES - 2) : "memory");
         uint4 weight[RIG__UNROLL];
@@ -340,12 +343,11 @@ static __global__ void __launch_bounds__(RIG__WARPS_MAX *RIG_CUDA_WARP)
 #pragma unroll
         for (int u = 0; u < RIG__UNROLL; u++)
             weight[u] = mine[u * RIG_CUDA_WARP + lane_index]; /* the lane's own copies */
-        int64_t ahead = tile + (RIG__STAGES - 1) * stride; /* into the slot read last round */
+        int64_t ahead = tile + (RIG__STAGES - 1) * stride;    /* into the slot read last round */
         rig__gemv_stage(rig__gemv_lane_at<false>(p, ahead < tiles ? ahead : 0), ahead < tiles,
                         slot(n + RIG__STAGES - 1), begin, end, p.depth);
         float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        rig__gemv_batch<false>(acc, weight, rig__gemv_lane_at<false>(p, tile), begin, end,
-                               p.depth);
+        rig__gemv_mmas(acc, weight, low, high, begin, end);
         rig__gemv_store<false, OUT>(acc, p, partial[n & 1], tile);
     }
     asm volatile("cp.async.wait_all;\n" ::: "memory");
@@ -394,32 +396,27 @@ template <typename OUT> static int rig__gemv_resident(int32_t warps)
 }
 
 /* The persistent kernel when it applies, else RIG_E_UNSUPPORTED (the caller takes the per-tile
- * kernel): at most RIG__PERSISTENT_ROWS rows, blocks of RIG__WARPS_MAX warps with a warp's K run
- * one batch (K of 3,841-4,096, Qwen3-8B's: the per-tile kernel fits one such block a
- * multiprocessor), more tiles than blocks fit at once. Measured on an H200 (docs/performance.md): Qwen3-8B's batch-1
- * decode step 5.83 -> 5.34 ms (b1 x 2048: 6.14 -> 5.42); but at 8 rows the activations (8 x
- * 4,096 x 2 bytes a block) no longer fit the L1 the stages leave, every tile read them from L2
- * again, and the step took 6.53 -> 7.70 ms; with blocks of 4-8 warps (Qwen3-0.6B's LM head,
- * Llama-3.2-1B) the per-tile kernel already holds several blocks a multiprocessor and the
- * persistent one was 1-4 % slower. RIG_GEMV_PERSISTENT=0 (read at every call, a timing and
- * testing switch) never takes it; =2 takes it whenever it can run (testing: any rows up to 8,
- * any warps). */
+ * kernel): at most 8 rows, blocks of RIG__WARPS_MAX warps with a warp's K run one batch (K of
+ * 3,841-4,096, Qwen3-8B's: the per-tile kernel fits one such block a multiprocessor), more
+ * tiles than blocks fit at once. Measured on an H200 (docs/performance.md): Qwen3-8B's decode
+ * step at batch 1 5.94 -> 5.39 ms, at batch 8 6.55 -> 6.06 ms (x 2048: 6.24 -> 5.64, 7.32 ->
+ * 6.76). With blocks of 4-8 warps (Qwen3-0.6B's LM head, Llama-3.2-1B) the per-tile kernel
+ * already holds several blocks a multiprocessor, and an earlier version of this one was 1-4 %
+ * slower there. RIG_GEMV_PERSISTENT=0 (read at every call, a timing and testing switch) never
+ * takes it; =2 takes it whenever it can run (any warps). */
 template <typename OUT>
 static enum rig_status rig__gemv_persistent(const struct rig_cuda_launch *launch,
                                             const struct rig__gemv_args &args, int64_t blocks,
                                             int32_t warps)
 {
     long wanted = rig_cuda_env("RIG_GEMV_PERSISTENT", 1);
-    if (wanted == 0 || args.rows > 8 || args.steps_per_warp > RIG__UNROLL)
-        return RIG_E_UNSUPPORTED;
-    if (wanted != 2 && (args.rows > RIG__PERSISTENT_ROWS || warps != RIG__WARPS_MAX))
-        return RIG_E_UNSUPPORTED;
+    if (wanted == 0 || args.rows > 8 || args.steps_per_warp > RIG__UNROLL) return RIG_E_UNSUPPORTED;
+    if (wanted != 2 && warps != RIG__WARPS_MAX) return RIG_E_UNSUPPORTED;
     int64_t resident = (int64_t)rig__gemv_resident<OUT>(warps) * launch->sm_count;
     if (resident <= 0 || blocks <= resident) return RIG_E_UNSUPPORTED;
-    RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__gemv_persistent_kernel<OUT>,
-                                     dim3((unsigned)resident),
-                                     dim3((unsigned)(warps * RIG_CUDA_WARP)),
-                                     rig__gemv_stage_bytes(warps), args, blocks));
+    RIG_CUDA_TRY(rig_cuda_launch_pdl(
+        launch, rig__gemv_persistent_kernel<OUT>, dim3((unsigned)resident),
+        dim3((unsigned)(warps * RIG_CUDA_WARP)), rig__gemv_stage_bytes(warps), args, blocks));
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
 }
