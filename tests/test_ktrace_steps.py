@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """test_ktrace_steps.py — tools/gpu/ktrace/steps.py on a hand-made trace
 (tests/data/ktrace/sample.csv): one kernel outside graphs, graph 5 replayed twice in full
-(rms_norm, gemv, sample) and cut short once; every number below follows from the CSV."""
+(rms_norm, gemv, sample) and cut short once; every number below follows from the CSV,
+including what each node adds to the step and the per-kind means (--kinds)."""
 import json
 import os
 import subprocess
@@ -42,6 +43,15 @@ class Steps(unittest.TestCase):
         self.assertEqual(s["sum_duration_ns"], 1600)
         self.assertEqual(s["overlap_ns"], 100)
         self.assertEqual(s["idle_ns"], 100)
+        # what each node adds: its duration less its overlap with the one before
+        self.assertEqual([n["adds_ns"] for n in s["node_list"]], [500, 800, 200])
+        self.assertEqual(sum(n["adds_ns"] for n in s["node_list"]) + s["idle_ns"], s["span_ns"])
+
+    def test_kinds(self):
+        k = steps.kinds(steps.summarise(self.rows, 5))
+        self.assertEqual(list(k), ["rms_norm", "gemv", "sample"])
+        self.assertEqual(k["gemv"], {"count": 1, "duration_ns": 900, "gap_ns": -100,
+                                     "adds_ns": 800})
 
     def test_cli_json(self):
         out = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gpu", "ktrace",

@@ -7,10 +7,13 @@ appearances of its first node. For each graph this prints the replays' median sp
 kernel's start to last kernel's end: what CUDA events around the replay measure, less the
 launch), and per node, in launch order, the median over replays of its duration as it ran
 inside the step and of its gap to the node before it (negative: the two overlapped, as
-programmatic dependent launch allows). Those in-step durations are what the simulator's
-graph nodes predict (docs/simulator.md, "Decode steps in a graph").
+programmatic dependent launch allows), and what it adds to the step: its duration less its
+overlap with the node before (a positive gap is idle time, counted apart), so that a graph's
+adds plus its idle time is its span. What a node adds is what the simulator's graph node
+predicts (docs/simulator.md, "Decode steps in a graph"); --kinds prints them per kernel
+name (count and mean), the form a per-kind comparison with `rig bench ops` takes.
 
-usage: steps.py TRACE.csv [--graph ID] [--nodes] [--json]
+usage: steps.py TRACE.csv [--graph ID] [--nodes] [--kinds] [--json]
 Standard library only (the GPU machine's python3 has it all).
 """
 import argparse
@@ -69,9 +72,10 @@ def summarise(rows, graph):
     for i in range(length):
         durations = [r[i]["end"] - r[i]["start"] for r in runs]
         gaps = [r[i]["start"] - r[i - 1]["end"] for r in runs] if i > 0 else [0] * len(runs)
+        duration, gap = statistics.median(durations), statistics.median(gaps)
         nodes.append({
             "index": i, "name": short_name(runs[0][i]["name"]),
-            "duration_ns": statistics.median(durations), "gap_ns": statistics.median(gaps),
+            "duration_ns": duration, "gap_ns": gap, "adds_ns": duration + min(gap, 0),
         })
     return {
         "graph": graph, "replays": len(runs), "nodes": length,
@@ -83,11 +87,28 @@ def summarise(rows, graph):
     }
 
 
+def kinds(summary):
+    """Per kernel name of one graph's summary, in order of first appearance: its node count and
+    the mean of their durations, gaps and adds."""
+    out = {}
+    for n in summary["node_list"]:
+        k = out.setdefault(n["name"], {"count": 0, "duration_ns": 0.0, "gap_ns": 0.0,
+                                       "adds_ns": 0.0})
+        k["count"] += 1
+        for key in ("duration_ns", "gap_ns", "adds_ns"):
+            k[key] += n[key]
+    for k in out.values():
+        for key in ("duration_ns", "gap_ns", "adds_ns"):
+            k[key] /= k["count"]
+    return out
+
+
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("trace")
     p.add_argument("--graph", type=int, help="only this graph id")
     p.add_argument("--nodes", action="store_true", help="print every node of each graph")
+    p.add_argument("--kinds", action="store_true", help="per kernel name: count and mean adds")
     p.add_argument("--json", action="store_true", help="the summaries as JSON")
     a = p.parse_args(argv)
     with open(a.trace, newline="") as f:
@@ -109,7 +130,13 @@ def main(argv):
         if a.nodes:
             for n in s["node_list"]:
                 print(f"      {n['index']:4d} {n['duration_ns'] / 1e3:9.2f} us"
-                      f"  gap {n['gap_ns'] / 1e3:+7.2f} us  {n['name']}")
+                      f"  gap {n['gap_ns'] / 1e3:+7.2f} us  adds {n['adds_ns'] / 1e3:8.2f} us"
+                      f"  {n['name']}")
+        if a.kinds:
+            for name, k in kinds(s).items():
+                print(f"      {k['count']:4d} x  adds {k['adds_ns'] / 1e3:9.2f} us"
+                      f"  duration {k['duration_ns'] / 1e3:9.2f} us"
+                      f"  gap {k['gap_ns'] / 1e3:+7.2f} us  {name}")
     return 0
 
 
