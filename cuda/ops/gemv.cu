@@ -21,7 +21,9 @@
  * Persistent form (rig__gemv_persistent_kernel, Qwen3-8B's shapes at batches 1-8): one wave
  * of blocks walks the column tiles, each warp staging the weights of its next two tiles in
  * shared memory by cp.async, so a multiprocessor keeps 2-3 tiles in flight where the per-tile
- * kernel's registers hold one; the same bits.
+ * kernel's registers hold one; the same bits. Tried and dropped: the per-tile kernel asking L2
+ * for a warp's next batch while one computes (warps of several batches: Qwen3-8B's down
+ * projection, Qwen3-32B's shapes) made every decode step of 1 and 8 rows 2-7 % slower (H200).
  *
  * Memory. The weights are read once, with ld.global.nc.L1::no_allocate (streamed, kept out
  * of L1); a warp issues all RIG__UNROLL weight loads of a batch before its first mma. The
