@@ -10,10 +10,13 @@
 #            decode prefill) for Qwen3-0.6B, then attention decode prefill for Llama-3.2-1B and
 #            attention decode for Qwen3-8B (head groups of 4), under each of $AB_VARIANTS
 #            (default "0 default"): 0 is the kernels the last rounds replaced
-#            (RIG_PREFILL_WGMMA_VARIANT=0 RIG_DECODE_V2=0 RIG_DECODE_WIDE=0), default the
-#            defaults, anything else a comma-separated list of VAR=VALUE settings;
+#            (RIG_PREFILL_WGMMA_VARIANT=0 RIG_DECODE_V2=0 RIG_DECODE_WIDE=0 RIG_DECODE_TC=0
+#            RIG_GEMV_PERSISTENT=0), default the defaults, anything else a comma-separated
+#            list of VAR=VALUE settings;
 #   offline  rig bench offline for Qwen3-0.6B, Llama-3.2-1B and Qwen3-8B;
-#   profile  rig profile --backend cuda --out h100.h5 (the op table);
+#   profile  rig profile --backend cuda --out h100.h5 (the op table; committing it, give
+#            sim/profiles/h100.yaml `multiprocessors: 132` too: its decode points then split
+#            into the register path's and the tensor-core kernel's, docs/simulator.md);
 #   timeline `rig bench decode` for Qwen3-0.6B and Qwen3-8B under the kernel timeline
 #            (tools/gpu/ktrace: each kernel's start and end inside the replayed graphs), taken
 #            apart by ktrace_steps.py (graphs in capture order: the bench's rows in turn);
@@ -56,7 +59,8 @@ bench() { # NAME VARIANT ARGS...: one rig bench run into OUT/bench-NAME.txt; VAR
     # is a comma-separated list of VAR=VALUE settings
     local name=$1 old=()
     case $2 in
-    0) old=(RIG_PREFILL_WGMMA_VARIANT=0 RIG_DECODE_V2=0 RIG_DECODE_WIDE=0) ;;
+    0) old=(RIG_PREFILL_WGMMA_VARIANT=0 RIG_DECODE_V2=0 RIG_DECODE_WIDE=0 RIG_DECODE_TC=0
+        RIG_GEMV_PERSISTENT=0) ;;
     default) ;;
     *) IFS=, read -r -a old <<<"$2" ;;
     esac
