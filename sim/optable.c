@@ -14,6 +14,7 @@ struct rig_sim_optable {
     char name[256];
     struct rig_optable_point *points; /* (count) sorted by kind */
     double (*logp)[RIG_OPTABLE_PARAMS]; /* (count) log2(p + 1) of each point's key */
+    int8_t *kernel;                     /* (count) rig__kernel_of each point */
     int64_t count;
     int64_t first[RIG_OP_COUNT + 1]; /* points of kind k: [first[k], first[k + 1]) */
     int64_t multiprocessors;         /* of the device the simulator plays: which decode kernel */
@@ -43,8 +44,10 @@ static const double *rig__weights(int32_t kind)
 #define RIG__GEMV_ROWS   16.0
 #define RIG__GEMV_DEPTH  2048.0
 #define RIG__GEMV_WIDE_N 33792.0
-/* Added (in log2 units) to the distance between GEMMs that run different kernels: a factor of
- * 16, so a point of the other kernel counts only when its own have none near. */
+/* Added (in log2 units) to the distance between points that run different kernels
+ * (rig__kernel_of: a GEMM's small-batch kernel or cuBLAS, decode attention's register path or
+ * tensor cores): a factor of 16, so a point of the other kernel counts only when its own have
+ * none near. */
 #define RIG__KERNEL_APART 4.0
 
 bool rig_sim_gemm_small_batch(double m, double n, double k)
@@ -90,12 +93,21 @@ static uint64_t rig__memo_slot(const struct rig_optable_key *key, double flops, 
     return h % RIG__MEMO_SLOTS;
 }
 
-/* Whether decode attention with key parameters p runs on the tensor-core kernel on the
- * device the table is used for (rig_decode_tensor_cores, the CUDA backend's rule). */
-static bool rig__decode_tc(const struct rig_sim_optable *table, const double *p)
+/* Which of two kernels rig's CUDA backend runs an op with `key` on, on the device the table
+ * is used for: 1 for a GEMM on the small-batch kernel (rig_sim_gemm_small_batch) and for decode
+ * attention on the tensor-core kernel (rig_decode_tensor_cores), 0 otherwise. The neighbour
+ * search holds points of the other kernel apart, and the work an op scales by depends on it. */
+static int8_t rig__kernel_of(const struct rig_sim_optable *table,
+                             const struct rig_optable_key *key)
 {
-    return rig_decode_tensor_cores((int64_t)p[0], (int64_t)p[3], (int64_t)p[4], (int64_t)p[5],
-                                   table->multiprocessors);
+    const double *p = key->p;
+    if (key->kind == RIG_OP_GEMM) return rig_sim_gemm_small_batch(p[0], p[1], p[2]) ? 1 : 0;
+    if (key->kind == RIG_OP_ATTENTION_DECODE)
+        return rig_decode_tensor_cores((int64_t)p[0], (int64_t)p[3], (int64_t)p[4],
+                                       (int64_t)p[5], table->multiprocessors)
+                   ? 1
+                   : 0;
+    return 0;
 }
 
 /* Decode attention on the register path scores and weighs every key on the CUDA cores in
@@ -112,7 +124,7 @@ static double rig__decode_rate(const struct rig_sim_optable *table)
     for (int64_t i = table->first[RIG_OP_ATTENTION_DECODE];
          i < table->first[RIG_OP_ATTENTION_DECODE + 1]; i++) {
         const struct rig_optable_point *p = &table->points[i];
-        if (rig__decode_tc(table, p->key.p)) continue;
+        if (table->kernel[i] != 0) continue; /* the tensor-core kernel's */
         double ns = p->warm_ns > 0 ? p->warm_ns : p->cold_ns;
         double rate = p->flops / (ns * 1e-9);
         if (rate > best) best = rate;
@@ -131,12 +143,11 @@ static double rig__decode_rate(const struct rig_sim_optable *table)
  * tensor-core kernel takes its bytes alone: the m64 tile does the same math whatever G <= 8
  * (a group of 8 and of 4 over the same KV bytes took 300 and 296 us on an H200), and a
  * producer warpgroup streams K and V while the consumer computes. */
-static double rig__work_s(const struct rig_sim_optable *table, const struct rig_optable_key *key,
+static double rig__work_s(const struct rig_sim_optable *table, int32_t kind, int8_t kernel,
                           double flops, double bytes, double peak, double bandwidth)
 {
-    int32_t kind = key->kind;
     double memory = bytes / bandwidth, s;
-    if (kind == RIG_OP_ATTENTION_DECODE && rig__decode_tc(table, key->p)) {
+    if (kind == RIG_OP_ATTENTION_DECODE && kernel != 0) {
         s = memory;
     } else if (kind == RIG_OP_ATTENTION_DECODE && table->decode_flops_per_s > 0) {
         s = memory + flops / table->decode_flops_per_s;
@@ -162,23 +173,19 @@ static double rig__node_ns(const struct rig_optable_point *p, double launch_ns, 
 }
 
 /* The RIG_SIM_OPTABLE_NEIGHBOURS points of the key's kind nearest to it (weighted distance
- * in log2 of the parameters), nearest first, into best_i / best_d; returns how many. */
+ * in log2 of the parameters; points of the other kernel, rig__kernel_of, RIG__KERNEL_APART
+ * further), nearest first, into best_i / best_d; returns how many. */
 static int32_t rig__nearest(const struct rig_sim_optable *table, const struct rig_optable_key *key,
-                            int64_t *best_i, double *best_d)
+                            int8_t kernel, int64_t *best_i, double *best_d)
 {
     enum { K = RIG_SIM_OPTABLE_NEIGHBOURS };
     const double *w = rig__weights(key->kind);
     double logp[RIG_OPTABLE_PARAMS];
     for (int32_t i = 0; i < RIG_OPTABLE_PARAMS; i++) logp[i] = log2(key->p[i] + 1.0);
     int32_t found = 0;
-    bool gemm = key->kind == RIG_OP_GEMM, decode = key->kind == RIG_OP_ATTENTION_DECODE;
-    bool small = gemm && rig_sim_gemm_small_batch(key->p[0], key->p[1], key->p[2]);
-    bool tc = decode && rig__decode_tc(table, key->p);
     for (int64_t i = table->first[key->kind]; i < table->first[key->kind + 1]; i++) {
         double d = rig__distance(w, logp, table->logp[i]);
-        const double *p = table->points[i].key.p;
-        if (gemm && rig_sim_gemm_small_batch(p[0], p[1], p[2]) != small) d += RIG__KERNEL_APART;
-        if (decode && rig__decode_tc(table, p) != tc) d += RIG__KERNEL_APART;
+        if (table->kernel[i] != kernel) d += RIG__KERNEL_APART;
         if (found == K && d >= best_d[K - 1]) continue;
         int32_t at = found < K ? found++ : K - 1; /* insertion into the sorted few */
         while (at > 0 && best_d[at - 1] > d) {
@@ -216,15 +223,17 @@ static bool rig__predict(const struct rig_sim_optable *table, const struct rig_o
     enum { K = RIG_SIM_OPTABLE_NEIGHBOURS };
     double best_d[K], ratio[K], host[K];
     int64_t best_i[K];
-    int32_t found = rig__nearest(table, key, best_i, best_d);
+    int8_t kernel = rig__kernel_of(table, key);
+    int32_t found = rig__nearest(table, key, kernel, best_i, best_d);
     if (found == 0 || best_d[0] > RIG_SIM_OPTABLE_REACH) return false;
     for (int32_t n = 0; n < found; n++) {
         const struct rig_optable_point *p = &table->points[best_i[n]];
         ratio[n] = rig__node_ns(p, launch_ns, warm_weight) * 1e-9 /
-                   rig__work_s(table, &p->key, p->flops, p->bytes, peak_flops, hbm_bytes_per_s);
+                   rig__work_s(table, key->kind, table->kernel[best_i[n]], p->flops, p->bytes,
+                               peak_flops, hbm_bytes_per_s);
         host[n] = p->host_ns;
     }
-    *ns = rig__work_s(table, key, flops, bytes, peak_flops, hbm_bytes_per_s) *
+    *ns = rig__work_s(table, key->kind, kernel, flops, bytes, peak_flops, hbm_bytes_per_s) *
           rig__blend(ratio, best_d, found) * 1e9;
     *host_ns = rig__blend(host, best_d, found);
     return true;
@@ -285,8 +294,11 @@ static enum rig_status rig__load(const char *name, int64_t multiprocessors,
                                               error_len);
     if (status != RIG_OK) return status;
     table->logp = calloc((size_t)table->count, sizeof *table->logp);
-    if (table->logp == NULL) {
+    table->kernel = calloc((size_t)table->count, sizeof *table->kernel);
+    if (table->logp == NULL || table->kernel == NULL) {
         free(table->points);
+        free(table->logp);
+        free(table->kernel);
         memset(table, 0, sizeof *table);
         snprintf(error, error_len, "%s: no memory for the op table", name);
         return RIG_E_NO_MEMORY;
@@ -301,6 +313,8 @@ static enum rig_status rig__load(const char *name, int64_t multiprocessors,
         table->first[k] = at;
     }
     table->multiprocessors = multiprocessors;
+    for (int64_t i = 0; i < table->count; i++)
+        table->kernel[i] = rig__kernel_of(table, &table->points[i].key);
     table->decode_flops_per_s = rig__decode_rate(table);
     return RIG_OK;
 }

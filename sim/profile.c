@@ -21,8 +21,8 @@
 #include "hal/yaml_guard.h"
 #include "sim/optable.h"
 
-static enum rig_status rig__load_profile(const char *name, struct rig_sim_profile *out,
-                                         char *error, size_t error_size);
+static enum rig_status rig__load_profile(const char *name, struct rig_sim_profile *out, char *error,
+                                         size_t error_size);
 
 enum rig__key_kind {
     RIG__KEY_NAME,     /* string */
@@ -37,6 +37,8 @@ struct rig__key {
     const char *key;
     enum rig__key_kind kind;
     size_t offset;
+    bool optional; /* may be left out (the field keeps the default rig_sim_profile_parse sets):
+                      the later additions, so older profile files still load */
 };
 
 #define RIG__AT(field) offsetof(struct rig_sim_profile, field)
@@ -50,53 +52,54 @@ struct rig__key {
     (offsetof(struct rig_sim_profile, occupancy_exponent) + (size_t)(class) * sizeof(double))
 
 static const struct rig__key rig__keys[] = {
-    {"name", RIG__KEY_NAME, RIG__AT(name)},
-    {"op_table", RIG__KEY_TEXT, RIG__AT(op_table)},
-    {"pageable_host_copies", RIG__KEY_COUNT, RIG__AT(pageable_host_copies)},
-    {"multiprocessors", RIG__KEY_COUNT, RIG__AT(multiprocessors)},
-    {"op_table_warm_weight", RIG__KEY_FRACTION, RIG__AT(op_table_warm_weight)},
-    {"memory_bytes", RIG__KEY_COUNT, RIG__AT(memory_bytes)},
-    {"peak_bf16_flops", RIG__KEY_RATE, RIG__AT(peak_bf16_flops)},
-    {"hbm_bytes_per_s", RIG__KEY_RATE, RIG__AT(hbm_bytes_per_s)},
-    {"gemm_efficiency", RIG__KEY_FRACTION, RIG__EFF(RIG_SIM_OP_CLASS_GEMM)},
-    {"attention_efficiency", RIG__KEY_FRACTION, RIG__EFF(RIG_SIM_OP_CLASS_ATTENTION)},
-    {"elementwise_efficiency", RIG__KEY_FRACTION, RIG__EFF(RIG_SIM_OP_CLASS_ELEMENTWISE)},
-    {"copy_efficiency", RIG__KEY_FRACTION, RIG__EFF(RIG_SIM_OP_CLASS_COPY)},
-    {"decode_attention_efficiency", RIG__KEY_FRACTION,
-     RIG__EFF(RIG_SIM_OP_CLASS_DECODE_ATTENTION)},
-    {"kernel_launch_host_ns", RIG__KEY_COUNT, RIG__AT(kernel_launch_host_ns)},
-    {"kernel_launch_latency_ns", RIG__KEY_COUNT, RIG__AT(kernel_launch_latency_ns)},
-    {"graph_launch_host_ns", RIG__KEY_COUNT, RIG__AT(graph_launch_host_ns)},
-    {"graph_node_ns", RIG__KEY_COUNT, RIG__AT(graph_node_ns)},
-    {"min_kernel_ns", RIG__KEY_COUNT, RIG__AT(min_kernel_ns)},
-    {"h2d_bytes_per_s", RIG__KEY_RATE, RIG__AT(h2d_bytes_per_s)},
-    {"h2d_latency_ns", RIG__KEY_COUNT, RIG__AT(h2d_latency_ns)},
-    {"d2h_bytes_per_s", RIG__KEY_RATE, RIG__AT(d2h_bytes_per_s)},
-    {"d2h_latency_ns", RIG__KEY_COUNT, RIG__AT(d2h_latency_ns)},
-    {"all_reduce_bytes_per_s", RIG__KEY_RATE, RIG__AT(all_reduce_bytes_per_s)},
-    {"all_reduce_latency_ns", RIG__KEY_COUNT, RIG__AT(all_reduce_latency_ns)},
-    {"all_gather_bytes_per_s", RIG__KEY_RATE, RIG__AT(all_gather_bytes_per_s)},
-    {"all_gather_latency_ns", RIG__KEY_COUNT, RIG__AT(all_gather_latency_ns)},
-    {"all_reduce_graph_ns", RIG__KEY_CURVE, RIG__AT(all_reduce_curve)},
-    {"gpus_per_node", RIG__KEY_COUNT, RIG__AT(gpus_per_node)},
-    {"inter_node_bytes_per_s", RIG__KEY_RATE, RIG__AT(inter_node_bytes_per_s)},
-    {"inter_node_latency_ns", RIG__KEY_COUNT, RIG__AT(inter_node_latency_ns)},
-    {"gemm_compute_efficiency", RIG__KEY_FRACTION, RIG__AT(gemm_compute_efficiency)},
-    {"gemm_k_half", RIG__KEY_COUNT, RIG__AT(gemm_k_half)},
-    {"gemm_latency_ns", RIG__KEY_COUNT, RIG__LATENCY(RIG_SIM_OP_CLASS_GEMM)},
-    {"attention_latency_ns", RIG__KEY_COUNT, RIG__LATENCY(RIG_SIM_OP_CLASS_ATTENTION)},
-    {"decode_attention_latency_ns", RIG__KEY_COUNT,
-     RIG__LATENCY(RIG_SIM_OP_CLASS_DECODE_ATTENTION)},
-    {"elementwise_latency_ns", RIG__KEY_COUNT, RIG__LATENCY(RIG_SIM_OP_CLASS_ELEMENTWISE)},
-    {"copy_latency_ns", RIG__KEY_COUNT, RIG__LATENCY(RIG_SIM_OP_CLASS_COPY)},
-    {"gemm_full_blocks", RIG__KEY_COUNT, RIG__BLOCKS(RIG_SIM_OP_CLASS_GEMM)},
-    {"gemm_occupancy_exponent", RIG__KEY_FRACTION, RIG__EXPONENT(RIG_SIM_OP_CLASS_GEMM)},
-    {"attention_full_blocks", RIG__KEY_COUNT, RIG__BLOCKS(RIG_SIM_OP_CLASS_ATTENTION)},
-    {"attention_occupancy_exponent", RIG__KEY_FRACTION, RIG__EXPONENT(RIG_SIM_OP_CLASS_ATTENTION)},
-    {"decode_attention_full_blocks", RIG__KEY_COUNT,
-     RIG__BLOCKS(RIG_SIM_OP_CLASS_DECODE_ATTENTION)},
+    {"name", RIG__KEY_NAME, RIG__AT(name), false},
+    {"op_table", RIG__KEY_TEXT, RIG__AT(op_table), true},
+    {"pageable_host_copies", RIG__KEY_COUNT, RIG__AT(pageable_host_copies), true},
+    {"multiprocessors", RIG__KEY_COUNT, RIG__AT(multiprocessors), true},
+    {"op_table_warm_weight", RIG__KEY_FRACTION, RIG__AT(op_table_warm_weight), true},
+    {"memory_bytes", RIG__KEY_COUNT, RIG__AT(memory_bytes), false},
+    {"peak_bf16_flops", RIG__KEY_RATE, RIG__AT(peak_bf16_flops), false},
+    {"hbm_bytes_per_s", RIG__KEY_RATE, RIG__AT(hbm_bytes_per_s), false},
+    {"gemm_efficiency", RIG__KEY_FRACTION, RIG__EFF(RIG_SIM_OP_CLASS_GEMM), false},
+    {"attention_efficiency", RIG__KEY_FRACTION, RIG__EFF(RIG_SIM_OP_CLASS_ATTENTION), false},
+    {"elementwise_efficiency", RIG__KEY_FRACTION, RIG__EFF(RIG_SIM_OP_CLASS_ELEMENTWISE), false},
+    {"copy_efficiency", RIG__KEY_FRACTION, RIG__EFF(RIG_SIM_OP_CLASS_COPY), false},
+    {"decode_attention_efficiency", RIG__KEY_FRACTION, RIG__EFF(RIG_SIM_OP_CLASS_DECODE_ATTENTION),
+     false},
+    {"kernel_launch_host_ns", RIG__KEY_COUNT, RIG__AT(kernel_launch_host_ns), false},
+    {"kernel_launch_latency_ns", RIG__KEY_COUNT, RIG__AT(kernel_launch_latency_ns), false},
+    {"graph_launch_host_ns", RIG__KEY_COUNT, RIG__AT(graph_launch_host_ns), false},
+    {"graph_node_ns", RIG__KEY_COUNT, RIG__AT(graph_node_ns), false},
+    {"min_kernel_ns", RIG__KEY_COUNT, RIG__AT(min_kernel_ns), false},
+    {"h2d_bytes_per_s", RIG__KEY_RATE, RIG__AT(h2d_bytes_per_s), false},
+    {"h2d_latency_ns", RIG__KEY_COUNT, RIG__AT(h2d_latency_ns), false},
+    {"d2h_bytes_per_s", RIG__KEY_RATE, RIG__AT(d2h_bytes_per_s), false},
+    {"d2h_latency_ns", RIG__KEY_COUNT, RIG__AT(d2h_latency_ns), false},
+    {"all_reduce_bytes_per_s", RIG__KEY_RATE, RIG__AT(all_reduce_bytes_per_s), false},
+    {"all_reduce_latency_ns", RIG__KEY_COUNT, RIG__AT(all_reduce_latency_ns), false},
+    {"all_gather_bytes_per_s", RIG__KEY_RATE, RIG__AT(all_gather_bytes_per_s), false},
+    {"all_gather_latency_ns", RIG__KEY_COUNT, RIG__AT(all_gather_latency_ns), false},
+    {"all_reduce_graph_ns", RIG__KEY_CURVE, RIG__AT(all_reduce_curve), true},
+    {"gpus_per_node", RIG__KEY_COUNT, RIG__AT(gpus_per_node), true},
+    {"inter_node_bytes_per_s", RIG__KEY_RATE, RIG__AT(inter_node_bytes_per_s), true},
+    {"inter_node_latency_ns", RIG__KEY_COUNT, RIG__AT(inter_node_latency_ns), true},
+    {"gemm_compute_efficiency", RIG__KEY_FRACTION, RIG__AT(gemm_compute_efficiency), false},
+    {"gemm_k_half", RIG__KEY_COUNT, RIG__AT(gemm_k_half), false},
+    {"gemm_latency_ns", RIG__KEY_COUNT, RIG__LATENCY(RIG_SIM_OP_CLASS_GEMM), false},
+    {"attention_latency_ns", RIG__KEY_COUNT, RIG__LATENCY(RIG_SIM_OP_CLASS_ATTENTION), false},
+    {"decode_attention_latency_ns", RIG__KEY_COUNT, RIG__LATENCY(RIG_SIM_OP_CLASS_DECODE_ATTENTION),
+     false},
+    {"elementwise_latency_ns", RIG__KEY_COUNT, RIG__LATENCY(RIG_SIM_OP_CLASS_ELEMENTWISE), false},
+    {"copy_latency_ns", RIG__KEY_COUNT, RIG__LATENCY(RIG_SIM_OP_CLASS_COPY), false},
+    {"gemm_full_blocks", RIG__KEY_COUNT, RIG__BLOCKS(RIG_SIM_OP_CLASS_GEMM), false},
+    {"gemm_occupancy_exponent", RIG__KEY_FRACTION, RIG__EXPONENT(RIG_SIM_OP_CLASS_GEMM), false},
+    {"attention_full_blocks", RIG__KEY_COUNT, RIG__BLOCKS(RIG_SIM_OP_CLASS_ATTENTION), false},
+    {"attention_occupancy_exponent", RIG__KEY_FRACTION, RIG__EXPONENT(RIG_SIM_OP_CLASS_ATTENTION),
+     false},
+    {"decode_attention_full_blocks", RIG__KEY_COUNT, RIG__BLOCKS(RIG_SIM_OP_CLASS_DECODE_ATTENTION),
+     false},
     {"decode_attention_occupancy_exponent", RIG__KEY_FRACTION,
-     RIG__EXPONENT(RIG_SIM_OP_CLASS_DECODE_ATTENTION)},
+     RIG__EXPONENT(RIG_SIM_OP_CLASS_DECODE_ATTENTION), false},
 };
 #define RIG__KEY_COUNT_ALL ((int32_t)RIG_ARRAY_LEN(rig__keys))
 _Static_assert(RIG_ARRAY_LEN(rig__keys) < 64, "seen-keys mask is a uint64_t");
@@ -173,7 +176,8 @@ static enum rig_status rig__set_curve(const struct rig__key *key, const char *te
             if (p.ranks < q->ranks || (p.ranks == q->ranks && !(p.bytes > q->bytes)))
                 return rig__error(error, error_size, RIG_E_RANGE, where,
                                   "key '%s': point %d is out of order (sort by ranks, then by "
-                                  "rising bytes)", key->key, count + 1);
+                                  "rising bytes)",
+                                  key->key, count + 1);
         }
         points[count++] = p;
     }
@@ -192,8 +196,8 @@ static enum rig_status rig__set_value(const struct rig__key *key, const char *te
     if (key->kind == RIG__KEY_CURVE)
         return rig__set_curve(key, text, profile, where, error, error_size);
     if (key->kind == RIG__KEY_NAME || key->kind == RIG__KEY_TEXT) {
-        size_t max = key->kind == RIG__KEY_NAME ? RIG_SIM_PROFILE_NAME_MAX
-                                                : sizeof profile->op_table;
+        size_t max =
+            key->kind == RIG__KEY_NAME ? RIG_SIM_PROFILE_NAME_MAX : sizeof profile->op_table;
         if (text[0] == '\0' || strlen(text) >= max)
             return rig__error(error, error_size, RIG_E_RANGE, where,
                               "key '%s': must be 1..%zu characters", key->key, max - 1);
@@ -219,18 +223,6 @@ static enum rig_status rig__set_value(const struct rig__key *key, const char *te
                           key->key, text, key->kind == RIG__KEY_FRACTION ? "in (0, 1]" : "> 0");
     memcpy(field, &value, sizeof value);
     return RIG_OK;
-}
-
-/* Keys a profile may leave out (their fields keep the defaults rig_sim_profile_parse sets):
- * the later additions, so older profile files still load. */
-static bool rig__optional(const char *key)
-{
-    return strcmp(key, "op_table") == 0 || strcmp(key, "pageable_host_copies") == 0 ||
-           strcmp(key, "multiprocessors") == 0 ||
-           strcmp(key, "op_table_warm_weight") == 0 ||
-           strcmp(key, "gpus_per_node") == 0 || strcmp(key, "inter_node_bytes_per_s") == 0 ||
-           strcmp(key, "inter_node_latency_ns") == 0 ||
-           strcmp(key, "all_reduce_graph_ns") == 0;
 }
 
 static int32_t rig__find_key(const char *name)
@@ -276,7 +268,7 @@ static enum rig_status rig__read_mapping(const char *file, struct fy_node *root,
         if (status != RIG_OK) return status;
     }
     for (int32_t i = 0; i < RIG__KEY_COUNT_ALL; i++) {
-        if (!(seen & (1ull << i)) && !rig__optional(rig__keys[i].key))
+        if (!(seen & (1ull << i)) && !rig__keys[i].optional)
             return rig__error(error, error_size, RIG_E_PARSE, top, "missing key '%s'",
                               rig__keys[i].key);
     }
@@ -291,8 +283,8 @@ static enum rig_status rig__read_mapping(const char *file, struct fy_node *root,
  * also crashes on some explicit keys ("? n:\t:", the same fuzzer; hal/yaml_guard.h), which a
  * profile never needs. Returns RIG_OK or RIG_E_PARSE with the line and column of the first bad
  * byte. */
-static enum rig_status rig__check_utf8(const char *file, const char *text, size_t size,
-                                       char *error, size_t error_size)
+static enum rig_status rig__check_utf8(const char *file, const char *text, size_t size, char *error,
+                                       size_t error_size)
 {
     const utf8proc_uint8_t *bytes = (const utf8proc_uint8_t *)text;
     int64_t key = rig_yaml_explicit_key_at(text, size); /* libfyaml 0.8 crashes on some */
@@ -403,14 +395,14 @@ static bool rig__is_path(const char *name)
 }
 
 /* Loads the profile's op table, unless it says "none" or `analytic` asks for none. */
-static enum rig_status rig__load_table(struct rig_sim_profile *profile, bool analytic,
-                                       char *error, size_t error_size)
+static enum rig_status rig__load_table(struct rig_sim_profile *profile, bool analytic, char *error,
+                                       size_t error_size)
 {
     profile->table = NULL;
     if (analytic) snprintf(profile->op_table, sizeof profile->op_table, "none");
     if (strcmp(profile->op_table, "none") == 0) return RIG_OK;
-    return rig_sim_optable_get(profile->op_table, profile->multiprocessors, &profile->table,
-                               error, error_size);
+    return rig_sim_optable_get(profile->op_table, profile->multiprocessors, &profile->table, error,
+                               error_size);
 }
 
 enum rig_status rig_sim_profile_load(const char *name_or_path, struct rig_sim_profile *out,
@@ -422,9 +414,12 @@ enum rig_status rig_sim_profile_load(const char *name_or_path, struct rig_sim_pr
     snprintf(name, sizeof name, "%s", given);
     bool analytic = false, pinned = false;
     for (char *colon = strrchr(name, ':'); colon != NULL; colon = strrchr(name, ':')) {
-        if (strcmp(colon, ":analytic") == 0) analytic = true;
-        else if (strcmp(colon, ":pinned") == 0) pinned = true;
-        else break; /* not a modifier: part of a path */
+        if (strcmp(colon, ":analytic") == 0)
+            analytic = true;
+        else if (strcmp(colon, ":pinned") == 0)
+            pinned = true;
+        else
+            break; /* not a modifier: part of a path */
         *colon = '\0';
     }
     enum rig_status status = rig__load_profile(name, out, error, error_size);
@@ -433,8 +428,8 @@ enum rig_status rig_sim_profile_load(const char *name_or_path, struct rig_sim_pr
     return status;
 }
 
-static enum rig_status rig__load_profile(const char *name, struct rig_sim_profile *out,
-                                         char *error, size_t error_size)
+static enum rig_status rig__load_profile(const char *name, struct rig_sim_profile *out, char *error,
+                                         size_t error_size)
 {
     if (rig__is_path(name)) {
         char *text = NULL;
