@@ -714,19 +714,24 @@ static void test_gemm_decode_shapes(void **state)
 /* The small-batch kernel's persistent form (cuda/ops/gemv.cu: more column tiles than the GPU
  * holds blocks, each block staging the weights of its next tiles in shared memory while it sums
  * the current one; RIG_GEMV_PERSISTENT=2 takes it for every shape it can run, up to 8 rows)
- * at Qwen3-8B's qkv, o and gate_up shapes and an odd N: the simulator's result, and bit for
- * bit the per-tile kernel's (RIG_GEMV_PERSISTENT=0: same warps, same K runs, same summation
- * order). */
+ * at Qwen3-8B's qkv, o, gate_up and down shapes, Qwen3-32B's qkv and two odd shapes: the
+ * simulator's result, and bit for bit the per-tile kernel's (RIG_GEMV_PERSISTENT=0: same warps,
+ * same K runs, same summation order). The down projection (K 12,288: 3 batches a warp's run),
+ * Qwen3-32B's qkv (K 5,120: 8 steps, then 2) and the odd K 10,248 (321 steps, the last one
+ * partial, the last warp's run one batch of 6 steps where the others have 3 batches) take the
+ * form whose units are batches. */
 static void test_gemm_persistent(void **state)
 {
     (void)state;
-    static const int64_t shapes[][2] = {{6144, 4096}, {4096, 4096}, {24576, 4096}, {1500, 2048}};
+    static const int64_t shapes[][2] = {{6144, 4096},  {4096, 4096},  {24576, 4096},
+                                        {1500, 2048},  {4096, 12288}, {10240, 5120},
+                                        {1500, 10248}};
     static const int64_t rows[] = {1, 3, 8};
     for (size_t l = 0; l < RIG_ARRAY_LEN(shapes); l++) {
         for (size_t r = 0; r < RIG_ARRAY_LEN(rows); r++) {
             rig__reset(3100 + l * 10 + r);
-            struct rig__gemm_shape g = {rows[r], shapes[l][0], shapes[l][1], r == 1, l == 3, 0,
-                                        0};
+            struct rig__gemm_shape g = {rows[r], shapes[l][0], shapes[l][1], r == 1,
+                                        l == 3 || l == 6, 0, 0};
             struct rig_op op;
             struct rig__pair *c = rig__gemm_build(&g, &op);
             assert_int_equal(setenv("RIG_GEMV_PERSISTENT", "2", 1), 0);

@@ -18,12 +18,13 @@
  * lane (g, t) exactly A[g][slots], A[g+8][slots] and B[slots][g]. No shuffles, no shared memory
  * in the main loop, every global access 16 bytes.
  *
- * Persistent form (rig__gemv_persistent_kernel, Qwen3-8B's shapes at batches 1-8): one wave
- * of blocks walks the column tiles, each warp staging the weights of its next two tiles in
- * shared memory by cp.async, so a multiprocessor keeps 2-3 tiles in flight where the per-tile
- * kernel's registers hold one; the same bits. Tried and dropped: the per-tile kernel asking L2
- * for a warp's next batch while one computes (warps of several batches: Qwen3-8B's down
- * projection, Qwen3-32B's shapes) made every decode step of 1 and 8 rows 2-7 % slower (H200).
+ * Persistent form (rig__gemv_persistent_kernel, Qwen3-8B's and Qwen3-32B's shapes at batches
+ * 1-8, and 1-2 where a warp's K run is several batches): one wave of blocks walks the column
+ * tiles, each warp staging the weights of its next two units (a batch of its K run for one
+ * tile) in shared memory by cp.async, so a multiprocessor keeps 2-3 units in flight where the
+ * per-tile kernel's registers hold one; the same bits. Tried and dropped: the per-tile kernel
+ * asking L2 for a warp's next batch while one computes made every decode step of 1 and 8 rows
+ * 2-7 % slower (H200).
  *
  * Memory. The weights are read once, with ld.global.nc.L1::no_allocate (streamed, kept out
  * of L1); a warp issues all RIG__UNROLL weight loads of a batch before its first mma. The
@@ -300,20 +301,25 @@ static __device__ __forceinline__ void rig__gemv_stage(const struct rig__gemv_la
     asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
-/* The persistent kernel (M <= 8, a warp's K run one batch, more column tiles than the GPU
- * holds blocks at once): block b takes tiles b, b + G, b + 2G, ... (G blocks, one wave). Each
- * warp copies its weights of the next RIG__STAGES - 1 tiles into shared memory (cp.async, no
- * registers held) while it multiplies and sums the current one, so a multiprocessor keeps up to
- * 2-3 tiles of weights in flight instead of one. The kernel above starts every tile as a block
- * of its own, whose weights sit in registers: one 512-thread block a multiprocessor (108
- * registers) holds 64 KB in flight, and on an H200 the Qwen3-8B gate_up at batch 1 (201 MB)
- * took 69 us against 42 at the bandwidth. A register double buffer (a first version) held the
- * same 64 KB and was no faster (71 us). The activations, the same for every tile, are loaded
- * into registers once (a version that re-read them from L1 each tile lost at 8 rows: 64 KB of
- * them a block did not fit the L1 left beside 192 KB of stages, and the batch-8 step took
- * 6.53 -> 7.70 ms). The sums alternate between two shared buffers, so a tile needs one barrier.
- * Same warps, K runs and summation order as the kernel above: the same bits. */
-template <typename OUT>
+/* The persistent kernel (M <= 8, more column tiles than the GPU holds blocks at once): block b
+ * takes tiles b, b + G, b + 2G, ... (G blocks, one wave). Each warp copies its weights of the
+ * next RIG__STAGES - 1 units into shared memory (cp.async, no registers held) while it
+ * multiplies the current one, so a multiprocessor keeps up to 2-3 units of weights in flight
+ * instead of one. A unit is one batch of a warp's K run for one tile: a tile is `batches`
+ * units (1 when a warp's run fits one batch, K <= 4,096 at 16 warps; 3 for Qwen3-8B's down
+ * projection, K 12,288; 2-7 for Qwen3-32B's shapes), and the stream of units runs on from one
+ * tile into the next. The kernel above starts every tile as a block of its own, whose weights
+ * sit in registers: one 512-thread block a multiprocessor (108 registers) holds 64 KB in
+ * flight, and on an H200 the Qwen3-8B gate_up at batch 1 (201 MB) took 69 us against 42 at
+ * the bandwidth. A register double buffer (a first version) held the same 64 KB and was no
+ * faster (71 us). With one unit a tile (ONE) the activations, the same for every tile, are
+ * loaded into registers once (a version that re-read them from L1 each tile lost at 8 rows: 64
+ * KB of them a block did not fit the L1 left beside 192 KB of stages, and the batch-8 step took
+ * 6.53 -> 7.70 ms); with several, a unit reads its batch of activations through L1, which is
+ * why the launcher takes that form only for few rows. The sums alternate between two shared
+ * buffers, so a tile needs one barrier. Same warps, K runs and summation order as the kernel
+ * above: the same bits. */
+template <typename OUT, bool ONE>
 static __global__ void __launch_bounds__(RIG__WARPS_MAX *RIG_CUDA_WARP)
     rig__gemv_persistent_kernel(const struct rig__gemv_args p, int64_t tiles)
 {
@@ -323,33 +329,45 @@ static __global__ void __launch_bounds__(RIG__WARPS_MAX *RIG_CUDA_WARP)
     int lane_index = (int)threadIdx.x % RIG_CUDA_WARP;
     int32_t begin = warp * p.steps_per_warp;
     int32_t end = min(begin + p.steps_per_warp, p.steps);
+    /* units a tile, the same for every warp (a shorter last run stages zeros) */
+    const int32_t batches = ONE ? 1 : (p.steps_per_warp + RIG__UNROLL - 1) / RIG__UNROLL;
     int64_t stride = gridDim.x;
-    auto slot = [&](int64_t n) { /* this warp's slot for the block's n-th tile */
-                                 return rig__gemv_stages + ((n % RIG__STAGES) * warps + warp) *
+    int64_t mine = (tiles - blockIdx.x + stride - 1) / stride; /* this block's tiles */
+    int64_t units = mine * batches;
+    auto slot = [&](int64_t u) { /* this warp's slot for the block's u-th unit */
+                                 return rig__gemv_stages + ((u % RIG__STAGES) * warps + warp) *
                                                                (RIG__UNROLL * RIG_CUDA_WARP);
     };
-    /* the weights never change during a forward: the first tiles' copies start before the wait */
-    for (int n = 0; n < RIG__STAGES - 1; n++) {
-        int64_t tile = blockIdx.x + n * stride;
-        rig__gemv_stage(rig__gemv_lane_at<false>(p, tile < tiles ? tile : 0), tile < tiles, slot(n),
-                        begin, end, p.depth);
-    }
+    auto stage = [&](int64_t u) { /* starts unit u's copies (an empty group past the last) */
+                                  int64_t tile = blockIdx.x + (u / batches) * stride;
+                                  bool exists = u < units;
+                                  rig__gemv_stage(rig__gemv_lane_at<false>(p, exists ? tile : 0),
+                                                  exists, slot(u),
+                                                  begin + (int32_t)(u % batches) * RIG__UNROLL,
+                                                  end, p.depth);
+    };
+    /* the weights never change during a forward: the first units' copies start before the wait */
+    for (int u = 0; u < RIG__STAGES - 1; u++)
+        stage(u);
     rig_cuda_pdl_begin(); /* the activations are the previous kernel's output */
-    uint4 low[RIG__UNROLL], high[RIG__UNROLL]; /* the same for every tile: loaded once */
-    rig__gemv_activations<false>(low, high, rig__gemv_lane_at<false>(p, blockIdx.x), begin, end,
-                                 p.depth);
+    const struct rig__gemv_lane rows = rig__gemv_lane_at<false>(p, blockIdx.x); /* a rows only */
+    uint4 low[RIG__UNROLL], high[RIG__UNROLL];
+    if constexpr (ONE) rig__gemv_activations<false>(low, high, rows, begin, end, p.depth);
+    int64_t u = 0;
     for (int64_t n = 0, tile = blockIdx.x; tile < tiles; n++, tile += stride) {
-        asm volatile("cp.async.wait_group %0;\n" ::"n"(RIG__STAGES - 2) : "memory");
-        uint4 weight[RIG__UNROLL];
-        const uint4 *mine = slot(n);
-#pragma unroll
-        for (int u = 0; u < RIG__UNROLL; u++)
-            weight[u] = mine[u * RIG_CUDA_WARP + lane_index]; /* the lane's own copies */
-        int64_t ahead = tile + (RIG__STAGES - 1) * stride;    /* into the slot read last round */
-        rig__gemv_stage(rig__gemv_lane_at<false>(p, ahead < tiles ? ahead : 0), ahead < tiles,
-                        slot(n + RIG__STAGES - 1), begin, end, p.depth);
         float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        rig__gemv_mmas(acc, weight, low, high, begin, end);
+        for (int32_t b = 0; b < batches; b++, u++) {
+            asm volatile("cp.async.wait_group %0;\n" ::"n"(RIG__STAGES - 2) : "memory");
+            uint4 weight[RIG__UNROLL];
+            const uint4 *staged = slot(u);
+#pragma unroll
+            for (int i = 0; i < RIG__UNROLL; i++)
+                weight[i] = staged[i * RIG_CUDA_WARP + lane_index]; /* the lane's own copies */
+            stage(u + RIG__STAGES - 1); /* into the slot read last round */
+            int32_t first = begin + b * RIG__UNROLL;
+            if constexpr (!ONE) rig__gemv_activations<false>(low, high, rows, first, end, p.depth);
+            rig__gemv_mmas(acc, weight, low, high, first, end);
+        }
         rig__gemv_store<false, OUT>(acc, p, partial[n & 1], tile);
     }
     asm volatile("cp.async.wait_all;\n" ::: "memory");
@@ -382,12 +400,12 @@ static int32_t rig__gemv_warps(int64_t steps, int64_t blocks, int32_t sm_count)
 
 /* Blocks of the persistent kernel with `warps` warps a multiprocessor holds at once (asked
  * once per output type and warp count; 0 when the query fails). */
-template <typename OUT> static int rig__gemv_resident(int32_t warps)
+template <typename OUT, bool ONE> static int rig__gemv_resident(int32_t warps)
 {
     static int known[RIG__WARPS_MAX + 1]; /* 0: not asked yet; the same answer on every GPU */
     int value = __atomic_load_n(&known[warps], __ATOMIC_RELAXED);
     if (value != 0) return value;
-    const void *kernel = (const void *)rig__gemv_persistent_kernel<OUT>;
+    const void *kernel = (const void *)rig__gemv_persistent_kernel<OUT, ONE>;
     if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              (int)rig__gemv_stage_bytes(RIG__WARPS_MAX)) != cudaSuccess ||
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&value, kernel, warps * RIG_CUDA_WARP,
@@ -398,27 +416,47 @@ template <typename OUT> static int rig__gemv_resident(int32_t warps)
 }
 
 /* The persistent kernel when it applies, else RIG_E_UNSUPPORTED (the caller takes the per-tile
- * kernel): at most 8 rows, blocks of RIG__WARPS_MAX warps with a warp's K run one batch (K of
- * 3,841-4,096, Qwen3-8B's: the per-tile kernel fits one such block a multiprocessor), more
- * tiles than blocks fit at once. Measured on an H200 (docs/performance.md): Qwen3-8B's decode
- * step at batch 1 5.94 -> 5.39 ms, at batch 8 6.55 -> 6.06 ms (x 2048: 6.24 -> 5.64, 7.32 ->
- * 6.76). With blocks of 4-8 warps (Qwen3-0.6B's LM head, Llama-3.2-1B) the per-tile kernel
- * already holds several blocks a multiprocessor, and an earlier version of this one was 1-4 %
- * slower there. RIG_GEMV_PERSISTENT=0 (read at every call, a timing and testing switch) never
- * takes it; =2 takes it whenever it can run (any warps). */
+ * kernel): at most 8 rows, blocks of RIG__WARPS_MAX warps (K over 3,840: the per-tile kernel
+ * fits one such block a multiprocessor), more tiles than blocks fit at once, and where a warp's
+ * K run is several batches (K over 4,096) at most RIG__MULTI_ROWS rows, whose activations the
+ * units re-read through L1. Measured on an H200 (docs/performance.md): Qwen3-8B's decode step
+ * at batch 1 5.94 -> 5.39 ms, at batch 8 6.55 -> 6.06 ms (x 2048: 6.24 -> 5.64, 7.32 -> 6.76)
+ * with one batch a run. With blocks of 4-8 warps (Qwen3-0.6B's LM head, Llama-3.2-1B) the
+ * per-tile kernel already holds several blocks a multiprocessor, and an earlier version of
+ * this one was 1-4 % slower there. RIG_GEMV_PERSISTENT=0 (read at every call, a timing and
+ * testing switch) never takes it; =2 takes it whenever it can run (any warps, any rows up to
+ * 8); RIG_GEMV_PERSISTENT_ROWS=R sets the rows limit of several batches a run. With several
+ * batches a run (H200, docs/performance.md): Qwen3-32B's step at batch 1 22.66 -> 21.28 ms (x
+ * 2048: 24.26 -> 22.15); Qwen3-8B's down projection 31.8 -> 28.5 us a layer, its step at
+ * batch 1 -1 % (the early weight copies share the bandwidth with the nodes before). At 8 rows
+ * Qwen3-32B's step took 24.4 -> 29.3 ms (80 KB of activations a block, re-read each unit from
+ * L2), hence 2 rows. */
+#define RIG__MULTI_ROWS 2
 template <typename OUT>
 static enum rig_status rig__gemv_persistent(const struct rig_cuda_launch *launch,
                                             const struct rig__gemv_args &args, int64_t blocks,
                                             int32_t warps)
 {
     long wanted = rig_cuda_env("RIG_GEMV_PERSISTENT", 1);
-    if (wanted == 0 || args.rows > 8 || args.steps_per_warp > RIG__UNROLL) return RIG_E_UNSUPPORTED;
+    if (wanted == 0 || args.rows > 8) return RIG_E_UNSUPPORTED;
+    bool one = args.steps_per_warp <= RIG__UNROLL;
     if (wanted != 2 && warps != RIG__WARPS_MAX) return RIG_E_UNSUPPORTED;
-    int64_t resident = (int64_t)rig__gemv_resident<OUT>(warps) * launch->sm_count;
+    if (wanted != 2 && !one &&
+        args.rows > rig_cuda_env("RIG_GEMV_PERSISTENT_ROWS", RIG__MULTI_ROWS))
+        return RIG_E_UNSUPPORTED;
+    int64_t resident = (int64_t)(one ? rig__gemv_resident<OUT, true>(warps)
+                                     : rig__gemv_resident<OUT, false>(warps)) *
+                       launch->sm_count;
     if (resident <= 0 || blocks <= resident) return RIG_E_UNSUPPORTED;
-    RIG_CUDA_TRY(rig_cuda_launch_pdl(
-        launch, rig__gemv_persistent_kernel<OUT>, dim3((unsigned)resident),
-        dim3((unsigned)(warps * RIG_CUDA_WARP)), rig__gemv_stage_bytes(warps), args, blocks));
+    dim3 grid((unsigned)resident), block((unsigned)(warps * RIG_CUDA_WARP));
+    size_t shared = rig__gemv_stage_bytes(warps);
+    if (one) {
+        RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__gemv_persistent_kernel<OUT, true>, grid,
+                                         block, shared, args, blocks));
+    } else {
+        RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__gemv_persistent_kernel<OUT, false>, grid,
+                                         block, shared, args, blocks));
+    }
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
 }
