@@ -305,11 +305,21 @@ static enum rig_status rig__attentions(struct rig__sweep *s, const struct rig__s
     static const int64_t tokens[] = {16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
     bool quick = s->options->quick;
     enum rig_status status = RIG_OK;
-    for (int32_t ragged = 0; ragged <= (quick ? 0 : 1); ragged++)
-        for (size_t b = ragged; b < RIG_ARRAY_LEN(batches) && status == RIG_OK; b += quick ? 4 : 1)
-            for (size_t c = 0; c < RIG_ARRAY_LEN(contexts) && status == RIG_OK; c += quick ? 3 : 1)
-                if (batches[b] * contexts[c] <= RIG__SLOTS_MAX)
-                    status = rig__attention(s, x, batches[b], 1, contexts[c], true, ragged);
+    /* Decode at the shape's head dim and, for head dim 128, also at 64 (the same heads): a
+     * head-dim axis, since the tensor-core decode kernel's cost per 128-key tile does not
+     * shrink with D (docs/simulator.md), so D 64 cannot be scaled from D 128 points by bytes. */
+    struct rig__shape half = *x;
+    half.D = 64;
+    const struct rig__shape *dims[2] = {x, x->D == 128 && !quick ? &half : NULL};
+    for (int32_t d = 0; d < 2 && dims[d] != NULL; d++)
+        for (int32_t ragged = 0; ragged <= (quick ? 0 : 1); ragged++)
+            for (size_t b = ragged; b < RIG_ARRAY_LEN(batches) && status == RIG_OK;
+                 b += quick ? 4 : 1)
+                for (size_t c = 0; c < RIG_ARRAY_LEN(contexts) && status == RIG_OK;
+                     c += quick ? 3 : 1)
+                    if (batches[b] * contexts[c] <= RIG__SLOTS_MAX)
+                        status =
+                            rig__attention(s, dims[d], batches[b], 1, contexts[c], true, ragged);
     for (size_t r = 0; r < RIG_ARRAY_LEN(requests) && status == RIG_OK; r++)
         for (size_t t = 0; t < RIG_ARRAY_LEN(tokens) && status == RIG_OK; t += quick ? 4 : 1)
             for (size_t p = 0; p < RIG_ARRAY_LEN(prefixes) && status == RIG_OK; p += quick ? 2 : 1) {
