@@ -1388,11 +1388,17 @@ static void rig__decode_case(const char *what, struct rig__decode_shape c)
     rig__run_both(&op, &out, 1);
     rig__expect_close(what, out, RIG_DTYPE_BF16, (size_t)(requests * hq * d), 1e-6);
     rig__expect_repeatable(what, &op, out);
+    if (d == 64) { /* the tensor-core kernel's one-block form, where it runs: the same bits */
+        assert_int_equal(setenv("RIG_DECODE_TC_TWO", "0", 1), 0);
+        rig__expect_repeatable(what, &op, out);
+        assert_int_equal(unsetenv("RIG_DECODE_TC_TWO"), 0);
+    }
 }
 
 /* Decode against the simulator, on the kernel path RIG_DECODE_TC selects (`path` names it in
  * the case names): the register path (D 64/128/256, GQA 1/2/4/8) or, at D 64 and 128 on a
- * Hopper GPU, the tensor-core one, at the shapes the performance work targets (256 x 1024 and
+ * Hopper GPU, the tensor-core one (at D 64 also bit for bit against its one-block form,
+ * RIG_DECODE_TC_TWO=0), at the shapes the performance work targets (256 x 1024 and
  * 1 x 512 / 2048 with Qwen3-0.6B's 16/8 heads), mixed lengths, single requests that split, a
  * table much wider than the keys (empty splits), and the staged fallback (odd head dims, GQA
  * 16, caches not 16-byte aligned). */
@@ -1430,6 +1436,7 @@ static void rig__attention_decode_cases(const char *path)
         {"decode D80", 1323, {5, 5, 1, 300, 300, 8, 2, 80, 0}},
         {"decode GQA 16 (staged path)", 1324, {4, 4, 1, 500, 500, 16, 1, 128, 0}},
         {"decode 256 x 1024, 16/8 heads", 1325, {256, 16, 1024, 1024, 1024, 16, 8, 128, 0}},
+        {"decode 256 x 1024, 32/8 heads D64", 1333, {256, 16, 1024, 1024, 1024, 32, 8, 64, 0}},
         {"decode 1 x 512, 16/8 heads", 1326, {1, 1, 512, 512, 512, 16, 8, 128, 0}},
         {"decode 1 x 2048, 16/8 heads", 1327, {1, 1, 2048, 2048, 2048, 16, 8, 128, 0}},
         {"decode 8 x 512, 16/8 heads", 1331, {8, 8, 512, 512, 512, 16, 8, 128, 0}},

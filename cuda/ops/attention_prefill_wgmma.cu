@@ -10,7 +10,8 @@
  *
  * Decode (cu_q NULL, from attention_decode.cu) is the same kernel with one query token a request:
  * an item is a (request, KV head), placed without a scan, the grid persistent, one consumer
- * warpgroup, and variant bit RIG__WG_DECODE (P's bf16 rounding residual through spare rows).
+ * warpgroup, and variant bit RIG__WG_DECODE (P's bf16 rounding residual through spare rows);
+ * at head dim 64 also RIG__WG_HALF and RIG__WG_TWO (two blocks a multiprocessor).
  *
  * Block: WG consumer warpgroups (2 by default, 1 when 2-warpgroup blocks would leave SMs idle:
  * short chunks) owning 64 packed query rows each (BM = 64 WG, the wgmma M), plus one producer
@@ -157,6 +158,26 @@ enum { RIG__WG_PREFETCH = 16 }; /* Q of a block's next item loaded during this o
  * decode bound is the register path's). The rows are there anyway: a request's G <= 8 rows use
  * at most 8 of the 64. */
 enum { RIG__WG_DECODE = 32 };
+/* With RIG__WG_DECODE: rows 8-15's scores are rows 0-7's, bit for bit, so the softmax
+ * exponentiates, sums and takes the maxima of rows 0-7 only, and the residual rows are formed
+ * from them (half the ex2 and conversions of a tile; the same bits: the 53 tensor-core decode
+ * cases print the same NMSE). Alone it moved D 64 by -2 % and D 128 by +3 % (H200); it is what
+ * lets the consumer of RIG__WG_TWO fit 200 registers (196 against 254). */
+enum { RIG__WG_HALF = 64 };
+/* With RIG__WG_DECODE and one consumer warpgroup (head dim 64): two blocks a multiprocessor.
+ * The producer gives registers back (RIG__WG2B_PRODUCER_REGS), the consumer takes
+ * RIG__WG2B_CONSUMER_REGS, 2 x 256 threads x 128 at launch, and the persistent grid is two
+ * blocks an SM. One block's consumer runs while the other's waits on its barriers and wgmma:
+ * a lone consumer's chain per 128-key tile (wait, S, softmax, P V) was the bound, not bytes in
+ * flight (3 or 4 stages did not help) nor its ex2 (RIG__WG_HALF). H200, Llama-3.2-1B's heads at
+ * 256 x 1024: 199 -> 154 us (2.70 -> 3.48 TB/s); docs/performance.md. */
+enum { RIG__WG_TWO = 128 };
+#ifndef RIG__WG2B_PRODUCER_REGS
+#define RIG__WG2B_PRODUCER_REGS 56
+#endif
+#ifndef RIG__WG2B_CONSUMER_REGS
+#define RIG__WG2B_CONSUMER_REGS 200
+#endif
 #ifndef RIG__WG_VARIANT_DEFAULT
 #define RIG__WG_VARIANT_DEFAULT 1
 #endif
@@ -480,12 +501,13 @@ static __device__ void rig__wg_produce(const struct rig_cuda_attention_args *a,
  * launcher checks); alpha: the factor the rows' O must be rescaled by (exactly 1 where a row's
  * max did not change). BN = 128. TREE (variant bit RIG__WG_TREE): the row max and sum over 4
  * partial values a row each (dependency chains of 16 instead of 64). */
-template <bool MASK, bool TREE>
+template <bool MASK, bool TREE, bool HALF = false>
 static __device__ __forceinline__ void rig__wg_softmax(float (&s)[64], float (&m)[2], float (&l)[2],
                                                        const int (&position)[2], int key0,
                                                        float scale_log2, float (&alpha)[2])
 {
     constexpr int P = TREE ? 4 : 1; /* partial maxima and sums a row */
+    constexpr int E = HALF ? 2 : 4; /* values of each n-tile taken: HALF, the first row's only */
     int key_lane = key0 + (threadIdx.x % 4) * 2;
     float part[2][P];
 #pragma unroll
@@ -496,7 +518,7 @@ static __device__ __forceinline__ void rig__wg_softmax(float (&s)[64], float (&m
 #pragma unroll
     for (int j = 0; j < 16; j++) {
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
+        for (int e = 0; e < E; e++) {
             if (MASK && key_lane + j * 8 + (e & 1) > position[e / 2]) s[4 * j + e] = -INFINITY;
             float &x = part[e / 2][TREE ? (j % 2) * 2 + (e & 1) : 0];
             x = fmaxf(x, s[4 * j + e]);
@@ -504,7 +526,7 @@ static __device__ __forceinline__ void rig__wg_softmax(float (&s)[64], float (&m
     }
     float base[2];
 #pragma unroll
-    for (int h = 0; h < 2; h++) {
+    for (int h = 0; h < E / 2; h++) {
         float tile_max = part[h][0];
 #pragma unroll
         for (int i = 1; i < P; i++)
@@ -525,16 +547,21 @@ static __device__ __forceinline__ void rig__wg_softmax(float (&s)[64], float (&m
 #pragma unroll
     for (int j = 0; j < 16; j++) {
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
+        for (int e = 0; e < E; e++) {
             s[4 * j + e] = rig_cuda_exp2(fmaf(s[4 * j + e], scale_log2, -base[e / 2]));
             sum[e / 2][TREE ? (j % 2) * 2 + (e & 1) : 0] += s[4 * j + e];
         }
     }
 #pragma unroll
-    for (int h = 0; h < 2; h++) {
+    for (int h = 0; h < E / 2; h++) {
         float total = sum[h][0];
         if constexpr (TREE) total = (sum[h][0] + sum[h][1]) + (sum[h][2] + sum[h][3]);
         l[h] = l[h] * alpha[h] + total;
+    }
+    if constexpr (HALF) { /* the second row is the first (its s values are left raw) */
+        m[1] = m[0];
+        l[1] = l[0];
+        alpha[1] = alpha[0];
     }
 }
 
@@ -578,7 +605,7 @@ static __device__ __forceinline__ float rig__wg_residual(float x)
 /* P (bf16 A fragments) from the exponentiated scores: for k step kk, n-tiles 2kk and 2kk + 1
  * (registers 0 and 2 hold the thread's first row, 1 and 3 its row 8 below). DEC
  * (RIG__WG_DECODE): the second row takes the first one's rounding residual. */
-template <bool DEC = false>
+template <bool DEC = false, bool HALF = false>
 static __device__ __forceinline__ void rig__wg_probabilities(uint32_t (&p)[8][4],
                                                              const float (&s)[64])
 {
@@ -586,7 +613,12 @@ static __device__ __forceinline__ void rig__wg_probabilities(uint32_t (&p)[8][4]
     for (int kk = 0; kk < 8; kk++) {
         p[kk][0] = rig_cuda_pack_bf16(s[8 * kk + 0], s[8 * kk + 1]);
         p[kk][2] = rig_cuda_pack_bf16(s[8 * kk + 4], s[8 * kk + 5]);
-        if constexpr (DEC) {
+        if constexpr (HALF) { /* the residual of the first row's values, their bf16 unpacked */
+            p[kk][1] = rig_cuda_pack_bf16(s[8 * kk + 0] - __uint_as_float(p[kk][0] << 16),
+                                          s[8 * kk + 1] - __uint_as_float(p[kk][0] & 0xffff0000u));
+            p[kk][3] = rig_cuda_pack_bf16(s[8 * kk + 4] - __uint_as_float(p[kk][2] << 16),
+                                          s[8 * kk + 5] - __uint_as_float(p[kk][2] & 0xffff0000u));
+        } else if constexpr (DEC) {
             p[kk][1] = rig_cuda_pack_bf16(rig__wg_residual(s[8 * kk + 2]),
                                           rig__wg_residual(s[8 * kk + 3]));
             p[kk][3] = rig_cuda_pack_bf16(rig__wg_residual(s[8 * kk + 6]),
@@ -708,6 +740,7 @@ rig__wg_consume(const struct rig_cuda_attention_args *a, const struct rig__wg_pl
     using S = rig__wg_shape<WG, ST, D>;
     constexpr bool TREE = (V & RIG__WG_TREE) != 0, SKIP = (V & RIG__WG_SKIP) != 0;
     constexpr bool EARLY = (V & RIG__WG_EARLY) != 0, DEC = (V & RIG__WG_DECODE) != 0;
+    constexpr bool HALF = DEC && (V & RIG__WG_HALF) != 0;
     static_assert(!DEC || (WG == 1 && (V & RIG__WG_PREFETCH) == 0), "decode: one warpgroup");
     int wg = (int)threadIdx.x / RIG__WG_THREAD, t = (int)threadIdx.x % RIG__WG_THREAD;
     int warp = t / 32, lane = t % 32;
@@ -748,10 +781,10 @@ rig__wg_consume(const struct rig_cuda_attention_args *a, const struct rig__wg_pl
         __syncwarp();
         if (lane == 0) rig__wg_bar_arrive(bars + 8 * (RIG__EMPTY_K + stage));
         if (place->open_tiles > 0)
-            rig__wg_softmax<false, TREE>(s, m, l, position, 0, scale_log2, alpha);
+            rig__wg_softmax<false, TREE, HALF>(s, m, l, position, 0, scale_log2, alpha);
         else
-            rig__wg_softmax<true, TREE>(s, m, l, position, 0, scale_log2, alpha);
-        rig__wg_probabilities<DEC>(p, s);
+            rig__wg_softmax<true, TREE, HALF>(s, m, l, position, 0, scale_log2, alpha);
+        rig__wg_probabilities<DEC, HALF>(p, s);
     }
     for (int j = 1; j < tiles; j++) {
         int it = it0 + j, stage = it % ST, prev = (it - 1) % ST;
@@ -768,16 +801,18 @@ rig__wg_consume(const struct rig_cuda_attention_args *a, const struct rig__wg_pl
         __syncwarp();
         if (lane == 0) rig__wg_bar_arrive(bars + 8 * (RIG__EMPTY_K + stage));
         if (j < place->open_tiles)
-            rig__wg_softmax<false, TREE>(s, m, l, position, j * RIG__WG_BN, scale_log2, alpha);
+            rig__wg_softmax<false, TREE, HALF>(s, m, l, position, j * RIG__WG_BN, scale_log2,
+                                               alpha);
         else
-            rig__wg_softmax<true, TREE>(s, m, l, position, j * RIG__WG_BN, scale_log2, alpha);
+            rig__wg_softmax<true, TREE, HALF>(s, m, l, position, j * RIG__WG_BN, scale_log2,
+                                              alpha);
         rig__wg_wait<0>();
         rig__wg_pin(o);
         rig__wg_pin(p);
         __syncwarp();
         if (lane == 0) rig__wg_bar_arrive(bars + 8 * (RIG__EMPTY_V + prev));
         if (!EARLY) rig__wg_rescale<SKIP>(o, alpha);
-        rig__wg_probabilities<DEC>(p, s);
+        rig__wg_probabilities<DEC, HALF>(p, s);
     }
     if (tiles > 0) {
         int last = (it0 + tiles - 1) % ST;
@@ -864,7 +899,7 @@ static __device__ void rig__wg_consume_all(const struct rig_cuda_attention_args 
  * (G blocks, the order snaking so that every block gets a like share of long and short items);
  * with G = items that is one item a block. Every thread places each of its items itself. */
 template <int WG, bool PINGPONG, int ST, int D, int V>
-static __global__ void __launch_bounds__(rig__wg_shape<WG>::THREADS, 1)
+static __global__ void __launch_bounds__(rig__wg_shape<WG>::THREADS, (V &RIG__WG_TWO) ? 2 : 1)
     rig__wg_kernel(struct rig_cuda_attention_args a, int items)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -894,6 +929,9 @@ static __global__ void __launch_bounds__(rig__wg_shape<WG>::THREADS, 1)
         if constexpr (WG == 3)
             asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(RIG__WG3_PRODUCER_REGS)
                          : "memory");
+        if constexpr (WG == 1 && (V & RIG__WG_TWO) != 0)
+            asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(RIG__WG2B_PRODUCER_REGS)
+                         : "memory");
         struct rig__wg_place place;
         int kv_head;
         for (int round = 0, it0 = 0; rig__wg_next<S::BM>(&a, items, round, &place, &kv_head);
@@ -911,6 +949,9 @@ static __global__ void __launch_bounds__(rig__wg_shape<WG>::THREADS, 1)
                          : "memory");
         if constexpr (WG == 3)
             asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(RIG__WG3_CONSUMER_REGS)
+                         : "memory");
+        if constexpr (WG == 1 && (V & RIG__WG_TWO) != 0)
+            asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(RIG__WG2B_CONSUMER_REGS)
                          : "memory");
         if constexpr ((V & RIG__WG_PREFETCH) != 0) {
             rig__wg_consume_all<WG, PINGPONG, ST, D, V>(&a, items, window, bars, group);
@@ -955,8 +996,10 @@ static enum rig_status rig__wg_launch(const struct rig_cuda_launch *launch,
     /* Placing a prefill item scans the requests, so a persistent block (several items) only for
      * few of them; a decode item is placed at once. */
     int64_t blocks = items;
-    if ((decode || a->requests <= 16) && rig__wg_switch("RIG_PREFILL_WGMMA_PERSISTENT"))
-        blocks = items < launch->sm_count ? items : launch->sm_count;
+    if ((decode || a->requests <= 16) && rig__wg_switch("RIG_PREFILL_WGMMA_PERSISTENT")) {
+        int64_t resident = (V & RIG__WG_TWO) != 0 ? 2 * (int64_t)launch->sm_count : launch->sm_count;
+        blocks = items < resident ? items : resident;
+    }
     RIG_CUDA_TRY(cudaFuncSetAttribute(rig__wg_kernel<WG, PINGPONG, ST, D, V>,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)SHARED));
     rig__wg_kernel<WG, PINGPONG, ST, D, V>
@@ -1032,7 +1075,13 @@ enum rig_status rig_cuda_attention_prefill_wgmma(const struct rig_cuda_launch *l
     if (a->cu_q == NULL) { /* decode: RIG__WG_DECODE, one consumer warpgroup */
         if (group > 8 || a->rows != a->requests) return RIG_E_UNSUPPORTED;
         constexpr int V = RIG__WG_LEAN | RIG__WG_TREE | RIG__WG_SKIP | RIG__WG_DECODE;
-        if (a->head_dim == 64) return rig__wg_launch<1, false, 2, 64, V>(launch, a);
+        /* D 64: two blocks a multiprocessor (RIG__WG_TWO, with RIG__WG_HALF to fit its 200
+         * registers); RIG_DECODE_TC_TWO=0 (a timing switch) runs one. At D 128 two blocks do
+         * not fit the shared memory (145 KB each), and the halved softmax alone was slower. */
+        if (a->head_dim == 64)
+            return rig_cuda_env("RIG_DECODE_TC_TWO", 1) != 0
+                       ? rig__wg_launch<1, false, 2, 64, V | RIG__WG_HALF | RIG__WG_TWO>(launch, a)
+                       : rig__wg_launch<1, false, 2, 64, V>(launch, a);
         return rig__wg_launch<1, false, 2, 128, V>(launch, a);
     }
     int64_t blocks_one = rig_cuda_div_up(a->rows * group, RIG__WG_ROWS) * a->heads_kv;
