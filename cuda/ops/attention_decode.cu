@@ -10,7 +10,8 @@
  *    G query heads are rows of one m64 tile, K and V pass through shared memory from a
  *    producer warpgroup, P V as exact as fp32 P; rig__decode_tc_wanted has the rule). On an
  *    H200 at 256 x 1024 it streams the Qwen3-8B shape at 3.6 TB/s against the register
- *    path's 2.4, and Qwen3-32B's (G = 8) at 3.6 against 1.3.
+ *    path's 2.4, Qwen3-32B's (G = 8) at 3.6 against 1.3, and Llama-3.2-1B's (D 64, two blocks a
+ *    multiprocessor) at 3.5 against 2.4.
  * 1. The register path (rig__decode_kernel; D 64/128/256, G = Hq/Hk 1/2/4/8, 16-byte aligned
  *    K/V rows). Grid (KV head, request, split), RIG_DECODE_WARPS warps: the KV heads of a
  *    request, whose K (and V) rows lie side by side in each slot, are scheduled together and
