@@ -447,9 +447,10 @@ static enum rig_status rig__gemv_persistent(const struct rig_cuda_launch *launch
     int64_t resident = (int64_t)(one ? rig__gemv_resident<OUT, true>(warps)
                                      : rig__gemv_resident<OUT, false>(warps)) *
                        launch->sm_count;
+    if (resident <= 0 || blocks <= resident) return RIG_E_UNSUPPORTED;
     /* several units a tile: at least two tiles a block, or the pipeline barely runs (Llama-3.2-1B's
      * down projection, 256 tiles: 1.127 -> 1.134 ms a batch-1 step with it) */
-    if (resident <= 0 || blocks <= (one ? resident : 2 * resident)) return RIG_E_UNSUPPORTED;
+    if (wanted != 2 && !one && blocks <= 2 * resident) return RIG_E_UNSUPPORTED;
     dim3 grid((unsigned)resident), block((unsigned)(warps * RIG_CUDA_WARP));
     size_t shared = rig__gemv_stage_bytes(warps);
     if (one) {
