@@ -199,6 +199,21 @@ int64_t rig_sim_cost_collective_ns(const struct rig_sim_profile *profile, enum r
     return latency + rig__ceil_ns((reduce ? 2.0 : 1.0) * share * bytes / rate);
 }
 
+/* The warm time's weight in the op's node time (sim/optable.c): the profile's
+ * op_table_warm_weight_early for a small-batch GEMM whose kernel asks for its weights before
+ * its programmatic-dependent-launch wait (rig_sim_gemm_early_weights), op_table_warm_weight
+ * for the rest. */
+static double rig__warm_weight(const struct rig_sim_profile *profile, const struct rig_op *op)
+{
+    if (op->kind == RIG_OP_GEMM) {
+        const struct rig_op_gemm *g = &op->u.gemm;
+        if (rig_sim_gemm_early_weights((double)g->a.shape[0], (double)g->b.shape[0],
+                                       (double)g->a.shape[1], profile->multiprocessors))
+            return profile->op_table_warm_weight_early;
+    }
+    return profile->op_table_warm_weight;
+}
+
 /* A kernel of rig's: its class's fixed latency (per kernel the op launches) plus the
  * roofline, at least the shortest graph node. Collectives: the transfer formula. */
 static int64_t rig__op_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
@@ -217,7 +232,7 @@ static int64_t rig__op_ns(const struct rig_sim_profile *profile, const struct ri
         double measured = 0;
         if (rig_sim_optable_predict(profile->table, &key, work.flops, work.bytes,
                                     profile->peak_bf16_flops, profile->hbm_bytes_per_s,
-                                    RIG__SWEEP_LAUNCH_NS, profile->op_table_warm_weight,
+                                    RIG__SWEEP_LAUNCH_NS, rig__warm_weight(profile, op),
                                     &measured, NULL)) {
             int64_t ns = rig__ceil_ns(measured * 1e-9);
             return ns > profile->graph_node_ns ? ns : profile->graph_node_ns;

@@ -57,6 +57,7 @@ static const struct rig__key rig__keys[] = {
     {"pageable_host_copies", RIG__KEY_COUNT, RIG__AT(pageable_host_copies), true},
     {"multiprocessors", RIG__KEY_COUNT, RIG__AT(multiprocessors), true},
     {"op_table_warm_weight", RIG__KEY_FRACTION, RIG__AT(op_table_warm_weight), true},
+    {"op_table_warm_weight_early", RIG__KEY_FRACTION, RIG__AT(op_table_warm_weight_early), true},
     {"memory_bytes", RIG__KEY_COUNT, RIG__AT(memory_bytes), false},
     {"peak_bf16_flops", RIG__KEY_RATE, RIG__AT(peak_bf16_flops), false},
     {"hbm_bytes_per_s", RIG__KEY_RATE, RIG__AT(hbm_bytes_per_s), false},
@@ -351,11 +352,14 @@ enum rig_status rig_sim_profile_parse(const char *file, const char *text, size_t
     memset(&profile, 0, sizeof profile);
     snprintf(profile.op_table, sizeof profile.op_table, "none");
     profile.op_table_warm_weight = 0.5;
+    profile.op_table_warm_weight_early = -1; /* not given: op_table_warm_weight */
     profile.gpus_per_node = RIG_SIM_GPUS_PER_NODE;
     profile.inter_node_bytes_per_s = RIG_SIM_INTER_NODE_BYTES_PER_S;
     profile.inter_node_latency_ns = RIG_SIM_INTER_NODE_LATENCY_NS;
     if (status == RIG_OK)
         status = rig__read_mapping(file, fy_document_root(document), &profile, error, error_size);
+    if (profile.op_table_warm_weight_early < 0)
+        profile.op_table_warm_weight_early = profile.op_table_warm_weight;
     if (status == RIG_OK) *out = profile;
     fy_document_destroy(document);
     fy_diag_destroy(diag); /* unlike fy_diag_unref, frees the collected errors */

@@ -60,6 +60,12 @@ struct rig_sim_profile {
     /* Optional key `op_table_warm_weight` (default 0.5): how much an op table point's warm
      * time weighs in its node time, cold^(1 - w) warm^w (sim/optable.c). */
     double op_table_warm_weight;
+    /* Optional key `op_table_warm_weight_early` (default: op_table_warm_weight): the same for
+     * the small-batch GEMMs whose kernels ask for their weights before their programmatic-
+     * dependent-launch wait (rig_sim_gemm_early_weights; needs `multiprocessors`): in a step
+     * that weight stream overlaps the node before, as in the warm time's graph it overlaps the
+     * copy before. */
+    double op_table_warm_weight_early;
     int64_t memory_bytes;                      /* device memory */
     double peak_bf16_flops;                    /* dense bf16 tensor-core FLOP/s */
     double hbm_bytes_per_s;                    /* HBM bandwidth */

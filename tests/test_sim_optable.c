@@ -294,6 +294,41 @@ static void test_host_time(void **state)
     unlink("optable_old.h5");
 }
 
+/* Which small-batch GEMMs ask for their weights before their PDL wait (cuda/ops/gemv.cu's
+ * launch geometry on 132 SMs), and that the h200 profile's node time weighs only those by
+ * op_table_warm_weight_early. */
+static void test_gemm_early_weights(void **state)
+{
+    (void)state;
+    /* the persistent form, one batch a run: Qwen3-8B's qkv, o and gate_up up to 8 rows */
+    assert_true(rig_sim_gemm_early_weights(1, 6144, 4096, 132));
+    assert_true(rig_sim_gemm_early_weights(8, 24576, 4096, 132));
+    /* several batches a run: up to 2 rows, 2 tiles a block (Qwen3-8B's down: 512 tiles) */
+    assert_true(rig_sim_gemm_early_weights(2, 4096, 12288, 132));
+    assert_false(rig_sim_gemm_early_weights(3, 4096, 12288, 132)); /* per-tile, 4 waves */
+    assert_false(rig_sim_gemm_early_weights(1, 2048, 8192, 132));  /* Llama's down: 256 tiles */
+    /* a per-tile grid of one wave: Qwen3-0.6B's o (128 blocks x 16 warps), also at 16 rows */
+    assert_true(rig_sim_gemm_early_weights(1, 1024, 2048, 132));
+    assert_true(rig_sim_gemm_early_weights(16, 1024, 2048, 132));
+    assert_false(rig_sim_gemm_early_weights(1, 151936, 1024, 132)); /* the LM head: 18,992 tiles */
+    assert_false(rig_sim_gemm_early_weights(17, 1024, 2048, 132));  /* cuBLAS */
+    assert_false(rig_sim_gemm_early_weights(1, 4096, 1024, 132));   /* cuBLAS: short K */
+    assert_false(rig_sim_gemm_early_weights(1, 6144, 4096, 0));     /* SMs unknown */
+
+    char error[256];
+    struct rig_sim_profile profile;
+    assert_int_equal(rig_sim_profile_load("h200", &profile, error, sizeof error), RIG_OK);
+    assert_float_equal(profile.op_table_warm_weight_early, 1.0, 0); /* sim/profiles/h200.yaml */
+    struct rig_sim_profile base = profile;
+    base.op_table_warm_weight_early = base.op_table_warm_weight;
+    struct rig_op early = gemm_op(1, 4096, 4096), late = gemm_op(3, 4096, 12288);
+    assert_true(rig_sim_cost_node_ns(&profile, &early, 1) < rig_sim_cost_node_ns(&base, &early, 1));
+    assert_int_equal(rig_sim_cost_node_ns(&profile, &late, 1), rig_sim_cost_node_ns(&base, &late, 1));
+    /* not given: op_table_warm_weight (sim/profiles/h100.yaml has neither it nor multiprocessors) */
+    assert_int_equal(rig_sim_profile_load("h100", &profile, error, sizeof error), RIG_OK);
+    assert_float_equal(profile.op_table_warm_weight_early, profile.op_table_warm_weight, 0);
+}
+
 /* A decode attention point: R requests, mean and max KV, Qwen3-0.6B's heads. */
 static struct rig_optable_point decode_point(double r, double mean, double most, double ns)
 {
@@ -518,6 +553,7 @@ int main(void)
         cmocka_unit_test(test_node_weight_and_neighbours),
         cmocka_unit_test(test_decode_scales_by_flops),
         cmocka_unit_test(test_decode_tensor_core_regime),
+        cmocka_unit_test(test_gemm_early_weights),
         cmocka_unit_test(test_sweep_reproduces_the_analytic_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
