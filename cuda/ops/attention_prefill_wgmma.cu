@@ -59,7 +59,10 @@
  * consumer warpgroup 238, no spills; the variants on the default path 168 at entry, no spills
  * for 1, 5, 9, 21, 23 and 31, 8 bytes (once an item, outside the tile loop) for 3, 7 and 15;
  * 1 consumer with variant 7 240. Shared memory 161 KB (2 consumers, 2 stages; 193 KB with
- * variant bit 16), 225 KB (3 stages), 145 KB (1 consumer): one block per SM.
+ * variant bit 16), 225 KB (3 stages), 145 KB (1 consumer): one block per SM. Decode: 243
+ * registers at D 128, 254 at D 64 with one block an SM; the D 64 two-block form (RIG__WG_TWO)
+ * 128 at entry, then 56 (producer) / 200 (consumer) by setmaxnreg, no spills, 73 KB of shared
+ * memory a block.
  *  - Variants (RIG_PREFILL_WGMMA_VARIANT=N, bits, a timing switch read at every call; unset:
  *    RIG__WG_VARIANT_DEFAULT 1): 1 the lean gather; 2 the softmax's row max and sum over 4
  *    partial values a row; 4 no O rescale where no row of the warp changed its max; 8 O
