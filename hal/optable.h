@@ -84,6 +84,75 @@ static inline bool rig_decode_tensor_cores(int64_t requests, int64_t heads_q, in
            requests * heads_kv * RIG_DECODE_TC_SM_DIVISOR >= multiprocessors;
 }
 
+/* The CUDA backend's small-batch GEMM (cuda/ops/gemv.cu): K in steps of RIG_GEMV_STEP, a warp's
+ * loads in batches of RIG_GEMV_UNROLL steps, RIG_GEMV_COLUMNS output columns a block, at most
+ * RIG_GEMV_WARPS_MAX warps a block, about RIG_GEMV_WARPS_PER_SM warps an SM aimed for. One
+ * geometry for both backends: gemv.cu launches by it, and the simulator asks it which of those
+ * kernels ask for their weights before their PDL wait (sim/optable.c). Pure functions. */
+#define RIG_GEMV_STEP         32
+#define RIG_GEMV_UNROLL       8
+#define RIG_GEMV_COLUMNS      8
+#define RIG_GEMV_WARPS_MAX    16
+#define RIG_GEMV_WARPS_PER_SM 16
+/* Rows of the persistent form where a warp's K run is several batches (gemv.cu says why). */
+#define RIG_GEMV_MULTI_ROWS 2
+
+struct rig_gemv_geometry {
+    int64_t blocks;         /* column tiles, one block each in the per-tile kernel */
+    int64_t steps;          /* ceil(K / RIG_GEMV_STEP) */
+    int64_t warps;          /* a block's, 1 .. RIG_GEMV_WARPS_MAX */
+    int64_t steps_per_warp; /* a warp's K run (the last may be shorter); 0 when K is */
+};
+
+/* The geometry of an [M, K] x [N, K] product: enough warps that each warp's run fits one batch,
+ * and enough for the occupancy target, at most RIG_GEMV_WARPS_MAX, never more than there are
+ * steps; then as few warps as that run length needs. multiprocessors 0 counts as 1. */
+static inline struct rig_gemv_geometry rig_gemv_geometry(int64_t columns, int64_t depth,
+                                                         int64_t multiprocessors)
+{
+    struct rig_gemv_geometry g;
+    g.blocks = (columns + RIG_GEMV_COLUMNS - 1) / RIG_GEMV_COLUMNS;
+    g.steps = (depth + RIG_GEMV_STEP - 1) / RIG_GEMV_STEP;
+    int64_t sms = multiprocessors > 0 ? multiprocessors : 1;
+    int64_t for_depth = (g.steps + RIG_GEMV_UNROLL - 1) / RIG_GEMV_UNROLL;
+    int64_t for_occupancy =
+        g.blocks > 0 ? (sms * RIG_GEMV_WARPS_PER_SM + g.blocks - 1) / g.blocks : 1;
+    int64_t warps = for_depth > for_occupancy ? for_depth : for_occupancy;
+    if (warps > RIG_GEMV_WARPS_MAX) warps = RIG_GEMV_WARPS_MAX;
+    if (warps > g.steps) warps = g.steps;
+    g.warps = warps < 1 ? 1 : warps;
+    g.steps_per_warp = (g.steps + g.warps - 1) / g.warps;
+    if (g.steps_per_warp > 0) g.warps = (g.steps + g.steps_per_warp - 1) / g.steps_per_warp;
+    return g;
+}
+
+/* Whether a warp's K run is one batch (the persistent form keeps its activations in
+ * registers). */
+static inline bool rig_gemv_one_batch(const struct rig_gemv_geometry *g)
+{
+    return g->steps_per_warp <= RIG_GEMV_UNROLL;
+}
+
+/* Whether the persistent form runs for `rows` rows, `resident` of its blocks fitting the GPU
+ * at once, where a warp's K run is several batches up to `multi_rows` rows: at most 8 rows,
+ * RIG_GEMV_WARPS_MAX-warp blocks, more tiles than resident blocks (with several batches a run,
+ * at least two tiles a block). */
+static inline bool rig_gemv_persistent(int64_t rows, const struct rig_gemv_geometry *g,
+                                       int64_t resident, int64_t multi_rows)
+{
+    if (rows > 8 || g->warps != RIG_GEMV_WARPS_MAX || resident <= 0) return false;
+    if (rig_gemv_one_batch(g)) return g->blocks > resident;
+    return rows <= multi_rows && g->blocks > 2 * resident;
+}
+
+/* Whether the per-tile kernel's grid is one wave at RIG_GEMV_WARPS_PER_SM warps an SM (it
+ * then asks for its first batch of weights before its PDL wait). */
+static inline bool rig_gemv_one_wave(const struct rig_gemv_geometry *g, int64_t multiprocessors)
+{
+    int64_t sms = multiprocessors > 0 ? multiprocessors : 1;
+    return g->blocks * g->warps <= sms * RIG_GEMV_WARPS_PER_SM;
+}
+
 /* Whether two keys name the same shape: kind and parameters bit for bit (never memcmp of the
  * structs, whose padding after `kind` is not part of the value). Can't fail. */
 bool rig_optable_key_equal(const struct rig_optable_key *a, const struct rig_optable_key *b);

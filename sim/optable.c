@@ -55,26 +55,13 @@ bool rig_sim_gemm_small_batch(double m, double n, double k)
     return m <= RIG__GEMV_ROWS && (k >= RIG__GEMV_DEPTH || n >= RIG__GEMV_WIDE_N);
 }
 
-/* The launch geometry of cuda/ops/gemv.cu (rig__gemv_warps, rig__gemv_persistent): steps of
- * 32 k, batches of 8 steps, 8 columns a block, at most 16 warps a block, 16 warps an SM aimed
- * for. */
 bool rig_sim_gemm_early_weights(double m, double n, double k, int64_t multiprocessors)
 {
     if (multiprocessors <= 0 || !rig_sim_gemm_small_batch(m, n, k)) return false;
-    int64_t steps = (int64_t)ceil(k / 32.0), blocks = (int64_t)ceil(n / 8.0);
-    if (steps < 1 || blocks < 1) return false;
-    int64_t for_depth = (steps + 7) / 8;
-    int64_t for_occupancy = (multiprocessors * 16 + blocks - 1) / blocks;
-    int64_t warps = for_depth > for_occupancy ? for_depth : for_occupancy;
-    if (warps > 16) warps = 16;
-    if (warps > steps) warps = steps;
-    int64_t per_warp = (steps + warps - 1) / warps; /* a warp's K run, in steps */
-    warps = (steps + per_warp - 1) / per_warp;
-    bool one = per_warp <= 8;
-    if (m <= 8 && warps == 16 && blocks > multiprocessors &&
-        (one || (m <= 2 && blocks > 2 * multiprocessors)))
-        return true; /* the persistent form */
-    return blocks * warps <= multiprocessors * 16; /* one wave */
+    struct rig_gemv_geometry g = rig_gemv_geometry((int64_t)n, (int64_t)k, multiprocessors);
+    /* one block of RIG_GEMV_WARPS_MAX warps an SM: the persistent form's residency */
+    return rig_gemv_persistent((int64_t)m, &g, multiprocessors, RIG_GEMV_MULTI_ROWS) ||
+           rig_gemv_one_wave(&g, multiprocessors);
 }
 
 static double rig__distance(const double *w, const double *a, const double *b)

@@ -50,11 +50,11 @@ struct rig_sim_optable; /* opaque, read-only once loaded */
 bool rig_sim_gemm_small_batch(double m, double n, double k);
 
 /* Whether that small-batch kernel asks HBM for its weights before its programmatic-dependent-
- * launch wait on a GPU of `multiprocessors` SMs (cuda/ops/gemv.cu, for one 16-warp block an
- * SM): the persistent form (M <= 8, 16-warp blocks, more column tiles than SMs; where a warp's
- * K run is several batches, M <= 2 and at least two tiles a block) stages its first units
- * before the wait, and a per-tile grid of one wave loads or prefetches its first batch; a
- * per-tile grid of several waves asks for nothing early. False for multiprocessors 0. */
+ * launch wait on a GPU of `multiprocessors` SMs, by its launch geometry (hal/optable.h, for one
+ * 16-warp block an SM): the persistent form (rig_gemv_persistent) stages its first units
+ * before the wait, and a per-tile grid of one wave (rig_gemv_one_wave) loads or prefetches its
+ * first batch; a per-tile grid of several waves asks for nothing early. False for
+ * multiprocessors 0. */
 bool rig_sim_gemm_early_weights(double m, double n, double k, int64_t multiprocessors);
 
 /* The table at `name_or_path`: a built-in name ("h100" finds the embedded h100.h5) or a

@@ -4,8 +4,8 @@
  * weight b) over the whole of K, so the grid is ceil(N / 8) blocks. Its W warps split K: warp w
  * takes a contiguous run of `steps_per_warp` steps of 32 k (the last run may be shorter), and
  * the block adds the W partial tiles in shared memory in warp order. W (1..16) is picked on the
- * host so that a warp's run fits one batch of RIG__UNROLL steps where K allows and the grid
- * holds about RIG__WARPS_PER_SM warps per multiprocessor: for Qwen3-0.6B on 132 SMs, qkv
+ * host so that a warp's run fits one batch of RIG_GEMV_UNROLL steps where K allows and the grid
+ * holds about RIG_GEMV_WARPS_PER_SM warps per multiprocessor: for Qwen3-0.6B on 132 SMs, qkv
  * (N 4096, K 1024) runs 512 blocks x 5 warps, o (1024, 2048) 128 x 16, gate_up (6144, 1024)
  * 768 x 4, down (1024, 3072) 128 x 16, the LM head (151936, 1024) 18992 x 4.
  *
@@ -27,7 +27,7 @@
  * 2-7 % slower (H200).
  *
  * Memory. The weights are read once, with ld.global.nc.L1::no_allocate (streamed, kept out
- * of L1); a warp issues all RIG__UNROLL weight loads of a batch before its first mma. The
+ * of L1); a warp issues all RIG_GEMV_UNROLL weight loads of a batch before its first mma. The
  * activations (M x K, at most 16 x K bf16) are read through L1 with ld.global.nc: a block's
  * warps read disjoint K ranges, so there is nothing to share inside a block, and blocks on the
  * same multiprocessor reading the same K ranges hit L1. For M <= 8 the rows g + 8 are zero
@@ -35,18 +35,17 @@
  */
 #include "cuda/ops/common.cuh"
 #include "cuda/ops/gemv.cuh"
+#include "hal/optable.h" /* the launch geometry, shared with the simulator */
 
 RIG_CUDA_MODULE(gemv)
 
-#define RIG__COLUMNS      8  /* output columns per block: the n of one mma tile */
-#define RIG__STEP         32 /* k per step: 16 bytes per lane, two k16 mmas */
-#define RIG__UNROLL       8  /* steps whose weight loads a warp has in flight at once */
-#define RIG__WARPS_MAX    16 /* warps per block */
-#define RIG__WARPS_PER_SM 16 /* warps per multiprocessor the grid aims for */
-#define RIG__PARTIAL_REGS 4  /* floats of an m16n8 accumulator tile per lane */
+/* RIG_GEMV_COLUMNS (8: the n of one mma tile), RIG_GEMV_STEP (32 k: 16 bytes a lane, two k16
+ * mmas), RIG_GEMV_UNROLL (steps whose weight loads a warp has in flight at once),
+ * RIG_GEMV_WARPS_MAX and RIG_GEMV_WARPS_PER_SM: hal/optable.h, with the geometry. */
+#define RIG__PARTIAL_REGS 4 /* floats of an m16n8 accumulator tile per lane */
 
 static_assert(RIG_CUDA_GEMV_ROWS_MAX == 16, "one m16 operand holds all rows");
-static_assert(RIG__STEP == 4 * 8, "four lanes of 8 bf16 values cover a step");
+static_assert(RIG_GEMV_STEP == 4 * 8, "four lanes of 8 bf16 values cover a step");
 
 struct rig__gemv_args {
     void *out;            /* [M, N] bf16 | f32, row stride out_stride */
@@ -104,18 +103,18 @@ static __device__ __forceinline__ void rig__mma(float (&c)[4], uint32_t a0, uint
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-/* The weights of steps [first, min(first + RIG__UNROLL, end)) of the lane's warp; a chunk past
+/* The weights of steps [first, min(first + RIG_GEMV_UNROLL, end)) of the lane's warp; a chunk past
  * K (the last step when K % 32 != 0) reads as zeros. EARLY: each load pinned in program order
  * (the batch loaded before the PDL wait). */
 template <bool EARLY>
-static __device__ __forceinline__ void rig__gemv_weights(uint4 (&weight)[RIG__UNROLL],
+static __device__ __forceinline__ void rig__gemv_weights(uint4 (&weight)[RIG_GEMV_UNROLL],
                                                          const struct rig__gemv_lane &lane,
                                                          int32_t first, int32_t end, int32_t depth)
 {
     const uint4 zero = make_uint4(0, 0, 0, 0);
 #pragma unroll
-    for (int u = 0; u < RIG__UNROLL; u++) {
-        int64_t k = (int64_t)(first + u) * RIG__STEP;
+    for (int u = 0; u < RIG_GEMV_UNROLL; u++) {
+        int64_t k = (int64_t)(first + u) * RIG_GEMV_STEP;
         bool inside = first + u < end && k + lane.k_offset < depth && lane.has_column;
         if constexpr (EARLY) {
             weight[u] = inside ? rig__load_stream_early(lane.weight + k) : zero;
@@ -125,17 +124,17 @@ static __device__ __forceinline__ void rig__gemv_weights(uint4 (&weight)[RIG__UN
     }
 }
 
-/* The activations of steps [first, min(first + RIG__UNROLL, end)) (rows g and, with UPPER,
+/* The activations of steps [first, min(first + RIG_GEMV_UNROLL, end)) (rows g and, with UPPER,
  * g + 8); a chunk past K reads as zeros. */
 template <bool UPPER>
 static __device__ __forceinline__ void
-rig__gemv_activations(uint4 (&low)[RIG__UNROLL], uint4 (&high)[RIG__UNROLL],
+rig__gemv_activations(uint4 (&low)[RIG_GEMV_UNROLL], uint4 (&high)[RIG_GEMV_UNROLL],
                       const struct rig__gemv_lane &lane, int32_t first, int32_t end, int32_t depth)
 {
     const uint4 zero = make_uint4(0, 0, 0, 0);
 #pragma unroll
-    for (int u = 0; u < RIG__UNROLL; u++) {
-        int64_t k = (int64_t)(first + u) * RIG__STEP;
+    for (int u = 0; u < RIG_GEMV_UNROLL; u++) {
+        int64_t k = (int64_t)(first + u) * RIG_GEMV_STEP;
         bool inside = first + u < end && k + lane.k_offset < depth;
         low[u] = inside && lane.has_low ? rig__load_cached(lane.low + k) : zero;
         high[u] = UPPER && inside && lane.has_high ? rig__load_cached(lane.high + k) : zero;
@@ -145,11 +144,11 @@ rig__gemv_activations(uint4 (&low)[RIG__UNROLL], uint4 (&high)[RIG__UNROLL],
 /* acc += the steps' activations . weights, step by step (two k16 mmas a step). `end` is the
  * same in the whole warp, so the mmas run converged. */
 static __device__ __forceinline__ void
-rig__gemv_mmas(float (&acc)[4], const uint4 (&weight)[RIG__UNROLL], const uint4 (&low)[RIG__UNROLL],
-               const uint4 (&high)[RIG__UNROLL], int32_t first, int32_t end)
+rig__gemv_mmas(float (&acc)[4], const uint4 (&weight)[RIG_GEMV_UNROLL], const uint4 (&low)[RIG_GEMV_UNROLL],
+               const uint4 (&high)[RIG_GEMV_UNROLL], int32_t first, int32_t end)
 {
 #pragma unroll
-    for (int u = 0; u < RIG__UNROLL; u++) {
+    for (int u = 0; u < RIG_GEMV_UNROLL; u++) {
         if (first + u >= end) break;
         rig__mma(acc, low[u].x, high[u].x, low[u].y, high[u].y, weight[u].x, weight[u].y);
         rig__mma(acc, low[u].z, high[u].z, low[u].w, high[u].w, weight[u].z, weight[u].w);
@@ -160,10 +159,10 @@ rig__gemv_mmas(float (&acc)[4], const uint4 (&weight)[RIG__UNROLL], const uint4 
  * first, then the mmas. */
 template <bool UPPER>
 static __device__ __forceinline__ void
-rig__gemv_batch(float (&acc)[4], const uint4 (&weight)[RIG__UNROLL],
+rig__gemv_batch(float (&acc)[4], const uint4 (&weight)[RIG_GEMV_UNROLL],
                 const struct rig__gemv_lane &lane, int32_t first, int32_t end, int32_t depth)
 {
-    uint4 low[RIG__UNROLL], high[RIG__UNROLL];
+    uint4 low[RIG_GEMV_UNROLL], high[RIG_GEMV_UNROLL];
     rig__gemv_activations<UPPER>(low, high, lane, first, end, depth);
     rig__gemv_mmas(acc, weight, low, high, first, end);
 }
@@ -179,8 +178,8 @@ static __device__ __forceinline__ void rig__gemv_prefetch(const struct rig__gemv
 {
     if (!lane.has_column) return;
 #pragma unroll
-    for (int u = 0; u < RIG__UNROLL; u++) {
-        int64_t k = (int64_t)(first + u) * RIG__STEP;
+    for (int u = 0; u < RIG_GEMV_UNROLL; u++) {
+        int64_t k = (int64_t)(first + u) * RIG_GEMV_STEP;
         if (first + u < end && k + lane.k_offset < depth)
             asm volatile("prefetch.global.L2 [%0];\n" ::"l"(lane.weight + k));
     }
@@ -203,10 +202,10 @@ rig__gemv_store(const float (&acc)[4], const struct rig__gemv_args &p,
     for (int r = 0; r < (UPPER ? 4 : 2); r++)
         partial[warp][r][lane] = acc[r];
     __syncthreads();
-    int outputs = p.rows * RIG__COLUMNS;
+    int outputs = p.rows * RIG_GEMV_COLUMNS;
     for (int i = (int)threadIdx.x; i < outputs; i += (int)blockDim.x) {
-        int row = i / RIG__COLUMNS, n = i % RIG__COLUMNS;
-        int64_t column = tile * RIG__COLUMNS + n;
+        int row = i / RIG_GEMV_COLUMNS, n = i % RIG_GEMV_COLUMNS;
+        int64_t column = tile * RIG_GEMV_COLUMNS + n;
         if (column >= p.columns) continue;
         int source = (row % 8) * 4 + n / 2, reg = (row / 8) * 2 + n % 2;
         float sum = 0.0f;
@@ -229,7 +228,7 @@ rig__gemv_lane_at(const struct rig__gemv_args &p, int64_t tile)
 {
     int lane_index = (int)threadIdx.x % RIG_CUDA_WARP;
     int group = lane_index / 4, quad = lane_index % 4; /* mma groupID, threadID_in_group */
-    int64_t column = tile * RIG__COLUMNS + group;
+    int64_t column = tile * RIG_GEMV_COLUMNS + group;
     struct rig__gemv_lane lane;
     lane.has_column = column < p.columns;
     lane.has_low = group < p.rows;
@@ -242,15 +241,15 @@ rig__gemv_lane_at(const struct rig__gemv_args &p, int64_t tile)
 }
 
 template <bool UPPER, typename OUT>
-static __global__ void __launch_bounds__(RIG__WARPS_MAX *RIG_CUDA_WARP)
+static __global__ void __launch_bounds__(RIG_GEMV_WARPS_MAX *RIG_CUDA_WARP)
     rig__gemv_kernel(const struct rig__gemv_args p)
 {
-    __shared__ float partial[RIG__WARPS_MAX][RIG__PARTIAL_REGS][RIG_CUDA_WARP];
+    __shared__ float partial[RIG_GEMV_WARPS_MAX][RIG__PARTIAL_REGS][RIG_CUDA_WARP];
     int warp = (int)threadIdx.x / RIG_CUDA_WARP;
     struct rig__gemv_lane lane = rig__gemv_lane_at<UPPER>(p, blockIdx.x);
     int32_t begin = warp * p.steps_per_warp;
     int32_t end = min(begin + p.steps_per_warp, p.steps);
-    uint4 weight[RIG__UNROLL];
+    uint4 weight[RIG_GEMV_UNROLL];
     /* the early batch stays in registers across the wait: at 9-16 rows that spills (UPPER
      * needs a second activation row per lane), so those keep the L2 prefetch */
     bool preload = !UPPER && p.preload;
@@ -261,18 +260,18 @@ static __global__ void __launch_bounds__(RIG__WARPS_MAX *RIG_CUDA_WARP)
     }
     rig_cuda_pdl_begin(); /* the activations are the previous kernel's output */
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int32_t first = begin; first < end; first += RIG__UNROLL) {
+    for (int32_t first = begin; first < end; first += RIG_GEMV_UNROLL) {
         if (!preload || first != begin) rig__gemv_weights<false>(weight, lane, first, end, p.depth);
         rig__gemv_batch<UPPER>(acc, weight, lane, first, end, p.depth);
     }
     rig__gemv_store<UPPER, OUT>(acc, p, partial, blockIdx.x);
 }
 
-/* The persistent kernel's weight pipeline: each warp stages its batch of a tile (RIG__UNROLL
+/* The persistent kernel's weight pipeline: each warp stages its batch of a tile (RIG_GEMV_UNROLL
  * steps, 16 bytes a lane a step: 4 KB) in its own slot of shared memory, RIG__STAGES tiles
  * deep. */
 #define RIG__STAGES     3
-#define RIG__SLOT_BYTES (RIG__UNROLL * RIG_CUDA_WARP * 16)
+#define RIG__SLOT_BYTES (RIG_GEMV_UNROLL * RIG_CUDA_WARP * 16)
 
 static size_t rig__gemv_stage_bytes(int32_t warps)
 {
@@ -289,8 +288,8 @@ static __device__ __forceinline__ void rig__gemv_stage(const struct rig__gemv_la
     int lane_index = (int)threadIdx.x % RIG_CUDA_WARP;
     if (tile_exists) {
 #pragma unroll
-        for (int u = 0; u < RIG__UNROLL; u++) {
-            int64_t k = (int64_t)(first + u) * RIG__STEP;
+        for (int u = 0; u < RIG_GEMV_UNROLL; u++) {
+            int64_t k = (int64_t)(first + u) * RIG_GEMV_STEP;
             bool inside = first + u < end && k + lane.k_offset < depth && lane.has_column;
             uint32_t dst =
                 (uint32_t)__cvta_generic_to_shared(slot + u * RIG_CUDA_WARP + lane_index);
@@ -320,30 +319,30 @@ static __device__ __forceinline__ void rig__gemv_stage(const struct rig__gemv_la
  * buffers, so a tile needs one barrier. Same warps, K runs and summation order as the kernel
  * above: the same bits. */
 template <typename OUT, bool ONE>
-static __global__ void __launch_bounds__(RIG__WARPS_MAX *RIG_CUDA_WARP)
+static __global__ void __launch_bounds__(RIG_GEMV_WARPS_MAX *RIG_CUDA_WARP)
     rig__gemv_persistent_kernel(const struct rig__gemv_args p, int64_t tiles)
 {
-    __shared__ float partial[2][RIG__WARPS_MAX][RIG__PARTIAL_REGS][RIG_CUDA_WARP];
-    extern __shared__ uint4 rig__gemv_stages[]; /* [RIG__STAGES][warps][RIG__UNROLL][32] */
+    __shared__ float partial[2][RIG_GEMV_WARPS_MAX][RIG__PARTIAL_REGS][RIG_CUDA_WARP];
+    extern __shared__ uint4 rig__gemv_stages[]; /* [RIG__STAGES][warps][RIG_GEMV_UNROLL][32] */
     int warp = (int)threadIdx.x / RIG_CUDA_WARP, warps = (int)blockDim.x / RIG_CUDA_WARP;
     int lane_index = (int)threadIdx.x % RIG_CUDA_WARP;
     int32_t begin = warp * p.steps_per_warp;
     int32_t end = min(begin + p.steps_per_warp, p.steps);
     /* units a tile, the same for every warp (a shorter last run stages zeros) */
-    const int32_t batches = ONE ? 1 : (p.steps_per_warp + RIG__UNROLL - 1) / RIG__UNROLL;
+    const int32_t batches = ONE ? 1 : (p.steps_per_warp + RIG_GEMV_UNROLL - 1) / RIG_GEMV_UNROLL;
     int64_t stride = gridDim.x;
     int64_t mine = (tiles - blockIdx.x + stride - 1) / stride; /* this block's tiles */
     int64_t units = mine * batches;
     auto slot = [&](int64_t u) { /* this warp's slot for the block's u-th unit */
                                  return rig__gemv_stages + ((u % RIG__STAGES) * warps + warp) *
-                                                               (RIG__UNROLL * RIG_CUDA_WARP);
+                                                               (RIG_GEMV_UNROLL * RIG_CUDA_WARP);
     };
     auto stage = [&](int64_t u) { /* starts unit u's copies (an empty group past the last) */
                                   int64_t tile = blockIdx.x + (u / batches) * stride;
                                   bool exists = u < units;
                                   rig__gemv_stage(rig__gemv_lane_at<false>(p, exists ? tile : 0),
                                                   exists, slot(u),
-                                                  begin + (int32_t)(u % batches) * RIG__UNROLL,
+                                                  begin + (int32_t)(u % batches) * RIG_GEMV_UNROLL,
                                                   end, p.depth);
     };
     /* the weights never change during a forward: the first units' copies start before the wait */
@@ -351,20 +350,20 @@ static __global__ void __launch_bounds__(RIG__WARPS_MAX *RIG_CUDA_WARP)
         stage(u);
     rig_cuda_pdl_begin(); /* the activations are the previous kernel's output */
     const struct rig__gemv_lane rows = rig__gemv_lane_at<false>(p, blockIdx.x); /* a rows only */
-    uint4 low[RIG__UNROLL], high[RIG__UNROLL];
+    uint4 low[RIG_GEMV_UNROLL], high[RIG_GEMV_UNROLL];
     if constexpr (ONE) rig__gemv_activations<false>(low, high, rows, begin, end, p.depth);
     int64_t u = 0;
     for (int64_t n = 0, tile = blockIdx.x; tile < tiles; n++, tile += stride) {
         float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         for (int32_t b = 0; b < batches; b++, u++) {
             asm volatile("cp.async.wait_group %0;\n" ::"n"(RIG__STAGES - 2) : "memory");
-            uint4 weight[RIG__UNROLL];
+            uint4 weight[RIG_GEMV_UNROLL];
             const uint4 *staged = slot(u);
 #pragma unroll
-            for (int i = 0; i < RIG__UNROLL; i++)
+            for (int i = 0; i < RIG_GEMV_UNROLL; i++)
                 weight[i] = staged[i * RIG_CUDA_WARP + lane_index]; /* the lane's own copies */
             stage(u + RIG__STAGES - 1); /* into the slot read last round */
-            int32_t first = begin + b * RIG__UNROLL;
+            int32_t first = begin + b * RIG_GEMV_UNROLL;
             if constexpr (!ONE) rig__gemv_activations<false>(low, high, rows, first, end, p.depth);
             rig__gemv_mmas(acc, weight, low, high, first, end);
         }
@@ -377,37 +376,23 @@ bool rig_cuda_gemv_accepts(const struct rig_op_gemm *p)
 {
     int64_t rows = p->out.shape[0], columns = p->out.shape[1], depth = p->a.shape[1];
     if (rows < 1 || rows > RIG_CUDA_GEMV_ROWS_MAX) return false;
-    if (columns > INT32_MAX || depth > INT32_MAX - RIG__STEP || depth % 8 != 0) return false;
+    if (columns > INT32_MAX || depth > INT32_MAX - RIG_GEMV_STEP || depth % 8 != 0) return false;
     if (!rig_cuda_aligned(p->a.data, 16) || !rig_cuda_aligned(p->b.data, 16)) return false;
     if (rows > 1 && p->a.stride[0] % 8 != 0) return false;
     if (columns > 1 && p->b.stride[0] % 8 != 0) return false;
     return true;
 }
 
-/* Warps per block for `steps` steps of K over `blocks` blocks (see the file comment): enough
- * that each warp's run fits one batch, and enough for the occupancy target, at most
- * RIG__WARPS_MAX, never more than there are steps. */
-static int32_t rig__gemv_warps(int64_t steps, int64_t blocks, int32_t sm_count)
-{
-    int64_t for_depth = rig_cuda_div_up(steps, RIG__UNROLL);
-    int64_t for_occupancy =
-        rig_cuda_div_up((int64_t)(sm_count > 0 ? sm_count : 1) * RIG__WARPS_PER_SM, blocks);
-    int64_t warps = for_depth > for_occupancy ? for_depth : for_occupancy;
-    if (warps > RIG__WARPS_MAX) warps = RIG__WARPS_MAX;
-    if (warps > steps) warps = steps;
-    return warps < 1 ? 1 : (int32_t)warps;
-}
-
 /* Blocks of the persistent kernel with `warps` warps a multiprocessor holds at once (asked
  * once per output type and warp count; 0 when the query fails). */
 template <typename OUT, bool ONE> static int rig__gemv_resident(int32_t warps)
 {
-    static int known[RIG__WARPS_MAX + 1]; /* 0: not asked yet; the same answer on every GPU */
+    static int known[RIG_GEMV_WARPS_MAX + 1]; /* 0: not asked yet; the same answer on every GPU */
     int value = __atomic_load_n(&known[warps], __ATOMIC_RELAXED);
     if (value != 0) return value;
     const void *kernel = (const void *)rig__gemv_persistent_kernel<OUT, ONE>;
     if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             (int)rig__gemv_stage_bytes(RIG__WARPS_MAX)) != cudaSuccess ||
+                             (int)rig__gemv_stage_bytes(RIG_GEMV_WARPS_MAX)) != cudaSuccess ||
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&value, kernel, warps * RIG_CUDA_WARP,
                                                       rig__gemv_stage_bytes(warps)) != cudaSuccess)
         return 0;
@@ -416,9 +401,9 @@ template <typename OUT, bool ONE> static int rig__gemv_resident(int32_t warps)
 }
 
 /* The persistent kernel when it applies, else RIG_E_UNSUPPORTED (the caller takes the per-tile
- * kernel): at most 8 rows, blocks of RIG__WARPS_MAX warps (K over 3,840: the per-tile kernel
+ * kernel): at most 8 rows, blocks of RIG_GEMV_WARPS_MAX warps (K over 3,840: the per-tile kernel
  * fits one such block a multiprocessor), more tiles than blocks fit at once, and where a warp's
- * K run is several batches (K over 4,096) at most RIG__MULTI_ROWS rows, whose activations the
+ * K run is several batches (K over 4,096) at most RIG_GEMV_MULTI_ROWS rows, whose activations the
  * units re-read through L1. Measured on an H200 (docs/performance.md): Qwen3-8B's decode step
  * at batch 1 5.94 -> 5.39 ms, at batch 8 6.55 -> 6.06 ms (x 2048: 6.24 -> 5.64, 7.32 -> 6.76)
  * with one batch a run. With blocks of 4-8 warps (Qwen3-0.6B's LM head, Llama-3.2-1B) the
@@ -431,26 +416,28 @@ template <typename OUT, bool ONE> static int rig__gemv_resident(int32_t warps)
  * batch 1 -1 % (the early weight copies share the bandwidth with the nodes before). At 8 rows
  * Qwen3-32B's step took 24.4 -> 29.3 ms (80 KB of activations a block, re-read each unit from
  * L2), hence 2 rows. */
-#define RIG__MULTI_ROWS 2
 template <typename OUT>
 static enum rig_status rig__gemv_persistent(const struct rig_cuda_launch *launch,
-                                            const struct rig__gemv_args &args, int64_t blocks,
-                                            int32_t warps)
+                                            const struct rig__gemv_args &args,
+                                            const struct rig_gemv_geometry &g)
 {
     long wanted = rig_cuda_env("RIG_GEMV_PERSISTENT", 1);
     if (wanted == 0 || args.rows > 8) return RIG_E_UNSUPPORTED;
-    bool one = args.steps_per_warp <= RIG__UNROLL;
-    if (wanted != 2 && warps != RIG__WARPS_MAX) return RIG_E_UNSUPPORTED;
-    if (wanted != 2 && !one &&
-        args.rows > rig_cuda_env("RIG_GEMV_PERSISTENT_ROWS", RIG__MULTI_ROWS))
-        return RIG_E_UNSUPPORTED;
+    bool one = rig_gemv_one_batch(&g);
+    if (wanted != 2 && g.warps != RIG_GEMV_WARPS_MAX) return RIG_E_UNSUPPORTED;
+    int32_t warps = (int32_t)g.warps;
     int64_t resident = (int64_t)(one ? rig__gemv_resident<OUT, true>(warps)
                                      : rig__gemv_resident<OUT, false>(warps)) *
                        launch->sm_count;
-    if (resident <= 0 || blocks <= resident) return RIG_E_UNSUPPORTED;
-    /* several units a tile: at least two tiles a block, or the pipeline barely runs (Llama-3.2-1B's
-     * down projection, 256 tiles: 1.127 -> 1.134 ms a batch-1 step with it) */
-    if (wanted != 2 && !one && blocks <= 2 * resident) return RIG_E_UNSUPPORTED;
+    /* several units a tile need at least two tiles a block, or the pipeline barely runs
+     * (Llama-3.2-1B's down projection, 256 tiles: 1.127 -> 1.134 ms a batch-1 step with it);
+     * =2 drops that and the rows limit */
+    bool runs = wanted == 2 ? resident > 0 && g.blocks > resident
+                            : rig_gemv_persistent(args.rows, &g, resident,
+                                                  rig_cuda_env("RIG_GEMV_PERSISTENT_ROWS",
+                                                               RIG_GEMV_MULTI_ROWS));
+    if (!runs) return RIG_E_UNSUPPORTED;
+    int64_t blocks = g.blocks;
     dim3 grid((unsigned)resident), block((unsigned)(warps * RIG_CUDA_WARP));
     size_t shared = rig__gemv_stage_bytes(warps);
     if (one) {
@@ -490,21 +477,21 @@ enum rig_status rig_cuda_gemv_launch(const struct rig_cuda_launch *launch,
     args.rows = (int32_t)p->out.shape[0];
     args.columns = (int32_t)p->out.shape[1];
     args.depth = (int32_t)p->a.shape[1];
-    args.steps = (int32_t)rig_cuda_div_up(args.depth, RIG__STEP);
-    int64_t blocks = rig_cuda_div_up(args.columns, RIG__COLUMNS);
-    if (blocks == 0) return RIG_OK;
-    int32_t warps = rig__gemv_warps(args.steps, blocks, launch->sm_count);
-    args.steps_per_warp = (int32_t)rig_cuda_div_up(args.steps, warps);
-    if (args.steps_per_warp > 0) warps = (int32_t)rig_cuda_div_up(args.steps, args.steps_per_warp);
+    struct rig_gemv_geometry g = rig_gemv_geometry(args.columns, args.depth, launch->sm_count);
+    if (g.blocks == 0) return RIG_OK;
+    args.steps = (int32_t)g.steps;
+    args.steps_per_warp = (int32_t)g.steps_per_warp;
+    int64_t blocks = g.blocks;
+    int32_t warps = (int32_t)g.warps;
     RIG_ASSERT(warps >= 1);
-    RIG_ASSERT(warps <= RIG__WARPS_MAX);
-    args.prefetch = blocks * warps <= (int64_t)launch->sm_count * RIG__WARPS_PER_SM;
+    RIG_ASSERT(warps <= RIG_GEMV_WARPS_MAX);
+    args.prefetch = rig_gemv_one_wave(&g, launch->sm_count);
     static const bool preload = rig_cuda_env("RIG_GEMV_PRELOAD", 1) != 0;
     args.preload = args.prefetch && preload;
     bool upper = args.rows > 8;
     bool f32 = p->out.dtype == RIG_DTYPE_F32;
-    enum rig_status status = f32 ? rig__gemv_persistent<float>(launch, args, blocks, warps)
-                                 : rig__gemv_persistent<uint16_t>(launch, args, blocks, warps);
+    enum rig_status status = f32 ? rig__gemv_persistent<float>(launch, args, g)
+                                 : rig__gemv_persistent<uint16_t>(launch, args, g);
     if (status != RIG_E_UNSUPPORTED) return status;
     if (upper) {
         return f32 ? rig__gemv_start<true, float>(launch, args, blocks, warps)
