@@ -240,8 +240,13 @@ int64_t rig_hal_now_ns(struct rig_device *device);
  * host timeline; a no-op on real hardware, where the work takes its own time. */
 void rig_hal_host_work_ns(struct rig_device *device, int64_t ns);
 /* Idles the host until `t_ns` on its clock (no-op if already past): the simulator jumps, a
- * real backend sleeps. For waiting on the next request arrival. */
+ * real backend (whose clock is CLOCK_MONOTONIC) waits by rig_hal_wall_wait_until_ns, on time
+ * (a replayed arrival's TTFT counts from `t_ns`). For waiting on the next request arrival. */
 void rig_hal_host_wait_until_ns(struct rig_device *device, int64_t t_ns);
+/* The wait of a real backend: until CLOCK_MONOTONIC reads `t_ns` (no-op if already past),
+ * sleeping with a 1 ns timer slack (set on the calling thread) to within 100 us of it and
+ * spinning the rest. Never returns early. */
+void rig_hal_wall_wait_until_ns(int64_t t_ns);
 
 /* --- faults --------------------------------------------------------------------------- */
 /* Deterministic fault injection, for tests and the swarm (core/harness/swarm/), which asks

@@ -11,10 +11,12 @@
  * (all-reduce is the identity, all-gather a copy). One rank of a group across processes: out
  * of range (more than one device, a rank outside the group, a group over RIG_DEVICES_MAX) is
  * RIG_E_RANGE, and without MPI initialised the simulator refuses it (RIG_E_STATE, or
- * RIG_E_UNSUPPORTED in a build without OpenMPI) instead of aborting in an MPI call.
+ * RIG_E_UNSUPPORTED in a build without OpenMPI) instead of aborting in an MPI call. The real
+ * backends' wall-clock wait never returns before its time.
  */
 #include <stddef.h>
 #include <string.h>
+#include <time.h>
 
 #include "sim/sim.h"
 #include "tests/support/test_support.h"
@@ -692,6 +694,29 @@ static void test_open_group_across_processes(void **state)
 /* One rank: all-reduce leaves the data, all-gather copies `in` into out[0]. */
 /* Faults through the HAL (the swarm's way): a device's plan, the plan devices open with, and
  * the refusals (no device, a negative stall, an unknown backend). */
+static int64_t rig__monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The real backends' wait for a replayed arrival never returns before its time, whether the
+ * time is far (sleep, then spin), near (spin only) or past (at once). How late it wakes is a
+ * benchmark's business (docs/simulator.md), not a test's. */
+static void test_wall_wait_never_early(void **state)
+{
+    (void)state;
+    const int64_t ahead[] = {3000000, 250000, 100000, 40000, 1, 0, -5000000};
+    for (size_t i = 0; i < sizeof ahead / sizeof ahead[0]; i++) {
+        int64_t start = rig__monotonic_ns(), t = start + ahead[i];
+        rig_hal_wall_wait_until_ns(t);
+        int64_t now = rig__monotonic_ns();
+        assert_true(now >= t);
+        if (ahead[i] < 0) assert_true(now - start < -ahead[i]); /* past: returned at once */
+    }
+}
+
 static void test_faults_through_hal(void **state)
 {
     (void)state;
@@ -757,6 +782,7 @@ int main(void)
         cmocka_unit_test(test_open_group_across_processes),
         cmocka_unit_test(test_single_rank_collectives),
         cmocka_unit_test(test_faults_through_hal),
+        cmocka_unit_test(test_wall_wait_never_early),
     };
     return cmocka_run_group_tests(tests, rig__setup, rig__teardown);
 }
