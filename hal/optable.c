@@ -223,6 +223,40 @@ static struct rig_optable_key rig__attention_key(const struct rig_tensor *q,
     return key;
 }
 
+static float rig__f32(const struct rig_tensor *t, int64_t i)
+{
+    int64_t index[1] = {i};
+    float value;
+    memcpy(&value, rig_tensor_at(t, index), sizeof value);
+    return value;
+}
+
+void rig_optable_sample_rows(const struct rig_op_sample *p, int64_t rows[RIG_SAMPLE_KINDS])
+{
+    RIG_ASSERT(p != NULL && rows != NULL);
+    for (int32_t k = 0; k < RIG_SAMPLE_KINDS; k++)
+        rows[k] = 0;
+    int64_t vocab = p->logits.shape[1];
+    for (int64_t r = 0; r < p->tokens.shape[0]; r++) {
+        float min_p = p->min_p.data != NULL ? rig__f32(&p->min_p, r) : 0.0f;
+        rows[rig_sample_row_kind(rig__f32(&p->temperature, r), rig__i32(&p->top_k, r),
+                                 rig__f32(&p->top_p, r), min_p, vocab)]++;
+    }
+}
+
+/* A sample op's rows' kind: theirs when they share one (WHOLE when there are none), else
+ * MIXED. */
+static double rig__sample_kind(const struct rig_op_sample *p)
+{
+    int64_t rows[RIG_SAMPLE_KINDS];
+    rig_optable_sample_rows(p, rows);
+    int32_t kinds = 0, kind = RIG_SAMPLE_WHOLE;
+    for (int32_t k = 0; k < RIG_SAMPLE_KINDS; k++) {
+        if (rows[k] > 0) kinds++, kind = k;
+    }
+    return (double)(kinds > 1 ? RIG_SAMPLE_MIXED : kind);
+}
+
 struct rig_optable_key rig_optable_op_key(const struct rig_op *op)
 {
     RIG_ASSERT(op != NULL && op->kind != RIG_OP_ALL_REDUCE && op->kind != RIG_OP_ALL_GATHER);
@@ -252,6 +286,7 @@ struct rig_optable_key rig_optable_op_key(const struct rig_op *op)
         const struct rig_tensor *first = (const struct rig_tensor *)&op->u;
         key.p[0] = first->ndim > 0 ? (double)first->shape[0] : 1.0;
         key.p[1] = work.bytes;
+        if (op->kind == RIG_OP_SAMPLE) key.p[2] = rig__sample_kind(&op->u.sample);
         break;
     }
     }

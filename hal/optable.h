@@ -8,12 +8,14 @@
  *   gemm                M, N, K, bytes per output element
  *   attention_decode    requests, mean KV length, max KV length, Hq, Hk, head dim
  *   attention_prefill   requests, query tokens, mean KV length per request, Hq, Hk, head dim
+ *   sample              rows, bytes moved, the rows' kind (enum rig_sample_rows)
  *   every other op      rows (the first dimension of its main tensor), bytes moved
  *
  * Work (docs/simulator.md gives every formula): FLOPs and bytes moved to and from device
- * memory, from the op's shapes; attention reads the per-request lengths (kv_len, cu_q) from
- * their tensors, which must be host-readable memory (METADATA buffers on the simulator, the
- * sweep's staging on a real device).
+ * memory, from the op's shapes; attention reads the per-request lengths (kv_len, cu_q) and the
+ * sampler's key its rows' parameters (temperature, top_k, top_p, min_p) from their tensors,
+ * which must be host-readable memory (METADATA buffers on the simulator, the sweep's staging
+ * on a real device).
  *
  * File: dataset /points (one packed row per point: kind, p[6], flops, bytes, cold_ns,
  * cold_p10_ns, cold_p90_ns, warm_ns, host_ns, first_host_ns) and string attributes on the
@@ -46,8 +48,8 @@ struct rig_optable_point {
     double flops, bytes; /* the op's analytic work (rig_optable_op_work) */
     double cold_ns;      /* median device time, operands evicted from L2 first */
     double cold_p10_ns, cold_p90_ns;
-    double warm_ns; /* median device time per issue, repeated in a graph */
-    double host_ns; /* median host time of one eager issue (the op call); 0: not measured */
+    double warm_ns;       /* median device time per issue, repeated in a graph */
+    double host_ns;       /* median host time of one eager issue (the op call); 0: not measured */
     double first_host_ns; /* host time of the shape's first issue in the process (module
                              loading, a library's choice of kernel); 0: not measured */
 };
@@ -83,6 +85,32 @@ static inline bool rig_decode_tensor_cores(int64_t requests, int64_t heads_q, in
     return group >= 4 && group <= 8 && (head_dim == 64 || head_dim == 128) &&
            requests * heads_kv * RIG_DECODE_TC_SM_DIVISOR >= multiprocessors;
 }
+
+/* What the sampler does for a row, from its parameters (cuda/ops/sample.cu decides the same per
+ * row on the device, rig__row_kind): GREEDY, the first maximum of the logits (temperature <= 0
+ * or top-k 1); WHOLE, Gumbel-max over the whole vocabulary (Philox noise for every logit); CUT,
+ * the cut-off search of top-k below the vocabulary, top-p below 1 or min-p above 0. A sample
+ * op's key holds its rows' kind, MIXED when they differ. WHOLE is 0: what every table swept
+ * before the kinds were told apart measured (temperature 1, no cut-off). A pure function. */
+enum rig_sample_rows {
+    RIG_SAMPLE_WHOLE = 0,
+    RIG_SAMPLE_GREEDY = 1,
+    RIG_SAMPLE_CUT = 2,
+    RIG_SAMPLE_MIXED = 3,
+};
+#define RIG_SAMPLE_KINDS 3 /* WHOLE, GREEDY, CUT: what a row can be */
+
+static inline enum rig_sample_rows rig_sample_row_kind(float temperature, int32_t top_k,
+                                                       float top_p, float min_p, int64_t vocab)
+{
+    if (!(temperature > 0.0f) || top_k == 1) return RIG_SAMPLE_GREEDY;
+    bool top_k_cuts = top_k > 0 && top_k < vocab;
+    return top_k_cuts || top_p < 1.0f || min_p > 0.0f ? RIG_SAMPLE_CUT : RIG_SAMPLE_WHOLE;
+}
+
+/* How many of a validated sample op's rows are of each kind (rows[k] for k < RIG_SAMPLE_KINDS),
+ * from its parameter tensors (host-readable). Can't fail. */
+void rig_optable_sample_rows(const struct rig_op_sample *p, int64_t rows[RIG_SAMPLE_KINDS]);
 
 /* The CUDA backend's small-batch GEMM (cuda/ops/gemv.cu): K in steps of RIG_GEMV_STEP, a warp's
  * loads in batches of RIG_GEMV_UNROLL steps, RIG_GEMV_COLUMNS output columns a block, at most

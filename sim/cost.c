@@ -214,6 +214,37 @@ static double rig__warm_weight(const struct rig_sim_profile *profile, const stru
     return profile->op_table_warm_weight;
 }
 
+/* The table's node time of `op` (false: the table does not reach it). A sampler batch of
+ * several rows' kinds is the row-weighted mean of the kinds' times at its whole size: its
+ * first pass runs every row's chunks side by side, each row's work its kind's. */
+static bool rig__table_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
+                          const struct rig_sim_work *work, double *ns)
+{
+    struct rig_optable_key key = rig_optable_op_key(op);
+    double weight = rig__warm_weight(profile, op);
+    if (op->kind != RIG_OP_SAMPLE || key.p[2] != RIG_SAMPLE_MIXED)
+        return rig_sim_optable_predict(profile->table, &key, work->flops, work->bytes,
+                                       profile->peak_bf16_flops, profile->hbm_bytes_per_s,
+                                       RIG__SWEEP_LAUNCH_NS, weight, ns, NULL);
+    int64_t rows[RIG_SAMPLE_KINDS], total = 0;
+    rig_optable_sample_rows(&op->u.sample, rows);
+    for (int32_t k = 0; k < RIG_SAMPLE_KINDS; k++)
+        total += rows[k];
+    double sum = 0;
+    for (int32_t k = 0; k < RIG_SAMPLE_KINDS; k++) {
+        if (rows[k] == 0) continue;
+        key.p[2] = k;
+        double kind_ns = 0;
+        if (!rig_sim_optable_predict(profile->table, &key, work->flops, work->bytes,
+                                     profile->peak_bf16_flops, profile->hbm_bytes_per_s,
+                                     RIG__SWEEP_LAUNCH_NS, weight, &kind_ns, NULL))
+            return false;
+        sum += (double)rows[k] / (double)total * kind_ns;
+    }
+    *ns = sum;
+    return true;
+}
+
 /* A kernel of rig's: its class's fixed latency (per kernel the op launches) plus the
  * roofline, at least the shortest graph node. Collectives: the transfer formula. */
 static int64_t rig__op_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
@@ -228,12 +259,8 @@ static int64_t rig__op_ns(const struct rig_sim_profile *profile, const struct ri
                                           ranks);
     struct rig_sim_work work = rig_sim_cost_work(op);
     if (profile->table != NULL) { /* measured: the op table, where it reaches the op */
-        struct rig_optable_key key = rig_optable_op_key(op);
         double measured = 0;
-        if (rig_sim_optable_predict(profile->table, &key, work.flops, work.bytes,
-                                    profile->peak_bf16_flops, profile->hbm_bytes_per_s,
-                                    RIG__SWEEP_LAUNCH_NS, rig__warm_weight(profile, op),
-                                    &measured, NULL)) {
+        if (rig__table_ns(profile, op, &work, &measured)) {
             int64_t ns = rig__ceil_ns(measured * 1e-9);
             return ns > profile->graph_node_ns ? ns : profile->graph_node_ns;
         }
@@ -284,6 +311,8 @@ int64_t rig_sim_cost_issue_host_ns(const struct rig_sim_profile *profile, const 
         return profile->kernel_launch_host_ns;
     struct rig_sim_work work = rig_sim_cost_work(op);
     struct rig_optable_key key = rig_optable_op_key(op);
+    if (op->kind == RIG_OP_SAMPLE && key.p[2] == RIG_SAMPLE_MIXED) /* the issue is one call */
+        key.p[2] = RIG_SAMPLE_WHOLE;
     double measured = 0, host = 0;
     if (!rig_sim_optable_predict(profile->table, &key, work.flops, work.bytes,
                                  profile->peak_bf16_flops, profile->hbm_bytes_per_s,

@@ -55,9 +55,10 @@ static void rig__run_math(const struct rig_sim_device *device, const struct rig_
 }
 
 /* Whether `op`'s cost reads the batch's metadata: attention and penalize costs read kv_len /
- * cu_q, which in timing-only mode must be real metadata (checked here), and which change
- * every step, so a graph node of theirs never keeps its cost (struct rig_sim_node_memo). An
- * op whose cost comes to read metadata is added here, for both reasons. */
+ * cu_q, the sampler's its rows' parameters, which in timing-only mode must be real metadata
+ * (checked here), and which change every step, so a graph node of theirs never keeps its cost
+ * (struct rig_sim_node_memo). An op whose cost comes to read metadata is added here, for both
+ * reasons. */
 static bool rig__cost_reads_metadata(const struct rig_sim_device *device, const struct rig_op *op)
 {
     const struct rig_sim_memory *memory = &device->memory;
@@ -74,8 +75,17 @@ static bool rig__cost_reads_metadata(const struct rig_sim_device *device, const 
         RIG_ASSERT_MSG(!rig_sim_memory_is_phantom(memory, op->u.penalize.kv_len.data),
                        "penalize: kv_len must be a METADATA buffer");
     }
+    if (op->kind == RIG_OP_SAMPLE) { /* its rows' kind (hal/optable.h) */
+        const struct rig_op_sample *p = &op->u.sample;
+        RIG_ASSERT_MSG(
+            !rig_sim_memory_is_phantom(memory, p->temperature.data) &&
+                !rig_sim_memory_is_phantom(memory, p->top_k.data) &&
+                !rig_sim_memory_is_phantom(memory, p->top_p.data) &&
+                (p->min_p.data == NULL || !rig_sim_memory_is_phantom(memory, p->min_p.data)),
+            "sample: temperature, top_k, top_p and min_p must be METADATA buffers");
+    }
     return op->kind == RIG_OP_ATTENTION_PREFILL || op->kind == RIG_OP_ATTENTION_DECODE ||
-           op->kind == RIG_OP_PENALIZE;
+           op->kind == RIG_OP_PENALIZE || op->kind == RIG_OP_SAMPLE;
 }
 
 /* The fault plan's stall for this op (0 when it is not the chosen one). */
@@ -120,13 +130,13 @@ static enum rig_status rig__collective(struct rig_sim_device *device, const stru
 /* The op's duration as a graph node from the profile, or the node's remembered one (an
  * eager launch adds its launch processing: rig_sim_cost_eager_end_ns). */
 static int64_t rig__duration_ns(struct rig_sim_device *device, const struct rig_op *op,
-                                struct rig_sim_node_memo *memo)
+                                bool reads_metadata, struct rig_sim_node_memo *memo)
 {
     if (memo != NULL && memo->ns > 0) { /* kept: its cost reads no metadata */
         device->stats.table_misses += memo->missed;
         return memo->ns;
     }
-    bool remember = memo != NULL && !rig__cost_reads_metadata(device, op);
+    bool remember = memo != NULL && !reads_metadata;
     bool missed = false;
     int64_t ns = rig_sim_cost_launch_ns(&device->profile, op, 1, false, &missed);
     device->stats.table_misses += missed;
@@ -143,22 +153,23 @@ enum rig_status rig_sim_exec_launch(struct rig_stream *stream, const struct rig_
     struct rig_sim_device *device = rig_sim_device_of(stream->device);
     struct rig_sim_stream *sim_stream = rig_sim_stream_of(stream);
     RIG_ASSERT(op != NULL);
+    bool collective = op->kind == RIG_OP_ALL_REDUCE || op->kind == RIG_OP_ALL_GATHER;
+    bool reads_metadata = !collective && rig__cost_reads_metadata(device, op); /* checks first */
     /* A graph node's launch was paid for by the graph launch (sim/graph.c). */
-    int64_t host_ns = launch == RIG_SIM_LAUNCH_EAGER
-                          ? rig_sim_cost_issue_host_ns(&device->profile, op)
-                          : 0;
+    int64_t host_ns =
+        launch == RIG_SIM_LAUNCH_EAGER ? rig_sim_cost_issue_host_ns(&device->profile, op) : 0;
     int64_t start =
         rig_sim_clock_kernel_start(&device->clock, &device->profile, host_ns, sim_stream->ready_ns);
     int64_t arrival = device->clock.host_ns + device->profile.kernel_launch_latency_ns;
     int64_t stall = rig__stall_ns(device);
     int64_t end;
-    if (op->kind == RIG_OP_ALL_REDUCE || op->kind == RIG_OP_ALL_GATHER) {
+    if (collective) {
         /* A failed collective leaves the clock alone: the group is dead, the run over. */
         start += stall;
         enum rig_status status = rig__collective(device, op, start, &end);
         if (status != RIG_OK) return status;
     } else {
-        int64_t node = rig__duration_ns(device, op, memo);
+        int64_t node = rig__duration_ns(device, op, reads_metadata, memo);
         end = launch == RIG_SIM_LAUNCH_EAGER
                   ? rig_sim_cost_eager_end_ns(&device->profile, arrival, start, node)
                   : start + node;

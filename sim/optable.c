@@ -19,6 +19,7 @@ struct rig_sim_optable {
     int64_t first[RIG_OP_COUNT + 1]; /* points of kind k: [first[k], first[k + 1]) */
     int64_t multiprocessors;         /* of the device the simulator plays: which decode kernel */
     double decode_flops_per_s; /* rig__decode_rate; 0: no register-path decode points */
+    uint32_t sample_kinds;     /* bit k: the table has sample points of rows' kind k */
 };
 
 static pthread_mutex_t rig__tables_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -102,15 +103,18 @@ static uint64_t rig__memo_slot(const struct rig_optable_key *key, double flops, 
     return h % RIG__MEMO_SLOTS;
 }
 
-/* Which of two kernels rig's CUDA backend runs an op with `key` on, on the device the table
- * is used for: 1 for a GEMM on the small-batch kernel (rig_sim_gemm_small_batch) and for decode
- * attention on the tensor-core kernel (rig_decode_tensor_cores), 0 otherwise. The neighbour
- * search holds points of the other kernel apart, and the work an op scales by depends on it. */
+/* Which of rig's CUDA kernels (or a kernel's paths) runs an op with `key`, on the device the
+ * table is used for: 1 for a GEMM on the small-batch kernel (rig_sim_gemm_small_batch) and for
+ * decode attention on the tensor-core kernel (rig_decode_tensor_cores); for the sampler its
+ * rows' kind (enum rig_sample_rows: greedy rows take the argmax, whole ones Philox noise a
+ * logit, cut ones the cut-off search); 0 otherwise. The neighbour search holds points of
+ * another kernel apart, and the work an op scales by depends on it. */
 static int8_t rig__kernel_of(const struct rig_sim_optable *table,
                              const struct rig_optable_key *key)
 {
     const double *p = key->p;
     if (key->kind == RIG_OP_GEMM) return rig_sim_gemm_small_batch(p[0], p[1], p[2]) ? 1 : 0;
+    if (key->kind == RIG_OP_SAMPLE) return (int8_t)p[2];
     if (key->kind == RIG_OP_ATTENTION_DECODE)
         return rig_decode_tensor_cores((int64_t)p[0], (int64_t)p[3], (int64_t)p[4],
                                        (int64_t)p[5], table->multiprocessors)
@@ -256,6 +260,14 @@ bool rig_sim_optable_predict(const struct rig_sim_optable *table,
     RIG_ASSERT(table != NULL && key != NULL && ns != NULL);
     RIG_ASSERT(key->kind >= 0 && key->kind < RIG_OP_COUNT);
     RIG_ASSERT(warm_weight >= 0 && warm_weight <= 1);
+    struct rig_optable_key sample_key;
+    if (key->kind == RIG_OP_SAMPLE) { /* a table swept before the rows' kinds has whole rows */
+        RIG_ASSERT_MSG(key->p[2] >= 0 && key->p[2] < RIG_SAMPLE_KINDS,
+                       "a mixed sample batch is costed kind by kind (sim/cost.c)");
+        sample_key = *key;
+        if (!(table->sample_kinds & 1u << (int32_t)key->p[2])) sample_key.p[2] = RIG_SAMPLE_WHOLE;
+        key = &sample_key;
+    }
     struct rig__memo *m = &rig__memo[rig__memo_slot(key, flops, bytes)];
     bool hit = m->table == table && rig_optable_key_equal(&m->key, key) &&
                m->flops == flops && m->bytes == bytes && m->peak == peak_flops &&
@@ -322,8 +334,12 @@ static enum rig_status rig__load(const char *name, int64_t multiprocessors,
         table->first[k] = at;
     }
     table->multiprocessors = multiprocessors;
-    for (int64_t i = 0; i < table->count; i++)
-        table->kernel[i] = rig__kernel_of(table, &table->points[i].key);
+    for (int64_t i = 0; i < table->count; i++) {
+        const struct rig_optable_key *key = &table->points[i].key;
+        table->kernel[i] = rig__kernel_of(table, key);
+        if (key->kind == RIG_OP_SAMPLE && key->p[2] >= 0 && key->p[2] < RIG_SAMPLE_KINDS)
+            table->sample_kinds |= 1u << (int32_t)key->p[2];
+    }
     table->decode_flops_per_s = rig__decode_rate(table);
     return RIG_OK;
 }

@@ -17,8 +17,11 @@
  * on the register path, whose math runs on the CUDA cores, is scaled instead by bytes /
  * bandwidth + FLOPs / the table's own best decode FLOP rate, so a head shape the sweep never
  * saw follows its FLOPs too; on the tensor-core kernel (Hopper, groups of 4 to 8 in big
- * batches) by its bytes alone (sim/optable.c). An op further than RIG_SIM_OPTABLE_REACH from every
- * point of its kind is left to the analytic model, and counted (rig_sim_stats.table_misses).
+ * batches) by its bytes alone (sim/optable.c). The sampler is predicted from the points of its
+ * rows' kind (greedy, whole vocabulary, cut-off: hal/optable.h), or from whole-vocabulary
+ * points in a table swept before the kinds were told apart. An op further than
+ * RIG_SIM_OPTABLE_REACH from every point of its kind is left to the analytic model, and
+ * counted (rig_sim_stats.table_misses).
  *
  * Tables are HDF5 files (hal/optable.h reads them; docs/simulator.md gives the layout),
  * loaded once per path and kept for the process (read-only after loading; loading is
@@ -78,7 +81,8 @@ const struct rig_optable_point *rig_sim_optable_point(const struct rig_sim_optab
  * (cold^(1 - w) warm^w): true and *ns when the table reaches it; false (nothing written) when it
  * has no point of that kind within RIG_SIM_OPTABLE_REACH. *host_ns (may be NULL) gets the
  * host time of an eager issue, the nearest points' measured host times blended the same
- * way (not scaled by the work); 0 when those points have none (tables before host_ns). */
+ * way (not scaled by the work); 0 when those points have none (tables before host_ns). A
+ * sample key names one rows' kind, never RIG_SAMPLE_MIXED (sim/cost.c blends the kinds). */
 bool rig_sim_optable_predict(const struct rig_sim_optable *table,
                              const struct rig_optable_key *key, double flops, double bytes,
                              double peak_flops, double hbm_bytes_per_s, double launch_ns,

@@ -490,7 +490,7 @@ static void rig__qwen_ops(struct rig_device *device, struct rig__qwen_rank *q)
     struct rig_op_sample sample = {
         rig_tensor_1d(m + 384, RIG_DTYPE_I32, 4),
         rig_tensor_2d(a, RIG_DTYPE_F32, 4, Q_VOCAB / 4),
-        rig_tensor_1d(a + (32 << 20), RIG_DTYPE_F32, 4) /* phantom: unused */,
+        rig_tensor_1d(m + 448, RIG_DTYPE_F32, 4) /* the cost reads it: greedy rows */,
         rig_tensor_1d(m + 512, RIG_DTYPE_I32, 4),
         rig_tensor_1d(m + 576, RIG_DTYPE_F32, 4),
         rig_tensor_1d(m + 256, RIG_DTYPE_I64, 4),

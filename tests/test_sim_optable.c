@@ -24,7 +24,9 @@
  * max KV length; decode attention scales between head shapes by bytes at the bandwidth plus
  * FLOPs at the table's own decode rate on the register path, by bytes alone on the
  * tensor-core kernel (rig_decode_tensor_cores decides which, for the profile's SM count), and
- * the two kernels' points are held apart.
+ * the two kernels' points are held apart. The sampler's rows are greedy, whole-vocabulary or
+ * cut-off, each kind costed from its own points, a mixed batch as their row-weighted mean, and
+ * from whole-vocabulary points where a table has no others.
  */
 #include <hdf5.h>
 #include <math.h>
@@ -395,6 +397,96 @@ static void test_node_weight_and_neighbours(void **state)
     unlink("optable_nodes.h5");
 }
 
+/* A sampler batch over 1,000 logits of 4 rows: temperature, top-k, top-p per row (host
+ * memory, as METADATA is on the simulator). */
+struct sample_batch {
+    float temperature[4], top_p[4], logits[4 * 1000];
+    int32_t top_k[4], tokens[4], position[4];
+    int64_t seed[4];
+};
+
+static struct rig_op sample_op(struct sample_batch *b)
+{
+    struct rig_op op = {.kind = RIG_OP_SAMPLE};
+    op.u.sample = (struct rig_op_sample){rig_tensor_1d(b->tokens, RIG_DTYPE_I32, 4),
+                                         rig_tensor_2d(b->logits, RIG_DTYPE_F32, 4, 1000),
+                                         rig_tensor_1d(b->temperature, RIG_DTYPE_F32, 4),
+                                         rig_tensor_1d(b->top_k, RIG_DTYPE_I32, 4),
+                                         rig_tensor_1d(b->top_p, RIG_DTYPE_F32, 4),
+                                         rig_tensor_1d(b->seed, RIG_DTYPE_I64, 4),
+                                         rig_tensor_1d(b->position, RIG_DTYPE_I32, 4),
+                                         rig_tensor_none(),
+                                         rig_tensor_none()};
+    return op;
+}
+
+static void sample_rows_set(struct sample_batch *b, int32_t r, float temperature, int32_t top_k,
+                            float top_p)
+{
+    b->temperature[r] = temperature, b->top_k[r] = top_k, b->top_p[r] = top_p;
+}
+
+/* A point of `op`'s shape and work, its rows' kind `kind`, timed `ns`. */
+static struct rig_optable_point sample_point(const struct rig_op *op, int32_t kind, double ns)
+{
+    struct rig_op_work work = rig_optable_op_work(op);
+    struct rig_optable_point p = {
+        .key = rig_optable_op_key(op), .flops = work.flops, .bytes = work.bytes};
+    p.key.p[2] = kind;
+    p.cold_ns = p.cold_p10_ns = p.cold_p90_ns = p.warm_ns = ns;
+    return p;
+}
+
+/* The sampler's rows' kinds (greedy, whole vocabulary, cut-off: what cuda/ops/sample.cu does
+ * for each), the key's third parameter, and the cost: a greedy batch from greedy points, a
+ * mixed one as the row-weighted mean of its kinds, and from a table of whole-vocabulary
+ * points only (every table swept before the kinds) a greedy batch as whole. */
+static void test_sample_rows_kinds(void **state)
+{
+    (void)state;
+    assert_int_equal(rig_sample_row_kind(0.0f, -1, 1.0f, 0.0f, 1000), RIG_SAMPLE_GREEDY);
+    assert_int_equal(rig_sample_row_kind(0.7f, 1, 0.9f, 0.0f, 1000), RIG_SAMPLE_GREEDY);
+    assert_int_equal(rig_sample_row_kind(1.0f, -1, 1.0f, 0.0f, 1000), RIG_SAMPLE_WHOLE);
+    assert_int_equal(rig_sample_row_kind(1.0f, 1000, 1.0f, 0.0f, 1000), RIG_SAMPLE_WHOLE);
+    assert_int_equal(rig_sample_row_kind(1.0f, 50, 1.0f, 0.0f, 1000), RIG_SAMPLE_CUT);
+    assert_int_equal(rig_sample_row_kind(0.8f, -1, 0.9f, 0.0f, 1000), RIG_SAMPLE_CUT);
+    assert_int_equal(rig_sample_row_kind(1.0f, -1, 1.0f, 0.05f, 1000), RIG_SAMPLE_CUT);
+    static struct sample_batch b;
+    for (int32_t r = 0; r < 4; r++)
+        sample_rows_set(&b, r, 0.0f, -1, 1.0f);
+    struct rig_op op = sample_op(&b);
+    int64_t rows[RIG_SAMPLE_KINDS];
+    rig_optable_sample_rows(&op.u.sample, rows);
+    assert_int_equal(rows[RIG_SAMPLE_GREEDY], 4);
+    assert_float_equal(rig_optable_op_key(&op).p[2], RIG_SAMPLE_GREEDY, 0);
+    struct rig_optable_point points[3] = {sample_point(&op, RIG_SAMPLE_WHOLE, 40000),
+                                          sample_point(&op, RIG_SAMPLE_GREEDY, 10000),
+                                          sample_point(&op, RIG_SAMPLE_CUT, 90000)};
+    char error[256];
+    struct rig_sim_profile profile;
+    assert_int_equal(rig_sim_profile_load("h200", &profile, error, sizeof error), RIG_OK);
+    profile.table = table_of("optable_sample.h5", points, 3);
+    assert_in_range(rig_sim_cost_node_ns(&profile, &op, 1), 10000, 10000 + 1); /* ceil of ns */
+    sample_rows_set(&b, 1, 1.0f, -1, 1.0f); /* two greedy, one whole, one cut-off row */
+    sample_rows_set(&b, 2, 0.8f, -1, 0.9f);
+    rig_optable_sample_rows(&op.u.sample, rows);
+    assert_int_equal(rows[RIG_SAMPLE_GREEDY], 2);
+    assert_int_equal(rows[RIG_SAMPLE_WHOLE], 1);
+    assert_int_equal(rows[RIG_SAMPLE_CUT], 1);
+    assert_float_equal(rig_optable_op_key(&op).p[2], RIG_SAMPLE_MIXED, 0);
+    /* the rows' mean: (2 x 10,000 + 40,000 + 90,000) / 4 */
+    assert_in_range(rig_sim_cost_node_ns(&profile, &op, 1), 37500, 37501);
+    for (int32_t r = 0; r < 4; r++)
+        sample_rows_set(&b, r, 1.0f, -1, 1.0f);
+    assert_in_range(rig_sim_cost_node_ns(&profile, &op, 1), 40000, 40000 + 1); /* ceil of ns */
+    profile.table = table_of("optable_sample_whole.h5", points, 1); /* an older sweep's */
+    for (int32_t r = 0; r < 4; r++)
+        sample_rows_set(&b, r, 0.0f, -1, 1.0f);
+    assert_in_range(rig_sim_cost_node_ns(&profile, &op, 1), 40000, 40000 + 1); /* ceil of ns */
+    unlink("optable_sample.h5");
+    unlink("optable_sample_whole.h5");
+}
+
 static void test_sweep_reproduces_the_analytic_model(void **state)
 {
     (void)state;
@@ -554,6 +646,7 @@ int main(void)
         cmocka_unit_test(test_decode_scales_by_flops),
         cmocka_unit_test(test_decode_tensor_core_regime),
         cmocka_unit_test(test_gemm_early_weights),
+        cmocka_unit_test(test_sample_rows_kinds),
         cmocka_unit_test(test_sweep_reproduces_the_analytic_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

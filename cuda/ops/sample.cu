@@ -382,7 +382,8 @@ static __device__ int64_t rig__sample_row(struct rig__row *row, int32_t top_k, f
 }
 
 /* What a row needs: decided from its parameters on the device, so a captured graph follows
- * them from replay to replay. */
+ * them from replay to replay. The same rule as hal/optable.h's rig_sample_row_kind, by which
+ * the simulator costs a batch from the op table's points of each kind: change both. */
 enum rig__kind { RIG__GREEDY, RIG__WHOLE, RIG__CUT };
 
 static __device__ __forceinline__ enum rig__kind rig__row_kind(float temperature, int32_t top_k,

@@ -374,8 +374,20 @@ static enum rig_status rig__rowwise(struct rig__sweep *s, const struct rig__shap
     return status;
 }
 
-/* Sampling R rows of the vocabulary (greedy off: temperature 1, no top-k / top-p). */
-static enum rig_status rig__sample(struct rig__sweep *s, const struct rig__shape *x, int64_t R)
+/* Sampling R rows of the vocabulary, every row of one kind (hal/optable.h): whole (temperature
+ * 1, no cut-off: what the sweep timed alone before the kinds were told apart), greedy
+ * (temperature 0: the first maximum) and cut (temperature 0.8, top-p 0.9: the cut-off search,
+ * as the quickstart's sampled request asks). */
+static const struct {
+    float temperature, top_p;
+} rig__sample_kinds[RIG_SAMPLE_KINDS] = {
+    [RIG_SAMPLE_WHOLE] = {1.0f, 1.0f},
+    [RIG_SAMPLE_GREEDY] = {0.0f, 1.0f},
+    [RIG_SAMPLE_CUT] = {0.8f, 0.9f},
+};
+
+static enum rig_status rig__sample(struct rig__sweep *s, const struct rig__shape *x, int64_t R,
+                                   int32_t kind)
 {
     int32_t *tok_h, *temp_h, *topk_h, *topp_h, *seed_h, *pos_h;
     struct rig_tensor tokens = rig__meta(s, R, RIG_DTYPE_I32, &tok_h);
@@ -384,10 +396,9 @@ static enum rig_status rig__sample(struct rig__sweep *s, const struct rig__shape
     struct rig_tensor top_p = rig__meta(s, R, RIG_DTYPE_F32, &topp_h);
     struct rig_tensor seed = rig__meta(s, R, RIG_DTYPE_I64, &seed_h);
     struct rig_tensor pos = rig__meta(s, R, RIG_DTYPE_I32, &pos_h);
-    float one = 1.0f;
     for (int64_t r = 0; r < R; r++) {
-        memcpy(&temp_h[r], &one, 4);
-        memcpy(&topp_h[r], &one, 4);
+        memcpy(&temp_h[r], &rig__sample_kinds[kind].temperature, 4);
+        memcpy(&topp_h[r], &rig__sample_kinds[kind].top_p, 4);
         topk_h[r] = -1, pos_h[r] = 0, tok_h[r] = 0;
         seed_h[2 * r] = (int32_t)r + 1, seed_h[2 * r + 1] = 0;
     }
@@ -405,7 +416,8 @@ static enum rig_status rig__elementwise(struct rig__sweep *s, const struct rig__
     enum rig_status status = RIG_OK;
     for (size_t i = 0; i < n && status == RIG_OK; i++) {
         status = rig__rowwise(s, x, rows[i]);
-        if (status == RIG_OK && rows[i] <= 1024) status = rig__sample(s, x, rows[i]);
+        for (int32_t k = 0; k < RIG_SAMPLE_KINDS && status == RIG_OK && rows[i] <= 1024; k++)
+            status = rig__sample(s, x, rows[i], k);
     }
     return status;
 }
