@@ -58,6 +58,9 @@ static const struct rig__key rig__keys[] = {
     {"multiprocessors", RIG__KEY_COUNT, RIG__AT(multiprocessors), true},
     {"op_table_warm_weight", RIG__KEY_FRACTION, RIG__AT(op_table_warm_weight), true},
     {"op_table_warm_weight_early", RIG__KEY_FRACTION, RIG__AT(op_table_warm_weight_early), true},
+    {"host_schedule_ns", RIG__KEY_COUNT, RIG__AT(host_schedule_ns), true},
+    {"host_prepare_per_request_ns", RIG__KEY_COUNT, RIG__AT(host_prepare_per_request_ns), true},
+    {"host_process_per_request_ns", RIG__KEY_COUNT, RIG__AT(host_process_per_request_ns), true},
     {"memory_bytes", RIG__KEY_COUNT, RIG__AT(memory_bytes), false},
     {"peak_bf16_flops", RIG__KEY_RATE, RIG__AT(peak_bf16_flops), false},
     {"hbm_bytes_per_s", RIG__KEY_RATE, RIG__AT(hbm_bytes_per_s), false},
@@ -353,6 +356,9 @@ enum rig_status rig_sim_profile_parse(const char *file, const char *text, size_t
     snprintf(profile.op_table, sizeof profile.op_table, "none");
     profile.op_table_warm_weight = 0.5;
     profile.op_table_warm_weight_early = -1; /* not given: op_table_warm_weight */
+    profile.host_schedule_ns = RIG_SIM_HOST_SCHEDULE_NS;
+    profile.host_prepare_per_request_ns = RIG_SIM_HOST_PREPARE_PER_REQUEST_NS;
+    profile.host_process_per_request_ns = RIG_SIM_HOST_PROCESS_PER_REQUEST_NS;
     profile.gpus_per_node = RIG_SIM_GPUS_PER_NODE;
     profile.inter_node_bytes_per_s = RIG_SIM_INTER_NODE_BYTES_PER_S;
     profile.inter_node_latency_ns = RIG_SIM_INTER_NODE_LATENCY_NS;

@@ -66,6 +66,14 @@ struct rig_sim_profile {
      * that weight stream overlaps the node before, as in the warm time's graph it overlaps the
      * copy before. */
     double op_table_warm_weight_early;
+    /* Optional keys `host_schedule_ns`, `host_prepare_per_request_ns`,
+     * `host_process_per_request_ns` (defaults 20000, 400, 60: measured on the H100's host,
+     * docs/simulator.md "Host time"): the engine's own CPU time per scheduling decision, per
+     * request of a prepared batch and per request whose results are processed, on the host
+     * the profile's GPU sits in (rig_device_info; the engine charges them). */
+    int64_t host_schedule_ns;
+    int64_t host_prepare_per_request_ns;
+    int64_t host_process_per_request_ns;
     int64_t memory_bytes;                      /* device memory */
     double peak_bf16_flops;                    /* dense bf16 tensor-core FLOP/s */
     double hbm_bytes_per_s;                    /* HBM bandwidth */
@@ -113,6 +121,13 @@ struct rig_sim_profile {
 #define RIG_SIM_GPUS_PER_NODE 8
 #define RIG_SIM_INTER_NODE_BYTES_PER_S 50e9
 #define RIG_SIM_INTER_NODE_LATENCY_NS 10000
+
+/* Defaults of the host keys: the engine's CPU time measured on the H100's host (/steps
+ * host_process; the device gap between decode steps, 100-170 us + 0.2-0.8 us a request,
+ * docs/simulator.md "Host time"), the values the engine used before they were the profile's. */
+#define RIG_SIM_HOST_SCHEDULE_NS             20000
+#define RIG_SIM_HOST_PREPARE_PER_REQUEST_NS  400
+#define RIG_SIM_HOST_PROCESS_PER_REQUEST_NS  60
 
 /* Parses `text` (`size` bytes, YAML) into `out`; `file` is the name used in messages.
  * Returns RIG_OK, or RIG_E_PARSE / RIG_E_RANGE with "file:line:col: ..." in `error`

@@ -726,6 +726,42 @@ static void test_profile_load(void **state)
     unlink(path);
 }
 
+/* The host model's keys: optional, the H100 host's values by default, and what an opened
+ * device reports to the engine (rig_device_info) for its own CPU time. */
+static void test_profile_host_model(void **state)
+{
+    (void)state;
+    char text[4096], error[RIG_SIM_PROFILE_ERROR_MAX];
+    struct rig_sim_profile profile;
+    rig__profile_text(text, sizeof text, -1, -1, "");
+    assert_int_equal(rig_sim_profile_parse("t.yaml", text, strlen(text), &profile, error,
+                                           sizeof error),
+                     RIG_OK);
+    assert_int_equal(profile.host_schedule_ns, RIG_SIM_HOST_SCHEDULE_NS);
+    assert_int_equal(profile.host_prepare_per_request_ns, RIG_SIM_HOST_PREPARE_PER_REQUEST_NS);
+    assert_int_equal(profile.host_process_per_request_ns, RIG_SIM_HOST_PROCESS_PER_REQUEST_NS);
+    char path[] = "/tmp/rig_profile_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    rig__profile_text(text, sizeof text, -1, 1,
+                      "host_schedule_ns: 5000\nhost_prepare_per_request_ns: 150\n"
+                      "host_process_per_request_ns: 0\n");
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    struct rig_device *device = NULL;
+    struct rig_device_config config = {.profile = path};
+    assert_int_equal(rig_hal_open("sim", &config, 1, &device), RIG_OK);
+    const struct rig_device_info *info = rig_hal_device_info(device);
+    assert_int_equal(info->host_schedule_ns, 5000);
+    assert_int_equal(info->host_prepare_per_request_ns, 150);
+    assert_int_equal(info->host_process_per_request_ns, 0);
+    rig_hal_close(device);
+    unlink(path);
+    rig__profile_text(text, sizeof text, -1, 1, "host_schedule_ns: -1\n");
+    assert_int_equal(rig__parse(text, error), RIG_E_RANGE);
+    assert_non_null(strstr(error, "t.yaml:2:19: key 'host_schedule_ns'"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -742,6 +778,7 @@ int main(void)
         cmocka_unit_test(test_phantom_access_crashes),
         cmocka_unit_test(test_profile_errors),
         cmocka_unit_test(test_profile_load),
+        cmocka_unit_test(test_profile_host_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -47,11 +47,9 @@ void rig_engine_config_default(struct rig_engine_config *c)
     c->cuda_graphs = true;
     c->cuda_graph_max_bs = 32;
     c->check_invariants = RIG_VERIFY_ON;
-    /* Measured on the H100 machine (/steps host_process; the device gap between decode
-     * steps, 100-170 us + 0.2-0.8 us per request, docs/simulator.md "Host time"). */
-    c->host_costs.schedule_ns = 20000;
-    c->host_costs.prepare_per_req_ns = 400;
-    c->host_costs.process_per_req_ns = 60;
+    c->host_costs.schedule_ns = -1; /* the device's (the simulator profile's host_* keys) */
+    c->host_costs.prepare_per_req_ns = -1;
+    c->host_costs.process_per_req_ns = -1;
 }
 
 static void rig__error(char *error, size_t len, const char *fmt, ...)
@@ -376,6 +374,17 @@ static enum rig_status rig__devices_open(struct rig_engine *e, char *error, size
     return s;
 }
 
+/* The host costs the configuration leaves to the device (negative): the simulator profile's
+ * model of this engine's CPU time, zero on real hardware (where it is not charged anyway). */
+static void rig__host_costs_resolve(struct rig_engine *e)
+{
+    const struct rig_device_info *info = rig_hal_device_info(e->devices[e->rank_first]);
+    struct rig_host_costs *h = &e->config.host_costs;
+    if (h->schedule_ns < 0) h->schedule_ns = info->host_schedule_ns;
+    if (h->prepare_per_req_ns < 0) h->prepare_per_req_ns = info->host_prepare_per_request_ns;
+    if (h->process_per_req_ns < 0) h->process_per_req_ns = info->host_process_per_request_ns;
+}
+
 /* The KV cache and the weights against a rank's device memory, before anything sized by
  * the pool is allocated (a pool far too large for the device failed only after gigabytes of
  * host tables): the product of the limits, with how many pages would fit. */
@@ -469,6 +478,7 @@ enum rig_status rig_engine_create(const struct rig_engine_config *config,
     enum rig_status s = rig__validate(e, error, error_len);
     if (s == RIG_OK) s = rig__ranks_join(e, error, error_len);
     if (s == RIG_OK) s = rig__devices_open(e, error, error_len);
+    if (s == RIG_OK) rig__host_costs_resolve(e);
     if (s == RIG_OK) s = rig__check_fit(e, error, error_len);
     if (s == RIG_OK) s = rig__check_host(e, error, error_len);
     if (s == RIG_OK && (s = rig__host_init(e)) != RIG_OK)

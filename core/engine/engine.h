@@ -50,7 +50,9 @@ enum rig_policy {
 enum rig_status rig_policy_parse(const char *name, enum rig_policy *out);
 const char *rig_policy_name(enum rig_policy policy);
 
-/* Modelled host CPU costs (simulator only; real hardware takes its own time). */
+/* Modelled host CPU costs (simulator only; real hardware takes its own time). A negative
+ * field (the default) takes the device's: the simulator profile's host_* keys
+ * (rig_device_info), zero on real hardware. */
 struct rig_host_costs {
     int64_t schedule_ns;        /* per scheduling decision */
     int64_t prepare_per_req_ns; /* per request in a prepared batch */
