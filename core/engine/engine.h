@@ -119,6 +119,11 @@ struct rig_step_record {
     bool graph_used;
     int64_t host_schedule_ns;   /* host clock when the batch was scheduled */
     int64_t host_launch_ns;     /* host time spent scheduling, preparing and launching it */
+    int64_t host_schedule_work_ns; /* of host_launch_ns: choosing the batch */
+    int64_t host_prepare_work_ns;  /* of host_launch_ns: writing its metadata */
+    int64_t host_issue_work_ns;    /* of host_launch_ns: issuing it (uploads, ops, graph); the
+                                      rest of host_launch_ns is waiting for the slot's
+                                      staging block */
     int64_t host_process_ns;    /* host time spent processing its results (waits excluded) */
     int64_t device_start_ns;
     int64_t device_end_ns;

@@ -73,6 +73,9 @@ struct rig__batch {
     int32_t token_writes;        /* entries in tp_idx / tp_val */
     int64_t host_schedule_ns;
     int64_t host_launch_ns;      /* host time to schedule, prepare and launch the batch */
+    int64_t host_schedule_work_ns; /* of which choosing it (schedule + per-request prepare) */
+    int64_t host_prepare_work_ns;  /* of which writing its metadata into the staging block */
+    int64_t host_issue_work_ns;    /* of which the ranks' launch job (uploads, ops, graph) */
     int64_t host_process_ns;     /* host time to process its results (after the wait) */
     struct rig_cache_sizes kv;   /* cache sizes after the batch's allocation */
     struct rig_request **reqs;   /* (R_max) decode requests first, then prefill (mixed) */

@@ -201,6 +201,9 @@ static void rig__emit_step(struct rig_engine *e, const struct rig__batch *b, int
     rec.graph_used = b->graph >= 0;
     rec.host_schedule_ns = b->host_schedule_ns;
     rec.host_launch_ns = b->host_launch_ns;
+    rec.host_schedule_work_ns = b->host_schedule_work_ns;
+    rec.host_prepare_work_ns = b->host_prepare_work_ns;
+    rec.host_issue_work_ns = b->host_issue_work_ns;
     rec.host_process_ns = b->host_process_ns;
     rig_hal_event_elapsed_ns(rank->origin, rank->start[slot], &rec.device_start_ns);
     rig_hal_event_elapsed_ns(rank->origin, rank->end[slot], &rec.device_end_ns);
@@ -283,11 +286,15 @@ static enum rig_status rig__launch_next(struct rig_engine *e, int32_t slot, bool
         if (s != RIG_OK) return s;
     }
     rig__host_upload_wait_passed(e); /* ranks in other processes wait there themselves */
+    int64_t prepare_ns = rig__now(e);
     rig__prepare(e, b);
     int64_t issue_ns = rig__now(e);
     enum rig_status status = rig__ranks_run(e, RIG_RANK_JOB_LAUNCH, slot);
     if (status != RIG_OK) return status;
     e->stats.launch_host_ns += rig__now(e) - issue_ns;
+    b->host_schedule_work_ns = b->host_schedule_ns - launch_start;
+    b->host_prepare_work_ns = issue_ns - prepare_ns;
+    b->host_issue_work_ns = rig__now(e) - issue_ns;
     rig__count_ahead(e, slot);
     b->active = true;
     b->host_launch_ns = rig__now(e) - launch_start;

@@ -14,7 +14,10 @@ struct rig__step_fields {
     int64_t request_offset;
     double start, duration;
     double host_launch, host_process; /* read only when the file has them */
+    double host_part[3];              /* schedule, prepare, issue: the same */
 };
+
+static const char *const rig__host_parts[3] = {"host_schedule", "host_prepare", "host_issue"};
 
 static const int32_t rig__bucket_max[RIG_COMPARE_BUCKETS] = {1, 8, 32, 128, 512, INT32_MAX};
 static const char *const rig__bucket_names[RIG_COMPARE_BUCKETS] = {
@@ -60,9 +63,9 @@ static void rig__read_attr(hid_t file, const char *name, char *out, size_t out_l
     if (attr >= 0) H5Aclose(attr);
 }
 
-/* The /steps fields to read; `host` adds host_launch and host_process (files written
- * before those columns lack them). */
-static hid_t rig__step_memory_type(bool host)
+/* The /steps fields to read; `host` adds host_launch and host_process, `parts` host_launch's
+ * parts (files written before those columns lack them). */
+static hid_t rig__step_memory_type(bool host, bool parts)
 {
     static const char *const phases[] = {"prefill", "decode", "mixed"};
     hid_t phase = H5Tenum_create(H5T_NATIVE_INT32);
@@ -83,6 +86,10 @@ static hid_t rig__step_memory_type(bool host)
         H5Tinsert(t, "host_process", HOFFSET(struct rig__step_fields, host_process),
                   H5T_NATIVE_DOUBLE);
     }
+    for (int32_t k = 0; parts && k < 3; k++)
+        H5Tinsert(t, rig__host_parts[k],
+                  HOFFSET(struct rig__step_fields, host_part) + (size_t)k * sizeof(double),
+                  H5T_NATIVE_DOUBLE);
     H5Tclose(phase);
     return t;
 }
@@ -97,10 +104,15 @@ static bool rig__alloc_steps(struct rig_compare_run *run, int64_t count)
     run->duration_s = calloc(n, sizeof *run->duration_s);
     run->host_launch_s = calloc(n, sizeof *run->host_launch_s);
     run->host_process_s = calloc(n, sizeof *run->host_process_s);
+    bool parts = true;
+    for (int32_t k = 0; k < 3; k++) {
+        run->host_part_s[k] = calloc(n, sizeof *run->host_part_s[k]);
+        parts = parts && run->host_part_s[k] != NULL;
+    }
     run->key = calloc(n, sizeof *run->key);
     run->step_count = count;
     return run->phase && run->batch && run->tokens && run->start_s && run->duration_s &&
-           run->host_launch_s && run->host_process_s && run->key;
+           run->host_launch_s && run->host_process_s && parts && run->key;
 }
 
 /* FNV-1a over 32-bit words. */
@@ -155,8 +167,11 @@ static bool rig__read_steps(hid_t file, struct rig_compare_run *run)
     bool host = file_type >= 0 && H5Tget_class(file_type) == H5T_COMPOUND &&
                 H5Tget_member_index(file_type, "host_launch") >= 0 &&
                 H5Tget_member_index(file_type, "host_process") >= 0;
+    bool parts = host;
+    for (int32_t k = 0; parts && k < 3; k++)
+        parts = H5Tget_member_index(file_type, rig__host_parts[k]) >= 0;
     if (file_type >= 0) H5Tclose(file_type);
-    hid_t type = rig__step_memory_type(host);
+    hid_t type = rig__step_memory_type(host, parts);
     ok = ok && rows != NULL && rig__alloc_steps(run, (int64_t)count);
     if (ok && count > 0) ok = H5Dread(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) >= 0;
     for (hssize_t i = 0; ok && i < count; i++) {
@@ -167,6 +182,8 @@ static bool rig__read_steps(hid_t file, struct rig_compare_run *run)
         run->duration_s[i] = rows[i].duration;
         run->host_launch_s[i] = host ? rows[i].host_launch : NAN;
         run->host_process_s[i] = host ? rows[i].host_process : NAN;
+        for (int32_t k = 0; k < 3; k++)
+            run->host_part_s[k][i] = parts ? rows[i].host_part[k] : NAN;
     }
     ok = ok && rig__read_keys(file, rows, run);
     H5Tclose(type);
@@ -237,6 +254,7 @@ void rig_compare_run_free(struct rig_compare_run *run)
     free(run->duration_s);
     free(run->host_launch_s);
     free(run->host_process_s);
+    for (int32_t k = 0; k < 3; k++) free(run->host_part_s[k]);
     free(run->key);
     char path[sizeof run->path];
     memcpy(path, run->path, sizeof path);
@@ -308,15 +326,19 @@ static void rig__group(const struct rig_compare_run *m, const struct rig_compare
 }
 
 /* Median of values[i] over `run`'s steps of phase `phase` (NaN values and, for gaps, the
- * first step skipped); `which` 0 launch, 1 process, 2 the device gap before the step. NaN
- * when none is left. `scratch` holds step_count. */
+ * first step skipped); `which` 0 launch, 1 process, 2 the device gap before the step, 3 + k
+ * host_launch's part k (schedule, prepare, issue). NaN when none is left. `scratch` holds
+ * step_count. */
 static double rig__host_median(const struct rig_compare_run *run, int32_t phase, int32_t which,
                                double *scratch)
 {
     int64_t n = 0;
     for (int64_t i = 0; i < run->step_count; i++) {
         if (run->phase[i] != phase) continue;
-        double v = which == 0 ? run->host_launch_s[i] : run->host_process_s[i];
+        double v = which == 0   ? run->host_launch_s[i]
+                   : which == 1 ? run->host_process_s[i]
+                   : which >= 3 ? run->host_part_s[which - 3][i]
+                                : NAN;
         if (which == 2)
             v = i > 0 ? run->start_s[i] - (run->start_s[i - 1] + run->duration_s[i - 1]) : NAN;
         if (!isnan(v)) scratch[n++] = v;
@@ -339,6 +361,8 @@ static void rig__host(const struct rig_compare_run *m, const struct rig_compare_
             h->launch_s[k] = rig__host_median(runs[k], g, 0, scratch);
             h->process_s[k] = rig__host_median(runs[k], g, 1, scratch);
             h->gap_s[k] = rig__host_median(runs[k], g, 2, scratch);
+            for (int32_t part = 0; part < 3; part++)
+                h->part_s[part][k] = rig__host_median(runs[k], g, 3 + part, scratch);
         }
     }
 }
@@ -470,6 +494,19 @@ static void rig__print_host(const struct rig_compare_report *r, FILE *out)
         fprintf(out, "%-14s %9.1f us %9.1f us %9.1f us %9.1f us %9.1f us %9.1f us\n", h->label,
                 1e6 * h->launch_s[0], 1e6 * h->launch_s[1], 1e6 * h->process_s[0],
                 1e6 * h->process_s[1], 1e6 * h->gap_s[0], 1e6 * h->gap_s[1]);
+    }
+    bool parts = false; /* host_launch taken apart, where either file has the parts */
+    for (int32_t g = 0; g < 3; g++)
+        for (int32_t k = 0; k < 2; k++) parts = parts || !isnan(r->host[g].part_s[2][k]);
+    if (!parts) return;
+    fprintf(out, "\n%-14s %12s %12s %12s %12s %12s %12s\n", "host launch", "sched meas",
+            "sched pred", "prepare meas", "prepare pred", "issue meas", "issue pred");
+    for (int32_t g = 0; g < 3; g++) {
+        const struct rig_compare_host *h = &r->host[g];
+        if (isnan(h->part_s[2][0]) && isnan(h->part_s[2][1])) continue;
+        fprintf(out, "%-14s %9.1f us %9.1f us %9.1f us %9.1f us %9.1f us %9.1f us\n", h->label,
+                1e6 * h->part_s[0][0], 1e6 * h->part_s[0][1], 1e6 * h->part_s[1][0],
+                1e6 * h->part_s[1][1], 1e6 * h->part_s[2][0], 1e6 * h->part_s[2][1]);
     }
 }
 

@@ -28,7 +28,7 @@ struct rig__step_row {
     int32_t phase, batch_size, tokens, padded_size, graph_used, request_count;
     double start, end, duration;
     int64_t pages_free, pages_evictable, pages_locked, pages_used, request_offset;
-    double host_launch, host_process;
+    double host_launch, host_process, host_schedule, host_prepare, host_issue;
 };
 
 /* Rows of /fleet/routes and /fleet/replicas (a fleet run only). */
@@ -252,6 +252,9 @@ static hid_t rig__step_type(hid_t phase_type)
     RIG__FIELD(request_offset, H5T_NATIVE_INT64);
     RIG__FIELD(host_launch, H5T_NATIVE_DOUBLE);
     RIG__FIELD(host_process, H5T_NATIVE_DOUBLE);
+    RIG__FIELD(host_schedule, H5T_NATIVE_DOUBLE);
+    RIG__FIELD(host_prepare, H5T_NATIVE_DOUBLE);
+    RIG__FIELD(host_issue, H5T_NATIVE_DOUBLE);
 #undef RIG__FIELD
     return t;
 }
@@ -274,7 +277,10 @@ static void rig__write_steps(struct rig__writer *w, const struct rig_results *r)
                                       rig__seconds(s->end_ns - s->start_ns), s->pages_free,
                                       s->pages_evictable, s->pages_locked, s->pages_used,
                                       s->request_offset, rig__seconds(s->host_launch_ns),
-                                      rig__seconds(s->host_process_ns)};
+                                      rig__seconds(s->host_process_ns),
+                                      rig__seconds(s->host_schedule_ns),
+                                      rig__seconds(s->host_prepare_ns),
+                                      rig__seconds(s->host_issue_ns)};
     }
     hid_t phase_type = rig__enum(phases, 3);
     hid_t type = rig__step_type(phase_type);
@@ -283,7 +289,9 @@ static void rig__write_steps(struct rig__writer *w, const struct rig_results *r)
     hid_t set = rig__dataset(w, w->file, "steps", type, packed, r->step_count, rows);
     rig__attr_string(w, set, "units", "start, end, duration in s on the device timeline; "
                                       "pages_* in KV pages; tokens in tokens; host_launch, "
-                                      "host_process: host CPU time in s");
+                                      "host_process: host CPU time in s; host_schedule, "
+                                      "host_prepare, host_issue: parts of host_launch in s "
+                                      "(the rest: waiting for the slot's staging block)");
     if (set >= 0) H5Dclose(set);
     set = rig__dataset(w, w->file, "step_requests", H5T_NATIVE_INT32, H5T_STD_I32LE,
                        r->step_uid_count, r->step_uids);

@@ -77,6 +77,9 @@ struct rig_results_step {
     int64_t pages_locked;       /* cached, locked by running requests */
     int64_t pages_used;         /* owned by running requests outside the cache */
     int64_t host_launch_ns;     /* host time to schedule, prepare and launch the step */
+    int64_t host_schedule_ns;   /* of which choosing the batch */
+    int64_t host_prepare_ns;    /* of which writing its metadata */
+    int64_t host_issue_ns;      /* of which issuing it (the rest: waiting for staging) */
     int64_t host_process_ns;    /* host time to process its results */
 };
 
