@@ -14,9 +14,12 @@
 #            RIG_GEMV_PERSISTENT=0), default the defaults, anything else a comma-separated
 #            list of VAR=VALUE settings;
 #   offline  rig bench offline for Qwen3-0.6B, Llama-3.2-1B and Qwen3-8B;
-#   profile  rig profile --backend cuda --out h100.h5 (the op table; committing it, give
-#            sim/profiles/h100.yaml `multiprocessors: 132` too: its decode points then split
-#            into the register path's and the tensor-core kernel's, docs/simulator.md);
+#   profile  rig profile --backend cuda --out $TABLE.h5 (TABLE: h100 by default, h200 on an
+#            H200; the op table; committing h100.h5, give sim/profiles/h100.yaml
+#            `multiprocessors: 132` too: its decode points then split into the register path's
+#            and the tensor-core kernel's, docs/simulator.md);
+#   decode   rig bench decode for Qwen3-0.6B, Llama-3.2-1B, Qwen3-8B and Qwen3-32B (batch 1 to
+#            256 x 512 and 2048: the step times docs/performance.md keeps);
 #   timeline `rig bench decode` for Qwen3-0.6B and Qwen3-8B under the kernel timeline
 #            (tools/gpu/ktrace: each kernel's start and end inside the replayed graphs), taken
 #            apart by ktrace_steps.py (graphs in capture order: the bench's rows in turn);
@@ -28,6 +31,7 @@ bundle=${BUNDLE:-bundle-main}
 out=${OUT:-/tmp/round}
 stages=" ${STAGES:-tests hf ab offline profile timeline heldout} "
 deadline=${RIG_DEADLINE:-540}
+table=${TABLE:-h100}
 backend=${BACKEND:-cuda}
 read -r -a rig <<<"${RIG:-$bundle/run.sh bin/rig}"
 work=/tmp/round-work
@@ -112,10 +116,16 @@ if has offline; then
     done
 fi
 if has profile; then
-    timeout 120 "${rig[@]}" profile --backend "$backend" --out "$out/h100.h5" \
+    timeout 120 "${rig[@]}" profile --backend "$backend" --out "$out/$table.h5" \
         >"$work/logs/profile.txt" 2>&1
     say "== profile rc=$? ($SECONDS s)"
     tail -2 "$work/logs/profile.txt" | tee -a "$summary"
+fi
+if has decode; then
+    for model in qwen3-0.6b llama-3.2-1b qwen3-8b qwen3-32b; do
+        bench "decode-$model" default decode --model "$model" --repeats 5
+        grep -hE "^ +(1|8|64|256) +(512|2048) " "$out/bench-decode-$model.txt" | tee -a "$summary"
+    done
 fi
 if has timeline && [[ $backend == cuda && -f $bundle/lib/libktrace.so ]]; then
     for model in qwen3-0.6b qwen3-8b; do
