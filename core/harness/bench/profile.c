@@ -5,6 +5,14 @@
  * flush buffer. Each point builds one op over views of them, times it cold and warm, and
  * records its key and the op's analytic FLOPs and bytes (hal/optable.h). On a real device
  * the operand buffers are filled once with random finite bf16 values (rig__fill_random).
+ *
+ * The inputs stay as filled: no op writes the input buffer (rig__check_writes, at every
+ * point), except the fused q/k norm + RoPE + store, whose in-place q and k keep their size
+ * (normalised, rotated). Before 2026-11-29 add_rms_norm's residual lay in it: summed in
+ * place some 40 times a point, over rows that later points read as inputs, the values grew
+ * without bound (to 1e11-1e19 after the 8B rows, by an emulation of the sweep's order), and
+ * silu_mul then met exp overflows, whose division takes the slow path: its points ran 2-3 x
+ * slower than the same kernel in a step (docs/simulator.md, "The sampler's rows").
  */
 #include "core/harness/bench/profile.h"
 
@@ -51,6 +59,26 @@ struct rig__sweep {
 static uint8_t *rig__base(struct rig__sweep *s, int32_t which)
 {
     return rig_hal_buffer_ptr(s->buffers[which]);
+}
+
+/* Whether `t` (non-empty) overlaps the input buffer. */
+static bool rig__in_inputs(struct rig__sweep *s, const struct rig_tensor *t)
+{
+    const uint8_t *in = rig__base(s, RIG__IN), *p = t->data;
+    return p != NULL && p >= in && p < in + rig__buffer_bytes[RIG__IN];
+}
+
+/* The sweep's invariant (file comment): the op writes nothing into the input buffer — its
+ * output (an op's first tensor, hal/ops.h) and add_rms_norm's residual, summed in place; the
+ * q/k norm + RoPE's in-place q and k are let be (they keep their size). A bug if broken. */
+static void rig__check_writes(struct rig__sweep *s, const struct rig_op *op)
+{
+    const struct rig_tensor *out = (const struct rig_tensor *)&op->u;
+    if (op->kind != RIG_OP_QK_NORM_ROPE_STORE)
+        RIG_ASSERT_MSG(!rig__in_inputs(s, out), "profile: an op writes the sweep's inputs");
+    if (op->kind == RIG_OP_ADD_RMS_NORM)
+        RIG_ASSERT_MSG(!rig__in_inputs(s, &op->u.add_rms_norm.residual),
+                       "profile: add_rms_norm sums its residual into the sweep's inputs");
 }
 
 /* `n` int32 words of metadata for this point: the device tensor; *host is their staging. */
@@ -197,6 +225,7 @@ static enum rig_status rig__point(struct rig__sweep *s, const struct rig_op *op)
 {
     enum rig_status status = rig__stage(s);
     if (status != RIG_OK) return status;
+    rig__check_writes(s, op);
     struct rig_op view = rig__host_view(s, op);
     struct rig_optable_point point = {.key = rig_optable_op_key(&view)};
     if (rig__seen(s, &point.key) || rig__out_of_time(s)) return RIG_OK;
@@ -341,7 +370,7 @@ static enum rig_status rig__rowwise(struct rig__sweep *s, const struct rig__shap
     int64_t H = x->H, W = (x->Hq + 2 * x->Hk) * x->D, D = x->D;
     struct rig_tensor weight = rig_tensor_1d(w, bf, H);
     struct rig_tensor xin = rig_tensor_2d(in, bf, T, H), xout = rig_tensor_2d(out, bf, T, H);
-    struct rig_tensor res = rig_tensor_2d(in + T * H * 2, bf, T, H);
+    struct rig_tensor res = rig_tensor_2d(out + T * H * 2, bf, T, H); /* after xout */
     struct rig_op ops[6];
     int32_t n = 0;
     ops[n++] = RIG__OP(RMS_NORM, rms_norm, xout, xin, weight, 1e-6f);
