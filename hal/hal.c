@@ -614,12 +614,13 @@ void rig_hal_host_work_ns(struct rig_device *device, int64_t ns)
     if (device->iface->host_work_ns != NULL) device->iface->host_work_ns(device, ns);
 }
 
-/* The wall-clock wait (the default of a real backend), for replayed arrivals: a request's TTFT counts from its
- * scripted arrival, so a late wake-up is charged to the engine. A plain nanosleep overshoots
- * by the thread's timer slack (50 us by default) plus the core's wake-up from its idle state:
- * 80 us at the median, 130 at p99 on the 2-core CI machine, about 100 us on the H200 host
- * (docs/simulator.md, "Waking for a replayed arrival"). So the thread's slack is set to 1 ns
- * and it sleeps until RIG__WAKE_SPIN_NS before the time, then spins on the clock. */
+/* The wall-clock wait (the default of a real backend), for replayed arrivals: a request's
+ * TTFT counts from its scripted arrival, so a late wake-up is charged to the engine. A plain
+ * nanosleep overshoots by the thread's timer slack (50 us by default) plus the core's wake-up
+ * from its idle state: 78 us at the median, 122 at p99 on the 2-core CI machine, about 100 us
+ * on the H200's host (docs/simulator.md, "Waking for a replayed arrival"). So the thread's
+ * slack is set to 1 ns and it sleeps until RIG__WAKE_SPIN_NS before the time, then spins on
+ * the clock. */
 #define RIG__WAKE_SPIN_NS 100000
 
 static _Thread_local bool rig__slack_set;

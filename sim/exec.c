@@ -156,8 +156,9 @@ enum rig_status rig_sim_exec_launch(struct rig_stream *stream, const struct rig_
     bool collective = op->kind == RIG_OP_ALL_REDUCE || op->kind == RIG_OP_ALL_GATHER;
     bool reads_metadata = !collective && rig__cost_reads_metadata(device, op); /* checks first */
     /* A graph node's launch was paid for by the graph launch (sim/graph.c). */
-    int64_t host_ns =
-        launch == RIG_SIM_LAUNCH_EAGER ? rig_sim_cost_issue_host_ns(&device->profile, op) : 0;
+    int64_t host_ns = launch == RIG_SIM_LAUNCH_EAGER
+                          ? rig_sim_cost_issue_host_ns(&device->profile, op)
+                          : 0;
     int64_t start =
         rig_sim_clock_kernel_start(&device->clock, &device->profile, host_ns, sim_stream->ready_ns);
     int64_t arrival = device->clock.host_ns + device->profile.kernel_launch_latency_ns;
