@@ -1,10 +1,11 @@
 /* profile.c — the op sweep of `rig profile`, see profile.h.
  *
- * One device, six buffers allocated once: weights, two activation areas (inputs, outputs),
- * KV, metadata (page tables, indices; staged from the host for each point) and a 128 MiB
- * flush buffer. Each point builds one op over views of them, times it cold and warm, and
+ * One device, seven buffers allocated once: weights, two activation areas (inputs, outputs),
+ * KV, metadata (page tables, indices; staged from the host for each point), the sampler's
+ * logits and a 128 MiB flush buffer. Each point builds one op over views of them, times it cold and warm, and
  * records its key and the op's analytic FLOPs and bytes (hal/optable.h). On a real device
- * the operand buffers are filled once with random finite bf16 values (rig__fill_random).
+ * the operand buffers are filled once with random finite bf16 values (rig__fill_random), the
+ * logits with a language model's heavy-tailed rows (rig__fill_logits).
  *
  * The inputs stay as filled: no op writes the input buffer (rig__check_writes, at every
  * point), except the fused q/k norm + RoPE + store, whose in-place q and k keep their size
@@ -34,14 +35,15 @@
 #define RIG__META_WORDS    ((size_t)3 << 20)
 #define RIG__POINTS_MAX    RIG_OPTABLE_POINTS_MAX
 
-enum { RIG__W, RIG__IN, RIG__OUT, RIG__KV, RIG__META, RIG__FLUSH, RIG__BUFFERS };
+enum { RIG__W, RIG__IN, RIG__OUT, RIG__KV, RIG__META, RIG__LOGITS, RIG__FLUSH, RIG__BUFFERS };
 
 /* Sized for the largest point: weights the 8B LM head (151936 x 4096 bf16); inputs the
  * 8B TP 1 gate_up output read by silu_mul at 16384 rows; outputs the gate_up GEMM at 16384
- * rows; KV 2^20 slots of Hk x D = 1024, K and V. */
+ * rows; KV 2^20 slots of Hk x D = 1024, K and V; logits 1024 rows of 151936 f32. */
 static const size_t rig__buffer_bytes[RIG__BUFFERS] = {
     (size_t)1280 << 20, (size_t)1024 << 20, (size_t)1024 << 20,
-    (size_t)RIG__SLOTS_MAX * 1024 * 2 * 2, RIG__META_WORDS * 4, RIG__FLUSH_BYTES};
+    (size_t)RIG__SLOTS_MAX * 1024 * 2 * 2, RIG__META_WORDS * 4, (size_t)1024 << 20,
+    RIG__FLUSH_BYTES};
 
 struct rig__sweep {
     const struct rig_profile_options *options;
@@ -431,7 +433,7 @@ static enum rig_status rig__sample(struct rig__sweep *s, const struct rig__shape
         topk_h[r] = -1, pos_h[r] = 0, tok_h[r] = 0;
         seed_h[2 * r] = (int32_t)r + 1, seed_h[2 * r + 1] = 0;
     }
-    struct rig_tensor logits = rig_tensor_2d(rig__base(s, RIG__IN), RIG_DTYPE_F32, R, x->V);
+    struct rig_tensor logits = rig_tensor_2d(rig__base(s, RIG__LOGITS), RIG_DTYPE_F32, R, x->V);
     struct rig_op op =
         RIG__OP(SAMPLE, sample, tokens, logits, temp, top_k, top_p, seed, pos, rig_tensor_none(),
                 rig_tensor_none());
@@ -509,6 +511,36 @@ static enum rig_status rig__fill_random(struct rig__sweep *s, int32_t which)
     return status;
 }
 
+/* Fills the logits buffer with rows of a language model's shape: the logit of the token of
+ * rank k (a random order of a row of RIG__LOGITS_ROW) is 20 - 1.5 ln(k), so the softmax falls
+ * as k^-1.5 (at temperature 0.8, top-p 0.9 keeps about 8 tokens), rows one after another.
+ * Greedy and whole-vocabulary rows cost the same whatever the values; a cut-off row's search
+ * depends on how many tokens survive it, and random bits (almost all of a vocabulary) are no
+ * model's. Deterministic (xorshift). */
+#define RIG__LOGITS_ROW 151936
+static enum rig_status rig__fill_logits(struct rig__sweep *s)
+{
+    size_t chunk_floats = RIG__META_WORDS / RIG__LOGITS_ROW * RIG__LOGITS_ROW;
+    float *row = (float *)s->host;
+    uint64_t state = 0x2545f4914f6cdd1dull;
+    for (int64_t k = 0; k < RIG__LOGITS_ROW; k++)
+        row[k] = 20.0f - 1.5f * logf((float)(k + 1));
+    for (int64_t k = RIG__LOGITS_ROW - 1; k > 0; k--) { /* Fisher-Yates: ranks in random order */
+        state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+        int64_t j = (int64_t)(state % (uint64_t)(k + 1));
+        float t = row[k];
+        row[k] = row[j], row[j] = t;
+    }
+    for (size_t i = RIG__LOGITS_ROW; i < chunk_floats; i++) row[i] = row[i - RIG__LOGITS_ROW];
+    size_t chunk = chunk_floats * sizeof(float), total = rig__buffer_bytes[RIG__LOGITS];
+    enum rig_status status = RIG_OK;
+    for (size_t at = 0; at < total && status == RIG_OK; at += chunk) {
+        size_t bytes = total - at < chunk ? total - at : chunk;
+        status = rig_hal_buffer_upload(s->dev.stream, s->buffers[RIG__LOGITS], at, row, bytes);
+    }
+    return status;
+}
+
 static enum rig_status rig__setup(struct rig__sweep *s, char *error, size_t error_len)
 {
     struct rig_bench_options bench;
@@ -519,17 +551,19 @@ static enum rig_status rig__setup(struct rig__sweep *s, char *error, size_t erro
     enum rig_status status = rig__bench_open(&bench, &s->dev, error, error_len);
     if (status < 0) return status;
     static const enum rig_memory_use uses[RIG__BUFFERS] = {
-        RIG_MEMORY_WEIGHTS, RIG_MEMORY_ACTIVATIONS, RIG_MEMORY_ACTIVATIONS,
-        RIG_MEMORY_KV,      RIG_MEMORY_METADATA,    RIG_MEMORY_ACTIVATIONS};
+        RIG_MEMORY_WEIGHTS,  RIG_MEMORY_ACTIVATIONS, RIG_MEMORY_ACTIVATIONS, RIG_MEMORY_KV,
+        RIG_MEMORY_METADATA, RIG_MEMORY_ACTIVATIONS, RIG_MEMORY_ACTIVATIONS};
     s->host = calloc(RIG__META_WORDS, sizeof *s->host);
     s->points = calloc(RIG__POINTS_MAX, sizeof *s->points);
     if (s->host == NULL || s->points == NULL) status = RIG_E_NO_MEMORY;
     for (int32_t i = 0; i < RIG__BUFFERS && status == RIG_OK; i++) {
         status = rig_hal_buffer_alloc(s->dev.device, rig__buffer_bytes[i], uses[i],
                                       &s->buffers[i]);
-        bool operands = i != RIG__META && i != RIG__FLUSH;
+        bool operands = i != RIG__META && i != RIG__FLUSH && i != RIG__LOGITS;
         if (status == RIG_OK && !s->dev.timing_only && operands)
             status = rig__fill_random(s, i);
+        if (status == RIG_OK && !s->dev.timing_only && i == RIG__LOGITS)
+            status = rig__fill_logits(s);
     }
     if (status == RIG_OK) status = rig_hal_stream_synchronize(s->dev.stream);
     if (status < 0)
