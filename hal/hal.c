@@ -100,6 +100,9 @@ enum rig_status rig_hal_open(const char *backend, const struct rig_device_config
             devices[i] = NULL;
         }
     }
+    /* A trace that cannot be allocated is left off: it changes nothing else. */
+    for (int32_t i = 0; status == RIG_OK && i < count && rig_issue_trace_wanted(); i++)
+        devices[i]->issue_trace = calloc(1, sizeof *devices[i]->issue_trace);
     return status;
 }
 
@@ -107,6 +110,10 @@ void rig_hal_close(struct rig_device *device)
 {
     if (device == NULL) return;
     RIG_ASSERT_MSG(device->live_objects == 0, "closing a device with live objects");
+    if (device->issue_trace != NULL) {
+        rig_issue_trace_print(device->issue_trace, device->info.name, stderr);
+        free(device->issue_trace);
+    }
     device->iface->close(device);
     free(device);
 }
@@ -115,6 +122,33 @@ const struct rig_device_info *rig_hal_device_info(const struct rig_device *devic
 {
     RIG_ASSERT(device != NULL);
     return &device->info;
+}
+
+const struct rig_issue_trace *rig_hal_issue_trace(const struct rig_device *device)
+{
+    RIG_ASSERT(device != NULL);
+    return device->issue_trace;
+}
+
+static int64_t rig__wall_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The issue trace's clock at the start of an issue on `stream`: -1 when its device traces
+ * nothing or the stream is capturing (a recorded op is not an issue). */
+static int64_t rig__trace_start(const struct rig_stream *stream)
+{
+    return stream->device->issue_trace != NULL && !stream->capturing ? rig__wall_ns() : -1;
+}
+
+static void rig__trace_end(const struct rig_stream *stream, int32_t kind, int64_t start,
+                           enum rig_status status)
+{
+    if (start >= 0 && status == RIG_OK)
+        rig_issue_trace_add(stream->device->issue_trace, kind, rig__wall_ns() - start);
 }
 
 /* --- buffers -------------------------------------------------------------------------- */
@@ -254,8 +288,11 @@ enum rig_status rig_hal_buffer_upload(struct rig_stream *stream, struct rig_buff
     if (status != RIG_OK) return status;
     if (src == NULL && bytes > 0) return RIG_E_INVALID;
     if (bytes == 0) return RIG_OK;
-    return stream->device->iface->memcpy_async(stream, rig__offset(buffer->data, offset), src,
-                                               bytes, RIG_COPY_HOST_TO_DEVICE);
+    int64_t start = rig__trace_start(stream);
+    status = stream->device->iface->memcpy_async(stream, rig__offset(buffer->data, offset), src,
+                                                 bytes, RIG_COPY_HOST_TO_DEVICE);
+    rig__trace_end(stream, RIG_ISSUE_UPLOAD, start, status);
+    return status;
 }
 
 enum rig_status rig_hal_buffer_download(struct rig_stream *stream,
@@ -266,8 +303,11 @@ enum rig_status rig_hal_buffer_download(struct rig_stream *stream,
     if (status != RIG_OK) return status;
     if (dst == NULL && bytes > 0) return RIG_E_INVALID;
     if (bytes == 0) return RIG_OK;
-    return stream->device->iface->memcpy_async(stream, dst, rig__offset(buffer->data, offset),
-                                               bytes, RIG_COPY_DEVICE_TO_HOST);
+    int64_t start = rig__trace_start(stream);
+    status = stream->device->iface->memcpy_async(stream, dst, rig__offset(buffer->data, offset),
+                                                 bytes, RIG_COPY_DEVICE_TO_HOST);
+    rig__trace_end(stream, RIG_ISSUE_DOWNLOAD, start, status);
+    return status;
 }
 
 enum rig_status rig_hal_buffer_fill(struct rig_stream *stream, struct rig_buffer *buffer,
@@ -314,9 +354,12 @@ enum rig_status rig_hal_buffer_copy(struct rig_stream *stream, struct rig_buffer
     if (status == RIG_OK) status = rig__check_range(stream, src, src_offset, bytes);
     if (status != RIG_OK) return status;
     if (bytes == 0) return RIG_OK;
-    return stream->device->iface->memcpy_async(stream, rig__offset(dst->data, dst_offset),
-                                               rig__offset(src->data, src_offset), bytes,
-                                               RIG_COPY_DEVICE_TO_DEVICE);
+    int64_t start = rig__trace_start(stream);
+    status = stream->device->iface->memcpy_async(stream, rig__offset(dst->data, dst_offset),
+                                                 rig__offset(src->data, src_offset), bytes,
+                                                 RIG_COPY_DEVICE_TO_DEVICE);
+    rig__trace_end(stream, RIG_ISSUE_COPY, start, status);
+    return status;
 }
 
 /* --- streams, events ------------------------------------------------------------------ */
@@ -568,6 +611,7 @@ static enum rig_status rig__single_rank_collective(struct rig_stream *stream,
 enum rig_status rig_hal_op(struct rig_stream *stream, const struct rig_op *op)
 {
     if (stream == NULL || op == NULL) return RIG_E_HANDLE;
+    int64_t start = rig__trace_start(stream); /* the checks are part of the issue */
     enum rig_status status = rig_hal_op_check(op, stream->error, sizeof stream->error);
     if (status != RIG_OK) return status;
     const struct rig_comm *comm = NULL;
@@ -579,6 +623,7 @@ enum rig_status rig_hal_op(struct rig_stream *stream, const struct rig_op *op)
     else
         status = stream->device->iface->op(stream, op);
     if (status == RIG_OK && stream->capturing) stream->captured_ops++;
+    rig__trace_end(stream, (int32_t)op->kind, start, status);
     return status;
 }
 
@@ -624,13 +669,6 @@ void rig_hal_host_work_ns(struct rig_device *device, int64_t ns)
 #define RIG__WAKE_SPIN_NS 100000
 
 static _Thread_local bool rig__slack_set;
-
-static int64_t rig__wall_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 void rig_hal_wall_wait_until_ns(int64_t t_ns)
 {

@@ -95,6 +95,10 @@ enum rig_status rig_hal_open(const char *backend, const struct rig_device_config
 /* Closes a device; every object created on it must have been destroyed. NULL is a no-op. */
 void rig_hal_close(struct rig_device *device);
 const struct rig_device_info *rig_hal_device_info(const struct rig_device *device);
+struct rig_issue_trace;
+/* The device's issue trace (hal/issue_trace.h): NULL unless RIG_ISSUE_TRACE was set when it
+ * was opened. Read-only; printed on stderr and freed by rig_hal_close. */
+const struct rig_issue_trace *rig_hal_issue_trace(const struct rig_device *device);
 /* Names of the backends compiled in, space separated ("sim cuda"). Can't fail. */
 const char *rig_hal_backends(void);
 

@@ -11,6 +11,7 @@
 
 #include "hal/dummy.h"
 #include "hal/hal.h"
+#include "hal/issue_trace.h"
 
 enum rig_copy_kind {
     RIG_COPY_HOST_TO_DEVICE = 0,
@@ -104,6 +105,7 @@ struct rig_device {
     void *context;
     struct rig_device_info info;
     int32_t live_objects; /* buffers, streams, events, graphs, comms not yet destroyed */
+    struct rig_issue_trace *issue_trace; /* NULL unless RIG_ISSUE_TRACE (hal/issue_trace.h) */
 };
 
 struct rig_buffer {

@@ -12,9 +12,11 @@
  * of range (more than one device, a rank outside the group, a group over RIG_DEVICES_MAX) is
  * RIG_E_RANGE, and without MPI initialised the simulator refuses it (RIG_E_STATE, or
  * RIG_E_UNSUPPORTED in a build without OpenMPI) instead of aborting in an MPI call. The real
- * backends' wall-clock wait never returns before its time.
+ * backends' wall-clock wait never returns before its time. An issue trace counts by kind what
+ * a device issues (not what a capture records, nor a failed check).
  */
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -694,6 +696,71 @@ static void test_open_group_across_processes(void **state)
 /* One rank: all-reduce leaves the data, all-gather copies `in` into out[0]. */
 /* Faults through the HAL (the swarm's way): a device's plan, the plan devices open with, and
  * the refusals (no device, a negative stall, an unknown backend). */
+/* With RIG_ISSUE_TRACE set at open, a device counts the host time of every op and copy it is
+ * asked to issue, by kind; ops recorded into a graph capture and failed issues are not
+ * counted; without it there is no trace. */
+static void test_issue_trace(void **state)
+{
+    (void)state;
+    setenv("RIG_ISSUE_TRACE", "1", 1);
+    struct rig_device *device;
+    rig_test_open_sim(1, false, &device);
+    unsetenv("RIG_ISSUE_TRACE");
+    const struct rig_issue_trace *trace = rig_hal_issue_trace(device);
+    assert_non_null(trace);
+    struct rig_stream *stream;
+    struct rig_buffer *meta, *other;
+    assert_int_equal(rig_hal_stream_create(device, &stream), RIG_OK);
+    assert_int_equal(rig_hal_buffer_alloc(device, 256, RIG_MEMORY_METADATA, &meta), RIG_OK);
+    assert_int_equal(rig_hal_buffer_alloc(device, 256, RIG_MEMORY_METADATA, &other), RIG_OK);
+    int32_t words[8] = {5, 6, 7, 8, 0, 3, 1, 2}, got[4];
+    assert_int_equal(rig_hal_buffer_upload(stream, meta, 0, words, sizeof words), RIG_OK);
+    int32_t *m = rig_hal_buffer_ptr(meta);
+    struct rig_op_index_gather g = {rig_tensor_1d(m + 16, RIG_DTYPE_I32, 4),
+                                    rig_tensor_1d(m, RIG_DTYPE_I32, 4),
+                                    rig_tensor_1d(m + 4, RIG_DTYPE_I32, 4)};
+    assert_int_equal(rig_hal_index_gather(stream, &g), RIG_OK);
+    assert_int_equal(rig_hal_index_gather(stream, &g), RIG_OK);
+    assert_int_equal(rig_hal_buffer_copy(stream, other, 0, meta, 64, 16), RIG_OK);
+    assert_int_equal(rig_hal_buffer_download(stream, other, 0, got, sizeof got), RIG_OK);
+    assert_int_equal(rig_hal_stream_synchronize(stream), RIG_OK);
+    assert_int_equal(got[0], 5);
+    assert_int_equal(got[1], 8);
+    struct rig_op_index_gather bad = g; /* a failed check issues nothing */
+    bad.idx = rig_tensor_1d(m + 4, RIG_DTYPE_F32, 4);
+    assert_int_not_equal(rig_hal_index_gather(stream, &bad), RIG_OK);
+    struct rig_graph *graph = NULL;
+    assert_int_equal(rig_hal_graph_capture_begin(stream), RIG_OK);
+    assert_int_equal(rig_hal_index_gather(stream, &g), RIG_OK); /* recorded, not issued */
+    assert_int_equal(rig_hal_graph_capture_end(stream, &graph), RIG_OK);
+    assert_int_equal(trace->count[RIG_OP_INDEX_GATHER], 2);
+    assert_int_equal(trace->count[RIG_ISSUE_UPLOAD], 1);
+    assert_int_equal(trace->count[RIG_ISSUE_COPY], 1);
+    assert_int_equal(trace->count[RIG_ISSUE_DOWNLOAD], 1);
+    assert_int_equal(trace->count[RIG_OP_GEMM], 0);
+    assert_true(trace->total_ns[RIG_OP_INDEX_GATHER] >= trace->max_ns[RIG_OP_INDEX_GATHER]);
+    char text[2048] = {0};
+    FILE *out = tmpfile();
+    assert_non_null(out);
+    rig_issue_trace_print(trace, "sim:test", out);
+    rewind(out);
+    size_t n = fread(text, 1, sizeof text - 1, out);
+    fclose(out);
+    assert_true(n > 0);
+    assert_non_null(strstr(text, "rig issue trace, sim:test"));
+    assert_non_null(strstr(text, "  index_gather                  2"));
+    assert_non_null(strstr(text, "  download                      1"));
+    assert_null(strstr(text, "gemm"));
+    rig_hal_graph_destroy(graph);
+    rig_hal_buffer_free(meta);
+    rig_hal_buffer_free(other);
+    rig_hal_stream_destroy(stream);
+    rig_hal_close(device); /* prints the trace on stderr */
+    rig_test_open_sim(1, false, &device);
+    assert_null(rig_hal_issue_trace(device));
+    rig_hal_close(device);
+}
+
 static int64_t rig__monotonic_ns(void)
 {
     struct timespec ts;
@@ -783,6 +850,7 @@ int main(void)
         cmocka_unit_test(test_single_rank_collectives),
         cmocka_unit_test(test_faults_through_hal),
         cmocka_unit_test(test_wall_wait_never_early),
+        cmocka_unit_test(test_issue_trace),
     };
     return cmocka_run_group_tests(tests, rig__setup, rig__teardown);
 }

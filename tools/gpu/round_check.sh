@@ -23,7 +23,9 @@
 #   timeline `rig bench decode` for Qwen3-0.6B and Qwen3-8B under the kernel timeline
 #            (tools/gpu/ktrace: each kernel's start and end inside the replayed graphs), taken
 #            apart by ktrace_steps.py (graphs in capture order: the bench's rows in turn);
-#   heldout  tools/validate/heldout.sh (packed as heldout.tar.gz), only if 200 s are left.
+#   heldout  tools/validate/heldout.sh (packed as heldout.tar.gz), only if 200 s are left, with
+#            RIG_ISSUE_TRACE=1: each run's log ends with its host time of each issue by kind
+#            (hal/issue_trace.h), beside what the op table's host times predict.
 # On the GPU machine, from the repository:  BUNDLE=bundle-main OUT=$OUT tools/gpu/round_check.sh
 # STAGES picks stages; BACKEND=sim RIG=build/rig rehearses ab, offline, profile and heldout here.
 set -uo pipefail
@@ -142,7 +144,8 @@ elif has timeline; then
     say "timeline: skipped (backend $backend or no libktrace.so in the bundle)"
 fi
 if has heldout && (($(left) > 200)); then
-    timeout $(($(left) - 20)) tools/validate/heldout.sh "$backend" "$work/heldout" "${rig[*]}" \
+    RIG_ISSUE_TRACE=1 timeout $(($(left) - 20)) tools/validate/heldout.sh "$backend" \
+        "$work/heldout" "${rig[*]}" \
         2>&1 | tee -a "$summary"
     tar -C "$work" -czf "$out/heldout.tar.gz" heldout
     say "heldout.tar.gz $(du -h "$out/heldout.tar.gz" | cut -f1) ($SECONDS s)"

@@ -1,0 +1,47 @@
+/* issue_trace.c — host time of issues by kind (see issue_trace.h). */
+#include "hal/issue_trace.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "hal/status.h"
+
+bool rig_issue_trace_wanted(void)
+{
+    const char *value = getenv("RIG_ISSUE_TRACE");
+    return value != NULL && value[0] != '\0' && strcmp(value, "0") != 0;
+}
+
+void rig_issue_trace_add(struct rig_issue_trace *trace, int32_t kind, int64_t ns)
+{
+    RIG_ASSERT(trace != NULL && kind >= 0 && kind < RIG_ISSUE_KINDS);
+    if (ns < 0) ns = 0;
+    trace->count[kind]++;
+    trace->total_ns[kind] += ns;
+    if (ns > trace->max_ns[kind]) trace->max_ns[kind] = ns;
+}
+
+const char *rig_issue_trace_kind_name(int32_t kind)
+{
+    RIG_ASSERT(kind >= 0 && kind < RIG_ISSUE_KINDS);
+    if (kind == RIG_ISSUE_UPLOAD) return "upload";
+    if (kind == RIG_ISSUE_DOWNLOAD) return "download";
+    if (kind == RIG_ISSUE_COPY) return "copy";
+    return rig_op_name((enum rig_op_kind)kind);
+}
+
+void rig_issue_trace_print(const struct rig_issue_trace *trace, const char *device, FILE *out)
+{
+    RIG_ASSERT(trace != NULL && device != NULL && out != NULL);
+    fprintf(out, "rig issue trace, %s (host time of each issue, graph captures left out):\n",
+            device);
+    fprintf(out, "  %-20s %10s %10s %10s %10s\n", "kind", "issues", "mean us", "max us",
+            "total ms");
+    for (int32_t k = 0; k < RIG_ISSUE_KINDS; k++) {
+        if (trace->count[k] == 0) continue;
+        fprintf(out, "  %-20s %10lld %10.2f %10.1f %10.2f\n", rig_issue_trace_kind_name(k),
+                (long long)trace->count[k],
+                (double)trace->total_ns[k] / (double)trace->count[k] * 1e-3,
+                (double)trace->max_ns[k] * 1e-3, (double)trace->total_ns[k] * 1e-6);
+    }
+}
