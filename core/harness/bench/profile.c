@@ -2,8 +2,8 @@
  *
  * One device, seven buffers allocated once: weights, two activation areas (inputs, outputs),
  * KV, metadata (page tables, indices; staged from the host for each point), the sampler's
- * logits and a 128 MiB flush buffer. Each point builds one op over views of them, times it cold and warm, and
- * records its key and the op's analytic FLOPs and bytes (hal/optable.h). On a real device
+ * logits and a 128 MiB flush buffer. Each point builds one op over views of them, times it
+ * cold and warm, and records its key and the op's analytic FLOPs and bytes (hal/optable.h). On a real device
  * the operand buffers are filled once with random finite bf16 values (rig__fill_random), the
  * logits with a language model's heavy-tailed rows (rig__fill_logits).
  *
