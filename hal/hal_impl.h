@@ -88,7 +88,8 @@ struct rig_backend_iface {
     enum rig_status (*op)(struct rig_stream *stream, const struct rig_op *op);
 
     /* Clock. now_ns is required; (optional) host_work_ns defaults to a no-op;
-     * (optional) host_wait_until_ns defaults to sleeping on the wall clock. */
+     * (optional) host_wait_until_ns defaults to rig_hal_wall_wait_until_ns (the wall clock,
+     * slept to within 100 us, then spun). */
     int64_t (*now_ns)(struct rig_device *device);
     void (*host_work_ns)(struct rig_device *device, int64_t ns);
     void (*host_wait_until_ns)(struct rig_device *device, int64_t t_ns);
