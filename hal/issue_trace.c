@@ -19,6 +19,21 @@ void rig_issue_trace_add(struct rig_issue_trace *trace, int32_t kind, int64_t ns
     trace->count[kind]++;
     trace->total_ns[kind] += ns;
     if (ns > trace->max_ns[kind]) trace->max_ns[kind] = ns;
+    int64_t bucket = ns / RIG_ISSUE_BUCKET_NS;
+    trace->buckets[kind][bucket < RIG_ISSUE_BUCKETS - 1 ? bucket : RIG_ISSUE_BUCKETS - 1]++;
+}
+
+double rig_issue_trace_percentile_ns(const struct rig_issue_trace *trace, int32_t kind, double q)
+{
+    RIG_ASSERT(trace != NULL && kind >= 0 && kind < RIG_ISSUE_KINDS && q > 0 && q <= 100);
+    if (trace->count[kind] == 0) return 0;
+    double reach = q / 100.0 * (double)trace->count[kind];
+    int64_t seen = 0;
+    for (int32_t b = 0; b < RIG_ISSUE_BUCKETS - 1; b++) {
+        seen += trace->buckets[kind][b];
+        if ((double)seen >= reach) return ((double)b + 0.5) * RIG_ISSUE_BUCKET_NS;
+    }
+    return (double)trace->max_ns[kind];
 }
 
 const char *rig_issue_trace_kind_name(int32_t kind)
@@ -35,13 +50,15 @@ void rig_issue_trace_print(const struct rig_issue_trace *trace, const char *devi
     RIG_ASSERT(trace != NULL && device != NULL && out != NULL);
     fprintf(out, "rig issue trace, %s (host time of each issue, graph captures left out):\n",
             device);
-    fprintf(out, "  %-20s %10s %10s %10s %10s\n", "kind", "issues", "mean us", "max us",
-            "total ms");
+    fprintf(out, "  %-20s %10s %10s %10s %10s %10s %10s\n", "kind", "issues", "mean us",
+            "median us", "p90 us", "max us", "total ms");
     for (int32_t k = 0; k < RIG_ISSUE_KINDS; k++) {
         if (trace->count[k] == 0) continue;
-        fprintf(out, "  %-20s %10lld %10.2f %10.1f %10.2f\n", rig_issue_trace_kind_name(k),
-                (long long)trace->count[k],
+        fprintf(out, "  %-20s %10lld %10.2f %10.2f %10.2f %10.1f %10.2f\n",
+                rig_issue_trace_kind_name(k), (long long)trace->count[k],
                 (double)trace->total_ns[k] / (double)trace->count[k] * 1e-3,
+                rig_issue_trace_percentile_ns(trace, k, 50) * 1e-3,
+                rig_issue_trace_percentile_ns(trace, k, 90) * 1e-3,
                 (double)trace->max_ns[k] * 1e-3, (double)trace->total_ns[k] * 1e-6);
     }
 }

@@ -29,10 +29,17 @@ enum {
     RIG_ISSUE_KINDS
 };
 
+/* A kind's issues are also counted in buckets of RIG_ISSUE_BUCKET_NS up to
+ * RIG_ISSUE_BUCKETS - 1 of them, the last bucket holding everything longer: percentiles that a
+ * few first uses (a cuBLAS plan, a module load: tens of ms) do not move, as they move a mean. */
+#define RIG_ISSUE_BUCKET_NS 250
+#define RIG_ISSUE_BUCKETS   257 /* 0 .. 64 us in quarters of a us, then the rest */
+
 struct rig_issue_trace {
     int64_t count[RIG_ISSUE_KINDS];
     int64_t total_ns[RIG_ISSUE_KINDS];
     int64_t max_ns[RIG_ISSUE_KINDS];
+    int32_t buckets[RIG_ISSUE_KINDS][RIG_ISSUE_BUCKETS];
 };
 
 /* Whether RIG_ISSUE_TRACE asks for traces (read at every call: devices opened later see a
@@ -42,11 +49,16 @@ bool rig_issue_trace_wanted(void);
 /* Adds one issue of `kind` that took `ns` of host time. */
 void rig_issue_trace_add(struct rig_issue_trace *trace, int32_t kind, int64_t ns);
 
+/* The `q`-th percentile (0 < q <= 100) of the kind's issue times in ns, to a bucket: the
+ * middle of the first bucket the q % of issues reach, or the max when that is the last
+ * bucket; 0 when the kind has no issues. */
+double rig_issue_trace_percentile_ns(const struct rig_issue_trace *trace, int32_t kind, double q);
+
 /* The kind's name: the op's (rig_op_name), "upload", "download" or "copy". */
 const char *rig_issue_trace_kind_name(int32_t kind);
 
-/* One line per kind issued at least once: issues, mean and max host time in us, total in
- * ms; a header naming `device` first. Write errors are the stream's. */
+/* One line per kind issued at least once: issues, mean, median, p90 and max host time in us,
+ * total in ms; a header naming `device` first. Write errors are the stream's. */
 void rig_issue_trace_print(const struct rig_issue_trace *trace, const char *device, FILE *out);
 
 #endif /* RIG_HAL_ISSUE_TRACE_H */

@@ -748,6 +748,7 @@ static void test_issue_trace(void **state)
     fclose(out);
     assert_true(n > 0);
     assert_non_null(strstr(text, "rig issue trace, sim:test"));
+    assert_non_null(strstr(text, "median us"));
     assert_non_null(strstr(text, "  index_gather                  2"));
     assert_non_null(strstr(text, "  download                      1"));
     assert_null(strstr(text, "gemm"));
@@ -759,6 +760,15 @@ static void test_issue_trace(void **state)
     rig_test_open_sim(1, false, &device);
     assert_null(rig_hal_issue_trace(device));
     rig_hal_close(device);
+    /* percentiles by bucket: nine issues of 2.1 us and one first use of 80 ms */
+    static struct rig_issue_trace t;
+    for (int32_t i = 0; i < 9; i++)
+        rig_issue_trace_add(&t, RIG_OP_GEMM, 2100);
+    rig_issue_trace_add(&t, RIG_OP_GEMM, 80000000);
+    assert_float_equal(rig_issue_trace_percentile_ns(&t, RIG_OP_GEMM, 50), 2125, 0);
+    assert_float_equal(rig_issue_trace_percentile_ns(&t, RIG_OP_GEMM, 90), 2125, 0);
+    assert_float_equal(rig_issue_trace_percentile_ns(&t, RIG_OP_GEMM, 99), 80000000, 0);
+    assert_float_equal(rig_issue_trace_percentile_ns(&t, RIG_OP_COPY, 50), 0, 0);
 }
 
 static int64_t rig__monotonic_ns(void)

@@ -507,6 +507,15 @@ static void test_sweep_reproduces_the_analytic_model(void **state)
     for (int64_t i = 0; i < count; i++) /* every shape swept once */
         for (int64_t j = i + 1; j < count; j++)
             assert_false(rig_optable_key_equal(&points[i].key, &points[j].key));
+    /* the sampler's points of each rows' kind, as many of each: their keys read from the
+     * host's staging of the point, not from what the device held before it (on a GPU the
+     * sweep read device memory there and crashed) */
+    int64_t kinds[RIG_SAMPLE_KINDS + 1] = {0};
+    for (int64_t i = 0; i < count; i++)
+        if (points[i].key.kind == RIG_OP_SAMPLE) kinds[(int32_t)points[i].key.p[2]]++;
+    assert_true(kinds[RIG_SAMPLE_WHOLE] > 0);
+    assert_int_equal(kinds[RIG_SAMPLE_GREEDY], kinds[RIG_SAMPLE_WHOLE]);
+    assert_int_equal(kinds[RIG_SAMPLE_CUT], kinds[RIG_SAMPLE_WHOLE]);
     for (int64_t i = 0; i < count; i++) { /* the simulator's host time of an eager issue */
         assert_float_equal(points[i].host_ns, 6100, 0);
         assert_float_equal(points[i].first_host_ns, 6100, 0);

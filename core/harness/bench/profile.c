@@ -208,30 +208,60 @@ static struct rig_tensor rig__on_host(struct rig__sweep *s, struct rig_tensor t)
     return t;
 }
 
-/* The op as the host can read it: attention's lengths (which the key and the analytic work
- * read) from the staging, not from device memory. */
+/* The tensors of `op` whose values (not only shapes) its key and analytic work read
+ * (hal/optable.c): attention's lengths, the sampler's per-row parameters. Up to 4; the count. */
+static int32_t rig__key_values(struct rig_op *op, struct rig_tensor *read[4])
+{
+    int32_t n = 0;
+    if (op->kind == RIG_OP_ATTENTION_DECODE) {
+        read[n++] = &op->u.attention_decode.kv_len;
+    } else if (op->kind == RIG_OP_ATTENTION_PREFILL) {
+        read[n++] = &op->u.attention_prefill.kv_len;
+        read[n++] = &op->u.attention_prefill.cu_q;
+    } else if (op->kind == RIG_OP_SAMPLE) {
+        read[n++] = &op->u.sample.temperature;
+        read[n++] = &op->u.sample.top_k;
+        read[n++] = &op->u.sample.top_p;
+        read[n++] = &op->u.sample.min_p;
+    }
+    return n;
+}
+
+/* The op as the host can read it: every value its key and work read (rig__key_values) from the
+ * staging, never from a device buffer (on a GPU a device pointer is not the host's to read).
+ * Asserted: such a value outside the metadata buffer would be a device read. */
 static struct rig_op rig__host_view(struct rig__sweep *s, const struct rig_op *op)
 {
     struct rig_op view = *op;
-    if (op->kind == RIG_OP_ATTENTION_DECODE) {
-        view.u.attention_decode.kv_len = rig__on_host(s, op->u.attention_decode.kv_len);
-    } else if (op->kind == RIG_OP_ATTENTION_PREFILL) {
-        view.u.attention_prefill.kv_len = rig__on_host(s, op->u.attention_prefill.kv_len);
-        view.u.attention_prefill.cu_q = rig__on_host(s, op->u.attention_prefill.cu_q);
+    struct rig_tensor *read[4];
+    int32_t n = rig__key_values(&view, read);
+    for (int32_t i = 0; i < n; i++) {
+        if (read[i]->data == NULL) continue;
+        *read[i] = rig__on_host(s, *read[i]);
+        for (int32_t b = 0; b < RIG__BUFFERS; b++) {
+            const uint8_t *base = rig__base(s, b), *p = read[i]->data;
+            RIG_ASSERT_MSG(!(p >= base && p < base + rig__buffer_bytes[b]),
+                           "profile: an op's key would read device memory");
+        }
     }
     return view;
 }
 
-/* Stages the point's metadata, times `op` and appends it (unless its key was swept). */
+/* Times `op` and appends it (unless its key was swept). Its key is read before the metadata
+ * is staged to the device: from the host's staging alone (rig__host_view), never from what
+ * the device buffer held for the point before. */
 static enum rig_status rig__point(struct rig__sweep *s, const struct rig_op *op)
 {
-    enum rig_status status = rig__stage(s);
-    if (status != RIG_OK) return status;
     rig__check_writes(s, op);
     struct rig_op view = rig__host_view(s, op);
     struct rig_optable_point point = {.key = rig_optable_op_key(&view)};
-    if (rig__seen(s, &point.key) || rig__out_of_time(s)) return RIG_OK;
+    if (rig__seen(s, &point.key) || rig__out_of_time(s)) {
+        s->meta_used = 0;
+        return RIG_OK;
+    }
     if (s->count == RIG__POINTS_MAX) return RIG_E_CAPACITY;
+    enum rig_status status = rig__stage(s);
+    if (status != RIG_OK) return status;
     struct rig_op_work work = rig_optable_op_work(&view);
     point.flops = work.flops;
     point.bytes = work.bytes;
