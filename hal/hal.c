@@ -425,7 +425,9 @@ enum rig_status rig_hal_event_record(struct rig_event *event, struct rig_stream 
     if (event == NULL || stream == NULL) return RIG_E_HANDLE;
     if (event->device != stream->device) return RIG_E_HANDLE;
     if (stream->capturing) return RIG_E_STATE;
+    int64_t start = rig__trace_start(stream);
     enum rig_status status = stream->device->iface->event_record(event, stream);
+    rig__trace_end(stream, RIG_ISSUE_EVENT_RECORD, start, status);
     if (status == RIG_OK) event->recorded = true;
     return status;
 }
@@ -436,7 +438,10 @@ enum rig_status rig_hal_stream_wait_event(struct rig_stream *stream, struct rig_
     if (event->device != stream->device) return RIG_E_HANDLE;
     if (stream->capturing) return RIG_E_STATE;
     if (!event->recorded) return RIG_OK; /* as CUDA: waiting on a never-recorded event */
-    return stream->device->iface->stream_wait_event(stream, event);
+    int64_t start = rig__trace_start(stream);
+    enum rig_status status = stream->device->iface->stream_wait_event(stream, event);
+    rig__trace_end(stream, RIG_ISSUE_STREAM_WAIT, start, status);
+    return status;
 }
 
 enum rig_status rig_hal_event_synchronize(struct rig_event *event)
@@ -505,7 +510,10 @@ enum rig_status rig_hal_graph_launch(struct rig_graph *graph, struct rig_stream 
     if (graph == NULL || stream == NULL) return RIG_E_HANDLE;
     if (graph->device != stream->device) return RIG_E_HANDLE;
     if (stream->capturing) return RIG_E_STATE;
-    return stream->device->iface->graph_launch(graph, stream);
+    int64_t start = rig__trace_start(stream);
+    enum rig_status status = stream->device->iface->graph_launch(graph, stream);
+    rig__trace_end(stream, RIG_ISSUE_GRAPH_LAUNCH, start, status);
+    return status;
 }
 
 void rig_hal_graph_destroy(struct rig_graph *graph)

@@ -42,6 +42,9 @@ const char *rig_issue_trace_kind_name(int32_t kind)
     if (kind == RIG_ISSUE_UPLOAD) return "upload";
     if (kind == RIG_ISSUE_DOWNLOAD) return "download";
     if (kind == RIG_ISSUE_COPY) return "copy";
+    if (kind == RIG_ISSUE_EVENT_RECORD) return "event_record";
+    if (kind == RIG_ISSUE_STREAM_WAIT) return "stream_wait";
+    if (kind == RIG_ISSUE_GRAPH_LAUNCH) return "graph_launch";
     return rig_op_name((enum rig_op_kind)kind);
 }
 

@@ -4,10 +4,10 @@
  * (sim/optable.h), and some models' eager steps issue 30-50 % slower on the GPU's host than
  * that (docs/simulator.md, "Waking for a replayed arrival"). Which ops? With RIG_ISSUE_TRACE
  * set (to anything but "0") when a device is opened, the dispatch layer (hal/hal.c) times
- * every rig_hal_op call and every upload, download and device copy on that device — the
- * HAL's checks and the backend's issue, wall clock, ops recorded into a graph capture left
- * out — and prints the totals by kind on stderr when the device closes. Results and timing
- * are untouched apart from the clock reads.
+ * every rig_hal_op call, every upload, download and device copy, event record, stream wait
+ * and graph launch on that device — the HAL's checks and the backend's issue, wall clock,
+ * ops recorded into a graph capture left out — and prints the totals by kind on stderr when
+ * the device closes. Results and timing are untouched apart from the clock reads.
  *
  * Ownership: the device owns its trace (rig_hal_open / rig_hal_close). Threads: a device's
  * trace is updated by the thread that issues on it (one per rank, as the engine does).
@@ -21,11 +21,14 @@
 
 #include "hal/ops.h"
 
-/* Kinds: every op kind, then the three copies. */
+/* Kinds: every op kind, the three copies, then the stream's other calls a step issues. */
 enum {
     RIG_ISSUE_UPLOAD = RIG_OP_COUNT,
     RIG_ISSUE_DOWNLOAD,
     RIG_ISSUE_COPY,
+    RIG_ISSUE_EVENT_RECORD,
+    RIG_ISSUE_STREAM_WAIT,
+    RIG_ISSUE_GRAPH_LAUNCH,
     RIG_ISSUE_KINDS
 };
 
@@ -54,7 +57,8 @@ void rig_issue_trace_add(struct rig_issue_trace *trace, int32_t kind, int64_t ns
  * bucket; 0 when the kind has no issues. */
 double rig_issue_trace_percentile_ns(const struct rig_issue_trace *trace, int32_t kind, double q);
 
-/* The kind's name: the op's (rig_op_name), "upload", "download" or "copy". */
+/* The kind's name: the op's (rig_op_name), "upload", "download", "copy", "event_record",
+ * "stream_wait" or "graph_launch". */
 const char *rig_issue_trace_kind_name(int32_t kind);
 
 /* One line per kind issued at least once: issues, mean, median, p90 and max host time in us,

@@ -27,12 +27,12 @@ int64_t rig_sim_clock_kernel_run(struct rig_sim_clock *clock, int64_t start_ns, 
     return clock->compute_free_ns;
 }
 
-int64_t rig_sim_clock_copy(struct rig_sim_clock *clock, const struct rig_sim_profile *profile,
-                           int64_t stream_ready_ns, int64_t duration_ns)
+int64_t rig_sim_clock_copy(struct rig_sim_clock *clock, int64_t host_ns, int64_t stream_ready_ns,
+                           int64_t duration_ns)
 {
-    RIG_ASSERT(clock != NULL && profile != NULL);
-    RIG_ASSERT(duration_ns >= 0 && stream_ready_ns >= 0);
-    clock->host_ns += profile->kernel_launch_host_ns;
+    RIG_ASSERT(clock != NULL);
+    RIG_ASSERT(host_ns >= 0 && duration_ns >= 0 && stream_ready_ns >= 0);
+    clock->host_ns += host_ns;
     int64_t start = rig__max(rig__max(stream_ready_ns, clock->host_ns), clock->copy_free_ns);
     clock->copy_free_ns = start + duration_ns;
     return clock->copy_free_ns;

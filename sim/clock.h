@@ -45,9 +45,10 @@ int64_t rig_sim_clock_kernel_start(struct rig_sim_clock *clock,
 /* Occupies the compute engine from `start_ns` for `duration_ns`; returns the end. */
 int64_t rig_sim_clock_kernel_run(struct rig_sim_clock *clock, int64_t start_ns,
                                  int64_t duration_ns);
-/* Issues a copy of `duration_ns` on the copy engine; returns its end. */
-int64_t rig_sim_clock_copy(struct rig_sim_clock *clock, const struct rig_sim_profile *profile,
-                           int64_t stream_ready_ns, int64_t duration_ns);
+/* Issues a copy of `duration_ns` on the copy engine after `host_ns` of the host's time (the
+ * call's); returns its end. */
+int64_t rig_sim_clock_copy(struct rig_sim_clock *clock, int64_t host_ns, int64_t stream_ready_ns,
+                           int64_t duration_ns);
 /* Host CPU work of `ns` (>= 0). */
 void rig_sim_clock_host_work(struct rig_sim_clock *clock, int64_t ns);
 /* The host waits until `t_ns` (no-op when already past): synchronisation, idling. */

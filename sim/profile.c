@@ -61,6 +61,11 @@ static const struct rig__key rig__keys[] = {
     {"host_schedule_ns", RIG__KEY_COUNT, RIG__AT(host_schedule_ns), true},
     {"host_prepare_per_request_ns", RIG__KEY_COUNT, RIG__AT(host_prepare_per_request_ns), true},
     {"host_process_per_request_ns", RIG__KEY_COUNT, RIG__AT(host_process_per_request_ns), true},
+    {"upload_host_ns", RIG__KEY_COUNT, RIG__AT(upload_host_ns), true},
+    {"download_host_ns", RIG__KEY_COUNT, RIG__AT(download_host_ns), true},
+    {"device_copy_host_ns", RIG__KEY_COUNT, RIG__AT(device_copy_host_ns), true},
+    {"event_record_host_ns", RIG__KEY_COUNT, RIG__AT(event_record_host_ns), true},
+    {"stream_wait_host_ns", RIG__KEY_COUNT, RIG__AT(stream_wait_host_ns), true},
     {"memory_bytes", RIG__KEY_COUNT, RIG__AT(memory_bytes), false},
     {"peak_bf16_flops", RIG__KEY_RATE, RIG__AT(peak_bf16_flops), false},
     {"hbm_bytes_per_s", RIG__KEY_RATE, RIG__AT(hbm_bytes_per_s), false},
@@ -359,6 +364,7 @@ enum rig_status rig_sim_profile_parse(const char *file, const char *text, size_t
     profile.host_schedule_ns = RIG_SIM_HOST_SCHEDULE_NS;
     profile.host_prepare_per_request_ns = RIG_SIM_HOST_PREPARE_PER_REQUEST_NS;
     profile.host_process_per_request_ns = RIG_SIM_HOST_PROCESS_PER_REQUEST_NS;
+    profile.upload_host_ns = profile.download_host_ns = profile.device_copy_host_ns = -1;
     profile.gpus_per_node = RIG_SIM_GPUS_PER_NODE;
     profile.inter_node_bytes_per_s = RIG_SIM_INTER_NODE_BYTES_PER_S;
     profile.inter_node_latency_ns = RIG_SIM_INTER_NODE_LATENCY_NS;
@@ -366,6 +372,10 @@ enum rig_status rig_sim_profile_parse(const char *file, const char *text, size_t
         status = rig__read_mapping(file, fy_document_root(document), &profile, error, error_size);
     if (profile.op_table_warm_weight_early < 0)
         profile.op_table_warm_weight_early = profile.op_table_warm_weight;
+    int64_t *copies[3] = {&profile.upload_host_ns, &profile.download_host_ns,
+                          &profile.device_copy_host_ns};
+    for (int32_t i = 0; i < 3; i++) /* not given: a launch's */
+        if (*copies[i] < 0) *copies[i] = profile.kernel_launch_host_ns;
     if (status == RIG_OK) *out = profile;
     fy_document_destroy(document);
     fy_diag_destroy(diag); /* unlike fy_diag_unref, frees the collected errors */

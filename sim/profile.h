@@ -74,6 +74,16 @@ struct rig_sim_profile {
     int64_t host_schedule_ns;
     int64_t host_prepare_per_request_ns;
     int64_t host_process_per_request_ns;
+    /* Optional keys: the host time of a step's other calls, each kind measured by the issue
+     * trace (hal/issue_trace.h) in the runs of a model: `upload_host_ns`, `download_host_ns`,
+     * `device_copy_host_ns` (host to device, device to host, device to device; default
+     * kernel_launch_host_ns, as before the keys), `event_record_host_ns` and
+     * `stream_wait_host_ns` (default 0). */
+    int64_t upload_host_ns;
+    int64_t download_host_ns;
+    int64_t device_copy_host_ns;
+    int64_t event_record_host_ns;
+    int64_t stream_wait_host_ns;
     int64_t memory_bytes;                      /* device memory */
     double peak_bf16_flops;                    /* dense bf16 tensor-core FLOP/s */
     double hbm_bytes_per_s;                    /* HBM bandwidth */

@@ -60,6 +60,8 @@ void rig_sim_event_destroy(struct rig_event *event)
 enum rig_status rig_sim_event_record(struct rig_event *event, struct rig_stream *stream)
 {
     RIG_ASSERT(event != NULL && event->context != NULL);
+    struct rig_sim_device *device = rig_sim_device_of(stream->device);
+    rig_sim_clock_host_work(&device->clock, device->profile.event_record_host_ns);
     ((struct rig_sim_event *)event->context)->time_ns = rig_sim_stream_of(stream)->ready_ns;
     return RIG_OK;
 }
@@ -68,6 +70,8 @@ enum rig_status rig_sim_stream_wait_event(struct rig_stream *stream, struct rig_
 {
     RIG_ASSERT(event != NULL && event->context != NULL);
     struct rig_sim_stream *sim_stream = rig_sim_stream_of(stream);
+    struct rig_sim_device *device = rig_sim_device_of(stream->device);
+    rig_sim_clock_host_work(&device->clock, device->profile.stream_wait_host_ns);
     int64_t t = ((const struct rig_sim_event *)event->context)->time_ns;
     if (t > sim_stream->ready_ns) sim_stream->ready_ns = t;
     return RIG_OK;
@@ -119,8 +123,11 @@ enum rig_status rig_sim_memcpy_async(struct rig_stream *stream, void *dst, const
     bool pageable = host != NULL && !rig_hal_host_is_pinned(host, bytes);
     if (pageable && kind == RIG_COPY_HOST_TO_DEVICE && device->profile.pageable_host_copies)
         rig_sim_clock_host_wait_until(&device->clock, sim_stream->ready_ns);
-    sim_stream->ready_ns =
-        rig_sim_clock_copy(&device->clock, &device->profile, sim_stream->ready_ns, duration);
+    const struct rig_sim_profile *profile = &device->profile;
+    int64_t issue = kind == RIG_COPY_HOST_TO_DEVICE   ? profile->upload_host_ns
+                    : kind == RIG_COPY_DEVICE_TO_HOST ? profile->download_host_ns
+                                                      : profile->device_copy_host_ns;
+    sim_stream->ready_ns = rig_sim_clock_copy(&device->clock, issue, sim_stream->ready_ns, duration);
     if (pageable)
         rig_sim_clock_host_wait_until(&device->clock, sim_stream->ready_ns);
     return RIG_OK;

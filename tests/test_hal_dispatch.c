@@ -738,6 +738,17 @@ static void test_issue_trace(void **state)
     assert_int_equal(trace->count[RIG_ISSUE_COPY], 1);
     assert_int_equal(trace->count[RIG_ISSUE_DOWNLOAD], 1);
     assert_int_equal(trace->count[RIG_OP_GEMM], 0);
+    assert_int_equal(trace->count[RIG_ISSUE_GRAPH_LAUNCH], 0);
+    struct rig_event *event;
+    assert_int_equal(rig_hal_event_create(device, &event), RIG_OK);
+    assert_int_equal(rig_hal_event_record(event, stream), RIG_OK);
+    assert_int_equal(rig_hal_stream_wait_event(stream, event), RIG_OK);
+    assert_int_equal(rig_hal_graph_launch(graph, stream), RIG_OK);
+    assert_int_equal(rig_hal_stream_synchronize(stream), RIG_OK);
+    rig_hal_event_destroy(event);
+    assert_int_equal(trace->count[RIG_ISSUE_EVENT_RECORD], 1);
+    assert_int_equal(trace->count[RIG_ISSUE_STREAM_WAIT], 1);
+    assert_int_equal(trace->count[RIG_ISSUE_GRAPH_LAUNCH], 1);
     assert_true(trace->total_ns[RIG_OP_INDEX_GATHER] >= trace->max_ns[RIG_OP_INDEX_GATHER]);
     char text[2048] = {0};
     FILE *out = tmpfile();

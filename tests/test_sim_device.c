@@ -762,6 +762,63 @@ static void test_profile_host_model(void **state)
     assert_non_null(strstr(error, "t.yaml:2:19: key 'host_schedule_ns'"));
 }
 
+/* Host time of a step's other calls, per kind: copies take a launch's by default and their
+ * own key when given; event records and stream waits nothing by default, theirs when given.
+ * Measured on the device's clock (pinned host memory: no wait for the copy itself). */
+static void test_profile_call_host_times(void **state)
+{
+    (void)state;
+    char text[4096], error[RIG_SIM_PROFILE_ERROR_MAX];
+    struct rig_sim_profile profile;
+    rig__profile_text(text, sizeof text, -1, -1, "");
+    assert_int_equal(rig_sim_profile_parse("t.yaml", text, strlen(text), &profile, error,
+                                           sizeof error),
+                     RIG_OK);
+    assert_int_equal(profile.upload_host_ns, profile.kernel_launch_host_ns);
+    assert_int_equal(profile.download_host_ns, profile.kernel_launch_host_ns);
+    assert_int_equal(profile.device_copy_host_ns, profile.kernel_launch_host_ns);
+    assert_int_equal(profile.event_record_host_ns, 0);
+    assert_int_equal(profile.stream_wait_host_ns, 0);
+    char path[] = "/tmp/rig_profile_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    rig__profile_text(text, sizeof text, -1, 1,
+                      "upload_host_ns: 2100\ndownload_host_ns: 2000\ndevice_copy_host_ns: 4600\n"
+                      "event_record_host_ns: 1150\nstream_wait_host_ns: 500\n");
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    struct rig_device *device = NULL;
+    struct rig_device_config config = {.profile = path, .timing_only = true};
+    assert_int_equal(rig_hal_open("sim", &config, 1, &device), RIG_OK);
+    struct rig_stream *stream;
+    struct rig_buffer *a, *b;
+    struct rig_event *event;
+    void *host;
+    assert_int_equal(rig_hal_stream_create(device, &stream), RIG_OK);
+    assert_int_equal(rig_hal_buffer_alloc(device, 4096, RIG_MEMORY_METADATA, &a), RIG_OK);
+    assert_int_equal(rig_hal_buffer_alloc(device, 4096, RIG_MEMORY_METADATA, &b), RIG_OK);
+    assert_int_equal(rig_hal_event_create(device, &event), RIG_OK);
+    assert_int_equal(rig_hal_host_alloc(device, 4096, &host), RIG_OK);
+    const int64_t expect[5] = {2100, 2000, 4600, 1150, 500};
+    for (int32_t call = 0; call < 5; call++) {
+        int64_t before = rig_hal_now_ns(device);
+        if (call == 0) assert_int_equal(rig_hal_buffer_upload(stream, a, 0, host, 64), RIG_OK);
+        if (call == 1) assert_int_equal(rig_hal_buffer_download(stream, a, 0, host, 64), RIG_OK);
+        if (call == 2) assert_int_equal(rig_hal_buffer_copy(stream, b, 0, a, 0, 64), RIG_OK);
+        if (call == 3) assert_int_equal(rig_hal_event_record(event, stream), RIG_OK);
+        if (call == 4) assert_int_equal(rig_hal_stream_wait_event(stream, event), RIG_OK);
+        assert_int_equal(rig_hal_now_ns(device) - before, expect[call]);
+    }
+    assert_int_equal(rig_hal_stream_synchronize(stream), RIG_OK);
+    rig_hal_host_free(device, host);
+    rig_hal_event_destroy(event);
+    rig_hal_buffer_free(a);
+    rig_hal_buffer_free(b);
+    rig_hal_stream_destroy(stream);
+    rig_hal_close(device);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -779,6 +836,7 @@ int main(void)
         cmocka_unit_test(test_profile_errors),
         cmocka_unit_test(test_profile_load),
         cmocka_unit_test(test_profile_host_model),
+        cmocka_unit_test(test_profile_call_host_times),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
