@@ -276,7 +276,6 @@ static enum rig_status rig__launch_next(struct rig_engine *e, int32_t slot, bool
     int64_t launch_start = rig__now(e);
     rig__host_work(e, e->config.host_costs.schedule_ns);
     if (rig__schedule(e, b) == 0) return RIG_OK;
-    rig__host_work(e, e->config.host_costs.prepare_per_req_ns * b->count);
     b->host_schedule_ns = rig__now(e);
     b->step = e->next_step;
     /* The staging block of this slot was last read by the uploads of batch step − 2. */
@@ -287,6 +286,9 @@ static enum rig_status rig__launch_next(struct rig_engine *e, int32_t slot, bool
     }
     rig__host_upload_wait_passed(e); /* ranks in other processes wait there themselves */
     int64_t prepare_ns = rig__now(e);
+    /* the modelled cost of preparing (a simulator's; 0 on a GPU, whose clock is the wall's),
+     * where the engine prepares: after the staging block is free */
+    rig__host_work(e, e->config.host_costs.prepare_per_req_ns * b->count);
     rig__prepare(e, b);
     int64_t issue_ns = rig__now(e);
     enum rig_status status = rig__ranks_run(e, RIG_RANK_JOB_LAUNCH, slot);
