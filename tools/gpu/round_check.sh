@@ -153,6 +153,9 @@ elif has heldout; then
     say "heldout: skipped, $(left) s left"
 fi
 tar -C "$work" -czf "$out/logs.tar.gz" logs
-tar -C "$out" -czf "$work/bench.tar.gz" $(cd "$out" && ls bench-*.txt) && rm -f "$out"/bench-*.txt &&
-    mv "$work/bench.tar.gz" "$out/bench.tar.gz"
+benches=$(cd "$out" && ls bench-*.txt 2>/dev/null)
+if [[ -n $benches ]]; then # none when no stage ran rig bench
+    tar -C "$out" -czf "$work/bench.tar.gz" $benches && rm -f "$out"/bench-*.txt &&
+        mv "$work/bench.tar.gz" "$out/bench.tar.gz"
+fi
 say "done ($SECONDS s)"
