@@ -199,24 +199,45 @@ struct rig__shared {
     double mass[RIG__SAMPLE_THREADS]; /* per-thread sums, then their inclusive scan */
     int64_t above;
     int32_t bucket;
+    int32_t exact; /* rig__select: the bucket holds exactly the keys still wanted */
     int32_t count;
     int32_t cut;
 };
 
-/* The k-th largest key among the row's keys >= row->floor (1 <= k <= their count): radix
- * select over the 64-bit key, 8 bits a pass from the top, counting into 256 bins. */
+/* The k-th largest key among the row's keys >= row->floor (1 <= k <= their count), or a
+ * smaller cut that admits the same keys: radix select over the 64-bit key, 8 bits a pass from
+ * the top, counting into 256 bins. A pass whose bin holds exactly the keys still wanted ends
+ * the search: that bin's lowest key (its prefix, the lower bits 0) admits exactly the k
+ * largest, as the k-th key itself does (keys are distinct), and every caller only compares
+ * keys against the result. With distinct logits that is the fourth pass at the latest (the
+ * high word is z's bits), not the eighth. A warp adds its lanes of one bin in one atomic: most
+ * of a row's keys share a top bin (Qwen3's 151,936 logits in two of them), and one
+ * shared-memory address taking them one by one made this the sampler's slowest part. */
 static __device__ uint64_t rig__select(const struct rig__row *row, int64_t k,
                                        struct rig__shared *sh)
 {
     uint64_t prefix = 0, mask = 0;
+    int lane = (int)(threadIdx.x % RIG_CUDA_WARP);
     for (int shift = 56; shift >= 0; shift -= 8) {
         for (int b = threadIdx.x; b < 256; b += blockDim.x)
             sh->histogram[b] = 0;
         __syncthreads();
-        for (int64_t i = threadIdx.x; i < row->vocab; i += blockDim.x) {
-            uint64_t key = rig__key(row->logits[i] / row->temperature, i);
-            if (key < row->floor || (key & mask) != prefix) continue;
-            atomicAdd(&sh->histogram[(key >> shift) & 255u], 1u);
+        /* the same trip count in every lane of a warp (blockDim.x is whole warps) */
+        for (int64_t base = 0; base < row->vocab; base += blockDim.x) {
+            int64_t i = base + threadIdx.x;
+            uint32_t bin = 0;
+            bool counted = false;
+            if (i < row->vocab) {
+                uint64_t key = rig__key(row->logits[i] / row->temperature, i);
+                counted = key >= row->floor && (key & mask) == prefix;
+                bin = (uint32_t)(key >> shift) & 255u;
+            }
+            unsigned active = __ballot_sync(0xffffffffu, counted);
+            if (counted) {
+                unsigned peers = __match_any_sync(active, bin);
+                if (lane == __ffs((int)peers) - 1)
+                    atomicAdd(&sh->histogram[bin], (uint32_t)__popc(peers));
+            }
         }
         __syncthreads();
         if (threadIdx.x == 0) {
@@ -226,12 +247,15 @@ static __device__ uint64_t rig__select(const struct rig__row *row, int64_t k,
                 above += sh->histogram[b];
             sh->bucket = b;
             sh->above = above;
+            sh->exact = above + sh->histogram[b] == k;
         }
         __syncthreads();
         k -= sh->above;
         prefix |= (uint64_t)sh->bucket << shift;
         mask |= 0xffull << shift;
-        __syncthreads(); /* everyone has read bucket and above before they change */
+        bool exact = sh->exact != 0;
+        __syncthreads(); /* everyone has read bucket, above and exact before they change */
+        if (exact) break;
     }
     return prefix;
 }
