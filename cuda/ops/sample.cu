@@ -10,10 +10,13 @@
  *    maximum of z + g (Gumbel noise from Philox). The chunk count is chosen on the host from
  *    rows, vocab and the multiprocessor count (never from the per-row parameters, which
  *    live on the device and may change between graph replays);
- *  - pass 2, one block per row: greedy and whole-vocabulary rows reduce their chunks'
- *    partials (first maximum: ties to the lower index, as the simulator's scan) and are done.
- *    Top-k / top-p rows take z_max from the partials and run the cut-off search below over
- *    their row (several passes from one block: exact, the slower path).
+ *  - pass 2, a thread-block cluster per row (up to 8 blocks at small batches, one at large:
+ *    rig__cluster_size, also from the host's values alone): greedy and whole-vocabulary rows
+ *    reduce their chunks' partials (first maximum: ties to the lower index, as the
+ *    simulator's scan) and are done. Top-k / top-p rows take z_max from the partials and run
+ *    the cut-off search below over their row, each block of the cluster streaming its share
+ *    of every pass and the cluster combining counts, masses and argmaxes through distributed
+ *    shared memory (exact, the slower path).
  * Scratch: rows x chunks partials of 16 bytes, written by pass 1 and read by pass 2 on the
  * same stream; no counters, nothing to reset, so replays are independent.
  * Both passes are launched with programmatic dependent launch (common.cuh) and wait for their
@@ -39,6 +42,7 @@
  * row's, and a bad row skips the cut-off search and writes token 0 and -1 into `checked`.
  * Two compares per logit already loaded.
  */
+#include <cooperative_groups.h>
 #include <float.h>
 
 #include "cuda/ops/common.cuh"
@@ -104,6 +108,14 @@ static __device__ struct rig__tally rig__block_tally(struct rig__tally v, struct
     return total;
 }
 
+/* A row's blocks: a thread-block cluster of `size` (1, 2, 4 or 8, chosen on the host from the
+ * batch: rig__cluster_size), this block `rank` of it. Each block streams every size-th run of
+ * blockDim.x logits, so a batch-1 row is read by eight multiprocessors, not one. Counts,
+ * masses and argmaxes are combined through distributed shared memory in rank order, so every
+ * block of the row holds the same result and takes the same branches (the cluster's barriers
+ * need all of them). Counts, keys and argmaxes do not depend on the split; a mass's float64
+ * sum does, in its last bits, as it already differs from the simulator's order (file
+ * comment). With size 1 it is the one-block kernel. */
 struct rig__row {
     const float *logits;
     int64_t vocab;
@@ -111,6 +123,7 @@ struct rig__row {
     float z_max;
     uint64_t floor; /* only keys >= floor take part */
     float min_p;    /* the final draw skips z with exp(z - z_max) < min_p */
+    int32_t rank, size;
 };
 
 /* Whether z survives the row's min-p cut. */
@@ -119,42 +132,41 @@ static __device__ __forceinline__ bool rig__min_p_keeps(const struct rig__row *r
     return !(row->min_p > 0.0f) || exp((double)z - (double)row->z_max) >= (double)row->min_p;
 }
 
-static __device__ struct rig__tally rig__tally_above(const struct rig__row *row, uint64_t cut,
-                                                     bool want_mass, struct rig__tally *shared)
+/* A group-wide loop over the row: `for (int64_t base = rig__first(row); base < row->vocab;
+ * base += rig__stride(row))` visits logit base + threadIdx.x, the same trip count in every
+ * lane of a warp (blockDim.x is whole warps). */
+static __device__ __forceinline__ int64_t rig__first(const struct rig__row *row)
 {
-    struct rig__tally mine = {0, 0.0};
-    for (int64_t i = threadIdx.x; i < row->vocab; i += blockDim.x) {
-        float z = row->logits[i] / row->temperature;
-        uint64_t key = rig__key(z, i);
-        if (key < cut || key < row->floor) continue;
-        mine.count++;
-        if (want_mass) mine.mass += exp((double)z - (double)row->z_max);
-    }
-    return rig__block_tally(mine, shared);
+    return (int64_t)row->rank * blockDim.x;
 }
 
-/* The largest key c with count(key >= c) >= 1 and (count >= want_count, or mass >=
- * want_mass when by_mass): bit by bit from the top, keeping a bit when the predicate holds.
- * Index bits above index_bits are 1 in every key, so they are set without a pass. */
-static __device__ uint64_t rig__search(const struct rig__row *row, int32_t index_bits, bool by_mass,
-                                       int64_t want_count, double want_mass,
-                                       struct rig__tally *shared)
+static __device__ __forceinline__ int64_t rig__stride(const struct rig__row *row)
 {
-    uint64_t cut = 0;
-    for (int bit = 63; bit >= 0; bit--) {
-        if (bit == 31) cut |= 0xffffffffull & ~((1ull << index_bits) - 1ull);
-        if (bit < 32 && bit >= index_bits) continue;
-        uint64_t candidate = cut | (1ull << bit);
-        struct rig__tally t = rig__tally_above(row, candidate, by_mass, shared);
-        bool holds = t.count >= 1 && (by_mass ? t.mass >= want_mass : t.count >= want_count);
-        if (holds) cut = candidate;
-    }
-    return cut;
+    return (int64_t)row->size * blockDim.x;
 }
 
-/* Block-wide argmax of (score, index): the larger score, the lower index on ties. */
+/* Every thread of every block of the row has arrived (a block barrier at size 1). */
+static __device__ __forceinline__ void rig__group_sync(const struct rig__row *row)
+{
+    if (row->size == 1) {
+        __syncthreads();
+        return;
+    }
+    cooperative_groups::this_cluster().sync();
+}
+
+/* `p`, an address in this block's shared memory, in block `rank`'s. */
+template <typename T>
+static __device__ __forceinline__ T *rig__in_block(const struct rig__row *row, T *p, int rank)
+{
+    if (row->size == 1) return p;
+    return cooperative_groups::this_cluster().map_shared_rank(p, (unsigned)rank);
+}
+
+/* Block-wide argmax of (score, index): the larger score, the lower index on ties; the
+ * winner's score into *won when asked. */
 static __device__ int64_t rig__block_argmax(float score, int64_t index, float *shared_score,
-                                            int64_t *shared_index)
+                                            int64_t *shared_index, float *won = NULL)
 {
     int lane = threadIdx.x % RIG_CUDA_WARP, warp = threadIdx.x / RIG_CUDA_WARP;
 #pragma unroll
@@ -184,6 +196,7 @@ static __device__ int64_t rig__block_argmax(float score, int64_t index, float *s
         }
     }
     __syncthreads();
+    if (won != NULL) *won = best_score;
     return best;
 }
 
@@ -195,8 +208,12 @@ struct rig__shared {
     float score[RIG_CUDA_WARP];
     int64_t index[RIG_CUDA_WARP];
     uint32_t histogram[256];
+    uint32_t merged[256]; /* the row's histogram: every block's, summed (size > 1) */
     uint64_t keys[RIG__CANDIDATES];   /* candidates, sorted descending once gathered */
     double mass[RIG__SAMPLE_THREADS]; /* per-thread sums, then their inclusive scan */
+    struct rig__tally block_tally;   /* this block's, for the others to read */
+    float block_score;               /* this block's argmax, for the others to read */
+    int64_t block_index;
     int64_t above;
     int32_t bucket;
     int32_t exact; /* rig__select: the bucket holds exactly the keys still wanted */
@@ -204,26 +221,106 @@ struct rig__shared {
     int32_t cut;
 };
 
+/* The row's (count, mass) from each block's: the blocks' in rank order. */
+static __device__ struct rig__tally rig__group_tally(const struct rig__row *row,
+                                                     struct rig__tally block,
+                                                     struct rig__shared *sh)
+{
+    if (row->size == 1) return block;
+    if (threadIdx.x == 0) sh->block_tally = block;
+    rig__group_sync(row);
+    struct rig__tally total = {0, 0.0};
+    for (int b = 0; b < row->size; b++) {
+        struct rig__tally other = rig__in_block(row, sh, b)->block_tally;
+        total.count += other.count;
+        total.mass += other.mass;
+    }
+    rig__group_sync(row); /* read before anyone writes block_tally again */
+    return total;
+}
+
+/* The row's argmax of (score, index) from each thread's: the larger score, the lower index on
+ * ties (the order of the blocks does not matter). */
+static __device__ int64_t rig__group_argmax(const struct rig__row *row, float score, int64_t index,
+                                            struct rig__shared *sh)
+{
+    float won = -INFINITY;
+    int64_t best = rig__block_argmax(score, index, sh->score, sh->index, &won);
+    if (row->size == 1) return best;
+    if (threadIdx.x == 0) {
+        sh->block_score = won;
+        sh->block_index = best;
+    }
+    rig__group_sync(row);
+    float best_score = -INFINITY;
+    best = -1;
+    for (int b = 0; b < row->size; b++) {
+        const struct rig__shared *other = rig__in_block(row, sh, b);
+        int64_t i = other->block_index;
+        float s = other->block_score;
+        if (i >= 0 && (best < 0 || s > best_score || (s == best_score && i < best))) {
+            best = i;
+            best_score = s;
+        }
+    }
+    rig__group_sync(row);
+    return best;
+}
+
+static __device__ struct rig__tally rig__tally_above(const struct rig__row *row, uint64_t cut,
+                                                     bool want_mass, struct rig__shared *sh)
+{
+    struct rig__tally mine = {0, 0.0};
+    for (int64_t i = rig__first(row) + threadIdx.x; i < row->vocab; i += rig__stride(row)) {
+        float z = row->logits[i] / row->temperature;
+        uint64_t key = rig__key(z, i);
+        if (key < cut || key < row->floor) continue;
+        mine.count++;
+        if (want_mass) mine.mass += exp((double)z - (double)row->z_max);
+    }
+    return rig__group_tally(row, rig__block_tally(mine, sh->tally), sh);
+}
+
+/* The largest key c with count(key >= c) >= 1 and (count >= want_count, or mass >=
+ * want_mass when by_mass): bit by bit from the top, keeping a bit when the predicate holds.
+ * Index bits above index_bits are 1 in every key, so they are set without a pass. */
+static __device__ uint64_t rig__search(const struct rig__row *row, int32_t index_bits, bool by_mass,
+                                       int64_t want_count, double want_mass,
+                                       struct rig__shared *sh)
+{
+    uint64_t cut = 0;
+    for (int bit = 63; bit >= 0; bit--) {
+        if (bit == 31) cut |= 0xffffffffull & ~((1ull << index_bits) - 1ull);
+        if (bit < 32 && bit >= index_bits) continue;
+        uint64_t candidate = cut | (1ull << bit);
+        struct rig__tally t = rig__tally_above(row, candidate, by_mass, sh);
+        bool holds = t.count >= 1 && (by_mass ? t.mass >= want_mass : t.count >= want_count);
+        if (holds) cut = candidate;
+    }
+    return cut;
+}
+
 /* The k-th largest key among the row's keys >= row->floor (1 <= k <= their count), or a
  * smaller cut that admits the same keys: radix select over the 64-bit key, 8 bits a pass from
- * the top, counting into 256 bins. A pass whose bin holds exactly the keys still wanted ends
- * the search: that bin's lowest key (its prefix, the lower bits 0) admits exactly the k
- * largest, as the k-th key itself does (keys are distinct), and every caller only compares
- * keys against the result. With distinct logits that is the fourth pass at the latest (the
- * high word is z's bits), not the eighth. A warp adds its lanes of one bin in one atomic: most
- * of a row's keys share a top bin (Qwen3's 151,936 logits in two of them), and one
- * shared-memory address taking them one by one made this the sampler's slowest part. */
+ * the top, counting into 256 bins (each block its share of the row, then the row's sum). A
+ * pass whose bin holds exactly the keys still wanted ends the search: that bin's lowest key
+ * (its prefix, the lower bits 0) admits exactly the k largest, as the k-th key itself does
+ * (keys are distinct), and every caller only compares keys against the result. With distinct
+ * logits that is the fourth pass at the latest (the high word is z's bits), not the eighth. A
+ * warp adds its lanes of one bin in one atomic: most of a row's keys share a top bin (Qwen3's
+ * 151,936 logits in two of them), and one shared-memory address taking them one by one made
+ * this the sampler's slowest part. */
 static __device__ uint64_t rig__select(const struct rig__row *row, int64_t k,
                                        struct rig__shared *sh)
 {
     uint64_t prefix = 0, mask = 0;
     int lane = (int)(threadIdx.x % RIG_CUDA_WARP);
+    const uint32_t *counts = row->size == 1 ? sh->histogram : sh->merged;
     for (int shift = 56; shift >= 0; shift -= 8) {
         for (int b = threadIdx.x; b < 256; b += blockDim.x)
             sh->histogram[b] = 0;
         __syncthreads();
-        /* the same trip count in every lane of a warp (blockDim.x is whole warps) */
-        for (int64_t base = 0; base < row->vocab; base += blockDim.x) {
+        for (int64_t base = rig__first(row); base < row->vocab; base += rig__stride(row)) {
             int64_t i = base + threadIdx.x;
             uint32_t bin = 0;
             bool counted = false;
@@ -239,15 +336,26 @@ static __device__ uint64_t rig__select(const struct rig__row *row, int64_t k,
                     atomicAdd(&sh->histogram[bin], (uint32_t)__popc(peers));
             }
         }
-        __syncthreads();
+        if (row->size > 1) { /* every block's bins, summed in rank order */
+            rig__group_sync(row);
+            for (int b = threadIdx.x; b < 256; b += blockDim.x) {
+                uint32_t sum = 0;
+                for (int r = 0; r < row->size; r++)
+                    sum += rig__in_block(row, sh->histogram, r)[b];
+                sh->merged[b] = sum;
+            }
+            rig__group_sync(row); /* read before any block zeroes its bins again */
+        } else {
+            __syncthreads();
+        }
         if (threadIdx.x == 0) {
             int64_t above = 0;
             int b = 255;
-            for (; b > 0 && above + sh->histogram[b] < k; b--)
-                above += sh->histogram[b];
+            for (; b > 0 && above + counts[b] < k; b--)
+                above += counts[b];
             sh->bucket = b;
             sh->above = above;
-            sh->exact = above + sh->histogram[b] == k;
+            sh->exact = above + counts[b] == k;
         }
         __syncthreads();
         k -= sh->above;
@@ -260,20 +368,28 @@ static __device__ uint64_t rig__select(const struct rig__row *row, int64_t k,
     return prefix;
 }
 
-/* Gathers the keys >= cut (at most RIG__CANDIDATES of them, the caller's guarantee) and
- * sorts them descending (bitonic); returns their count. Order of arrival does not matter:
- * the keys are distinct and end sorted. */
+/* Gathers the row's keys >= cut (at most RIG__CANDIDATES of them, the caller's guarantee) and
+ * sorts them descending (bitonic); returns their count. Every block sends its share into block
+ * 0's list, then copies the whole list into its own and sorts it: the keys are distinct, so
+ * every block ends with the same sorted list, whatever the order of arrival. */
 static __device__ int32_t rig__gather_sorted(const struct rig__row *row, uint64_t cut,
                                              struct rig__shared *sh)
 {
-    if (threadIdx.x == 0) sh->count = 0;
-    __syncthreads();
-    for (int64_t i = threadIdx.x; i < row->vocab; i += blockDim.x) {
+    struct rig__shared *home = rig__in_block(row, sh, 0);
+    if (threadIdx.x == 0 && row->rank == 0) sh->count = 0;
+    rig__group_sync(row);
+    for (int64_t i = rig__first(row) + threadIdx.x; i < row->vocab; i += rig__stride(row)) {
         uint64_t key = rig__key(row->logits[i] / row->temperature, i);
-        if (key >= cut && key >= row->floor) sh->keys[atomicAdd(&sh->count, 1)] = key;
+        if (key >= cut && key >= row->floor) home->keys[atomicAdd(&home->count, 1)] = key;
     }
-    __syncthreads();
-    int32_t count = sh->count, n = 1;
+    rig__group_sync(row);
+    int32_t count = home->count, n = 1;
+    if (row->size > 1) {
+        if (row->rank != 0)
+            for (int32_t i = threadIdx.x; i < count; i += blockDim.x)
+                sh->keys[i] = home->keys[i];
+        rig__group_sync(row); /* block 0's list read before it is sorted */
+    }
     while (n < count)
         n <<= 1;
     for (int32_t i = count + (int32_t)threadIdx.x; i < n; i += blockDim.x)
@@ -365,7 +481,7 @@ static __device__ int64_t rig__gumbel_row(const struct rig__row *row, uint64_t s
 {
     float best = -INFINITY;
     int64_t best_index = -1;
-    for (int64_t i = threadIdx.x; i < row->vocab; i += blockDim.x) {
+    for (int64_t i = rig__first(row) + threadIdx.x; i < row->vocab; i += rig__stride(row)) {
         float z = row->logits[i] / row->temperature;
         if (rig__key(z, i) < row->floor || !rig__min_p_keeps(row, z)) continue;
         float score = z + -logf(-logf(rig_philox_uniform(seed, position, (uint32_t)i)));
@@ -374,7 +490,7 @@ static __device__ int64_t rig__gumbel_row(const struct rig__row *row, uint64_t s
             best_index = i;
         }
     }
-    return rig__block_argmax(best, best_index, sh->score, sh->index);
+    return rig__group_argmax(row, best, best_index, sh);
 }
 
 /* Non-greedy row: top-k, top-p, min-p, Gumbel-max. The common cases (a top-k of at most
@@ -395,13 +511,13 @@ static __device__ int64_t rig__sample_row(struct rig__row *row, int32_t top_k, f
         return rig__gumbel_candidates(row, cut < count ? cut : count - 1, seed, position, sh);
     }
     if (!nucleus) return rig__gumbel_row(row, seed, position, sh);
-    struct rig__tally all = rig__tally_above(row, 0, true, sh->tally);
+    struct rig__tally all = rig__tally_above(row, 0, true, sh);
     double target = (double)top_p * all.mass;
     uint64_t cap = rig__select(row, RIG__CANDIDATES, sh);
     int32_t count = rig__gather_sorted(row, cap, sh);
     int32_t cut = rig__mass_cut(row, count, target, false, &total, sh);
     if (cut < count) return rig__gumbel_candidates(row, cut, seed, position, sh);
-    row->floor = rig__search(row, index_bits, true, 0, target, sh->tally); /* a flat nucleus */
+    row->floor = rig__search(row, index_bits, true, 0, target, sh); /* a flat nucleus */
     return rig__gumbel_row(row, seed, position, sh);
 }
 
@@ -517,21 +633,34 @@ static __global__ void __launch_bounds__(RIG__CHUNK_THREADS)
     part[r * chunks + c] = out;
 }
 
-/* Pass 2: one block per row. Greedy and RIG__WHOLE rows reduce their chunks' partials (in
- * chunk order, ties to the lower index: the first maximum, as the simulator's scan). Top-k /
- * top-p rows take z_max from the partials and run the cut-off search over the row. */
+/* Pass 2: a cluster of blocks per row (rig__row: one block at large batches). Greedy and
+ * RIG__WHOLE rows reduce their chunks' partials (in chunk order, ties to the lower index: the
+ * first maximum, as the simulator's scan), every block of the row alike. Top-k / top-p rows
+ * take z_max from the partials and run the cut-off search over the row, the row's blocks
+ * together. Block 0 of the row writes its token. */
 static __global__ void __launch_bounds__(RIG__SAMPLE_THREADS)
     rig__sample_finish_kernel(struct rig__sample_args a, const struct rig__partial *part,
                               int32_t chunks)
 {
     __shared__ struct rig__shared sh;
     rig_cuda_pdl_begin(); /* the partials are pass 1's output */
-    int64_t r = blockIdx.x;
-    struct rig__row row = {a.logits + r * a.logits_stride, a.vocab, a.temperature[r], 0.0f, 0,
-                           rig__min_p(&a, r)};
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    int32_t size = (int32_t)cluster.num_blocks();
+    int64_t r = blockIdx.x / size;
+    struct rig__row row = {a.logits + r * a.logits_stride,
+                           a.vocab,
+                           a.temperature[r],
+                           0.0f,
+                           0,
+                           rig__min_p(&a, r),
+                           (int32_t)cluster.block_rank(),
+                           size};
     int32_t top_k = a.top_k[r];
     float top_p = a.top_p[r];
     enum rig__kind kind = rig__row_kind(row.temperature, top_k, top_p, row.min_p, a.vocab);
+    /* Only a cut-off search needs the row's other blocks; they touch no other block's
+     * shared memory otherwise, so they may leave now. */
+    if (kind != RIG__CUT && row.rank != 0) return;
     bool whole = kind == RIG__WHOLE;
     float best = -INFINITY;
     int64_t best_index = -1;
@@ -558,9 +687,27 @@ static __global__ void __launch_bounds__(RIG__SAMPLE_THREADS)
         token = rig__sample_row(&row, top_k, top_p, a.seed[r], (uint32_t)a.position[r],
                                 a.index_bits, &sh);
     }
-    if (threadIdx.x != 0) return;
+    /* after a cut-off search, no block leaves while another may still read its shared memory */
+    if (row.size > 1 && kind == RIG__CUT && !invalid) rig__group_sync(&row);
+    if (row.rank != 0 || threadIdx.x != 0) return;
     a.tokens[r] = (int32_t)token;
     if (a.checked != NULL) a.checked[r] = invalid ? -1 : (int32_t)token;
+}
+
+/* Blocks per row in pass 2 (a cluster; 8 at most, the portable size): as many as keep the
+ * batch's blocks within half the multiprocessors (batches of 8 rows or fewer get 8 on an
+ * H200). Measured on the H200 (docs/performance.md): a cut-off row's search took 359 -> 121 us
+ * at batches 1-8 with 8 blocks, but with 8 blocks a row at batch 64 it was slower than alone
+ * (397 -> 437 us), and every greedy batch paid for the extra blocks. RIG_SAMPLE_CLUSTER (a
+ * measuring switch) sets the size: 1 is the one-block kernel. */
+static int32_t rig__cluster_size(int64_t rows, int32_t sm_count)
+{
+    static const long wanted = rig_cuda_env("RIG_SAMPLE_CLUSTER", 0);
+    if (wanted == 1 || wanted == 2 || wanted == 4 || wanted == 8) return (int32_t)wanted;
+    int32_t size = 8;
+    while (size > 1 && rows * size > (int64_t)(sm_count > 1 ? sm_count : 2) / 2)
+        size /= 2;
+    return size;
 }
 
 /* Chunks per row: enough blocks for RIG__CHUNK_WAVES per multiprocessor over the batch, no
@@ -611,9 +758,22 @@ enum rig_status rig_cuda_op_sample(const struct rig_cuda_launch *launch,
         launch, vec4 ? rig__sample_chunk_kernel<true> : rig__sample_chunk_kernel<false>,
         dim3(blocks), dim3(RIG__CHUNK_THREADS), 0, a, part, chunk, chunks));
     RIG_CUDA_LAUNCHED();
-    RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__sample_finish_kernel, dim3((unsigned)rows),
-                                     dim3(RIG__SAMPLE_THREADS), 0, a,
-                                     (const struct rig__partial *)part, chunks));
+    int32_t cluster = rig__cluster_size(rows, launch->sm_count);
+    cudaLaunchAttribute attribute[2];
+    attribute[0].id = cudaLaunchAttributeClusterDimension;
+    attribute[0].val.clusterDim.x = (unsigned)cluster;
+    attribute[0].val.clusterDim.y = 1;
+    attribute[0].val.clusterDim.z = 1;
+    attribute[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[1].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3((unsigned)(rows * cluster));
+    config.blockDim = dim3(RIG__SAMPLE_THREADS);
+    config.stream = launch->stream;
+    config.attrs = attribute;
+    config.numAttrs = launch->pdl ? 2 : 1;
+    RIG_CUDA_TRY(cudaLaunchKernelEx(&config, rig__sample_finish_kernel, a,
+                                    (const struct rig__partial *)part, chunks));
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
 }
