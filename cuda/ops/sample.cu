@@ -200,8 +200,10 @@ static __device__ int64_t rig__block_argmax(float score, int64_t index, float *s
     return best;
 }
 
-/* Up to this many candidates are kept in shared memory, sorted, and scanned. */
+/* Up to this many candidates are kept in shared memory, sorted, and scanned; a nucleus is
+ * looked for among the top RIG__FEW first. */
 #define RIG__CANDIDATES 2048
+#define RIG__FEW        256
 
 struct rig__shared {
     struct rig__tally tally[RIG_CUDA_WARP];
@@ -513,10 +515,17 @@ static __device__ int64_t rig__sample_row(struct rig__row *row, int32_t top_k, f
     if (!nucleus) return rig__gumbel_row(row, seed, position, sh);
     struct rig__tally all = rig__tally_above(row, 0, true, sh);
     double target = (double)top_p * all.mass;
-    uint64_t cap = rig__select(row, RIG__CANDIDATES, sh);
-    int32_t count = rig__gather_sorted(row, cap, sh);
-    int32_t cut = rig__mass_cut(row, count, target, false, &total, sh);
-    if (cut < count) return rig__gumbel_candidates(row, cut, seed, position, sh);
+    /* The top RIG__FEW first, then the top RIG__CANDIDATES: a list's cumulative mass at a
+     * position depends only on the positions before it (rig__mass_cut's scan), so a nucleus
+     * inside the shorter list is cut where the longer list cuts it, and a shorter sort is
+     * much cheaper (a model's nucleus is usually a few dozen tokens). */
+    const int64_t lists[2] = {RIG__FEW, RIG__CANDIDATES};
+    for (int l = 0; l < 2; l++) {
+        uint64_t cap = rig__select(row, lists[l], sh);
+        int32_t count = rig__gather_sorted(row, cap, sh);
+        int32_t cut = rig__mass_cut(row, count, target, false, &total, sh);
+        if (cut < count) return rig__gumbel_candidates(row, cut, seed, position, sh);
+    }
     row->floor = rig__search(row, index_bits, true, 0, target, sh); /* a flat nucleus */
     return rig__gumbel_row(row, seed, position, sh);
 }
