@@ -7,8 +7,8 @@
  * unpaired while the steps after it still pair (the first mismatch is reported); a missing
  * file is RIG_E_IO and an HDF5 file that is no results file RIG_E_PARSE, with the path in
  * the message; the idle fraction of a known timeline; host time per phase (median
- * host_launch and its parts, host_process, device gap before a step), NaN where a phase has
- * no step.
+ * host_launch and its parts, host_loop, host_process, device gap before a step), NaN where a
+ * phase has no step.
  */
 #include <hdf5.h>
 #include <math.h>
@@ -48,6 +48,7 @@ static void write_run(const char *path, double prefill_scale, double decode_scal
         step.host_schedule_ns = 20000; /* host_launch's parts: the rest is the issue */
         step.host_prepare_ns = 3000;
         step.host_issue_ns = step.host_launch_ns - 23000;
+        step.host_loop_ns = prefill ? 9000 : 7000; /* between the steps */
         t = step.end_ns + 250000;
         int32_t uids[2] = {0, 1};
         if (i == odd_step) step.tokens = 3; /* another batch: unpairable */
@@ -150,6 +151,9 @@ static void test_self_and_scaled(void **state)
     assert_float_equal(r.host[1].part_s[1][1], 3e-6, 1e-15);  /* prepare */
     assert_float_equal(r.host[1].part_s[2][1], 1.1e-4 - 23e-6, 1e-12); /* issue */
     assert_true(isnan(r.host[2].part_s[2][0]));
+    assert_float_equal(r.host[1].loop_s[0], 7e-6, 1e-15); /* host_loop */
+    assert_float_equal(r.host[0].loop_s[1], 9e-6, 1e-15);
+    assert_true(isnan(r.host[2].loop_s[0]));
     unlink("compare_a.h5");
     unlink("compare_b.h5");
 }

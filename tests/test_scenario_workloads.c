@@ -300,33 +300,33 @@ static void test_host_budget(void **state)
                  "  - {id: r%d, random: 1000, max_tokens: 16777216}\n", i);
     char trace_error[512];
     snprintf(trace_error, sizeof trace_error,
-             "w.yaml:3:33: trace '%s': the requests up to line 8 need 17.00 GiB of host memory, "
+             "w.yaml:3:33: trace '%s': the requests up to line 8 need 18.00 GiB of host memory, "
              "above the scenario budget of 16 GiB: one request of 1 prompt and 16777216 output "
-             "tokens takes 2176.00 MiB, so at most 0 such requests fit beside the 7 before them",
+             "tokens takes 2304.00 MiB, so at most 0 such requests fit beside the 7 before them",
              path);
     const char *cases[][2] = {
         {HEAD "workloads: [{kind: random, count: 4194304, input_len: 4194304,"
               " output_len: 16777216}]\n",
-         "w.yaml:3:14: workload 'random': 4194304 requests need 8978433.22 GiB of host memory, "
+         "w.yaml:3:14: workload 'random': 4194304 requests need 9502721.22 GiB of host memory, "
          "above the scenario budget of 16 GiB: one request of 4194304 prompt and 16777216 "
-         "output tokens takes 2192.00 MiB, so at most 7 such requests fit beside the 0 before "
+         "output tokens takes 2320.00 MiB, so at most 7 such requests fit beside the 0 before "
          "them"},
         {HEAD "workloads: [{kind: shared_prefix, groups: 2048, per_group: 2048,"
               " prefix_len: 2097152, suffix_len: 2097152, output_len: 1}]\n",
-         "w.yaml:3:14: workload 'shared_prefix': 4194304 requests need 65537.75 GiB of host "
+         "w.yaml:3:14: workload 'shared_prefix': 4194304 requests need 65537.78 GiB of host "
          "memory, above the scenario budget of 16 GiB: one request of 4194304 prompt and 1 "
          "output tokens takes 16.00 MiB, so at most 1023 such requests fit beside the 0 before "
          "them"},
         /* the worst case of a range counts: the longest output drawn for every request */
         {HEAD "workloads: [{kind: random, count: 100, output_len: [1, 16777216]}]\n",
-         "w.yaml:3:14: workload 'random': 100 requests need 212.50 GiB of host memory, above "
+         "w.yaml:3:14: workload 'random': 100 requests need 225.00 GiB of host memory, above "
          "the scenario budget of 16 GiB: one request of 128 prompt and 16777216 output tokens "
-         "takes 2176.00 MiB, so at most 7 such requests fit beside the 0 before them"},
+         "takes 2304.00 MiB, so at most 7 such requests fit beside the 0 before them"},
         {yaml, trace_error},
         {requests,
-         "w.yaml:11:6: the requests up to this one need 17.00 GiB of host memory, above the "
+         "w.yaml:11:6: the requests up to this one need 18.00 GiB of host memory, above the "
          "scenario budget of 16 GiB: one request of 1000 prompt and 16777216 output tokens "
-         "takes 2176.00 MiB, so at most 0 such requests fit beside the 7 before them"},
+         "takes 2304.00 MiB, so at most 0 such requests fit beside the 7 before them"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         enum rig_status status = rig_scenario_load_string(cases[i][0], "w.yaml", NULL, 0, &s,

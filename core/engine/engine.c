@@ -475,6 +475,7 @@ enum rig_status rig_engine_create(const struct rig_engine_config *config,
     if (!e) return RIG_E_NO_MEMORY;
     e->config = *config;
     if (observer) e->observer = *observer;
+    e->processed_end_ns = -1;
     enum rig_status s = rig__validate(e, error, error_len);
     if (s == RIG_OK) s = rig__ranks_join(e, error, error_len);
     if (s == RIG_OK) s = rig__devices_open(e, error, error_len);

@@ -125,6 +125,10 @@ struct rig_step_record {
                                       rest of host_launch_ns is waiting for the slot's
                                       staging block */
     int64_t host_process_ns;    /* host time spent processing its results (waits excluded) */
+    int64_t host_loop_ns;       /* host time from the end of the latest processing before its
+                                   launch to that launch: the engine's and the harness's own
+                                   work between steps (the step record, releases, arrivals),
+                                   and any wait for an arrival; 0 before the first */
     int64_t device_start_ns;
     int64_t device_end_ns;
     int64_t pages_free;         /* after the batch's allocation */

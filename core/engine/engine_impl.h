@@ -77,6 +77,7 @@ struct rig__batch {
     int64_t host_prepare_work_ns;  /* of which writing its metadata into the staging block */
     int64_t host_issue_work_ns;    /* of which the ranks' launch job (uploads, ops, graph) */
     int64_t host_process_ns;     /* host time to process its results (after the wait) */
+    int64_t host_loop_ns;        /* rig_step_record's host_loop_ns */
     struct rig_cache_sizes kv;   /* cache sizes after the batch's allocation */
     struct rig_request **reqs;   /* (R_max) decode requests first, then prefill (mixed) */
     bool *produces;              /* (R_max) true when this batch samples the request's token */
@@ -156,6 +157,7 @@ struct rig_engine {
     struct rig__meta_layout layout;
     struct rig__batch batches[RIG__SLOTS];
     int64_t next_step;            /* step index of the next launched batch */
+    int64_t processed_end_ns;     /* host clock when the latest processing ended; -1: none */
     int32_t *rewrites;            /* (W_max) flat page-table indices to resend */
     int32_t rewrite_count;
     int32_t *scratch_rewritten;   /* (L) row positions rewritten by one cache insert */

@@ -205,6 +205,7 @@ static void rig__emit_step(struct rig_engine *e, const struct rig__batch *b, int
     rec.host_prepare_work_ns = b->host_prepare_work_ns;
     rec.host_issue_work_ns = b->host_issue_work_ns;
     rec.host_process_ns = b->host_process_ns;
+    rec.host_loop_ns = b->host_loop_ns;
     rig_hal_event_elapsed_ns(rank->origin, rank->start[slot], &rec.device_start_ns);
     rig_hal_event_elapsed_ns(rank->origin, rank->end[slot], &rec.device_end_ns);
     rec.pages_free = b->kv.free / ps;
@@ -249,6 +250,7 @@ static enum rig_status rig__process(struct rig_engine *e, int32_t slot)
     }
     if (b->graph >= 0) e->stats.graph_replays++;
     b->host_process_ns = rig__now(e) - process_start;
+    e->processed_end_ns = rig__now(e); /* the step record below is between-steps work */
     rig__emit_step(e, b, slot);
     b->active = false;
     return RIG_OK;
@@ -278,6 +280,9 @@ static enum rig_status rig__launch_next(struct rig_engine *e, int32_t slot, bool
     if (rig__schedule(e, b) == 0) return RIG_OK;
     b->host_schedule_ns = rig__now(e);
     b->step = e->next_step;
+    b->host_loop_ns = e->processed_end_ns >= 0 && launch_start > e->processed_end_ns
+                          ? launch_start - e->processed_end_ns
+                          : 0;
     /* The staging block of this slot was last read by the uploads of batch step − 2. */
     for (int32_t r = e->rank_first; r < e->rank_first + e->rank_count; r++) {
         if (!e->ranks[r].done_recorded[slot]) continue;

@@ -15,6 +15,7 @@ struct rig__step_fields {
     double start, duration;
     double host_launch, host_process; /* read only when the file has them */
     double host_part[3];              /* schedule, prepare, issue: the same */
+    double host_loop;                 /* the same */
 };
 
 static const char *const rig__host_parts[3] = {"host_schedule", "host_prepare", "host_issue"};
@@ -64,8 +65,8 @@ static void rig__read_attr(hid_t file, const char *name, char *out, size_t out_l
 }
 
 /* The /steps fields to read; `host` adds host_launch and host_process, `parts` host_launch's
- * parts (files written before those columns lack them). */
-static hid_t rig__step_memory_type(bool host, bool parts)
+ * parts, `loop` host_loop (files written before those columns lack them). */
+static hid_t rig__step_memory_type(bool host, bool parts, bool loop)
 {
     static const char *const phases[] = {"prefill", "decode", "mixed"};
     hid_t phase = H5Tenum_create(H5T_NATIVE_INT32);
@@ -90,6 +91,8 @@ static hid_t rig__step_memory_type(bool host, bool parts)
         H5Tinsert(t, rig__host_parts[k],
                   HOFFSET(struct rig__step_fields, host_part) + (size_t)k * sizeof(double),
                   H5T_NATIVE_DOUBLE);
+    if (loop)
+        H5Tinsert(t, "host_loop", HOFFSET(struct rig__step_fields, host_loop), H5T_NATIVE_DOUBLE);
     H5Tclose(phase);
     return t;
 }
@@ -104,7 +107,8 @@ static bool rig__alloc_steps(struct rig_compare_run *run, int64_t count)
     run->duration_s = calloc(n, sizeof *run->duration_s);
     run->host_launch_s = calloc(n, sizeof *run->host_launch_s);
     run->host_process_s = calloc(n, sizeof *run->host_process_s);
-    bool parts = true;
+    run->host_loop_s = calloc(n, sizeof *run->host_loop_s);
+    bool parts = run->host_loop_s != NULL;
     for (int32_t k = 0; k < 3; k++) {
         run->host_part_s[k] = calloc(n, sizeof *run->host_part_s[k]);
         parts = parts && run->host_part_s[k] != NULL;
@@ -170,8 +174,9 @@ static bool rig__read_steps(hid_t file, struct rig_compare_run *run)
     bool parts = host;
     for (int32_t k = 0; parts && k < 3; k++)
         parts = H5Tget_member_index(file_type, rig__host_parts[k]) >= 0;
+    bool loop = host && H5Tget_member_index(file_type, "host_loop") >= 0;
     if (file_type >= 0) H5Tclose(file_type);
-    hid_t type = rig__step_memory_type(host, parts);
+    hid_t type = rig__step_memory_type(host, parts, loop);
     ok = ok && rows != NULL && rig__alloc_steps(run, (int64_t)count);
     if (ok && count > 0) ok = H5Dread(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) >= 0;
     for (hssize_t i = 0; ok && i < count; i++) {
@@ -184,6 +189,7 @@ static bool rig__read_steps(hid_t file, struct rig_compare_run *run)
         run->host_process_s[i] = host ? rows[i].host_process : NAN;
         for (int32_t k = 0; k < 3; k++)
             run->host_part_s[k][i] = parts ? rows[i].host_part[k] : NAN;
+        run->host_loop_s[i] = loop ? rows[i].host_loop : NAN;
     }
     ok = ok && rig__read_keys(file, rows, run);
     H5Tclose(type);
@@ -255,6 +261,7 @@ void rig_compare_run_free(struct rig_compare_run *run)
     free(run->host_launch_s);
     free(run->host_process_s);
     for (int32_t k = 0; k < 3; k++) free(run->host_part_s[k]);
+    free(run->host_loop_s);
     free(run->key);
     char path[sizeof run->path];
     memcpy(path, run->path, sizeof path);
@@ -327,8 +334,8 @@ static void rig__group(const struct rig_compare_run *m, const struct rig_compare
 
 /* Median of values[i] over `run`'s steps of phase `phase` (NaN values and, for gaps, the
  * first step skipped); `which` 0 launch, 1 process, 2 the device gap before the step, 3 + k
- * host_launch's part k (schedule, prepare, issue). NaN when none is left. `scratch` holds
- * step_count. */
+ * host_launch's part k (schedule, prepare, issue), 6 the host between the latest processing
+ * and the step's launch. NaN when none is left. `scratch` holds step_count. */
 static double rig__host_median(const struct rig_compare_run *run, int32_t phase, int32_t which,
                                double *scratch)
 {
@@ -337,6 +344,7 @@ static double rig__host_median(const struct rig_compare_run *run, int32_t phase,
         if (run->phase[i] != phase) continue;
         double v = which == 0   ? run->host_launch_s[i]
                    : which == 1 ? run->host_process_s[i]
+                   : which == 6 ? run->host_loop_s[i]
                    : which >= 3 ? run->host_part_s[which - 3][i]
                                 : NAN;
         if (which == 2)
@@ -363,6 +371,7 @@ static void rig__host(const struct rig_compare_run *m, const struct rig_compare_
             h->gap_s[k] = rig__host_median(runs[k], g, 2, scratch);
             for (int32_t part = 0; part < 3; part++)
                 h->part_s[part][k] = rig__host_median(runs[k], g, 3 + part, scratch);
+            h->loop_s[k] = rig__host_median(runs[k], g, 6, scratch);
         }
     }
 }
@@ -499,14 +508,17 @@ static void rig__print_host(const struct rig_compare_report *r, FILE *out)
     for (int32_t g = 0; g < 3; g++)
         for (int32_t k = 0; k < 2; k++) parts = parts || !isnan(r->host[g].part_s[2][k]);
     if (!parts) return;
-    fprintf(out, "\n%-14s %12s %12s %12s %12s %12s %12s\n", "host launch", "sched meas",
-            "sched pred", "prepare meas", "prepare pred", "issue meas", "issue pred");
+    fprintf(out, "\n%-14s %12s %12s %12s %12s %12s %12s %12s %12s\n", "host launch",
+            "sched meas", "sched pred", "prepare meas", "prepare pred", "issue meas",
+            "issue pred", "loop meas", "loop pred");
     for (int32_t g = 0; g < 3; g++) {
         const struct rig_compare_host *h = &r->host[g];
         if (isnan(h->part_s[2][0]) && isnan(h->part_s[2][1])) continue;
-        fprintf(out, "%-14s %9.1f us %9.1f us %9.1f us %9.1f us %9.1f us %9.1f us\n", h->label,
-                1e6 * h->part_s[0][0], 1e6 * h->part_s[0][1], 1e6 * h->part_s[1][0],
-                1e6 * h->part_s[1][1], 1e6 * h->part_s[2][0], 1e6 * h->part_s[2][1]);
+        fprintf(out,
+                "%-14s %9.1f us %9.1f us %9.1f us %9.1f us %9.1f us %9.1f us %9.1f us %9.1f us\n",
+                h->label, 1e6 * h->part_s[0][0], 1e6 * h->part_s[0][1], 1e6 * h->part_s[1][0],
+                1e6 * h->part_s[1][1], 1e6 * h->part_s[2][0], 1e6 * h->part_s[2][1],
+                1e6 * h->loop_s[0], 1e6 * h->loop_s[1]);
     }
 }
 

@@ -12,7 +12,8 @@
  *   request by request: TTFT / TPOT / ITL / E2E percentiles side by side (the /summary of
  *   each file), duration, throughput, and the device idle fraction between steps;
  *   host time per phase: median host_launch (and its parts: schedule, prepare, issue, where
- *   the files have them), host_process and device gap before a step of
+ *   the files have them; beside them host_loop, the time between steps), host_process and
+ *   device gap before a step of
  *   each run (files written before the host columns read NaN).
  *
  * Ownership: a struct rig_compare_run owns its arrays (rig_compare_run_free releases
@@ -45,6 +46,8 @@ struct rig_compare_run {
     double *duration_s; /* (step_count) */
     double *host_launch_s;  /* (step_count) host schedule + prepare + launch; NaN: not in file */
     double *host_process_s; /* (step_count) host result processing; NaN: not in file */
+    double *host_loop_s;    /* (step_count) host time from the latest processing to the
+                               step's launch; NaN: not in file */
     double *host_part_s[3]; /* (step_count each) host_launch's parts: choosing the batch,
                                writing its metadata, issuing it; NaN: not in file */
     uint64_t *key;      /* (step_count) hash of phase, tokens and the uids the step ran */
@@ -71,6 +74,7 @@ struct rig_compare_host {
     double process_s[2]; /* median host_process */
     double gap_s[2];     /* median device idle before such a step (after the previous one) */
     double part_s[3][2]; /* median schedule, prepare, issue: host_launch's parts */
+    double loop_s[2];    /* median host_loop: between the latest processing and the launch */
 };
 
 /* One metric side by side. */

@@ -28,7 +28,7 @@ struct rig__step_row {
     int32_t phase, batch_size, tokens, padded_size, graph_used, request_count;
     double start, end, duration;
     int64_t pages_free, pages_evictable, pages_locked, pages_used, request_offset;
-    double host_launch, host_process, host_schedule, host_prepare, host_issue;
+    double host_launch, host_process, host_schedule, host_prepare, host_issue, host_loop;
 };
 
 /* Rows of /fleet/routes and /fleet/replicas (a fleet run only). */
@@ -255,6 +255,7 @@ static hid_t rig__step_type(hid_t phase_type)
     RIG__FIELD(host_schedule, H5T_NATIVE_DOUBLE);
     RIG__FIELD(host_prepare, H5T_NATIVE_DOUBLE);
     RIG__FIELD(host_issue, H5T_NATIVE_DOUBLE);
+    RIG__FIELD(host_loop, H5T_NATIVE_DOUBLE);
 #undef RIG__FIELD
     return t;
 }
@@ -280,7 +281,8 @@ static void rig__write_steps(struct rig__writer *w, const struct rig_results *r)
                                       rig__seconds(s->host_process_ns),
                                       rig__seconds(s->host_schedule_ns),
                                       rig__seconds(s->host_prepare_ns),
-                                      rig__seconds(s->host_issue_ns)};
+                                      rig__seconds(s->host_issue_ns),
+                                      rig__seconds(s->host_loop_ns)};
     }
     hid_t phase_type = rig__enum(phases, 3);
     hid_t type = rig__step_type(phase_type);
@@ -291,7 +293,9 @@ static void rig__write_steps(struct rig__writer *w, const struct rig_results *r)
                                       "pages_* in KV pages; tokens in tokens; host_launch, "
                                       "host_process: host CPU time in s; host_schedule, "
                                       "host_prepare, host_issue: parts of host_launch in s "
-                                      "(the rest: waiting for the slot's staging block)");
+                                      "(the rest: waiting for the slot's staging block); "
+                                      "host_loop: host time in s from the latest processing's "
+                                      "end to the step's launch");
     if (set >= 0) H5Dclose(set);
     set = rig__dataset(w, w->file, "step_requests", H5T_NATIVE_INT32, H5T_STD_I32LE,
                        r->step_uid_count, r->step_uids);

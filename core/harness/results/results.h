@@ -81,6 +81,7 @@ struct rig_results_step {
     int64_t host_prepare_ns;    /* of which writing its metadata */
     int64_t host_issue_ns;      /* of which issuing it (the rest: waiting for staging) */
     int64_t host_process_ns;    /* host time to process its results */
+    int64_t host_loop_ns;       /* host time between the latest processing and its launch */
 };
 
 /* Identification written to the results file's root attributes. */

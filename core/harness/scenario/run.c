@@ -139,7 +139,8 @@ static void rig__on_step(void *ctx, const struct rig_step_record *rec)
         .pages_locked = rec->pages_locked, .pages_used = rec->pages_owned,
         .host_launch_ns = rec->host_launch_ns, .host_process_ns = rec->host_process_ns,
         .host_schedule_ns = rec->host_schedule_work_ns,
-        .host_prepare_ns = rec->host_prepare_work_ns, .host_issue_ns = rec->host_issue_work_ns};
+        .host_prepare_ns = rec->host_prepare_work_ns, .host_issue_ns = rec->host_issue_work_ns,
+        .host_loop_ns = rec->host_loop_ns};
     /* Capacities are sized from the scenario's worst case: running out is a bug. */
     enum rig_status added = rig_results_add_step(run->results, &step, run->scratch, unique);
     RIG_ASSERT(added == RIG_OK);
