@@ -141,14 +141,19 @@ static int64_t rig__wall_ns(void)
  * nothing or the stream is capturing (a recorded op is not an issue). */
 static int64_t rig__trace_start(const struct rig_stream *stream)
 {
-    return stream->device->issue_trace != NULL && !stream->capturing ? rig__wall_ns() : -1;
+    if (stream->device->issue_trace == NULL || stream->capturing) return -1;
+    int64_t now = rig__wall_ns();
+    rig_issue_trace_start(stream->device->issue_trace, now);
+    return now;
 }
 
 static void rig__trace_end(const struct rig_stream *stream, int32_t kind, int64_t start,
                            enum rig_status status)
 {
-    if (start >= 0 && status == RIG_OK)
-        rig_issue_trace_add(stream->device->issue_trace, kind, rig__wall_ns() - start);
+    if (start < 0) return;
+    int64_t now = rig__wall_ns();
+    if (status == RIG_OK) rig_issue_trace_add(stream->device->issue_trace, kind, now - start);
+    rig_issue_trace_end(stream->device->issue_trace, now);
 }
 
 /* --- buffers -------------------------------------------------------------------------- */

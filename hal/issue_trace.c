@@ -23,6 +23,20 @@ void rig_issue_trace_add(struct rig_issue_trace *trace, int32_t kind, int64_t ns
     trace->buckets[kind][bucket < RIG_ISSUE_BUCKETS - 1 ? bucket : RIG_ISSUE_BUCKETS - 1]++;
 }
 
+void rig_issue_trace_start(struct rig_issue_trace *trace, int64_t start_ns)
+{
+    RIG_ASSERT(trace != NULL);
+    int64_t since = start_ns - trace->last_end_ns;
+    if (trace->last_end_ns > 0 && since >= 0 && since < RIG_ISSUE_BETWEEN_MAX_NS)
+        rig_issue_trace_add(trace, RIG_ISSUE_BETWEEN, since);
+}
+
+void rig_issue_trace_end(struct rig_issue_trace *trace, int64_t end_ns)
+{
+    RIG_ASSERT(trace != NULL);
+    trace->last_end_ns = end_ns;
+}
+
 double rig_issue_trace_percentile_ns(const struct rig_issue_trace *trace, int32_t kind, double q)
 {
     RIG_ASSERT(trace != NULL && kind >= 0 && kind < RIG_ISSUE_KINDS && q > 0 && q <= 100);
@@ -45,6 +59,7 @@ const char *rig_issue_trace_kind_name(int32_t kind)
     if (kind == RIG_ISSUE_EVENT_RECORD) return "event_record";
     if (kind == RIG_ISSUE_STREAM_WAIT) return "stream_wait";
     if (kind == RIG_ISSUE_GRAPH_LAUNCH) return "graph_launch";
+    if (kind == RIG_ISSUE_BETWEEN) return "between";
     return rig_op_name((enum rig_op_kind)kind);
 }
 

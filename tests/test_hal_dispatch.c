@@ -749,6 +749,11 @@ static void test_issue_trace(void **state)
     assert_int_equal(trace->count[RIG_ISSUE_EVENT_RECORD], 1);
     assert_int_equal(trace->count[RIG_ISSUE_STREAM_WAIT], 1);
     assert_int_equal(trace->count[RIG_ISSUE_GRAPH_LAUNCH], 1);
+    /* the host time between consecutive issues: one fewer than the issues traced (all well
+     * under a millisecond apart here), each gap at least 0 */
+    int64_t traced = 0;
+    for (int32_t k = 0; k < RIG_ISSUE_BETWEEN; k++) traced += trace->count[k];
+    assert_in_range(trace->count[RIG_ISSUE_BETWEEN], 1, traced);
     assert_true(trace->total_ns[RIG_OP_INDEX_GATHER] >= trace->max_ns[RIG_OP_INDEX_GATHER]);
     char text[2048] = {0};
     FILE *out = tmpfile();
@@ -780,6 +785,13 @@ static void test_issue_trace(void **state)
     assert_float_equal(rig_issue_trace_percentile_ns(&t, RIG_OP_GEMM, 90), 2125, 0);
     assert_float_equal(rig_issue_trace_percentile_ns(&t, RIG_OP_GEMM, 99), 80000000, 0);
     assert_float_equal(rig_issue_trace_percentile_ns(&t, RIG_OP_COPY, 50), 0, 0);
+    /* between issues: counted under a millisecond apart, not across an idle wait */
+    rig_issue_trace_end(&t, 1000000);
+    rig_issue_trace_start(&t, 1004000);
+    rig_issue_trace_end(&t, 1006000);
+    rig_issue_trace_start(&t, 9000000);
+    assert_int_equal(t.count[RIG_ISSUE_BETWEEN], 1);
+    assert_float_equal(rig_issue_trace_percentile_ns(&t, RIG_ISSUE_BETWEEN, 50), 4125, 0);
 }
 
 static int64_t rig__monotonic_ns(void)
