@@ -649,6 +649,28 @@ static enum rig_status rig__parse(const char *text, char *error)
     return status;
 }
 
+/* The base profile text parsed, nothing added: every optional key at its default. */
+static void rig__parse_defaults(struct rig_sim_profile *profile)
+{
+    char text[4096], error[RIG_SIM_PROFILE_ERROR_MAX];
+    rig__profile_text(text, sizeof text, -1, -1, "");
+    assert_int_equal(rig_sim_profile_parse("t.yaml", text, strlen(text), profile, error,
+                                           sizeof error),
+                     RIG_OK);
+}
+
+/* The base profile text with `extra` after its first line, written to a new temporary file
+ * named in `path` (a "/tmp/rig_profile_XXXXXX" template); the caller unlinks it. */
+static void rig__write_profile(char *path, const char *extra)
+{
+    char text[4096];
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    rig__profile_text(text, sizeof text, -1, 1, extra);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+}
+
 static void test_profile_errors(void **state)
 {
     (void)state;
@@ -708,12 +730,7 @@ static void test_profile_load(void **state)
                      RIG_E_IO);
     assert_non_null(strstr(error, "/nonexistent/x.yaml"));
     char path[] = "/tmp/rig_profile_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    char text[4096];
-    rig__profile_text(text, sizeof text, -1, 1, "colour: blue\n");
-    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-    close(fd);
+    rig__write_profile(path, "colour: blue\n");
     assert_int_equal(rig_sim_profile_load(path, &profile, error, sizeof error), RIG_E_PARSE);
     char expected[128];
     snprintf(expected, sizeof expected, "%s:2:1: unknown key 'colour'", path);
@@ -733,21 +750,13 @@ static void test_profile_host_model(void **state)
     (void)state;
     char text[4096], error[RIG_SIM_PROFILE_ERROR_MAX];
     struct rig_sim_profile profile;
-    rig__profile_text(text, sizeof text, -1, -1, "");
-    assert_int_equal(rig_sim_profile_parse("t.yaml", text, strlen(text), &profile, error,
-                                           sizeof error),
-                     RIG_OK);
+    rig__parse_defaults(&profile);
     assert_int_equal(profile.host_schedule_ns, RIG_SIM_HOST_SCHEDULE_NS);
     assert_int_equal(profile.host_prepare_per_request_ns, RIG_SIM_HOST_PREPARE_PER_REQUEST_NS);
     assert_int_equal(profile.host_process_per_request_ns, RIG_SIM_HOST_PROCESS_PER_REQUEST_NS);
     char path[] = "/tmp/rig_profile_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    rig__profile_text(text, sizeof text, -1, 1,
-                      "host_schedule_ns: 5000\nhost_prepare_per_request_ns: 150\n"
-                      "host_process_per_request_ns: 0\n");
-    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-    close(fd);
+    rig__write_profile(path, "host_schedule_ns: 5000\nhost_prepare_per_request_ns: 150\n"
+                             "host_process_per_request_ns: 0\n");
     struct rig_device *device = NULL;
     struct rig_device_config config = {.profile = path};
     assert_int_equal(rig_hal_open("sim", &config, 1, &device), RIG_OK);
@@ -768,25 +777,17 @@ static void test_profile_host_model(void **state)
 static void test_profile_call_host_times(void **state)
 {
     (void)state;
-    char text[4096], error[RIG_SIM_PROFILE_ERROR_MAX];
     struct rig_sim_profile profile;
-    rig__profile_text(text, sizeof text, -1, -1, "");
-    assert_int_equal(rig_sim_profile_parse("t.yaml", text, strlen(text), &profile, error,
-                                           sizeof error),
-                     RIG_OK);
+    rig__parse_defaults(&profile);
     assert_int_equal(profile.upload_host_ns, profile.kernel_launch_host_ns);
     assert_int_equal(profile.download_host_ns, profile.kernel_launch_host_ns);
     assert_int_equal(profile.device_copy_host_ns, profile.kernel_launch_host_ns);
     assert_int_equal(profile.event_record_host_ns, 0);
     assert_int_equal(profile.stream_wait_host_ns, 0);
     char path[] = "/tmp/rig_profile_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    rig__profile_text(text, sizeof text, -1, 1,
-                      "upload_host_ns: 2100\ndownload_host_ns: 2000\ndevice_copy_host_ns: 4600\n"
-                      "event_record_host_ns: 1150\nstream_wait_host_ns: 500\n");
-    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-    close(fd);
+    rig__write_profile(path, "upload_host_ns: 2100\ndownload_host_ns: 2000\n"
+                             "device_copy_host_ns: 4600\nevent_record_host_ns: 1150\n"
+                             "stream_wait_host_ns: 500\n");
     struct rig_device *device = NULL;
     struct rig_device_config config = {.profile = path, .timing_only = true};
     assert_int_equal(rig_hal_open("sim", &config, 1, &device), RIG_OK);

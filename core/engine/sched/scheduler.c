@@ -249,8 +249,8 @@ static enum rig_status rig__process(struct rig_engine *e, int32_t slot)
         rig__accept_token(e, b, i, now);
     }
     if (b->graph >= 0) e->stats.graph_replays++;
-    b->host_process_ns = rig__now(e) - process_start;
     e->processed_end_ns = rig__now(e); /* the step record below is between-steps work */
+    b->host_process_ns = e->processed_end_ns - process_start;
     rig__emit_step(e, b, slot);
     b->active = false;
     return RIG_OK;
