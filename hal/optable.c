@@ -378,34 +378,112 @@ static hid_t rig__open(const char *path, const struct rig_embedded_file *image)
     return file;
 }
 
+/* HDF5's error printing, off while a table is read (a malformed file is our error to report). */
+struct rig__quiet {
+    H5E_auto2_t func;
+    void *data;
+};
+
+/* Opens the table `name` names: a path (a '/' or ".h5" in it) or a built-in table's embedded
+ * image. RIG_E_NOT_FOUND with a message when it names no built-in table (HDF5 untouched);
+ * otherwise HDF5's error printing is off (the caller restores *quiet) and *file is the open
+ * file, or < 0 with RIG_E_IO. */
+static enum rig_status rig__open_table(const char *name, struct rig__quiet *quiet, hid_t *file,
+                                       char *error, size_t error_len)
+{
+    const struct rig_embedded_file *image = NULL;
+    if (strchr(name, '/') == NULL && strstr(name, ".h5") == NULL) {
+        char file_name[96];
+        snprintf(file_name, sizeof file_name, "%s.h5", name);
+        image = rig_embedded_find(file_name);
+        if (image == NULL) {
+            snprintf(error, error_len,
+                     "no built-in op table '%s' (or give a path to an .h5 file)", name);
+            return RIG_E_NOT_FOUND;
+        }
+    }
+    H5Eget_auto2(H5E_DEFAULT, &quiet->func, &quiet->data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    *file = rig__open(name, image);
+    return *file < 0 ? RIG_E_IO : RIG_OK;
+}
+
 enum rig_status rig_optable_read(const char *name, struct rig_optable_point **points,
                                  int64_t *count, char *error, size_t error_len)
 {
     RIG_ASSERT(name != NULL && points != NULL && count != NULL && error != NULL);
-    bool path = strchr(name, '/') != NULL || strstr(name, ".h5") != NULL;
-    char file_name[96];
-    snprintf(file_name, sizeof file_name, "%s.h5", name);
-    const struct rig_embedded_file *image = path ? NULL : rig_embedded_find(file_name);
-    if (!path && image == NULL) {
-        snprintf(error, error_len, "no built-in op table '%s' (or give a path to an .h5 file)",
-                 name);
-        return RIG_E_NOT_FOUND;
-    }
-    H5E_auto2_t saved_func;
-    void *saved_data;
-    H5Eget_auto2(H5E_DEFAULT, &saved_func, &saved_data);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    hid_t file = rig__open(name, image);
-    enum rig_status status = file < 0 ? RIG_E_IO : RIG_OK;
+    struct rig__quiet quiet;
+    hid_t file = -1;
+    enum rig_status status = rig__open_table(name, &quiet, &file, error, error_len);
+    if (status == RIG_E_NOT_FOUND) return status;
     struct rig_optable_point *read = status == RIG_OK ? rig__read_points(file, count) : NULL;
     if (status == RIG_OK && read == NULL) status = RIG_E_PARSE;
     if (status == RIG_OK) *points = read;
     if (file >= 0) H5Fclose(file);
-    H5Eset_auto2(H5E_DEFAULT, saved_func, saved_data);
+    H5Eset_auto2(H5E_DEFAULT, quiet.func, quiet.data);
     if (status != RIG_OK)
         snprintf(error, error_len, "%s: %s", name,
                  status == RIG_E_IO ? "cannot open the op table"
                                     : "not an op table (/points missing or malformed)");
+    return status;
+}
+
+const char *const rig_optable_host_keys[RIG_OPTABLE_HOST_CALLS] = {
+    [RIG_OPTABLE_HOST_UPLOAD] = "upload_host_ns",
+    [RIG_OPTABLE_HOST_DOWNLOAD] = "download_host_ns",
+    [RIG_OPTABLE_HOST_DEVICE_COPY] = "device_copy_host_ns",
+    [RIG_OPTABLE_HOST_EVENT_RECORD] = "event_record_host_ns",
+    [RIG_OPTABLE_HOST_STREAM_WAIT] = "stream_wait_host_ns",
+    [RIG_OPTABLE_HOST_GRAPH_LAUNCH] = "graph_launch_host_ns",
+    [RIG_OPTABLE_HOST_KERNEL_LAUNCH] = "kernel_launch_host_ns",
+};
+
+/* A string attribute of the root into `out` (NUL-terminated, cut to out_len); false when
+ * absent or not a string. */
+static bool rig__read_attr(hid_t file, const char *name, char *out, size_t out_len)
+{
+    if (H5Aexists(file, name) <= 0) return false;
+    hid_t attr = H5Aopen(file, name, H5P_DEFAULT);
+    hid_t type = attr >= 0 ? H5Aget_type(attr) : -1;
+    bool ok = type >= 0 && H5Tget_class(type) == H5T_STRING && H5Tis_variable_str(type) > 0;
+    char *value = NULL;
+    hid_t memory = H5Tcopy(H5T_C_S1);
+    H5Tset_size(memory, H5T_VARIABLE);
+    H5Tset_cset(memory, H5T_CSET_UTF8); /* as written: HDF5 converts no character set */
+    ok = ok && H5Aread(attr, memory, &value) >= 0 && value != NULL;
+    if (ok) snprintf(out, out_len, "%s", value);
+    if (value != NULL) H5free_memory(value);
+    H5Tclose(memory);
+    if (type >= 0) H5Tclose(type);
+    if (attr >= 0) H5Aclose(attr);
+    return ok;
+}
+
+enum rig_status rig_optable_read_host(const char *name, struct rig_optable_host *host, char *error,
+                                      size_t error_len)
+{
+    RIG_ASSERT(name != NULL && host != NULL && error != NULL);
+    memset(host, 0, sizeof *host);
+    struct rig__quiet quiet;
+    hid_t file = -1;
+    enum rig_status status = rig__open_table(name, &quiet, &file, error, error_len);
+    if (status == RIG_E_NOT_FOUND) return status;
+    if (status != RIG_OK) snprintf(error, error_len, "%s: cannot open the op table", name);
+    for (int32_t k = 0; k < RIG_OPTABLE_HOST_CALLS && status == RIG_OK; k++) {
+        char text[64], *end = NULL;
+        if (!rig__read_attr(file, rig_optable_host_keys[k], text, sizeof text)) continue;
+        double ns = strtod(text, &end);
+        if (end == text || *end != '\0' || !isfinite(ns) || ns < 0) {
+            snprintf(error, error_len, "%s: attribute %s: '%s' is not a host time in ns (a "
+                     "finite number >= 0)", name, rig_optable_host_keys[k], text);
+            status = RIG_E_PARSE;
+        } else {
+            host->ns[k] = ns;
+        }
+    }
+    if (file >= 0) H5Fclose(file);
+    H5Eset_auto2(H5E_DEFAULT, quiet.func, quiet.data);
+    if (status != RIG_OK) memset(host, 0, sizeof *host);
     return status;
 }
 

@@ -54,6 +54,31 @@ struct rig_optable_point {
                              loading, a library's choice of kernel); 0: not measured */
 };
 
+/* The host time of the calls a step makes besides the table's ops, measured by the sweep on
+ * the machine the table describes (core/harness/bench/profile.c): each the median host time
+ * of one issue. The simulator takes them over its profile's keys of the same names less the
+ * prefix (sim/profile.h), so a table carries its host with it: the GPU machines lent for a
+ * sweep differ in host speed by up to 2 x (docs/simulator.md). 0: not measured. Stored as
+ * string attributes of the file's root named by rig_optable_host_keys. */
+enum rig_optable_host_call {
+    RIG_OPTABLE_HOST_UPLOAD = 0,    /* a few KB, pinned host to device, async */
+    RIG_OPTABLE_HOST_DOWNLOAD,      /* a few KB, device to pinned host, async */
+    RIG_OPTABLE_HOST_DEVICE_COPY,   /* a few KB, device to device */
+    RIG_OPTABLE_HOST_EVENT_RECORD,  /* an event recorded on a stream */
+    RIG_OPTABLE_HOST_STREAM_WAIT,   /* a stream made to wait for an event */
+    RIG_OPTABLE_HOST_GRAPH_LAUNCH,  /* a captured graph of RIG_OPTABLE_HOST_GRAPH_NODES ops */
+    RIG_OPTABLE_HOST_KERNEL_LAUNCH, /* an op the table has no point for (a small index gather) */
+    RIG_OPTABLE_HOST_CALLS
+};
+#define RIG_OPTABLE_HOST_GRAPH_NODES 256 /* about a decode step's graph (258-366 nodes) */
+
+struct rig_optable_host {
+    double ns[RIG_OPTABLE_HOST_CALLS];
+};
+
+/* The attribute names: "upload_host_ns", ..., the simulator profile's key names. */
+extern const char *const rig_optable_host_keys[RIG_OPTABLE_HOST_CALLS];
+
 /* What an op does, whatever runs it. */
 struct rig_op_work {
     double flops; /* floating-point operations */
@@ -184,6 +209,12 @@ static inline bool rig_gemv_one_wave(const struct rig_gemv_geometry *g, int64_t 
 /* Whether two keys name the same shape: kind and parameters bit for bit (never memcmp of the
  * structs, whose padding after `kind` is not part of the value). Can't fail. */
 bool rig_optable_key_equal(const struct rig_optable_key *a, const struct rig_optable_key *b);
+
+/* Reads table `name`'s host times (the same names and paths as rig_optable_read) into *host;
+ * a time absent from the file reads 0. RIG_E_PARSE, naming the attribute, when one is present
+ * but not a finite number >= 0. */
+enum rig_status rig_optable_read_host(const char *name, struct rig_optable_host *host, char *error,
+                                      size_t error_len);
 
 /* Reads the table at `name_or_path`: a built-in name ("h100" finds the embedded h100.h5) or
  * a path to an .h5 file (a name with a '/' or ".h5" in it). On success *points (malloc'd,

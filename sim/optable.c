@@ -20,6 +20,7 @@ struct rig_sim_optable {
     int64_t multiprocessors;         /* of the device the simulator plays: which decode kernel */
     double decode_flops_per_s; /* rig__decode_rate; 0: no register-path decode points */
     uint32_t sample_kinds;     /* bit k: the table has sample points of rows' kind k */
+    struct rig_optable_host host; /* the sweep's host times (0: not measured) */
 };
 
 static pthread_mutex_t rig__tables_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -293,6 +294,12 @@ int64_t rig_sim_optable_count(const struct rig_sim_optable *table)
     return table->count;
 }
 
+const struct rig_optable_host *rig_sim_optable_host(const struct rig_sim_optable *table)
+{
+    RIG_ASSERT(table != NULL);
+    return &table->host;
+}
+
 const struct rig_optable_point *rig_sim_optable_point(const struct rig_sim_optable *table,
                                                           int64_t index)
 {
@@ -314,6 +321,12 @@ static enum rig_status rig__load(const char *name, int64_t multiprocessors,
     enum rig_status status = rig_optable_read(name, &table->points, &table->count, error,
                                               error_len);
     if (status != RIG_OK) return status;
+    status = rig_optable_read_host(name, &table->host, error, error_len);
+    if (status != RIG_OK) {
+        free(table->points);
+        memset(table, 0, sizeof *table);
+        return status;
+    }
     table->logp = calloc((size_t)table->count, sizeof *table->logp);
     table->kernel = calloc((size_t)table->count, sizeof *table->kernel);
     if (table->logp == NULL || table->kernel == NULL) {

@@ -72,6 +72,8 @@ enum rig_status rig_sim_optable_get(const char *name_or_path, int64_t multiproce
 
 /* Points of a table (for tests and `rig profile` reports). */
 int64_t rig_sim_optable_count(const struct rig_sim_optable *table);
+/* The host times measured with the table (hal/optable.h; 0: not measured). */
+const struct rig_optable_host *rig_sim_optable_host(const struct rig_sim_optable *table);
 const struct rig_optable_point *rig_sim_optable_point(const struct rig_sim_optable *table,
                                                       int64_t index);
 

@@ -421,8 +421,23 @@ static enum rig_status rig__load_table(struct rig_sim_profile *profile, bool ana
     profile->table = NULL;
     if (analytic) snprintf(profile->op_table, sizeof profile->op_table, "none");
     if (strcmp(profile->op_table, "none") == 0) return RIG_OK;
-    return rig_sim_optable_get(profile->op_table, profile->multiprocessors, &profile->table, error,
-                               error_size);
+    enum rig_status status = rig_sim_optable_get(profile->op_table, profile->multiprocessors,
+                                                 &profile->table, error, error_size);
+    if (status != RIG_OK) return status;
+    /* the host the table was swept on: its measured host times over the keys (sim/profile.h) */
+    int64_t *keys[RIG_OPTABLE_HOST_CALLS] = {
+        [RIG_OPTABLE_HOST_UPLOAD] = &profile->upload_host_ns,
+        [RIG_OPTABLE_HOST_DOWNLOAD] = &profile->download_host_ns,
+        [RIG_OPTABLE_HOST_DEVICE_COPY] = &profile->device_copy_host_ns,
+        [RIG_OPTABLE_HOST_EVENT_RECORD] = &profile->event_record_host_ns,
+        [RIG_OPTABLE_HOST_STREAM_WAIT] = &profile->stream_wait_host_ns,
+        [RIG_OPTABLE_HOST_GRAPH_LAUNCH] = &profile->graph_launch_host_ns,
+        [RIG_OPTABLE_HOST_KERNEL_LAUNCH] = &profile->kernel_launch_host_ns,
+    };
+    const struct rig_optable_host *host = rig_sim_optable_host(profile->table);
+    for (int32_t k = 0; k < RIG_OPTABLE_HOST_CALLS; k++)
+        if (host->ns[k] > 0) *keys[k] = llround(host->ns[k]);
+    return RIG_OK;
 }
 
 enum rig_status rig_sim_profile_load(const char *name_or_path, struct rig_sim_profile *out,

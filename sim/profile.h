@@ -78,7 +78,9 @@ struct rig_sim_profile {
      * trace (hal/issue_trace.h) in the runs of a model: `upload_host_ns`, `download_host_ns`,
      * `device_copy_host_ns` (host to device, device to host, device to device; default
      * kernel_launch_host_ns, as before the keys), `event_record_host_ns` and
-     * `stream_wait_host_ns` (default 0). */
+     * `stream_wait_host_ns` (default 0). An op table that carries host times measured by its
+     * sweep (hal/optable.h, rig_optable_host) sets these, `graph_launch_host_ns` and
+     * `kernel_launch_host_ns` from them instead: the table's host is the one predicted. */
     int64_t upload_host_ns;
     int64_t download_host_ns;
     int64_t device_copy_host_ns;

@@ -251,6 +251,32 @@ static void test_host_time(void **state)
     assert_float_equal(read[1].host_ns, 0, 0); /* not measured */
     assert_float_equal(read[1].first_host_ns, 0, 0);
     free(read);
+    /* the host calls' times: absent in both files (0); a malformed one is named */
+    struct rig_optable_host calls;
+    assert_int_equal(rig_optable_read_host("optable_old.h5", &calls, error, sizeof error), RIG_OK);
+    for (int32_t k = 0; k < RIG_OPTABLE_HOST_CALLS; k++) assert_float_equal(calls.ns[k], 0, 0);
+    const char *bad[2][2] = {{"event_record_host_ns", "1150"}, {"upload_host_ns", "fast"}};
+    assert_int_equal(rig_optable_write("optable_bad_host.h5", points, 2,
+                                       (const char *const(*)[2])bad, 2, error, sizeof error),
+                     RIG_OK);
+    assert_int_equal(rig_optable_read_host("optable_bad_host.h5", &calls, error, sizeof error),
+                     RIG_E_PARSE);
+    assert_non_null(strstr(error, "optable_bad_host.h5: attribute upload_host_ns: 'fast'"));
+    const struct rig_sim_optable *bad_table = NULL;
+    assert_int_equal(rig_sim_optable_get("optable_bad_host.h5", 0, &bad_table, error,
+                                         sizeof error),
+                     RIG_E_PARSE);
+    assert_null(bad_table);
+    bad[1][1] = "2100";
+    assert_int_equal(rig_optable_write("optable_bad_host.h5", points, 2,
+                                       (const char *const(*)[2])bad, 2, error, sizeof error),
+                     RIG_OK);
+    assert_int_equal(rig_optable_read_host("optable_bad_host.h5", &calls, error, sizeof error),
+                     RIG_OK);
+    assert_float_equal(calls.ns[RIG_OPTABLE_HOST_UPLOAD], 2100, 0);
+    assert_float_equal(calls.ns[RIG_OPTABLE_HOST_EVENT_RECORD], 1150, 0);
+    assert_float_equal(calls.ns[RIG_OPTABLE_HOST_GRAPH_LAUNCH], 0, 0);
+    unlink("optable_bad_host.h5");
     const struct rig_sim_optable *with = NULL, *without = NULL;
     assert_int_equal(rig_sim_optable_get("optable_host.h5", 0, &with, error, sizeof error), RIG_OK);
     assert_int_equal(rig_sim_optable_get("optable_old.h5", 0, &without, error, sizeof error),
@@ -499,9 +525,19 @@ static void test_sweep_reproduces_the_analytic_model(void **state)
     struct rig_optable_point *points = NULL;
     int64_t count = 0;
     char device[64], error[256];
-    assert_int_equal(rig_profile_run(&o, &points, &count, device, sizeof device, error,
+    struct rig_optable_host host;
+    assert_int_equal(rig_profile_run(&o, &points, &count, &host, device, sizeof device, error,
                                      sizeof error),
                      RIG_OK);
+    /* the host calls on the virtual clock: the h100 profile's keys (copies at a launch's
+     * 6.1 us, events and waits free, a graph launch 2.2 us) */
+    assert_float_equal(host.ns[RIG_OPTABLE_HOST_UPLOAD], 6100, 0);
+    assert_float_equal(host.ns[RIG_OPTABLE_HOST_DOWNLOAD], 6100, 0);
+    assert_float_equal(host.ns[RIG_OPTABLE_HOST_DEVICE_COPY], 6100, 0);
+    assert_float_equal(host.ns[RIG_OPTABLE_HOST_EVENT_RECORD], 0, 0);
+    assert_float_equal(host.ns[RIG_OPTABLE_HOST_STREAM_WAIT], 0, 0);
+    assert_float_equal(host.ns[RIG_OPTABLE_HOST_GRAPH_LAUNCH], 2200, 0);
+    assert_float_equal(host.ns[RIG_OPTABLE_HOST_KERNEL_LAUNCH], 6100, 0);
     assert_true(count > 50);
     assert_string_equal(device, "sim:h100");
     for (int64_t i = 0; i < count; i++) /* every shape swept once */
@@ -520,8 +556,18 @@ static void test_sweep_reproduces_the_analytic_model(void **state)
         assert_float_equal(points[i].host_ns, 6100, 0);
         assert_float_equal(points[i].first_host_ns, 6100, 0);
     }
-    assert_int_equal(rig_optable_write("optable_sweep.h5", points, count, NULL, 0, error,
-                                       sizeof error),
+    /* the table carries host times of another machine, which a profile then takes over its
+     * keys: 1.5, 2.5, ... us */
+    const char *host_attrs[RIG_OPTABLE_HOST_CALLS][2];
+    char host_values[RIG_OPTABLE_HOST_CALLS][16];
+    for (int32_t k = 0; k < RIG_OPTABLE_HOST_CALLS; k++) {
+        snprintf(host_values[k], sizeof host_values[k], "%d", 1500 + 1000 * k);
+        host_attrs[k][0] = rig_optable_host_keys[k];
+        host_attrs[k][1] = host_values[k];
+    }
+    assert_int_equal(rig_optable_write("optable_sweep.h5", points, count,
+                                       (const char *const(*)[2])host_attrs,
+                                       RIG_OPTABLE_HOST_CALLS, error, sizeof error),
                      RIG_OK);
     free(points);
     FILE *f = fopen("optable_profile.yaml", "w");
@@ -540,6 +586,12 @@ static void test_sweep_reproduces_the_analytic_model(void **state)
                                           sizeof error),
                      RIG_OK);
     assert_non_null(tabled.table);
+    int64_t taken[RIG_OPTABLE_HOST_CALLS] = {
+        tabled.upload_host_ns,       tabled.download_host_ns,     tabled.device_copy_host_ns,
+        tabled.event_record_host_ns, tabled.stream_wait_host_ns,  tabled.graph_launch_host_ns,
+        tabled.kernel_launch_host_ns};
+    for (int32_t k = 0; k < RIG_OPTABLE_HOST_CALLS; k++)
+        assert_int_equal(taken[k], 1500 + 1000 * k);
     /* swept: qwen3-0.6b's qkv at M = 16 (eager adds the same launch term to both) */
     struct rig_op op = gemm_op(16, 4096, 1024);
     bool missed = true;

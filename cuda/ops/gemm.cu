@@ -125,11 +125,13 @@ static enum rig_status rig__gemm_bias(const struct rig_cuda_launch *launch,
  * still holds under programmatic dependent launch, where this kernel prefetches its weights
  * while the previous kernel ends: taking it for qkv and gate_up made the batch-1 graph step
  * slower (H100, 87bedaf: 1.162 vs 1.130 ms at context 512, two runs each), and again with
- * its first weights loaded before the PDL wait (1011581: 1.146 / 1.141 vs 1.089 / 1.089 ms). */
+ * its first weights loaded before the PDL wait (1011581: 1.146 / 1.141 vs 1.089 / 1.089 ms).
+ * RIG_GEMV_ALWAYS=1 (read once, a measuring switch) takes the kernel for every shape it accepts. */
 static bool rig__gemv_pays(const struct rig_cuda_launch *launch, const struct rig_op_gemm *p)
 {
+    static const long always = rig_cuda_env("RIG_GEMV_ALWAYS", 0); /* measuring: every shape */
     int64_t n = p->out.shape[1], k = p->a.shape[1];
-    return k >= 2048 || n >= 32 * 8 * (int64_t)launch->sm_count;
+    return always != 0 || k >= 2048 || n >= 32 * 8 * (int64_t)launch->sm_count;
 }
 
 enum rig_status rig_cuda_op_gemm(const struct rig_cuda_launch *launch, const struct rig_op_gemm *p)

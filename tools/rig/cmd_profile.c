@@ -97,15 +97,25 @@ static int rig__profile_option(struct rig__profile_args *a, int argc, char **arg
 
 static int rig__profile_write(const struct rig__profile_args *a,
                               const struct rig_optable_point *points, int64_t count,
-                              const char *device, double seconds)
+                              const struct rig_optable_host *host, const char *device,
+                              double seconds)
 {
-    char repeats[16], took[32];
+    char repeats[16], took[32], host_ns[RIG_OPTABLE_HOST_CALLS][32];
     snprintf(repeats, sizeof repeats, "%d", a->options.repeats);
     snprintf(took, sizeof took, "%.1f", seconds);
-    const char *attrs[RIG_PROFILE_ATTRS_MAX + 6][2] = {
+    const char *attrs[RIG_PROFILE_ATTRS_MAX + 6 + RIG_OPTABLE_HOST_CALLS][2] = {
         {"device", device}, {"backend", a->options.backend}, {"git_commit", rig_git_commit},
         {"rig_version", rig_version_string}, {"repeats", repeats}, {"sweep_seconds", took}};
     int32_t n = 6;
+    printf("rig profile: host calls (median ns):");
+    for (int32_t k = 0; k < RIG_OPTABLE_HOST_CALLS; k++) {
+        if (host->ns[k] <= 0) continue; /* not measured (no graphs on this backend) */
+        snprintf(host_ns[k], sizeof host_ns[k], "%.0f", host->ns[k]);
+        attrs[n][0] = rig_optable_host_keys[k];
+        attrs[n++][1] = host_ns[k];
+        printf(" %s %s", rig_optable_host_keys[k], host_ns[k]);
+    }
+    printf("\n");
     for (int32_t i = 0; i < a->meta_count; i++, n++) {
         attrs[n][0] = a->meta[i][0];
         attrs[n][1] = a->meta[i][1];
@@ -141,9 +151,10 @@ int rig_cmd_profile(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     struct rig_optable_point *points = NULL;
     int64_t count = 0;
+    struct rig_optable_host host;
     char device[128] = "", error[512];
     enum rig_status status =
-        rig_profile_run(o, &points, &count, device, sizeof device, error, sizeof error);
+        rig_profile_run(o, &points, &count, &host, device, sizeof device, error, sizeof error);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     fprintf(stderr, "\n");
     if (status != RIG_OK) {
@@ -151,7 +162,7 @@ int rig_cmd_profile(int argc, char **argv)
         return 1;
     }
     double seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-    int exit_status = rig__profile_write(&a, points, count, device, seconds);
+    int exit_status = rig__profile_write(&a, points, count, &host, device, seconds);
     free(points);
     return exit_status;
 }

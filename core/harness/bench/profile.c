@@ -56,6 +56,8 @@ struct rig__sweep {
     const char *family;    /* for progress */
     struct timespec started;
     bool out_of_time;      /* options->seconds_max passed: no more points */
+    void *pinned;          /* (RIG__HOST_BYTES) pinned host memory of the host calls' copies */
+    struct rig_graph *graph; /* the host calls' graph launch */
 };
 
 static uint8_t *rig__base(struct rig__sweep *s, int32_t which)
@@ -494,6 +496,119 @@ static enum rig_status rig__family(struct rig__sweep *s, const struct rig__shape
     return rig__elementwise(s, x);
 }
 
+/* The host calls' times (hal/optable.h, rig_optable_host): each call issued RIG__HOST_ISSUES
+ * times on the sweep's stream, the wall clock around the call alone (the virtual clock on the
+ * simulator, which then gives back its profile's keys), the median. The copies move
+ * RIG__HOST_BYTES between the metadata buffer and pinned host memory, as the engine's staged
+ * step inputs and sampled tokens do; the graph is RIG_OPTABLE_HOST_GRAPH_NODES small index
+ * gathers, the kernel launch one of them issued eagerly (an op no table point covers). */
+#define RIG__HOST_ISSUES 64
+#define RIG__HOST_BYTES  4096
+typedef enum rig_status (*rig__host_fn)(struct rig__sweep *s, int32_t i);
+
+static struct rig_op rig__small_gather(struct rig__sweep *s)
+{
+    uint8_t *meta = rig__base(s, RIG__META);
+    int64_t n = 64; /* out, src and idx: the first 3 x 64 words, indices 0 (staged zeros) */
+    return RIG__OP(INDEX_GATHER, index_gather, rig_tensor_1d(meta, RIG_DTYPE_I32, n),
+                   rig_tensor_1d(meta + 4 * n, RIG_DTYPE_I32, n),
+                   rig_tensor_1d(meta + 8 * n, RIG_DTYPE_I32, n));
+}
+
+static enum rig_status rig__host_upload(struct rig__sweep *s, int32_t i)
+{
+    return rig_hal_buffer_upload(s->dev.stream, s->buffers[RIG__META],
+                                 (size_t)(i % 8 + 1) * RIG__HOST_BYTES, s->pinned, RIG__HOST_BYTES);
+}
+
+static enum rig_status rig__host_download(struct rig__sweep *s, int32_t i)
+{
+    return rig_hal_buffer_download(s->dev.stream, s->buffers[RIG__META],
+                                   (size_t)(i % 8 + 1) * RIG__HOST_BYTES, s->pinned,
+                                   RIG__HOST_BYTES);
+}
+
+static enum rig_status rig__host_copy(struct rig__sweep *s, int32_t i)
+{
+    return rig_hal_buffer_copy(s->dev.stream, s->buffers[RIG__META],
+                               (size_t)(i % 8 + 10) * RIG__HOST_BYTES, s->buffers[RIG__META],
+                               (size_t)(i % 8 + 1) * RIG__HOST_BYTES, RIG__HOST_BYTES);
+}
+
+static enum rig_status rig__host_record(struct rig__sweep *s, int32_t i)
+{
+    return rig_hal_event_record(s->dev.start[i % s->dev.events], s->dev.stream);
+}
+
+static enum rig_status rig__host_wait(struct rig__sweep *s, int32_t i)
+{
+    return rig_hal_stream_wait_event(s->dev.stream, s->dev.start[i % s->dev.events]);
+}
+
+static enum rig_status rig__host_graph(struct rig__sweep *s, int32_t i)
+{
+    (void)i;
+    return rig_hal_graph_launch(s->graph, s->dev.stream);
+}
+
+static enum rig_status rig__host_kernel(struct rig__sweep *s, int32_t i)
+{
+    (void)i;
+    struct rig_op op = rig__small_gather(s);
+    return rig_hal_op(s->dev.stream, &op);
+}
+
+/* The median host time of one call of `fn`, issued after a synchronised stream. */
+static enum rig_status rig__host_time(struct rig__sweep *s, rig__host_fn fn, double *ns)
+{
+    double host[RIG__HOST_ISSUES];
+    enum rig_status status = rig_hal_stream_synchronize(s->dev.stream);
+    for (int32_t i = 0; i < RIG__HOST_ISSUES && status == RIG_OK; i++) {
+        if (i % 16 == 0) status = rig_hal_stream_synchronize(s->dev.stream); /* a short queue */
+        int64_t issued = rig_hal_now_ns(s->dev.device);
+        if (status == RIG_OK) status = fn(s, i);
+        host[i] = (double)(rig_hal_now_ns(s->dev.device) - issued);
+    }
+    if (status == RIG_OK) status = rig_hal_stream_synchronize(s->dev.stream);
+    if (status != RIG_OK) return status;
+    struct rig_metric_stats stats;
+    rig_metrics_stats(host, RIG__HOST_ISSUES, &stats);
+    *ns = stats.median > 0 ? stats.median : 0;
+    return RIG_OK;
+}
+
+static enum rig_status rig__host_calls(struct rig__sweep *s, struct rig_optable_host *host)
+{
+    static const rig__host_fn calls[RIG_OPTABLE_HOST_CALLS] = {
+        [RIG_OPTABLE_HOST_UPLOAD] = rig__host_upload,
+        [RIG_OPTABLE_HOST_DOWNLOAD] = rig__host_download,
+        [RIG_OPTABLE_HOST_DEVICE_COPY] = rig__host_copy,
+        [RIG_OPTABLE_HOST_EVENT_RECORD] = rig__host_record,
+        [RIG_OPTABLE_HOST_STREAM_WAIT] = rig__host_wait,
+        [RIG_OPTABLE_HOST_GRAPH_LAUNCH] = rig__host_graph,
+        [RIG_OPTABLE_HOST_KERNEL_LAUNCH] = rig__host_kernel,
+    };
+    memset(host, 0, sizeof *host);
+    enum rig_status status =
+        rig_hal_host_alloc(s->dev.device, RIG__HOST_BYTES, &s->pinned);
+    if (status == RIG_OK) status = rig_hal_buffer_fill(s->dev.stream, s->buffers[RIG__META], 0,
+                                                       0, RIG__HOST_BYTES / 4 * 20);
+    if (status == RIG_OK) status = rig_hal_graph_capture_begin(s->dev.stream);
+    bool graph = status == RIG_OK;
+    if (status == RIG_E_UNSUPPORTED) status = RIG_OK; /* no graphs: no graph launch time */
+    for (int32_t i = 0; graph && i < RIG_OPTABLE_HOST_GRAPH_NODES && status == RIG_OK; i++)
+        status = rig__host_kernel(s, i);
+    if (graph) {
+        enum rig_status end = rig_hal_graph_capture_end(s->dev.stream, &s->graph);
+        if (status == RIG_OK) status = end;
+    }
+    for (int32_t k = 0; k < RIG_OPTABLE_HOST_CALLS && status == RIG_OK; k++) {
+        if (k == RIG_OPTABLE_HOST_GRAPH_LAUNCH && s->graph == NULL) continue;
+        status = rig__host_time(s, calls[k], &host->ns[k]);
+    }
+    return status;
+}
+
 /* Every family for every model and TP degree (points already swept are skipped). */
 static enum rig_status rig__sweep_all(struct rig__sweep *s, char *error, size_t error_len)
 {
@@ -603,6 +718,8 @@ static enum rig_status rig__setup(struct rig__sweep *s, char *error, size_t erro
 
 static void rig__teardown(struct rig__sweep *s)
 {
+    if (s->graph != NULL) rig_hal_graph_destroy(s->graph);
+    if (s->pinned != NULL) rig_hal_host_free(s->dev.device, s->pinned);
     for (int32_t i = 0; i < RIG__BUFFERS; i++) rig_hal_buffer_free(s->buffers[i]);
     if (s->dev.device != NULL) rig__bench_close(&s->dev);
     free(s->host);
@@ -623,9 +740,10 @@ void rig_profile_options_default(struct rig_profile_options *options)
 
 enum rig_status rig_profile_run(const struct rig_profile_options *options,
                                 struct rig_optable_point **points, int64_t *count,
-                                char *device, size_t device_len, char *error, size_t error_len)
+                                struct rig_optable_host *host, char *device, size_t device_len,
+                                char *error, size_t error_len)
 {
-    RIG_ASSERT(options != NULL && points != NULL && count != NULL);
+    RIG_ASSERT(options != NULL && points != NULL && count != NULL && host != NULL);
     RIG_ASSERT(options->repeats >= 3 && options->repeats <= RIG_BENCH_REPEATS_MAX);
     error[0] = '\0';
     struct rig__sweep s = {.options = options};
@@ -633,6 +751,10 @@ enum rig_status rig_profile_run(const struct rig_profile_options *options,
     enum rig_status status = rig__setup(&s, error, error_len);
     if (status == RIG_OK) {
         snprintf(device, device_len, "%s", rig_hal_device_info(s.dev.device)->name);
+        status = rig__host_calls(&s, host); /* first, on a quiet device */
+        if (status < 0) rig__bench_fail(&s.dev, status, "timing the host calls", error, error_len);
+    }
+    if (status == RIG_OK) {
         status = rig__sweep_all(&s, error, error_len);
     }
     if (status == RIG_OK) {

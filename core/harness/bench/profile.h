@@ -20,7 +20,9 @@
  * the shape's first issue (first use: module loading, a library's kernel choice; the sweep
  * issues every shape first here, in its grid order) and the median warm
  * time per issue (8 issues captured in a graph, replayed 3 times; an op of 1 ms or more cold
- * is taken as warm = cold). Points are written with
+ * is taken as warm = cold). Before the points, the host calls a step makes besides its ops
+ * (copies, events, waits, a graph launch, a kernel launch: hal/optable.h, rig_optable_host),
+ * each the median of 64 issues. Points are written with
  * rig_optable_write; on the simulator the same sweep gives the cost model's own table
  * (a test of the pipeline, and what `rig compare` of two models needs).
  *
@@ -54,10 +56,12 @@ struct rig_profile_options {
 /* Defaults: sim, qwen3-0.6b and qwen3-8b, TP up to 8, 7 repeats, full grid. */
 void rig_profile_options_default(struct rig_profile_options *options);
 
-/* Runs the sweep; *points (malloc'd, the caller frees) receives *count points. On error
+/* Runs the sweep; *points (malloc'd, the caller frees) receives *count points and *host the
+ * host calls' times (hal/optable.h; graph launch 0 on a backend without graphs). On error
  * returns a negative status with a message; nothing is returned. */
 enum rig_status rig_profile_run(const struct rig_profile_options *options,
                                 struct rig_optable_point **points, int64_t *count,
-                                char *device, size_t device_len, char *error, size_t error_len);
+                                struct rig_optable_host *host, char *device, size_t device_len,
+                                char *error, size_t error_len);
 
 #endif /* RIG_BENCH_PROFILE_H */
