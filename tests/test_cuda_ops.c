@@ -20,7 +20,9 @@
  * always), then the mma.sync one (case names end in the path). Every decode case runs under
  * RIG_DECODE_TC=1 (the wgmma kernel on a Hopper GPU at head dims 64 and 128) and 0 (the
  * register path), and twice more each time, and must repeat its output bit for bit (the
- * split-KV merge's order is fixed).
+ * split-KV merge's order is fixed). The sampling cases that take thread-block clusters run
+ * again with the cluster size capped at 2 and at 1 (RIG_SAMPLE_CLUSTER_MAX), the path a device
+ * too small for a cluster of 8 takes, after a check of the device's cluster-fit answers.
  *
  * Without a GPU (no driver, no device, or a build without the CUDA backend) the program
  * exits 77, which ctest counts as skipped: CI has the toolkit but no GPU.
@@ -40,6 +42,7 @@
 #ifdef RIG_HAVE_CUDA
 #include "cuda/cuda_backend.h"
 #include "cuda/ops/gemm_plan.cuh"
+#include "cuda/ops/sample.cuh"
 #include "cuda/preload.h"
 #endif
 
@@ -1631,6 +1634,47 @@ static void test_sample_min_p(void **state)
     rig__sample_case_min_p(6, 5000, 5001, 0, 1429, true);
 }
 
+/* The sampler's cluster-fit guard (cuda/ops/sample.cu, rig__cluster_size). First the device's
+ * answers, as the guard was told them: a cluster of one block is a plain launch and always
+ * fits, so 0 there would mean the query itself is asked wrongly, and every batch would fall
+ * back to one block without a word; a whole Hopper GPU (100 multiprocessors or more, no MIG
+ * slice) holds a cluster of 8 (pass 2 has launched such clusters there). Then the sampling
+ * cases that take clusters (batches of 1 to 24 rows) again with the size capped at 2 and at 1
+ * (RIG_SAMPLE_CLUSTER_MAX, read at every launch): the fallback path on a full GPU, and 0 rows
+ * may differ from the simulator at any size. */
+static void test_sample_cluster_cap(void **state)
+{
+    (void)state;
+    int ordinal = 0, sm_count = 0, major = 0;
+    assert_int_equal(cudaGetDevice(&ordinal), cudaSuccess);
+    assert_int_equal(
+        cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, ordinal), cudaSuccess);
+    assert_int_equal(
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ordinal), cudaSuccess);
+    printf("    clusters held at once: size 1 %d, 2 %d, 4 %d, 8 %d (%d SMs); batch 1 takes %d\n",
+           rig_cuda_sample_cluster_fit(1), rig_cuda_sample_cluster_fit(2),
+           rig_cuda_sample_cluster_fit(4), rig_cuda_sample_cluster_fit(8), sm_count,
+           rig_cuda_sample_cluster(1, sm_count));
+    assert_true(rig_cuda_sample_cluster_fit(1) > 0);
+    if (major == 9 && sm_count >= 100) assert_true(rig_cuda_sample_cluster_fit(8) > 0);
+    const char *caps[2] = {"2", "1"};
+    for (int c = 0; c < 2; c++) {
+        assert_int_equal(setenv("RIG_SAMPLE_CLUSTER_MAX", caps[c], 1), 0);
+        int32_t cap = (int32_t)atoi(caps[c]);
+        for (int64_t rows = 1; rows <= 64; rows *= 2)
+            assert_true(rig_cuda_sample_cluster(rows, sm_count) <= cap);
+        printf("  cluster size at most %s:\n", caps[c]);
+        for (int kind = 0; kind < 6; kind++)
+            rig__sample_case(1, 151936, 151936, kind, 1430 + (uint64_t)kind);
+        for (int kind = 0; kind < 6; kind++)
+            rig__sample_case_min_p(3, 151936, 151936, kind, 1440 + (uint64_t)kind, true);
+        rig__sample_case(24, 151936, 151936, 0, 1436);
+        rig__sample_case(6, 5000, 5001, 0, 1437); /* padded rows, several chunks */
+        rig__sample_case(1, 7, 7, 1, 1438);       /* tiny, sampled */
+    }
+    assert_int_equal(unsetenv("RIG_SAMPLE_CLUSTER_MAX"), 0);
+}
+
 /* Penalties: rows of `vocab` logits, histories from a pool of `pool_rows` x `max_len` ids
  * (ids from a range of `distinct`, so they repeat), random lengths (0 and max_len among
  * them), generated counts (negative and past the length among them) and penalties. The
@@ -2459,6 +2503,7 @@ int main(void)
         cmocka_unit_test(test_attention_decode_graph),
         cmocka_unit_test(test_sample),
         cmocka_unit_test(test_sample_min_p),
+        cmocka_unit_test(test_sample_cluster_cap),
         cmocka_unit_test(test_penalize),
         cmocka_unit_test(test_logprobs),
         cmocka_unit_test(test_graph_replay),

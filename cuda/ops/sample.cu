@@ -10,7 +10,8 @@
  *    maximum of z + g (Gumbel noise from Philox). The chunk count is chosen on the host from
  *    rows, vocab and the multiprocessor count (never from the per-row parameters, which
  *    live on the device and may change between graph replays);
- *  - pass 2, a thread-block cluster per row (up to 8 blocks at small batches, one at large:
+ *  - pass 2, a thread-block cluster per row (up to 8 blocks at small batches, one at large,
+ *    and never more than the device can co-schedule, which it is asked once:
  *    rig__cluster_size, also from the host's values alone): greedy and whole-vocabulary rows
  *    reduce their chunks' partials (first maximum: ties to the lower index, as the
  *    simulator's scan) and are done. Top-k / top-p rows take z_max from the partials and run
@@ -703,20 +704,115 @@ static __global__ void __launch_bounds__(RIG__SAMPLE_THREADS)
     if (a.checked != NULL) a.checked[r] = invalid ? -1 : (int32_t)token;
 }
 
+/* Pass 2's launch configuration: `rows` clusters of `cluster` blocks of RIG__SAMPLE_THREADS, no
+ * dynamic shared memory (struct rig__shared is static), and with `pdl` programmatic stream
+ * serialisation. `attribute` (2 entries, the caller's) holds the attributes. The cluster-fit
+ * query asks with this very configuration, so its answer is about the launch itself. */
+static cudaLaunchConfig_t rig__finish_config(int64_t rows, int32_t cluster, cudaStream_t stream,
+                                             bool pdl, cudaLaunchAttribute *attribute)
+{
+    RIG_ASSERT(cluster == 1 || cluster == 2 || cluster == 4 || cluster == 8);
+    RIG_ASSERT(rows >= 1);
+    attribute[0].id = cudaLaunchAttributeClusterDimension;
+    attribute[0].val.clusterDim.x = (unsigned)cluster;
+    attribute[0].val.clusterDim.y = 1;
+    attribute[0].val.clusterDim.z = 1;
+    attribute[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[1].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3((unsigned)(rows * cluster));
+    config.blockDim = dim3(RIG__SAMPLE_THREADS);
+    config.dynamicSmemBytes = 0;
+    config.stream = stream;
+    config.attrs = attribute;
+    config.numAttrs = pdl ? 2 : 1;
+    return config;
+}
+
+/* How many clusters of 1, 2, 4 and 8 pass-2 blocks (clusters[size]) the device holds at
+ * once: cudaOccupancyMaxActiveClusters with pass 2's launch configuration, 0 where none fits or
+ * the query fails (the error cleared, so the next launch does not report it). Asked once per
+ * process, on the device current at the first call, the four sizes together (C++ initialises
+ * the static once and thread-safely): the devices of a process are alike (a tensor-parallel
+ * group's GPUs are of one kind, and a process sees one MIG slice at most). Host calls only, no
+ * stream work, so the first call may come while a graph is captured. One instantiation of
+ * rig__sample_finish_kernel: a template of it would need these facts per instantiation. */
+struct rig__cluster_facts {
+    int clusters[9]; /* [size], sizes 1, 2, 4 and 8 */
+};
+
+static const struct rig__cluster_facts &rig__cluster_facts_get(void)
+{
+    static const struct rig__cluster_facts facts = []() {
+        struct rig__cluster_facts f = {};
+        cudaError_t refused = cudaSuccess;
+        int32_t largest = 1;
+        for (int32_t size = 1; size <= 8; size *= 2) {
+            cudaLaunchAttribute attribute[2];
+            cudaLaunchConfig_t config = rig__finish_config(1, size, 0, false, attribute);
+            cudaError_t error = cudaOccupancyMaxActiveClusters(&f.clusters[size],
+                                                               rig__sample_finish_kernel, &config);
+            if (error != cudaSuccess && refused == cudaSuccess) refused = error;
+            if (error != cudaSuccess || f.clusters[size] < 0) f.clusters[size] = 0;
+            if (f.clusters[size] > 0) largest = size;
+        }
+        (void)cudaGetLastError(); /* a refused query leaves no error for the next launch */
+        /* said once, so that a fallback (or a query asked wrongly) is not silent */
+        if (f.clusters[8] == 0)
+            fprintf(stderr,
+                    "rig: cuda: sample: the device holds no cluster of 8 pass-2 blocks (%s); "
+                    "rows take %d block(s) at most\n",
+                    refused != cudaSuccess ? cudaGetErrorString(refused) : "none fits",
+                    (int)largest);
+        return f;
+    }();
+    return facts;
+}
+
 /* Blocks per row in pass 2 (a cluster; 8 at most, the portable size): as many as keep the
  * batch's blocks within half the multiprocessors (batches of 8 rows or fewer get 8 on an
  * H200). Measured on the H200 (docs/performance.md): a cut-off row's search took 359 -> 121 us
  * at batches 1-8 with 8 blocks, but with 8 blocks a row at batch 64 it was slower than alone
  * (397 -> 437 us), and every greedy batch paid for the extra blocks. RIG_SAMPLE_CLUSTER (a
- * measuring switch) sets the size: 1 is the one-block kernel. */
+ * measuring switch, read once) sets the size: 1 is the one-block kernel.
+ *
+ * The cluster-fit guard: a device that cannot co-schedule a cluster of the size chosen (a MIG
+ * slice, too little shared memory) would fail pass 2's launch, so the size is halved until
+ * rig__cluster_facts_get says at least one such cluster fits; a cluster of 1 is a plain launch
+ * and always fits. RIG_SAMPLE_CLUSTER_MAX=N (a measuring and testing switch, read at every call
+ * so a test can change it: one getenv a launch) caps the size the same way, so the fallback
+ * runs on a full GPU too; N < 2 is the one-block kernel. Every size samples the same tokens
+ * (counts, keys and argmaxes do not depend on the split; file comment), so the guard changes
+ * the speed only. The size comes from host values alone (the batch, the device's answers and
+ * the environment), so a captured graph holds a valid launch. */
 static int32_t rig__cluster_size(int64_t rows, int32_t sm_count)
 {
     static const long wanted = rig_cuda_env("RIG_SAMPLE_CLUSTER", 0);
-    if (wanted == 1 || wanted == 2 || wanted == 4 || wanted == 8) return (int32_t)wanted;
     int32_t size = 8;
-    while (size > 1 && rows * size > (int64_t)(sm_count > 1 ? sm_count : 2) / 2)
+    if (wanted == 1 || wanted == 2 || wanted == 4 || wanted == 8) {
+        size = (int32_t)wanted;
+    } else {
+        while (size > 1 && rows * size > (int64_t)(sm_count > 1 ? sm_count : 2) / 2)
+            size /= 2;
+    }
+    long most = rig_cuda_env("RIG_SAMPLE_CLUSTER_MAX", 8);
+    const struct rig__cluster_facts &facts = rig__cluster_facts_get();
+    while (size > 1 && (size > most || facts.clusters[size] == 0))
         size /= 2;
+    RIG_ASSERT(size >= 1 && size <= 8);
     return size;
+}
+
+int32_t rig_cuda_sample_cluster(int64_t rows, int32_t sm_count)
+{
+    RIG_ASSERT(rows >= 1);
+    return rig__cluster_size(rows, sm_count);
+}
+
+int32_t rig_cuda_sample_cluster_fit(int32_t size)
+{
+    RIG_ASSERT(size == 1 || size == 2 || size == 4 || size == 8);
+    return (int32_t)rig__cluster_facts_get().clusters[size];
 }
 
 /* Chunks per row: enough blocks for RIG__CHUNK_WAVES per multiprocessor over the batch, no
@@ -769,18 +865,8 @@ enum rig_status rig_cuda_op_sample(const struct rig_cuda_launch *launch,
     RIG_CUDA_LAUNCHED();
     int32_t cluster = rig__cluster_size(rows, launch->sm_count);
     cudaLaunchAttribute attribute[2];
-    attribute[0].id = cudaLaunchAttributeClusterDimension;
-    attribute[0].val.clusterDim.x = (unsigned)cluster;
-    attribute[0].val.clusterDim.y = 1;
-    attribute[0].val.clusterDim.z = 1;
-    attribute[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute[1].val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3((unsigned)(rows * cluster));
-    config.blockDim = dim3(RIG__SAMPLE_THREADS);
-    config.stream = launch->stream;
-    config.attrs = attribute;
-    config.numAttrs = launch->pdl ? 2 : 1;
+    cudaLaunchConfig_t config =
+        rig__finish_config(rows, cluster, launch->stream, launch->pdl, attribute);
     RIG_CUDA_TRY(cudaLaunchKernelEx(&config, rig__sample_finish_kernel, a,
                                     (const struct rig__partial *)part, chunks));
     RIG_CUDA_LAUNCHED();
