@@ -1542,9 +1542,10 @@ static void test_attention_decode_graph(void **state)
  * 0 greedy, 1 temperature only, 2 top-k, 3 top-p (every other one peaked: the nucleus in a
  * few hundred tokens), 4 top-k 40 + top-p, 5 tiny top-p (greedy over z). Row 1 has a tie at
  * the top. With `min_p`, two rows in three also get a min_p in [0.001, 0.5] on top of their
- * kind. Tokens must equal the simulator's. */
-static void rig__sample_case_min_p(int64_t rows, int64_t vocab, int64_t stride, int first_kind,
-                                   uint64_t seed, bool min_p)
+ * kind. With `masked`, logits [vocab / 8, 5 vocab / 8) of every row are -Inf (a grammar's
+ * mask: whole chunks of pass 1 see no finite logit). Tokens must equal the simulator's. */
+static void rig__sample_case_full(int64_t rows, int64_t vocab, int64_t stride, int first_kind,
+                                  uint64_t seed, bool min_p, bool masked)
 {
     rig__reset(seed);
     struct rig__pair *logits = rig__pair_new((size_t)(rows * stride) * 4);
@@ -1569,6 +1570,8 @@ static void rig__sample_case_min_p(int64_t rows, int64_t vocab, int64_t stride, 
         }
         seeds[r] = rig_test_rng_next(&rig__rng);
         position[r] = (int32_t)rig_test_rng_int(&rig__rng, 0, 5000);
+        for (int64_t j = vocab / 8; masked && j < 5 * vocab / 8; j++)
+            l[r * stride + j] = -INFINITY;
     }
     struct rig_op op = {.kind = RIG_OP_SAMPLE};
     struct rig_op_sample *s = &op.u.sample;
@@ -1594,10 +1597,16 @@ static void rig__sample_case_min_p(int64_t rows, int64_t vocab, int64_t stride, 
             differ++;
         }
     }
-    printf("    sample %lld x %lld (stride %lld, kinds from %d%s): %lld rows differ\n",
+    printf("    sample %lld x %lld (stride %lld, kinds from %d%s%s): %lld rows differ\n",
            (long long)rows, (long long)vocab, (long long)stride, first_kind,
-           min_p ? ", min_p" : "", (long long)differ);
+           min_p ? ", min_p" : "", masked ? ", masked" : "", (long long)differ);
     assert_int_equal(differ, 0);
+}
+
+static void rig__sample_case_min_p(int64_t rows, int64_t vocab, int64_t stride, int first_kind,
+                                   uint64_t seed, bool min_p)
+{
+    rig__sample_case_full(rows, vocab, stride, first_kind, seed, min_p, false);
 }
 
 static void rig__sample_case(int64_t rows, int64_t vocab, int64_t stride, int first_kind,
@@ -1620,6 +1629,11 @@ static void test_sample(void **state)
     rig__sample_case(6, 1000, 1003, 0, 1405);       /* padded rows: the scalar pass 1 */
     rig__sample_case(1, 7, 7, 1, 1406);             /* tiny, sampled */
     rig__sample_case(6, 5000, 5001, 0, 1407);       /* padded rows, several chunks */
+    /* Masked rows, every kind; top-p alone (the whole row's mass from pass 1's chunks, some of
+     * them -Inf only) at batch 1 and with min_p. */
+    rig__sample_case_full(6, 151936, 151936, 0, 1408, false, true);
+    rig__sample_case_full(1, 151936, 151936, 3, 1409, false, true);
+    rig__sample_case_full(3, 151936, 151936, 3, 1439, true, true);
 }
 
 /* min_p on every path: each kind alone over Qwen3's vocabulary (temperature only with
@@ -1671,6 +1685,7 @@ static void test_sample_cluster_cap(void **state)
         rig__sample_case(24, 151936, 151936, 0, 1436);
         rig__sample_case(6, 5000, 5001, 0, 1437); /* padded rows, several chunks */
         rig__sample_case(1, 7, 7, 1, 1438);       /* tiny, sampled */
+        rig__sample_case_full(6, 151936, 151936, 0, 1408, false, true); /* masked */
     }
     assert_int_equal(unsetenv("RIG_SAMPLE_CLUSTER_MAX"), 0);
 }

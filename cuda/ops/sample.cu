@@ -7,9 +7,12 @@
  *    of its row (16-byte loads when aligned) and writes to the stream's scratch its chunk's
  *    first maximum — of the logit for greedy rows, of z = logit / temperature for sampled
  *    rows — and, for rows sampled over the whole vocabulary (no top-k, no top-p), its first
- *    maximum of z + g (Gumbel noise from Philox). The chunk count is chosen on the host from
- *    rows, vocab and the multiprocessor count (never from the per-row parameters, which
- *    live on the device and may change between graph replays);
+ *    maximum of z + g (Gumbel noise from Philox); for top-p rows without top-k over more
+ *    logits than the candidate list, the float64 sum of exp(z - its maximum) over the chunk,
+ *    from which pass 2 has the row's softmax mass without a pass of its own over the row
+ *    (rig__chunk_mass). The chunk count is chosen on the host from rows, vocab and the
+ *    multiprocessor count (never from the per-row parameters, which live on the device and
+ *    may change between graph replays);
  *  - pass 2, a thread-block cluster per row (up to 8 blocks at small batches, one at large,
  *    and never more than the device can co-schedule, which it is asked once:
  *    rig__cluster_size, also from the host's values alone): greedy and whole-vocabulary rows
@@ -18,7 +21,7 @@
  *    the cut-off search below over their row, each block of the cluster streaming its share
  *    of every pass and the cluster combining counts, masses and argmaxes through distributed
  *    shared memory (exact, the slower path).
- * Scratch: rows x chunks partials of 16 bytes, written by pass 1 and read by pass 2 on the
+ * Scratch: rows x chunks partials of 32 bytes, written by pass 1 and read by pass 2 on the
  * same stream; no counters, nothing to reset, so replays are independent.
  * Both passes are launched with programmatic dependent launch (common.cuh) and wait for their
  * predecessor before any load: inside a decode graph pass 1's launch overlaps the LM head's
@@ -29,9 +32,11 @@
  * ties" is "key descending" and every key is distinct. The top-k set is {key >= c_k} with
  * c_k the k-th largest key (radix select); the top-p set is the shortest prefix of the
  * top-k set, sorted, whose softmax mass reaches top_p * total. Masses are float64, as the
- * simulator's; only their summation order differs, so a row whose cumulative mass lands
- * within rounding of top_p * total could keep one token more or less than the simulator
- * (never seen with continuous random logits; documented in docs/gpu.md). The token is the
+ * simulator's; only their summation order differs (a nucleus without top-k takes its total
+ * from pass 1's chunks: the same terms, grouped by chunk and scaled to z_max, one more
+ * rounding a chunk; rig__row_mass), so a row whose cumulative mass lands within rounding of
+ * top_p * total could keep one token more or less than the simulator (never seen with
+ * continuous random logits; documented in docs/gpu.md). The token is the
  * argmax over the kept set of z + g, g = -log(-log(u)) from Philox, ties to the lower index.
  * min_p (when present and > 0) makes a row a cut row and drops, inside that final argmax, the
  * candidates with exp(z - z_max) < min_p (float64, as the simulator's prefix of its sorted
@@ -124,6 +129,7 @@ struct rig__row {
     float z_max;
     uint64_t floor; /* only keys >= floor take part */
     float min_p;    /* the final draw skips z with exp(z - z_max) < min_p */
+    double mass;    /* the row's sum of exp(z - z_max) from pass 1's chunks, or -1: not there */
     int32_t rank, size;
 };
 
@@ -514,8 +520,10 @@ static __device__ int64_t rig__sample_row(struct rig__row *row, int32_t top_k, f
         return rig__gumbel_candidates(row, cut < count ? cut : count - 1, seed, position, sh);
     }
     if (!nucleus) return rig__gumbel_row(row, seed, position, sh);
-    struct rig__tally all = rig__tally_above(row, 0, true, sh);
-    double target = (double)top_p * all.mass;
+    /* the whole row's mass: pass 1's chunks summed it when there is no top-k (rig__chunk_mass) */
+    double all = kept == row->vocab && row->mass >= 0.0 ? row->mass
+                                                        : rig__tally_above(row, 0, true, sh).mass;
+    double target = (double)top_p * all;
     /* The top RIG__FEW first, then the top RIG__CANDIDATES: a list's cumulative mass at a
      * position depends only on the positions before it (rig__mass_cut's scan), so a nucleus
      * inside the shorter list is cut where the longer list cuts it, and a shorter sort is
@@ -547,8 +555,10 @@ static __device__ __forceinline__ enum rig__kind rig__row_kind(float temperature
 
 /* One chunk's result, pass 1 -> pass 2. value: the chunk's largest logit (greedy rows) or
  * z (sampled rows) at its first index; gumbel: the largest z + g at its first index
- * (RIG__WHOLE rows only). */
+ * (RIG__WHOLE rows only); mass: the chunk's sum of exp(z - value) (rows of rig__chunk_mass
+ * only, else 0). */
 struct rig__partial {
+    double mass;
     float value;
     int32_t index;
     float gumbel;
@@ -556,6 +566,53 @@ struct rig__partial {
     int32_t bad;  /* some logit of the chunk is NaN or +Inf */
     int32_t some; /* some logit of the chunk is above -Inf */
 };
+
+/* Whether pass 1 sums each chunk's softmax mass for the row: a nucleus (top-p below 1) over
+ * the whole vocabulary (no top-k), too large for the candidate list alone, which is where
+ * rig__sample_row needs the row's whole mass as its target. Pass 2 then combines the chunks'
+ * sums instead of streaming the row once more (a float64 exp a logit on the row's few
+ * multiprocessors). Any row this rule and rig__sample_row disagree on is still right: pass 2
+ * uses the sums only on that path and tallies the row itself otherwise. */
+static __device__ __forceinline__ bool rig__chunk_mass(enum rig__kind kind, int32_t top_k,
+                                                       float top_p, int64_t vocab)
+{
+    bool top_k_active = top_k > 0 && top_k < vocab;
+    return kind == RIG__CUT && top_p < 1.0f && !top_k_active && vocab > RIG__CANDIDATES;
+}
+
+/* The sum over logits[begin, end) of exp(z - z_top) in float64, z = logit / temperature (the
+ * expression of every other pass, so the same bits) and z_top the chunk's largest z; 0 when
+ * z_top is not finite (a chunk of -Inf only adds nothing; a row with a NaN or +Inf is never
+ * sampled). Block-wide, every thread of the block calls it and gets the sum; its order is
+ * fixed by the launch shape. */
+static __device__ double rig__chunk_mass_sum(const float *logits, int64_t begin, int64_t end,
+                                             float temperature, float z_top,
+                                             struct rig__tally *shared)
+{
+    struct rig__tally mine = {0, 0.0};
+    if (z_top > -INFINITY && z_top < INFINITY) {
+        for (int64_t i = begin + threadIdx.x; i < end; i += RIG__CHUNK_THREADS)
+            mine.mass += exp((double)(logits[i] / temperature) - (double)z_top);
+    }
+    return rig__block_tally(mine, shared).mass;
+}
+
+/* The row's sum of exp(z - z_max) from its chunks' partials: sum over chunks c of
+ * mass_c * exp(value_c - z_max), which is the row's sum in exact arithmetic (value_c <= z_max
+ * is chunk c's largest z). In float64 it differs from a sum over the logits in its last bits,
+ * as that sum already differs from the simulator's sorted order (file comment). Threads take
+ * the chunks in turn and the block adds them in a fixed order, so every block of the row gets
+ * the same bits from the same partials and takes the same branches after. */
+static __device__ double rig__row_mass(const struct rig__row *row, const struct rig__partial *part,
+                                       int32_t chunks, struct rig__shared *sh)
+{
+    struct rig__tally mine = {0, 0.0};
+    for (int32_t c = threadIdx.x; c < chunks; c += blockDim.x) {
+        struct rig__partial p = part[c];
+        if (p.mass > 0.0) mine.mass += p.mass * exp((double)p.value - (double)row->z_max);
+    }
+    return rig__block_tally(mine, sh->tally).mass;
+}
 
 /* Running (score, index) maximum of one thread; indices arrive in increasing order, so a
  * strict comparison keeps the first maximum. */
@@ -595,13 +652,15 @@ static __global__ void __launch_bounds__(RIG__CHUNK_THREADS)
 {
     __shared__ float shared_score[RIG_CUDA_WARP];
     __shared__ int64_t shared_index[RIG_CUDA_WARP];
+    __shared__ struct rig__tally shared_tally[RIG_CUDA_WARP];
     rig_cuda_pdl_begin(); /* the logits and the row's parameters come from earlier work */
     int64_t r = blockIdx.x / chunks;
     int32_t c = (int32_t)(blockIdx.x % chunks);
     const float *logits = a.logits + r * a.logits_stride;
     float temperature = a.temperature[r];
-    enum rig__kind kind = rig__row_kind(temperature, a.top_k[r], a.top_p[r], rig__min_p(&a, r),
-                                        a.vocab);
+    int32_t top_k = a.top_k[r];
+    float top_p = a.top_p[r];
+    enum rig__kind kind = rig__row_kind(temperature, top_k, top_p, rig__min_p(&a, r), a.vocab);
     uint64_t seed = a.seed[r];
     uint32_t position = (uint32_t)a.position[r];
     int64_t begin = (int64_t)c * chunk;
@@ -630,11 +689,16 @@ static __global__ void __launch_bounds__(RIG__CHUNK_THREADS)
     int64_t gumbel_index = -1;
     if (kind == RIG__WHOLE)
         gumbel_index = rig__block_argmax(b.gumbel, b.gumbel_index, shared_score, shared_index);
+    /* a second read of the chunk just scanned (cache hits); every thread has the same index */
+    double mass = 0.0;
+    if (rig__chunk_mass(kind, top_k, top_p, a.vocab))
+        mass = rig__chunk_mass_sum(logits, begin, end, temperature, logits[index] / temperature,
+                                   shared_tally);
     /* The winners' scores are recomputed from their indices: the same expressions, so the
      * same bits as in rig__visit. */
     if (threadIdx.x != 0) return;
-    struct rig__partial out = {-INFINITY, (int32_t)index, -INFINITY, (int32_t)gumbel_index,
-                               bad != 0, some != 0};
+    struct rig__partial out = {
+        mass, -INFINITY, (int32_t)index, -INFINITY, (int32_t)gumbel_index, bad != 0, some != 0};
     out.value = kind == RIG__GREEDY ? logits[index] : logits[index] / temperature;
     if (kind == RIG__WHOLE) {
         float z = logits[gumbel_index] / temperature;
@@ -663,6 +727,7 @@ static __global__ void __launch_bounds__(RIG__SAMPLE_THREADS)
                            0.0f,
                            0,
                            rig__min_p(&a, r),
+                           -1.0,
                            (int32_t)cluster.block_rank(),
                            size};
     int32_t top_k = a.top_k[r];
@@ -694,6 +759,8 @@ static __global__ void __launch_bounds__(RIG__SAMPLE_THREADS)
         token = 0; /* in range for what reads it next; `checked` says -1 */
     } else if (kind == RIG__CUT) {
         row.z_max = row.logits[token] / row.temperature;
+        if (rig__chunk_mass(kind, top_k, top_p, a.vocab))
+            row.mass = rig__row_mass(&row, part + r * chunks, chunks, &sh);
         token = rig__sample_row(&row, top_k, top_p, a.seed[r], (uint32_t)a.position[r],
                                 a.index_bits, &sh);
     }
