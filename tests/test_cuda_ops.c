@@ -20,7 +20,9 @@
  * always), then the mma.sync one (case names end in the path). Every decode case runs under
  * RIG_DECODE_TC=1 (the wgmma kernel on a Hopper GPU at head dims 64 and 128) and 0 (the
  * register path), and twice more each time, and must repeat its output bit for bit (the
- * split-KV merge's order is fixed).
+ * split-KV merge's order is fixed). The sampling cases that take thread-block clusters run
+ * again with the cluster size capped at 2 and at 1 (RIG_SAMPLE_CLUSTER_MAX), the path a device
+ * too small for a cluster of 8 takes, after a check of the device's cluster-fit answers.
  *
  * Without a GPU (no driver, no device, or a build without the CUDA backend) the program
  * exits 77, which ctest counts as skipped: CI has the toolkit but no GPU.
@@ -40,6 +42,7 @@
 #ifdef RIG_HAVE_CUDA
 #include "cuda/cuda_backend.h"
 #include "cuda/ops/gemm_plan.cuh"
+#include "cuda/ops/sample.cuh"
 #include "cuda/preload.h"
 #endif
 
@@ -1539,9 +1542,10 @@ static void test_attention_decode_graph(void **state)
  * 0 greedy, 1 temperature only, 2 top-k, 3 top-p (every other one peaked: the nucleus in a
  * few hundred tokens), 4 top-k 40 + top-p, 5 tiny top-p (greedy over z). Row 1 has a tie at
  * the top. With `min_p`, two rows in three also get a min_p in [0.001, 0.5] on top of their
- * kind. Tokens must equal the simulator's. */
-static void rig__sample_case_min_p(int64_t rows, int64_t vocab, int64_t stride, int first_kind,
-                                   uint64_t seed, bool min_p)
+ * kind. With `masked`, logits [vocab / 8, 5 vocab / 8) of every row are -Inf (a grammar's
+ * mask: whole chunks of pass 1 see no finite logit). Tokens must equal the simulator's. */
+static void rig__sample_case_full(int64_t rows, int64_t vocab, int64_t stride, int first_kind,
+                                  uint64_t seed, bool min_p, bool masked)
 {
     rig__reset(seed);
     struct rig__pair *logits = rig__pair_new((size_t)(rows * stride) * 4);
@@ -1566,6 +1570,8 @@ static void rig__sample_case_min_p(int64_t rows, int64_t vocab, int64_t stride, 
         }
         seeds[r] = rig_test_rng_next(&rig__rng);
         position[r] = (int32_t)rig_test_rng_int(&rig__rng, 0, 5000);
+        for (int64_t j = vocab / 8; masked && j < 5 * vocab / 8; j++)
+            l[r * stride + j] = -INFINITY;
     }
     struct rig_op op = {.kind = RIG_OP_SAMPLE};
     struct rig_op_sample *s = &op.u.sample;
@@ -1591,10 +1597,16 @@ static void rig__sample_case_min_p(int64_t rows, int64_t vocab, int64_t stride, 
             differ++;
         }
     }
-    printf("    sample %lld x %lld (stride %lld, kinds from %d%s): %lld rows differ\n",
+    printf("    sample %lld x %lld (stride %lld, kinds from %d%s%s): %lld rows differ\n",
            (long long)rows, (long long)vocab, (long long)stride, first_kind,
-           min_p ? ", min_p" : "", (long long)differ);
+           min_p ? ", min_p" : "", masked ? ", masked" : "", (long long)differ);
     assert_int_equal(differ, 0);
+}
+
+static void rig__sample_case_min_p(int64_t rows, int64_t vocab, int64_t stride, int first_kind,
+                                   uint64_t seed, bool min_p)
+{
+    rig__sample_case_full(rows, vocab, stride, first_kind, seed, min_p, false);
 }
 
 static void rig__sample_case(int64_t rows, int64_t vocab, int64_t stride, int first_kind,
@@ -1617,6 +1629,11 @@ static void test_sample(void **state)
     rig__sample_case(6, 1000, 1003, 0, 1405);       /* padded rows: the scalar pass 1 */
     rig__sample_case(1, 7, 7, 1, 1406);             /* tiny, sampled */
     rig__sample_case(6, 5000, 5001, 0, 1407);       /* padded rows, several chunks */
+    /* Masked rows, every kind; top-p alone (the whole row's mass from pass 1's chunks, some of
+     * them -Inf only) at batch 1 and with min_p. */
+    rig__sample_case_full(6, 151936, 151936, 0, 1408, false, true);
+    rig__sample_case_full(1, 151936, 151936, 3, 1409, false, true);
+    rig__sample_case_full(3, 151936, 151936, 3, 1439, true, true);
 }
 
 /* min_p on every path: each kind alone over Qwen3's vocabulary (temperature only with
@@ -1629,6 +1646,48 @@ static void test_sample_min_p(void **state)
     rig__sample_case_min_p(64, 151936, 151936, 0, 1427, true);
     rig__sample_case_min_p(257, 1000, 1000, 0, 1428, true);
     rig__sample_case_min_p(6, 5000, 5001, 0, 1429, true);
+}
+
+/* The sampler's cluster-fit guard (cuda/ops/sample.cu, rig__cluster_size). First the device's
+ * answers, as the guard was told them: a cluster of one block is a plain launch and always
+ * fits, so 0 there would mean the query itself is asked wrongly, and every batch would fall
+ * back to one block without a word; a whole Hopper GPU (100 multiprocessors or more, no MIG
+ * slice) holds a cluster of 8 (pass 2 has launched such clusters there). Then the sampling
+ * cases that take clusters (batches of 1 to 24 rows) again with the size capped at 2 and at 1
+ * (RIG_SAMPLE_CLUSTER_MAX, read at every launch): the fallback path on a full GPU, and 0 rows
+ * may differ from the simulator at any size. */
+static void test_sample_cluster_cap(void **state)
+{
+    (void)state;
+    int ordinal = 0, sm_count = 0, major = 0;
+    assert_int_equal(cudaGetDevice(&ordinal), cudaSuccess);
+    assert_int_equal(
+        cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, ordinal), cudaSuccess);
+    assert_int_equal(
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ordinal), cudaSuccess);
+    printf("    clusters held at once: size 1 %d, 2 %d, 4 %d, 8 %d (%d SMs); batch 1 takes %d\n",
+           rig_cuda_sample_cluster_fit(1), rig_cuda_sample_cluster_fit(2),
+           rig_cuda_sample_cluster_fit(4), rig_cuda_sample_cluster_fit(8), sm_count,
+           rig_cuda_sample_cluster(1, sm_count));
+    assert_true(rig_cuda_sample_cluster_fit(1) > 0);
+    if (major == 9 && sm_count >= 100) assert_true(rig_cuda_sample_cluster_fit(8) > 0);
+    const char *caps[2] = {"2", "1"};
+    for (int c = 0; c < 2; c++) {
+        assert_int_equal(setenv("RIG_SAMPLE_CLUSTER_MAX", caps[c], 1), 0);
+        int32_t cap = (int32_t)atoi(caps[c]);
+        for (int64_t rows = 1; rows <= 64; rows *= 2)
+            assert_true(rig_cuda_sample_cluster(rows, sm_count) <= cap);
+        printf("  cluster size at most %s:\n", caps[c]);
+        for (int kind = 0; kind < 6; kind++)
+            rig__sample_case(1, 151936, 151936, kind, 1430 + (uint64_t)kind);
+        for (int kind = 0; kind < 6; kind++)
+            rig__sample_case_min_p(3, 151936, 151936, kind, 1440 + (uint64_t)kind, true);
+        rig__sample_case(24, 151936, 151936, 0, 1436);
+        rig__sample_case(6, 5000, 5001, 0, 1437); /* padded rows, several chunks */
+        rig__sample_case(1, 7, 7, 1, 1438);       /* tiny, sampled */
+        rig__sample_case_full(6, 151936, 151936, 0, 1408, false, true); /* masked */
+    }
+    assert_int_equal(unsetenv("RIG_SAMPLE_CLUSTER_MAX"), 0);
 }
 
 /* Penalties: rows of `vocab` logits, histories from a pool of `pool_rows` x `max_len` ids
@@ -2459,6 +2518,7 @@ int main(void)
         cmocka_unit_test(test_attention_decode_graph),
         cmocka_unit_test(test_sample),
         cmocka_unit_test(test_sample_min_p),
+        cmocka_unit_test(test_sample_cluster_cap),
         cmocka_unit_test(test_penalize),
         cmocka_unit_test(test_logprobs),
         cmocka_unit_test(test_graph_replay),

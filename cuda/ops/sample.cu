@@ -7,17 +7,21 @@
  *    of its row (16-byte loads when aligned) and writes to the stream's scratch its chunk's
  *    first maximum — of the logit for greedy rows, of z = logit / temperature for sampled
  *    rows — and, for rows sampled over the whole vocabulary (no top-k, no top-p), its first
- *    maximum of z + g (Gumbel noise from Philox). The chunk count is chosen on the host from
- *    rows, vocab and the multiprocessor count (never from the per-row parameters, which
- *    live on the device and may change between graph replays);
- *  - pass 2, a thread-block cluster per row (up to 8 blocks at small batches, one at large:
+ *    maximum of z + g (Gumbel noise from Philox); for top-p rows without top-k over more
+ *    logits than the candidate list, the float64 sum of exp(z - its maximum) over the chunk,
+ *    from which pass 2 has the row's softmax mass without a pass of its own over the row
+ *    (rig__chunk_mass). The chunk count is chosen on the host from rows, vocab and the
+ *    multiprocessor count (never from the per-row parameters, which live on the device and
+ *    may change between graph replays);
+ *  - pass 2, a thread-block cluster per row (up to 8 blocks at small batches, one at large,
+ *    and never more than the device can co-schedule, which it is asked once:
  *    rig__cluster_size, also from the host's values alone): greedy and whole-vocabulary rows
  *    reduce their chunks' partials (first maximum: ties to the lower index, as the
  *    simulator's scan) and are done. Top-k / top-p rows take z_max from the partials and run
  *    the cut-off search below over their row, each block of the cluster streaming its share
  *    of every pass and the cluster combining counts, masses and argmaxes through distributed
  *    shared memory (exact, the slower path).
- * Scratch: rows x chunks partials of 16 bytes, written by pass 1 and read by pass 2 on the
+ * Scratch: rows x chunks partials of 32 bytes, written by pass 1 and read by pass 2 on the
  * same stream; no counters, nothing to reset, so replays are independent.
  * Both passes are launched with programmatic dependent launch (common.cuh) and wait for their
  * predecessor before any load: inside a decode graph pass 1's launch overlaps the LM head's
@@ -28,9 +32,11 @@
  * ties" is "key descending" and every key is distinct. The top-k set is {key >= c_k} with
  * c_k the k-th largest key (radix select); the top-p set is the shortest prefix of the
  * top-k set, sorted, whose softmax mass reaches top_p * total. Masses are float64, as the
- * simulator's; only their summation order differs, so a row whose cumulative mass lands
- * within rounding of top_p * total could keep one token more or less than the simulator
- * (never seen with continuous random logits; documented in docs/gpu.md). The token is the
+ * simulator's; only their summation order differs (a nucleus without top-k takes its total
+ * from pass 1's chunks: the same terms, grouped by chunk and scaled to z_max, one more
+ * rounding a chunk; rig__row_mass), so a row whose cumulative mass lands within rounding of
+ * top_p * total could keep one token more or less than the simulator (never seen with
+ * continuous random logits; documented in docs/gpu.md). The token is the
  * argmax over the kept set of z + g, g = -log(-log(u)) from Philox, ties to the lower index.
  * min_p (when present and > 0) makes a row a cut row and drops, inside that final argmax, the
  * candidates with exp(z - z_max) < min_p (float64, as the simulator's prefix of its sorted
@@ -123,6 +129,7 @@ struct rig__row {
     float z_max;
     uint64_t floor; /* only keys >= floor take part */
     float min_p;    /* the final draw skips z with exp(z - z_max) < min_p */
+    double mass;    /* the row's sum of exp(z - z_max) from pass 1's chunks, or -1: not there */
     int32_t rank, size;
 };
 
@@ -513,8 +520,10 @@ static __device__ int64_t rig__sample_row(struct rig__row *row, int32_t top_k, f
         return rig__gumbel_candidates(row, cut < count ? cut : count - 1, seed, position, sh);
     }
     if (!nucleus) return rig__gumbel_row(row, seed, position, sh);
-    struct rig__tally all = rig__tally_above(row, 0, true, sh);
-    double target = (double)top_p * all.mass;
+    /* the whole row's mass: pass 1's chunks summed it when there is no top-k (rig__chunk_mass) */
+    double all = kept == row->vocab && row->mass >= 0.0 ? row->mass
+                                                        : rig__tally_above(row, 0, true, sh).mass;
+    double target = (double)top_p * all;
     /* The top RIG__FEW first, then the top RIG__CANDIDATES: a list's cumulative mass at a
      * position depends only on the positions before it (rig__mass_cut's scan), so a nucleus
      * inside the shorter list is cut where the longer list cuts it, and a shorter sort is
@@ -546,8 +555,10 @@ static __device__ __forceinline__ enum rig__kind rig__row_kind(float temperature
 
 /* One chunk's result, pass 1 -> pass 2. value: the chunk's largest logit (greedy rows) or
  * z (sampled rows) at its first index; gumbel: the largest z + g at its first index
- * (RIG__WHOLE rows only). */
+ * (RIG__WHOLE rows only); mass: the chunk's sum of exp(z - value) (rows of rig__chunk_mass
+ * only, else 0). */
 struct rig__partial {
+    double mass;
     float value;
     int32_t index;
     float gumbel;
@@ -555,6 +566,53 @@ struct rig__partial {
     int32_t bad;  /* some logit of the chunk is NaN or +Inf */
     int32_t some; /* some logit of the chunk is above -Inf */
 };
+
+/* Whether pass 1 sums each chunk's softmax mass for the row: a nucleus (top-p below 1) over
+ * the whole vocabulary (no top-k), too large for the candidate list alone, which is where
+ * rig__sample_row needs the row's whole mass as its target. Pass 2 then combines the chunks'
+ * sums instead of streaming the row once more (a float64 exp a logit on the row's few
+ * multiprocessors). Any row this rule and rig__sample_row disagree on is still right: pass 2
+ * uses the sums only on that path and tallies the row itself otherwise. */
+static __device__ __forceinline__ bool rig__chunk_mass(enum rig__kind kind, int32_t top_k,
+                                                       float top_p, int64_t vocab)
+{
+    bool top_k_active = top_k > 0 && top_k < vocab;
+    return kind == RIG__CUT && top_p < 1.0f && !top_k_active && vocab > RIG__CANDIDATES;
+}
+
+/* The sum over logits[begin, end) of exp(z - z_top) in float64, z = logit / temperature (the
+ * expression of every other pass, so the same bits) and z_top the chunk's largest z; 0 when
+ * z_top is not finite (a chunk of -Inf only adds nothing; a row with a NaN or +Inf is never
+ * sampled). Block-wide, every thread of the block calls it and gets the sum; its order is
+ * fixed by the launch shape. */
+static __device__ double rig__chunk_mass_sum(const float *logits, int64_t begin, int64_t end,
+                                             float temperature, float z_top,
+                                             struct rig__tally *shared)
+{
+    struct rig__tally mine = {0, 0.0};
+    if (z_top > -INFINITY && z_top < INFINITY) {
+        for (int64_t i = begin + threadIdx.x; i < end; i += RIG__CHUNK_THREADS)
+            mine.mass += exp((double)(logits[i] / temperature) - (double)z_top);
+    }
+    return rig__block_tally(mine, shared).mass;
+}
+
+/* The row's sum of exp(z - z_max) from its chunks' partials: sum over chunks c of
+ * mass_c * exp(value_c - z_max), which is the row's sum in exact arithmetic (value_c <= z_max
+ * is chunk c's largest z). In float64 it differs from a sum over the logits in its last bits,
+ * as that sum already differs from the simulator's sorted order (file comment). Threads take
+ * the chunks in turn and the block adds them in a fixed order, so every block of the row gets
+ * the same bits from the same partials and takes the same branches after. */
+static __device__ double rig__row_mass(const struct rig__row *row, const struct rig__partial *part,
+                                       int32_t chunks, struct rig__shared *sh)
+{
+    struct rig__tally mine = {0, 0.0};
+    for (int32_t c = threadIdx.x; c < chunks; c += blockDim.x) {
+        struct rig__partial p = part[c];
+        if (p.mass > 0.0) mine.mass += p.mass * exp((double)p.value - (double)row->z_max);
+    }
+    return rig__block_tally(mine, sh->tally).mass;
+}
 
 /* Running (score, index) maximum of one thread; indices arrive in increasing order, so a
  * strict comparison keeps the first maximum. */
@@ -594,13 +652,15 @@ static __global__ void __launch_bounds__(RIG__CHUNK_THREADS)
 {
     __shared__ float shared_score[RIG_CUDA_WARP];
     __shared__ int64_t shared_index[RIG_CUDA_WARP];
+    __shared__ struct rig__tally shared_tally[RIG_CUDA_WARP];
     rig_cuda_pdl_begin(); /* the logits and the row's parameters come from earlier work */
     int64_t r = blockIdx.x / chunks;
     int32_t c = (int32_t)(blockIdx.x % chunks);
     const float *logits = a.logits + r * a.logits_stride;
     float temperature = a.temperature[r];
-    enum rig__kind kind = rig__row_kind(temperature, a.top_k[r], a.top_p[r], rig__min_p(&a, r),
-                                        a.vocab);
+    int32_t top_k = a.top_k[r];
+    float top_p = a.top_p[r];
+    enum rig__kind kind = rig__row_kind(temperature, top_k, top_p, rig__min_p(&a, r), a.vocab);
     uint64_t seed = a.seed[r];
     uint32_t position = (uint32_t)a.position[r];
     int64_t begin = (int64_t)c * chunk;
@@ -629,11 +689,16 @@ static __global__ void __launch_bounds__(RIG__CHUNK_THREADS)
     int64_t gumbel_index = -1;
     if (kind == RIG__WHOLE)
         gumbel_index = rig__block_argmax(b.gumbel, b.gumbel_index, shared_score, shared_index);
+    /* a second read of the chunk just scanned (cache hits); every thread has the same index */
+    double mass = 0.0;
+    if (rig__chunk_mass(kind, top_k, top_p, a.vocab))
+        mass = rig__chunk_mass_sum(logits, begin, end, temperature, logits[index] / temperature,
+                                   shared_tally);
     /* The winners' scores are recomputed from their indices: the same expressions, so the
      * same bits as in rig__visit. */
     if (threadIdx.x != 0) return;
-    struct rig__partial out = {-INFINITY, (int32_t)index, -INFINITY, (int32_t)gumbel_index,
-                               bad != 0, some != 0};
+    struct rig__partial out = {
+        mass, -INFINITY, (int32_t)index, -INFINITY, (int32_t)gumbel_index, bad != 0, some != 0};
     out.value = kind == RIG__GREEDY ? logits[index] : logits[index] / temperature;
     if (kind == RIG__WHOLE) {
         float z = logits[gumbel_index] / temperature;
@@ -662,6 +727,7 @@ static __global__ void __launch_bounds__(RIG__SAMPLE_THREADS)
                            0.0f,
                            0,
                            rig__min_p(&a, r),
+                           -1.0,
                            (int32_t)cluster.block_rank(),
                            size};
     int32_t top_k = a.top_k[r];
@@ -693,6 +759,8 @@ static __global__ void __launch_bounds__(RIG__SAMPLE_THREADS)
         token = 0; /* in range for what reads it next; `checked` says -1 */
     } else if (kind == RIG__CUT) {
         row.z_max = row.logits[token] / row.temperature;
+        if (rig__chunk_mass(kind, top_k, top_p, a.vocab))
+            row.mass = rig__row_mass(&row, part + r * chunks, chunks, &sh);
         token = rig__sample_row(&row, top_k, top_p, a.seed[r], (uint32_t)a.position[r],
                                 a.index_bits, &sh);
     }
@@ -703,20 +771,115 @@ static __global__ void __launch_bounds__(RIG__SAMPLE_THREADS)
     if (a.checked != NULL) a.checked[r] = invalid ? -1 : (int32_t)token;
 }
 
+/* Pass 2's launch configuration: `rows` clusters of `cluster` blocks of RIG__SAMPLE_THREADS, no
+ * dynamic shared memory (struct rig__shared is static), and with `pdl` programmatic stream
+ * serialisation. `attribute` (2 entries, the caller's) holds the attributes. The cluster-fit
+ * query asks with this very configuration, so its answer is about the launch itself. */
+static cudaLaunchConfig_t rig__finish_config(int64_t rows, int32_t cluster, cudaStream_t stream,
+                                             bool pdl, cudaLaunchAttribute *attribute)
+{
+    RIG_ASSERT(cluster == 1 || cluster == 2 || cluster == 4 || cluster == 8);
+    RIG_ASSERT(rows >= 1);
+    attribute[0].id = cudaLaunchAttributeClusterDimension;
+    attribute[0].val.clusterDim.x = (unsigned)cluster;
+    attribute[0].val.clusterDim.y = 1;
+    attribute[0].val.clusterDim.z = 1;
+    attribute[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[1].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3((unsigned)(rows * cluster));
+    config.blockDim = dim3(RIG__SAMPLE_THREADS);
+    config.dynamicSmemBytes = 0;
+    config.stream = stream;
+    config.attrs = attribute;
+    config.numAttrs = pdl ? 2 : 1;
+    return config;
+}
+
+/* How many clusters of 1, 2, 4 and 8 pass-2 blocks (clusters[size]) the device holds at
+ * once: cudaOccupancyMaxActiveClusters with pass 2's launch configuration, 0 where none fits or
+ * the query fails (the error cleared, so the next launch does not report it). Asked once per
+ * process, on the device current at the first call, the four sizes together (C++ initialises
+ * the static once and thread-safely): the devices of a process are alike (a tensor-parallel
+ * group's GPUs are of one kind, and a process sees one MIG slice at most). Host calls only, no
+ * stream work, so the first call may come while a graph is captured. One instantiation of
+ * rig__sample_finish_kernel: a template of it would need these facts per instantiation. */
+struct rig__cluster_facts {
+    int clusters[9]; /* [size], sizes 1, 2, 4 and 8 */
+};
+
+static const struct rig__cluster_facts &rig__cluster_facts_get(void)
+{
+    static const struct rig__cluster_facts facts = []() {
+        struct rig__cluster_facts f = {};
+        cudaError_t refused = cudaSuccess;
+        int32_t largest = 1;
+        for (int32_t size = 1; size <= 8; size *= 2) {
+            cudaLaunchAttribute attribute[2];
+            cudaLaunchConfig_t config = rig__finish_config(1, size, 0, false, attribute);
+            cudaError_t error = cudaOccupancyMaxActiveClusters(&f.clusters[size],
+                                                               rig__sample_finish_kernel, &config);
+            if (error != cudaSuccess && refused == cudaSuccess) refused = error;
+            if (error != cudaSuccess || f.clusters[size] < 0) f.clusters[size] = 0;
+            if (f.clusters[size] > 0) largest = size;
+        }
+        (void)cudaGetLastError(); /* a refused query leaves no error for the next launch */
+        /* said once, so that a fallback (or a query asked wrongly) is not silent */
+        if (f.clusters[8] == 0)
+            fprintf(stderr,
+                    "rig: cuda: sample: the device holds no cluster of 8 pass-2 blocks (%s); "
+                    "rows take %d block(s) at most\n",
+                    refused != cudaSuccess ? cudaGetErrorString(refused) : "none fits",
+                    (int)largest);
+        return f;
+    }();
+    return facts;
+}
+
 /* Blocks per row in pass 2 (a cluster; 8 at most, the portable size): as many as keep the
  * batch's blocks within half the multiprocessors (batches of 8 rows or fewer get 8 on an
  * H200). Measured on the H200 (docs/performance.md): a cut-off row's search took 359 -> 121 us
  * at batches 1-8 with 8 blocks, but with 8 blocks a row at batch 64 it was slower than alone
  * (397 -> 437 us), and every greedy batch paid for the extra blocks. RIG_SAMPLE_CLUSTER (a
- * measuring switch) sets the size: 1 is the one-block kernel. */
+ * measuring switch, read once) sets the size: 1 is the one-block kernel.
+ *
+ * The cluster-fit guard: a device that cannot co-schedule a cluster of the size chosen (a MIG
+ * slice, too little shared memory) would fail pass 2's launch, so the size is halved until
+ * rig__cluster_facts_get says at least one such cluster fits; a cluster of 1 is a plain launch
+ * and always fits. RIG_SAMPLE_CLUSTER_MAX=N (a measuring and testing switch, read at every call
+ * so a test can change it: one getenv a launch) caps the size the same way, so the fallback
+ * runs on a full GPU too; N < 2 is the one-block kernel. Every size samples the same tokens
+ * (counts, keys and argmaxes do not depend on the split; file comment), so the guard changes
+ * the speed only. The size comes from host values alone (the batch, the device's answers and
+ * the environment), so a captured graph holds a valid launch. */
 static int32_t rig__cluster_size(int64_t rows, int32_t sm_count)
 {
     static const long wanted = rig_cuda_env("RIG_SAMPLE_CLUSTER", 0);
-    if (wanted == 1 || wanted == 2 || wanted == 4 || wanted == 8) return (int32_t)wanted;
     int32_t size = 8;
-    while (size > 1 && rows * size > (int64_t)(sm_count > 1 ? sm_count : 2) / 2)
+    if (wanted == 1 || wanted == 2 || wanted == 4 || wanted == 8) {
+        size = (int32_t)wanted;
+    } else {
+        while (size > 1 && rows * size > (int64_t)(sm_count > 1 ? sm_count : 2) / 2)
+            size /= 2;
+    }
+    long most = rig_cuda_env("RIG_SAMPLE_CLUSTER_MAX", 8);
+    const struct rig__cluster_facts &facts = rig__cluster_facts_get();
+    while (size > 1 && (size > most || facts.clusters[size] == 0))
         size /= 2;
+    RIG_ASSERT(size >= 1 && size <= 8);
     return size;
+}
+
+int32_t rig_cuda_sample_cluster(int64_t rows, int32_t sm_count)
+{
+    RIG_ASSERT(rows >= 1);
+    return rig__cluster_size(rows, sm_count);
+}
+
+int32_t rig_cuda_sample_cluster_fit(int32_t size)
+{
+    RIG_ASSERT(size == 1 || size == 2 || size == 4 || size == 8);
+    return (int32_t)rig__cluster_facts_get().clusters[size];
 }
 
 /* Chunks per row: enough blocks for RIG__CHUNK_WAVES per multiprocessor over the batch, no
@@ -769,18 +932,8 @@ enum rig_status rig_cuda_op_sample(const struct rig_cuda_launch *launch,
     RIG_CUDA_LAUNCHED();
     int32_t cluster = rig__cluster_size(rows, launch->sm_count);
     cudaLaunchAttribute attribute[2];
-    attribute[0].id = cudaLaunchAttributeClusterDimension;
-    attribute[0].val.clusterDim.x = (unsigned)cluster;
-    attribute[0].val.clusterDim.y = 1;
-    attribute[0].val.clusterDim.z = 1;
-    attribute[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute[1].val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3((unsigned)(rows * cluster));
-    config.blockDim = dim3(RIG__SAMPLE_THREADS);
-    config.stream = launch->stream;
-    config.attrs = attribute;
-    config.numAttrs = launch->pdl ? 2 : 1;
+    cudaLaunchConfig_t config =
+        rig__finish_config(rows, cluster, launch->stream, launch->pdl, attribute);
     RIG_CUDA_TRY(cudaLaunchKernelEx(&config, rig__sample_finish_kernel, a,
                                     (const struct rig__partial *)part, chunks));
     RIG_CUDA_LAUNCHED();

@@ -16,6 +16,15 @@ extern "C" {
 enum rig_status rig_cuda_op_sample(const struct rig_cuda_launch *launch,
                                    const struct rig_op_sample *p);
 
+/* For tests and measurements: the cluster size (blocks per row, 1, 2, 4 or 8) pass 2 takes now
+ * for `rows` rows (>= 1) on a device of `sm_count` multiprocessors, after the cluster-fit guard
+ * and the RIG_SAMPLE_CLUSTER / RIG_SAMPLE_CLUSTER_MAX switches (sample.cu, rig__cluster_size);
+ * and how many clusters of `size` (1, 2, 4 or 8) pass-2 blocks the device holds at once, as the
+ * guard was told (0: none fit, or the query failed). Both ask the device current on the calling
+ * thread the first time either runs in the process, and the answer is kept. Cannot fail. */
+int32_t rig_cuda_sample_cluster(int64_t rows, int32_t sm_count);
+int32_t rig_cuda_sample_cluster_fit(int32_t size);
+
 #ifdef __cplusplus
 }
 #endif
