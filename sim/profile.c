@@ -424,19 +424,16 @@ static enum rig_status rig__load_table(struct rig_sim_profile *profile, bool ana
     enum rig_status status = rig_sim_optable_get(profile->op_table, profile->multiprocessors,
                                                  &profile->table, error, error_size);
     if (status != RIG_OK) return status;
-    /* the host the table was swept on: its measured host times over the keys (sim/profile.h) */
-    int64_t *keys[RIG_OPTABLE_HOST_CALLS] = {
-        [RIG_OPTABLE_HOST_UPLOAD] = &profile->upload_host_ns,
-        [RIG_OPTABLE_HOST_DOWNLOAD] = &profile->download_host_ns,
-        [RIG_OPTABLE_HOST_DEVICE_COPY] = &profile->device_copy_host_ns,
-        [RIG_OPTABLE_HOST_EVENT_RECORD] = &profile->event_record_host_ns,
-        [RIG_OPTABLE_HOST_STREAM_WAIT] = &profile->stream_wait_host_ns,
-        [RIG_OPTABLE_HOST_GRAPH_LAUNCH] = &profile->graph_launch_host_ns,
-        [RIG_OPTABLE_HOST_KERNEL_LAUNCH] = &profile->kernel_launch_host_ns,
-    };
+    /* the host the table was swept on: its measured host times over the profile's keys of the
+     * same names (sim/profile.h), found through the key table the YAML is read with */
     const struct rig_optable_host *host = rig_sim_optable_host(profile->table);
-    for (int32_t k = 0; k < RIG_OPTABLE_HOST_CALLS; k++)
-        if (host->ns[k] > 0) *keys[k] = llround(host->ns[k]);
+    for (int32_t k = 0; k < RIG_OPTABLE_HOST_CALLS; k++) {
+        int32_t index = rig__find_key(rig_optable_host_keys[k]);
+        RIG_ASSERT_MSG(index >= 0 && rig__keys[index].kind == RIG__KEY_COUNT,
+                       "an op table's host time names no count key of the profile");
+        int64_t ns = llround(host->ns[k]);
+        if (ns > 0) memcpy((char *)profile + rig__keys[index].offset, &ns, sizeof ns);
+    }
     return RIG_OK;
 }
 
