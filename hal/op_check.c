@@ -115,6 +115,53 @@ static enum rig_status rig__check_add_rms_norm(const struct rig__check *check,
     return rig__check_norm_weight(check, &p->weight, p->out.shape[1], p->eps);
 }
 
+/* Whether the bytes a 2-D tensor's rows span meet another's (both non-empty). */
+static bool rig__overlap(const struct rig_tensor *x, const struct rig_tensor *y)
+{
+    if (x->data == NULL || y->data == NULL || rig_tensor_numel(x) == 0 || rig_tensor_numel(y) == 0)
+        return false;
+    const uint8_t *x0 = x->data, *y0 = y->data;
+    const uint8_t *x1 = x0 + (size_t)((x->shape[0] - 1) * x->stride[0] + x->shape[1]) *
+                                 rig_dtype_size(x->dtype);
+    const uint8_t *y1 = y0 + (size_t)((y->shape[0] - 1) * y->stride[0] + y->shape[1]) *
+                                 rig_dtype_size(y->dtype);
+    return x0 < y1 && y0 < x1;
+}
+
+/* The fused forms' fields (ops.h): a prologue's operand and weight, accumulate's out. */
+static enum rig_status rig__check_gemm_fused(const struct rig__check *check,
+                                             const struct rig_op_gemm *p, int64_t depth)
+{
+    if ((int32_t)p->prologue < 0 || (int32_t)p->prologue >= RIG_GEMM_PROLOGUES)
+        return rig__fail(check, RIG_E_INVALID, "prologue", "unknown kind %d", (int)p->prologue);
+    if (p->accumulate) {
+        if (p->out.dtype != RIG_DTYPE_BF16)
+            return rig__fail(check, RIG_E_DTYPE, "out", "must be bf16 to accumulate");
+        if (p->bias.data != NULL)
+            return rig__fail(check, RIG_E_INVALID, "bias", "not allowed with accumulate");
+    }
+    if (rig__overlap(&p->out, &p->a) || rig__overlap(&p->out, &p->b))
+        return rig__fail(check, RIG_E_INVALID, "out", "overlaps an input");
+    if (p->prologue == RIG_GEMM_PROLOGUE_NONE) {
+        if (p->operand.data != NULL || p->norm_weight.data != NULL)
+            return rig__fail(check, RIG_E_INVALID, "operand", "given without a prologue");
+        return RIG_OK;
+    }
+    if (p->prologue == RIG_GEMM_PROLOGUE_SILU_MUL && p->a.shape[1] % 2 != 0)
+        return rig__fail(check, RIG_E_SHAPE, "a", "width %lld is not [gate | up]",
+                         (long long)p->a.shape[1]);
+    RIG_TRY(rig__tensor(check, "operand", &p->operand, 2, RIG_DTYPE_BF16));
+    RIG_TRY(rig__dim(check, "operand", &p->operand, 0, p->out.shape[0]));
+    RIG_TRY(rig__dim(check, "operand", &p->operand, 1, depth));
+    if (rig__overlap(&p->operand, &p->a) || rig__overlap(&p->operand, &p->out))
+        return rig__fail(check, RIG_E_INVALID, "operand", "overlaps a or out");
+    if (p->prologue == RIG_GEMM_PROLOGUE_RMS_NORM)
+        return rig__check_norm_weight(check, &p->norm_weight, depth, p->eps);
+    if (p->norm_weight.data != NULL)
+        return rig__fail(check, RIG_E_INVALID, "norm_weight", "given without RMS_NORM");
+    return RIG_OK;
+}
+
 static enum rig_status rig__check_gemm(const struct rig__check *check, const struct rig_op_gemm *p)
 {
     enum rig_dtype out_dtype = p->out.dtype == RIG_DTYPE_F32 ? RIG_DTYPE_F32 : RIG_DTYPE_BF16;
@@ -123,12 +170,13 @@ static enum rig_status rig__check_gemm(const struct rig__check *check, const str
     RIG_TRY(rig__tensor(check, "b", &p->b, 2, RIG_DTYPE_BF16));
     RIG_TRY(rig__dim(check, "a", &p->a, 0, p->out.shape[0]));
     RIG_TRY(rig__dim(check, "b", &p->b, 0, p->out.shape[1]));
-    RIG_TRY(rig__dim(check, "b", &p->b, 1, p->a.shape[1]));
+    int64_t depth = p->prologue == RIG_GEMM_PROLOGUE_SILU_MUL ? p->a.shape[1] / 2 : p->a.shape[1];
+    RIG_TRY(rig__dim(check, "b", &p->b, 1, depth));
     if (p->bias.data != NULL) {
         RIG_TRY(rig__tensor(check, "bias", &p->bias, 1, RIG_DTYPE_BF16));
         RIG_TRY(rig__dim(check, "bias", &p->bias, 0, p->out.shape[1]));
     }
-    return RIG_OK;
+    return rig__check_gemm_fused(check, p, depth);
 }
 
 static enum rig_status rig__check_head_rms_norm(const struct rig__check *check,

@@ -81,14 +81,44 @@ struct rig_op_add_rms_norm {
     float eps;
 };
 
-/* out[m, n] = sum_k a[m, k] * b[n, k] (+ bias[n]), fp32 accumulation. b is a weight in the
- * Hugging Face layout [out_features, in_features]. out is bf16 or f32. */
+/* What a GEMM does to its left operand before the product (rig_op_gemm). */
+enum rig_gemm_prologue {
+    RIG_GEMM_PROLOGUE_NONE = 0,     /* the operand is a */
+    RIG_GEMM_PROLOGUE_RMS_NORM = 1, /* the operand is rms_norm(a) with norm_weight and eps */
+    RIG_GEMM_PROLOGUE_SILU_MUL = 2, /* a is [M, 2K] = [gate | up]; the operand is silu_mul(a) */
+};
+#define RIG_GEMM_PROLOGUES 3
+
+/* out[m, n] = sum_k x[m, k] * b[n, k] (+ bias[n]), fp32 accumulation, where x is the left
+ * operand: `a` itself, or what the prologue makes of it. b is a weight in the Hugging Face
+ * layout [out_features, in_features]. out is bf16 or f32.
+ *
+ * The fused forms. A decode step of a few rows is bound by per-kernel latency, not bytes, so
+ * the model lets the element-wise ops beside a GEMM ride on it instead of being nodes of their
+ * own (core/model/model.c, docs/architecture.md):
+ *  - a prologue computes x from `a` exactly as the op it replaces does, rounding where it
+ *    rounds (rig_op_rms_norm, rig_op_silu_mul), stores x into `operand` and multiplies it;
+ *  - `accumulate` adds the product into `out` as add_rms_norm adds into its residual:
+ *    out = bf16(out + bf16(sum)); bf16 out, no bias.
+ * So a fused GEMM gives the bits of the ops it stands for, on every backend. `operand` and
+ * `out` must not overlap `a`, `b` or each other. All fields past `bias` zero: a plain GEMM. */
 struct rig_op_gemm {
-    struct rig_tensor out;  /* [M, N] bf16 | f32 */
-    struct rig_tensor a;    /* [M, K] bf16 */
+    struct rig_tensor out;  /* [M, N] bf16 | f32; read too with accumulate */
+    struct rig_tensor a;    /* [M, K] bf16; [M, 2K] with SILU_MUL */
     struct rig_tensor b;    /* [N, K] bf16 */
     struct rig_tensor bias; /* [N] bf16, or absent */
+    enum rig_gemm_prologue prologue;
+    struct rig_tensor operand;     /* [M, K] bf16 with a prologue: x, written; else absent */
+    struct rig_tensor norm_weight; /* [K] bf16, RMS_NORM only */
+    float eps;                     /* RMS_NORM only: > 0 */
+    bool accumulate;
 };
+
+/* K of a validated GEMM: the depth of its product (a's width, half of it with SILU_MUL). */
+static inline int64_t rig_gemm_depth(const struct rig_op_gemm *p)
+{
+    return p->prologue == RIG_GEMM_PROLOGUE_SILU_MUL ? p->a.shape[1] / 2 : p->a.shape[1];
+}
 
 /* Per-head RMSNorm in place (Qwen3's q_norm / k_norm): each D-vector is normalised. */
 struct rig_op_head_rms_norm {

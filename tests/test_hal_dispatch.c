@@ -26,6 +26,7 @@
 enum { T = 4, H = 8, HQ = 4, HK = 2, D = 4, S = 16, ROWS = 2, L = 8, R = 2, V = 10, I = 6 };
 
 static uint64_t rig__storage[8192]; /* what every tensor of the op table points at */
+static uint64_t rig__gemm_out[8192]; /* a GEMM's out, which must not overlap its inputs */
 static struct rig_comm *rig__comm;  /* a single-rank comm on the test device */
 
 static struct rig_tensor rig__t(enum rig_dtype dtype, int32_t ndim, int64_t n0, int64_t n1,
@@ -69,8 +70,9 @@ static void rig__valid_layer_ops(struct rig_op *op)
         op->u.add_rms_norm = (struct rig_op_add_rms_norm){th, th, th, w, 1e-6f};
         break;
     case RIG_OP_GEMM:
-        op->u.gemm = (struct rig_op_gemm){rig__t(BF16, 2, T, V, 1), th, rig__t(BF16, 2, V, H, 1),
-                                          rig_tensor_none()};
+        op->u.gemm = (struct rig_op_gemm){
+            .out = rig_tensor_make(rig__gemm_out, BF16, 2, (int64_t[3]){T, V, 1}),
+            .a = th, .b = rig__t(BF16, 2, V, H, 1), .bias = rig_tensor_none()};
         break;
     case RIG_OP_HEAD_RMS_NORM:
         op->u.head_rms_norm = (struct rig_op_head_rms_norm){rig__t(BF16, 3, T, HQ, D),

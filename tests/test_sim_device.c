@@ -118,7 +118,7 @@ static struct rig__mlp rig__mlp_make(char *base)
     m.ops[0] = (struct rig_op){.kind = RIG_OP_RMS_NORM};
     m.ops[0].u.rms_norm = (struct rig_op_rms_norm){xn, x, nw, 1e-6f};
     m.ops[1] = (struct rig_op){.kind = RIG_OP_GEMM};
-    m.ops[1].u.gemm = (struct rig_op_gemm){gu, xn, w, rig_tensor_none()};
+    m.ops[1].u.gemm = (struct rig_op_gemm){.out = gu, .a = xn, .b = w, .bias = rig_tensor_none()};
     m.ops[2] = (struct rig_op){.kind = RIG_OP_SILU_MUL};
     m.ops[2].u.silu_mul = (struct rig_op_silu_mul){out, gu};
     m.out_offset = 12288;
@@ -354,10 +354,10 @@ static int64_t rig__gemm_run(int64_t stall_at, int64_t stall_ns)
     assert_int_equal(rig_hal_buffer_alloc(device, 1 << 28, RIG_MEMORY_ACTIVATIONS, &buf), RIG_OK);
     char *b = rig_hal_buffer_ptr(buf);
     struct rig_op op = {.kind = RIG_OP_GEMM};
-    op.u.gemm = (struct rig_op_gemm){rig_tensor_2d(b, RIG_DTYPE_BF16, 2048, 4096),
-                                     rig_tensor_2d(b + (32 << 20), RIG_DTYPE_BF16, 2048, 4096),
-                                     rig_tensor_2d(b + (64 << 20), RIG_DTYPE_BF16, 4096, 4096),
-                                     rig_tensor_none()};
+    op.u.gemm = (struct rig_op_gemm){
+        .out = rig_tensor_2d(b, RIG_DTYPE_BF16, 2048, 4096),
+        .a = rig_tensor_2d(b + (32 << 20), RIG_DTYPE_BF16, 2048, 4096),
+        .b = rig_tensor_2d(b + (64 << 20), RIG_DTYPE_BF16, 4096, 4096), .bias = rig_tensor_none()};
     for (int32_t i = 0; i < 5; i++)
         assert_int_equal(rig_hal_op(stream, &op), RIG_OK);
     assert_int_equal(rig_hal_stream_synchronize(stream), RIG_OK);
@@ -469,11 +469,13 @@ static void rig__qwen_ops(struct rig_device *device, struct rig__qwen_rank *q)
     char *a = rig_hal_buffer_ptr(acts), *m = rig_hal_buffer_ptr(q->meta);
     struct rig_op gemm = {.kind = RIG_OP_GEMM};
     gemm.u.gemm =
-        (struct rig_op_gemm){rig_tensor_2d(a, RIG_DTYPE_BF16, 256, Q_HEADS / Q_TP * Q_HEAD_DIM),
-                             rig_tensor_2d(a + (16 << 20), RIG_DTYPE_BF16, 256, Q_HIDDEN),
-                             rig_tensor_2d(rig_hal_buffer_ptr(q->layer[0][0]), RIG_DTYPE_BF16,
-                                           Q_HEADS / Q_TP * Q_HEAD_DIM, Q_HIDDEN),
-                             rig_tensor_none()};
+        (struct rig_op_gemm){.out = rig_tensor_2d(a, RIG_DTYPE_BF16, 256,
+                                                  Q_HEADS / Q_TP * Q_HEAD_DIM),
+                             .a = rig_tensor_2d(a + (16 << 20), RIG_DTYPE_BF16, 256, Q_HIDDEN),
+                             .b = rig_tensor_2d(rig_hal_buffer_ptr(q->layer[0][0]),
+                                                RIG_DTYPE_BF16, Q_HEADS / Q_TP * Q_HEAD_DIM,
+                                                Q_HIDDEN),
+                             .bias = rig_tensor_none()};
     assert_int_equal(rig_hal_op(stream, &gemm), RIG_OK);
     int32_t pool[8] = {10, 11, 12, 13, 14, 15, 16, 17}, idx[3] = {7, 0, 3}, got[3];
     assert_int_equal(rig_hal_buffer_upload(stream, q->meta, 0, pool, sizeof pool), RIG_OK);
