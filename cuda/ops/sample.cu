@@ -8,11 +8,11 @@
  *    first maximum — of the logit for greedy rows, of z = logit / temperature for sampled
  *    rows — and, for rows sampled over the whole vocabulary (no top-k, no top-p), its first
  *    maximum of z + g (Gumbel noise from Philox); for top-p rows without top-k over more
- *    logits than the candidate list, the float64 sum of exp(z - its maximum) over the chunk,
- *    from which pass 2 has the row's softmax mass without a pass of its own over the row
- *    (rig__chunk_mass). The chunk count is chosen on the host from rows, vocab and the
- *    multiprocessor count (never from the per-row parameters, which live on the device and
- *    may change between graph replays);
+ *    logits than the candidate list, and for those alone, it also writes the float64 sum of
+ *    exp(z - its maximum) over the chunk into a second array, from which pass 2 has the row's
+ *    softmax mass without a pass of its own over the row (rig__chunk_mass). The chunk count
+ *    is chosen on the host from rows, vocab and the multiprocessor count (never from the
+ *    per-row parameters, which live on the device and may change between graph replays);
  *  - pass 2, a thread-block cluster per row (up to 8 blocks at small batches, one at large,
  *    and never more than the device can co-schedule, which it is asked once:
  *    rig__cluster_size, also from the host's values alone): greedy and whole-vocabulary rows
@@ -21,8 +21,10 @@
  *    the cut-off search below over their row, each block of the cluster streaming its share
  *    of every pass and the cluster combining counts, masses and argmaxes through distributed
  *    shared memory (exact, the slower path).
- * Scratch: rows x chunks partials of 32 bytes, written by pass 1 and read by pass 2 on the
- * same stream; no counters, nothing to reset, so replays are independent.
+ * Scratch: rows x chunks partials of 24 bytes, then rows x chunks float64 masses (written and
+ * read only for rig__chunk_mass rows, so greedy and whole-vocabulary rows move 24 bytes a
+ * chunk), written by pass 1 and read by pass 2 on the same stream; no counters, nothing to
+ * reset, so replays are independent.
  * Both passes are launched with programmatic dependent launch (common.cuh) and wait for their
  * predecessor before any load: inside a decode graph pass 1's launch overlaps the LM head's
  * tail and pass 2's pass 1's.
@@ -555,10 +557,9 @@ static __device__ __forceinline__ enum rig__kind rig__row_kind(float temperature
 
 /* One chunk's result, pass 1 -> pass 2. value: the chunk's largest logit (greedy rows) or
  * z (sampled rows) at its first index; gumbel: the largest z + g at its first index
- * (RIG__WHOLE rows only); mass: the chunk's sum of exp(z - value) (rows of rig__chunk_mass
- * only, else 0). */
+ * (RIG__WHOLE rows only). A chunk's mass (rig__chunk_mass rows) travels in an array of its
+ * own, so that the rows without one keep this 24-byte partial. */
 struct rig__partial {
-    double mass;
     float value;
     int32_t index;
     float gumbel;
@@ -597,19 +598,20 @@ static __device__ double rig__chunk_mass_sum(const float *logits, int64_t begin,
     return rig__block_tally(mine, shared).mass;
 }
 
-/* The row's sum of exp(z - z_max) from its chunks' partials: sum over chunks c of
- * mass_c * exp(value_c - z_max), which is the row's sum in exact arithmetic (value_c <= z_max
- * is chunk c's largest z). In float64 it differs from a sum over the logits in its last bits,
- * as that sum already differs from the simulator's sorted order (file comment). Threads take
- * the chunks in turn and the block adds them in a fixed order, so every block of the row gets
- * the same bits from the same partials and takes the same branches after. */
+/* The row's sum of exp(z - z_max) from its chunks' partials (part) and masses (mass): sum over
+ * chunks c of mass_c * exp(value_c - z_max), which is the row's sum in exact arithmetic
+ * (value_c <= z_max is chunk c's largest z). In float64 it differs from a sum over the logits
+ * in its last bits, as that sum already differs from the simulator's sorted order (file
+ * comment). Threads take the chunks in turn and the block adds them in a fixed order, so every
+ * block of the row gets the same bits from the same partials and takes the same branches after.
+ * Only for rig__chunk_mass rows: pass 1 writes `mass` for no other. */
 static __device__ double rig__row_mass(const struct rig__row *row, const struct rig__partial *part,
-                                       int32_t chunks, struct rig__shared *sh)
+                                       const double *mass, int32_t chunks, struct rig__shared *sh)
 {
     struct rig__tally mine = {0, 0.0};
     for (int32_t c = threadIdx.x; c < chunks; c += blockDim.x) {
-        struct rig__partial p = part[c];
-        if (p.mass > 0.0) mine.mass += p.mass * exp((double)p.value - (double)row->z_max);
+        double m = mass[c];
+        if (m > 0.0) mine.mass += m * exp((double)part[c].value - (double)row->z_max);
     }
     return rig__block_tally(mine, sh->tally).mass;
 }
@@ -643,12 +645,13 @@ static __device__ __forceinline__ void rig__visit(struct rig__best *b, enum rig_
     }
 }
 
-/* Pass 1: block (r, c) scans chunk c of row r. VEC4: the row and the chunk start are 16-byte
- * aligned (the host checked), so four logits travel in one load. */
+/* Pass 1: block (r, c) scans chunk c of row r and writes part[r * chunks + c], and for a
+ * rig__chunk_mass row mass[r * chunks + c] (no other row's). VEC4: the row and the chunk start
+ * are 16-byte aligned (the host checked), so four logits travel in one load. */
 template <bool VEC4>
 static __global__ void __launch_bounds__(RIG__CHUNK_THREADS)
-    rig__sample_chunk_kernel(struct rig__sample_args a, struct rig__partial *part, int32_t chunk,
-                             int32_t chunks)
+    rig__sample_chunk_kernel(struct rig__sample_args a, struct rig__partial *part, double *mass,
+                             int32_t chunk, int32_t chunks)
 {
     __shared__ float shared_score[RIG_CUDA_WARP];
     __shared__ int64_t shared_index[RIG_CUDA_WARP];
@@ -661,6 +664,8 @@ static __global__ void __launch_bounds__(RIG__CHUNK_THREADS)
     int32_t top_k = a.top_k[r];
     float top_p = a.top_p[r];
     enum rig__kind kind = rig__row_kind(temperature, top_k, top_p, rig__min_p(&a, r), a.vocab);
+    /* decided before the scan, so that one flag, not top_k and top_p, lives across its loop */
+    bool chunk_mass = rig__chunk_mass(kind, top_k, top_p, a.vocab);
     uint64_t seed = a.seed[r];
     uint32_t position = (uint32_t)a.position[r];
     int64_t begin = (int64_t)c * chunk;
@@ -689,32 +694,37 @@ static __global__ void __launch_bounds__(RIG__CHUNK_THREADS)
     int64_t gumbel_index = -1;
     if (kind == RIG__WHOLE)
         gumbel_index = rig__block_argmax(b.gumbel, b.gumbel_index, shared_score, shared_index);
-    /* a second read of the chunk just scanned (cache hits); every thread has the same index */
-    double mass = 0.0;
-    if (rig__chunk_mass(kind, top_k, top_p, a.vocab))
-        mass = rig__chunk_mass_sum(logits, begin, end, temperature, logits[index] / temperature,
-                                   shared_tally);
     /* The winners' scores are recomputed from their indices: the same expressions, so the
      * same bits as in rig__visit. */
-    if (threadIdx.x != 0) return;
-    struct rig__partial out = {
-        mass, -INFINITY, (int32_t)index, -INFINITY, (int32_t)gumbel_index, bad != 0, some != 0};
-    out.value = kind == RIG__GREEDY ? logits[index] : logits[index] / temperature;
-    if (kind == RIG__WHOLE) {
-        float z = logits[gumbel_index] / temperature;
-        out.gumbel = z + -logf(-logf(rig_philox_uniform(seed, position, (uint32_t)gumbel_index)));
+    if (threadIdx.x == 0) {
+        struct rig__partial out = {
+            -INFINITY, (int32_t)index, -INFINITY, (int32_t)gumbel_index, bad != 0, some != 0};
+        out.value = kind == RIG__GREEDY ? logits[index] : logits[index] / temperature;
+        if (kind == RIG__WHOLE) {
+            float z = logits[gumbel_index] / temperature;
+            out.gumbel =
+                z + -logf(-logf(rig_philox_uniform(seed, position, (uint32_t)gumbel_index)));
+        }
+        part[r * chunks + c] = out;
     }
-    part[r * chunks + c] = out;
+    /* The mass last, and only for the rows that use it: the row's parameters decide, so the
+     * whole block leaves or stays together (the sum has barriers). A second read of the chunk
+     * just scanned (cache hits); every thread has the same index. */
+    if (!chunk_mass) return;
+    double sum = rig__chunk_mass_sum(logits, begin, end, temperature, logits[index] / temperature,
+                                     shared_tally);
+    if (threadIdx.x == 0) mass[r * chunks + c] = sum;
 }
 
 /* Pass 2: a cluster of blocks per row (rig__row: one block at large batches). Greedy and
  * RIG__WHOLE rows reduce their chunks' partials (in chunk order, ties to the lower index: the
  * first maximum, as the simulator's scan), every block of the row alike. Top-k / top-p rows
- * take z_max from the partials and run the cut-off search over the row, the row's blocks
- * together. Block 0 of the row writes its token. */
+ * take z_max from the partials (a rig__chunk_mass row its whole mass too, from `mass`) and run
+ * the cut-off search over the row, the row's blocks together. Block 0 of the row writes its
+ * token. */
 static __global__ void __launch_bounds__(RIG__SAMPLE_THREADS)
     rig__sample_finish_kernel(struct rig__sample_args a, const struct rig__partial *part,
-                              int32_t chunks)
+                              const double *mass, int32_t chunks)
 {
     __shared__ struct rig__shared sh;
     rig_cuda_pdl_begin(); /* the partials are pass 1's output */
@@ -760,7 +770,7 @@ static __global__ void __launch_bounds__(RIG__SAMPLE_THREADS)
     } else if (kind == RIG__CUT) {
         row.z_max = row.logits[token] / row.temperature;
         if (rig__chunk_mass(kind, top_k, top_p, a.vocab))
-            row.mass = rig__row_mass(&row, part + r * chunks, chunks, &sh);
+            row.mass = rig__row_mass(&row, part + r * chunks, mass + r * chunks, chunks, &sh);
         token = rig__sample_row(&row, top_k, top_p, a.seed[r], (uint32_t)a.position[r],
                                 a.index_bits, &sh);
     }
@@ -882,15 +892,22 @@ int32_t rig_cuda_sample_cluster_fit(int32_t size)
     return (int32_t)rig__cluster_facts_get().clusters[size];
 }
 
+/* Scratch a (row, chunk) takes: its partial and its mass slot (the two arrays of the file
+ * comment), whether or not the row writes the mass; the same 32 bytes as the one 32-byte
+ * partial before, so the chunk count, and with it every mass's summation order, is too. */
+#define RIG__CHUNK_SCRATCH (sizeof(struct rig__partial) + sizeof(double))
+static_assert(sizeof(struct rig__partial) == 24, "the partial greedy and whole rows move");
+static_assert(sizeof(struct rig__partial) % alignof(double) == 0, "the masses stay aligned");
+
 /* Chunks per row: enough blocks for RIG__CHUNK_WAVES per multiprocessor over the batch, no
- * chunk under RIG__CHUNK_MIN logits, and the partials within the stream's scratch. */
+ * chunk under RIG__CHUNK_MIN logits, and the partials and masses within the stream's scratch. */
 static int32_t rig__chunk_count(int64_t rows, int64_t vocab, int32_t sm_count,
                                 size_t scratch_bytes)
 {
     int64_t want = rig_cuda_div_up((int64_t)(sm_count > 0 ? sm_count : 1) * RIG__CHUNK_WAVES, rows);
     int64_t most = rig_cuda_div_up(vocab, RIG__CHUNK_MIN);
     int64_t chunks = want < most ? want : most;
-    while (chunks > 1 && (size_t)(rows * chunks) * sizeof(struct rig__partial) > scratch_bytes)
+    while (chunks > 1 && (size_t)(rows * chunks) * RIG__CHUNK_SCRATCH > scratch_bytes)
         chunks--;
     return (int32_t)chunks;
 }
@@ -917,25 +934,30 @@ enum rig_status rig_cuda_op_sample(const struct rig_cuda_launch *launch,
     a.position = (const int32_t *)p->position.data;
     a.min_p = (const float *)p->min_p.data;
     int32_t chunks = rig__chunk_count(rows, a.vocab, launch->sm_count, launch->scratch_bytes);
-    if ((size_t)(rows * chunks) * sizeof(struct rig__partial) > launch->scratch_bytes ||
+    if ((size_t)(rows * chunks) * RIG__CHUNK_SCRATCH > launch->scratch_bytes ||
         rows * chunks > INT32_MAX)
         return RIG_E_RANGE;
     /* A multiple of 4 keeps every chunk start as aligned as the row. */
     int32_t chunk = (int32_t)(rig_cuda_div_up(rig_cuda_div_up(a.vocab, chunks), 4) * 4);
     chunks = (int32_t)rig_cuda_div_up(a.vocab, chunk);
     bool vec4 = rig_cuda_aligned(a.logits, 16) && a.logits_stride % 4 == 0;
+    /* (rows, chunks) partials, then (rows, chunks) masses; the recount above only lowered
+     * chunks, so both stay within the scratch checked for */
     struct rig__partial *part = (struct rig__partial *)launch->scratch;
+    double *mass = (double *)(part + rows * chunks);
+    RIG_ASSERT(rig_cuda_aligned(mass, alignof(double)));
     unsigned blocks = (unsigned)(rows * chunks);
     RIG_CUDA_TRY(rig_cuda_launch_pdl(
         launch, vec4 ? rig__sample_chunk_kernel<true> : rig__sample_chunk_kernel<false>,
-        dim3(blocks), dim3(RIG__CHUNK_THREADS), 0, a, part, chunk, chunks));
+        dim3(blocks), dim3(RIG__CHUNK_THREADS), 0, a, part, mass, chunk, chunks));
     RIG_CUDA_LAUNCHED();
     int32_t cluster = rig__cluster_size(rows, launch->sm_count);
     cudaLaunchAttribute attribute[2];
     cudaLaunchConfig_t config =
         rig__finish_config(rows, cluster, launch->stream, launch->pdl, attribute);
     RIG_CUDA_TRY(cudaLaunchKernelEx(&config, rig__sample_finish_kernel, a,
-                                    (const struct rig__partial *)part, chunks));
+                                    (const struct rig__partial *)part, (const double *)mass,
+                                    chunks));
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
 }
