@@ -757,6 +757,130 @@ static void test_gemm_persistent(void **state)
     assert_int_equal(unsetenv("RIG_GEMV_PERSISTENT"), 0);
 }
 
+/* A fused GEMM (hal/ops.h: a prologue, accumulate) over fresh random pairs: a is [M, K] (RMS_NORM,
+ * none) or [M, 2K] (SILU_MUL) with `a_pad` elements of row padding; out starts random (an
+ * accumulate reads it). Returns the out pair; *operand the operand pair (NULL without a
+ * prologue). */
+static struct rig__pair *rig__gemm_fused_build(int64_t m, int64_t n, int64_t k, int prologue,
+                                               bool accumulate, int64_t a_pad, struct rig_op *op,
+                                               struct rig__pair **operand)
+{
+    int64_t width = prologue == RIG_GEMM_PROLOGUE_SILU_MUL ? 2 * k : k, lda = width + a_pad;
+    struct rig__pair *a = rig__pair_new((size_t)(m * lda * 2));
+    struct rig__pair *b = rig__pair_new((size_t)(n * k * 2));
+    struct rig__pair *c = rig__pair_new((size_t)(m * n * 2));
+    struct rig__pair *x = rig__pair_new((size_t)(m * k * 2));
+    struct rig__pair *w = rig__pair_new((size_t)k * 2);
+    rig__bf16_random(a, (size_t)(m * lda), -3, 3);
+    rig__bf16_random(b, (size_t)(n * k), -1, 1);
+    rig__bf16_random(c, (size_t)(m * n), -4, 4);
+    rig__bf16_random(w, (size_t)k, 0.5f, 1.5f);
+    *op = (struct rig_op){.kind = RIG_OP_GEMM};
+    struct rig_op_gemm *g = &op->u.gemm;
+    g->out = rig_tensor_2d(c->host, RIG_DTYPE_BF16, m, n);
+    g->a = rig__t2(a, RIG_DTYPE_BF16, m, width, lda);
+    g->b = rig_tensor_2d(b->host, RIG_DTYPE_BF16, n, k);
+    g->bias = rig_tensor_none();
+    g->prologue = (enum rig_gemm_prologue)prologue;
+    g->accumulate = accumulate;
+    g->operand = prologue != 0 ? rig_tensor_2d(x->host, RIG_DTYPE_BF16, m, k) : rig_tensor_none();
+    if (prologue == RIG_GEMM_PROLOGUE_RMS_NORM) {
+        g->norm_weight = rig_tensor_1d(w->host, RIG_DTYPE_BF16, k);
+        g->eps = 1e-6f;
+    }
+    *operand = prologue != 0 ? x : NULL;
+    return c;
+}
+
+/* Runs a fused case on both sides and compares out and the operand with the simulator. With
+ * accumulate, out is an input too, so only the operand is poisoned before the GPU run. */
+static void rig__gemm_fused_check(const char *label, const struct rig_op *op,
+                                  struct rig__pair *c, struct rig__pair *x)
+{
+    struct rig__pair *poisoned[2];
+    int32_t count = 0;
+    if (!op->u.gemm.accumulate) poisoned[count++] = c;
+    if (x != NULL) poisoned[count++] = x;
+    rig__run_both(op, poisoned, count);
+    const struct rig_op_gemm *g = &op->u.gemm;
+    static const char *const names[RIG_GEMM_PROLOGUES] = {"", " norm", " silu"};
+    char what[112];
+    snprintf(what, sizeof what, "gemm %lldx%lldx%lld%s%s%s", (long long)g->out.shape[0],
+             (long long)g->out.shape[1], (long long)rig_gemm_depth(g), names[g->prologue],
+             g->accumulate ? " +=" : "", label);
+    rig__expect_close(what, c, RIG_DTYPE_BF16, (size_t)(g->out.shape[0] * g->out.shape[1]),
+                      1e-6);
+    if (x != NULL) {
+        strncat(what, " operand", sizeof what - strlen(what) - 1);
+        rig__expect_close(what, x, RIG_DTYPE_BF16,
+                          (size_t)(g->out.shape[0] * rig_gemm_depth(g)), 1e-6);
+    }
+}
+
+/* The fused forms against the simulator (which computes them as the ops they stand for, bit
+ * for bit): every prologue with and without accumulate at Qwen3-0.6B's decode shapes (the
+ * per-tile small-batch kernel), K 1,000 (a partial last step), 1, 3, 8 and 16 rows (both row
+ * groups), 17 rows (taken apart: the prologue's kernel, cuBLAS, the add) and misaligned rows
+ * (taken apart at few rows); at Qwen3-8B's shapes the persistent kernel (one batch a run, and
+ * the down projection's three), bit for bit the per-tile kernel's too. */
+static void test_gemm_fused(void **state)
+{
+    (void)state;
+    static const int64_t shapes[][2] = {{4096, 1024}, {1024, 2048}, {6144, 1024},
+                                        {1024, 3072}, {999, 1000}};
+    static const int64_t rows[] = {1, 3, 8, 16, 17};
+    for (size_t l = 0; l < RIG_ARRAY_LEN(shapes); l++) {
+        for (size_t r = 0; r < RIG_ARRAY_LEN(rows); r++) {
+            for (int form = 0; form < 2 * RIG_GEMM_PROLOGUES; form++) {
+                if (form == 0) continue; /* plain: test_gemm_decode_shapes */
+                rig__reset(4100 + l * 100 + r * 10 + (uint64_t)form);
+                struct rig_op op;
+                struct rig__pair *x;
+                struct rig__pair *c = rig__gemm_fused_build(rows[r], shapes[l][0], shapes[l][1],
+                                                            form / 2, form % 2 == 1, 0, &op, &x);
+                rig__gemm_fused_check("", &op, c, x);
+            }
+        }
+        rig__reset(4700 + l);
+        struct rig_op op;
+        struct rig__pair *x;
+        struct rig__pair *c = rig__gemm_fused_build(3, shapes[l][0], shapes[l][1],
+                                                    RIG_GEMM_PROLOGUE_RMS_NORM, true, 1, &op, &x);
+        rig__gemm_fused_check(" misaligned", &op, c, x);
+    }
+    static const int64_t persistent[][3] = {{6144, 4096, RIG_GEMM_PROLOGUE_RMS_NORM},
+                                            {4096, 4096, RIG_GEMM_PROLOGUE_NONE},
+                                            {24576, 4096, RIG_GEMM_PROLOGUE_RMS_NORM},
+                                            {4096, 12288, RIG_GEMM_PROLOGUE_SILU_MUL}};
+    for (size_t l = 0; l < RIG_ARRAY_LEN(persistent); l++) {
+        for (int64_t m = 1; m <= 8; m += 7) {
+            rig__reset(4800 + l * 10 + (uint64_t)m);
+            struct rig_op op;
+            struct rig__pair *x;
+            int prologue = (int)persistent[l][2];
+            bool accumulate = prologue != RIG_GEMM_PROLOGUE_RMS_NORM;
+            struct rig__pair *c = rig__gemm_fused_build(m, persistent[l][0], persistent[l][1],
+                                                        prologue, accumulate, 0, &op, &x);
+            void *start = malloc(c->bytes), *tiled = malloc(c->bytes);
+            assert_non_null(start);
+            assert_non_null(tiled);
+            memcpy(start, c->host, c->bytes); /* out before the accumulate */
+            assert_int_equal(setenv("RIG_GEMV_PERSISTENT", "0", 1), 0);
+            rig__gemm_fused_check(" (per tile)", &op, c, x);
+            memcpy(tiled, c->result, c->bytes);
+            memcpy(c->host, start, c->bytes);
+            assert_int_equal(setenv("RIG_GEMV_PERSISTENT", "2", 1), 0);
+            rig__gemm_fused_check(" (persistent)", &op, c, x);
+            if (memcmp(tiled, c->result, c->bytes) != 0)
+                fail_msg("fused persistent gemm %lldx%lld: differs from the per-tile kernel",
+                         (long long)persistent[l][0], (long long)persistent[l][1]);
+            free(start);
+            free(tiled);
+        }
+    }
+    assert_int_equal(unsetenv("RIG_GEMV_PERSISTENT"), 0);
+}
+
 /* The small-batch kernel's promises: the same bits on a second run, and a row's result does
  * not depend on how many rows share the batch (row 0 of 16 rows == the 1-row result, bit for
  * bit). */
@@ -2509,6 +2633,7 @@ int main(void)
         cmocka_unit_test(test_gemm_decode_shapes),
         cmocka_unit_test(test_gemm_small_batch),
         cmocka_unit_test(test_gemm_persistent),
+        cmocka_unit_test(test_gemm_fused),
         cmocka_unit_test(test_gemm_graph),
         cmocka_unit_test(test_gemm_plans),
         cmocka_unit_test(test_store_kv),

@@ -15,31 +15,45 @@
  *
  * bf16 in, fp32 accumulate (CUBLAS_COMPUTE_32F), bf16 or f32 out. A bias is added to the fp32
  * sum by a small kernel before the one rounding, bf16(sum + bias), as the simulator rounds
- * (rig__gemm_bias). The handle is the stream's own, bound to an explicit workspace
+ * (rig__gemm_scratch). The handle is the stream's own, bound to an explicit workspace
  * (cuda_internal.h), so the call is graph-capturable.
+ *
+ * The fused forms (hal/ops.h: a prologue, accumulate) run on the small-batch kernel whenever it
+ * accepts them, whatever the shape: they exist to save a decode step's nodes. Elsewhere (more
+ * than 16 rows, unaligned operands) they are taken apart into the ops they stand for
+ * (rig__gemm_unfused): the prologue's own kernel into `operand`, the plain GEMM, and the add
+ * in rig__gemm_scratch's finishing kernel. Both give the unfused ops' bits.
  */
 #include "cuda/ops/common.cuh"
 #include "cuda/ops/gemm.cuh"
 #include "cuda/ops/gemm_plan.cuh"
 #include "cuda/ops/gemv.cuh"
+#include "cuda/ops/rms_norm.cuh"
+#include "cuda/ops/silu_mul.cuh"
 
 RIG_CUDA_MODULE(gemm)
 
-/* out[r, c] = OUT(sum[r, c] + bias[c]): the bias added in fp32 to the fp32 sum, then one
- * rounding (none for f32 out), exactly as the simulator stores. `sum` may be `out` (f32). */
+/* out[r, c] = OUT(sum[r, c] + bias[c]): the bias (when given) added in fp32 to the fp32 sum,
+ * then one rounding (none for f32 out), exactly as the simulator stores; with `accumulate`
+ * (bf16 out, no bias) out[r, c] = bf16(out[r, c] + bf16(sum[r, c])), the residual add of a
+ * fused GEMM. `sum` may be `out` (f32). */
 template <typename OUT>
-static __global__ void rig__bias_kernel(OUT *out, int64_t out_stride, const float *sum,
-                                        int64_t sum_stride, const uint16_t *bias, int64_t rows,
-                                        int64_t cols)
+static __global__ void rig__finish_kernel(OUT *out, int64_t out_stride, const float *sum,
+                                          int64_t sum_stride, const uint16_t *bias,
+                                          bool accumulate, int64_t rows, int64_t cols)
 {
     int64_t index = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (index >= rows * cols) return;
     int64_t r = index / cols, c = index % cols;
-    float value = sum[r * sum_stride + c] + rig_cuda_bf16(bias[c]);
+    float value = sum[r * sum_stride + c];
+    if (bias != NULL) value += rig_cuda_bf16(bias[c]);
+    OUT *at = out + r * out_stride + c;
     if constexpr (sizeof(OUT) == 4) {
-        out[r * out_stride + c] = value;
+        *at = value;
+    } else if (accumulate) {
+        *at = rig_cuda_to_bf16(rig_cuda_bf16(*at) + rig_bf16_round(value));
     } else {
-        out[r * out_stride + c] = rig_cuda_to_bf16(value);
+        *at = rig_cuda_to_bf16(value);
     }
 }
 
@@ -55,7 +69,7 @@ static int rig__ld(const struct rig_tensor *t)
 static struct rig_cuda_gemm_call rig__call(const struct rig_op_gemm *p, int64_t m, const void *a,
                                            void *out, cudaDataType_t out_type, int ld_out)
 {
-    struct rig_cuda_gemm_call call = {.m = m, .n = p->out.shape[1], .k = p->a.shape[1],
+    struct rig_cuda_gemm_call call = {.m = m, .n = p->out.shape[1], .k = rig_gemm_depth(p),
                                       .w = p->b.data, .ld_w = rig__ld(&p->b), .x = a,
                                       .ld_x = rig__ld(&p->a), .out = out, .ld_out = ld_out,
                                       .out_type = out_type};
@@ -67,7 +81,7 @@ static enum rig_status rig__gemm(const struct rig_cuda_launch *launch, const str
                                  int64_t m, const void *a, void *out, cudaDataType_t out_type,
                                  int ld_out)
 {
-    int64_t n = p->out.shape[1], k = p->a.shape[1];
+    int64_t n = p->out.shape[1], k = rig_gemm_depth(p);
     struct rig_cuda_gemm_call call = rig__call(p, m, a, out, out_type, ld_out);
     bool done = false;
     rig_cuda_gemm_plans_run(launch, &call, &done);
@@ -80,12 +94,14 @@ static enum rig_status rig__gemm(const struct rig_cuda_launch *launch, const str
     return RIG_OK;
 }
 
-/* With a bias the sum must reach the bias unrounded. f32 out: GEMM into out, then the bias
- * in place. bf16 out: GEMM into the stream's fp32 scratch a block of rows at a time, then
- * bias and one rounding into out. (beta = 1 over a bias-filled bf16 out was tried: cuBLAS
- * then rounds the product to bf16 before adding C, one bf16 ulp off the simulator.) */
-static enum rig_status rig__gemm_bias(const struct rig_cuda_launch *launch,
-                                      const struct rig_op_gemm *p)
+/* With a bias the sum must reach the bias unrounded, and with accumulate the rounded sum must
+ * be added to out's old value. f32 out (a bias): GEMM into out, then the bias in place. bf16
+ * out: GEMM into the stream's fp32 scratch a block of rows at a time, then bias or add and one
+ * rounding into out. (beta = 1 over a bias-filled bf16 out was tried: cuBLAS then rounds the
+ * product to bf16 before adding C, one bf16 ulp off the simulator.) `p` is a plain GEMM but for
+ * its accumulate flag. */
+static enum rig_status rig__gemm_scratch(const struct rig_cuda_launch *launch,
+                                         const struct rig_op_gemm *p)
 {
     int64_t m = p->out.shape[0], n = p->out.shape[1];
     const uint16_t *bias = (const uint16_t *)p->bias.data;
@@ -94,8 +110,9 @@ static enum rig_status rig__gemm_bias(const struct rig_cuda_launch *launch,
         enum rig_status status =
             rig__gemm(launch, p, m, p->a.data, out, CUDA_R_32F, rig__ld(&p->out));
         if (status != RIG_OK) return status;
-        rig__bias_kernel<float><<<(unsigned)rig_cuda_div_up(m * n, 256), 256, 0, launch->stream>>>(
-            out, p->out.stride[0], out, p->out.stride[0], bias, m, n);
+        rig__finish_kernel<float>
+            <<<(unsigned)rig_cuda_div_up(m * n, 256), 256, 0, launch->stream>>>(
+                out, p->out.stride[0], out, p->out.stride[0], bias, false, m, n);
         RIG_CUDA_LAUNCHED();
         return RIG_OK;
     }
@@ -108,9 +125,9 @@ static enum rig_status rig__gemm_bias(const struct rig_cuda_launch *launch,
         enum rig_status status = rig__gemm(launch, p, rows, a, sum, CUDA_R_32F, (int)n);
         if (status != RIG_OK) return status;
         uint16_t *out = (uint16_t *)p->out.data + m0 * p->out.stride[0];
-        rig__bias_kernel<uint16_t>
+        rig__finish_kernel<uint16_t>
             <<<(unsigned)rig_cuda_div_up(rows * n, 256), 256, 0, launch->stream>>>(
-                out, p->out.stride[0], sum, n, bias, rows, n);
+                out, p->out.stride[0], sum, n, bias, p->accumulate, rows, n);
         RIG_CUDA_LAUNCHED();
     }
     return RIG_OK;
@@ -130,29 +147,69 @@ static enum rig_status rig__gemm_bias(const struct rig_cuda_launch *launch,
 static bool rig__gemv_pays(const struct rig_cuda_launch *launch, const struct rig_op_gemm *p)
 {
     static const long always = rig_cuda_env("RIG_GEMV_ALWAYS", 0); /* measuring: every shape */
-    int64_t n = p->out.shape[1], k = p->a.shape[1];
+    int64_t n = p->out.shape[1], k = rig_gemm_depth(p);
     return always != 0 || k >= 2048 || n >= 32 * 8 * (int64_t)launch->sm_count;
+}
+
+static bool rig__fused(const struct rig_op_gemm *p)
+{
+    return p->prologue != RIG_GEMM_PROLOGUE_NONE || p->accumulate;
+}
+
+/* The plain GEMM a fused one multiplies: its operand (a, without a prologue) by b, into out;
+ * `accumulate` kept. */
+static struct rig_op_gemm rig__plain(const struct rig_op_gemm *p)
+{
+    struct rig_op_gemm plain = *p;
+    if (p->prologue != RIG_GEMM_PROLOGUE_NONE) plain.a = p->operand;
+    plain.prologue = RIG_GEMM_PROLOGUE_NONE;
+    plain.operand = rig_tensor_none();
+    plain.norm_weight = rig_tensor_none();
+    return plain;
+}
+
+/* A fused GEMM the small-batch kernel does not take, as the ops it stands for: the prologue's
+ * kernel into `operand`, then the product, added into out by rig__gemm_scratch's finishing
+ * kernel with accumulate. */
+static enum rig_status rig__gemm_unfused(const struct rig_cuda_launch *launch,
+                                         const struct rig_op_gemm *p)
+{
+    if (p->prologue == RIG_GEMM_PROLOGUE_RMS_NORM) {
+        struct rig_op_rms_norm norm = {.out = p->operand, .in = p->a, .weight = p->norm_weight,
+                                       .eps = p->eps};
+        RIG_TRY(rig_cuda_op_rms_norm(launch, &norm));
+    } else if (p->prologue == RIG_GEMM_PROLOGUE_SILU_MUL) {
+        struct rig_op_silu_mul act = {.out = p->operand, .in = p->a};
+        RIG_TRY(rig_cuda_op_silu_mul(launch, &act));
+    }
+    struct rig_op_gemm plain = rig__plain(p);
+    if (plain.accumulate) return rig__gemm_scratch(launch, &plain);
+    return rig_cuda_op_gemm(launch, &plain);
 }
 
 enum rig_status rig_cuda_op_gemm(const struct rig_cuda_launch *launch, const struct rig_op_gemm *p)
 {
-    int64_t m = p->out.shape[0], n = p->out.shape[1], k = p->a.shape[1];
+    int64_t m = p->out.shape[0], n = p->out.shape[1], k = rig_gemm_depth(p);
     if (m == 0 || n == 0) return RIG_OK;
     if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) return RIG_E_RANGE;
-    if (rig_cuda_gemv_accepts(p) && rig__gemv_pays(launch, p)) {
+    bool fused = rig__fused(p);
+    if (rig_cuda_gemv_accepts(p) && (fused || rig__gemv_pays(launch, p))) {
         /* the same shape at more rows is cuBLAS's: have its plan made and warm before then,
-         * as the cuBLAS path below will call it (a bias with bf16 out: into the fp32 scratch) */
-        bool scratch = p->bias.data != NULL && p->out.dtype != RIG_DTYPE_F32;
+         * as the cuBLAS path below will call it (a bias with bf16 out, or accumulate: into the
+         * fp32 scratch) */
+        struct rig_op_gemm plain = rig__plain(p);
+        bool scratch = (p->bias.data != NULL || p->accumulate) && p->out.dtype != RIG_DTYPE_F32;
         cudaDataType_t type =
             scratch || p->out.dtype == RIG_DTYPE_F32 ? CUDA_R_32F : CUDA_R_16BF;
         struct rig_cuda_gemm_call call =
-            rig__call(p, m, p->a.data, scratch ? launch->scratch : p->out.data, type,
+            rig__call(&plain, m, plain.a.data, scratch ? launch->scratch : p->out.data, type,
                       scratch ? (int)n : rig__ld(&p->out));
         static const bool prepare = rig_cuda_env("RIG_GEMM_PREPARE", 1) != 0; /* measuring */
         if (prepare) rig_cuda_gemm_plans_prepare(launch, &call);
         return rig_cuda_gemv_launch(launch, p);
     }
-    if (p->bias.data != NULL) return rig__gemm_bias(launch, p);
+    if (fused) return rig__gemm_unfused(launch, p);
+    if (p->bias.data != NULL) return rig__gemm_scratch(launch, p);
     cudaDataType_t out_type = p->out.dtype == RIG_DTYPE_F32 ? CUDA_R_32F : CUDA_R_16BF;
     return rig__gemm(launch, p, m, p->a.data, p->out.data, out_type, rig__ld(&p->out));
 }

@@ -32,8 +32,19 @@
  * warps read disjoint K ranges, so there is nothing to share inside a block, and blocks on the
  * same multiprocessor reading the same K ranges hit L1. For M <= 8 the rows g + 8 are zero
  * registers and their loads are skipped (template UPPER = false).
+ *
+ * Fused forms (hal/ops.h; templates PRO, ACC). A prologue turns each activation vector a lane
+ * loads into the operand the unfused op would have stored: RMS_NORM scales it by its row's
+ * 1 / rms and the norm weight (every block first sums its rows' squares over the whole of K,
+ * rig__gemv_norm_rows: 2-8 KB a row from L2, the same sums in the same order in every block),
+ * SILU_MUL loads the up half beside the gate and multiplies. The block of the first tile also
+ * stores the values it made into `operand` (each (row, k) is made by exactly one lane of it).
+ * ACC adds the rounded sum into out at the store, each output read and written by the one
+ * thread that owns it. So the step's norm, SiLU and residual add ride on its GEMMs: a decode
+ * layer of 9 nodes becomes 6 (core/model/model.c).
  */
 #include "cuda/ops/common.cuh"
+#include "cuda/ops/elementwise.cuh"
 #include "cuda/ops/gemv.cuh"
 #include "hal/optable.h" /* the launch geometry, shared with the simulator */
 
@@ -55,6 +66,10 @@ struct rig__gemv_args {
     int64_t out_stride, a_stride, b_stride;
     int32_t rows, columns, depth;  /* M, N, K */
     int32_t steps, steps_per_warp; /* ceil(K / 32); a warp's share of them */
+    const uint16_t *norm_weight;   /* [K] bf16: RMS_NORM */
+    uint16_t *operand;             /* [M, K] bf16, row stride operand_stride: with a prologue */
+    int64_t operand_stride;
+    float eps;                     /* RMS_NORM */
     bool prefetch;                 /* the grid is one wave: prefetch weights before the wait */
     bool preload; /* the grid is one wave: load the first batch of weights before the wait
                    * (M <= 8 only), not just prefetch it; RIG_GEMV_PRELOAD=0 turns it off */
@@ -65,6 +80,8 @@ struct rig__gemv_lane {
     const uint16_t *weight; /* b row g (row 0 when g >= N - n0, never read then) */
     const uint16_t *low;    /* a row g */
     const uint16_t *high;   /* a row g + 8 */
+    const uint16_t *norm;   /* the norm weight (RMS_NORM) */
+    uint16_t *operand_low, *operand_high; /* operand rows g and g + 8 (with a prologue) */
     bool has_column, has_low, has_high;
     int32_t k_offset; /* 8t: the lane's first k inside a step */
 };
@@ -124,21 +141,109 @@ static __device__ __forceinline__ void rig__gemv_weights(uint4 (&weight)[RIG_GEM
     }
 }
 
+/* The prologue's eight operand values from eight loaded values `x` of a row: RMS_NORM with the
+ * row's 1 / rms and eight norm weights `other`, SILU_MUL with `x` the gate and `other` the up
+ * values. */
+template <int PRO>
+static __device__ __forceinline__ uint4 rig__gemv_prologue(uint4 x, uint4 other, float inverse_rms)
+{
+    uint16_t in[8], with[8], out[8];
+    memcpy(in, &x, sizeof x);
+    memcpy(with, &other, sizeof other);
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        if constexpr (PRO == RIG_GEMM_PROLOGUE_RMS_NORM) {
+            out[j] = rig_cuda_norm_value(in[j], with[j], inverse_rms);
+        } else {
+            out[j] = rig_cuda_silu_mul_value(in[j], with[j]);
+        }
+    }
+    uint4 v;
+    memcpy(&v, out, sizeof v);
+    return v;
+}
+
+/* One activation vector of a row (at `at`: the step's k plus the lane's offset) as the GEMM
+ * multiplies it: loaded, through the prologue (the norm weights at `norm`, or the up half
+ * `depth` further on), and stored into the operand at `operand` by the block that `writes`. */
+template <int PRO>
+static __device__ __forceinline__ uint4 rig__gemv_operand(const uint16_t *at, const uint16_t *norm,
+                                                          uint16_t *operand, int32_t depth,
+                                                          float inverse_rms, bool writes)
+{
+    uint4 x = rig__load_cached(at);
+    if constexpr (PRO != RIG_GEMM_PROLOGUE_NONE) {
+        uint4 other = PRO == RIG_GEMM_PROLOGUE_RMS_NORM ? rig__load_cached(norm)
+                                                         : rig__load_cached(at + depth);
+        x = rig__gemv_prologue<PRO>(x, other, inverse_rms);
+        if (writes) *reinterpret_cast<uint4 *>(operand) = x;
+    }
+    return x;
+}
+
 /* The activations of steps [first, min(first + RIG_GEMV_UNROLL, end)) (rows g and, with UPPER,
- * g + 8); a chunk past K reads as zeros. */
-template <bool UPPER>
+ * g + 8); a chunk past K reads as zeros. With a prologue (PRO) they are the operand's values;
+ * `inverse` holds the rows' 1 / rms (RMS_NORM), and the block that `writes` stores them. */
+template <bool UPPER, int PRO = RIG_GEMM_PROLOGUE_NONE>
 static __device__ __forceinline__ void
 rig__gemv_activations(uint4 (&low)[RIG_GEMV_UNROLL], uint4 (&high)[RIG_GEMV_UNROLL],
-                      const struct rig__gemv_lane &lane, int32_t first, int32_t end, int32_t depth)
+                      const struct rig__gemv_lane &lane, int32_t first, int32_t end, int32_t depth,
+                      const float *inverse = nullptr, bool writes = false)
 {
     const uint4 zero = make_uint4(0, 0, 0, 0);
+    float inverse_low = 1.0f, inverse_high = 1.0f;
+    if constexpr (PRO == RIG_GEMM_PROLOGUE_RMS_NORM) {
+        int group = ((int)threadIdx.x % RIG_CUDA_WARP) / 4;
+        if (lane.has_low) inverse_low = inverse[group];
+        if (UPPER && lane.has_high) inverse_high = inverse[group + 8];
+    }
 #pragma unroll
     for (int u = 0; u < RIG_GEMV_UNROLL; u++) {
         int64_t k = (int64_t)(first + u) * RIG_GEMV_STEP;
         bool inside = first + u < end && k + lane.k_offset < depth;
-        low[u] = inside && lane.has_low ? rig__load_cached(lane.low + k) : zero;
-        high[u] = UPPER && inside && lane.has_high ? rig__load_cached(lane.high + k) : zero;
+        low[u] = inside && lane.has_low
+                     ? rig__gemv_operand<PRO>(lane.low + k, lane.norm + k, lane.operand_low + k,
+                                              depth, inverse_low, writes)
+                     : zero;
+        high[u] = UPPER && inside && lane.has_high
+                      ? rig__gemv_operand<PRO>(lane.high + k, lane.norm + k,
+                                               lane.operand_high + k, depth, inverse_high, writes)
+                      : zero;
     }
+}
+
+/* RMS_NORM: 1 / rms of each of the p.rows rows of a, into inverse[0, rows) (shared), as
+ * rig_cuda_norm_write computes it. Every block sums the same squares in the same order
+ * (thread i takes the 8 values at k = 8i, 8i + 8 blockDim, ...; then its warp, then the warps
+ * in order), so the blocks and the operand the first one stores agree. `sums` is shared
+ * scratch. Ends with a barrier. */
+static __device__ void rig__gemv_norm_rows(const struct rig__gemv_args &p, float *inverse,
+                                           float (*sums)[RIG_GEMV_WARPS_MAX])
+{
+    int lane = (int)threadIdx.x % RIG_CUDA_WARP, warp = (int)threadIdx.x / RIG_CUDA_WARP;
+    int warps = (int)blockDim.x / RIG_CUDA_WARP;
+    for (int r = 0; r < p.rows; r++) {
+        const uint16_t *row = p.a + r * p.a_stride;
+        float squares = 0.0f;
+        for (int64_t k = (int64_t)threadIdx.x * 8; k < p.depth; k += (int64_t)blockDim.x * 8) {
+            uint4 v = rig__load_cached(row + k);
+            uint16_t x[8];
+            memcpy(x, &v, sizeof v);
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                squares += rig_cuda_bf16(x[j]) * rig_cuda_bf16(x[j]);
+        }
+        squares = rig_cuda_warp_sum(squares);
+        if (lane == 0) sums[r][warp] = squares;
+    }
+    __syncthreads();
+    if ((int)threadIdx.x < p.rows) {
+        float total = 0.0f;
+        for (int w = 0; w < warps; w++)
+            total += sums[threadIdx.x][w];
+        inverse[threadIdx.x] = 1.0f / sqrtf(total / (float)p.depth + p.eps);
+    }
+    __syncthreads();
 }
 
 /* acc += the steps' activations . weights, step by step (two k16 mmas a step). `end` is the
@@ -153,18 +258,6 @@ rig__gemv_mmas(float (&acc)[4], const uint4 (&weight)[RIG_GEMV_UNROLL], const ui
         rig__mma(acc, low[u].x, high[u].x, low[u].y, high[u].y, weight[u].x, weight[u].y);
         rig__mma(acc, low[u].z, high[u].z, low[u].w, high[u].w, weight[u].z, weight[u].w);
     }
-}
-
-/* The same steps into acc with their weights in `weight`: every activation load of the batch
- * first, then the mmas. */
-template <bool UPPER>
-static __device__ __forceinline__ void
-rig__gemv_batch(float (&acc)[4], const uint4 (&weight)[RIG_GEMV_UNROLL],
-                const struct rig__gemv_lane &lane, int32_t first, int32_t end, int32_t depth)
-{
-    uint4 low[RIG_GEMV_UNROLL], high[RIG_GEMV_UNROLL];
-    rig__gemv_activations<UPPER>(low, high, lane, first, end, depth);
-    rig__gemv_mmas(acc, weight, low, high, first, end);
 }
 
 /* Asks L2 for the weight bytes of the warp's first batch of steps. Weights are never written
@@ -187,10 +280,11 @@ static __device__ __forceinline__ void rig__gemv_prefetch(const struct rig__gemv
 
 /* Adds the warps' tiles of column tile `tile` in warp order, then bias in fp32, then one
  * rounding at the store. Thread i < 8M takes output (i / 8, n0 + i % 8), held by lane
- * (row % 8) * 4 + n / 2 in accumulator (row / 8) * 2 + n % 2 of every warp. Returns once the
- * block's partials are in `partial`; they are read after, so the caller gives the next tile
- * another buffer or waits for the block. */
-template <bool UPPER, typename OUT>
+ * (row % 8) * 4 + n / 2 in accumulator (row / 8) * 2 + n % 2 of every warp. With ACC the
+ * rounded sum is added into out, out = bf16(out + bf16(sum)) (bf16 out, no bias). Returns once
+ * the block's partials are in `partial`; they are read after, so the caller gives the next
+ * tile another buffer or waits for the block. */
+template <bool UPPER, typename OUT, bool ACC = false>
 static __device__ __forceinline__ void
 rig__gemv_store(const float (&acc)[4], const struct rig__gemv_args &p,
                 float (*partial)[RIG__PARTIAL_REGS][RIG_CUDA_WARP], int64_t tile)
@@ -215,6 +309,8 @@ rig__gemv_store(const float (&acc)[4], const struct rig__gemv_args &p,
         OUT *out = (OUT *)p.out + row * p.out_stride + column;
         if constexpr (sizeof(OUT) == 4) {
             *out = sum;
+        } else if constexpr (ACC) {
+            *out = rig_cuda_to_bf16(rig_cuda_bf16(*out) + rig_bf16_round(sum));
         } else {
             *out = rig_cuda_to_bf16(sum);
         }
@@ -237,14 +333,27 @@ rig__gemv_lane_at(const struct rig__gemv_args &p, int64_t tile)
     lane.weight = p.b + (lane.has_column ? column : 0) * p.b_stride + lane.k_offset;
     lane.low = p.a + (lane.has_low ? group : 0) * p.a_stride + lane.k_offset;
     lane.high = p.a + (lane.has_high ? group + 8 : 0) * p.a_stride + lane.k_offset;
+    lane.norm = p.norm_weight + lane.k_offset;
+    lane.operand_low = p.operand + (lane.has_low ? group : 0) * p.operand_stride + lane.k_offset;
+    lane.operand_high =
+        p.operand + (lane.has_high ? group + 8 : 0) * p.operand_stride + lane.k_offset;
     return lane;
 }
 
-template <bool UPPER, typename OUT>
+/* The shared memory of a prologue's 1 / rms a row: ROWS = RIG_CUDA_GEMV_ROWS_MAX with RMS_NORM,
+ * 1 (unused) otherwise. */
+template <int ROWS> struct rig__gemv_norm_shared {
+    float sums[ROWS][RIG_GEMV_WARPS_MAX];
+    float inverse[ROWS];
+};
+#define RIG__NORM_ROWS(PRO) ((PRO) == RIG_GEMM_PROLOGUE_RMS_NORM ? RIG_CUDA_GEMV_ROWS_MAX : 1)
+
+template <bool UPPER, typename OUT, int PRO, bool ACC>
 static __global__ void __launch_bounds__(RIG_GEMV_WARPS_MAX *RIG_CUDA_WARP)
     rig__gemv_kernel(const struct rig__gemv_args p)
 {
     __shared__ float partial[RIG_GEMV_WARPS_MAX][RIG__PARTIAL_REGS][RIG_CUDA_WARP];
+    __shared__ struct rig__gemv_norm_shared<RIG__NORM_ROWS(PRO)> norm;
     int warp = (int)threadIdx.x / RIG_CUDA_WARP;
     struct rig__gemv_lane lane = rig__gemv_lane_at<UPPER>(p, blockIdx.x);
     int32_t begin = warp * p.steps_per_warp;
@@ -259,12 +368,16 @@ static __global__ void __launch_bounds__(RIG_GEMV_WARPS_MAX *RIG_CUDA_WARP)
         rig__gemv_prefetch(lane, begin, end, p.depth);
     }
     rig_cuda_pdl_begin(); /* the activations are the previous kernel's output */
+    if constexpr (PRO == RIG_GEMM_PROLOGUE_RMS_NORM) rig__gemv_norm_rows(p, norm.inverse, norm.sums);
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     for (int32_t first = begin; first < end; first += RIG_GEMV_UNROLL) {
         if (!preload || first != begin) rig__gemv_weights<false>(weight, lane, first, end, p.depth);
-        rig__gemv_batch<UPPER>(acc, weight, lane, first, end, p.depth);
+        uint4 low[RIG_GEMV_UNROLL], high[RIG_GEMV_UNROLL];
+        rig__gemv_activations<UPPER, PRO>(low, high, lane, first, end, p.depth, norm.inverse,
+                                          blockIdx.x == 0);
+        rig__gemv_mmas(acc, weight, low, high, first, end);
     }
-    rig__gemv_store<UPPER, OUT>(acc, p, partial, blockIdx.x);
+    rig__gemv_store<UPPER, OUT, ACC>(acc, p, partial, blockIdx.x);
 }
 
 /* The persistent kernel's weight pipeline: each warp stages its batch of a tile (RIG_GEMV_UNROLL
@@ -318,11 +431,12 @@ static __device__ __forceinline__ void rig__gemv_stage(const struct rig__gemv_la
  * why the launcher takes that form only for few rows. The sums alternate between two shared
  * buffers, so a tile needs one barrier. Same warps, K runs and summation order as the kernel
  * above: the same bits. */
-template <typename OUT, bool ONE>
+template <typename OUT, bool ONE, int PRO, bool ACC>
 static __global__ void __launch_bounds__(RIG_GEMV_WARPS_MAX *RIG_CUDA_WARP)
     rig__gemv_persistent_kernel(const struct rig__gemv_args p, int64_t tiles)
 {
     __shared__ float partial[2][RIG_GEMV_WARPS_MAX][RIG__PARTIAL_REGS][RIG_CUDA_WARP];
+    __shared__ struct rig__gemv_norm_shared<RIG__NORM_ROWS(PRO)> norm;
     extern __shared__ uint4 rig__gemv_stages[]; /* [RIG__STAGES][warps][RIG_GEMV_UNROLL][32] */
     int warp = (int)threadIdx.x / RIG_CUDA_WARP, warps = (int)blockDim.x / RIG_CUDA_WARP;
     int lane_index = (int)threadIdx.x % RIG_CUDA_WARP;
@@ -349,9 +463,13 @@ static __global__ void __launch_bounds__(RIG_GEMV_WARPS_MAX *RIG_CUDA_WARP)
     for (int u = 0; u < RIG__STAGES - 1; u++)
         stage(u);
     rig_cuda_pdl_begin(); /* the activations are the previous kernel's output */
+    if constexpr (PRO == RIG_GEMM_PROLOGUE_RMS_NORM) rig__gemv_norm_rows(p, norm.inverse, norm.sums);
     const struct rig__gemv_lane rows = rig__gemv_lane_at<false>(p, blockIdx.x); /* a rows only */
     uint4 low[RIG_GEMV_UNROLL], high[RIG_GEMV_UNROLL];
-    if constexpr (ONE) rig__gemv_activations<false>(low, high, rows, begin, end, p.depth);
+    bool writes = blockIdx.x == 0; /* the operand: block 0, its first tile */
+    if constexpr (ONE)
+        rig__gemv_activations<false, PRO>(low, high, rows, begin, end, p.depth, norm.inverse,
+                                          writes);
     int64_t u = 0;
     for (int64_t n = 0, tile = blockIdx.x; tile < tiles; n++, tile += stride) {
         float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -364,33 +482,41 @@ static __global__ void __launch_bounds__(RIG_GEMV_WARPS_MAX *RIG_CUDA_WARP)
                 weight[i] = staged[i * RIG_CUDA_WARP + lane_index]; /* the lane's own copies */
             stage(u + RIG__STAGES - 1); /* into the slot read last round */
             int32_t first = begin + b * RIG_GEMV_UNROLL;
-            if constexpr (!ONE) rig__gemv_activations<false>(low, high, rows, first, end, p.depth);
+            if constexpr (!ONE)
+                rig__gemv_activations<false, PRO>(low, high, rows, first, end, p.depth,
+                                                  norm.inverse, writes && n == 0);
             rig__gemv_mmas(acc, weight, low, high, first, end);
         }
-        rig__gemv_store<false, OUT>(acc, p, partial[n & 1], tile);
+        rig__gemv_store<false, OUT, ACC>(acc, p, partial[n & 1], tile);
     }
     asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
 
 bool rig_cuda_gemv_accepts(const struct rig_op_gemm *p)
 {
-    int64_t rows = p->out.shape[0], columns = p->out.shape[1], depth = p->a.shape[1];
+    int64_t rows = p->out.shape[0], columns = p->out.shape[1], depth = rig_gemm_depth(p);
     if (rows < 1 || rows > RIG_CUDA_GEMV_ROWS_MAX) return false;
     if (columns > INT32_MAX || depth > INT32_MAX - RIG_GEMV_STEP || depth % 8 != 0) return false;
     if (!rig_cuda_aligned(p->a.data, 16) || !rig_cuda_aligned(p->b.data, 16)) return false;
     if (rows > 1 && p->a.stride[0] % 8 != 0) return false;
     if (columns > 1 && p->b.stride[0] % 8 != 0) return false;
-    return true;
+    if (p->prologue == RIG_GEMM_PROLOGUE_NONE && !p->accumulate) return true;
+    /* the fused forms: bf16 out, and a prologue's operand (and norm weight) 16-byte aligned */
+    if (p->out.dtype != RIG_DTYPE_BF16) return false;
+    if (p->prologue == RIG_GEMM_PROLOGUE_NONE) return true;
+    if (!rig_cuda_aligned(p->operand.data, 16)) return false;
+    if (rows > 1 && p->operand.stride[0] % 8 != 0) return false;
+    return p->prologue != RIG_GEMM_PROLOGUE_RMS_NORM || rig_cuda_aligned(p->norm_weight.data, 16);
 }
 
 /* Blocks of the persistent kernel with `warps` warps a multiprocessor holds at once (asked
- * once per output type and warp count; 0 when the query fails). */
-template <typename OUT, bool ONE> static int rig__gemv_resident(int32_t warps)
+ * once per kernel and warp count; 0 when the query fails). */
+template <typename OUT, bool ONE, int PRO, bool ACC> static int rig__gemv_resident(int32_t warps)
 {
     static int known[RIG_GEMV_WARPS_MAX + 1]; /* 0: not asked yet; the same answer on every GPU */
     int value = __atomic_load_n(&known[warps], __ATOMIC_RELAXED);
     if (value != 0) return value;
-    const void *kernel = (const void *)rig__gemv_persistent_kernel<OUT, ONE>;
+    const void *kernel = (const void *)rig__gemv_persistent_kernel<OUT, ONE, PRO, ACC>;
     if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              (int)rig__gemv_stage_bytes(RIG_GEMV_WARPS_MAX)) != cudaSuccess ||
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&value, kernel, warps * RIG_CUDA_WARP,
@@ -416,7 +542,7 @@ template <typename OUT, bool ONE> static int rig__gemv_resident(int32_t warps)
  * batch 1 -1 % (the early weight copies share the bandwidth with the nodes before). At 8 rows
  * Qwen3-32B's step took 24.4 -> 29.3 ms (80 KB of activations a block, re-read each unit from
  * L2), hence 2 rows. */
-template <typename OUT>
+template <typename OUT, int PRO, bool ACC>
 static enum rig_status rig__gemv_persistent(const struct rig_cuda_launch *launch,
                                             const struct rig__gemv_args &args,
                                             const struct rig_gemv_geometry &g)
@@ -426,8 +552,8 @@ static enum rig_status rig__gemv_persistent(const struct rig_cuda_launch *launch
     bool one = rig_gemv_one_batch(&g);
     if (wanted != 2 && g.warps != RIG_GEMV_WARPS_MAX) return RIG_E_UNSUPPORTED;
     int32_t warps = (int32_t)g.warps;
-    int64_t resident = (int64_t)(one ? rig__gemv_resident<OUT, true>(warps)
-                                     : rig__gemv_resident<OUT, false>(warps)) *
+    int64_t resident = (int64_t)(one ? rig__gemv_resident<OUT, true, PRO, ACC>(warps)
+                                     : rig__gemv_resident<OUT, false, PRO, ACC>(warps)) *
                        launch->sm_count;
     /* several units a tile need at least two tiles a block, or the pipeline barely runs
      * (Llama-3.2-1B's down projection, 256 tiles: 1.127 -> 1.134 ms a batch-1 step with it);
@@ -441,25 +567,40 @@ static enum rig_status rig__gemv_persistent(const struct rig_cuda_launch *launch
     dim3 grid((unsigned)resident), block((unsigned)(warps * RIG_CUDA_WARP));
     size_t shared = rig__gemv_stage_bytes(warps);
     if (one) {
-        RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__gemv_persistent_kernel<OUT, true>, grid,
-                                         block, shared, args, blocks));
+        RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__gemv_persistent_kernel<OUT, true, PRO, ACC>,
+                                         grid, block, shared, args, blocks));
     } else {
-        RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__gemv_persistent_kernel<OUT, false>, grid,
-                                         block, shared, args, blocks));
+        RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__gemv_persistent_kernel<OUT, false, PRO, ACC>,
+                                         grid, block, shared, args, blocks));
     }
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
 }
 
-template <bool UPPER, typename OUT>
+template <bool UPPER, typename OUT, int PRO, bool ACC>
 static enum rig_status rig__gemv_start(const struct rig_cuda_launch *launch,
                                        const struct rig__gemv_args &args, int64_t blocks,
                                        int32_t warps)
 {
-    RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__gemv_kernel<UPPER, OUT>, dim3((unsigned)blocks),
+    RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__gemv_kernel<UPPER, OUT, PRO, ACC>,
+                                     dim3((unsigned)blocks),
                                      dim3((unsigned)(warps * RIG_CUDA_WARP)), 0, args));
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
+}
+
+/* The persistent kernel where it applies (rig__gemv_persistent), else the per-tile one. */
+template <typename OUT, int PRO, bool ACC>
+static enum rig_status rig__gemv_run(const struct rig_cuda_launch *launch,
+                                     const struct rig__gemv_args &args,
+                                     const struct rig_gemv_geometry &g)
+{
+    enum rig_status status = rig__gemv_persistent<OUT, PRO, ACC>(launch, args, g);
+    if (status != RIG_E_UNSUPPORTED) return status;
+    int64_t blocks = g.blocks;
+    int32_t warps = (int32_t)g.warps;
+    return args.rows > 8 ? rig__gemv_start<true, OUT, PRO, ACC>(launch, args, blocks, warps)
+                         : rig__gemv_start<false, OUT, PRO, ACC>(launch, args, blocks, warps);
 }
 
 enum rig_status rig_cuda_gemv_launch(const struct rig_cuda_launch *launch,
@@ -474,29 +615,29 @@ enum rig_status rig_cuda_gemv_launch(const struct rig_cuda_launch *launch,
     args.out_stride = p->out.stride[0];
     args.a_stride = p->a.stride[0];
     args.b_stride = p->b.stride[0];
+    args.norm_weight = (const uint16_t *)p->norm_weight.data;
+    args.operand = (uint16_t *)p->operand.data;
+    args.operand_stride = p->operand.stride[0];
+    args.eps = p->eps;
     args.rows = (int32_t)p->out.shape[0];
     args.columns = (int32_t)p->out.shape[1];
-    args.depth = (int32_t)p->a.shape[1];
+    args.depth = (int32_t)rig_gemm_depth(p);
     struct rig_gemv_geometry g = rig_gemv_geometry(args.columns, args.depth, launch->sm_count);
     if (g.blocks == 0) return RIG_OK;
     args.steps = (int32_t)g.steps;
     args.steps_per_warp = (int32_t)g.steps_per_warp;
-    int64_t blocks = g.blocks;
-    int32_t warps = (int32_t)g.warps;
-    RIG_ASSERT(warps >= 1);
-    RIG_ASSERT(warps <= RIG_GEMV_WARPS_MAX);
+    RIG_ASSERT(g.warps >= 1);
+    RIG_ASSERT(g.warps <= RIG_GEMV_WARPS_MAX);
     args.prefetch = rig_gemv_one_wave(&g, launch->sm_count);
     static const bool preload = rig_cuda_env("RIG_GEMV_PRELOAD", 1) != 0;
     args.preload = args.prefetch && preload;
-    bool upper = args.rows > 8;
-    bool f32 = p->out.dtype == RIG_DTYPE_F32;
-    enum rig_status status = f32 ? rig__gemv_persistent<float>(launch, args, g)
-                                 : rig__gemv_persistent<uint16_t>(launch, args, g);
-    if (status != RIG_E_UNSUPPORTED) return status;
-    if (upper) {
-        return f32 ? rig__gemv_start<true, float>(launch, args, blocks, warps)
-                   : rig__gemv_start<true, uint16_t>(launch, args, blocks, warps);
+    if (p->out.dtype == RIG_DTYPE_F32) return rig__gemv_run<float, 0, false>(launch, args, g);
+    switch ((int)p->prologue * 2 + (p->accumulate ? 1 : 0)) {
+    case 0: return rig__gemv_run<uint16_t, RIG_GEMM_PROLOGUE_NONE, false>(launch, args, g);
+    case 1: return rig__gemv_run<uint16_t, RIG_GEMM_PROLOGUE_NONE, true>(launch, args, g);
+    case 2: return rig__gemv_run<uint16_t, RIG_GEMM_PROLOGUE_RMS_NORM, false>(launch, args, g);
+    case 3: return rig__gemv_run<uint16_t, RIG_GEMM_PROLOGUE_RMS_NORM, true>(launch, args, g);
+    case 4: return rig__gemv_run<uint16_t, RIG_GEMM_PROLOGUE_SILU_MUL, false>(launch, args, g);
+    default: return rig__gemv_run<uint16_t, RIG_GEMM_PROLOGUE_SILU_MUL, true>(launch, args, g);
     }
-    return f32 ? rig__gemv_start<false, float>(launch, args, blocks, warps)
-               : rig__gemv_start<false, uint16_t>(launch, args, blocks, warps);
 }

@@ -7,6 +7,7 @@
 #define RIG_CUDA_OPS_NORM_ROW_CUH
 
 #include "cuda/ops/common.cuh"
+#include "cuda/ops/elementwise.cuh"
 
 /* Threads for a row of n values moved VEC at a time: a warp multiple, 32..1024. */
 static inline unsigned rig_cuda_norm_threads(int64_t n, int vec)
@@ -29,10 +30,8 @@ rig_cuda_norm_write(uint16_t *out, const uint16_t *x, const uint16_t *weight, in
         rig_cuda_load_bf16<VEC>(x + i, xv);
         rig_cuda_load_bf16<VEC>(weight + i, wv);
 #pragma unroll
-        for (int j = 0; j < VEC; j++) {
-            float normalised = rig_bf16_round(rig_cuda_bf16(xv[j]) * inverse_rms);
-            ov[j] = rig_cuda_to_bf16(rig_cuda_bf16(wv[j]) * normalised);
-        }
+        for (int j = 0; j < VEC; j++)
+            ov[j] = rig_cuda_norm_value(xv[j], wv[j], inverse_rms);
         rig_cuda_store_bf16<VEC>(out + i, ov);
     }
 }

@@ -1,6 +1,7 @@
 /* silu_mul.cu — out = bf16(bf16(silu(gate)) * up), in = [gate | up] (see silu_mul.cuh).
  * One thread per VEC outputs; 16-byte accesses when rows allow. */
 #include "cuda/ops/common.cuh"
+#include "cuda/ops/elementwise.cuh"
 #include "cuda/ops/silu_mul.cuh"
 
 RIG_CUDA_MODULE(silu_mul)
@@ -19,11 +20,8 @@ static __global__ void rig__silu_mul_kernel(uint16_t *out, int64_t out_stride, c
     rig_cuda_load_bf16<VEC>(gate, g);
     rig_cuda_load_bf16<VEC>(gate + inter, u);
 #pragma unroll
-    for (int j = 0; j < VEC; j++) {
-        float x = rig_cuda_bf16(g[j]);
-        float activated = rig_bf16_round(x / (1.0f + expf(-x)));
-        o[j] = rig_cuda_to_bf16(activated * rig_cuda_bf16(u[j]));
-    }
+    for (int j = 0; j < VEC; j++)
+        o[j] = rig_cuda_silu_mul_value(g[j], u[j]);
     rig_cuda_store_bf16<VEC>(out + t * out_stride + i, o);
 }
 
