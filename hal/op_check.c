@@ -83,11 +83,11 @@ static enum rig_status rig__check_embedding(const struct rig__check *check,
     return RIG_OK;
 }
 
-static enum rig_status rig__check_norm_weight(const struct rig__check *check,
+static enum rig_status rig__check_norm_weight(const struct rig__check *check, const char *arg,
                                               const struct rig_tensor *w, int64_t h, float eps)
 {
-    RIG_TRY(rig__tensor(check, "weight", w, 1, RIG_DTYPE_BF16));
-    RIG_TRY(rig__dim(check, "weight", w, 0, h));
+    RIG_TRY(rig__tensor(check, arg, w, 1, RIG_DTYPE_BF16));
+    RIG_TRY(rig__dim(check, arg, w, 0, h));
     if (!(eps > 0.0f)) return rig__fail(check, RIG_E_INVALID, "eps", "must be > 0");
     return RIG_OK;
 }
@@ -99,7 +99,7 @@ static enum rig_status rig__check_rms_norm(const struct rig__check *check,
     RIG_TRY(rig__tensor(check, "in", &p->in, 2, RIG_DTYPE_BF16));
     RIG_TRY(rig__dim(check, "in", &p->in, 0, p->out.shape[0]));
     RIG_TRY(rig__dim(check, "in", &p->in, 1, p->out.shape[1]));
-    return rig__check_norm_weight(check, &p->weight, p->out.shape[1], p->eps);
+    return rig__check_norm_weight(check, "weight", &p->weight, p->out.shape[1], p->eps);
 }
 
 static enum rig_status rig__check_add_rms_norm(const struct rig__check *check,
@@ -112,7 +112,7 @@ static enum rig_status rig__check_add_rms_norm(const struct rig__check *check,
         RIG_TRY(rig__dim(check, "in", &p->in, d, p->out.shape[d]));
         RIG_TRY(rig__dim(check, "residual", &p->residual, d, p->out.shape[d]));
     }
-    return rig__check_norm_weight(check, &p->weight, p->out.shape[1], p->eps);
+    return rig__check_norm_weight(check, "weight", &p->weight, p->out.shape[1], p->eps);
 }
 
 /* Whether the bytes a 2-D tensor's rows span meet another's (both non-empty). */
@@ -142,8 +142,10 @@ static enum rig_status rig__check_gemm_fused(const struct rig__check *check,
     }
     if (rig__overlap(&p->out, &p->a) || rig__overlap(&p->out, &p->b))
         return rig__fail(check, RIG_E_INVALID, "out", "overlaps an input");
+    if (p->prologue != RIG_GEMM_PROLOGUE_RMS_NORM && p->norm_weight.data != NULL)
+        return rig__fail(check, RIG_E_INVALID, "norm_weight", "given without RMS_NORM");
     if (p->prologue == RIG_GEMM_PROLOGUE_NONE) {
-        if (p->operand.data != NULL || p->norm_weight.data != NULL)
+        if (p->operand.data != NULL)
             return rig__fail(check, RIG_E_INVALID, "operand", "given without a prologue");
         return RIG_OK;
     }
@@ -156,9 +158,7 @@ static enum rig_status rig__check_gemm_fused(const struct rig__check *check,
     if (rig__overlap(&p->operand, &p->a) || rig__overlap(&p->operand, &p->out))
         return rig__fail(check, RIG_E_INVALID, "operand", "overlaps a or out");
     if (p->prologue == RIG_GEMM_PROLOGUE_RMS_NORM)
-        return rig__check_norm_weight(check, &p->norm_weight, depth, p->eps);
-    if (p->norm_weight.data != NULL)
-        return rig__fail(check, RIG_E_INVALID, "norm_weight", "given without RMS_NORM");
+        return rig__check_norm_weight(check, "norm_weight", &p->norm_weight, depth, p->eps);
     return RIG_OK;
 }
 
@@ -183,7 +183,7 @@ static enum rig_status rig__check_head_rms_norm(const struct rig__check *check,
                                                 const struct rig_op_head_rms_norm *p)
 {
     RIG_TRY(rig__tensor(check, "x", &p->x, 3, RIG_DTYPE_BF16));
-    return rig__check_norm_weight(check, &p->weight, p->x.shape[2], p->eps);
+    return rig__check_norm_weight(check, "weight", &p->weight, p->x.shape[2], p->eps);
 }
 
 /* Even head dim of q, positive theta, known scaling with sane llama3 parameters. */

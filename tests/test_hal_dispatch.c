@@ -12,7 +12,8 @@
  * of range (more than one device, a rank outside the group, a group over RIG_DEVICES_MAX) is
  * RIG_E_RANGE, and without MPI initialised the simulator refuses it (RIG_E_STATE, or
  * RIG_E_UNSUPPORTED in a build without OpenMPI) instead of aborting in an MPI call. The real
- * backends' wall-clock wait never returns before its time. An issue trace counts by kind what
+ * backends' wall-clock wait never returns before its time. The GEMM's fused forms: each of
+ * their rules broken once (test_gemm_fused_forms). An issue trace counts by kind what
  * a device issues (not what a capture records, nor a failed check).
  */
 #include <stddef.h>
@@ -27,6 +28,7 @@ enum { T = 4, H = 8, HQ = 4, HK = 2, D = 4, S = 16, ROWS = 2, L = 8, R = 2, V = 
 
 static uint64_t rig__storage[8192]; /* what every tensor of the op table points at */
 static uint64_t rig__gemm_out[8192]; /* a GEMM's out, which must not overlap its inputs */
+static uint64_t rig__gemm_operand[8192]; /* a fused GEMM's operand: off a and out */
 static struct rig_comm *rig__comm;  /* a single-rank comm on the test device */
 
 static struct rig_tensor rig__t(enum rig_dtype dtype, int32_t ndim, int64_t n0, int64_t n1,
@@ -527,6 +529,98 @@ static void test_qk_norm_rope_store_variants(void **state)
     assert_string_equal(error, "qk_norm_rope_store: q: head dim must be even");
 }
 
+/* A GEMM's fused forms (hal/ops.h): `a` [T, H] (or [T, 2 I] for SILU_MUL) in the shared
+ * storage, out in its own array, the operand [T, K] in another. */
+static struct rig_op rig__fused_gemm(enum rig_gemm_prologue prologue, bool accumulate)
+{
+    struct rig_op op = rig__valid(RIG_OP_GEMM);
+    struct rig_op_gemm *p = &op.u.gemm;
+    int64_t depth = prologue == RIG_GEMM_PROLOGUE_SILU_MUL ? I : H;
+    p->prologue = prologue;
+    p->accumulate = accumulate;
+    if (prologue == RIG_GEMM_PROLOGUE_SILU_MUL) {
+        p->a = rig__t(BF16, 2, T, 2 * I, 1);
+        p->b = rig__t(BF16, 2, V, I, 1);
+    }
+    if (prologue != RIG_GEMM_PROLOGUE_NONE)
+        p->operand = rig_tensor_make(rig__gemm_operand, BF16, 2, (int64_t[3]){T, depth, 1});
+    if (prologue == RIG_GEMM_PROLOGUE_RMS_NORM) {
+        p->norm_weight = rig__t(BF16, 1, H, 1, 1);
+        p->eps = 1e-6f;
+    }
+    return op;
+}
+
+/* Checks `op` fails with `status` and `message`. */
+static void rig__rejects(const struct rig_op *op, enum rig_status status, const char *message)
+{
+    char error[256];
+    assert_int_equal(rig_hal_op_check(op, error, sizeof error), status);
+    assert_string_equal(error, message);
+}
+
+/* The fused forms are valid as built (RMS_NORM with a bias, SILU_MUL and no prologue with
+ * accumulate); each breaks one of their rules: an unknown prologue, the operand missing, of
+ * the wrong shape or overlapping a or out, out overlapping a, accumulate with an f32 out or a
+ * bias, a norm weight without RMS_NORM (or missing with it), SILU_MUL over an odd width. */
+static void test_gemm_fused_forms(void **state)
+{
+    (void)state;
+    struct rig_op op = rig__fused_gemm(RIG_GEMM_PROLOGUE_RMS_NORM, false);
+    op.u.gemm.bias = rig__t(BF16, 1, V, 1, 1);
+    assert_int_equal(rig_hal_op_check(&op, NULL, 0), RIG_OK);
+    op = rig__fused_gemm(RIG_GEMM_PROLOGUE_SILU_MUL, true);
+    assert_int_equal(rig_hal_op_check(&op, NULL, 0), RIG_OK);
+    op = rig__fused_gemm(RIG_GEMM_PROLOGUE_NONE, true);
+    assert_int_equal(rig_hal_op_check(&op, NULL, 0), RIG_OK);
+    op.u.gemm.prologue = (enum rig_gemm_prologue)RIG_GEMM_PROLOGUES;
+    rig__rejects(&op, RIG_E_INVALID, "gemm: prologue: unknown kind 3");
+    op.u.gemm.prologue = (enum rig_gemm_prologue)-1;
+    rig__rejects(&op, RIG_E_INVALID, "gemm: prologue: unknown kind -1");
+    op = rig__fused_gemm(RIG_GEMM_PROLOGUE_RMS_NORM, false);
+    op.u.gemm.operand = rig_tensor_none();
+    rig__rejects(&op, RIG_E_INVALID, "gemm: operand: missing data");
+    op = rig__fused_gemm(RIG_GEMM_PROLOGUE_SILU_MUL, false);
+    op.u.gemm.operand.shape[1] = 2 * I; /* a's width, not K */
+    rig__rejects(&op, RIG_E_SHAPE, "gemm: operand: dim 1 is 12, expected 6");
+    op = rig__fused_gemm(RIG_GEMM_PROLOGUE_RMS_NORM, false);
+    op.u.gemm.operand.shape[0] = T + 1;
+    rig__rejects(&op, RIG_E_SHAPE, "gemm: operand: dim 0 is 5, expected 4");
+    op = rig__fused_gemm(RIG_GEMM_PROLOGUE_RMS_NORM, false);
+    op.u.gemm.operand.data = (uint16_t *)rig__storage + 3; /* inside a */
+    rig__rejects(&op, RIG_E_INVALID, "gemm: operand: overlaps a or out");
+    op = rig__fused_gemm(RIG_GEMM_PROLOGUE_RMS_NORM, false);
+    op.u.gemm.operand.data = (uint16_t *)rig__gemm_out + T * V - 1; /* out's last value */
+    rig__rejects(&op, RIG_E_INVALID, "gemm: operand: overlaps a or out");
+    op = rig__fused_gemm(RIG_GEMM_PROLOGUE_NONE, false);
+    op.u.gemm.out.data = (uint16_t *)rig__storage + T * H - 1; /* a's last value */
+    rig__rejects(&op, RIG_E_INVALID, "gemm: out: overlaps an input");
+    op = rig__fused_gemm(RIG_GEMM_PROLOGUE_NONE, true);
+    op.u.gemm.out.dtype = F32;
+    rig__rejects(&op, RIG_E_DTYPE, "gemm: out: must be bf16 to accumulate");
+    op = rig__fused_gemm(RIG_GEMM_PROLOGUE_RMS_NORM, true);
+    op.u.gemm.bias = rig__t(BF16, 1, V, 1, 1);
+    rig__rejects(&op, RIG_E_INVALID, "gemm: bias: not allowed with accumulate");
+    op = rig__fused_gemm(RIG_GEMM_PROLOGUE_SILU_MUL, false);
+    op.u.gemm.norm_weight = rig__t(BF16, 1, I, 1, 1);
+    rig__rejects(&op, RIG_E_INVALID, "gemm: norm_weight: given without RMS_NORM");
+    op = rig__fused_gemm(RIG_GEMM_PROLOGUE_NONE, false);
+    op.u.gemm.norm_weight = rig__t(BF16, 1, H, 1, 1);
+    rig__rejects(&op, RIG_E_INVALID, "gemm: norm_weight: given without RMS_NORM");
+    op = rig__fused_gemm(RIG_GEMM_PROLOGUE_NONE, false);
+    op.u.gemm.operand = rig_tensor_make(rig__gemm_operand, BF16, 2, (int64_t[3]){T, H, 1});
+    rig__rejects(&op, RIG_E_INVALID, "gemm: operand: given without a prologue");
+    op = rig__fused_gemm(RIG_GEMM_PROLOGUE_RMS_NORM, false);
+    op.u.gemm.norm_weight = rig_tensor_none();
+    rig__rejects(&op, RIG_E_INVALID, "gemm: norm_weight: missing data");
+    op.u.gemm.norm_weight = rig__t(BF16, 1, H, 1, 1);
+    op.u.gemm.eps = 0.0f;
+    rig__rejects(&op, RIG_E_INVALID, "gemm: eps: must be > 0");
+    op = rig__fused_gemm(RIG_GEMM_PROLOGUE_SILU_MUL, false);
+    op.u.gemm.a.shape[1] = 2 * I + 1; /* its half is still b's K */
+    rig__rejects(&op, RIG_E_SHAPE, "gemm: a: width 13 is not [gate | up]");
+}
+
 /* Objects of one device used with another device's stream are refused. */
 static void test_handles_of_another_device(void **state)
 {
@@ -876,6 +970,7 @@ int main(void)
         cmocka_unit_test(test_every_op_rejects_bad_arguments),
         cmocka_unit_test(test_unknown_op_and_null_arguments),
         cmocka_unit_test(test_qk_norm_rope_store_variants),
+        cmocka_unit_test(test_gemm_fused_forms),
         cmocka_unit_test(test_handles_of_another_device),
         cmocka_unit_test(test_copy_ranges),
         cmocka_unit_test(test_capture_state),

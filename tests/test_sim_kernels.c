@@ -13,7 +13,10 @@
  * GEMM bias and f32 output, copies through permuted views, and rig_sim_op_run's dispatch.
  * The fused qk_norm_rope_store must equal head_rms_norm, head_rms_norm, rope and store_kv
  * run in sequence bit for bit (with and without norms, GQA 1/2/7/8, D 64/128, T 1 and 300,
- * strided views of one qkv buffer, llama3 RoPE).
+ * strided views of one qkv buffer, llama3 RoPE). Likewise the GEMM's fused forms (an RMS norm
+ * or SiLU-mul prologue, accumulate into out, with and without bias where allowed) must equal
+ * rms_norm / silu_mul, the plain GEMM and add_rms_norm's residual add bit for bit, at 1, 3, 8
+ * and 16 rows, odd N and strided rows.
  * Invalid index values (a slot outside the cache, a table row or gather index out of range,
  * more queries than keys) are caller bugs: a forked child runs the kernel and must abort.
  */
@@ -326,6 +329,115 @@ static void test_gemm_strided_a(void **state)
     assert_memory_equal(out_view, out_packed, sizeof out_view);
     free(wide);
     free(b);
+}
+
+/* --- gemm's fused forms: the fused op equals the ops it replaces --------------------------- */
+
+struct gemm_form {
+    enum rig_gemm_prologue prologue;
+    bool accumulate, bias;
+};
+
+/* A row-strided [rows, width] bf16 view of `data` with `pad` values after each row. */
+static struct rig_tensor padded_rows(uint16_t *data, int64_t rows, int64_t width, int64_t pad)
+{
+    struct rig_tensor t = rig_tensor_2d(data, RIG_DTYPE_BF16, rows, width);
+    t.stride[0] = width + pad;
+    return t;
+}
+
+/* Runs `op` as the simulator issues it: checked, then through rig_sim_op_run. */
+static void run_checked(const struct rig_op *op)
+{
+    char error[256];
+    assert_int_equal(rig_hal_op_check(op, error, sizeof error), RIG_OK);
+    assert_int_equal(rig_sim_op_run(op), RIG_OK);
+}
+
+/* One fused GEMM of M rows, N columns, depth K against the op sequence it stands for, rows
+ * `pad` values longer than their tensors (strided views): run 0 is rms_norm or silu_mul into
+ * the operand, the plain GEMM (into a scratch product with accumulate) and add_rms_norm adding
+ * the product into out as its residual; run 1 the fused GEMM. The operand and out must match
+ * bit for bit. */
+static void check_gemm_form(const struct gemm_form *f, int64_t M, int64_t N, int64_t K, int64_t pad,
+                            uint64_t seed)
+{
+    enum rig_dtype bf = RIG_DTYPE_BF16;
+    bool silu = f->prologue == RIG_GEMM_PROLOGUE_SILU_MUL;
+    bool norm = f->prologue == RIG_GEMM_PROLOGUE_RMS_NORM;
+    size_t a_n = (size_t)(M * ((silu ? 2 * K : K) + pad)), x_n = (size_t)(M * (K + pad));
+    size_t out_n = (size_t)(M * (N + pad));
+    struct rig_test_rng rng;
+    rig_test_rng_seed(&rng, seed);
+    uint16_t *a = random_bf16(&rng, a_n, -4.0f, 4.0f);
+    uint16_t *b = random_bf16(&rng, (size_t)(N * K), -1.0f, 1.0f);
+    uint16_t *weights = random_bf16(&rng, (size_t)(K + N), 0.5f, 1.5f); /* norm, then bias */
+    uint16_t *before = random_bf16(&rng, out_n, -8.0f, 8.0f);
+    uint16_t *out[2], *operand[2], *product = xcalloc(out_n, 2), *normed = xcalloc(out_n, 2);
+    for (int r = 0; r < 2; r++) {
+        out[r] = xcalloc(out_n, 2), operand[r] = xcalloc(x_n, 2);
+        memcpy(out[r], before, out_n * 2);
+    }
+    struct rig_tensor a_t = padded_rows(a, M, silu ? 2 * K : K, pad);
+    struct rig_tensor b_t = rig_tensor_2d(b, bf, N, K), norm_t = rig_tensor_1d(weights, bf, K);
+    struct rig_tensor bias_t = f->bias ? rig_tensor_1d(weights + K, bf, N) : rig_tensor_none();
+    /* run 0: the ops in sequence */
+    struct rig_tensor x0 = padded_rows(operand[0], M, K, pad),
+                      out0 = padded_rows(out[0], M, N, pad);
+    if (norm)
+        run_checked(
+            &(struct rig_op){.kind = RIG_OP_RMS_NORM, .u.rms_norm = {x0, a_t, norm_t, 1e-6f}});
+    if (silu) run_checked(&(struct rig_op){.kind = RIG_OP_SILU_MUL, .u.silu_mul = {x0, a_t}});
+    struct rig_tensor product_t = f->accumulate ? padded_rows(product, M, N, pad) : out0;
+    struct rig_op_gemm plain = {
+        .out = product_t, .a = norm || silu ? x0 : a_t, .b = b_t, .bias = bias_t};
+    run_checked(&(struct rig_op){.kind = RIG_OP_GEMM, .u.gemm = plain});
+    struct rig_op_add_rms_norm add = {padded_rows(normed, M, N, pad), out0, product_t,
+                                      rig_tensor_1d(weights, bf, N), 1e-6f};
+    if (f->accumulate)
+        run_checked(&(struct rig_op){.kind = RIG_OP_ADD_RMS_NORM, .u.add_rms_norm = add});
+    /* run 1: the fused GEMM */
+    struct rig_op_gemm fused = {.out = padded_rows(out[1], M, N, pad),
+                                .a = a_t,
+                                .b = b_t,
+                                .bias = bias_t,
+                                .prologue = f->prologue,
+                                .operand = norm || silu ? padded_rows(operand[1], M, K, pad)
+                                                        : rig_tensor_none(),
+                                .norm_weight = norm ? norm_t : rig_tensor_none(),
+                                .eps = norm ? 1e-6f : 0.0f,
+                                .accumulate = f->accumulate};
+    run_checked(&(struct rig_op){.kind = RIG_OP_GEMM, .u.gemm = fused});
+    assert_memory_equal(operand[1], operand[0], x_n * 2);
+    assert_memory_equal(out[1], out[0], out_n * 2);
+    /* not vacuous: out changed, the operand was written */
+    assert_true(memcmp(out[1], before, (size_t)N * 2) != 0);
+    bool written = false;
+    for (size_t i = 0; i < x_n; i++)
+        written |= operand[1][i] != 0;
+    assert_true(written == (norm || silu));
+    free(a), free(b), free(weights), free(before), free(product), free(normed);
+    for (int r = 0; r < 2; r++)
+        free(out[r]), free(operand[r]);
+}
+
+static void test_gemm_fused_forms_equal_composition(void **state)
+{
+    (void)state;
+    const struct gemm_form forms[] = {
+        {RIG_GEMM_PROLOGUE_RMS_NORM, false, false}, {RIG_GEMM_PROLOGUE_RMS_NORM, false, true},
+        {RIG_GEMM_PROLOGUE_RMS_NORM, true, false},  {RIG_GEMM_PROLOGUE_SILU_MUL, false, false},
+        {RIG_GEMM_PROLOGUE_SILU_MUL, false, true},  {RIG_GEMM_PROLOGUE_SILU_MUL, true, false},
+        {RIG_GEMM_PROLOGUE_NONE, true, false},
+    };
+    const int64_t rows[] = {1, 3, 8, 16};
+    uint64_t seed = 300;
+    for (size_t i = 0; i < RIG_ARRAY_LEN(forms); i++) {
+        for (size_t r = 0; r < RIG_ARRAY_LEN(rows); r++) {
+            check_gemm_form(&forms[i], rows[r], 37, 96, 0, seed++); /* odd N: the 4-column tail */
+            check_gemm_form(&forms[i], rows[r], 13, 50, 6, seed++); /* strided rows */
+        }
+    }
 }
 
 /* --- rope --------------------------------------------------------------------------------- */
@@ -1854,6 +1966,7 @@ int main(void)
         cmocka_unit_test(test_head_rms_norm),
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_gemm_strided_a),
+        cmocka_unit_test(test_gemm_fused_forms_equal_composition),
         cmocka_unit_test(test_rope_inv_freq),
         cmocka_unit_test(test_rope),
         cmocka_unit_test(test_qk_norm_rope_store_equals_composition),
