@@ -771,10 +771,12 @@ static struct rig__pair *rig__gemm_fused_build(int64_t m, int64_t n, int64_t k, 
     struct rig__pair *c = rig__pair_new((size_t)(m * n * 2));
     struct rig__pair *x = rig__pair_new((size_t)(m * k * 2));
     struct rig__pair *w = rig__pair_new((size_t)k * 2);
-    rig__bf16_random(a, (size_t)(m * lda), -3, 3);
-    rig__bf16_random(b, (size_t)(n * k), -1, 1);
-    rig__bf16_random(c, (size_t)(m * n), -4, 4);
-    rig__bf16_random(w, (size_t)k, 0.5f, 1.5f);
+    /* sums of a few units, as a model's: at |out| ~ 50 one output a bf16 ulp off (0.25, from
+     * the order of the fp32 sum) would alone make the NMSE of a 1,024-column row 1e-6 */
+    rig__bf16_random(a, (size_t)(m * lda), -1.5f, 1.5f);
+    rig__bf16_random(b, (size_t)(n * k), -0.5f, 0.5f);
+    rig__bf16_random(c, (size_t)(m * n), -2, 2);
+    rig__bf16_random(w, (size_t)k, 0.2f, 0.6f);
     *op = (struct rig_op){.kind = RIG_OP_GEMM};
     struct rig_op_gemm *g = &op->u.gemm;
     g->out = rig_tensor_2d(c->host, RIG_DTYPE_BF16, m, n);
