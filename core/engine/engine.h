@@ -134,8 +134,9 @@ struct rig_step_record {
      * LOOP: {batches processed, their requests, their tokens, requests submitted, requests
      * released} in the window host_loop_ns covers (all 0 where it is 0 by definition). */
     int64_t host_counts[RIG_HOST_TERMS][RIG_HOST_FACTORS];
-    bool host_loop_idle;        /* the window held a wait for an arrival or a schedule that
-                                   found nothing: host_loop_ns is not only work */
+    bool host_loop_idle;        /* the window held more than the loop's work: a wait for an
+                                   arrival, a schedule that found nothing, or an earlier
+                                   launch (overlap, after a launch with nothing to process) */
     int64_t device_start_ns;
     int64_t device_end_ns;
     int64_t pages_free;         /* after the batch's allocation */

@@ -276,10 +276,12 @@ static enum rig_status rig__process(struct rig_engine *e, int32_t slot)
     b->host_process_ns = e->processed_end_ns - process_start;
     rig__emit_step(e, b, slot);
     b->active = false;
-    /* the next launch's window begins: the step record and the loop's own work */
+    /* the next launch's window begins (rig_step_record host_loop_ns): the step record and the
+     * loop's own work */
     int64_t loop[RIG_HOST_FACTORS] = {1, b->count, b->tokens, 0, 0};
+    memcpy(e->loop_counts, loop, sizeof loop);
+    e->loop_idle = false;
     rig__host_term(e, RIG_HOST_LOOP, loop);
-    for (int32_t f = RIG_HOST_BASE; f <= RIG_HOST_TOKENS; f++) e->loop_counts[f] += loop[f];
     return RIG_OK;
 }
 
@@ -311,17 +313,17 @@ static void rig__batch_counts(struct rig__batch *b)
         memcpy(b->host_counts[t], counts, sizeof counts);
 }
 
-/* The window from the latest processing to this launch ends: its LOOP counts go to the
- * batch's record (none where host_loop_ns is 0 by definition, before the first processing)
- * and the next window starts empty. */
+/* The window from the latest processing to this launch: its LOOP counts go to the batch's
+ * record (none where host_loop_ns is 0 by definition, before the first processing). A second
+ * launch in the same window (overlap, after a launch with nothing to process) spans the
+ * first one's host time as well: not the loop's alone. */
 static void rig__take_loop(struct rig_engine *e, struct rig__batch *b)
 {
     bool measured = e->processed_end_ns >= 0;
     for (int32_t f = 0; f < RIG_HOST_FACTORS; f++)
         b->host_counts[RIG_HOST_LOOP][f] = measured ? e->loop_counts[f] : 0;
     b->host_loop_idle = measured && e->loop_idle;
-    memset(e->loop_counts, 0, sizeof e->loop_counts);
-    e->loop_idle = false;
+    e->loop_idle = true; /* for a later launch in this window */
 }
 
 /* Schedules, prepares and launches the next batch into `slot`; false when none. */

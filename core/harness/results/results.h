@@ -89,7 +89,7 @@ struct rig_results_step {
  * `rig profile`'s calibration (rig_results_init_host); not written to files. */
 struct rig_results_host {
     int32_t counts[RIG_HOST_TERMS][RIG_HOST_FACTORS];
-    bool loop_idle;             /* host_loop_ns holds a wait or an empty schedule */
+    bool loop_idle;             /* host_loop_ns holds more than the loop's work */
 };
 
 /* Identification written to the results file's root attributes. */
