@@ -61,19 +61,22 @@ static void test_solve(void **state)
     const double negative[RIG_HOST_FACTORS] = {5000, 120, -2, 0, 0};
     synthetic(x, y, negative);
     rig_host_fit_solve((const double(*)[RIG_HOST_FACTORS])x, y, RIG__ROWS, false, c);
-    for (int32_t f = 0; f < RIG_HOST_FACTORS; f++) assert_true(c[f] >= 0);
+    for (int32_t f = 0; f < RIG_HOST_FACTORS; f++)
+        assert_true(c[f] >= 0);
     assert_float_equal(c[RIG_HOST_TOKENS], 0, 0);
     /* an all-zero column: 0, and the others exact */
     const double plain[RIG_HOST_FACTORS] = {700, 35, 0, 0, 0};
     synthetic(x, y, plain);
-    for (int32_t i = 0; i < RIG__ROWS; i++) x[i][RIG_HOST_FINISHED] = 0;
+    for (int32_t i = 0; i < RIG__ROWS; i++)
+        x[i][RIG_HOST_FINISHED] = 0;
     rig_host_fit_solve((const double(*)[RIG_HOST_FACTORS])x, y, RIG__ROWS, false, c);
     assert_float_equal(c[RIG_HOST_FINISHED], 0, 0);
     assert_float_equal(c[RIG_HOST_BASE], 700, 1e-6);
     assert_float_equal(c[RIG_HOST_REQUESTS], 35, 1e-9);
     /* one row in ten 50 us slow (a preemption): the mean fit moves, the median one not */
     synthetic(x, y, truth);
-    for (int32_t i = 3; i < RIG__ROWS; i += 10) y[i] += 50000;
+    for (int32_t i = 3; i < RIG__ROWS; i += 10)
+        y[i] += 50000;
     rig_host_fit_solve((const double(*)[RIG_HOST_FACTORS])x, y, RIG__ROWS, true, c);
     assert_true(fabs(c[RIG_HOST_BASE] - truth[RIG_HOST_BASE]) < 0.01 * truth[RIG_HOST_BASE]);
     double mean[RIG_HOST_FACTORS];
@@ -81,7 +84,8 @@ static void test_solve(void **state)
     assert_true(mean[RIG_HOST_BASE] > truth[RIG_HOST_BASE] + 2000);
     /* no rows: nothing to fit */
     rig_host_fit_solve((const double(*)[RIG_HOST_FACTORS])x, y, 0, true, c);
-    for (int32_t f = 0; f < RIG_HOST_FACTORS; f++) assert_float_equal(c[f], 0, 0);
+    for (int32_t f = 0; f < RIG_HOST_FACTORS; f++)
+        assert_float_equal(c[f], 0, 0);
 }
 
 /* The h100 profile (its op table included) with every host model coefficient set: the term's
@@ -127,9 +131,8 @@ static void test_calibration_gives_back_the_profile(void **state)
     (void)state;
     rig_backends_register();
     write_profile("host_fit_profile.yaml", "h100");
-    struct rig_host_fit_options o = {.backend = "sim",
-                                     .profile = "host_fit_profile.yaml",
-                                     .results_path = "host_fit_run.h5"};
+    struct rig_host_fit_options o = {
+        .backend = "sim", .profile = "host_fit_profile.yaml", .results_path = "host_fit_run.h5"};
     struct rig_host_fit fit;
     char error[512];
     enum rig_status status = rig_host_fit_run(&o, &fit, error, sizeof error);
@@ -169,8 +172,7 @@ static void write_table(const char *path, const char *const (*attrs)[2], int32_t
     point.bytes = 65536;
     point.cold_ns = point.warm_ns = 3000;
     char error[256];
-    assert_int_equal(rig_optable_write(path, &point, 1, attrs, count, error, sizeof error),
-                     RIG_OK);
+    assert_int_equal(rig_optable_write(path, &point, 1, attrs, count, error, sizeof error), RIG_OK);
 }
 
 static void test_table_attributes(void **state)
@@ -180,15 +182,15 @@ static void test_table_attributes(void **state)
     /* an older table: nothing given, every value 0, and the profile's keys stay */
     write_table("host_fit_old.h5", NULL, 0);
     struct rig_optable_host host;
-    assert_int_equal(rig_optable_read_host("host_fit_old.h5", &host, error, sizeof error),
-                     RIG_OK);
+    assert_int_equal(rig_optable_read_host("host_fit_old.h5", &host, error, sizeof error), RIG_OK);
     for (int32_t t = 0; t < RIG_HOST_TERMS; t++) {
         for (int32_t f = 0; f < RIG_HOST_FACTORS; f++) {
             assert_false(host.model_given[t][f] || host.model_median_given[t][f]);
             assert_float_equal(host.model.ns[t][f], 0, 0);
         }
     }
-    for (int32_t k = 0; k < RIG_OPTABLE_HOST_CALLS; k++) assert_float_equal(host.mean_ns[k], 0, 0);
+    for (int32_t k = 0; k < RIG_OPTABLE_HOST_CALLS; k++)
+        assert_float_equal(host.mean_ns[k], 0, 0);
     write_profile("host_fit_old.yaml", "host_fit_old.h5");
     struct rig_sim_profile profile;
     assert_int_equal(rig_sim_profile_load("host_fit_old.yaml", &profile, error, sizeof error),
@@ -198,13 +200,17 @@ static void test_table_attributes(void **state)
             assert_float_equal(profile.host.ns[t][f], coefficient(t, f), 0);
     /* a fitted table: its coefficients (0 included) over the keys, the calls' means over
      * their medians; what it lacks stays the profile's */
-    const char *fitted[][2] = {{"host_loop_ns", "12345.5"},          {"host_loop_median_ns", "9000"},
-                               {"host_prepare_per_token_ns", "0"},   {"upload_host_ns", "3000"},
-                               {"upload_host_mean_ns", "4500"},      {"graph_launch_host_ns", "7600"},
-                               {"graph_launch_host_mean_ns", "20000"}, {"download_host_ns", "3100"}};
-    write_table("host_fit_new.h5", (const char *const(*)[2])fitted, (int32_t)(sizeof fitted / sizeof fitted[0]));
-    assert_int_equal(rig_optable_read_host("host_fit_new.h5", &host, error, sizeof error),
-                     RIG_OK);
+    const char *fitted[][2] = {{"host_loop_ns", "12345.5"},
+                               {"host_loop_median_ns", "9000"},
+                               {"host_prepare_per_token_ns", "0"},
+                               {"upload_host_ns", "3000"},
+                               {"upload_host_mean_ns", "4500"},
+                               {"graph_launch_host_ns", "7600"},
+                               {"graph_launch_host_mean_ns", "20000"},
+                               {"download_host_ns", "3100"}};
+    write_table("host_fit_new.h5", (const char *const(*)[2])fitted,
+                (int32_t)(sizeof fitted / sizeof fitted[0]));
+    assert_int_equal(rig_optable_read_host("host_fit_new.h5", &host, error, sizeof error), RIG_OK);
     assert_true(host.model_given[RIG_HOST_LOOP][RIG_HOST_BASE]);
     assert_true(host.model_median_given[RIG_HOST_LOOP][RIG_HOST_BASE]);
     assert_false(host.model_median_given[RIG_HOST_PREPARE][RIG_HOST_TOKENS]);
@@ -216,9 +222,9 @@ static void test_table_attributes(void **state)
     assert_float_equal(profile.host.ns[RIG_HOST_PREPARE][RIG_HOST_TOKENS], 0, 0);
     assert_float_equal(profile.host.ns[RIG_HOST_PREPARE][RIG_HOST_REQUESTS],
                        coefficient(RIG_HOST_PREPARE, RIG_HOST_REQUESTS), 0);
-    assert_int_equal(profile.upload_host_ns, 4500);         /* the mean */
-    assert_int_equal(profile.graph_launch_host_ns, 20000);  /* the mean */
-    assert_int_equal(profile.download_host_ns, 3100);       /* a median without a mean */
+    assert_int_equal(profile.upload_host_ns, 4500);        /* the mean */
+    assert_int_equal(profile.graph_launch_host_ns, 20000); /* the mean */
+    assert_int_equal(profile.download_host_ns, 3100);      /* a median without a mean */
     /* a malformed attribute: the read and the profile fail, naming file and attribute */
     const char *bad[][2] = {{"host_loop_ns", "7000"}, {"host_process_per_finished_ns", "-3"}};
     write_table("host_fit_bad.h5", (const char *const(*)[2])bad, 2);
@@ -232,9 +238,10 @@ static void test_table_attributes(void **state)
     assert_int_equal(rig_sim_profile_load("host_fit_bad.yaml", &profile, error, sizeof error),
                      RIG_E_PARSE);
     assert_non_null(strstr(error, "host_fit_bad.h5: attribute upload_host_mean_ns: 'slow'"));
-    const char *names[] = {"host_fit_old.h5", "host_fit_old.yaml", "host_fit_new.h5",
-                           "host_fit_new.yaml", "host_fit_bad.h5", "host_fit_bad.yaml"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) unlink(names[i]);
+    const char *names[] = {"host_fit_old.h5",   "host_fit_old.yaml", "host_fit_new.h5",
+                           "host_fit_new.yaml", "host_fit_bad.h5",   "host_fit_bad.yaml"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        unlink(names[i]);
 }
 
 int main(void)

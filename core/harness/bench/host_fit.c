@@ -11,25 +11,25 @@
 #include "core/harness/scenario/run.h"
 #include "core/harness/scenario/scenario.h"
 
-#define RIG__FACTORS     RIG_HOST_FACTORS
-#define RIG__SUBSETS     (1 << RIG__FACTORS)
-#define RIG__LAD_ROUNDS  100  /* reweightings of the median fit */
-#define RIG__YAML_MAX    2048
-#define RIG__PIVOT_MIN   1e-9 /* of a column's own scale: below it the column is collinear */
+#define RIG__FACTORS    RIG_HOST_FACTORS
+#define RIG__SUBSETS    (1 << RIG__FACTORS)
+#define RIG__LAD_ROUNDS 100 /* reweightings of the median fit */
+#define RIG__YAML_MAX   2048
+#define RIG__PIVOT_MIN  1e-9 /* of a column's own scale: below it the column is collinear */
 
 /* Solves the normal equations a c = b restricted to the factors in `subset` (a, b already
  * scaled so a's diagonal is O(1)); false when the subset is singular (a zero or collinear
  * column). Gaussian elimination with partial pivoting. */
 static bool rig__solve_subset(const double a[RIG__FACTORS][RIG__FACTORS],
-                              const double b[RIG__FACTORS], int32_t subset,
-                              double c[RIG__FACTORS])
+                              const double b[RIG__FACTORS], int32_t subset, double c[RIG__FACTORS])
 {
     int32_t index[RIG__FACTORS], k = 0;
     for (int32_t f = 0; f < RIG__FACTORS; f++)
         if (subset & (1 << f)) index[k++] = f;
     double m[RIG__FACTORS][RIG__FACTORS + 1];
     for (int32_t i = 0; i < k; i++) {
-        for (int32_t j = 0; j < k; j++) m[i][j] = a[index[i]][index[j]];
+        for (int32_t j = 0; j < k; j++)
+            m[i][j] = a[index[i]][index[j]];
         m[i][k] = b[index[i]];
     }
     for (int32_t col = 0; col < k; col++) {
@@ -44,11 +44,13 @@ static bool rig__solve_subset(const double a[RIG__FACTORS][RIG__FACTORS],
         for (int32_t r = 0; r < k; r++) {
             if (r == col) continue;
             double ratio = m[r][col] / m[col][col];
-            for (int32_t j = col; j <= k; j++) m[r][j] -= ratio * m[col][j];
+            for (int32_t j = col; j <= k; j++)
+                m[r][j] -= ratio * m[col][j];
         }
     }
     memset(c, 0, RIG__FACTORS * sizeof *c);
-    for (int32_t i = 0; i < k; i++) c[index[i]] = m[i][k] / m[i][i];
+    for (int32_t i = 0; i < k; i++)
+        c[index[i]] = m[i][k] / m[i][i];
     return true;
 }
 
@@ -62,14 +64,17 @@ static void rig__nonnegative(const double (*x)[RIG__FACTORS], const double *y, c
         for (int32_t p = 0; p < RIG__FACTORS; p++) {
             double xp = x[i][p] / scale[p];
             b[p] += w[i] * xp * y[i];
-            for (int32_t q = 0; q < RIG__FACTORS; q++) a[p][q] += w[i] * xp * x[i][q] / scale[q];
+            for (int32_t q = 0; q < RIG__FACTORS; q++)
+                a[p][q] += w[i] * xp * x[i][q] / scale[q];
         }
     }
     double total = 0; /* normalise: the pivot threshold is relative */
-    for (int32_t p = 0; p < RIG__FACTORS; p++) total += a[p][p];
+    for (int32_t p = 0; p < RIG__FACTORS; p++)
+        total += a[p][p];
     for (int32_t p = 0; p < RIG__FACTORS && total > 0; p++) {
         b[p] /= total;
-        for (int32_t q = 0; q < RIG__FACTORS; q++) a[p][q] /= total;
+        for (int32_t q = 0; q < RIG__FACTORS; q++)
+            a[p][q] /= total;
     }
     double best = 0; /* the weighted SSE less the constant sum of w y^2, c = 0: 0 */
     memset(c, 0, RIG__FACTORS * sizeof *c);
@@ -81,7 +86,8 @@ static void rig__nonnegative(const double (*x)[RIG__FACTORS], const double *y, c
         for (int32_t p = 0; p < RIG__FACTORS; p++) {
             feasible = feasible && trial[p] >= 0;
             sse -= 2 * b[p] * trial[p];
-            for (int32_t q = 0; q < RIG__FACTORS; q++) sse += trial[p] * a[p][q] * trial[q];
+            for (int32_t q = 0; q < RIG__FACTORS; q++)
+                sse += trial[p] * a[p][q] * trial[q];
         }
         if (feasible && sse < best) {
             best = sse;
@@ -98,12 +104,14 @@ void rig_host_fit_solve(const double (*x)[RIG_HOST_FACTORS], const double *y, in
     double scale[RIG__FACTORS];
     for (int32_t f = 0; f < RIG__FACTORS; f++) {
         scale[f] = 0;
-        for (int64_t i = 0; i < n; i++) scale[f] = fmax(scale[f], fabs(x[i][f]));
+        for (int64_t i = 0; i < n; i++)
+            scale[f] = fmax(scale[f], fabs(x[i][f]));
         if (scale[f] == 0) scale[f] = 1;
     }
     double *w = malloc((size_t)(n > 0 ? n : 1) * sizeof *w);
     RIG_ASSERT_MSG(w != NULL, "out of memory for the host fit's weights");
-    for (int64_t i = 0; i < n; i++) w[i] = 1;
+    for (int64_t i = 0; i < n; i++)
+        w[i] = 1;
     double scaled[RIG__FACTORS];
     rig__nonnegative(x, y, w, n, scale, scaled);
     /* the median: least absolute deviations as least squares weighted 1 / |residual|,
@@ -111,12 +119,14 @@ void rig_host_fit_solve(const double (*x)[RIG_HOST_FACTORS], const double *y, in
     for (int32_t round = 0; median && round < RIG__LAD_ROUNDS; round++) {
         for (int64_t i = 0; i < n; i++) {
             double fit = 0;
-            for (int32_t f = 0; f < RIG__FACTORS; f++) fit += x[i][f] / scale[f] * scaled[f];
+            for (int32_t f = 0; f < RIG__FACTORS; f++)
+                fit += x[i][f] / scale[f] * scaled[f];
             w[i] = 1 / fmax(fabs(y[i] - fit), 1.0);
         }
         rig__nonnegative(x, y, w, n, scale, scaled);
     }
-    for (int32_t f = 0; f < RIG__FACTORS; f++) c[f] = scaled[f] / scale[f];
+    for (int32_t f = 0; f < RIG__FACTORS; f++)
+        c[f] = scaled[f] / scale[f];
     free(w);
 }
 
@@ -169,13 +179,14 @@ static bool rig__measured(const struct rig_results_step *s, const struct rig_res
 
 /* Fits one term over the run's steps into out->mean and out->median. */
 static enum rig_status rig__fit_term(const struct rig_results *r, enum rig_host_term term,
-                                     double (*x)[RIG__FACTORS], double *y,
-                                     struct rig_host_fit *out, char *error, size_t error_len)
+                                     double (*x)[RIG__FACTORS], double *y, struct rig_host_fit *out,
+                                     char *error, size_t error_len)
 {
     int64_t n = 0;
     for (int64_t i = 0; i < r->step_count; i++) {
         if (!rig__measured(&r->steps[i], &r->host[i], term, &y[n])) continue;
-        for (int32_t f = 0; f < RIG__FACTORS; f++) x[n][f] = r->host[i].counts[term][f];
+        for (int32_t f = 0; f < RIG__FACTORS; f++)
+            x[n][f] = r->host[i].counts[term][f];
         n++;
     }
     if (n < RIG_HOST_FIT_ROWS_MIN) {
@@ -189,7 +200,8 @@ static enum rig_status rig__fit_term(const struct rig_results *r, enum rig_host_
     for (int64_t i = 0; i < n; i++) {
         sum += y[i];
         double fit = 0;
-        for (int32_t f = 0; f < RIG__FACTORS; f++) fit += x[i][f] * out->mean.ns[term][f];
+        for (int32_t f = 0; f < RIG__FACTORS; f++)
+            fit += x[i][f] * out->mean.ns[term][f];
         y[i] = fabs(y[i] - fit); /* the residuals, in place */
     }
     struct rig_metric_stats stats;
@@ -201,8 +213,8 @@ static enum rig_status rig__fit_term(const struct rig_results *r, enum rig_host_
 }
 
 /* Fits every term over the run's records. */
-static enum rig_status rig__fit(const struct rig_results *r, struct rig_host_fit *out,
-                                char *error, size_t error_len)
+static enum rig_status rig__fit(const struct rig_results *r, struct rig_host_fit *out, char *error,
+                                size_t error_len)
 {
     RIG_ASSERT(r->host != NULL);
     int64_t n = r->step_count > 0 ? r->step_count : 1;
@@ -247,9 +259,10 @@ enum rig_status rig_host_fit_run(const struct rig_host_fit_options *options,
     struct rig_results results;
     status = rig_scenario_run(&scenario, &run, &results, error, error_len);
     if (status == RIG_OK && (results.invariant_violations > 0 || results.pages_leaked > 0)) {
-        snprintf(error, error_len, "host calibration: %lld invariant violations, %lld pages "
-                 "leaked", (long long)results.invariant_violations,
-                 (long long)results.pages_leaked);
+        snprintf(error, error_len,
+                 "host calibration: %lld invariant violations, %lld pages "
+                 "leaked",
+                 (long long)results.invariant_violations, (long long)results.pages_leaked);
         status = RIG_E_STATE;
     }
     if (status == RIG_OK) status = rig__fit(&results, out, error, error_len);

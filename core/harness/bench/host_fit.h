@@ -39,8 +39,8 @@
 #define RIG_HOST_FIT_TRICKLE       160
 #define RIG_HOST_FIT_RATE          40.0 /* requests a second */
 #define RIG_HOST_FIT_TRICKLE_START "0.5s"
-#define RIG_HOST_FIT_QUICK         16   /* burst and trickle requests with `quick` */
-#define RIG_HOST_FIT_ROWS_MIN      8    /* steps a term needs to be fitted */
+#define RIG_HOST_FIT_QUICK         16 /* burst and trickle requests with `quick` */
+#define RIG_HOST_FIT_ROWS_MIN      8  /* steps a term needs to be fitted */
 
 struct rig_host_fit_options {
     const char *backend;      /* "sim" | "cuda" */
@@ -51,12 +51,12 @@ struct rig_host_fit_options {
 };
 
 struct rig_host_fit {
-    struct rig_host_model mean;          /* least squares */
-    struct rig_host_model median;        /* least absolute deviations */
-    int64_t rows[RIG_HOST_TERMS];        /* steps each term was fitted on */
-    double measured_ns[RIG_HOST_TERMS];  /* mean of the term's column over those steps */
-    double residual_ns[RIG_HOST_TERMS];  /* median |measured - least-squares fit| */
-    int64_t steps;                       /* steps in the run */
+    struct rig_host_model mean;         /* least squares */
+    struct rig_host_model median;       /* least absolute deviations */
+    int64_t rows[RIG_HOST_TERMS];       /* steps each term was fitted on */
+    double measured_ns[RIG_HOST_TERMS]; /* mean of the term's column over those steps */
+    double residual_ns[RIG_HOST_TERMS]; /* median |measured - least-squares fit| */
+    int64_t steps;                      /* steps in the run */
 };
 
 /* Runs the calibration workload and fits the model into *out. On error (an engine that cannot
