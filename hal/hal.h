@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hal/host_model.h"
 #include "hal/ops.h"
 #include "hal/status.h"
 #include "hal/tensor.h"
@@ -80,12 +81,10 @@ struct rig_device_info {
     int64_t memory_bytes;           /* device memory */
     bool timing_only;
     bool virtual_clock;             /* true on the simulator */
-    /* The simulator's model of the engine's own CPU time (its profile's host_* keys), which
-     * the engine charges through rig_hal_host_work_ns; zeros on real hardware, where the
-     * work takes its own time. */
-    int64_t host_schedule_ns;             /* per scheduling decision */
-    int64_t host_prepare_per_request_ns;  /* per request of a prepared batch */
-    int64_t host_process_per_request_ns;  /* per request when a batch's results come back */
+    /* The simulator's model of the engine's own CPU time (its profile's host_* keys,
+     * hal/host_model.h), which the engine charges through rig_hal_host_work_ns; zeros on real
+     * hardware, where the work takes its own time. */
+    struct rig_host_model host_model;
 };
 
 /* Opens `count` devices of `backend` ("sim" or "cuda") as one group (TP ranks 0..count-1).

@@ -438,6 +438,27 @@ const char *const rig_optable_host_keys[RIG_OPTABLE_HOST_CALLS] = {
     [RIG_OPTABLE_HOST_KERNEL_LAUNCH] = "kernel_launch_host_ns",
 };
 
+const char *const rig_optable_host_mean_keys[RIG_OPTABLE_HOST_CALLS] = {
+    [RIG_OPTABLE_HOST_UPLOAD] = "upload_host_mean_ns",
+    [RIG_OPTABLE_HOST_DOWNLOAD] = "download_host_mean_ns",
+    [RIG_OPTABLE_HOST_DEVICE_COPY] = "device_copy_host_mean_ns",
+    [RIG_OPTABLE_HOST_EVENT_RECORD] = "event_record_host_mean_ns",
+    [RIG_OPTABLE_HOST_STREAM_WAIT] = "stream_wait_host_mean_ns",
+    [RIG_OPTABLE_HOST_GRAPH_LAUNCH] = "graph_launch_host_mean_ns",
+    [RIG_OPTABLE_HOST_KERNEL_LAUNCH] = "kernel_launch_host_mean_ns",
+};
+
+void rig_optable_host_median_key(enum rig_host_term term, enum rig_host_factor factor,
+                                 char *out, size_t len)
+{
+    RIG_ASSERT(term >= 0 && term < RIG_HOST_TERMS && factor >= 0 && factor < RIG_HOST_FACTORS);
+    RIG_ASSERT(out != NULL && len > 0);
+    const char *key = rig_host_model_keys[term][factor];
+    size_t stem = strlen(key) - 3; /* every key ends in "_ns" */
+    RIG_ASSERT(strcmp(key + stem, "_ns") == 0);
+    snprintf(out, len, "%.*s_median_ns", (int)stem, key);
+}
+
 /* A string attribute of the root into `out` (NUL-terminated, cut to out_len); false when
  * absent or not a string. */
 static bool rig__read_attr(hid_t file, const char *name, char *out, size_t out_len)
@@ -459,6 +480,46 @@ static bool rig__read_attr(hid_t file, const char *name, char *out, size_t out_l
     return ok;
 }
 
+/* Attribute `attr` of the open table as a number >= 0 into *value: false (and *value
+ * untouched) when absent; RIG_E_PARSE with a message naming file and attribute when present
+ * but malformed. */
+static enum rig_status rig__read_number(hid_t file, const char *name, const char *attr,
+                                        double *value, bool *present, char *error,
+                                        size_t error_len)
+{
+    char text[64], *end = NULL;
+    *present = rig__read_attr(file, attr, text, sizeof text);
+    if (!*present) return RIG_OK;
+    double v = strtod(text, &end);
+    if (end == text || *end != '\0' || !isfinite(v) || v < 0) {
+        snprintf(error, error_len, "%s: attribute %s: '%s' is not a host time in ns (a "
+                 "finite number >= 0)", name, attr, text);
+        return RIG_E_PARSE;
+    }
+    *value = v;
+    return RIG_OK;
+}
+
+/* The host model's coefficients, least squares and least absolute deviations. */
+static enum rig_status rig__read_host_model(hid_t file, const char *name,
+                                            struct rig_optable_host *host, char *error,
+                                            size_t error_len)
+{
+    enum rig_status status = RIG_OK;
+    for (int32_t t = 0; t < RIG_HOST_TERMS; t++) {
+        for (int32_t f = 0; f < RIG_HOST_FACTORS && status == RIG_OK; f++) {
+            char median[96];
+            rig_optable_host_median_key(t, f, median, sizeof median);
+            status = rig__read_number(file, name, rig_host_model_keys[t][f], &host->model.ns[t][f],
+                                      &host->model_given[t][f], error, error_len);
+            if (status == RIG_OK)
+                status = rig__read_number(file, name, median, &host->model_median.ns[t][f],
+                                          &host->model_median_given[t][f], error, error_len);
+        }
+    }
+    return status;
+}
+
 enum rig_status rig_optable_read_host(const char *name, struct rig_optable_host *host, char *error,
                                       size_t error_len)
 {
@@ -470,17 +531,14 @@ enum rig_status rig_optable_read_host(const char *name, struct rig_optable_host 
     if (status == RIG_E_NOT_FOUND) return status;
     if (status != RIG_OK) snprintf(error, error_len, "%s: cannot open the op table", name);
     for (int32_t k = 0; k < RIG_OPTABLE_HOST_CALLS && status == RIG_OK; k++) {
-        char text[64], *end = NULL;
-        if (!rig__read_attr(file, rig_optable_host_keys[k], text, sizeof text)) continue;
-        double ns = strtod(text, &end);
-        if (end == text || *end != '\0' || !isfinite(ns) || ns < 0) {
-            snprintf(error, error_len, "%s: attribute %s: '%s' is not a host time in ns (a "
-                     "finite number >= 0)", name, rig_optable_host_keys[k], text);
-            status = RIG_E_PARSE;
-        } else {
-            host->ns[k] = ns;
-        }
+        bool present = false;
+        status = rig__read_number(file, name, rig_optable_host_keys[k], &host->ns[k], &present,
+                                  error, error_len);
+        if (status == RIG_OK)
+            status = rig__read_number(file, name, rig_optable_host_mean_keys[k],
+                                      &host->mean_ns[k], &present, error, error_len);
     }
+    if (status == RIG_OK) status = rig__read_host_model(file, name, host, error, error_len);
     if (file >= 0) H5Fclose(file);
     H5Eset_auto2(H5E_DEFAULT, quiet.func, quiet.data);
     if (status != RIG_OK) memset(host, 0, sizeof *host);

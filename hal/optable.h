@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hal/host_model.h"
 #include "hal/ops.h"
 #include "hal/status.h"
 
@@ -55,11 +56,20 @@ struct rig_optable_point {
 };
 
 /* The host time of the calls a step makes besides the table's ops, measured by the sweep on
- * the machine the table describes (core/harness/bench/profile.c): each the median host time
- * of one issue. The simulator takes them over its profile's keys of the same names less the
- * prefix (sim/profile.h), so a table carries its host with it: the GPU machines lent for a
- * sweep differ in host speed by up to 2 x (docs/simulator.md). 0: not measured. Stored as
- * string attributes of the file's root named by rig_optable_host_keys. */
+ * the machine the table describes (core/harness/bench/profile.c): each the median and the
+ * mean host time of one issue. The simulator takes them over its profile's keys of the same
+ * names (sim/profile.h), the means where the table has them (a step's host time is a sum of
+ * calls, so it pays their means, tails included), so a table carries its host with it: the
+ * GPU machines lent for a sweep differ in host speed by up to 2 x (docs/simulator.md). 0: not
+ * measured. Stored as string attributes of the file's root named by rig_optable_host_keys
+ * (medians) and rig_optable_host_mean_keys (means).
+ *
+ * With them, the engine's own host time (hal/host_model.h) as `rig profile`'s calibration
+ * fitted it on the same machine: the least-squares coefficients (means), which the simulator
+ * takes over its profile's keys of the same names (rig_host_model_keys), and the
+ * least-absolute-deviation ones (medians, "..._median_ns": rig_optable_host_median_key), kept
+ * for reference. Each coefficient the file does not have reads 0 with its `given` flag false,
+ * and leaves the profile's key as it is. */
 enum rig_optable_host_call {
     RIG_OPTABLE_HOST_UPLOAD = 0,    /* a few KB, pinned host to device, async */
     RIG_OPTABLE_HOST_DOWNLOAD,      /* a few KB, device to pinned host, async */
@@ -73,11 +83,24 @@ enum rig_optable_host_call {
 #define RIG_OPTABLE_HOST_GRAPH_NODES 256 /* about a decode step's graph (258-366 nodes) */
 
 struct rig_optable_host {
-    double ns[RIG_OPTABLE_HOST_CALLS];
+    double ns[RIG_OPTABLE_HOST_CALLS];      /* medians */
+    double mean_ns[RIG_OPTABLE_HOST_CALLS]; /* means of the same issues */
+    struct rig_host_model model;            /* the engine's host time, least squares */
+    struct rig_host_model model_median;     /* the same, least absolute deviations */
+    bool model_given[RIG_HOST_TERMS][RIG_HOST_FACTORS];        /* `model`'s attribute present */
+    bool model_median_given[RIG_HOST_TERMS][RIG_HOST_FACTORS]; /* `model_median`'s */
 };
 
-/* The attribute names: "upload_host_ns", ..., the simulator profile's key names. */
+/* The attribute names: "upload_host_ns", ..., the simulator profile's key names; the means'
+ * "upload_host_mean_ns", ... */
 extern const char *const rig_optable_host_keys[RIG_OPTABLE_HOST_CALLS];
+extern const char *const rig_optable_host_mean_keys[RIG_OPTABLE_HOST_CALLS];
+
+/* The attribute name of the host model's median coefficient (term, factor):
+ * rig_host_model_keys' name with "_ns" replaced by "_median_ns" ("host_loop_median_ns",
+ * "host_prepare_per_request_median_ns"). Writes at most `len` bytes. Can't fail. */
+void rig_optable_host_median_key(enum rig_host_term term, enum rig_host_factor factor,
+                                 char *out, size_t len);
 
 /* What an op does, whatever runs it. */
 struct rig_op_work {
@@ -210,9 +233,10 @@ static inline bool rig_gemv_one_wave(const struct rig_gemv_geometry *g, int64_t 
  * structs, whose padding after `kind` is not part of the value). Can't fail. */
 bool rig_optable_key_equal(const struct rig_optable_key *a, const struct rig_optable_key *b);
 
-/* Reads table `name`'s host times (the same names and paths as rig_optable_read) into *host;
- * a time absent from the file reads 0. RIG_E_PARSE, naming the attribute, when one is present
- * but not a finite number >= 0. */
+/* Reads table `name`'s host times and host model (the same names and paths as
+ * rig_optable_read) into *host; a value absent from the file reads 0 (a coefficient's given
+ * flag false). RIG_E_PARSE, naming the file and the attribute, when one is present but not a
+ * finite number >= 0; *host is zeroed then. */
 enum rig_status rig_optable_read_host(const char *name, struct rig_optable_host *host, char *error,
                                       size_t error_len);
 

@@ -54,9 +54,7 @@ static enum rig_status rig__device_init(const struct rig_sim_profile *profile,
     out->info.memory_bytes = profile->memory_bytes;
     out->info.timing_only = config->timing_only;
     out->info.virtual_clock = true;
-    out->info.host_schedule_ns = profile->host_schedule_ns;
-    out->info.host_prepare_per_request_ns = profile->host_prepare_per_request_ns;
-    out->info.host_process_per_request_ns = profile->host_process_per_request_ns;
+    out->info.host_model = profile->host;
     return RIG_OK;
 }
 

@@ -31,6 +31,7 @@ enum rig__key_kind {
     RIG__KEY_FRACTION, /* real in (0, 1] */
     RIG__KEY_TEXT,     /* string up to the op_table field's size */
     RIG__KEY_CURVE,    /* "RANKS:BYTES:NS ..." into all_reduce_curve (profile.h) */
+    RIG__KEY_REAL,     /* real >= 0 (the host model's coefficients, ns per unit) */
 };
 
 struct rig__key {
@@ -48,6 +49,15 @@ struct rig__key {
     (offsetof(struct rig_sim_profile, latency_ns) + (size_t)(class) * sizeof(int64_t))
 #define RIG__BLOCKS(class)                                                                         \
     (offsetof(struct rig_sim_profile, full_blocks) + (size_t)(class) * sizeof(int64_t))
+#define RIG__HOST(term, factor)                                                                    \
+    (offsetof(struct rig_sim_profile, host) +                                                      \
+     ((size_t)(term) * RIG_HOST_FACTORS + (size_t)(factor)) * sizeof(double))
+#define RIG__HOST_KEYS(term, name)                                                                 \
+    {"host_" name "_ns", RIG__KEY_REAL, RIG__HOST(term, RIG_HOST_BASE), true},                     \
+        {"host_" name "_per_request_ns", RIG__KEY_REAL, RIG__HOST(term, RIG_HOST_REQUESTS), true}, \
+        {"host_" name "_per_token_ns", RIG__KEY_REAL, RIG__HOST(term, RIG_HOST_TOKENS), true},     \
+        {"host_" name "_per_new_ns", RIG__KEY_REAL, RIG__HOST(term, RIG_HOST_NEW), true},          \
+        {"host_" name "_per_finished_ns", RIG__KEY_REAL, RIG__HOST(term, RIG_HOST_FINISHED), true}
 #define RIG__EXPONENT(class)                                                                       \
     (offsetof(struct rig_sim_profile, occupancy_exponent) + (size_t)(class) * sizeof(double))
 
@@ -58,9 +68,10 @@ static const struct rig__key rig__keys[] = {
     {"multiprocessors", RIG__KEY_COUNT, RIG__AT(multiprocessors), true},
     {"op_table_warm_weight", RIG__KEY_FRACTION, RIG__AT(op_table_warm_weight), true},
     {"op_table_warm_weight_early", RIG__KEY_FRACTION, RIG__AT(op_table_warm_weight_early), true},
-    {"host_schedule_ns", RIG__KEY_COUNT, RIG__AT(host_schedule_ns), true},
-    {"host_prepare_per_request_ns", RIG__KEY_COUNT, RIG__AT(host_prepare_per_request_ns), true},
-    {"host_process_per_request_ns", RIG__KEY_COUNT, RIG__AT(host_process_per_request_ns), true},
+    RIG__HOST_KEYS(RIG_HOST_SCHEDULE, "schedule"),
+    RIG__HOST_KEYS(RIG_HOST_PREPARE, "prepare"),
+    RIG__HOST_KEYS(RIG_HOST_PROCESS, "process"),
+    RIG__HOST_KEYS(RIG_HOST_LOOP, "loop"),
     {"upload_host_ns", RIG__KEY_COUNT, RIG__AT(upload_host_ns), true},
     {"download_host_ns", RIG__KEY_COUNT, RIG__AT(download_host_ns), true},
     {"device_copy_host_ns", RIG__KEY_COUNT, RIG__AT(device_copy_host_ns), true},
@@ -111,7 +122,8 @@ static const struct rig__key rig__keys[] = {
      RIG__EXPONENT(RIG_SIM_OP_CLASS_DECODE_ATTENTION), false},
 };
 #define RIG__KEY_COUNT_ALL ((int32_t)RIG_ARRAY_LEN(rig__keys))
-_Static_assert(RIG_ARRAY_LEN(rig__keys) < 64, "seen-keys mask is a uint64_t");
+#define RIG__KEYS_MAX      128 /* the seen-keys set's size */
+_Static_assert(RIG_ARRAY_LEN(rig__keys) <= RIG__KEYS_MAX, "the seen-keys set is too small");
 
 /* Where a diagnostic points: file name and 1-based line and column. */
 struct rig__where {
@@ -227,6 +239,13 @@ static enum rig_status rig__set_value(const struct rig__key *key, const char *te
         memcpy(field, &count, sizeof count);
         return RIG_OK;
     }
+    if (key->kind == RIG__KEY_REAL) {
+        if (value < 0)
+            return rig__error(error, error_size, RIG_E_RANGE, where,
+                              "key '%s': %s must be a number >= 0", key->key, text);
+        memcpy(field, &value, sizeof value);
+        return RIG_OK;
+    }
     if (!(value > 0) || (key->kind == RIG__KEY_FRACTION && value > 1))
         return rig__error(error, error_size, RIG_E_RANGE, where, "key '%s': %s must be %s",
                           key->key, text, key->kind == RIG__KEY_FRACTION ? "in (0, 1]" : "> 0");
@@ -250,7 +269,7 @@ static enum rig_status rig__read_mapping(const char *file, struct fy_node *root,
     struct rig__where top = rig__node_where(file, root);
     if (root == NULL || !fy_node_is_mapping(root))
         return rig__error(error, error_size, RIG_E_PARSE, top, "a profile is a mapping");
-    uint64_t seen = 0;
+    bool seen[RIG__KEYS_MAX] = {false};
     void *iter = NULL;
     struct fy_node_pair *pair;
     int32_t pairs_max = 4 * RIG__KEY_COUNT_ALL; /* bound: more than this is surely wrong */
@@ -263,10 +282,10 @@ static enum rig_status rig__read_mapping(const char *file, struct fy_node *root,
         if (index < 0)
             return rig__error(error, error_size, RIG_E_PARSE, where, "unknown key '%s'",
                               key_text ? key_text : "?");
-        if (seen & (1ull << index))
+        if (seen[index])
             return rig__error(error, error_size, RIG_E_PARSE, where, "key '%s' given twice",
                               key_text);
-        seen |= 1ull << index;
+        seen[index] = true;
         if (value_node == NULL || !fy_node_is_scalar(value_node))
             return rig__error(error, error_size, RIG_E_PARSE, where,
                               "key '%s': value must be a scalar", key_text);
@@ -277,7 +296,7 @@ static enum rig_status rig__read_mapping(const char *file, struct fy_node *root,
         if (status != RIG_OK) return status;
     }
     for (int32_t i = 0; i < RIG__KEY_COUNT_ALL; i++) {
-        if (!(seen & (1ull << i)) && !rig__keys[i].optional)
+        if (!seen[i] && !rig__keys[i].optional)
             return rig__error(error, error_size, RIG_E_PARSE, top, "missing key '%s'",
                               rig__keys[i].key);
     }
@@ -361,9 +380,9 @@ enum rig_status rig_sim_profile_parse(const char *file, const char *text, size_t
     snprintf(profile.op_table, sizeof profile.op_table, "none");
     profile.op_table_warm_weight = 0.5;
     profile.op_table_warm_weight_early = -1; /* not given: op_table_warm_weight */
-    profile.host_schedule_ns = RIG_SIM_HOST_SCHEDULE_NS;
-    profile.host_prepare_per_request_ns = RIG_SIM_HOST_PREPARE_PER_REQUEST_NS;
-    profile.host_process_per_request_ns = RIG_SIM_HOST_PROCESS_PER_REQUEST_NS;
+    profile.host.ns[RIG_HOST_SCHEDULE][RIG_HOST_BASE] = RIG_SIM_HOST_SCHEDULE_NS;
+    profile.host.ns[RIG_HOST_PREPARE][RIG_HOST_REQUESTS] = RIG_SIM_HOST_PREPARE_PER_REQUEST_NS;
+    profile.host.ns[RIG_HOST_PROCESS][RIG_HOST_REQUESTS] = RIG_SIM_HOST_PROCESS_PER_REQUEST_NS;
     profile.upload_host_ns = profile.download_host_ns = profile.device_copy_host_ns = -1;
     profile.gpus_per_node = RIG_SIM_GPUS_PER_NODE;
     profile.inter_node_bytes_per_s = RIG_SIM_INTER_NODE_BYTES_PER_S;
@@ -414,6 +433,31 @@ static bool rig__is_path(const char *name)
     return strchr(name, '/') != NULL || (length > 5 && strcmp(name + length - 5, ".yaml") == 0);
 }
 
+/* The host the table was swept on over the profile's keys of the same names (sim/profile.h),
+ * found through the key table the YAML is read with: each call's mean where the table has it
+ * (a step pays a call's tails: docs/simulator.md, "The engine's host time, fitted"), else its
+ * median; each host model coefficient the table carries. */
+static void rig__take_table_host(struct rig_sim_profile *profile,
+                                 const struct rig_optable_host *host)
+{
+    for (int32_t k = 0; k < RIG_OPTABLE_HOST_CALLS; k++) {
+        int32_t index = rig__find_key(rig_optable_host_keys[k]);
+        RIG_ASSERT_MSG(index >= 0 && rig__keys[index].kind == RIG__KEY_COUNT,
+                       "an op table's host time names no count key of the profile");
+        int64_t ns = llround(host->mean_ns[k] > 0 ? host->mean_ns[k] : host->ns[k]);
+        if (ns > 0) memcpy((char *)profile + rig__keys[index].offset, &ns, sizeof ns);
+    }
+    for (int32_t t = 0; t < RIG_HOST_TERMS; t++) {
+        for (int32_t f = 0; f < RIG_HOST_FACTORS; f++) {
+            int32_t index = rig__find_key(rig_host_model_keys[t][f]);
+            RIG_ASSERT_MSG(index >= 0 && rig__keys[index].kind == RIG__KEY_REAL &&
+                               rig__keys[index].offset == RIG__HOST(t, f),
+                           "a host model coefficient names no key of the profile");
+            if (host->model_given[t][f]) profile->host.ns[t][f] = host->model.ns[t][f];
+        }
+    }
+}
+
 /* Loads the profile's op table, unless it says "none" or `analytic` asks for none. */
 static enum rig_status rig__load_table(struct rig_sim_profile *profile, bool analytic, char *error,
                                        size_t error_size)
@@ -424,16 +468,7 @@ static enum rig_status rig__load_table(struct rig_sim_profile *profile, bool ana
     enum rig_status status = rig_sim_optable_get(profile->op_table, profile->multiprocessors,
                                                  &profile->table, error, error_size);
     if (status != RIG_OK) return status;
-    /* the host the table was swept on: its measured host times over the profile's keys of the
-     * same names (sim/profile.h), found through the key table the YAML is read with */
-    const struct rig_optable_host *host = rig_sim_optable_host(profile->table);
-    for (int32_t k = 0; k < RIG_OPTABLE_HOST_CALLS; k++) {
-        int32_t index = rig__find_key(rig_optable_host_keys[k]);
-        RIG_ASSERT_MSG(index >= 0 && rig__keys[index].kind == RIG__KEY_COUNT,
-                       "an op table's host time names no count key of the profile");
-        int64_t ns = llround(host->ns[k]);
-        if (ns > 0) memcpy((char *)profile + rig__keys[index].offset, &ns, sizeof ns);
-    }
+    rig__take_table_host(profile, rig_sim_optable_host(profile->table));
     return RIG_OK;
 }
 

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hal/host_model.h"
 #include "hal/status.h"
 
 #define RIG_SIM_PROFILE_NAME_MAX  64
@@ -66,14 +67,15 @@ struct rig_sim_profile {
      * that weight stream overlaps the node before, as in the warm time's graph it overlaps the
      * copy before. */
     double op_table_warm_weight_early;
-    /* Optional keys `host_schedule_ns`, `host_prepare_per_request_ns`,
-     * `host_process_per_request_ns` (defaults 20000, 400, 60: measured on the H100's host,
-     * docs/simulator.md "Host time"): the engine's own CPU time per scheduling decision, per
-     * request of a prepared batch and per request whose results are processed, on the host
-     * the profile's GPU sits in (rig_device_info; the engine charges them). */
-    int64_t host_schedule_ns;
-    int64_t host_prepare_per_request_ns;
-    int64_t host_process_per_request_ns;
+    /* Optional keys `host_<term>_ns`, `host_<term>_per_request_ns`, `_per_token_ns`,
+     * `_per_new_ns`, `_per_finished_ns` for the terms schedule, prepare, process and loop
+     * (hal/host_model.h; real numbers >= 0; default 0 but host_schedule_ns 20000,
+     * host_prepare_per_request_ns 400 and host_process_per_request_ns 60, the H100 host's
+     * values before the model had more terms, docs/simulator.md "Host time"): the engine's
+     * own CPU time on the host the profile's GPU sits in (rig_device_info; the engine charges
+     * it). An op table fitted by `rig profile`'s calibration sets them from its attributes of
+     * the same names (rig_optable_host): the table's host is the one predicted. */
+    struct rig_host_model host;
     /* Optional keys: the host time of a step's other calls, each kind measured by the issue
      * trace (hal/issue_trace.h) in the runs of a model: `upload_host_ns`, `download_host_ns`,
      * `device_copy_host_ns` (host to device, device to host, device to device; default

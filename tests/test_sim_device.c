@@ -745,32 +745,50 @@ static void test_profile_load(void **state)
     unlink(path);
 }
 
-/* The host model's keys: optional, the H100 host's values by default, and what an opened
- * device reports to the engine (rig_device_info) for its own CPU time. */
+/* The host model's keys (hal/host_model.h): optional, the H100 host's values by default and 0
+ * for the later terms, real numbers >= 0, and what an opened device reports to the engine
+ * (rig_device_info) for its own CPU time. */
 static void test_profile_host_model(void **state)
 {
     (void)state;
     char text[4096], error[RIG_SIM_PROFILE_ERROR_MAX];
     struct rig_sim_profile profile;
     rig__parse_defaults(&profile);
-    assert_int_equal(profile.host_schedule_ns, RIG_SIM_HOST_SCHEDULE_NS);
-    assert_int_equal(profile.host_prepare_per_request_ns, RIG_SIM_HOST_PREPARE_PER_REQUEST_NS);
-    assert_int_equal(profile.host_process_per_request_ns, RIG_SIM_HOST_PROCESS_PER_REQUEST_NS);
+    const struct rig_host_model *m = &profile.host;
+    assert_float_equal(m->ns[RIG_HOST_SCHEDULE][RIG_HOST_BASE], RIG_SIM_HOST_SCHEDULE_NS, 0);
+    assert_float_equal(m->ns[RIG_HOST_PREPARE][RIG_HOST_REQUESTS],
+                       RIG_SIM_HOST_PREPARE_PER_REQUEST_NS, 0);
+    assert_float_equal(m->ns[RIG_HOST_PROCESS][RIG_HOST_REQUESTS],
+                       RIG_SIM_HOST_PROCESS_PER_REQUEST_NS, 0);
+    assert_float_equal(m->ns[RIG_HOST_LOOP][RIG_HOST_BASE], 0, 0);
+    assert_float_equal(m->ns[RIG_HOST_PREPARE][RIG_HOST_TOKENS], 0, 0);
     char path[] = "/tmp/rig_profile_XXXXXX";
-    rig__write_profile(path, "host_schedule_ns: 5000\nhost_prepare_per_request_ns: 150\n"
-                             "host_process_per_request_ns: 0\n");
+    rig__write_profile(path, "host_schedule_ns: 5000\nhost_prepare_per_request_ns: 150.5\n"
+                             "host_process_per_request_ns: 0\nhost_loop_ns: 7000\n"
+                             "host_loop_per_finished_ns: 2.5e4\nhost_prepare_per_token_ns: 16\n");
     struct rig_device *device = NULL;
     struct rig_device_config config = {.profile = path};
     assert_int_equal(rig_hal_open("sim", &config, 1, &device), RIG_OK);
-    const struct rig_device_info *info = rig_hal_device_info(device);
-    assert_int_equal(info->host_schedule_ns, 5000);
-    assert_int_equal(info->host_prepare_per_request_ns, 150);
-    assert_int_equal(info->host_process_per_request_ns, 0);
+    const struct rig_host_model *info = &rig_hal_device_info(device)->host_model;
+    assert_float_equal(info->ns[RIG_HOST_SCHEDULE][RIG_HOST_BASE], 5000, 0);
+    assert_float_equal(info->ns[RIG_HOST_PREPARE][RIG_HOST_REQUESTS], 150.5, 0);
+    assert_float_equal(info->ns[RIG_HOST_PREPARE][RIG_HOST_TOKENS], 16, 0);
+    assert_float_equal(info->ns[RIG_HOST_PROCESS][RIG_HOST_REQUESTS], 0, 0);
+    assert_float_equal(info->ns[RIG_HOST_LOOP][RIG_HOST_BASE], 7000, 0);
+    assert_float_equal(info->ns[RIG_HOST_LOOP][RIG_HOST_FINISHED], 25000, 0);
+    /* 7000 + 2 x 25,000 + 0.5 rounds to the nearest ns */
+    const int64_t counts[RIG_HOST_FACTORS] = {1, 0, 0, 0, 2};
+    assert_int_equal(rig_host_model_ns(info, RIG_HOST_LOOP, counts), 57000);
+    const int64_t batch[RIG_HOST_FACTORS] = {1, 3, 10, 0, 0};
+    assert_int_equal(rig_host_model_ns(info, RIG_HOST_PREPARE, batch), 612); /* 611.5 */
     rig_hal_close(device);
     unlink(path);
     rig__profile_text(text, sizeof text, -1, 1, "host_schedule_ns: -1\n");
     assert_int_equal(rig__parse(text, error), RIG_E_RANGE);
     assert_non_null(strstr(error, "t.yaml:2:19: key 'host_schedule_ns'"));
+    rig__profile_text(text, sizeof text, -1, 1, "host_loop_per_token_ns: fast\n");
+    assert_int_equal(rig__parse(text, error), RIG_E_PARSE);
+    assert_non_null(strstr(error, "key 'host_loop_per_token_ns': 'fast' is not a number"));
 }
 
 /* Host time of a step's other calls, per kind: copies take a launch's by default and their

@@ -538,6 +538,14 @@ static void test_sweep_reproduces_the_analytic_model(void **state)
     assert_float_equal(host.ns[RIG_OPTABLE_HOST_STREAM_WAIT], 0, 0);
     assert_float_equal(host.ns[RIG_OPTABLE_HOST_GRAPH_LAUNCH], 2200, 0);
     assert_float_equal(host.ns[RIG_OPTABLE_HOST_KERNEL_LAUNCH], 6100, 0);
+    assert_float_equal(host.mean_ns[RIG_OPTABLE_HOST_GRAPH_LAUNCH], 2200, 0);
+    /* the calibration stage: the h100 profile's host model given back (tests/test_host_fit.c
+     * checks every coefficient) */
+    assert_true(host.model_given[RIG_HOST_LOOP][RIG_HOST_BASE]);
+    assert_float_equal(host.model.ns[RIG_HOST_SCHEDULE][RIG_HOST_BASE], 20000, 1);
+    assert_float_equal(host.model.ns[RIG_HOST_PREPARE][RIG_HOST_REQUESTS], 400, 0.01);
+    assert_float_equal(host.model_median.ns[RIG_HOST_PROCESS][RIG_HOST_REQUESTS], 60, 0.01);
+    assert_float_equal(host.model.ns[RIG_HOST_LOOP][RIG_HOST_BASE], 0, 0);
     assert_true(count > 50);
     assert_string_equal(device, "sim:h100");
     for (int64_t i = 0; i < count; i++) /* every shape swept once */

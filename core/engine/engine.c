@@ -47,9 +47,7 @@ void rig_engine_config_default(struct rig_engine_config *c)
     c->cuda_graphs = true;
     c->cuda_graph_max_bs = 32;
     c->check_invariants = RIG_VERIFY_ON;
-    c->host_costs.schedule_ns = -1; /* the device's (the simulator profile's host_* keys) */
-    c->host_costs.prepare_per_req_ns = -1;
-    c->host_costs.process_per_req_ns = -1;
+    c->host_costs.given = false; /* the device's (the simulator profile's host_* keys) */
 }
 
 static void rig__error(char *error, size_t len, const char *fmt, ...)
@@ -374,15 +372,14 @@ static enum rig_status rig__devices_open(struct rig_engine *e, char *error, size
     return s;
 }
 
-/* The host costs the configuration leaves to the device (negative): the simulator profile's
+/* The host costs the configuration leaves to the device (not given): the simulator profile's
  * model of this engine's CPU time, zero on real hardware (where it is not charged anyway). */
 static void rig__host_costs_resolve(struct rig_engine *e)
 {
     const struct rig_device_info *info = rig_hal_device_info(e->devices[e->rank_first]);
     struct rig_host_costs *h = &e->config.host_costs;
-    if (h->schedule_ns < 0) h->schedule_ns = info->host_schedule_ns;
-    if (h->prepare_per_req_ns < 0) h->prepare_per_req_ns = info->host_prepare_per_request_ns;
-    if (h->process_per_req_ns < 0) h->process_per_req_ns = info->host_process_per_request_ns;
+    if (!h->given) h->model = info->host_model;
+    h->given = true;
 }
 
 /* The KV cache and the weights against a rank's device memory, before anything sized by
@@ -634,6 +631,7 @@ enum rig_status rig_engine_submit(struct rig_engine *e, const struct rig_submit 
     r->max_device_len = s->prompt_len + max_tokens;
     r->arrival_ns = s->arrival_ns >= 0 ? s->arrival_ns : now;
     e->stats.submitted++;
+    rig__host_loop_add(e, RIG_HOST_NEW); /* between steps: the LOOP term's */
     return RIG_OK;
 }
 
@@ -717,6 +715,7 @@ int64_t rig_engine_now_ns(const struct rig_engine *e)
 
 void rig_engine_wait_until_ns(struct rig_engine *e, int64_t t_ns)
 {
+    if (t_ns > rig_engine_now_ns(e)) e->loop_idle = true; /* not the loop's work */
     rig__host_wait_until(e, t_ns);
 }
 

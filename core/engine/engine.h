@@ -50,13 +50,12 @@ enum rig_policy {
 enum rig_status rig_policy_parse(const char *name, enum rig_policy *out);
 const char *rig_policy_name(enum rig_policy policy);
 
-/* Modelled host CPU costs (simulator only; real hardware takes its own time). A negative
- * field (the default) takes the device's: the simulator profile's host_* keys
- * (rig_device_info), zero on real hardware. */
+/* Modelled host CPU costs (simulator only; real hardware takes its own time): the engine's
+ * host time model (hal/host_model.h). `given` false (the default) takes the device's: the
+ * simulator profile's host_* keys (rig_device_info), zero on real hardware. */
 struct rig_host_costs {
-    int64_t schedule_ns;        /* per scheduling decision */
-    int64_t prepare_per_req_ns; /* per request in a prepared batch */
-    int64_t process_per_req_ns; /* per request when processing a batch's results */
+    bool given;
+    struct rig_host_model model;
 };
 
 /* Where the TP ranks run (docs/engine.md, "Ranks across processes"). */
@@ -129,6 +128,15 @@ struct rig_step_record {
                                    launch to that launch: the engine's and the harness's own
                                    work between steps (the step record, releases, arrivals),
                                    and any wait for an arrival; 0 before the first */
+    /* What each host term of this step was charged for on the simulator, and what its
+     * measured column is a function of (hal/host_model.h): [term][factor] counts. SCHEDULE,
+     * PREPARE: {1, requests, tokens, new, 0}; PROCESS: {1, requests, tokens, new, ended};
+     * LOOP: {batches processed, their requests, their tokens, requests submitted, requests
+     * released} in the window host_loop_ns covers (all 0 where it is 0 by definition). */
+    int64_t host_counts[RIG_HOST_TERMS][RIG_HOST_FACTORS];
+    bool host_loop_idle;        /* the window held more than the loop's work: a wait for an
+                                   arrival, a schedule that found nothing, or an earlier
+                                   launch (overlap, after a launch with nothing to process) */
     int64_t device_start_ns;
     int64_t device_end_ns;
     int64_t pages_free;         /* after the batch's allocation */

@@ -78,6 +78,8 @@ struct rig__batch {
     int64_t host_issue_work_ns;    /* of which the ranks' launch job (uploads, ops, graph) */
     int64_t host_process_ns;     /* host time to process its results (after the wait) */
     int64_t host_loop_ns;        /* rig_step_record's host_loop_ns */
+    int64_t host_counts[RIG_HOST_TERMS][RIG_HOST_FACTORS]; /* rig_step_record's */
+    bool host_loop_idle;         /* rig_step_record's */
     struct rig_cache_sizes kv;   /* cache sizes after the batch's allocation */
     struct rig_request **reqs;   /* (R_max) decode requests first, then prefill (mixed) */
     bool *produces;              /* (R_max) true when this batch samples the request's token */
@@ -158,6 +160,10 @@ struct rig_engine {
     struct rig__batch batches[RIG__SLOTS];
     int64_t next_step;            /* step index of the next launched batch */
     int64_t processed_end_ns;     /* host clock when the latest processing ended; -1: none */
+    /* The window since then, up to the next launch (rig_step_record's host_loop_ns): what
+     * the host model's LOOP term counted in it, and whether the host idled in it. */
+    int64_t loop_counts[RIG_HOST_FACTORS];
+    bool loop_idle;
     int32_t *rewrites;            /* (W_max) flat page-table indices to resend */
     int32_t rewrite_count;
     int32_t *scratch_rewritten;   /* (L) row positions rewritten by one cache insert */
@@ -214,5 +220,11 @@ void rig__stage_padding(struct rig_engine *engine, struct rig__batch *batch, int
 /* scheduler.c */
 void rig__request_end(struct rig_engine *engine, struct rig_request *r,
                       enum rig_request_end reason, const char *message);
+/* Charges `term` of the host model (hal/host_model.h) for `counts` to the host clock. */
+void rig__host_term(struct rig_engine *engine, enum rig_host_term term,
+                    const int64_t counts[RIG_HOST_FACTORS]);
+/* Charges one factor of the LOOP term (a request submitted or released) and counts it in the
+ * window. */
+void rig__host_loop_add(struct rig_engine *engine, enum rig_host_factor factor);
 
 #endif /* RIG_ENGINE_IMPL_H */

@@ -15,7 +15,9 @@
 #            list of VAR=VALUE settings;
 #   offline  rig bench offline for Qwen3-0.6B, Llama-3.2-1B and Qwen3-8B;
 #   profile  rig profile --backend cuda --out $TABLE.h5 (TABLE: h100 by default, h200 on an
-#            H200; the op table; committing h100.h5, give sim/profiles/h100.yaml
+#            H200; the op table with its calibration stage, the host model fitted on this
+#            host: tools/validate/host-calibrate.sh does that alone, with the held-out
+#            runs and their predictions; committing h100.h5, give sim/profiles/h100.yaml
 #            `multiprocessors: 132` too: its decode points then split into the register path's
 #            and the tensor-core kernel's, docs/simulator.md);
 #   decode   rig bench decode for Qwen3-0.6B, Llama-3.2-1B, Qwen3-8B and Qwen3-32B (batch 1 to
@@ -121,7 +123,7 @@ if has profile; then
     timeout 120 "${rig[@]}" profile --backend "$backend" --out "$out/$table.h5" \
         >"$work/logs/profile.txt" 2>&1
     say "== profile rc=$? ($SECONDS s)"
-    tail -2 "$work/logs/profile.txt" | tee -a "$summary"
+    grep -E "^rig profile: (host|[0-9]+ points)" "$work/logs/profile.txt" | tee -a "$summary"
 fi
 if has decode; then
     for model in qwen3-0.6b llama-3.2-1b qwen3-8b qwen3-32b; do

@@ -33,14 +33,25 @@ static void rig__profile_usage(FILE *out)
             "  --repeats N          cold repeats per point, 3..64 (default 7)\n"
             "  --seconds-max S      stop after S seconds, keeping the points so far\n"
             "  --meta KEY=VALUE     a root attribute (driver, clocks, ...); repeatable\n"
-            "  --quick              a small grid (smoke test)\n");
+            "  --quick              a small grid (smoke test)\n"
+            "  --no-host-fit        skip the calibration stage (below)\n"
+            "  --host-model PRESET  the calibration model (default qwen3-0.6b)\n"
+            "  --host-out FILE.h5   the calibration run's records (rig run's results file)\n\n"
+            "After the sweep, the calibration stage runs the engine on the calibration model\n"
+            "(dummy weights) over a short synthetic workload (a burst of 256 requests, then\n"
+            "Poisson arrivals) and fits its steps' host columns to the simulator's host model\n"
+            "(schedule, prepare, process, loop: each affine in requests, tokens, new and\n"
+            "finished requests), least squares and least absolute deviations; both go into\n"
+            "the table as root attributes (host_<term>_ns, host_<term>_per_<factor>_ns; the\n"
+            "medians ..._median_ns), beside the host calls' medians and means, and a profile\n"
+            "with the table takes the least-squares ones and the means over its keys.\n");
 }
 
 static void rig__profile_progress(void *user, const char *what, int64_t done, int64_t total)
 {
     (void)user;
-    (void)total;
-    fprintf(stderr, "rig profile: %s, %lld points\n", what, (long long)done);
+    if (done < 0 && total < 0) fprintf(stderr, "rig profile: %s\n", what);
+    else fprintf(stderr, "rig profile: %s, %lld points\n", what, (long long)done);
 }
 
 struct rig__profile_args {
@@ -59,8 +70,9 @@ static int rig__profile_option(struct rig__profile_args *a, int argc, char **arg
         rig__profile_usage(stdout);
         return 0;
     }
-    if (strcmp(arg, "--quick") == 0) {
-        a->options.quick = true;
+    if (strcmp(arg, "--quick") == 0 || strcmp(arg, "--no-host-fit") == 0) {
+        if (arg[2] == 'q') a->options.quick = true;
+        else a->options.host_fit = false;
         return -1;
     }
     if (*i + 1 >= argc) {
@@ -72,6 +84,8 @@ static int rig__profile_option(struct rig__profile_args *a, int argc, char **arg
     if (strcmp(arg, "--out") == 0) a->out = value;
     else if (strcmp(arg, "--backend") == 0) o->backend = value;
     else if (strcmp(arg, "--profile") == 0) o->profile = value;
+    else if (strcmp(arg, "--host-model") == 0) o->host_fit_model = value;
+    else if (strcmp(arg, "--host-out") == 0) o->host_fit_out = value;
     else if (strcmp(arg, "--tp-max") == 0 || strcmp(arg, "--repeats") == 0) {
         /* syntax here (tools/rig/args.h); the profiler checks the ranges */
         int32_t *field = arg[2] == 't' ? &o->tp_max : &o->repeats;
@@ -95,34 +109,75 @@ static int rig__profile_option(struct rig__profile_args *a, int argc, char **arg
     return -1;
 }
 
+/* The table's root attributes. The strings live in `text` (one row a value). */
+#define RIG__HOST_ATTRS (2 * RIG_OPTABLE_HOST_CALLS + 2 * RIG_HOST_TERMS * RIG_HOST_FACTORS)
+#define RIG__ATTRS_MAX  (RIG_PROFILE_ATTRS_MAX + 6 + RIG__HOST_ATTRS)
+struct rig__attrs {
+    const char *pairs[RIG__ATTRS_MAX][2];
+    char names[RIG__HOST_ATTRS][64];
+    char text[RIG__HOST_ATTRS][32];
+    int32_t count, host;
+};
+
+static void rig__attr_number(struct rig__attrs *a, const char *name, double value,
+                             const char *format)
+{
+    RIG_ASSERT(a->host < RIG__HOST_ATTRS && a->count < RIG__ATTRS_MAX);
+    snprintf(a->names[a->host], sizeof a->names[a->host], "%s", name);
+    snprintf(a->text[a->host], sizeof a->text[a->host], format, value);
+    a->pairs[a->count][0] = a->names[a->host];
+    a->pairs[a->count++][1] = a->text[a->host++];
+}
+
+/* The host calls' medians and means, the host model's coefficients; printed as well. */
+static void rig__host_attrs(struct rig__attrs *a, const struct rig_optable_host *host)
+{
+    printf("rig profile: host calls (median / mean ns):");
+    for (int32_t k = 0; k < RIG_OPTABLE_HOST_CALLS; k++) {
+        if (host->ns[k] <= 0) continue; /* not measured (no graphs on this backend) */
+        rig__attr_number(a, rig_optable_host_keys[k], host->ns[k], "%.0f");
+        rig__attr_number(a, rig_optable_host_mean_keys[k], host->mean_ns[k], "%.0f");
+        printf(" %s %.0f / %.0f", rig_optable_host_keys[k], host->ns[k], host->mean_ns[k]);
+    }
+    printf("\n");
+    for (int32_t t = 0; t < RIG_HOST_TERMS; t++) {
+        if (!host->model_given[t][RIG_HOST_BASE]) continue; /* no calibration stage */
+        printf("rig profile: host model (least squares / least absolute deviations, ns):");
+        for (int32_t f = 0; f < RIG_HOST_FACTORS; f++) {
+            char median[96];
+            rig_optable_host_median_key(t, f, median, sizeof median);
+            rig__attr_number(a, rig_host_model_keys[t][f], host->model.ns[t][f], "%.6g");
+            rig__attr_number(a, median, host->model_median.ns[t][f], "%.6g");
+            printf(" %s %.4g / %.4g", rig_host_model_keys[t][f], host->model.ns[t][f],
+                   host->model_median.ns[t][f]);
+        }
+        printf("\n");
+    }
+}
+
 static int rig__profile_write(const struct rig__profile_args *a,
                               const struct rig_optable_point *points, int64_t count,
                               const struct rig_optable_host *host, const char *device,
                               double seconds)
 {
-    char repeats[16], took[32], host_ns[RIG_OPTABLE_HOST_CALLS][32];
+    char repeats[16], took[32];
     snprintf(repeats, sizeof repeats, "%d", a->options.repeats);
     snprintf(took, sizeof took, "%.1f", seconds);
-    const char *attrs[RIG_PROFILE_ATTRS_MAX + 6 + RIG_OPTABLE_HOST_CALLS][2] = {
+    static struct rig__attrs attrs; /* large: off the stack */
+    memset(&attrs, 0, sizeof attrs);
+    const char *fixed[6][2] = {
         {"device", device}, {"backend", a->options.backend}, {"git_commit", rig_git_commit},
         {"rig_version", rig_version_string}, {"repeats", repeats}, {"sweep_seconds", took}};
-    int32_t n = 6;
-    printf("rig profile: host calls (median ns):");
-    for (int32_t k = 0; k < RIG_OPTABLE_HOST_CALLS; k++) {
-        if (host->ns[k] <= 0) continue; /* not measured (no graphs on this backend) */
-        snprintf(host_ns[k], sizeof host_ns[k], "%.0f", host->ns[k]);
-        attrs[n][0] = rig_optable_host_keys[k];
-        attrs[n++][1] = host_ns[k];
-        printf(" %s %s", rig_optable_host_keys[k], host_ns[k]);
-    }
-    printf("\n");
-    for (int32_t i = 0; i < a->meta_count; i++, n++) {
-        attrs[n][0] = a->meta[i][0];
-        attrs[n][1] = a->meta[i][1];
+    memcpy(attrs.pairs, fixed, sizeof fixed);
+    attrs.count = 6;
+    rig__host_attrs(&attrs, host);
+    for (int32_t i = 0; i < a->meta_count; i++, attrs.count++) {
+        attrs.pairs[attrs.count][0] = a->meta[i][0];
+        attrs.pairs[attrs.count][1] = a->meta[i][1];
     }
     char error[512];
-    if (rig_optable_write(a->out, points, count, (const char *const(*)[2])attrs, n, error,
-                          sizeof error) != RIG_OK) {
+    if (rig_optable_write(a->out, points, count, (const char *const(*)[2])attrs.pairs,
+                          attrs.count, error, sizeof error) != RIG_OK) {
         fprintf(stderr, "rig profile: %s\n", error);
         return 1;
     }

@@ -14,6 +14,21 @@ static int64_t rig__now(struct rig_engine *e)
     return rig_hal_now_ns(e->devices[0]);
 }
 
+void rig__host_term(struct rig_engine *e, enum rig_host_term term,
+                    const int64_t counts[RIG_HOST_FACTORS])
+{
+    rig__host_work(e, rig_host_model_ns(&e->config.host_costs.model, term, counts));
+}
+
+void rig__host_loop_add(struct rig_engine *e, enum rig_host_factor factor)
+{
+    RIG_ASSERT(factor == RIG_HOST_NEW || factor == RIG_HOST_FINISHED);
+    int64_t counts[RIG_HOST_FACTORS] = {0};
+    counts[factor] = 1;
+    rig__host_term(e, RIG_HOST_LOOP, counts);
+    e->loop_counts[factor]++;
+}
+
 /* KV slots running requests may still need, in whole pages. */
 static int64_t rig__reserved(const struct rig_engine *e)
 {
@@ -117,6 +132,7 @@ static void rig__release(struct rig_engine *e, struct rig_request *r)
     }
     r->released = true;
     rig_request_pool_remove(&e->pool, r);
+    rig__host_loop_add(e, RIG_HOST_FINISHED);
 }
 
 static void rig__release_ready(struct rig_engine *e)
@@ -206,6 +222,8 @@ static void rig__emit_step(struct rig_engine *e, const struct rig__batch *b, int
     rec.host_issue_work_ns = b->host_issue_work_ns;
     rec.host_process_ns = b->host_process_ns;
     rec.host_loop_ns = b->host_loop_ns;
+    memcpy(rec.host_counts, b->host_counts, sizeof rec.host_counts);
+    rec.host_loop_idle = b->host_loop_idle;
     rig_hal_event_elapsed_ns(rank->origin, rank->start[slot], &rec.device_start_ns);
     rig_hal_event_elapsed_ns(rank->origin, rank->end[slot], &rec.device_end_ns);
     rec.pages_free = b->kv.free / ps;
@@ -236,7 +254,9 @@ static enum rig_status rig__process(struct rig_engine *e, int32_t slot)
     enum rig_status status = rig_hal_event_synchronize(e->ranks[0].done[slot]);
     if (status != RIG_OK) return status;
     int64_t process_start = rig__now(e);
-    rig__host_work(e, e->config.host_costs.process_per_req_ns * b->count);
+    int64_t *counts = b->host_counts[RIG_HOST_PROCESS];
+    int64_t ended_before = e->ended;
+    rig__host_term(e, RIG_HOST_PROCESS, counts); /* FINISHED is 0 until the tokens are in */
     int64_t now = rig__now(e);
     for (int32_t i = 0; i < b->count; i++) {
         struct rig_request *r = b->reqs[i];
@@ -249,10 +269,19 @@ static enum rig_status rig__process(struct rig_engine *e, int32_t slot)
         rig__accept_token(e, b, i, now);
     }
     if (b->graph >= 0) e->stats.graph_replays++;
+    int64_t ended[RIG_HOST_FACTORS] = {[RIG_HOST_FINISHED] = e->ended - ended_before};
+    counts[RIG_HOST_FINISHED] = ended[RIG_HOST_FINISHED];
+    rig__host_term(e, RIG_HOST_PROCESS, ended);
     e->processed_end_ns = rig__now(e); /* the step record below is between-steps work */
     b->host_process_ns = e->processed_end_ns - process_start;
     rig__emit_step(e, b, slot);
     b->active = false;
+    /* the next launch's window begins (rig_step_record host_loop_ns): the step record and the
+     * loop's own work */
+    int64_t loop[RIG_HOST_FACTORS] = {1, b->count, b->tokens, 0, 0};
+    memcpy(e->loop_counts, loop, sizeof loop);
+    e->loop_idle = false;
+    rig__host_term(e, RIG_HOST_LOOP, loop);
     return RIG_OK;
 }
 
@@ -269,6 +298,34 @@ static void rig__count_ahead(struct rig_engine *e, int32_t slot)
         e->stats.launches_ahead++;
 }
 
+/* What the batch just chosen carries, for the host model's SCHEDULE, PREPARE and PROCESS
+ * terms (hal/host_model.h; PROCESS's ended requests are counted when it is processed). */
+static void rig__batch_counts(struct rig__batch *b)
+{
+    int64_t tokens = 0, fresh = 0;
+    for (int32_t i = 0; i < b->count; i++) {
+        tokens += rig_request_extend_len(b->reqs[i]);
+        fresh += b->reqs[i]->first_scheduled_ns < 0;
+    }
+    RIG_ASSERT(tokens >= b->count);
+    const int64_t counts[RIG_HOST_FACTORS] = {1, b->count, tokens, fresh, 0};
+    for (int32_t t = RIG_HOST_SCHEDULE; t <= RIG_HOST_PROCESS; t++)
+        memcpy(b->host_counts[t], counts, sizeof counts);
+}
+
+/* The window from the latest processing to this launch: its LOOP counts go to the batch's
+ * record (none where host_loop_ns is 0 by definition, before the first processing). A second
+ * launch in the same window (overlap, after a launch with nothing to process) spans the
+ * first one's host time as well: not the loop's alone. */
+static void rig__take_loop(struct rig_engine *e, struct rig__batch *b)
+{
+    bool measured = e->processed_end_ns >= 0;
+    for (int32_t f = 0; f < RIG_HOST_FACTORS; f++)
+        b->host_counts[RIG_HOST_LOOP][f] = measured ? e->loop_counts[f] : 0;
+    b->host_loop_idle = measured && e->loop_idle;
+    e->loop_idle = true; /* for a later launch in this window */
+}
+
 /* Schedules, prepares and launches the next batch into `slot`; false when none. */
 static enum rig_status rig__launch_next(struct rig_engine *e, int32_t slot, bool *launched)
 {
@@ -276,13 +333,23 @@ static enum rig_status rig__launch_next(struct rig_engine *e, int32_t slot, bool
     RIG_ASSERT(!b->active);
     *launched = false;
     int64_t launch_start = rig__now(e);
-    rig__host_work(e, e->config.host_costs.schedule_ns);
-    if (rig__schedule(e, b) == 0) return RIG_OK;
+    const int64_t once[RIG_HOST_FACTORS] = {[RIG_HOST_BASE] = 1};
+    rig__host_term(e, RIG_HOST_SCHEDULE, once);
+    if (rig__schedule(e, b) == 0) {
+        e->loop_idle = true; /* host time in the window that is not the loop's */
+        return RIG_OK;
+    }
+    rig__batch_counts(b);
+    int64_t chosen[RIG_HOST_FACTORS];
+    memcpy(chosen, b->host_counts[RIG_HOST_SCHEDULE], sizeof chosen);
+    chosen[RIG_HOST_BASE] = 0; /* paid above */
+    rig__host_term(e, RIG_HOST_SCHEDULE, chosen);
     b->host_schedule_ns = rig__now(e);
     b->step = e->next_step;
     b->host_loop_ns = e->processed_end_ns >= 0 && launch_start > e->processed_end_ns
                           ? launch_start - e->processed_end_ns
                           : 0;
+    rig__take_loop(e, b);
     /* The staging block of this slot was last read by the uploads of batch step − 2. */
     for (int32_t r = e->rank_first; r < e->rank_first + e->rank_count; r++) {
         if (!e->ranks[r].done_recorded[slot]) continue;
@@ -293,8 +360,9 @@ static enum rig_status rig__launch_next(struct rig_engine *e, int32_t slot, bool
     int64_t prepare_ns = rig__now(e);
     /* the modelled cost of preparing (a simulator's; 0 on a GPU, whose clock is the wall's),
      * where the engine prepares: after the staging block is free */
-    rig__host_work(e, e->config.host_costs.prepare_per_req_ns * b->count);
+    rig__host_term(e, RIG_HOST_PREPARE, b->host_counts[RIG_HOST_PREPARE]);
     rig__prepare(e, b);
+    RIG_ASSERT(b->tokens == b->host_counts[RIG_HOST_PREPARE][RIG_HOST_TOKENS]);
     int64_t issue_ns = rig__now(e);
     enum rig_status status = rig__ranks_run(e, RIG_RANK_JOB_LAUNCH, slot);
     if (status != RIG_OK) return status;

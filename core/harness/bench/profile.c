@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "core/harness/bench/bench_impl.h"
+#include "core/harness/bench/host_fit.h"
 #include "core/model/model.h"
 #include "core/harness/results/metrics.h"
 
@@ -502,7 +503,7 @@ static enum rig_status rig__family(struct rig__sweep *s, const struct rig__shape
  * RIG__HOST_BYTES between the metadata buffer and pinned host memory, as the engine's staged
  * step inputs and sampled tokens do; the graph is RIG_OPTABLE_HOST_GRAPH_NODES small index
  * gathers, the kernel launch one of them issued eagerly (an op no table point covers). */
-#define RIG__HOST_ISSUES 64
+#define RIG__HOST_ISSUES 256 /* enough that a mean holds the calls' tails */
 #define RIG__HOST_BYTES  4096
 typedef enum rig_status (*rig__host_fn)(struct rig__sweep *s, int32_t i);
 
@@ -558,8 +559,9 @@ static enum rig_status rig__host_kernel(struct rig__sweep *s, int32_t i)
     return rig_hal_op(s->dev.stream, &op);
 }
 
-/* The median host time of one call of `fn`, issued after a synchronised stream. */
-static enum rig_status rig__host_time(struct rig__sweep *s, rig__host_fn fn, double *ns)
+/* The median and mean host time of one call of `fn`, issued after a synchronised stream. */
+static enum rig_status rig__host_time(struct rig__sweep *s, rig__host_fn fn, double *ns,
+                                      double *mean_ns)
 {
     double host[RIG__HOST_ISSUES];
     enum rig_status status = rig_hal_stream_synchronize(s->dev.stream);
@@ -574,6 +576,7 @@ static enum rig_status rig__host_time(struct rig__sweep *s, rig__host_fn fn, dou
     struct rig_metric_stats stats;
     rig_metrics_stats(host, RIG__HOST_ISSUES, &stats);
     *ns = stats.median > 0 ? stats.median : 0;
+    *mean_ns = stats.mean > 0 ? stats.mean : 0;
     return RIG_OK;
 }
 
@@ -604,7 +607,7 @@ static enum rig_status rig__host_calls(struct rig__sweep *s, struct rig_optable_
     }
     for (int32_t k = 0; k < RIG_OPTABLE_HOST_CALLS && status == RIG_OK; k++) {
         if (k == RIG_OPTABLE_HOST_GRAPH_LAUNCH && s->graph == NULL) continue;
-        status = rig__host_time(s, calls[k], &host->ns[k]);
+        status = rig__host_time(s, calls[k], &host->ns[k], &host->mean_ns[k]);
     }
     return status;
 }
@@ -723,7 +726,8 @@ static void rig__teardown(struct rig__sweep *s)
     for (int32_t i = 0; i < RIG__BUFFERS; i++) rig_hal_buffer_free(s->buffers[i]);
     if (s->dev.device != NULL) rig__bench_close(&s->dev);
     free(s->host);
-    free(s->points);
+    s->graph = NULL, s->pinned = NULL, s->dev.device = NULL, s->host = NULL;
+    memset(s->buffers, 0, sizeof s->buffers);
 }
 
 void rig_profile_options_default(struct rig_profile_options *options)
@@ -736,6 +740,37 @@ void rig_profile_options_default(struct rig_profile_options *options)
     options->model_count = 2;
     options->tp_max = 8;
     options->repeats = 7;
+    options->host_fit = true;
+}
+
+/* The calibration stage (host_fit.h): the engine's host time on this machine, fitted, into
+ * host->model (least squares) and host->model_median. */
+static enum rig_status rig__host_model(const struct rig_profile_options *o,
+                                       struct rig_optable_host *host, char *error,
+                                       size_t error_len)
+{
+    struct rig_host_fit_options fit_options = {.backend = o->backend,
+                                               .profile = o->profile,
+                                               .model = o->host_fit_model,
+                                               .results_path = o->host_fit_out,
+                                               .quick = o->quick};
+    if (o->progress) o->progress(o->user, "host calibration", -1, -1);
+    struct rig_host_fit fit;
+    enum rig_status status = rig_host_fit_run(&fit_options, &fit, error, error_len);
+    if (status != RIG_OK) return status;
+    host->model = fit.mean;
+    host->model_median = fit.median;
+    for (int32_t t = 0; t < RIG_HOST_TERMS; t++) {
+        for (int32_t f = 0; f < RIG_HOST_FACTORS; f++)
+            host->model_given[t][f] = host->model_median_given[t][f] = true;
+        char line[160]; /* what was fitted on how much, and how well */
+        snprintf(line, sizeof line, "host calibration: %s over %lld of %lld steps: mean %.2f us, "
+                 "median |residual| %.2f us", rig_host_model_keys[t][RIG_HOST_BASE],
+                 (long long)fit.rows[t], (long long)fit.steps, 1e-3 * fit.measured_ns[t],
+                 1e-3 * fit.residual_ns[t]);
+        if (o->progress) o->progress(o->user, line, -1, -1);
+    }
+    return RIG_OK;
 }
 
 enum rig_status rig_profile_run(const struct rig_profile_options *options,
@@ -757,11 +792,14 @@ enum rig_status rig_profile_run(const struct rig_profile_options *options,
     if (status == RIG_OK) {
         status = rig__sweep_all(&s, error, error_len);
     }
+    rig__teardown(&s); /* the calibration opens its own engine: the GPU's memory is free */
+    if (status == RIG_OK && options->host_fit)
+        status = rig__host_model(options, host, error, error_len);
     if (status == RIG_OK) {
         *points = s.points;
         *count = s.count;
         s.points = NULL;
     }
-    rig__teardown(&s);
+    free(s.points);
     return status;
 }

@@ -22,7 +22,10 @@
  * time per issue (8 issues captured in a graph, replayed 3 times; an op of 1 ms or more cold
  * is taken as warm = cold). Before the points, the host calls a step makes besides its ops
  * (copies, events, waits, a graph launch, a kernel launch: hal/optable.h, rig_optable_host),
- * each the median of 64 issues. Points are written with
+ * each the median and mean of 256 issues. After the points, unless told not to, the
+ * calibration stage (host_fit.h): the engine on the calibration model over a short synthetic
+ * workload, its steps' host columns fitted to the host model (hal/host_model.h) into the
+ * same struct. Points are written with
  * rig_optable_write; on the simulator the same sweep gives the cost model's own table
  * (a test of the pipeline, and what `rig compare` of two models needs).
  *
@@ -49,16 +52,21 @@ struct rig_profile_options {
     int32_t repeats; /* cold repeats per point, 3..RIG_BENCH_REPEATS_MAX */
     bool quick;      /* a small grid (CI) */
     double seconds_max; /* > 0: stop sweeping (keeping the points so far) after this long */
+    bool host_fit;      /* run the calibration stage (default true) */
+    const char *host_fit_model; /* its model preset (NULL: qwen3-0.6b) */
+    const char *host_fit_out;   /* non-NULL: its run's records written here (HDF5) */
+    /* done and total -1: `what` is a whole line (the calibration stage's) */
     void (*progress)(void *user, const char *what, int64_t done, int64_t total);
     void *user;
 };
 
-/* Defaults: sim, qwen3-0.6b and qwen3-8b, TP up to 8, 7 repeats, full grid. */
+/* Defaults: sim, qwen3-0.6b and qwen3-8b, TP up to 8, 7 repeats, full grid, calibration on. */
 void rig_profile_options_default(struct rig_profile_options *options);
 
 /* Runs the sweep; *points (malloc'd, the caller frees) receives *count points and *host the
- * host calls' times (hal/optable.h; graph launch 0 on a backend without graphs). On error
- * returns a negative status with a message; nothing is returned. */
+ * host calls' times (hal/optable.h; graph launch 0 on a backend without graphs) and, with
+ * host_fit, the fitted host model (every coefficient given). On error returns a negative
+ * status with a message; nothing is returned. */
 enum rig_status rig_profile_run(const struct rig_profile_options *options,
                                 struct rig_optable_point **points, int64_t *count,
                                 struct rig_optable_host *host, char *device, size_t device_len,

@@ -74,7 +74,17 @@ void rig_results_free(struct rig_results *results)
     free(results->step_uids);
     if (results->fleet != NULL) free(results->fleet->routes);
     free(results->fleet);
+    free(results->host);
     memset(results, 0, sizeof *results);
+}
+
+enum rig_status rig_results_init_host(struct rig_results *results)
+{
+    RIG_ASSERT(results != NULL && results->host == NULL);
+    RIG_ASSERT(results->step_count == 0);
+    size_t n = results->step_capacity > 0 ? (size_t)results->step_capacity : 1;
+    results->host = calloc(n, sizeof *results->host);
+    return results->host != NULL ? RIG_OK : RIG_E_NO_MEMORY;
 }
 
 enum rig_status rig_results_init_fleet(struct rig_results *results)

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "core/engine/request.h"
+#include "hal/host_model.h"
 #include "hal/status.h"
 
 #define RIG_RESULTS_TEXT_MAX 128
@@ -82,6 +83,13 @@ struct rig_results_step {
     int64_t host_issue_ns;      /* of which issuing it (the rest: waiting for staging) */
     int64_t host_process_ns;    /* host time to process its results */
     int64_t host_loop_ns;       /* host time between the latest processing and its launch */
+};
+
+/* What each host term of a step is a function of (rig_step_record's, hal/host_model.h), for
+ * `rig profile`'s calibration (rig_results_init_host); not written to files. */
+struct rig_results_host {
+    int32_t counts[RIG_HOST_TERMS][RIG_HOST_FACTORS];
+    bool loop_idle;             /* host_loop_ns holds more than the loop's work */
 };
 
 /* Identification written to the results file's root attributes. */
@@ -153,6 +161,8 @@ struct rig_results {
     /* A fleet run's routes and replicas (rig_results_init_fleet); NULL for one engine. A
      * fleet run records no steps (each replica's are summed in its totals). */
     struct rig_results_fleet *fleet;
+    /* (step_capacity) each step's host counts (rig_results_init_host); NULL unless asked. */
+    struct rig_results_host *host;
 };
 
 /* Allocates room for `requests` requests, `tokens` output tokens in all, `steps` steps and
@@ -164,6 +174,10 @@ void rig_results_free(struct rig_results *results);
 /* Adds the fleet part to initialised `results` (routes all -1). RIG_E_NO_MEMORY, nothing
  * changed, on failure. */
 enum rig_status rig_results_init_fleet(struct rig_results *results);
+
+/* Adds the steps' host counts to initialised `results` (zeros). RIG_E_NO_MEMORY, nothing
+ * changed, on failure. */
+enum rig_status rig_results_init_host(struct rig_results *results);
 
 /* Appends a step with its requests (uids). RIG_E_CAPACITY when full, nothing changed. */
 enum rig_status rig_results_add_step(struct rig_results *results,

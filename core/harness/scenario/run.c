@@ -141,6 +141,13 @@ static void rig__on_step(void *ctx, const struct rig_step_record *rec)
         .host_schedule_ns = rec->host_schedule_work_ns,
         .host_prepare_ns = rec->host_prepare_work_ns, .host_issue_ns = rec->host_issue_work_ns,
         .host_loop_ns = rec->host_loop_ns};
+    if (run->results->host != NULL) { /* asked for: the calibration's */
+        struct rig_results_host *host = &run->results->host[run->results->step_count];
+        for (int32_t t = 0; t < RIG_HOST_TERMS; t++)
+            for (int32_t f = 0; f < RIG_HOST_FACTORS; f++)
+                host->counts[t][f] = (int32_t)rec->host_counts[t][f];
+        host->loop_idle = rec->host_loop_idle;
+    }
     /* Capacities are sized from the scenario's worst case: running out is a bug. */
     enum rig_status added = rig_results_add_step(run->results, &step, run->scratch, unique);
     RIG_ASSERT(added == RIG_OK);
@@ -324,7 +331,10 @@ static enum rig_status rig__init_run(struct rig__run *run, int32_t budget)
         }
         run->abort_order[k] = uid;
     }
-    return rig__init_results(run, budget);
+    enum rig_status status = rig__init_results(run, budget);
+    if (status == RIG_OK && run->options->host_counts)
+        status = rig_results_init_host(run->results);
+    return status;
 }
 
 static void rig__free_run(struct rig__run *run)

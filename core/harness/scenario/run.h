@@ -58,6 +58,9 @@ struct rig_run_options {
      * caller has initialised MPI; every process runs the same scenario). Only process 0
      * records: the others run their rank's share and return with `results` empty. */
     enum rig_ranks_kind ranks;
+    /* Record each step's host counts in results->host (rig_results_init_host): `rig
+     * profile`'s calibration of the host model (core/harness/bench/host_fit.h). */
+    bool host_counts;
 };
 
 /* Runs `scenario` on its backend and fills `results` (initialised here; the caller frees it
