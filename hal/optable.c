@@ -70,13 +70,26 @@ static struct rig_op_work rig__work_decode(const struct rig_op_attention_decode 
     return work;
 }
 
+/* The product's 2 M N K FLOPs and its operands' bytes; a fused form's prologue reads `a` (as
+ * the product would) and its norm weight and writes the operand, with the FLOPs of the op it
+ * replaces (rms_norm's 4, silu_mul's 6 an operand element); accumulate reads out too and adds
+ * once an element. */
 static struct rig_op_work rig__work_gemm(const struct rig_op_gemm *p)
 {
-    double m = (double)p->a.shape[0], k = (double)p->a.shape[1], n = (double)p->b.shape[0];
+    double m = (double)p->a.shape[0], k = (double)rig_gemm_depth(p), n = (double)p->b.shape[0];
     struct rig_op_work work;
     work.flops = 2.0 * m * n * k;
     work.bytes = rig__bytes(&p->a) + rig__bytes(&p->b) + rig__bytes(&p->out);
     if (p->bias.data != NULL) work.bytes += rig__bytes(&p->bias);
+    if (p->prologue != RIG_GEMM_PROLOGUE_NONE) {
+        bool norm = p->prologue == RIG_GEMM_PROLOGUE_RMS_NORM;
+        work.bytes += rig__bytes(&p->operand) + (norm ? rig__bytes(&p->norm_weight) : 0.0);
+        work.flops += (norm ? 4.0 : 6.0) * m * k;
+    }
+    if (p->accumulate) {
+        work.bytes += rig__bytes(&p->out);
+        work.flops += m * n;
+    }
     return work;
 }
 
@@ -266,8 +279,10 @@ struct rig_optable_key rig_optable_op_key(const struct rig_op *op)
         const struct rig_op_gemm *g = &op->u.gemm;
         key.p[0] = (double)g->a.shape[0];
         key.p[1] = (double)g->b.shape[0];
-        key.p[2] = (double)g->a.shape[1];
+        key.p[2] = (double)rig_gemm_depth(g);
         key.p[3] = (double)rig_dtype_size(g->out.dtype);
+        key.p[4] = (double)g->prologue;
+        key.p[5] = g->accumulate ? 1.0 : 0.0;
         break;
     }
     case RIG_OP_ATTENTION_DECODE: {
@@ -332,6 +347,9 @@ static bool rig__point_valid(const struct rig_optable_point *p)
               isfinite(p->host_ns) && p->first_host_ns >= 0 && isfinite(p->first_host_ns);
     for (int32_t k = 0; ok && k < RIG_OPTABLE_PARAMS; k++)
         ok = isfinite(p->key.p[k]) && p->key.p[k] >= 0;
+    if (ok && p->key.kind == RIG_OP_GEMM) /* a fused form: a known prologue, accumulate 0 or 1 */
+        ok = p->key.p[4] == floor(p->key.p[4]) && p->key.p[4] < RIG_GEMM_PROLOGUES &&
+             (p->key.p[5] == 0 || p->key.p[5] == 1);
     return ok;
 }
 

@@ -5,7 +5,9 @@
  * HAL, so the format lives here and neither includes the other.
  *
  * Keys, p[0..5] (unused: 0):
- *   gemm                M, N, K, bytes per output element
+ *   gemm                M, N, K (rig_gemm_depth), bytes per output element, prologue (enum
+ *                       rig_gemm_prologue), accumulate (0 or 1): the fused forms (hal/ops.h);
+ *                       tables swept before them have p[4] = p[5] = 0
  *   attention_decode    requests, mean KV length, max KV length, Hq, Hk, head dim
  *   attention_prefill   requests, query tokens, mean KV length per request, Hq, Hk, head dim
  *   sample              rows, bytes moved, the rows' kind (enum rig_sample_rows)
@@ -243,8 +245,9 @@ enum rig_status rig_optable_read_host(const char *name, struct rig_optable_host 
 /* Reads the table at `name_or_path`: a built-in name ("h100" finds the embedded h100.h5) or
  * a path to an .h5 file (a name with a '/' or ".h5" in it). On success *points (malloc'd,
  * the caller frees; in file order) holds *count > 0 valid points (kind in range, key
- * parameters finite and >= 0, cold time finite and > 0, work >= 0, host times finite and
- * >= 0; a file without the host columns reads them as 0). RIG_E_NOT_FOUND (no
+ * parameters finite and >= 0, a GEMM's fused form a known one, cold time finite and > 0,
+ * work >= 0, host times finite and >= 0; a file without the host columns reads them as 0).
+ * RIG_E_NOT_FOUND (no
  * such built-in), RIG_E_IO (cannot open) or RIG_E_PARSE (/points missing or malformed) with
  * a message in `error`; nothing is returned then. */
 enum rig_status rig_optable_read(const char *name_or_path, struct rig_optable_point **points,

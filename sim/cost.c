@@ -58,10 +58,11 @@ static double rig__prefill_blocks(const struct rig_op_attention_prefill *p)
 /* A GEMM's class, blocks (none for the small-batch kernel) and reduction depth. */
 static struct rig_sim_work rig__kernel_gemm(const struct rig_op_gemm *p)
 {
-    double m = (double)p->a.shape[0], k = (double)p->a.shape[1], n = (double)p->b.shape[0];
+    double m = (double)p->a.shape[0], k = (double)rig_gemm_depth(p), n = (double)p->b.shape[0];
     struct rig_sim_work work = {.op_class = RIG_SIM_OP_CLASS_GEMM};
     /* the small-batch kernel's grid spreads N over every multiprocessor: no occupancy term */
-    bool gemv = rig_sim_gemm_small_batch(m, n, k);
+    bool fused = p->prologue != RIG_GEMM_PROLOGUE_NONE || p->accumulate;
+    bool gemv = rig_sim_gemm_small_batch(m, n, k, fused);
     work.blocks = gemv ? 0.0 : ceil(m / RIG__GEMM_TILE) * ceil(n / RIG__GEMM_TILE);
     work.depth = k;
     return work;
@@ -199,18 +200,19 @@ int64_t rig_sim_cost_collective_ns(const struct rig_sim_profile *profile, enum r
     return latency + rig__ceil_ns((reduce ? 2.0 : 1.0) * share * bytes / rate);
 }
 
-/* The warm time's weight in the op's node time (sim/optable.c): the profile's
- * op_table_warm_weight_early for a small-batch GEMM whose kernel asks for its weights before
- * its programmatic-dependent-launch wait (rig_sim_gemm_early_weights), op_table_warm_weight
- * for the rest. */
-static double rig__warm_weight(const struct rig_sim_profile *profile, const struct rig_op *op)
+/* The warm time's weight in the node time of an op the table costs by `key` (sim/optable.c):
+ * the profile's op_table_warm_weight_early for a small-batch GEMM whose kernel asks for its
+ * weights before its programmatic-dependent-launch wait (rig_sim_gemm_early_weights),
+ * op_table_warm_weight for the rest. By the key the table costs, not the op: a fused GEMM
+ * costed from its plain shape's points (rig_sim_optable_form_key) takes their kernel's. */
+static double rig__warm_weight(const struct rig_sim_profile *profile,
+                               const struct rig_optable_key *key)
 {
-    if (op->kind == RIG_OP_GEMM) {
-        const struct rig_op_gemm *g = &op->u.gemm;
-        if (rig_sim_gemm_early_weights((double)g->a.shape[0], (double)g->b.shape[0],
-                                       (double)g->a.shape[1], profile->multiprocessors))
-            return profile->op_table_warm_weight_early;
-    }
+    const double *p = key->p;
+    if (key->kind == RIG_OP_GEMM &&
+        rig_sim_gemm_early_weights(p[0], p[1], p[2], rig_sim_gemm_fused(key),
+                                   profile->multiprocessors))
+        return profile->op_table_warm_weight_early;
     return profile->op_table_warm_weight;
 }
 
@@ -220,8 +222,9 @@ static double rig__warm_weight(const struct rig_sim_profile *profile, const stru
 static bool rig__table_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
                           const struct rig_sim_work *work, double *ns)
 {
-    struct rig_optable_key key = rig_optable_op_key(op);
-    double weight = rig__warm_weight(profile, op);
+    struct rig_optable_key op_key = rig_optable_op_key(op);
+    struct rig_optable_key key = rig_sim_optable_form_key(profile->table, &op_key);
+    double weight = rig__warm_weight(profile, &key);
     if (op->kind != RIG_OP_SAMPLE || key.p[2] != RIG_SAMPLE_MIXED)
         return rig_sim_optable_predict(profile->table, &key, work->flops, work->bytes,
                                        profile->peak_bf16_flops, profile->hbm_bytes_per_s,

@@ -20,6 +20,7 @@ struct rig_sim_optable {
     int64_t multiprocessors;         /* of the device the simulator plays: which decode kernel */
     double decode_flops_per_s; /* rig__decode_rate; 0: no register-path decode points */
     uint32_t sample_kinds;     /* bit k: the table has sample points of rows' kind k */
+    uint32_t gemm_forms;       /* bit f: the table has GEMM points of form f (rig__form) */
     struct rig_optable_host host; /* the sweep's host times (0: not measured) */
 };
 
@@ -29,7 +30,8 @@ static int32_t rig__table_count;
 
 /* How much each key parameter counts in the distance, per kind (0: ignored). Decode matches
  * the max KV length too: the sweep has uniform and ragged batches (max about twice the
- * mean), and a ragged batch's split-KV blocks finish unevenly. */
+ * mean), and a ragged batch's split-KV blocks finish unevenly. A GEMM's fused form (p[4],
+ * p[5]) is a category, not a size: it is held apart by RIG__FORM_APART instead. */
 static const double *rig__weights(int32_t kind)
 {
     static const double gemm[RIG_OPTABLE_PARAMS] = {1, 1, 1, 4, 0, 0};
@@ -42,7 +44,8 @@ static const double *rig__weights(int32_t kind)
     return other;
 }
 
-/* The small-batch GEMM kernel's bounds (cuda/ops/gemv.cu, rig__gemv_pays in gemm.cu). */
+/* The small-batch GEMM kernel's bounds (cuda/ops/gemv.cu, rig__gemv_pays in gemm.cu; every
+ * fused GEMM of up to RIG__GEMV_ROWS rows runs on it, whatever K). */
 #define RIG__GEMV_ROWS   16.0
 #define RIG__GEMV_DEPTH  2048.0
 #define RIG__GEMV_WIDE_N 33792.0
@@ -51,19 +54,41 @@ static const double *rig__weights(int32_t kind)
  * tensor cores): a factor of 16, so a point of the other kernel counts only when its own have
  * none near. */
 #define RIG__KERNEL_APART 4.0
+/* Added likewise between GEMM points of different fused forms (a prologue, accumulate: the
+ * key's p[4] and p[5]): a fused GEMM's own form's points decide its time, and a plain one's
+ * are never blended with the fused ones' (whose prologue and epilogue the plain ones lack). */
+#define RIG__FORM_APART 4.0
+#define RIG__GEMM_FORMS (2 * RIG_GEMM_PROLOGUES)
 
-bool rig_sim_gemm_small_batch(double m, double n, double k)
+bool rig_sim_gemm_small_batch(double m, double n, double k, bool fused)
 {
-    return m <= RIG__GEMV_ROWS && (k >= RIG__GEMV_DEPTH || n >= RIG__GEMV_WIDE_N);
+    if (m > RIG__GEMV_ROWS) return false;
+    return fused || k >= RIG__GEMV_DEPTH || n >= RIG__GEMV_WIDE_N;
 }
 
-bool rig_sim_gemm_early_weights(double m, double n, double k, int64_t multiprocessors)
+bool rig_sim_gemm_early_weights(double m, double n, double k, bool fused,
+                                int64_t multiprocessors)
 {
-    if (multiprocessors <= 0 || !rig_sim_gemm_small_batch(m, n, k)) return false;
+    if (multiprocessors <= 0 || !rig_sim_gemm_small_batch(m, n, k, fused)) return false;
     struct rig_gemv_geometry g = rig_gemv_geometry((int64_t)n, (int64_t)k, multiprocessors);
     /* one block of RIG_GEMV_WARPS_MAX warps an SM: the persistent form's residency */
     return rig_gemv_persistent((int64_t)m, &g, multiprocessors, RIG_GEMV_MULTI_ROWS) ||
            rig_gemv_one_wave(&g, multiprocessors);
+}
+
+/* A GEMM key's fused form, 0 .. RIG__GEMM_FORMS - 1 (0: plain); 0 for every other kind. */
+static int32_t rig__form(const struct rig_optable_key *key)
+{
+    if (key->kind != RIG_OP_GEMM) return 0;
+    int32_t prologue = (int32_t)key->p[4], accumulate = key->p[5] != 0 ? 1 : 0;
+    RIG_ASSERT(prologue >= 0 && prologue < RIG_GEMM_PROLOGUES);
+    return 2 * prologue + accumulate;
+}
+
+bool rig_sim_gemm_fused(const struct rig_optable_key *key)
+{
+    RIG_ASSERT(key != NULL);
+    return rig__form(key) != 0;
 }
 
 static double rig__distance(const double *w, const double *a, const double *b)
@@ -114,7 +139,8 @@ static int8_t rig__kernel_of(const struct rig_sim_optable *table,
                              const struct rig_optable_key *key)
 {
     const double *p = key->p;
-    if (key->kind == RIG_OP_GEMM) return rig_sim_gemm_small_batch(p[0], p[1], p[2]) ? 1 : 0;
+    if (key->kind == RIG_OP_GEMM)
+        return rig_sim_gemm_small_batch(p[0], p[1], p[2], rig__form(key) != 0) ? 1 : 0;
     if (key->kind == RIG_OP_SAMPLE) return (int8_t)p[2];
     if (key->kind == RIG_OP_ATTENTION_DECODE)
         return rig_decode_tensor_cores((int64_t)p[0], (int64_t)p[3], (int64_t)p[4],
@@ -188,7 +214,8 @@ static double rig__node_ns(const struct rig_optable_point *p, double launch_ns, 
 
 /* The RIG_SIM_OPTABLE_NEIGHBOURS points of the key's kind nearest to it (weighted distance
  * in log2 of the parameters; points of the other kernel, rig__kernel_of, RIG__KERNEL_APART
- * further), nearest first, into best_i / best_d; returns how many. */
+ * further, GEMM points of another fused form RIG__FORM_APART further), nearest first, into
+ * best_i / best_d; returns how many. */
 static int32_t rig__nearest(const struct rig_sim_optable *table, const struct rig_optable_key *key,
                             int8_t kernel, int64_t *best_i, double *best_d)
 {
@@ -196,10 +223,11 @@ static int32_t rig__nearest(const struct rig_sim_optable *table, const struct ri
     const double *w = rig__weights(key->kind);
     double logp[RIG_OPTABLE_PARAMS];
     for (int32_t i = 0; i < RIG_OPTABLE_PARAMS; i++) logp[i] = log2(key->p[i] + 1.0);
-    int32_t found = 0;
+    int32_t found = 0, form = rig__form(key);
     for (int64_t i = table->first[key->kind]; i < table->first[key->kind + 1]; i++) {
         double d = rig__distance(w, logp, table->logp[i]);
         if (table->kernel[i] != kernel) d += RIG__KERNEL_APART;
+        if (rig__form(&table->points[i].key) != form) d += RIG__FORM_APART;
         if (found == K && d >= best_d[K - 1]) continue;
         int32_t at = found < K ? found++ : K - 1; /* insertion into the sorted few */
         while (at > 0 && best_d[at - 1] > d) {
@@ -253,6 +281,16 @@ static bool rig__predict(const struct rig_sim_optable *table, const struct rig_o
     return true;
 }
 
+struct rig_optable_key rig_sim_optable_form_key(const struct rig_sim_optable *table,
+                                                const struct rig_optable_key *key)
+{
+    RIG_ASSERT(table != NULL && key != NULL);
+    struct rig_optable_key costed = *key;
+    if (key->kind == RIG_OP_GEMM && !(table->gemm_forms & 1u << rig__form(key)))
+        costed.p[4] = costed.p[5] = 0;
+    return costed;
+}
+
 bool rig_sim_optable_predict(const struct rig_sim_optable *table,
                              const struct rig_optable_key *key, double flops, double bytes,
                              double peak_flops, double hbm_bytes_per_s, double launch_ns,
@@ -261,6 +299,8 @@ bool rig_sim_optable_predict(const struct rig_sim_optable *table,
     RIG_ASSERT(table != NULL && key != NULL && ns != NULL);
     RIG_ASSERT(key->kind >= 0 && key->kind < RIG_OP_COUNT);
     RIG_ASSERT(warm_weight >= 0 && warm_weight <= 1);
+    struct rig_optable_key form_key = rig_sim_optable_form_key(table, key);
+    key = &form_key;
     struct rig_optable_key sample_key;
     if (key->kind == RIG_OP_SAMPLE) { /* a table swept before the rows' kinds has whole rows */
         RIG_ASSERT_MSG(key->p[2] >= 0 && key->p[2] < RIG_SAMPLE_KINDS,
@@ -352,6 +392,7 @@ static enum rig_status rig__load(const char *name, int64_t multiprocessors,
         table->kernel[i] = rig__kernel_of(table, key);
         if (key->kind == RIG_OP_SAMPLE && key->p[2] >= 0 && key->p[2] < RIG_SAMPLE_KINDS)
             table->sample_kinds |= 1u << (int32_t)key->p[2];
+        if (key->kind == RIG_OP_GEMM) table->gemm_forms |= 1u << rig__form(key);
     }
     table->decode_flops_per_s = rig__decode_rate(table);
     return RIG_OK;

@@ -19,7 +19,9 @@
  * saw follows its FLOPs too; on the tensor-core kernel (Hopper, groups of 4 to 8 in big
  * batches) by its bytes alone (sim/optable.c). The sampler is predicted from the points of its
  * rows' kind (greedy, whole vocabulary, cut-off: hal/optable.h), or from whole-vocabulary
- * points in a table swept before the kinds were told apart. An op further than
+ * points in a table swept before the kinds were told apart; a fused GEMM (a prologue,
+ * accumulate: hal/ops.h) from the points of its form, or from its plain shape's in a table
+ * that has none of that form (rig_sim_optable_form_key). An op further than
  * RIG_SIM_OPTABLE_REACH from every point of its kind is left to the analytic model, and
  * counted (rig_sim_stats.table_misses).
  *
@@ -47,10 +49,15 @@
 struct rig_sim_optable; /* opaque, read-only once loaded */
 
 /* Whether rig's CUDA backend runs an [M, K] x [N, K] GEMM with its small-batch kernel
- * (cuda/ops/gemm.cu rig__gemv_pays: M <= 16 and K >= 2048 or N >= 32 x 8 x 132 SMs) rather
- * than cuBLAS. The table never blends the two kernels' points (their efficiencies do not
- * carry over). Can't fail. */
-bool rig_sim_gemm_small_batch(double m, double n, double k);
+ * (cuda/ops/gemm.cu rig__gemv_pays: M <= 16 and K >= 2048 or N >= 32 x 8 x 132 SMs; `fused`,
+ * a GEMM of a fused form (hal/ops.h): M <= 16 whatever K and N, cuBLAS having no prologue)
+ * rather than cuBLAS. The table never blends the two kernels' points (their efficiencies do
+ * not carry over). Can't fail. */
+bool rig_sim_gemm_small_batch(double m, double n, double k, bool fused);
+
+/* Whether a GEMM key names a fused form (hal/optable.h: p[4] or p[5] not 0); false for every
+ * other kind. */
+bool rig_sim_gemm_fused(const struct rig_optable_key *key);
 
 /* Whether that small-batch kernel asks HBM for its weights before its programmatic-dependent-
  * launch wait on a GPU of `multiprocessors` SMs, by its launch geometry (hal/optable.h, for one
@@ -58,7 +65,8 @@ bool rig_sim_gemm_small_batch(double m, double n, double k);
  * before the wait, and a per-tile grid of one wave (rig_gemv_one_wave) loads or prefetches its
  * first batch; a per-tile grid of several waves asks for nothing early. False for
  * multiprocessors 0. */
-bool rig_sim_gemm_early_weights(double m, double n, double k, int64_t multiprocessors);
+bool rig_sim_gemm_early_weights(double m, double n, double k, bool fused,
+                                int64_t multiprocessors);
 
 /* The table at `name_or_path`: a built-in name ("h100" finds the embedded h100.h5) or a
  * path to an .h5 file, for a device of `multiprocessors` SMs (>= 0; which decode-attention
@@ -76,6 +84,14 @@ int64_t rig_sim_optable_count(const struct rig_sim_optable *table);
 const struct rig_optable_host *rig_sim_optable_host(const struct rig_sim_optable *table);
 const struct rig_optable_point *rig_sim_optable_point(const struct rig_sim_optable *table,
                                                       int64_t index);
+
+/* The key `table` costs an op of `key` by: a fused GEMM's own where the table has GEMM points
+ * of its form; else, in a table swept before the fused forms (or without that one), its plain
+ * shape's (p[4] = p[5] = 0), whose time scaled by the fused op's own work is what it costs
+ * then. Every other key as it is. rig_sim_optable_predict applies it; a caller that picks
+ * its warm weight by the kernel (sim/cost.c) asks first. Can't fail. */
+struct rig_optable_key rig_sim_optable_form_key(const struct rig_sim_optable *table,
+                                                const struct rig_optable_key *key);
 
 /* The predicted device time, as a graph node, of an op with `key`, `flops` and `bytes` on a
  * device of `peak_flops` FLOP/s and `hbm_bytes_per_s` whose eager launches cost `launch_ns`

@@ -11,13 +11,18 @@
  * rewritten with F32 matrices and F16 vectors gives the bf16 checkpoint's logits bit for
  * bit; and the real scheduler (core/engine/engine.h, overlap on, radix cache) reproduces the
  * golden greedy tokens at TP 1 and 2. A local-only forward (batch.h) issues the plain
- * forward's ops without one collective.
+ * forward's ops without one collective. The fused layer (batches of up to RIG_MODEL_FUSE_ROWS
+ * rows at TP 1: six ops a layer, not nine) gives the plain layer's logits and KV cache bit
+ * for bit, on Qwen3 (q/k norm) and Qwen2 (qkv bias) shapes, in prefills of a few tokens and
+ * decode batches of 1, 3 and 8; rig_model_set_fuse_rows and RIG_FUSE_ROWS (0 never, a
+ * malformed value refused by rig_model_create) choose it.
  */
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/engine/driver.h"
 #include "core/engine/engine.h"
+#include "core/model/model_impl.h" /* the KV cache's buffer, compared bit for bit */
 #include "core/model/safetensors.h"
 #include "sim/sim.h"
 #include "tests/test_model_harness.h"
@@ -190,6 +195,137 @@ static void test_local_only_forward(void **state)
     assert_int_equal(again.collectives, plain.collectives);
     group_close(grp);
     free(grp);
+}
+
+/* The ops a TP 1 forward of T decode rows issues on `model` (their count; names as count_op
+ * keeps them). */
+static struct op_count decode_ops(struct rig_model *model, int32_t T)
+{
+    struct op_count c = {0};
+    struct rig_forward_batch batch = {.phase = RIG_BATCH_DECODE, .num_requests = T,
+                                      .num_tokens = T, .padded_requests = T,
+                                      .padded_tokens = T, .sample = true};
+    struct rig_model_op_sink sink = {&c, count_op};
+    assert_int_equal(rig_model_forward_ops(model, &batch, &sink), RIG_OK);
+    return c;
+}
+
+/* Runs the batch on both groups (fused, plain) and checks their logits, tokens and KV caches
+ * are the same bits. */
+static void forward_both(struct group *g[2])
+{
+    for (int i = 0; i < 2; i++) group_forward(g[i]);
+    size_t requests = (size_t)g[0]->host.requests;
+    assert_memory_equal(g[0]->logits, g[1]->logits, requests * 1024 * sizeof(float));
+    assert_memory_equal(g[0]->tokens, g[1]->tokens, requests * sizeof(int32_t));
+    struct rig_buffer *kv[2] = {g[0]->ranks[0].model->kv_buffer, g[1]->ranks[0].model->kv_buffer};
+    assert_int_equal(rig_hal_buffer_size(kv[0]), rig_hal_buffer_size(kv[1]));
+    assert_memory_equal(rig_hal_buffer_ptr(kv[0]), rig_hal_buffer_ptr(kv[1]),
+                        rig_hal_buffer_size(kv[0]));
+}
+
+/* Prefills of a few tokens (5: fused; 12: plain on both), then decode batches of 1, 3 and 8
+ * requests on a model fused up to RIG_MODEL_FUSE_ROWS rows and one never fused: the same
+ * bits after every forward. */
+static void check_fused_same_bits(const struct rig_model_config *config)
+{
+    struct group *g[2] = {calloc(1, sizeof *g[0]), calloc(1, sizeof *g[1])};
+    struct rig_weights_source source = {.path = NULL, .dummy_seed = 3};
+    for (int i = 0; i < 2; i++) {
+        assert_non_null(g[i]);
+        group_open(g[i], config, &source, 1, false);
+    }
+    rig_model_set_fuse_rows(g[1]->ranks[0].model, 0);
+    int32_t layers = config->num_layers;
+    assert_int_equal(decode_ops(g[0]->ranks[0].model, 8).others, 6 * layers + 5);
+    assert_int_equal(decode_ops(g[0]->ranks[0].model, 9).others, 9 * layers + 5);
+    assert_int_equal(decode_ops(g[1]->ranks[0].model, 1).others, 9 * layers + 5);
+    static const int32_t prompt[] = {5, 17, 300, 42, 9, 1000, 77, 8};
+    int32_t length[8] = {0}, next[8];
+    for (int i = 0; i < 2; i++) { /* 3 + 2 tokens; 6 x 2 tokens */
+        batch_begin(&g[i]->host, RIG_BATCH_PREFILL, true);
+        for (int32_t r = 0; r < 2; r++) batch_add(&g[i]->host, r, 0, 3 - r, prompt + r, 0);
+    }
+    forward_both(g);
+    for (int i = 0; i < 2; i++) {
+        batch_begin(&g[i]->host, RIG_BATCH_PREFILL, true);
+        for (int32_t r = 2; r < 8; r++) batch_add(&g[i]->host, r, 0, 2, prompt + r - 2, 0);
+    }
+    memcpy(next, g[0]->tokens, 2 * sizeof(int32_t)); /* rows 0 and 1, from the first prefill */
+    forward_both(g);
+    memcpy(next + 2, g[0]->tokens, 6 * sizeof(int32_t));
+    for (int32_t r = 0; r < 8; r++) length[r] = r < 2 ? 3 - r : 2;
+    static const int32_t batches[] = {1, 3, 8, 8};
+    for (size_t step = 0; step < RIG_ARRAY_LEN(batches); step++) {
+        for (int i = 0; i < 2; i++) {
+            batch_begin(&g[i]->host, RIG_BATCH_DECODE, true);
+            for (int32_t r = 0; r < batches[step]; r++)
+                batch_add(&g[i]->host, r, length[r], 1, &next[r], (int32_t)step + 1);
+        }
+        forward_both(g);
+        for (int32_t r = 0; r < batches[step]; r++) next[r] = g[0]->tokens[r], length[r]++;
+    }
+    for (int i = 0; i < 2; i++) {
+        group_close(g[i]);
+        free(g[i]);
+    }
+}
+
+static void test_fused_layers_same_bits(void **state)
+{
+    (void)state;
+    struct rig_model_config config;
+    assert_int_equal(rig_model_config_preset("tiny", &config), RIG_OK);
+    check_fused_same_bits(&config); /* Qwen3: q/k norm, no bias */
+    config.arch = RIG_ARCH_QWEN2;
+    config.qk_norm = false;
+    config.qkv_bias = true; /* the bias after the RMS_NORM prologue's product */
+    check_fused_same_bits(&config);
+}
+
+/* RIG_FUSE_ROWS, read when a model is created: 0 never fuses, 16 fuses 16 rows, a value that
+ * is not a row count is refused with a message; rig_model_set_fuse_rows overrides it. */
+static void test_fuse_rows_switch(void **state)
+{
+    (void)state;
+    struct rig_model_config config;
+    assert_int_equal(rig_model_config_preset("tiny", &config), RIG_OK);
+    struct rig_device *device;
+    rig_test_open_sim(1, false, &device);
+    struct rig_stream *stream;
+    assert_int_equal(rig_hal_stream_create(device, &stream), RIG_OK);
+    struct rig_weights_source source = {.path = NULL, .dummy_seed = 1};
+    struct rig_model_limits limits = {.max_tokens = 32, .max_requests = 32, .kv_slots = 64};
+    struct rig_model *model = NULL;
+    char error[256];
+    int32_t plain = 9 * config.num_layers + 5, fused = 6 * config.num_layers + 5;
+    const struct {
+        const char *value;
+        int32_t at_8, at_16;
+    } cases[] = {{NULL, fused, plain}, {"0", plain, plain}, {"16", fused, fused}};
+    for (size_t i = 0; i < RIG_ARRAY_LEN(cases); i++) {
+        if (cases[i].value != NULL) setenv("RIG_FUSE_ROWS", cases[i].value, 1);
+        assert_int_equal(rig_model_create(&config, &source, &limits, device, stream, NULL, &model,
+                                          error, sizeof error), RIG_OK);
+        assert_int_equal(decode_ops(model, 8).others, cases[i].at_8);
+        assert_int_equal(decode_ops(model, 16).others, cases[i].at_16);
+        rig_model_set_fuse_rows(model, 32);
+        assert_int_equal(decode_ops(model, 32).others, fused);
+        rig_model_destroy(model);
+        unsetenv("RIG_FUSE_ROWS");
+    }
+    static const char *const bad[] = {"", "8x", "-1", "65537"};
+    for (size_t i = 0; i < RIG_ARRAY_LEN(bad); i++) {
+        setenv("RIG_FUSE_ROWS", bad[i], 1);
+        model = NULL;
+        assert_int_equal(rig_model_create(&config, &source, &limits, device, stream, NULL, &model,
+                                          error, sizeof error), RIG_E_INVALID);
+        assert_null(model);
+        assert_non_null(strstr(error, "RIG_FUSE_ROWS"));
+        unsetenv("RIG_FUSE_ROWS");
+    }
+    rig_hal_stream_destroy(stream);
+    rig_hal_close(device);
 }
 
 static void test_limits_and_capacity(void **state)
@@ -579,6 +715,8 @@ int main(void)
         cmocka_unit_test(test_timing_only_large),
         cmocka_unit_test(test_local_only_forward),
         cmocka_unit_test(test_limits_and_capacity),
+        cmocka_unit_test(test_fused_layers_same_bits),
+        cmocka_unit_test(test_fuse_rows_switch),
         cmocka_unit_test(test_checkpoint_errors),
         cmocka_unit_test(test_wide_dtypes),
         cmocka_unit_test(test_nonfinite_weights),

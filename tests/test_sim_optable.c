@@ -12,8 +12,9 @@
  * the same work gives the same time); between two GEMM rows the log ratio is interpolated
  * linearly in log M; an op far from every point of its kind is not predicted (the analytic
  * model takes it); a table that is not one is RIG_E_PARSE; the sweep of the analytic model
- * (quick grid), written and read back, reproduces the analytic cost of a swept GEMM within
- * 1 ns and predicts an unswept hidden size within 15 %, and records the simulator's host
+ * (quick grid), written and read back, reproduces the analytic cost of a swept GEMM (plain and
+ * of each fused form the model issues, swept up to 16 rows) within 1 ns and predicts an
+ * unswept hidden size within 15 %, and records the simulator's host
  * time of an eager issue; a profile naming the table costs ops from it and counts ops
  * outside it; ":analytic" ignores it. Host time: a table's host columns round-trip, a table
  * written without them reads them as 0; the host time of an eager issue is the
@@ -26,7 +27,11 @@
  * tensor-core kernel (rig_decode_tensor_cores decides which, for the profile's SM count), and
  * the two kernels' points are held apart. The sampler's rows are greedy, whole-vocabulary or
  * cut-off, each kind costed from its own points, a mixed batch as their row-weighted mean, and
- * from whole-vocabulary points where a table has no others.
+ * from whole-vocabulary points where a table has no others. A GEMM's fused forms: their key
+ * (depth, prologue, accumulate) and work; every fused GEMM of up to 16 rows is the small-batch
+ * kernel's; a form is costed from its own points (others held 4 apart), from its plain shape's
+ * in a table without that form (the committed h200 table: no miss, the plain node scaled by
+ * the fused work), and a file with an unknown form does not parse.
  */
 #include <hdf5.h>
 #include <math.h>
@@ -63,6 +68,36 @@ static struct rig_op gemm_op(int64_t m, int64_t n, int64_t k)
     return op;
 }
 
+/* gemm_op of a fused form (hal/ops.h): a [m, 2k] with SILU_MUL, the operand [m, k], the norm
+ * weight [k] with RMS_NORM. */
+static struct rig_op fused_gemm_op(int64_t m, int64_t n, int64_t k,
+                                   enum rig_gemm_prologue prologue, bool accumulate)
+{
+    static uint16_t dummy[1];
+    struct rig_op op = gemm_op(m, n, k);
+    struct rig_op_gemm *g = &op.u.gemm;
+    g->prologue = prologue;
+    g->accumulate = accumulate;
+    if (prologue == RIG_GEMM_PROLOGUE_SILU_MUL) g->a.shape[1] = 2 * k;
+    if (prologue != RIG_GEMM_PROLOGUE_NONE)
+        g->operand = rig_tensor_2d(dummy, RIG_DTYPE_BF16, m, k);
+    if (prologue == RIG_GEMM_PROLOGUE_RMS_NORM) {
+        g->norm_weight = rig_tensor_1d(dummy, RIG_DTYPE_BF16, k);
+        g->eps = 1e-6f;
+    }
+    return op;
+}
+
+/* A table point of `op`'s key and work, timed `ns`. */
+static struct rig_optable_point op_point(struct rig_op op, double ns)
+{
+    struct rig_op_work work = rig_optable_op_work(&op);
+    struct rig_optable_point p = {
+        .key = rig_optable_op_key(&op), .flops = work.flops, .bytes = work.bytes};
+    p.cold_ns = p.cold_p10_ns = p.cold_p90_ns = p.warm_ns = ns;
+    return p;
+}
+
 static void assert_same_work(const struct rig_op *op, double flops, double bytes)
 {
     struct rig_op_work work = rig_optable_op_work(op);
@@ -82,6 +117,22 @@ static void test_key_and_work(void **state)
     const double gemm_p[RIG_OPTABLE_PARAMS] = {16, 4096, 1024, 2, 0, 0};
     for (int32_t i = 0; i < RIG_OPTABLE_PARAMS; i++) assert_float_equal(key.p[i], gemm_p[i], 0);
     assert_same_work(&op, 2.0 * 16 * 4096 * 1024, 2.0 * (16 * 1024 + 4096 * 1024 + 16 * 4096));
+
+    /* fused forms: K is the product's depth (half of a's width with SILU_MUL), p[4] the
+     * prologue, p[5] accumulate; the work adds the norm's or silu's FLOPs and the operand's,
+     * the norm weight's and the accumulated out's bytes */
+    op = fused_gemm_op(16, 4096, 1024, RIG_GEMM_PROLOGUE_RMS_NORM, false);
+    key = rig_optable_op_key(&op);
+    const double norm_p[RIG_OPTABLE_PARAMS] = {16, 4096, 1024, 2, 1, 0};
+    for (int32_t i = 0; i < RIG_OPTABLE_PARAMS; i++) assert_float_equal(key.p[i], norm_p[i], 0);
+    assert_same_work(&op, 2.0 * 16 * 4096 * 1024 + 4.0 * 16 * 1024,
+                     2.0 * (16 * 1024 + 4096 * 1024 + 16 * 4096 + 16 * 1024 + 1024));
+    op = fused_gemm_op(8, 1024, 3072, RIG_GEMM_PROLOGUE_SILU_MUL, true);
+    key = rig_optable_op_key(&op);
+    const double silu_p[RIG_OPTABLE_PARAMS] = {8, 1024, 3072, 2, 2, 1};
+    for (int32_t i = 0; i < RIG_OPTABLE_PARAMS; i++) assert_float_equal(key.p[i], silu_p[i], 0);
+    assert_same_work(&op, 2.0 * 8 * 1024 * 3072 + 6.0 * 8 * 3072 + 8.0 * 1024,
+                     2.0 * (8 * 6144 + 1024 * 3072 + 2 * 8 * 1024 + 8 * 3072));
 
     /* decode: 2 requests of 100 and 300 positions, Hq 16, Hk 8, D 128 */
     static uint16_t dummy[1];
@@ -329,19 +380,19 @@ static void test_gemm_early_weights(void **state)
 {
     (void)state;
     /* the persistent form, one batch a run: Qwen3-8B's qkv, o and gate_up up to 8 rows */
-    assert_true(rig_sim_gemm_early_weights(1, 6144, 4096, 132));
-    assert_true(rig_sim_gemm_early_weights(8, 24576, 4096, 132));
+    assert_true(rig_sim_gemm_early_weights(1, 6144, 4096, false, 132));
+    assert_true(rig_sim_gemm_early_weights(8, 24576, 4096, false, 132));
     /* several batches a run: up to 2 rows, 2 tiles a block (Qwen3-8B's down: 512 tiles) */
-    assert_true(rig_sim_gemm_early_weights(2, 4096, 12288, 132));
-    assert_false(rig_sim_gemm_early_weights(3, 4096, 12288, 132)); /* per-tile, 4 waves */
-    assert_false(rig_sim_gemm_early_weights(1, 2048, 8192, 132));  /* Llama's down: 256 tiles */
+    assert_true(rig_sim_gemm_early_weights(2, 4096, 12288, false, 132));
+    assert_false(rig_sim_gemm_early_weights(3, 4096, 12288, false, 132)); /* per-tile, 4 waves */
+    assert_false(rig_sim_gemm_early_weights(1, 2048, 8192, false, 132)); /* Llama's down: 256 */
     /* a per-tile grid of one wave: Qwen3-0.6B's o (128 blocks x 16 warps), also at 16 rows */
-    assert_true(rig_sim_gemm_early_weights(1, 1024, 2048, 132));
-    assert_true(rig_sim_gemm_early_weights(16, 1024, 2048, 132));
-    assert_false(rig_sim_gemm_early_weights(1, 151936, 1024, 132)); /* the LM head: 18,992 tiles */
-    assert_false(rig_sim_gemm_early_weights(17, 1024, 2048, 132));  /* cuBLAS */
-    assert_false(rig_sim_gemm_early_weights(1, 4096, 1024, 132));   /* cuBLAS: short K */
-    assert_false(rig_sim_gemm_early_weights(1, 6144, 4096, 0));     /* SMs unknown */
+    assert_true(rig_sim_gemm_early_weights(1, 1024, 2048, false, 132));
+    assert_true(rig_sim_gemm_early_weights(16, 1024, 2048, false, 132));
+    assert_false(rig_sim_gemm_early_weights(1, 151936, 1024, false, 132)); /* LM head: 18,992 */
+    assert_false(rig_sim_gemm_early_weights(17, 1024, 2048, false, 132)); /* cuBLAS */
+    assert_false(rig_sim_gemm_early_weights(1, 4096, 1024, false, 132));  /* cuBLAS: short K */
+    assert_false(rig_sim_gemm_early_weights(1, 6144, 4096, false, 0));    /* SMs unknown */
 
     char error[256];
     struct rig_sim_profile profile;
@@ -379,6 +430,96 @@ static const struct rig_sim_optable *table_of(const char *path,
     return t;
 }
 
+/* The fused forms in the cost model. Every fused GEMM of up to 16 rows runs the small-batch
+ * kernel, whatever K. A table without fused points (the committed ones) costs a fused GEMM
+ * from its plain shape's points, scaled by its own work, with the plain shape's warm weight,
+ * and never leaves it to the analytic model; a table with them costs a form from its own
+ * points, other forms' held 4 apart (as the kernels are), and a form it lacks from the plain
+ * shape's. A table whose GEMM point has an unknown form does not parse. */
+static void test_gemm_fused_forms(void **state)
+{
+    (void)state;
+    const enum rig_gemm_prologue NORM = RIG_GEMM_PROLOGUE_RMS_NORM, NONE = RIG_GEMM_PROLOGUE_NONE;
+    const enum rig_gemm_prologue SILU = RIG_GEMM_PROLOGUE_SILU_MUL;
+    assert_true(rig_sim_gemm_small_batch(8, 4096, 1024, true));
+    assert_true(rig_sim_gemm_small_batch(16, 1024, 1024, true));
+    assert_false(rig_sim_gemm_small_batch(17, 4096, 4096, true));
+    /* Qwen3-0.6B's o at K 1,024 (a per-tile grid of one wave): early only when fused */
+    assert_true(rig_sim_gemm_early_weights(1, 1024, 1024, true, 132));
+    assert_false(rig_sim_gemm_early_weights(1, 1024, 1024, false, 132));
+    double peak = 1e15, bw = 3e12, ns = 0, plain_ns = 0;
+
+    /* no fused points: the plain shape's point, scaled by the fused op's work */
+    struct rig_optable_point plain = op_point(gemm_op(8, 4096, 1024), 8000);
+    const struct rig_sim_optable *t = table_of("optable_plain.h5", &plain, 1);
+    struct rig_op op = fused_gemm_op(8, 4096, 1024, NORM, false);
+    struct rig_optable_point q = op_point(op, 0);
+    struct rig_optable_key costed = rig_sim_optable_form_key(t, &q.key);
+    assert_float_equal(costed.p[4], 0, 0);
+    assert_float_equal(costed.p[5], 0, 0);
+    assert_true(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, 1, &ns, NULL));
+    assert_float_equal(ns, 8000 * q.bytes / plain.bytes, 1e-6); /* memory-bound */
+
+    /* fused points: a form's own, other forms 4 apart */
+    struct rig_optable_point points[5] = {
+        plain, op_point(fused_gemm_op(4, 4096, 1024, NORM, false), 6000),
+        op_point(fused_gemm_op(16, 4096, 1024, NORM, false), 7000),
+        op_point(fused_gemm_op(8, 4096, 1024, SILU, true), 9000),
+        op_point(gemm_op(8, 4096, 2048), 12000)};
+    t = table_of("optable_fused.h5", points, 5);
+    costed = rig_sim_optable_form_key(t, &q.key);
+    assert_true(rig_optable_key_equal(&costed, &q.key));
+    for (int32_t i = 0; i < 5; i++) { /* each point as measured */
+        q = points[i];
+        assert_true(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, 1, &ns,
+                                            NULL));
+        assert_float_equal(ns, q.cold_ns, 1e-6);
+    }
+    /* RMS_NORM at 8 rows: its own points at 4 and 16 rows, the SILU_MUL point of its shape 4
+     * away (another form), the small-batch plain point at K 2,048 5 away (1, another form);
+     * the plain cuBLAS point of its shape is 8 away (another form and kernel), not among them */
+    q = op_point(op, 0);
+    assert_true(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, 1, &ns, NULL));
+    double d[4] = {log2(9) - log2(5), log2(17) - log2(9), 4.0, log2(2049) - log2(1025) + 4.0};
+    double ratio[4], sum = 0, w = 0;
+    int32_t at[4] = {1, 2, 3, 4};
+    for (int32_t i = 0; i < 4; i++) {
+        const struct rig_optable_point *p = &points[at[i]];
+        ratio[i] = p->cold_ns * 1e-9 / fmax(p->flops / peak, p->bytes / bw);
+        sum += log(ratio[i]) / d[i], w += 1 / d[i];
+    }
+    assert_float_equal(ns, 1e9 * exp(sum / w) * fmax(q.flops / peak, q.bytes / bw), 1e-6);
+    /* a form the table lacks (accumulate alone): the plain shape's point */
+    q = op_point(fused_gemm_op(8, 4096, 1024, NONE, true), 0);
+    assert_true(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, 1, &ns, NULL));
+    assert_float_equal(ns, 8000 * q.bytes / plain.bytes, 1e-6);
+    /* an unknown form in a file */
+    points[1].key.p[4] = RIG_GEMM_PROLOGUES;
+    char error[256];
+    assert_int_equal(rig_optable_write("optable_form.h5", points, 2, NULL, 0, error, sizeof error),
+                     RIG_OK);
+    assert_int_equal(rig_sim_optable_get("optable_form.h5", 0, &t, error, sizeof error),
+                     RIG_E_PARSE);
+
+    /* the committed h200 table has no fused points: Qwen3-0.6B's qkv fused at 1 row costs its
+     * plain GEMM's node (cuBLAS's, with its warm weight) scaled by the fused work */
+    struct rig_sim_profile h200;
+    assert_int_equal(rig_sim_profile_load("h200", &h200, error, sizeof error), RIG_OK);
+    struct rig_op plain_op = gemm_op(1, 4096, 1024);
+    op = fused_gemm_op(1, 4096, 1024, NORM, false);
+    bool missed = true;
+    ns = (double)rig_sim_cost_launch_ns(&h200, &op, 1, false, &missed);
+    assert_false(missed);
+    plain_ns = (double)rig_sim_cost_launch_ns(&h200, &plain_op, 1, false, &missed);
+    struct rig_op_work fused_work = rig_optable_op_work(&op);
+    struct rig_op_work plain_work = rig_optable_op_work(&plain_op);
+    assert_true(ns > plain_ns);
+    assert_float_equal(ns, plain_ns * fused_work.bytes / plain_work.bytes, 2);
+    unlink("optable_plain.h5");
+    unlink("optable_fused.h5");
+    unlink("optable_form.h5");
+}
+
 static void test_node_weight_and_neighbours(void **state)
 {
     (void)state;
@@ -400,10 +541,10 @@ static void test_node_weight_and_neighbours(void **state)
     assert_float_equal(ns, pow(8000, 0.25) * pow(2000, 0.75), 1e-6);
     /* M = 8, K = 2048 runs the small-batch kernel: mostly from its own point at K = 4096 (1
      * away), hardly from cuBLAS's at K = 1024 (as near, but another kernel) or M = 64 */
-    assert_true(rig_sim_gemm_small_batch(8, 4096, 2048));
-    assert_false(rig_sim_gemm_small_batch(8, 4096, 1024));
-    assert_false(rig_sim_gemm_small_batch(17, 4096, 4096));
-    assert_true(rig_sim_gemm_small_batch(1, 151936, 1024));
+    assert_true(rig_sim_gemm_small_batch(8, 4096, 2048, false));
+    assert_false(rig_sim_gemm_small_batch(8, 4096, 1024, false));
+    assert_false(rig_sim_gemm_small_batch(17, 4096, 4096, false));
+    assert_true(rig_sim_gemm_small_batch(1, 151936, 1024, false));
     q = gemm_point(8, 4096, 2048, 0);
     assert_true(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, 1, &ns, NULL));
     struct rig_optable_point g = gemm_point(8, 4096, 4096, 0);
@@ -560,6 +701,22 @@ static void test_sweep_reproduces_the_analytic_model(void **state)
     assert_true(kinds[RIG_SAMPLE_WHOLE] > 0);
     assert_int_equal(kinds[RIG_SAMPLE_GREEDY], kinds[RIG_SAMPLE_WHOLE]);
     assert_int_equal(kinds[RIG_SAMPLE_CUT], kinds[RIG_SAMPLE_WHOLE]);
+    /* the fused forms of each linear at up to 16 rows: RMS_NORM (qkv, gate_up), accumulate
+     * (o), SILU_MUL with accumulate (down), as the model issues them */
+    int64_t forms[RIG_GEMM_PROLOGUES][2] = {{0}};
+    for (int64_t i = 0; i < count; i++) {
+        const double *p = points[i].key.p;
+        if (points[i].key.kind != RIG_OP_GEMM || (p[4] == 0 && p[5] == 0)) continue;
+        assert_true(p[0] <= 16);
+        forms[(int32_t)p[4]][(int32_t)p[5]]++;
+    }
+    assert_true(forms[RIG_GEMM_PROLOGUE_RMS_NORM][0] > 0);
+    assert_true(forms[RIG_GEMM_PROLOGUE_NONE][1] > 0);
+    assert_true(forms[RIG_GEMM_PROLOGUE_SILU_MUL][1] > 0);
+    assert_int_equal(forms[RIG_GEMM_PROLOGUE_RMS_NORM][0],
+                     2 * forms[RIG_GEMM_PROLOGUE_SILU_MUL][1]);
+    assert_int_equal(forms[RIG_GEMM_PROLOGUE_RMS_NORM][1] + forms[RIG_GEMM_PROLOGUE_SILU_MUL][0],
+                     0);
     for (int64_t i = 0; i < count; i++) { /* the simulator's host time of an eager issue */
         assert_float_equal(points[i].host_ns, 6100, 0);
         assert_float_equal(points[i].first_host_ns, 6100, 0);
@@ -614,6 +771,16 @@ static void test_sweep_reproduces_the_analytic_model(void **state)
     t = rig_sim_cost_launch_ns(&tabled, &op, 1, false, &missed);
     assert_false(missed);
     assert_true(fabs((double)(t - a) / (double)a) < 0.15);
+    /* swept: the fused forms at qwen3-0.6b's shapes, read back as the analytic model costs them */
+    struct rig_op fused[3] = {fused_gemm_op(16, 4096, 1024, RIG_GEMM_PROLOGUE_RMS_NORM, false),
+                              fused_gemm_op(1, 1024, 2048, RIG_GEMM_PROLOGUE_NONE, true),
+                              fused_gemm_op(16, 1024, 3072, RIG_GEMM_PROLOGUE_SILU_MUL, true)};
+    for (int32_t i = 0; i < 3; i++) {
+        a = rig_sim_cost_launch_ns(&analytic, &fused[i], 1, false, NULL);
+        t = rig_sim_cost_launch_ns(&tabled, &fused[i], 1, false, &missed);
+        assert_false(missed);
+        assert_true(llabs(a - t) <= 1);
+    }
     op = gemm_op(16, 1 << 20, 64); /* far from every swept GEMM */
     (void)rig_sim_cost_launch_ns(&tabled, &op, 1, false, &missed);
     assert_true(missed);
@@ -715,6 +882,7 @@ int main(void)
         cmocka_unit_test(test_decode_scales_by_flops),
         cmocka_unit_test(test_decode_tensor_core_regime),
         cmocka_unit_test(test_gemm_early_weights),
+        cmocka_unit_test(test_gemm_fused_forms),
         cmocka_unit_test(test_sample_rows_kinds),
         cmocka_unit_test(test_sweep_reproduces_the_analytic_model),
     };

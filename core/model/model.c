@@ -11,6 +11,15 @@
  * layer's MLP output fused in), attention, residual += o_proj (fused with the post-
  * attention norm), MLP; a last fused add + final norm; the LM head on the last position of
  * each request only.
+ *
+ * A batch of a few rows (at most fuse_rows padded tokens, at TP 1) runs the same arithmetic
+ * in six ops a layer instead of nine: a step of a few rows is bound by per-kernel latency,
+ * not bytes, so the norms and residual adds ride on the GEMMs beside them (hal/ops.h, the
+ * GEMM's fused forms, which give the same bits): qkv with the input norm as its prologue,
+ * qk_norm_rope_store, attention, o accumulating into the residual, gate_up with the post-
+ * attention norm as its prologue, down with silu_mul as its prologue accumulating into the
+ * residual; after the last layer a plain norm of the residual. At TP > 1 an all-reduce sits
+ * between o (and down) and the residual add, so those batches run the plain ops.
  */
 #include <math.h>
 #include <stdio.h>
@@ -177,6 +186,23 @@ static enum rig_status rig__check_limits(const struct rig_model_limits *limits, 
     return RIG_E_INVALID;
 }
 
+/* The fused layer's batch bound: RIG_FUSE_ROWS when set (model.h), else the default. */
+static enum rig_status rig__fuse_rows(int32_t *rows, char *error, size_t error_len)
+{
+    const char *value = getenv("RIG_FUSE_ROWS");
+    *rows = RIG_MODEL_FUSE_ROWS;
+    if (value == NULL) return RIG_OK;
+    char *end = NULL;
+    long parsed = strtol(value, &end, 10);
+    if (end == value || *end != '\0' || parsed < 0 || parsed > RIG_MODEL_FUSE_ROWS_MAX) {
+        snprintf(error, error_len, "RIG_FUSE_ROWS: '%s' is not a row count (0 .. %d)", value,
+                 RIG_MODEL_FUSE_ROWS_MAX);
+        return RIG_E_INVALID;
+    }
+    *rows = (int32_t)parsed;
+    return RIG_OK;
+}
+
 enum rig_status rig_model_create(const struct rig_model_config *config,
                                  const struct rig_weights_source *weights,
                                  const struct rig_model_limits *limits,
@@ -190,7 +216,9 @@ enum rig_status rig_model_create(const struct rig_model_config *config,
     int32_t tp = comm != NULL ? rig_hal_comm_size(comm) : 1;
     int32_t rank = comm != NULL ? rig_hal_comm_rank(comm) : 0;
     struct rig__dims dims;
+    int32_t fuse_rows = 0;
     enum rig_status status = rig__check_limits(limits, error, error_len);
+    if (status == RIG_OK) status = rig__fuse_rows(&fuse_rows, error, error_len);
     if (status == RIG_OK) status = rig__model_dims(config, tp, rank, &dims, error, error_len);
     if (status == RIG_OK && !rig_hal_device_info(device)->timing_only)
         status = rig__weights_check(config, &dims, weights->path, error, error_len);
@@ -204,7 +232,8 @@ enum rig_status rig_model_create(const struct rig_model_config *config,
         return RIG_E_NO_MEMORY;
     }
     *m = (struct rig_model){.config = *config, .limits = *limits, .dims = dims,
-                            .device = device, .comm = tp > 1 ? comm : NULL, .layers = layers};
+                            .device = device, .comm = tp > 1 ? comm : NULL,
+                            .fuse_rows = fuse_rows, .layers = layers};
     status = rig__model_buffers(m, error, error_len);
     if (status == RIG_OK) rig_startup_mark("model buffers allocated (rank %d)", rank);
     if (status == RIG_OK) status = rig__weights_load(m, weights, stream, error, error_len);
@@ -215,6 +244,13 @@ enum rig_status rig_model_create(const struct rig_model_config *config,
     }
     *out = m;
     return RIG_OK;
+}
+
+void rig_model_set_fuse_rows(struct rig_model *model, int32_t rows)
+{
+    RIG_ASSERT(model != NULL);
+    RIG_ASSERT(rows >= 0 && rows <= RIG_MODEL_FUSE_ROWS_MAX);
+    model->fuse_rows = rows;
 }
 
 void rig_model_keep_logits(struct rig_model *model, bool keep)
@@ -295,23 +331,41 @@ static enum rig_status rig__all_reduce(struct rig_model *m, struct rig_stream *s
                       &(struct rig_op){.kind = RIG_OP_ALL_REDUCE, .u.all_reduce = p});
 }
 
-/* Attention block of layer `l`: QKV, q/k norm + RoPE + store K/V (one op), attention,
- * o_proj. The result (before the residual add) is left in m->proj. */
-static enum rig_status rig__attention(struct rig_model *m, struct rig_stream *s,
-                                      const struct rig_forward_batch *b, int32_t l)
+/* Makes `g` (reading m->hidden) read m->residual instead, with the norm of `weight` as its
+ * prologue, which writes m->hidden as the norm op would (the fused forms, hal/ops.h). */
+static void rig__norm_prologue(const struct rig_model *m, struct rig_op_gemm *g, int64_t T,
+                               struct rig_tensor weight)
+{
+    g->a = rig__rows(&m->residual, T);
+    g->prologue = RIG_GEMM_PROLOGUE_RMS_NORM;
+    g->operand = rig__rows(&m->hidden, T);
+    g->norm_weight = weight;
+    g->eps = m->config.rms_norm_eps;
+}
+
+/* Makes `g` (writing m->proj) add its product into m->residual instead, as the next
+ * add_rms_norm would have. */
+static void rig__accumulate(const struct rig_model *m, struct rig_op_gemm *g, int64_t T)
+{
+    RIG_ASSERT(g->bias.data == NULL);
+    g->out = rig__rows(&m->residual, T);
+    g->accumulate = true;
+}
+
+/* Layer `l`'s attention over the QKV rows in m->qkv: q/k norm + RoPE + store K/V (one op),
+ * then attention into m->attn. */
+static enum rig_status rig__attend(struct rig_model *m, struct rig_stream *s,
+                                   const struct rig_forward_batch *b, int32_t l)
 {
     const struct rig__layer *w = &m->layers[l];
     int64_t T = b->padded_tokens;
-    struct rig_op_gemm qkv = {.out = rig__rows(&m->qkv, T), .a = rig__rows(&m->hidden, T),
-                              .b = w->qkv, .bias = w->qkv_bias};
-    RIG_TRY(rig__issue(m, s, "gemm qkv", &(struct rig_op){.kind = RIG_OP_GEMM, .u.gemm = qkv}));
     struct rig_tensor q = rig__heads(m, T, 0, m->dims.q_heads);
     struct rig_tensor k = rig__heads(m, T, m->dims.q_heads, m->dims.kv_heads);
     struct rig_tensor v = rig__heads(m, T, m->dims.q_heads + m->dims.kv_heads, m->dims.kv_heads);
     /* q/k norm (Qwen3), RoPE and the K/V store in one kernel: at small batches a decode
      * step is bound by per-kernel latency, not bytes. */
     bool qk_norm = m->config.qk_norm;
-    struct rig_op_qk_norm_rope_store fused = {.q = q,
+    struct rig_op_qk_norm_rope_store store = {.q = q,
                                               .k = k,
                                               .v = v,
                                               .k_cache = w->k_cache,
@@ -324,7 +378,7 @@ static enum rig_status rig__attention(struct rig_model *m, struct rig_stream *s,
                                               .params = m->config.rope};
     RIG_TRY(rig__issue(
         m, s, "qk_norm_rope_store",
-        &(struct rig_op){.kind = RIG_OP_QK_NORM_ROPE_STORE, .u.qk_norm_rope_store = fused}));
+        &(struct rig_op){.kind = RIG_OP_QK_NORM_ROPE_STORE, .u.qk_norm_rope_store = store}));
     float scale = 1.0f / sqrtf((float)m->dims.head_dim);
     struct rig_tensor out = rig__rows(&m->attn, T);
     if (b->phase == RIG_BATCH_DECODE) {
@@ -332,51 +386,76 @@ static enum rig_status rig__attention(struct rig_model *m, struct rig_stream *s,
             .out = out, .q = q, .k_cache = w->k_cache, .v_cache = w->v_cache,
             .page_table = b->page_table, .table_idx = b->table_idx, .kv_len = b->kv_len,
             .scale = scale};
-        RIG_TRY(
-            rig__issue(m, s, "attention_decode",
-                       &(struct rig_op){.kind = RIG_OP_ATTENTION_DECODE, .u.attention_decode = p}));
-    } else {
-        struct rig_op_attention_prefill p = {
-            .out = out, .q = q, .k_cache = w->k_cache, .v_cache = w->v_cache,
-            .page_table = b->page_table, .table_idx = b->table_idx, .cu_q = b->cu_q,
-            .kv_len = b->kv_len, .scale = scale};
-        RIG_TRY(rig__issue(
-            m, s, "attention_prefill",
-            &(struct rig_op){.kind = RIG_OP_ATTENTION_PREFILL, .u.attention_prefill = p}));
+        struct rig_op op = {.kind = RIG_OP_ATTENTION_DECODE, .u.attention_decode = p};
+        return rig__issue(m, s, "attention_decode", &op);
     }
+    struct rig_op_attention_prefill p = {
+        .out = out, .q = q, .k_cache = w->k_cache, .v_cache = w->v_cache,
+        .page_table = b->page_table, .table_idx = b->table_idx, .cu_q = b->cu_q,
+        .kv_len = b->kv_len, .scale = scale};
+    struct rig_op op = {.kind = RIG_OP_ATTENTION_PREFILL, .u.attention_prefill = p};
+    return rig__issue(m, s, "attention_prefill", &op);
+}
+
+/* Attention block of layer `l`: QKV, attention (rig__attend), o_proj. The result (before the
+ * residual add) is left in m->proj; `fused`: QKV normalises the residual itself and o_proj
+ * adds into it. */
+static enum rig_status rig__attention(struct rig_model *m, struct rig_stream *s,
+                                      const struct rig_forward_batch *b, int32_t l, bool fused)
+{
+    const struct rig__layer *w = &m->layers[l];
+    int64_t T = b->padded_tokens;
+    struct rig_op_gemm qkv = {.out = rig__rows(&m->qkv, T), .a = rig__rows(&m->hidden, T),
+                              .b = w->qkv, .bias = w->qkv_bias};
+    if (fused) rig__norm_prologue(m, &qkv, T, w->input_norm);
+    RIG_TRY(rig__issue(m, s, "gemm qkv", &(struct rig_op){.kind = RIG_OP_GEMM, .u.gemm = qkv}));
+    RIG_TRY(rig__attend(m, s, b, l));
     struct rig_tensor flat = rig_tensor_2d(m->attn.data, RIG_DTYPE_BF16, T,
                                            m->dims.q_heads * m->dims.head_dim);
     struct rig_op_gemm o = {.out = rig__rows(&m->proj, T), .a = flat, .b = w->o_proj,
                             .bias = rig_tensor_none()};
+    if (fused) rig__accumulate(m, &o, T);
     RIG_TRY(rig__issue(m, s, "gemm o", &(struct rig_op){.kind = RIG_OP_GEMM, .u.gemm = o}));
-    return rig__all_reduce(m, s, rig__rows(&m->proj, T));
+    return fused ? RIG_OK : rig__all_reduce(m, s, rig__rows(&m->proj, T));
 }
 
-/* MLP of layer `l` on m->hidden; the result (before the residual add) is left in m->proj. */
-static enum rig_status rig__mlp(struct rig_model *m, struct rig_stream *s, int64_t T, int32_t l)
+/* MLP of layer `l` on m->hidden; the result (before the residual add) is left in m->proj.
+ * `fused`: gate_up normalises the residual itself, down takes silu_mul as its prologue and
+ * adds into the residual. */
+static enum rig_status rig__mlp(struct rig_model *m, struct rig_stream *s, int64_t T, int32_t l,
+                                bool fused)
 {
     const struct rig__layer *w = &m->layers[l];
     struct rig_op_gemm gate_up = {.out = rig__rows(&m->gate_up, T),
                                   .a = rig__rows(&m->hidden, T), .b = w->gate_up,
                                   .bias = rig_tensor_none()};
+    if (fused) rig__norm_prologue(m, &gate_up, T, w->post_norm);
     RIG_TRY(
         rig__issue(m, s, "gemm gate_up", &(struct rig_op){.kind = RIG_OP_GEMM, .u.gemm = gate_up}));
     struct rig_op_silu_mul act = {.out = rig__rows(&m->act, T),
                                   .in = rig__rows(&m->gate_up, T)};
-    RIG_TRY(
-        rig__issue(m, s, "silu_mul", &(struct rig_op){.kind = RIG_OP_SILU_MUL, .u.silu_mul = act}));
+    if (!fused)
+        RIG_TRY(rig__issue(m, s, "silu_mul",
+                           &(struct rig_op){.kind = RIG_OP_SILU_MUL, .u.silu_mul = act}));
     struct rig_op_gemm down = {.out = rig__rows(&m->proj, T), .a = rig__rows(&m->act, T),
                                .b = w->down, .bias = rig_tensor_none()};
+    if (fused) {
+        down.a = act.in;
+        down.prologue = RIG_GEMM_PROLOGUE_SILU_MUL;
+        down.operand = act.out;
+        rig__accumulate(m, &down, T);
+    }
     RIG_TRY(rig__issue(m, s, "gemm down", &(struct rig_op){.kind = RIG_OP_GEMM, .u.gemm = down}));
-    return rig__all_reduce(m, s, rig__rows(&m->proj, T));
+    return fused ? RIG_OK : rig__all_reduce(m, s, rig__rows(&m->proj, T));
 }
 
-/* hidden = norm(residual += proj) with `weight`; the first layer has nothing to add. */
+/* hidden = norm(residual += proj) with `weight`; without `add` (the first layer, or after
+ * fused layers, whose GEMMs added into the residual) norm(residual). */
 static enum rig_status rig__add_norm(struct rig_model *m, struct rig_stream *s, int64_t T,
-                                     struct rig_tensor weight, bool first)
+                                     struct rig_tensor weight, bool add)
 {
     float eps = m->config.rms_norm_eps;
-    if (first) {
+    if (!add) {
         struct rig_op_rms_norm p = {.out = rig__rows(&m->hidden, T),
                                     .in = rig__rows(&m->residual, T), .weight = weight,
                                     .eps = eps};
@@ -472,6 +551,16 @@ static enum rig_status rig__lm_head(struct rig_model *m, struct rig_stream *s,
     return rig__logprobs(m, s, b, R);
 }
 
+/* Whether a batch of T padded tokens runs the fused layer (file comment): at most fuse_rows
+ * rows, and no all-reduce between a GEMM and the residual add it would take in (TP 1). Not
+ * for a TP > 1 batch that leaves its collectives out either: that is the engine's warm
+ * forward (batch.h), which must issue the ops the serving forwards of its size issue, so
+ * that their kernels load before any collective is in flight. */
+static bool rig__fused(const struct rig_model *m, int64_t T)
+{
+    return T <= m->fuse_rows && m->comm == NULL;
+}
+
 /* The forward of `batch`, its ops issued through rig__issue. */
 static enum rig_status rig__forward(struct rig_model *model, struct rig_stream *stream,
                                     const struct rig_forward_batch *batch)
@@ -492,15 +581,16 @@ static enum rig_status rig__forward(struct rig_model *model, struct rig_stream *
     RIG_TRY(rig__issue(m, stream, "embedding",
                        &(struct rig_op){.kind = RIG_OP_EMBEDDING, .u.embedding = embed}));
     RIG_TRY(rig__all_reduce(m, stream, rig__rows(&m->residual, T)));
+    bool fused = rig__fused(m, T);
     for (int32_t l = 0; l < m->config.num_layers; l++) {
         m->layer = l;
-        RIG_TRY(rig__add_norm(m, stream, T, m->layers[l].input_norm, l == 0));
-        RIG_TRY(rig__attention(m, stream, batch, l));
-        RIG_TRY(rig__add_norm(m, stream, T, m->layers[l].post_norm, false));
-        RIG_TRY(rig__mlp(m, stream, T, l));
+        if (!fused) RIG_TRY(rig__add_norm(m, stream, T, m->layers[l].input_norm, l > 0));
+        RIG_TRY(rig__attention(m, stream, batch, l, fused));
+        if (!fused) RIG_TRY(rig__add_norm(m, stream, T, m->layers[l].post_norm, true));
+        RIG_TRY(rig__mlp(m, stream, T, l, fused));
     }
     m->layer = -1;
-    RIG_TRY(rig__add_norm(m, stream, T, m->final_norm, false));
+    RIG_TRY(rig__add_norm(m, stream, T, m->final_norm, !fused));
     if (!batch->sample && !m->keep_logits) return RIG_OK; /* a non-final prefill chunk */
     return rig__lm_head(m, stream, batch);
 }

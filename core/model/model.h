@@ -103,7 +103,8 @@ struct rig_model;
 
 /* Creates rank `rig_hal_comm_rank(comm)` of the model on `device` (comm NULL = TP 1):
  * allocates and loads its weights, KV cache and activations, using `stream` for uploads.
- * On error returns a negative status with a message in `error`, and allocates nothing. */
+ * On error returns a negative status with a message in `error`, and allocates nothing; a
+ * RIG_FUSE_ROWS that is not a row count (rig_model_set_fuse_rows) is RIG_E_INVALID. */
 enum rig_status rig_model_create(const struct rig_model_config *config,
                                  const struct rig_weights_source *weights,
                                  const struct rig_model_limits *limits,
@@ -136,6 +137,20 @@ struct rig_model_op_sink {
 enum rig_status rig_model_forward_ops(struct rig_model *model,
                                       const struct rig_forward_batch *batch,
                                       const struct rig_model_op_sink *sink);
+
+/* Batches of up to this many padded tokens (at TP 1) run each layer in six ops instead of
+ * nine: the norms, silu_mul and the residual adds ride on the GEMMs as their fused forms
+ * (hal/ops.h; the same bits, fewer kernels: a decode step of a few rows is bound by per-kernel
+ * latency). The default of every model; the environment variable RIG_FUSE_ROWS (a row count,
+ * 0 .. RIG_MODEL_FUSE_ROWS_MAX, read once in rig_model_create) overrides it, a measuring
+ * switch for comparing 0 (never), 8 and 16 on a GPU; rig_model_set_fuse_rows after that. */
+#define RIG_MODEL_FUSE_ROWS     8
+#define RIG_MODEL_FUSE_ROWS_MAX 65536
+
+/* Sets the batch size up to which the model runs fused layers (RIG_MODEL_FUSE_ROWS); 0:
+ * never. From the next forward on (a captured graph keeps the ops it captured). rows must
+ * be in 0 .. RIG_MODEL_FUSE_ROWS_MAX. */
+void rig_model_set_fuse_rows(struct rig_model *model, int32_t rows);
 
 /* Debug/test access: when enabled, rig_model_forward also leaves the full-vocabulary fp32
  * logits of the last position of each request in a device tensor [R', V] readable until

@@ -53,6 +53,8 @@ struct rig_model {
     struct rig_comm *comm; /* NULL at TP 1 */
     bool keep_logits;
     bool local_only; /* the batch being issued leaves collectives out (batch.h) */
+    int32_t fuse_rows; /* batches of up to this many padded tokens run the fused layer (model.c);
+                          0: never */
     const struct rig_model_op_sink *sink; /* rig_model_forward_ops: ops go here; else NULL */
     int32_t layer;                        /* the layer being issued; -1 outside the layers */
 

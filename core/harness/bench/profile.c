@@ -35,6 +35,7 @@
 #define RIG__SLOTS_MAX     (1 << 20)
 #define RIG__META_WORDS    ((size_t)3 << 20)
 #define RIG__POINTS_MAX    RIG_OPTABLE_POINTS_MAX
+#define RIG__ALIGN_BYTES   256 /* where a point's second tensor in a buffer starts */
 
 enum { RIG__W, RIG__IN, RIG__OUT, RIG__KV, RIG__META, RIG__LOGITS, RIG__FLUSH, RIG__BUFFERS };
 
@@ -74,8 +75,9 @@ static bool rig__in_inputs(struct rig__sweep *s, const struct rig_tensor *t)
 }
 
 /* The sweep's invariant (file comment): the op writes nothing into the input buffer — its
- * output (an op's first tensor, hal/ops.h) and add_rms_norm's residual, summed in place; the
- * q/k norm + RoPE's in-place q and k are let be (they keep their size). A bug if broken. */
+ * output (an op's first tensor, hal/ops.h), add_rms_norm's residual, summed in place, and a
+ * fused GEMM's operand; the q/k norm + RoPE's in-place q and k are let be (they keep their
+ * size). A bug if broken. */
 static void rig__check_writes(struct rig__sweep *s, const struct rig_op *op)
 {
     const struct rig_tensor *out = (const struct rig_tensor *)&op->u;
@@ -84,6 +86,9 @@ static void rig__check_writes(struct rig__sweep *s, const struct rig_op *op)
     if (op->kind == RIG_OP_ADD_RMS_NORM)
         RIG_ASSERT_MSG(!rig__in_inputs(s, &op->u.add_rms_norm.residual),
                        "profile: add_rms_norm sums its residual into the sweep's inputs");
+    if (op->kind == RIG_OP_GEMM)
+        RIG_ASSERT_MSG(!rig__in_inputs(s, &op->u.gemm.operand),
+                       "profile: a GEMM's prologue writes its operand into the sweep's inputs");
 }
 
 /* `n` int32 words of metadata for this point: the device tensor; *host is their staging. */
@@ -294,14 +299,45 @@ static const int64_t rig__rows_full[] = {1,    2,    3,    4,    6,    8,    12,
                                          16384};
 static const int64_t rig__rows_quick[] = {1, 16, 256};
 
+/* A GEMM's fused form (hal/ops.h): its prologue and whether it accumulates into out. */
+struct rig__form {
+    enum rig_gemm_prologue prologue;
+    bool accumulate;
+};
+
+/* Fused GEMMs are swept up to this many rows: the batches the model fuses at (RIG_MODEL_FUSE_ROWS
+ * and up to twice it), all of them on the CUDA backend's small-batch kernel. */
+#define RIG__FUSED_ROWS_MAX 16
+
+static size_t rig__aligned(int64_t bytes)
+{
+    return ((size_t)bytes + RIG__ALIGN_BYTES - 1) / RIG__ALIGN_BYTES * RIG__ALIGN_BYTES;
+}
+
+/* An [M, K] x [N, K] GEMM of `form`: a from the inputs (an [M, 2K] gate | up with SILU_MUL), b
+ * from the weights, the norm weight after b; out at the outputs' start, read too when it
+ * accumulates, and the operand the prologue writes after out (never into the inputs). */
 static enum rig_status rig__gemm(struct rig__sweep *s, int64_t M, int64_t N, int64_t K,
-                                 enum rig_dtype out)
+                                 enum rig_dtype out, struct rig__form form)
 {
     struct rig_op op = {.kind = RIG_OP_GEMM};
-    op.u.gemm.a = rig_tensor_2d(rig__base(s, RIG__IN), RIG_DTYPE_BF16, M, K);
-    op.u.gemm.b = rig_tensor_2d(rig__base(s, RIG__W), RIG_DTYPE_BF16, N, K);
-    op.u.gemm.out = rig_tensor_2d(rig__base(s, RIG__OUT), out, M, N);
-    op.u.gemm.bias = rig_tensor_none();
+    struct rig_op_gemm *g = &op.u.gemm;
+    int64_t width = form.prologue == RIG_GEMM_PROLOGUE_SILU_MUL ? 2 * K : K;
+    uint8_t *weights = rig__base(s, RIG__W), *outputs = rig__base(s, RIG__OUT);
+    g->a = rig_tensor_2d(rig__base(s, RIG__IN), RIG_DTYPE_BF16, M, width);
+    g->b = rig_tensor_2d(weights, RIG_DTYPE_BF16, N, K);
+    g->out = rig_tensor_2d(outputs, out, M, N);
+    g->bias = rig_tensor_none();
+    g->prologue = form.prologue;
+    g->accumulate = form.accumulate;
+    if (form.prologue != RIG_GEMM_PROLOGUE_NONE) {
+        size_t after_out = rig__aligned(M * N * (int64_t)rig_dtype_size(out));
+        g->operand = rig_tensor_2d(outputs + after_out, RIG_DTYPE_BF16, M, K);
+    }
+    if (form.prologue == RIG_GEMM_PROLOGUE_RMS_NORM) {
+        g->norm_weight = rig_tensor_1d(weights + rig__aligned(N * K * 2), RIG_DTYPE_BF16, K);
+        g->eps = 1e-6f;
+    }
     return rig__point(s, &op);
 }
 
@@ -313,12 +349,23 @@ static enum rig_status rig__gemms(struct rig__sweep *s, const struct rig__shape 
                                    {x->H, x->Hq * x->D},               /* o */
                                    {2 * x->I, x->H},                   /* gate_up */
                                    {x->H, x->I}};                      /* down */
+    /* each linear's fused form in a layer of a few rows (core/model/model.c): the norm before
+     * qkv and gate_up, the residual add after o and down, silu_mul before down */
+    const struct rig__form plain = {RIG_GEMM_PROLOGUE_NONE, false};
+    const struct rig__form fused[4] = {{RIG_GEMM_PROLOGUE_RMS_NORM, false},
+                                       {RIG_GEMM_PROLOGUE_NONE, true},
+                                       {RIG_GEMM_PROLOGUE_RMS_NORM, false},
+                                       {RIG_GEMM_PROLOGUE_SILU_MUL, true}};
     enum rig_status status = RIG_OK;
     for (size_t i = 0; i < n && status == RIG_OK; i++) {
-        for (int32_t l = 0; l < 4 && status == RIG_OK; l++)
-            status = rig__gemm(s, rows[i], linears[l][0], linears[l][1], RIG_DTYPE_BF16);
+        for (int32_t l = 0; l < 4 && status == RIG_OK; l++) {
+            status = rig__gemm(s, rows[i], linears[l][0], linears[l][1], RIG_DTYPE_BF16, plain);
+            if (rows[i] <= RIG__FUSED_ROWS_MAX && status == RIG_OK)
+                status = rig__gemm(s, rows[i], linears[l][0], linears[l][1], RIG_DTYPE_BF16,
+                                   fused[l]);
+        }
         if (rows[i] <= 1024 && status == RIG_OK) /* the LM head: last rows only, f32 logits */
-            status = rig__gemm(s, rows[i], x->V, x->H, RIG_DTYPE_F32);
+            status = rig__gemm(s, rows[i], x->V, x->H, RIG_DTYPE_F32, plain);
     }
     return status;
 }
