@@ -114,7 +114,7 @@ static int rig__profile_option(struct rig__profile_args *a, int argc, char **arg
 #define RIG__ATTRS_MAX  (RIG_PROFILE_ATTRS_MAX + 6 + RIG__HOST_ATTRS)
 struct rig__attrs {
     const char *pairs[RIG__ATTRS_MAX][2];
-    char names[RIG__HOST_ATTRS][64];
+    char names[RIG__HOST_ATTRS][96];
     char text[RIG__HOST_ATTRS][32];
     int32_t count, host;
 };
