@@ -168,23 +168,33 @@ static struct rig_op_gemm rig__plain(const struct rig_op_gemm *p)
     return plain;
 }
 
-/* A fused GEMM the small-batch kernel does not take, as the ops it stands for: the prologue's
- * kernel into `operand`, then the product, added into out by rig__gemm_scratch's finishing
- * kernel with accumulate. */
+/* A fused GEMM taken apart into the ops it stands for: the prologue's kernel into `operand`,
+ * then the product of the operand (a GEMM again, which may accumulate on the small-batch
+ * kernel); accumulate alone, where that kernel does not take it, added into out by
+ * rig__gemm_scratch's finishing kernel. */
 static enum rig_status rig__gemm_unfused(const struct rig_cuda_launch *launch,
                                          const struct rig_op_gemm *p)
 {
+    if (p->prologue == RIG_GEMM_PROLOGUE_NONE) return rig__gemm_scratch(launch, p);
     if (p->prologue == RIG_GEMM_PROLOGUE_RMS_NORM) {
         struct rig_op_rms_norm norm = {.out = p->operand, .in = p->a, .weight = p->norm_weight,
                                        .eps = p->eps};
         RIG_TRY(rig_cuda_op_rms_norm(launch, &norm));
-    } else if (p->prologue == RIG_GEMM_PROLOGUE_SILU_MUL) {
+    } else {
         struct rig_op_silu_mul act = {.out = p->operand, .in = p->a};
         RIG_TRY(rig_cuda_op_silu_mul(launch, &act));
     }
     struct rig_op_gemm plain = rig__plain(p);
-    if (plain.accumulate) return rig__gemm_scratch(launch, &plain);
     return rig_cuda_op_gemm(launch, &plain);
+}
+
+/* Whether the small-batch kernel may take p's prologue: RIG_GEMV_PROLOGUES (a measuring switch,
+ * read once) is a mask of the prologues it takes, bit 0 RMS_NORM, bit 1 SILU_MUL (default 3,
+ * both); a prologue outside it runs as its own kernel (rig__gemm_unfused). */
+static bool rig__prologue_taken(const struct rig_op_gemm *p)
+{
+    static const long mask = rig_cuda_env("RIG_GEMV_PROLOGUES", 3);
+    return p->prologue == RIG_GEMM_PROLOGUE_NONE || ((mask >> ((int)p->prologue - 1)) & 1) != 0;
 }
 
 enum rig_status rig_cuda_op_gemm(const struct rig_cuda_launch *launch, const struct rig_op_gemm *p)
@@ -193,6 +203,7 @@ enum rig_status rig_cuda_op_gemm(const struct rig_cuda_launch *launch, const str
     if (m == 0 || n == 0) return RIG_OK;
     if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) return RIG_E_RANGE;
     bool fused = rig__fused(p);
+    if (fused && !rig__prologue_taken(p)) return rig__gemm_unfused(launch, p);
     if (rig_cuda_gemv_accepts(p) && (fused || rig__gemv_pays(launch, p))) {
         /* the same shape at more rows is cuBLAS's: have its plan made and warm before then,
          * as the cuBLAS path below will call it (a bias with bf16 out, or accumulate: into the
