@@ -11,8 +11,8 @@
  * rewritten with F32 matrices and F16 vectors gives the bf16 checkpoint's logits bit for
  * bit; and the real scheduler (core/engine/engine.h, overlap on, radix cache) reproduces the
  * golden greedy tokens at TP 1 and 2. A local-only forward (batch.h) issues the plain
- * forward's ops without one collective. The fused layer (batches of up to RIG_MODEL_FUSE_ROWS
- * rows at TP 1: six ops a layer, not nine) gives the plain layer's logits and KV cache bit
+ * forward's ops without one collective. The fused layer (batches of up to fuse_rows rows at
+ * TP 1, off by default: six ops a layer, not nine) gives the plain layer's logits and KV cache bit
  * for bit, on Qwen3 (q/k norm) and Qwen2 (qkv bias) shapes, in prefills of a few tokens and
  * decode batches of 1, 3 and 8; rig_model_set_fuse_rows and RIG_FUSE_ROWS (0 never, a
  * malformed value refused by rig_model_create) choose it.
@@ -225,8 +225,8 @@ static void forward_both(struct group *g[2])
 }
 
 /* Prefills of a few tokens (5: fused; 12: plain on both), then decode batches of 1, 3 and 8
- * requests on a model fused up to RIG_MODEL_FUSE_ROWS rows and one never fused: the same
- * bits after every forward. */
+ * requests on a model fused up to 8 rows and one never fused: the same bits after every
+ * forward. */
 static void check_fused_same_bits(const struct rig_model_config *config)
 {
     struct group *g[2] = {calloc(1, sizeof *g[0]), calloc(1, sizeof *g[1])};
@@ -235,6 +235,7 @@ static void check_fused_same_bits(const struct rig_model_config *config)
         assert_non_null(g[i]);
         group_open(g[i], config, &source, 1, false);
     }
+    rig_model_set_fuse_rows(g[0]->ranks[0].model, 8);
     rig_model_set_fuse_rows(g[1]->ranks[0].model, 0);
     int32_t layers = config->num_layers;
     assert_int_equal(decode_ops(g[0]->ranks[0].model, 8).others, 6 * layers + 5);
@@ -283,8 +284,9 @@ static void test_fused_layers_same_bits(void **state)
     check_fused_same_bits(&config);
 }
 
-/* RIG_FUSE_ROWS, read when a model is created: 0 never fuses, 16 fuses 16 rows, a value that
- * is not a row count is refused with a message; rig_model_set_fuse_rows overrides it. */
+/* RIG_FUSE_ROWS, read when a model is created: unset (the default, RIG_MODEL_FUSE_ROWS 0) and 0
+ * never fuse, 8 fuses 8 rows, 16 fuses 16, a value that is not a row count is refused with a
+ * message; rig_model_set_fuse_rows overrides it. */
 static void test_fuse_rows_switch(void **state)
 {
     (void)state;
@@ -302,7 +304,7 @@ static void test_fuse_rows_switch(void **state)
     const struct {
         const char *value;
         int32_t at_8, at_16;
-    } cases[] = {{NULL, fused, plain}, {"0", plain, plain}, {"16", fused, fused}};
+    } cases[] = {{NULL, plain, plain}, {"0", plain, plain}, {"8", fused, plain}, {"16", fused, fused}};
     for (size_t i = 0; i < RIG_ARRAY_LEN(cases); i++) {
         if (cases[i].value != NULL) setenv("RIG_FUSE_ROWS", cases[i].value, 1);
         assert_int_equal(rig_model_create(&config, &source, &limits, device, stream, NULL, &model,

@@ -140,11 +140,14 @@ enum rig_status rig_model_forward_ops(struct rig_model *model,
 
 /* Batches of up to this many padded tokens (at TP 1) run each layer in six ops instead of
  * nine: the norms, silu_mul and the residual adds ride on the GEMMs as their fused forms
- * (hal/ops.h; the same bits, fewer kernels: a decode step of a few rows is bound by per-kernel
- * latency). The default of every model; the environment variable RIG_FUSE_ROWS (a row count,
+ * (hal/ops.h; the same bits, fewer kernels). 0: off by default. On an H200 the CUDA
+ * backend's fused GEMMs made every decode step they touched slower, not faster (Qwen3-0.6B b1
+ * x 512 0.99 -> 1.52 ms; the norm prologue alone 1.40 ms; docs/performance.md, "fused
+ * forms"): the prologue is made again by every block of the small-batch kernel, by the four
+ * lanes of a warp that hold a row. The environment variable RIG_FUSE_ROWS (a row count,
  * 0 .. RIG_MODEL_FUSE_ROWS_MAX, read once in rig_model_create) overrides it, a measuring
- * switch for comparing 0 (never), 8 and 16 on a GPU; rig_model_set_fuse_rows after that. */
-#define RIG_MODEL_FUSE_ROWS     8
+ * switch; rig_model_set_fuse_rows after that. */
+#define RIG_MODEL_FUSE_ROWS     0
 #define RIG_MODEL_FUSE_ROWS_MAX 65536
 
 /* Sets the batch size up to which the model runs fused layers (RIG_MODEL_FUSE_ROWS); 0:

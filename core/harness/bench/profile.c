@@ -305,8 +305,9 @@ struct rig__form {
     bool accumulate;
 };
 
-/* Fused GEMMs are swept up to this many rows: the batches the model fuses at (RIG_MODEL_FUSE_ROWS
- * and up to twice it), all of them on the CUDA backend's small-batch kernel. */
+/* Fused GEMMs are swept up to this many rows: the batches a model fuses at when asked to
+ * (RIG_FUSE_ROWS 8 or 16; off by default, core/model/model.h), all of them on the CUDA
+ * backend's small-batch kernel. */
 #define RIG__FUSED_ROWS_MAX 16
 
 static size_t rig__aligned(int64_t bytes)
