@@ -19,8 +19,10 @@
  * (cuda_internal.h), so the call is graph-capturable.
  *
  * The fused forms (hal/ops.h: a prologue, accumulate) run on the small-batch kernel whenever it
- * accepts them, whatever the shape: they exist to save a decode step's nodes. Elsewhere (more
- * than 16 rows, unaligned operands) they are taken apart into the ops they stand for
+ * takes them, whatever the shape: they exist to save a decode step's nodes. Elsewhere (more
+ * than 16 rows, unaligned operands, a prologue where the small-batch kernel's persistent form
+ * runs or whose rows do not fit its shared memory: gemv.cu) they are taken apart into the ops
+ * they stand for
  * (rig__gemm_unfused): the prologue's own kernel into `operand`, the plain GEMM, and the add
  * in rig__gemm_scratch's finishing kernel. Both give the unfused ops' bits.
  */
@@ -217,7 +219,8 @@ enum rig_status rig_cuda_op_gemm(const struct rig_cuda_launch *launch, const str
                       scratch ? (int)n : rig__ld(&p->out));
         static const bool prepare = rig_cuda_env("RIG_GEMM_PREPARE", 1) != 0; /* measuring */
         if (prepare) rig_cuda_gemm_plans_prepare(launch, &call);
-        return rig_cuda_gemv_launch(launch, p);
+        enum rig_status status = rig_cuda_gemv_launch(launch, p);
+        if (status != RIG_E_UNSUPPORTED) return status; /* else a prologue it does not take */
     }
     if (fused) return rig__gemm_unfused(launch, p);
     if (p->bias.data != NULL) return rig__gemm_scratch(launch, p);

@@ -33,15 +33,17 @@
  * same multiprocessor reading the same K ranges hit L1. For M <= 8 the rows g + 8 are zero
  * registers and their loads are skipped (template UPPER = false).
  *
- * Fused forms (hal/ops.h; templates PRO, ACC). A prologue turns each activation vector a lane
- * loads into the operand the unfused op would have stored: RMS_NORM scales it by its row's
- * 1 / rms and the norm weight (every block first sums its rows' squares over the whole of K,
- * rig__gemv_norm_rows: 2-8 KB a row from L2, the same sums in the same order in every block),
- * SILU_MUL loads the up half beside the gate and multiplies. The block of the first tile also
- * stores the values it made into `operand` (each (row, k) is made by exactly one lane of it).
+ * Fused forms (hal/ops.h; templates PRO, ACC). With a prologue the per-tile kernel's block
+ * first makes the operand rows [M, K] once, all its threads together, into shared memory
+ * (rig__gemv_stage_operand: RMS_NORM after a block-wide sum of squares, rig__gemv_norm_rows;
+ * SILU_MUL from the gate and up halves); block 0 also stores them into `operand`, and the
+ * lanes then read their activations from shared memory. The persistent kernel takes no
+ * prologue, and rows that do not fit RIG__STAGED_MAX_BYTES are not taken either
+ * (RIG_E_UNSUPPORTED: gemm.cu runs the prologue as its own kernel). A first version made the
+ * prologue in the lanes that hold a row in the mma's layout (4 of a warp's 32 at one row), for
+ * every block and batch, and was 1.5-11 x slower than the plain GEMM (docs/performance.md).
  * ACC adds the rounded sum into out at the store, each output read and written by the one
- * thread that owns it. So the step's norm, SiLU and residual add ride on its GEMMs: a decode
- * layer of 9 nodes becomes 6 (core/model/model.c).
+ * thread that owns it.
  */
 #include "cuda/ops/common.cuh"
 #include "cuda/ops/elementwise.cuh"
@@ -80,8 +82,6 @@ struct rig__gemv_lane {
     const uint16_t *weight; /* b row g (row 0 when g >= N - n0, never read then) */
     const uint16_t *low;    /* a row g */
     const uint16_t *high;   /* a row g + 8 */
-    const uint16_t *norm;   /* the norm weight (RMS_NORM) */
-    uint16_t *operand_low, *operand_high; /* operand rows g and g + 8 (with a prologue) */
     bool has_column, has_low, has_high;
     int32_t k_offset; /* 8t: the lane's first k inside a step */
 };
@@ -164,56 +164,24 @@ static __device__ __forceinline__ uint4 rig__gemv_prologue(uint4 x, uint4 other,
 }
 
 /* The activations of steps [first, min(first + RIG_GEMV_UNROLL, end)) (rows g and, with UPPER,
- * g + 8); a chunk past K reads as zeros. With a prologue (PRO) they are the operand's values;
- * `inverse` holds the rows' 1 / rms (RMS_NORM), and the block that `writes` stores them. Every
- * load of the batch is issued before the first value is used, so their round trips overlap
- * (made one by one, a prologue's batch took a round trip a step: call 2, 1.7-2 x slower
- * decode steps). */
-template <bool UPPER, int PRO = RIG_GEMM_PROLOGUE_NONE>
+ * g + 8); a chunk past K reads as zeros. STAGED: the lane's rows point into shared memory (a
+ * prologue's operand, rig__gemv_stage_operand), read with plain loads. */
+template <bool UPPER, bool STAGED = false>
 static __device__ __forceinline__ void
 rig__gemv_activations(uint4 (&low)[RIG_GEMV_UNROLL], uint4 (&high)[RIG_GEMV_UNROLL],
-                      const struct rig__gemv_lane &lane, int32_t first, int32_t end, int32_t depth,
-                      const float *inverse = nullptr, bool writes = false)
+                      const struct rig__gemv_lane &lane, int32_t first, int32_t end, int32_t depth)
 {
     const uint4 zero = make_uint4(0, 0, 0, 0);
-    constexpr bool silu = PRO == RIG_GEMM_PROLOGUE_SILU_MUL;
-    uint4 with_low[RIG_GEMV_UNROLL], with_high[RIG_GEMV_UNROLL]; /* norm weights, or up */
+    auto load = [](const uint16_t *p) {
+        if constexpr (STAGED) return *reinterpret_cast<const uint4 *>(p);
+        return rig__load_cached(p);
+    };
 #pragma unroll
     for (int u = 0; u < RIG_GEMV_UNROLL; u++) {
         int64_t k = (int64_t)(first + u) * RIG_GEMV_STEP;
         bool inside = first + u < end && k + lane.k_offset < depth;
-        low[u] = inside && lane.has_low ? rig__load_cached(lane.low + k) : zero;
-        high[u] = UPPER && inside && lane.has_high ? rig__load_cached(lane.high + k) : zero;
-        if constexpr (PRO == RIG_GEMM_PROLOGUE_RMS_NORM)
-            with_low[u] = inside && lane.has_low ? rig__load_cached(lane.norm + k) : zero;
-        if constexpr (silu) {
-            with_low[u] = inside && lane.has_low ? rig__load_cached(lane.low + depth + k) : zero;
-            if constexpr (UPPER)
-                with_high[u] =
-                    inside && lane.has_high ? rig__load_cached(lane.high + depth + k) : zero;
-        }
-    }
-    if constexpr (PRO != RIG_GEMM_PROLOGUE_NONE) {
-        float inverse_low = 1.0f, inverse_high = 1.0f;
-        if constexpr (PRO == RIG_GEMM_PROLOGUE_RMS_NORM) {
-            int group = ((int)threadIdx.x % RIG_CUDA_WARP) / 4;
-            if (lane.has_low) inverse_low = inverse[group];
-            if (UPPER && lane.has_high) inverse_high = inverse[group + 8];
-        }
-#pragma unroll
-        for (int u = 0; u < RIG_GEMV_UNROLL; u++) {
-            int64_t k = (int64_t)(first + u) * RIG_GEMV_STEP;
-            bool inside = first + u < end && k + lane.k_offset < depth;
-            if (inside && lane.has_low) {
-                low[u] = rig__gemv_prologue<PRO>(low[u], with_low[u], inverse_low);
-                if (writes) *reinterpret_cast<uint4 *>(lane.operand_low + k) = low[u];
-            }
-            if (UPPER && inside && lane.has_high) {
-                high[u] = rig__gemv_prologue<PRO>(high[u], silu ? with_high[u] : with_low[u],
-                                                  inverse_high);
-                if (writes) *reinterpret_cast<uint4 *>(lane.operand_high + k) = high[u];
-            }
-        }
+        low[u] = inside && lane.has_low ? load(lane.low + k) : zero;
+        high[u] = UPPER && inside && lane.has_high ? load(lane.high + k) : zero;
     }
 }
 
@@ -247,6 +215,39 @@ static __device__ void rig__gemv_norm_rows(const struct rig__gemv_args &p, float
         for (int w = 0; w < warps; w++)
             total += sums[threadIdx.x][w];
         inverse[threadIdx.x] = 1.0f / sqrtf(total / (float)p.depth + p.eps);
+    }
+    __syncthreads();
+}
+
+/* A prologue's operand rows [p.rows][K], made once by the whole block into shared memory
+ * `staged` (row stride RIG__STAGED_STRIDE(K): 8 values of padding, so the lanes of a warp reading
+ * 8 rows at the same k fall in different banks), and by block 0 into `operand` too. Thread i
+ * makes the 8 values at k = 8i, 8i + 8 blockDim, ... of each row, with every load of a row's
+ * pass issued before the first value is made. `inverse`: the rows' 1 / rms (RMS_NORM). Ends
+ * with a barrier. (Made by the four lanes of a warp that hold a row in the mma's layout, and
+ * again by every block for every batch, the prologue took 1.5-11 x the GEMM's time: calls 2-4
+ * of docs/data/round-h200-b1b46b3.) */
+#define RIG__STAGED_STRIDE(depth) ((int64_t)(depth) + 8)
+/* dynamic shared memory of the staged rows: with the per-tile kernel's ~9 KB of static, under
+ * the 48 KB a block takes without opting in */
+#define RIG__STAGED_MAX_BYTES (36 * 1024)
+template <int PRO>
+static __device__ void rig__gemv_stage_operand(const struct rig__gemv_args &p, uint16_t *staged,
+                                               const float *inverse)
+{
+    const int64_t stride = RIG__STAGED_STRIDE(p.depth), chunks = p.depth / 8;
+    for (int r = 0; r < p.rows; r++) {
+        const uint16_t *row = p.a + r * p.a_stride;
+        float inverse_rms = PRO == RIG_GEMM_PROLOGUE_RMS_NORM ? inverse[r] : 1.0f;
+#pragma unroll 4
+        for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
+            uint4 x = rig__load_cached(row + 8 * c);
+            uint4 with = PRO == RIG_GEMM_PROLOGUE_RMS_NORM ? rig__load_cached(p.norm_weight + 8 * c)
+                                                            : rig__load_cached(row + p.depth + 8 * c);
+            uint4 v = rig__gemv_prologue<PRO>(x, with, inverse_rms);
+            *reinterpret_cast<uint4 *>(staged + r * stride + 8 * c) = v;
+            if (blockIdx.x == 0) *reinterpret_cast<uint4 *>(p.operand + r * p.operand_stride + 8 * c) = v;
+        }
     }
     __syncthreads();
 }
@@ -338,10 +339,6 @@ rig__gemv_lane_at(const struct rig__gemv_args &p, int64_t tile)
     lane.weight = p.b + (lane.has_column ? column : 0) * p.b_stride + lane.k_offset;
     lane.low = p.a + (lane.has_low ? group : 0) * p.a_stride + lane.k_offset;
     lane.high = p.a + (lane.has_high ? group + 8 : 0) * p.a_stride + lane.k_offset;
-    lane.norm = p.norm_weight + lane.k_offset;
-    lane.operand_low = p.operand + (lane.has_low ? group : 0) * p.operand_stride + lane.k_offset;
-    lane.operand_high =
-        p.operand + (lane.has_high ? group + 8 : 0) * p.operand_stride + lane.k_offset;
     return lane;
 }
 
@@ -373,13 +370,23 @@ static __global__ void __launch_bounds__(RIG_GEMV_WARPS_MAX *RIG_CUDA_WARP)
         rig__gemv_prefetch(lane, begin, end, p.depth);
     }
     rig_cuda_pdl_begin(); /* the activations are the previous kernel's output */
-    if constexpr (PRO == RIG_GEMM_PROLOGUE_RMS_NORM) rig__gemv_norm_rows(p, norm.inverse, norm.sums);
+    constexpr bool staged = PRO != RIG_GEMM_PROLOGUE_NONE;
+    if constexpr (staged) { /* the operand into shared memory; the lanes read their rows there */
+        extern __shared__ uint4 rig__gemv_operand_rows[]; /* [rows][RIG__STAGED_STRIDE(K)] bf16 */
+        uint16_t *rows = reinterpret_cast<uint16_t *>(rig__gemv_operand_rows);
+        if constexpr (PRO == RIG_GEMM_PROLOGUE_RMS_NORM)
+            rig__gemv_norm_rows(p, norm.inverse, norm.sums);
+        rig__gemv_stage_operand<PRO>(p, rows, norm.inverse);
+        int group = ((int)threadIdx.x % RIG_CUDA_WARP) / 4;
+        int64_t stride = RIG__STAGED_STRIDE(p.depth);
+        lane.low = rows + (lane.has_low ? group : 0) * stride + lane.k_offset;
+        lane.high = rows + (lane.has_high ? group + 8 : 0) * stride + lane.k_offset;
+    }
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     for (int32_t first = begin; first < end; first += RIG_GEMV_UNROLL) {
         if (!preload || first != begin) rig__gemv_weights<false>(weight, lane, first, end, p.depth);
         uint4 low[RIG_GEMV_UNROLL], high[RIG_GEMV_UNROLL];
-        rig__gemv_activations<UPPER, PRO>(low, high, lane, first, end, p.depth, norm.inverse,
-                                          blockIdx.x == 0);
+        rig__gemv_activations<UPPER, staged>(low, high, lane, first, end, p.depth);
         rig__gemv_mmas(acc, weight, low, high, first, end);
     }
     rig__gemv_store<UPPER, OUT, ACC>(acc, p, partial, blockIdx.x);
@@ -436,12 +443,11 @@ static __device__ __forceinline__ void rig__gemv_stage(const struct rig__gemv_la
  * why the launcher takes that form only for few rows. The sums alternate between two shared
  * buffers, so a tile needs one barrier. Same warps, K runs and summation order as the kernel
  * above: the same bits. */
-template <typename OUT, bool ONE, int PRO, bool ACC>
+template <typename OUT, bool ONE, bool ACC>
 static __global__ void __launch_bounds__(RIG_GEMV_WARPS_MAX *RIG_CUDA_WARP)
     rig__gemv_persistent_kernel(const struct rig__gemv_args p, int64_t tiles)
 {
     __shared__ float partial[2][RIG_GEMV_WARPS_MAX][RIG__PARTIAL_REGS][RIG_CUDA_WARP];
-    __shared__ struct rig__gemv_norm_shared<RIG__NORM_ROWS(PRO)> norm;
     extern __shared__ uint4 rig__gemv_stages[]; /* [RIG__STAGES][warps][RIG_GEMV_UNROLL][32] */
     int warp = (int)threadIdx.x / RIG_CUDA_WARP, warps = (int)blockDim.x / RIG_CUDA_WARP;
     int lane_index = (int)threadIdx.x % RIG_CUDA_WARP;
@@ -468,13 +474,9 @@ static __global__ void __launch_bounds__(RIG_GEMV_WARPS_MAX *RIG_CUDA_WARP)
     for (int u = 0; u < RIG__STAGES - 1; u++)
         stage(u);
     rig_cuda_pdl_begin(); /* the activations are the previous kernel's output */
-    if constexpr (PRO == RIG_GEMM_PROLOGUE_RMS_NORM) rig__gemv_norm_rows(p, norm.inverse, norm.sums);
     const struct rig__gemv_lane rows = rig__gemv_lane_at<false>(p, blockIdx.x); /* a rows only */
     uint4 low[RIG_GEMV_UNROLL], high[RIG_GEMV_UNROLL];
-    bool writes = blockIdx.x == 0; /* the operand: block 0, its first tile */
-    if constexpr (ONE)
-        rig__gemv_activations<false, PRO>(low, high, rows, begin, end, p.depth, norm.inverse,
-                                          writes);
+    if constexpr (ONE) rig__gemv_activations<false>(low, high, rows, begin, end, p.depth);
     int64_t u = 0;
     for (int64_t n = 0, tile = blockIdx.x; tile < tiles; n++, tile += stride) {
         float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -487,9 +489,7 @@ static __global__ void __launch_bounds__(RIG_GEMV_WARPS_MAX *RIG_CUDA_WARP)
                 weight[i] = staged[i * RIG_CUDA_WARP + lane_index]; /* the lane's own copies */
             stage(u + RIG__STAGES - 1); /* into the slot read last round */
             int32_t first = begin + b * RIG_GEMV_UNROLL;
-            if constexpr (!ONE)
-                rig__gemv_activations<false, PRO>(low, high, rows, first, end, p.depth,
-                                                  norm.inverse, writes && n == 0);
+            if constexpr (!ONE) rig__gemv_activations<false>(low, high, rows, first, end, p.depth);
             rig__gemv_mmas(acc, weight, low, high, first, end);
         }
         rig__gemv_store<false, OUT, ACC>(acc, p, partial[n & 1], tile);
@@ -516,12 +516,12 @@ bool rig_cuda_gemv_accepts(const struct rig_op_gemm *p)
 
 /* Blocks of the persistent kernel with `warps` warps a multiprocessor holds at once (asked
  * once per kernel and warp count; 0 when the query fails). */
-template <typename OUT, bool ONE, int PRO, bool ACC> static int rig__gemv_resident(int32_t warps)
+template <typename OUT, bool ONE, bool ACC> static int rig__gemv_resident(int32_t warps)
 {
     static int known[RIG_GEMV_WARPS_MAX + 1]; /* 0: not asked yet; the same answer on every GPU */
     int value = __atomic_load_n(&known[warps], __ATOMIC_RELAXED);
     if (value != 0) return value;
-    const void *kernel = (const void *)rig__gemv_persistent_kernel<OUT, ONE, PRO, ACC>;
+    const void *kernel = (const void *)rig__gemv_persistent_kernel<OUT, ONE, ACC>;
     if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              (int)rig__gemv_stage_bytes(RIG_GEMV_WARPS_MAX)) != cudaSuccess ||
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&value, kernel, warps * RIG_CUDA_WARP,
@@ -547,18 +547,18 @@ template <typename OUT, bool ONE, int PRO, bool ACC> static int rig__gemv_reside
  * batch 1 -1 % (the early weight copies share the bandwidth with the nodes before). At 8 rows
  * Qwen3-32B's step took 24.4 -> 29.3 ms (80 KB of activations a block, re-read each unit from
  * L2), hence 2 rows. */
-template <typename OUT, int PRO, bool ACC>
-static enum rig_status rig__gemv_persistent(const struct rig_cuda_launch *launch,
-                                            const struct rig__gemv_args &args,
-                                            const struct rig_gemv_geometry &g)
+template <typename OUT, bool ACC>
+static int64_t rig__gemv_persistent_grid(const struct rig_cuda_launch *launch,
+                                         const struct rig__gemv_args &args,
+                                         const struct rig_gemv_geometry &g, bool *one)
 {
     long wanted = rig_cuda_env("RIG_GEMV_PERSISTENT", 1);
-    if (wanted == 0 || args.rows > 8) return RIG_E_UNSUPPORTED;
-    bool one = rig_gemv_one_batch(&g);
-    if (wanted != 2 && g.warps != RIG_GEMV_WARPS_MAX) return RIG_E_UNSUPPORTED;
+    if (wanted == 0 || args.rows > 8) return 0;
+    *one = rig_gemv_one_batch(&g);
+    if (wanted != 2 && g.warps != RIG_GEMV_WARPS_MAX) return 0;
     int32_t warps = (int32_t)g.warps;
-    int64_t resident = (int64_t)(one ? rig__gemv_resident<OUT, true, PRO, ACC>(warps)
-                                     : rig__gemv_resident<OUT, false, PRO, ACC>(warps)) *
+    int64_t resident = (int64_t)(*one ? rig__gemv_resident<OUT, true, ACC>(warps)
+                                      : rig__gemv_resident<OUT, false, ACC>(warps)) *
                        launch->sm_count;
     /* several units a tile need at least two tiles a block, or the pipeline barely runs
      * (Llama-3.2-1B's down projection, 256 tiles: 1.127 -> 1.134 ms a batch-1 step with it);
@@ -567,16 +567,26 @@ static enum rig_status rig__gemv_persistent(const struct rig_cuda_launch *launch
                             : rig_gemv_persistent(args.rows, &g, resident,
                                                   rig_cuda_env("RIG_GEMV_PERSISTENT_ROWS",
                                                                RIG_GEMV_MULTI_ROWS));
-    if (!runs) return RIG_E_UNSUPPORTED;
+    return runs ? resident : 0;
+}
+
+/* Launches the persistent kernel on a grid of `resident` blocks (rig__gemv_persistent_grid). */
+template <typename OUT, bool ACC>
+static enum rig_status rig__gemv_persistent(const struct rig_cuda_launch *launch,
+                                            const struct rig__gemv_args &args,
+                                            const struct rig_gemv_geometry &g, int64_t resident,
+                                            bool one)
+{
+    int32_t warps = (int32_t)g.warps;
     int64_t blocks = g.blocks;
     dim3 grid((unsigned)resident), block((unsigned)(warps * RIG_CUDA_WARP));
     size_t shared = rig__gemv_stage_bytes(warps);
     if (one) {
-        RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__gemv_persistent_kernel<OUT, true, PRO, ACC>,
-                                         grid, block, shared, args, blocks));
+        RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__gemv_persistent_kernel<OUT, true, ACC>, grid,
+                                         block, shared, args, blocks));
     } else {
-        RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__gemv_persistent_kernel<OUT, false, PRO, ACC>,
-                                         grid, block, shared, args, blocks));
+        RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__gemv_persistent_kernel<OUT, false, ACC>, grid,
+                                         block, shared, args, blocks));
     }
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
@@ -585,27 +595,38 @@ static enum rig_status rig__gemv_persistent(const struct rig_cuda_launch *launch
 template <bool UPPER, typename OUT, int PRO, bool ACC>
 static enum rig_status rig__gemv_start(const struct rig_cuda_launch *launch,
                                        const struct rig__gemv_args &args, int64_t blocks,
-                                       int32_t warps)
+                                       int32_t warps, size_t shared)
 {
     RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__gemv_kernel<UPPER, OUT, PRO, ACC>,
                                      dim3((unsigned)blocks),
-                                     dim3((unsigned)(warps * RIG_CUDA_WARP)), 0, args));
+                                     dim3((unsigned)(warps * RIG_CUDA_WARP)), shared, args));
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
 }
 
-/* The persistent kernel where it applies (rig__gemv_persistent), else the per-tile one. */
+/* The persistent kernel where it applies, else the per-tile one. A prologue rides on the
+ * per-tile kernel only, with its operand rows in shared memory (at most RIG__STAGED_MAX_BYTES);
+ * where the persistent kernel would run or the rows do not fit, RIG_E_UNSUPPORTED: the caller
+ * runs the prologue as its own kernel (gemm.cu). */
 template <typename OUT, int PRO, bool ACC>
 static enum rig_status rig__gemv_run(const struct rig_cuda_launch *launch,
                                      const struct rig__gemv_args &args,
                                      const struct rig_gemv_geometry &g)
 {
-    enum rig_status status = rig__gemv_persistent<OUT, PRO, ACC>(launch, args, g);
-    if (status != RIG_E_UNSUPPORTED) return status;
+    bool one = false;
+    int64_t resident = rig__gemv_persistent_grid<OUT, ACC>(launch, args, g, &one);
+    size_t shared = 0;
+    if constexpr (PRO != RIG_GEMM_PROLOGUE_NONE) {
+        shared = (size_t)args.rows * (size_t)RIG__STAGED_STRIDE(args.depth) * sizeof(uint16_t);
+        if (resident > 0 || shared > RIG__STAGED_MAX_BYTES) return RIG_E_UNSUPPORTED;
+    } else if (resident > 0) {
+        return rig__gemv_persistent<OUT, ACC>(launch, args, g, resident, one);
+    }
     int64_t blocks = g.blocks;
     int32_t warps = (int32_t)g.warps;
-    return args.rows > 8 ? rig__gemv_start<true, OUT, PRO, ACC>(launch, args, blocks, warps)
-                         : rig__gemv_start<false, OUT, PRO, ACC>(launch, args, blocks, warps);
+    return args.rows > 8
+               ? rig__gemv_start<true, OUT, PRO, ACC>(launch, args, blocks, warps, shared)
+               : rig__gemv_start<false, OUT, PRO, ACC>(launch, args, blocks, warps, shared);
 }
 
 enum rig_status rig_cuda_gemv_launch(const struct rig_cuda_launch *launch,

@@ -34,8 +34,11 @@ extern "C" {
  * (a's stride is unused when M == 1, b's when N == 1). Can't fail. */
 bool rig_cuda_gemv_accepts(const struct rig_op_gemm *p);
 
-/* Enqueues out = a . b^T (+ bias) for a `p` that rig_cuda_gemv_accepts. Returns RIG_OK, or
- * RIG_E_DEVICE when the launch fails (reported on stderr). */
+/* Enqueues out = a . b^T (+ bias) for a `p` that rig_cuda_gemv_accepts, with its fused forms
+ * (hal/ops.h). Returns RIG_OK; RIG_E_UNSUPPORTED, enqueuing nothing, for a prologue the kernel
+ * does not take (where its persistent form would run, or the operand rows do not fit its
+ * shared memory: the caller runs the prologue as its own op); RIG_E_DEVICE when the launch
+ * fails (reported on stderr). */
 enum rig_status rig_cuda_gemv_launch(const struct rig_cuda_launch *launch,
                                      const struct rig_op_gemm *p);
 
