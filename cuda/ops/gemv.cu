@@ -228,9 +228,9 @@ static __device__ void rig__gemv_norm_rows(const struct rig__gemv_args &p, float
  * again by every block for every batch, the prologue took 1.5-11 x the GEMM's time: calls 2-4
  * of docs/data/round-h200-b1b46b3.) */
 #define RIG__STAGED_STRIDE(depth) ((int64_t)(depth) + 8)
-/* dynamic shared memory of the staged rows: with the per-tile kernel's ~9 KB of static, under
- * the 48 KB a block takes without opting in */
-#define RIG__STAGED_MAX_BYTES (36 * 1024)
+/* the persistent kernel's dynamic shared memory with a prologue: a multiprocessor's 227 KB less
+ * its static 17,472 bytes (two partial buffers, the norm's sums) */
+#define RIG__PERSISTENT_DYNAMIC_MAX (232448 - 17472)
 template <int PRO>
 static __device__ void rig__gemv_stage_operand(const struct rig__gemv_args &p, uint16_t *staged,
                                                const float *inverse)
@@ -350,12 +350,11 @@ template <int ROWS> struct rig__gemv_norm_shared {
 };
 #define RIG__NORM_ROWS(PRO) ((PRO) == RIG_GEMM_PROLOGUE_RMS_NORM ? RIG_CUDA_GEMV_ROWS_MAX : 1)
 
-template <bool UPPER, typename OUT, int PRO, bool ACC>
+template <bool UPPER, typename OUT, bool ACC>
 static __global__ void __launch_bounds__(RIG_GEMV_WARPS_MAX *RIG_CUDA_WARP)
     rig__gemv_kernel(const struct rig__gemv_args p)
 {
     __shared__ float partial[RIG_GEMV_WARPS_MAX][RIG__PARTIAL_REGS][RIG_CUDA_WARP];
-    __shared__ struct rig__gemv_norm_shared<RIG__NORM_ROWS(PRO)> norm;
     int warp = (int)threadIdx.x / RIG_CUDA_WARP;
     struct rig__gemv_lane lane = rig__gemv_lane_at<UPPER>(p, blockIdx.x);
     int32_t begin = warp * p.steps_per_warp;
@@ -370,23 +369,11 @@ static __global__ void __launch_bounds__(RIG_GEMV_WARPS_MAX *RIG_CUDA_WARP)
         rig__gemv_prefetch(lane, begin, end, p.depth);
     }
     rig_cuda_pdl_begin(); /* the activations are the previous kernel's output */
-    constexpr bool staged = PRO != RIG_GEMM_PROLOGUE_NONE;
-    if constexpr (staged) { /* the operand into shared memory; the lanes read their rows there */
-        extern __shared__ uint4 rig__gemv_operand_rows[]; /* [rows][RIG__STAGED_STRIDE(K)] bf16 */
-        uint16_t *rows = reinterpret_cast<uint16_t *>(rig__gemv_operand_rows);
-        if constexpr (PRO == RIG_GEMM_PROLOGUE_RMS_NORM)
-            rig__gemv_norm_rows(p, norm.inverse, norm.sums);
-        rig__gemv_stage_operand<PRO>(p, rows, norm.inverse);
-        int group = ((int)threadIdx.x % RIG_CUDA_WARP) / 4;
-        int64_t stride = RIG__STAGED_STRIDE(p.depth);
-        lane.low = rows + (lane.has_low ? group : 0) * stride + lane.k_offset;
-        lane.high = rows + (lane.has_high ? group + 8 : 0) * stride + lane.k_offset;
-    }
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     for (int32_t first = begin; first < end; first += RIG_GEMV_UNROLL) {
         if (!preload || first != begin) rig__gemv_weights<false>(weight, lane, first, end, p.depth);
         uint4 low[RIG_GEMV_UNROLL], high[RIG_GEMV_UNROLL];
-        rig__gemv_activations<UPPER, staged>(low, high, lane, first, end, p.depth);
+        rig__gemv_activations<UPPER>(low, high, lane, first, end, p.depth);
         rig__gemv_mmas(acc, weight, low, high, first, end);
     }
     rig__gemv_store<UPPER, OUT, ACC>(acc, p, partial, blockIdx.x);
@@ -443,12 +430,16 @@ static __device__ __forceinline__ void rig__gemv_stage(const struct rig__gemv_la
  * why the launcher takes that form only for few rows. The sums alternate between two shared
  * buffers, so a tile needs one barrier. Same warps, K runs and summation order as the kernel
  * above: the same bits. */
-template <typename OUT, bool ONE, bool ACC>
+template <typename OUT, bool ONE, int PRO, bool ACC>
 static __global__ void __launch_bounds__(RIG_GEMV_WARPS_MAX *RIG_CUDA_WARP)
     rig__gemv_persistent_kernel(const struct rig__gemv_args p, int64_t tiles)
 {
+    static_assert(PRO == RIG_GEMM_PROLOGUE_NONE || ONE, "a prologue needs one batch a run");
     __shared__ float partial[2][RIG_GEMV_WARPS_MAX][RIG__PARTIAL_REGS][RIG_CUDA_WARP];
-    extern __shared__ uint4 rig__gemv_stages[]; /* [RIG__STAGES][warps][RIG_GEMV_UNROLL][32] */
+    __shared__ struct rig__gemv_norm_shared<RIG__NORM_ROWS(PRO)> norm;
+    /* [RIG__STAGES][warps][RIG_GEMV_UNROLL][32] weights, then with a prologue the operand rows
+     * [rows][RIG__STAGED_STRIDE(K)] bf16 */
+    extern __shared__ uint4 rig__gemv_stages[];
     int warp = (int)threadIdx.x / RIG_CUDA_WARP, warps = (int)blockDim.x / RIG_CUDA_WARP;
     int lane_index = (int)threadIdx.x % RIG_CUDA_WARP;
     int32_t begin = warp * p.steps_per_warp;
@@ -474,9 +465,22 @@ static __global__ void __launch_bounds__(RIG_GEMV_WARPS_MAX *RIG_CUDA_WARP)
     for (int u = 0; u < RIG__STAGES - 1; u++)
         stage(u);
     rig_cuda_pdl_begin(); /* the activations are the previous kernel's output */
-    const struct rig__gemv_lane rows = rig__gemv_lane_at<false>(p, blockIdx.x); /* a rows only */
+    struct rig__gemv_lane rows = rig__gemv_lane_at<false>(p, blockIdx.x); /* a rows only */
     uint4 low[RIG_GEMV_UNROLL], high[RIG_GEMV_UNROLL];
-    if constexpr (ONE) rig__gemv_activations<false>(low, high, rows, begin, end, p.depth);
+    if constexpr (PRO != RIG_GEMM_PROLOGUE_NONE) {
+        /* the operand made once by the block; each warp reads its rows' run there, once */
+        uint16_t *operand_rows = reinterpret_cast<uint16_t *>(
+            rig__gemv_stages + RIG__STAGES * warps * RIG_GEMV_UNROLL * RIG_CUDA_WARP);
+        if constexpr (PRO == RIG_GEMM_PROLOGUE_RMS_NORM)
+            rig__gemv_norm_rows(p, norm.inverse, norm.sums);
+        rig__gemv_stage_operand<PRO>(p, operand_rows, norm.inverse);
+        int group = lane_index / 4;
+        rows.low = operand_rows + (rows.has_low ? group : 0) * RIG__STAGED_STRIDE(p.depth) +
+                   rows.k_offset;
+        rig__gemv_activations<false, true>(low, high, rows, begin, end, p.depth);
+    } else if constexpr (ONE) {
+        rig__gemv_activations<false>(low, high, rows, begin, end, p.depth);
+    }
     int64_t u = 0;
     for (int64_t n = 0, tile = blockIdx.x; tile < tiles; n++, tile += stride) {
         float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -516,18 +520,27 @@ bool rig_cuda_gemv_accepts(const struct rig_op_gemm *p)
 
 /* Blocks of the persistent kernel with `warps` warps a multiprocessor holds at once (asked
  * once per kernel and warp count; 0 when the query fails). */
-template <typename OUT, bool ONE, bool ACC> static int rig__gemv_resident(int32_t warps)
+/* Blocks of the persistent kernel with `warps` warps and `operand` bytes of staged operand
+ * rows a multiprocessor holds at once (0 when the query fails or none fits). Without a
+ * prologue (operand 0) asked once per kernel and warp count. */
+template <typename OUT, bool ONE, int PRO, bool ACC>
+static int rig__gemv_resident(int32_t warps, size_t operand)
 {
     static int known[RIG_GEMV_WARPS_MAX + 1]; /* 0: not asked yet; the same answer on every GPU */
     int value = __atomic_load_n(&known[warps], __ATOMIC_RELAXED);
-    if (value != 0) return value;
-    const void *kernel = (const void *)rig__gemv_persistent_kernel<OUT, ONE, ACC>;
-    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             (int)rig__gemv_stage_bytes(RIG_GEMV_WARPS_MAX)) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&value, kernel, warps * RIG_CUDA_WARP,
-                                                      rig__gemv_stage_bytes(warps)) != cudaSuccess)
+    if (value != 0 && operand == 0) return value;
+    const void *kernel = (const void *)rig__gemv_persistent_kernel<OUT, ONE, PRO, ACC>;
+    size_t most = PRO == RIG_GEMM_PROLOGUE_NONE ? rig__gemv_stage_bytes(RIG_GEMV_WARPS_MAX)
+                                                : RIG__PERSISTENT_DYNAMIC_MAX;
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)most) !=
+            cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &value, kernel, warps * RIG_CUDA_WARP, rig__gemv_stage_bytes(warps) + operand) !=
+            cudaSuccess) {
+        cudaGetLastError(); /* a size over the limit: none fits, not a sticky error */
         return 0;
-    __atomic_store_n(&known[warps], value, __ATOMIC_RELAXED);
+    }
+    if (operand == 0) __atomic_store_n(&known[warps], value, __ATOMIC_RELAXED);
     return value;
 }
 
@@ -547,7 +560,19 @@ template <typename OUT, bool ONE, bool ACC> static int rig__gemv_resident(int32_
  * batch 1 -1 % (the early weight copies share the bandwidth with the nodes before). At 8 rows
  * Qwen3-32B's step took 24.4 -> 29.3 ms (80 KB of activations a block, re-read each unit from
  * L2), hence 2 rows. */
-template <typename OUT, bool ACC>
+/* The staged operand rows' bytes of a prologue (0 without one). */
+static size_t rig__gemv_operand_bytes(const struct rig__gemv_args &args, int prologue)
+{
+    if (prologue == RIG_GEMM_PROLOGUE_NONE) return 0;
+    return (size_t)args.rows * (size_t)RIG__STAGED_STRIDE(args.depth) * sizeof(uint16_t);
+}
+
+/* The persistent kernel's grid when it runs `args` (0: it does not), and whether a warp's K
+ * run is one batch. Without a prologue, rig_gemv_persistent's rule (hal/optable.h); a prologue
+ * rides on it whenever a run is one batch and a block with the operand rows fits, as it is
+ * made once a block there (the per-tile kernel would make it again for every block of every
+ * wave), on at most as many blocks as tiles. */
+template <typename OUT, int PRO, bool ACC>
 static int64_t rig__gemv_persistent_grid(const struct rig_cuda_launch *launch,
                                          const struct rig__gemv_args &args,
                                          const struct rig_gemv_geometry &g, bool *one)
@@ -555,78 +580,82 @@ static int64_t rig__gemv_persistent_grid(const struct rig_cuda_launch *launch,
     long wanted = rig_cuda_env("RIG_GEMV_PERSISTENT", 1);
     if (wanted == 0 || args.rows > 8) return 0;
     *one = rig_gemv_one_batch(&g);
-    if (wanted != 2 && g.warps != RIG_GEMV_WARPS_MAX) return 0;
     int32_t warps = (int32_t)g.warps;
-    int64_t resident = (int64_t)(*one ? rig__gemv_resident<OUT, true, ACC>(warps)
-                                      : rig__gemv_resident<OUT, false, ACC>(warps)) *
-                       launch->sm_count;
-    /* several units a tile need at least two tiles a block, or the pipeline barely runs
-     * (Llama-3.2-1B's down projection, 256 tiles: 1.127 -> 1.134 ms a batch-1 step with it);
-     * =2 drops that and the rows limit */
-    bool runs = wanted == 2 ? resident > 0 && g.blocks > resident
-                            : rig_gemv_persistent(args.rows, &g, resident,
-                                                  rig_cuda_env("RIG_GEMV_PERSISTENT_ROWS",
-                                                               RIG_GEMV_MULTI_ROWS));
-    return runs ? resident : 0;
+    if constexpr (PRO != RIG_GEMM_PROLOGUE_NONE) {
+        size_t operand = rig__gemv_operand_bytes(args, PRO);
+        if (!*one || rig__gemv_stage_bytes(warps) + operand > RIG__PERSISTENT_DYNAMIC_MAX) return 0;
+        int64_t resident =
+            (int64_t)rig__gemv_resident<OUT, true, PRO, ACC>(warps, operand) * launch->sm_count;
+        return resident < g.blocks ? resident : g.blocks;
+    } else {
+        if (wanted != 2 && g.warps != RIG_GEMV_WARPS_MAX) return 0;
+        int64_t resident = (int64_t)(*one ? rig__gemv_resident<OUT, true, PRO, ACC>(warps, 0)
+                                          : rig__gemv_resident<OUT, false, PRO, ACC>(warps, 0)) *
+                           launch->sm_count;
+        /* several units a tile need at least two tiles a block, or the pipeline barely runs
+         * (Llama-3.2-1B's down projection, 256 tiles: 1.127 -> 1.134 ms a batch-1 step with
+         * it); =2 drops that and the rows limit */
+        bool runs = wanted == 2 ? resident > 0 && g.blocks > resident
+                                : rig_gemv_persistent(args.rows, &g, resident,
+                                                      rig_cuda_env("RIG_GEMV_PERSISTENT_ROWS",
+                                                                   RIG_GEMV_MULTI_ROWS));
+        return runs ? resident : 0;
+    }
 }
 
-/* Launches the persistent kernel on a grid of `resident` blocks (rig__gemv_persistent_grid). */
-template <typename OUT, bool ACC>
+/* Launches the persistent kernel on a grid of `grid` blocks (rig__gemv_persistent_grid). */
+template <typename OUT, int PRO, bool ACC>
 static enum rig_status rig__gemv_persistent(const struct rig_cuda_launch *launch,
                                             const struct rig__gemv_args &args,
-                                            const struct rig_gemv_geometry &g, int64_t resident,
+                                            const struct rig_gemv_geometry &g, int64_t grid,
                                             bool one)
 {
     int32_t warps = (int32_t)g.warps;
     int64_t blocks = g.blocks;
-    dim3 grid((unsigned)resident), block((unsigned)(warps * RIG_CUDA_WARP));
-    size_t shared = rig__gemv_stage_bytes(warps);
-    if (one) {
-        RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__gemv_persistent_kernel<OUT, true, ACC>, grid,
-                                         block, shared, args, blocks));
+    dim3 block((unsigned)(warps * RIG_CUDA_WARP));
+    size_t shared = rig__gemv_stage_bytes(warps) + rig__gemv_operand_bytes(args, PRO);
+    if constexpr (PRO != RIG_GEMM_PROLOGUE_NONE) {
+        RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__gemv_persistent_kernel<OUT, true, PRO, ACC>,
+                                         dim3((unsigned)grid), block, shared, args, blocks));
+    } else if (one) {
+        RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__gemv_persistent_kernel<OUT, true, PRO, ACC>,
+                                         dim3((unsigned)grid), block, shared, args, blocks));
     } else {
-        RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__gemv_persistent_kernel<OUT, false, ACC>, grid,
-                                         block, shared, args, blocks));
+        RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__gemv_persistent_kernel<OUT, false, PRO, ACC>,
+                                         dim3((unsigned)grid), block, shared, args, blocks));
     }
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
 }
 
-template <bool UPPER, typename OUT, int PRO, bool ACC>
+template <bool UPPER, typename OUT, bool ACC>
 static enum rig_status rig__gemv_start(const struct rig_cuda_launch *launch,
                                        const struct rig__gemv_args &args, int64_t blocks,
-                                       int32_t warps, size_t shared)
+                                       int32_t warps)
 {
-    RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__gemv_kernel<UPPER, OUT, PRO, ACC>,
+    RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__gemv_kernel<UPPER, OUT, ACC>,
                                      dim3((unsigned)blocks),
-                                     dim3((unsigned)(warps * RIG_CUDA_WARP)), shared, args));
+                                     dim3((unsigned)(warps * RIG_CUDA_WARP)), 0, args));
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
 }
 
 /* The persistent kernel where it applies, else the per-tile one. A prologue rides on the
- * per-tile kernel only, with its operand rows in shared memory (at most RIG__STAGED_MAX_BYTES);
- * where the persistent kernel would run or the rows do not fit, RIG_E_UNSUPPORTED: the caller
- * runs the prologue as its own kernel (gemm.cu). */
+ * persistent kernel only (rig__gemv_persistent_grid); where that does not run, RIG_E_UNSUPPORTED:
+ * the caller runs the prologue as its own kernel (gemm.cu). */
 template <typename OUT, int PRO, bool ACC>
 static enum rig_status rig__gemv_run(const struct rig_cuda_launch *launch,
                                      const struct rig__gemv_args &args,
                                      const struct rig_gemv_geometry &g)
 {
     bool one = false;
-    int64_t resident = rig__gemv_persistent_grid<OUT, ACC>(launch, args, g, &one);
-    size_t shared = 0;
-    if constexpr (PRO != RIG_GEMM_PROLOGUE_NONE) {
-        shared = (size_t)args.rows * (size_t)RIG__STAGED_STRIDE(args.depth) * sizeof(uint16_t);
-        if (resident > 0 || shared > RIG__STAGED_MAX_BYTES) return RIG_E_UNSUPPORTED;
-    } else if (resident > 0) {
-        return rig__gemv_persistent<OUT, ACC>(launch, args, g, resident, one);
-    }
+    int64_t grid = rig__gemv_persistent_grid<OUT, PRO, ACC>(launch, args, g, &one);
+    if (grid > 0) return rig__gemv_persistent<OUT, PRO, ACC>(launch, args, g, grid, one);
+    if constexpr (PRO != RIG_GEMM_PROLOGUE_NONE) return RIG_E_UNSUPPORTED;
     int64_t blocks = g.blocks;
     int32_t warps = (int32_t)g.warps;
-    return args.rows > 8
-               ? rig__gemv_start<true, OUT, PRO, ACC>(launch, args, blocks, warps, shared)
-               : rig__gemv_start<false, OUT, PRO, ACC>(launch, args, blocks, warps, shared);
+    return args.rows > 8 ? rig__gemv_start<true, OUT, ACC>(launch, args, blocks, warps)
+                         : rig__gemv_start<false, OUT, ACC>(launch, args, blocks, warps);
 }
 
 enum rig_status rig_cuda_gemv_launch(const struct rig_cuda_launch *launch,
