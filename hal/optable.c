@@ -53,6 +53,107 @@ static struct rig_op_work rig__work_prefill(const struct rig_op_attention_prefil
     return work;
 }
 
+/* --- decode attention's shared positions --------------------------------------------------- */
+
+/* Requests of a decode batch among which shared positions are looked for; a larger batch is
+ * costed as if none were shared (every position read once per request). */
+#define RIG__SHARED_REQUESTS_MAX 4096
+
+static const int32_t *rig__decode_row(const struct rig_op_attention_decode *p, int64_t r,
+                                      int64_t *len)
+{
+    const struct rig_tensor *table = &p->page_table;
+    int64_t row = rig__i32(&p->table_idx, r);
+    *len = rig__i32(&p->kv_len, r);
+    RIG_ASSERT(row >= 0 && row < table->shape[0]);
+    RIG_ASSERT(*len >= 0 && *len <= table->shape[1]);
+    return (const int32_t *)table->data + row * table->stride[0];
+}
+
+/* How many leading positions two page-table rows of lengths na and nb hold in the same slots.
+ * A slot holds one token of one path of the radix cache, so two rows that agree at a position
+ * agree at every one before it: the common prefix is found by bisection (O(log L)). Rows
+ * that break that rule (not an engine's) get some length within [0, min(na, nb)]. */
+static int64_t rig__common(const int32_t *a, int64_t na, const int32_t *b, int64_t nb)
+{
+    int64_t lo = 0, hi = na < nb ? na : nb; /* a[i] == b[i] for i < lo; unknown from lo on */
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (a[mid] == b[mid]) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+struct rig__shared_rows {
+    const int32_t *row[RIG__SHARED_REQUESTS_MAX]; /* (R) each request's page-table row */
+    int64_t len[RIG__SHARED_REQUESTS_MAX];        /* (R) its kv_len */
+    int32_t order[RIG__SHARED_REQUESTS_MAX];      /* (R) requests by their rows, ascending */
+    int32_t scratch[RIG__SHARED_REQUESTS_MAX];    /* (R) the merge's other half */
+};
+static _Thread_local struct rig__shared_rows rig__shared;
+
+/* Rows x and y in lexicographic order of their slots (a prefix first); <0, 0 or >0. */
+static int rig__row_order(const struct rig__shared_rows *s, int32_t x, int32_t y)
+{
+    int64_t c = rig__common(s->row[x], s->len[x], s->row[y], s->len[y]);
+    if (c < s->len[x] && c < s->len[y]) return s->row[x][c] < s->row[y][c] ? -1 : 1;
+    return s->len[x] < s->len[y] ? -1 : s->len[x] > s->len[y] ? 1 : 0;
+}
+
+/* Sorts s->order[0, n) by rig__row_order: a bottom-up merge sort, no recursion. */
+static void rig__sort_rows(struct rig__shared_rows *s, int32_t n)
+{
+    int32_t *from = s->order, *to = s->scratch;
+    for (int32_t width = 1; width < n; width *= 2) {
+        for (int32_t lo = 0; lo < n; lo += 2 * width) {
+            int32_t mid = lo + width < n ? lo + width : n;
+            int32_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+            int32_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                to[k++] = rig__row_order(s, from[i], from[j]) <= 0 ? from[i++] : from[j++];
+            while (i < mid) to[k++] = from[i++];
+            while (j < hi) to[k++] = from[j++];
+        }
+        int32_t *swap = from;
+        from = to;
+        to = swap;
+    }
+    if (from != s->order) memcpy(s->order, from, (size_t)n * sizeof *from);
+}
+
+/* The KV positions a decode batch holds, each counted once where requests share it: the
+ * requests' rows as paths of a trie (their common prefixes: a radix cache's shared prompt,
+ * the padding rows' one dummy position), whose size is the sum of the lengths less each row's
+ * common prefix with the next in lexicographic order. On a GPU the kernel still reads a
+ * shared position once per request, but after the first from L2 (docs/simulator.md, "Decode
+ * batches that share a prefix"). In [max kv_len, sum of kv_len]. Can't fail. */
+static double rig__decode_distinct(const struct rig_op_attention_decode *p)
+{
+    int64_t requests = p->table_idx.shape[0];
+    double sum = 0;
+    for (int64_t r = 0; r < requests; r++) sum += rig__i32(&p->kv_len, r);
+    if (requests < 2 || requests > RIG__SHARED_REQUESTS_MAX || p->page_table.data == NULL)
+        return sum;
+    RIG_ASSERT(p->page_table.ndim == 2 && p->page_table.stride[1] == 1);
+    struct rig__shared_rows *s = &rig__shared;
+    for (int32_t r = 0; r < (int32_t)requests; r++) {
+        s->row[r] = rig__decode_row(p, r, &s->len[r]);
+        s->order[r] = r;
+    }
+    rig__sort_rows(s, (int32_t)requests);
+    double shared = 0;
+    for (int32_t i = 0; i + 1 < (int32_t)requests; i++) {
+        int32_t x = s->order[i], y = s->order[i + 1];
+        shared += (double)rig__common(s->row[x], s->len[x], s->row[y], s->len[y]);
+    }
+    RIG_ASSERT(shared >= 0 && shared <= sum);
+    return sum - shared;
+}
+
+/* One query row per request. KV bytes: K and V of each distinct position once
+ * (rig__decode_distinct), its page-table entry once per request that reads it. FLOPs: every
+ * request's positions. */
 static struct rig_op_work rig__work_decode(const struct rig_op_attention_decode *p)
 {
     double kv_positions = 0;
@@ -61,12 +162,13 @@ static struct rig_op_work rig__work_decode(const struct rig_op_attention_decode 
         RIG_ASSERT(kv_len >= 0);
         kv_positions += kv_len;
     }
+    double distinct = rig__decode_distinct(p);
     double heads_q = (double)p->q.shape[1], heads_kv = (double)p->k_cache.shape[1];
     double dim = (double)p->q.shape[2];
     struct rig_op_work work;
     work.flops = 4.0 * kv_positions * heads_q * dim;
-    work.bytes =
-        rig__bytes(&p->q) + rig__bytes(&p->out) + kv_positions * (2.0 * heads_kv * dim * 2.0 + 4.0);
+    work.bytes = rig__bytes(&p->q) + rig__bytes(&p->out) + distinct * 2.0 * heads_kv * dim * 2.0 +
+                 kv_positions * 4.0;
     return work;
 }
 
@@ -288,6 +390,8 @@ struct rig_optable_key rig_optable_op_key(const struct rig_op *op)
     case RIG_OP_ATTENTION_DECODE: {
         const struct rig_op_attention_decode *a = &op->u.attention_decode;
         key = rig__attention_key(&a->q, &a->k_cache, &a->kv_len, NULL, a->table_idx.shape[0]);
+        /* the mean of what the batch reads from memory: shared positions once */
+        if (key.p[0] > 0) key.p[1] = rig__decode_distinct(a) / key.p[0];
         break;
     }
     case RIG_OP_ATTENTION_PREFILL: {

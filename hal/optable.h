@@ -8,7 +8,8 @@
  *   gemm                M, N, K (rig_gemm_depth), bytes per output element, prologue (enum
  *                       rig_gemm_prologue), accumulate (0 or 1): the fused forms (hal/ops.h);
  *                       tables swept before them have p[4] = p[5] = 0
- *   attention_decode    requests, mean KV length, max KV length, Hq, Hk, head dim
+ *   attention_decode    requests, mean KV length (positions shared between requests' page-table
+ *                       rows counted once), max KV length, Hq, Hk, head dim
  *   attention_prefill   requests, query tokens, mean KV length per request, Hq, Hk, head dim
  *   sample              rows, bytes moved, the rows' kind (enum rig_sample_rows)
  *   every other op      rows (the first dimension of its main tensor), bytes moved

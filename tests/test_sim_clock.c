@@ -391,6 +391,13 @@ static void test_attention_cost_scales_with_kv_len(void **state)
     static int32_t meta[2][64];
     int64_t times[2];
     char *b = (char *)(uintptr_t)4096;
+    /* each request a row of its own slots (none shared: every position read from HBM) */
+    int32_t *table = malloc(sizeof *table * 64 * 32768);
+    assert_non_null(table);
+    for (int32_t r = 0; r < 64; r++) {
+        meta[0][r] = r;
+        for (int32_t i = 0; i < 32768; i++) table[r * 32768 + i] = r * 32768 + i;
+    }
     for (int32_t i = 0; i < 2; i++) {
         for (int32_t r = 0; r < 64; r++)
             meta[1][r] = (i + 1) * 16384;
@@ -400,13 +407,14 @@ static void test_attention_cost_scales_with_kv_len(void **state)
         a->q = a->out;
         a->k_cache = rig_tensor_3d(b, RIG_DTYPE_BF16, 1 << 20, 8, 128);
         a->v_cache = a->k_cache;
-        a->page_table = rig_tensor_2d(b, RIG_DTYPE_I32, 64, 32768);
+        a->page_table = rig_tensor_2d(table, RIG_DTYPE_I32, 64, 32768);
         a->table_idx = rig_tensor_1d(meta[0], RIG_DTYPE_I32, 64);
         a->kv_len = rig_tensor_1d(meta[1], RIG_DTYPE_I32, 64);
         a->scale = 0.088f;
         assert_int_equal(rig_hal_op_check(&op, NULL, 0), RIG_OK);
         times[i] = rig_sim_cost_op_ns(&p, &op, 1);
     }
+    free(table);
     /* bandwidth bound: KV bytes (K and V, 8 heads of 128 bf16, a 4-byte slot index) + q + out
      * at the decode-attention fraction of HBM bandwidth */
     double bytes = 64.0 * 16384 * (4.0 * 8 * 128 + 4) + 2 * (64.0 * 32 * 128 * 2);

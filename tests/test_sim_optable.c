@@ -134,15 +134,18 @@ static void test_key_and_work(void **state)
     assert_same_work(&op, 2.0 * 8 * 1024 * 3072 + 6.0 * 8 * 3072 + 8.0 * 1024,
                      2.0 * (8 * 6144 + 1024 * 3072 + 2 * 8 * 1024 + 8 * 3072));
 
-    /* decode: 2 requests of 100 and 300 positions, Hq 16, Hk 8, D 128 */
+    /* decode: 2 requests of 100 and 300 positions, Hq 16, Hk 8, D 128, rows of their own */
     static uint16_t dummy[1];
+    static int32_t table[2][512];
+    for (int32_t r = 0; r < 2; r++)
+        for (int32_t i = 0; i < 512; i++) table[r][i] = r * 512 + i;
     int32_t kv_len[2] = {100, 300}, idx[2] = {0, 1};
     struct rig_op_attention_decode *a = &op.u.attention_decode;
     op = (struct rig_op){.kind = RIG_OP_ATTENTION_DECODE};
     a->out = rig_tensor_3d(dummy, RIG_DTYPE_BF16, 2, 16, 128);
     a->q = rig_tensor_3d(dummy, RIG_DTYPE_BF16, 2, 16, 128);
     a->k_cache = a->v_cache = rig_tensor_3d(dummy, RIG_DTYPE_BF16, 1024, 8, 128);
-    a->page_table = rig_tensor_2d(dummy, RIG_DTYPE_I32, 2, 512);
+    a->page_table = rig_tensor_2d(table, RIG_DTYPE_I32, 2, 512);
     a->table_idx = rig_tensor_1d(idx, RIG_DTYPE_I32, 2);
     a->kv_len = rig_tensor_1d(kv_len, RIG_DTYPE_I32, 2);
     key = rig_optable_op_key(&op);
@@ -150,6 +153,19 @@ static void test_key_and_work(void **state)
     for (int32_t i = 0; i < RIG_OPTABLE_PARAMS; i++) assert_float_equal(key.p[i], decode_p[i], 0);
     assert_same_work(&op, 4.0 * 400 * 16 * 128,
                      2.0 * (2 * 16 * 128 * 2) + 400 * (2.0 * 8 * 128 * 2 + 4));
+    /* the second request's first 80 positions are the first's (a shared prefix): the key's
+     * mean and the K/V bytes count them once (320 distinct of 400), the page-table reads and
+     * the FLOPs all 400 */
+    for (int32_t i = 0; i < 80; i++) table[1][i] = table[0][i];
+    key = rig_optable_op_key(&op);
+    const double shared_p[RIG_OPTABLE_PARAMS] = {2, 160, 300, 16, 8, 128};
+    for (int32_t i = 0; i < RIG_OPTABLE_PARAMS; i++) assert_float_equal(key.p[i], shared_p[i], 0);
+    assert_same_work(&op, 4.0 * 400 * 16 * 128,
+                     2.0 * (2 * 16 * 128 * 2) + 320 * (2.0 * 8 * 128 * 2) + 400 * 4.0);
+    /* both rows the same (padding rows share one dummy row): the longer one's positions */
+    idx[1] = 0, kv_len[1] = 100;
+    key = rig_optable_op_key(&op);
+    assert_float_equal(key.p[1], 50, 0);
 
     /* a row-wise op: its rows and the bytes it moves */
     op = (struct rig_op){.kind = RIG_OP_SILU_MUL};

@@ -217,12 +217,15 @@ static struct rig_tensor rig__on_host(struct rig__sweep *s, struct rig_tensor t)
 }
 
 /* The tensors of `op` whose values (not only shapes) its key and analytic work read
- * (hal/optable.c): attention's lengths, the sampler's per-row parameters. Up to 4; the count. */
+ * (hal/optable.c): attention's lengths (decode: its rows and page table too, for the positions
+ * requests share), the sampler's per-row parameters. Up to 4; the count. */
 static int32_t rig__key_values(struct rig_op *op, struct rig_tensor *read[4])
 {
     int32_t n = 0;
     if (op->kind == RIG_OP_ATTENTION_DECODE) {
         read[n++] = &op->u.attention_decode.kv_len;
+        read[n++] = &op->u.attention_decode.table_idx;
+        read[n++] = &op->u.attention_decode.page_table; /* its shared positions */
     } else if (op->kind == RIG_OP_ATTENTION_PREFILL) {
         read[n++] = &op->u.attention_prefill.kv_len;
         read[n++] = &op->u.attention_prefill.cu_q;
@@ -371,6 +374,18 @@ static enum rig_status rig__gemms(struct rig__sweep *s, const struct rig__shape 
     return status;
 }
 
+/* An attention point's K and V caches of S slots and its T query rows in and out. */
+static void rig__attention_tensors(struct rig__sweep *s, const struct rig__shape *x, int64_t S,
+                                   int64_t T, struct rig_tensor *k, struct rig_tensor *v,
+                                   struct rig_tensor *q, struct rig_tensor *out)
+{
+    uint8_t *cache = rig__base(s, RIG__KV);
+    *k = rig_tensor_3d(cache, RIG_DTYPE_BF16, S, x->Hk, x->D);
+    *v = rig_tensor_3d(cache + S * x->Hk * x->D * 2, RIG_DTYPE_BF16, S, x->Hk, x->D);
+    *q = rig_tensor_3d(rig__base(s, RIG__IN), RIG_DTYPE_BF16, T, x->Hq, x->D);
+    *out = rig_tensor_3d(rig__base(s, RIG__OUT), RIG_DTYPE_BF16, T, x->Hq, x->D);
+}
+
 /* Attention over R requests, each with q query rows and kv positions (slots r * kv + p);
  * `ragged` (decode): request r has only kv (r + 1) / R of them, a batch of mixed lengths
  * (mean about kv / 2, max kv), as online batches are. */
@@ -378,12 +393,8 @@ static enum rig_status rig__attention(struct rig__sweep *s, const struct rig__sh
                                       int64_t q, int64_t kv, bool decode, bool ragged)
 {
     int64_t S = R * kv, T = R * q;
-    uint8_t *cache = rig__base(s, RIG__KV);
-    struct rig_tensor k = rig_tensor_3d(cache, RIG_DTYPE_BF16, S, x->Hk, x->D);
-    struct rig_tensor v = rig_tensor_3d(cache + S * x->Hk * x->D * 2, RIG_DTYPE_BF16, S, x->Hk,
-                                        x->D);
-    struct rig_tensor qt = rig_tensor_3d(rig__base(s, RIG__IN), RIG_DTYPE_BF16, T, x->Hq, x->D);
-    struct rig_tensor out = rig_tensor_3d(rig__base(s, RIG__OUT), RIG_DTYPE_BF16, T, x->Hq, x->D);
+    struct rig_tensor k, v, qt, out;
+    rig__attention_tensors(s, x, S, T, &k, &v, &qt, &out);
     int32_t *table_h, *idx_h, *len_h, *cu_h;
     struct rig_tensor table = rig__meta(s, S, RIG_DTYPE_I32, &table_h);
     table = rig_tensor_2d(table.data, RIG_DTYPE_I32, R, kv);
@@ -405,6 +416,56 @@ static enum rig_status rig__attention(struct rig__sweep *s, const struct rig__sh
         op.u.attention_prefill = (struct rig_op_attention_prefill){
             out, qt, k, v, table, table_idx, cu_q, kv_len, scale};
     return rig__point(s, &op);
+}
+
+/* Decode attention over R requests in `groups` groups (request r in group r % groups): each
+ * request reads its group's `prefix` positions, the same slots for the whole group, then
+ * `own` positions of its own: the batch of a radix cache serving a shared system prompt
+ * (scenarios/shared-prefix.yaml). The key's mean KV length counts a shared position once
+ * (hal/optable.c, rig__decode_distinct): (groups prefix + R own) / R. */
+static enum rig_status rig__attention_shared(struct rig__sweep *s, const struct rig__shape *x,
+                                             int64_t R, int64_t groups, int64_t prefix,
+                                             int64_t own)
+{
+    int64_t S = groups * prefix + R * own, L = prefix + own;
+    RIG_ASSERT(groups >= 1 && groups <= R && S <= RIG__SLOTS_MAX);
+    struct rig_tensor k, v, qt, out;
+    rig__attention_tensors(s, x, S, R, &k, &v, &qt, &out);
+    int32_t *table_h, *idx_h, *len_h;
+    struct rig_tensor table = rig__meta(s, R * L, RIG_DTYPE_I32, &table_h);
+    table = rig_tensor_2d(table.data, RIG_DTYPE_I32, R, L);
+    struct rig_tensor table_idx = rig__meta(s, R, RIG_DTYPE_I32, &idx_h);
+    struct rig_tensor kv_len = rig__meta(s, R, RIG_DTYPE_I32, &len_h);
+    for (int64_t r = 0; r < R; r++) {
+        int32_t *row = table_h + r * L;
+        for (int64_t p = 0; p < prefix; p++) row[p] = (int32_t)((r % groups) * prefix + p);
+        for (int64_t p = 0; p < own; p++) row[prefix + p] = (int32_t)(groups * prefix + r * own + p);
+        idx_h[r] = (int32_t)r;
+        len_h[r] = (int32_t)L;
+    }
+    float scale = 1.0f / sqrtf((float)x->D);
+    struct rig_op op = {.kind = RIG_OP_ATTENTION_DECODE};
+    op.u.attention_decode =
+        (struct rig_op_attention_decode){out, qt, k, v, table, table_idx, kv_len, scale};
+    return rig__point(s, &op);
+}
+
+/* The shared-prefix decode points of one head shape: batches 2 to 64, one group or four,
+ * prefixes of 1024 and 4096 positions, 128 or 512 of each request's own (quick: one). */
+static enum rig_status rig__attentions_shared(struct rig__sweep *s, const struct rig__shape *x)
+{
+    static const int64_t batches[] = {2, 4, 8, 16, 32, 64}, groups[] = {1, 4};
+    static const int64_t prefixes[] = {1024, 4096}, owns[] = {128, 512};
+    bool quick = s->options->quick;
+    enum rig_status status = RIG_OK;
+    for (size_t b = quick ? 2 : 0; b < RIG_ARRAY_LEN(batches) && status == RIG_OK; b += quick ? 8 : 1)
+        for (size_t g = 0; g < RIG_ARRAY_LEN(groups) && status == RIG_OK; g++)
+            for (size_t p = 0; p < RIG_ARRAY_LEN(prefixes) && status == RIG_OK; p += quick ? 2 : 1)
+                for (size_t o = 0; o < RIG_ARRAY_LEN(owns) && status == RIG_OK; o += quick ? 2 : 1)
+                    if (groups[g] < batches[b])
+                        status = rig__attention_shared(s, x, batches[b], groups[g], prefixes[p],
+                                                       owns[o]);
+    return status;
 }
 
 static enum rig_status rig__attentions(struct rig__sweep *s, const struct rig__shape *x)
@@ -432,6 +493,8 @@ static enum rig_status rig__attentions(struct rig__sweep *s, const struct rig__s
                     if (batches[b] * contexts[c] <= RIG__SLOTS_MAX)
                         status =
                             rig__attention(s, dims[d], batches[b], 1, contexts[c], true, ragged);
+    for (int32_t d = 0; d < 2 && dims[d] != NULL && status == RIG_OK; d++)
+        status = rig__attentions_shared(s, dims[d]);
     for (size_t r = 0; r < RIG_ARRAY_LEN(requests) && status == RIG_OK; r++)
         for (size_t t = 0; t < RIG_ARRAY_LEN(tokens) && status == RIG_OK; t += quick ? 4 : 1)
             for (size_t p = 0; p < RIG_ARRAY_LEN(prefixes) && status == RIG_OK; p += quick ? 2 : 1) {
