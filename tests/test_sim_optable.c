@@ -361,7 +361,8 @@ static void test_host_time(void **state)
     assert_int_equal(rig_sim_profile_load("h200", &profile, error, sizeof error), RIG_OK);
     assert_float_equal(profile.op_table_warm_weight, 0.75, 0); /* sim/profiles/h200.yaml */
     assert_non_null(profile.table); /* the built-in sim/profiles/h200.h5 */
-    assert_int_equal(rig_sim_optable_count(profile.table), 5768); /* the sampler's three kinds */
+    /* the sampler's three kinds (5,768 points), and since the sixth session fused GEMMs */
+    assert_true(rig_sim_optable_count(profile.table) >= 5768);
     FILE *f = fopen("optable_noweight.yaml", "w"); /* h200.yaml without the optional key */
     FILE *in = fopen(RIG_SOURCE_DIR "/sim/profiles/h200.yaml", "r");
     char line[512];
@@ -517,16 +518,16 @@ static void test_gemm_fused_forms(void **state)
     assert_int_equal(rig_sim_optable_get("optable_form.h5", 0, &t, error, sizeof error),
                      RIG_E_PARSE);
 
-    /* the committed h200 table has no fused points: Qwen3-0.6B's qkv fused at 1 row costs its
+    /* the committed h100 table has no fused points: Qwen3-0.6B's qkv fused at 1 row costs its
      * plain GEMM's node (cuBLAS's, with its warm weight) scaled by the fused work */
-    struct rig_sim_profile h200;
-    assert_int_equal(rig_sim_profile_load("h200", &h200, error, sizeof error), RIG_OK);
+    struct rig_sim_profile h100;
+    assert_int_equal(rig_sim_profile_load("h100", &h100, error, sizeof error), RIG_OK);
     struct rig_op plain_op = gemm_op(1, 4096, 1024);
     op = fused_gemm_op(1, 4096, 1024, NORM, false);
     bool missed = true;
-    ns = (double)rig_sim_cost_launch_ns(&h200, &op, 1, false, &missed);
+    ns = (double)rig_sim_cost_launch_ns(&h100, &op, 1, false, &missed);
     assert_false(missed);
-    plain_ns = (double)rig_sim_cost_launch_ns(&h200, &plain_op, 1, false, &missed);
+    plain_ns = (double)rig_sim_cost_launch_ns(&h100, &plain_op, 1, false, &missed);
     struct rig_op_work fused_work = rig_optable_op_work(&op);
     struct rig_op_work plain_work = rig_optable_op_work(&plain_op);
     assert_true(ns > plain_ns);
