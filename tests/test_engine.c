@@ -247,8 +247,9 @@ static void test_overlap_launches_ahead(void **state)
         if (overlap == 1) {
             assert_true(st.launches_behind_inflight >= 10); /* a prefill + 11 decode steps */
             /* The tiny model's steps are short: one may end while the host still schedules
-             * (11 of 11 launches behind a batch, 10 ahead of it, today). */
-            assert_true(st.launches_ahead * 10 >= st.launches_behind_inflight * 9);
+             * (11 of 11 launches behind a batch, 9 ahead of it, today: 10 before the fused
+             * layer made a one-row step 29 ops instead of 41, core/model/model.c). */
+            assert_true(st.launches_ahead * 5 >= st.launches_behind_inflight * 4);
         } else {
             assert_int_equal(st.launches_behind_inflight, 0);
             assert_int_equal(st.launches_ahead, 0);

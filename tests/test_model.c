@@ -12,7 +12,7 @@
  * bit; and the real scheduler (core/engine/engine.h, overlap on, radix cache) reproduces the
  * golden greedy tokens at TP 1 and 2. A local-only forward (batch.h) issues the plain
  * forward's ops without one collective. The fused layer (batches of up to fuse_rows rows at
- * TP 1, off by default: six ops a layer, not nine) gives the plain layer's logits and KV cache bit
+ * TP 1, one row by default: six ops a layer, not nine) gives the plain layer's logits and KV cache bit
  * for bit, on Qwen3 (q/k norm) and Qwen2 (qkv bias) shapes, in prefills of a few tokens and
  * decode batches of 1, 3 and 8; rig_model_set_fuse_rows and RIG_FUSE_ROWS (0 never, a
  * malformed value refused by rig_model_create) choose it.
@@ -284,9 +284,9 @@ static void test_fused_layers_same_bits(void **state)
     check_fused_same_bits(&config);
 }
 
-/* RIG_FUSE_ROWS, read when a model is created: unset (the default, RIG_MODEL_FUSE_ROWS 0) and 0
- * never fuse, 8 fuses 8 rows, 16 fuses 16, a value that is not a row count is refused with a
- * message; rig_model_set_fuse_rows overrides it. */
+/* RIG_FUSE_ROWS, read when a model is created: unset (the default, RIG_MODEL_FUSE_ROWS 1) fuses
+ * one row, 0 never fuses, 8 fuses 8 rows, 16 fuses 16, a value that is not a row count is
+ * refused with a message; rig_model_set_fuse_rows overrides it. */
 static void test_fuse_rows_switch(void **state)
 {
     (void)state;
@@ -303,12 +303,16 @@ static void test_fuse_rows_switch(void **state)
     int32_t plain = 9 * config.num_layers + 5, fused = 6 * config.num_layers + 5;
     const struct {
         const char *value;
-        int32_t at_8, at_16;
-    } cases[] = {{NULL, plain, plain}, {"0", plain, plain}, {"8", fused, plain}, {"16", fused, fused}};
+        int32_t at_1, at_8, at_16;
+    } cases[] = {{NULL, fused, plain, plain},
+                 {"0", plain, plain, plain},
+                 {"8", fused, fused, plain},
+                 {"16", fused, fused, fused}};
     for (size_t i = 0; i < RIG_ARRAY_LEN(cases); i++) {
         if (cases[i].value != NULL) setenv("RIG_FUSE_ROWS", cases[i].value, 1);
         assert_int_equal(rig_model_create(&config, &source, &limits, device, stream, NULL, &model,
                                           error, sizeof error), RIG_OK);
+        assert_int_equal(decode_ops(model, 1).others, cases[i].at_1);
         assert_int_equal(decode_ops(model, 8).others, cases[i].at_8);
         assert_int_equal(decode_ops(model, 16).others, cases[i].at_16);
         rig_model_set_fuse_rows(model, 32);

@@ -12,10 +12,10 @@
  * attention norm), MLP; a last fused add + final norm; the LM head on the last position of
  * each request only.
  *
- * A batch of a few rows (at most fuse_rows padded tokens, at TP 1; 0, off, by default: on the
- * GPU it measured slower, model.h) runs the same arithmetic in six ops a layer instead of
- * nine: a step of a few rows is bound by per-kernel latency, not bytes, so the norms and
- * residual adds can ride on the GEMMs beside them (hal/ops.h, the
+ * A batch of a few rows (at most fuse_rows padded tokens, at TP 1; 1 by default, model.h)
+ * runs the same arithmetic in six ops a layer instead of nine: a step of a few rows is bound
+ * by per-kernel latency, not bytes, so the norms and residual adds ride on the GEMMs beside
+ * them (hal/ops.h, the
  * GEMM's fused forms, which give the same bits): qkv with the input norm as its prologue,
  * qk_norm_rope_store, attention, o accumulating into the residual, gate_up with the post-
  * attention norm as its prologue, down with silu_mul as its prologue accumulating into the

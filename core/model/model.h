@@ -140,14 +140,14 @@ enum rig_status rig_model_forward_ops(struct rig_model *model,
 
 /* Batches of up to this many padded tokens (at TP 1) run each layer in six ops instead of
  * nine: the norms, silu_mul and the residual adds ride on the GEMMs as their fused forms
- * (hal/ops.h; the same bits, fewer kernels). 0: off by default. On an H200 the CUDA
- * backend's fused GEMMs made every decode step they touched slower, not faster (Qwen3-0.6B b1
- * x 512 0.99 -> 1.52 ms; the norm prologue alone 1.40 ms; docs/performance.md, "fused
- * forms"): the prologue is made again by every block of the small-batch kernel, by the four
- * lanes of a warp that hold a row. The environment variable RIG_FUSE_ROWS (a row count,
- * 0 .. RIG_MODEL_FUSE_ROWS_MAX, read once in rig_model_create) overrides it, a measuring
- * switch; rig_model_set_fuse_rows after that. */
-#define RIG_MODEL_FUSE_ROWS     0
+ * (hal/ops.h; the same bits, fewer kernels). 1: a lone request's decode step. On an H200
+ * (docs/performance.md, "fused forms") that step took 3-4 % less with them (Qwen3-0.6B 0.989
+ * -> 0.955 ms at 512 keys, Llama-3.2-1B 1.134 -> 1.090, Qwen3-8B 5.38 -> 5.22), while 8 rows
+ * took more (Qwen3-0.6B 1.17 -> 1.46 ms): the small-batch kernel makes a prologue's operand
+ * rows once a block, which costs more with more rows. The environment variable RIG_FUSE_ROWS
+ * (a row count, 0 .. RIG_MODEL_FUSE_ROWS_MAX, read once in rig_model_create) overrides it, a
+ * measuring switch; rig_model_set_fuse_rows after that. */
+#define RIG_MODEL_FUSE_ROWS     1
 #define RIG_MODEL_FUSE_ROWS_MAX 65536
 
 /* Sets the batch size up to which the model runs fused layers (RIG_MODEL_FUSE_ROWS); 0:
