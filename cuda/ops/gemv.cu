@@ -33,17 +33,18 @@
  * same multiprocessor reading the same K ranges hit L1. For M <= 8 the rows g + 8 are zero
  * registers and their loads are skipped (template UPPER = false).
  *
- * Fused forms (hal/ops.h; templates PRO, ACC). With a prologue the per-tile kernel's block
- * first makes the operand rows [M, K] once, all its threads together, into shared memory
- * (rig__gemv_stage_operand: RMS_NORM after a block-wide sum of squares, rig__gemv_norm_rows;
- * SILU_MUL from the gate and up halves); block 0 also stores them into `operand`, and the
- * lanes then read their activations from shared memory. The persistent kernel takes no
- * prologue, and rows that do not fit RIG__STAGED_MAX_BYTES are not taken either
- * (RIG_E_UNSUPPORTED: gemm.cu runs the prologue as its own kernel). A first version made the
- * prologue in the lanes that hold a row in the mma's layout (4 of a warp's 32 at one row), for
- * every block and batch, and was 1.5-11 x slower than the plain GEMM (docs/performance.md).
- * ACC adds the rounded sum into out at the store, each output read and written by the one
- * thread that owns it.
+ * Fused forms (hal/ops.h; templates PRO, ACC). A prologue rides on the persistent kernel only,
+ * where a warp's K run is one batch: each block first makes the operand rows [M, K] once, all
+ * its threads together, into shared memory after its weight stages (rig__gemv_stage_operand:
+ * RMS_NORM after a block-wide sum of squares, rig__gemv_norm_rows; SILU_MUL from the gate and
+ * up halves); block 0 also stores them into `operand`, and each warp reads its run of them
+ * into registers once. Elsewhere the launcher answers RIG_E_UNSUPPORTED and gemm.cu runs the
+ * prologue as its own kernel. Measured on an H200 (docs/performance.md, "the GEMM's fused
+ * forms"): made in the lanes that hold a row in the mma's layout (4 of a warp's 32 at one
+ * row), for every block and batch, a prologue was 1.5-11 x the plain GEMM; once a block of the
+ * per-tile kernel it was paid again every wave and still lost; once a block of the persistent
+ * kernel a one-row decode step gains 3-4 %. ACC adds the rounded sum into out at the store,
+ * each output read and written by the one thread that owns it; both kernels take it.
  */
 #include "cuda/ops/common.cuh"
 #include "cuda/ops/elementwise.cuh"
@@ -222,9 +223,9 @@ static __device__ void rig__gemv_norm_rows(const struct rig__gemv_args &p, float
 /* A prologue's operand rows [p.rows][K], made once by the whole block into shared memory
  * `staged` (row stride RIG__STAGED_STRIDE(K): 8 values of padding, so the lanes of a warp reading
  * 8 rows at the same k fall in different banks), and by block 0 into `operand` too. Thread i
- * makes the 8 values at k = 8i, 8i + 8 blockDim, ... of each row, with every load of a row's
- * pass issued before the first value is made. `inverse`: the rows' 1 / rms (RMS_NORM). Ends
- * with a barrier. (Made by the four lanes of a warp that hold a row in the mma's layout, and
+ * makes the 8 values at k = 8i, 8i + 8 blockDim, ... of each row (unrolled by 4, so a thread
+ * has several loads in flight). `inverse`: the rows' 1 / rms (RMS_NORM). Ends with a
+ * barrier. (Made by the four lanes of a warp that hold a row in the mma's layout, and
  * again by every block for every batch, the prologue took 1.5-11 x the GEMM's time: calls 2-4
  * of docs/data/round-h200-b1b46b3.) */
 #define RIG__STAGED_STRIDE(depth) ((int64_t)(depth) + 8)
