@@ -186,9 +186,6 @@ rig__gemv_activations(uint4 (&low)[RIG_GEMV_UNROLL], uint4 (&high)[RIG_GEMV_UNRO
     }
 }
 
-/* Rows a prologue is made for: the persistent kernel's most (rig__gemv_persistent_grid). */
-#define RIG__PROLOGUE_ROWS 8
-
 /* RMS_NORM: 1 / rms of each of the p.rows rows of a, into inverse[0, rows) (shared), as
  * rig_cuda_norm_write computes it. Every block sums the same squares in the same order
  * (thread i takes the 8 values at k = 8i, 8i + 8 blockDim, ...; then its warp, then the warps
@@ -199,27 +196,19 @@ static __device__ void rig__gemv_norm_rows(const struct rig__gemv_args &p, float
 {
     int lane = (int)threadIdx.x % RIG_CUDA_WARP, warp = (int)threadIdx.x / RIG_CUDA_WARP;
     int warps = (int)blockDim.x / RIG_CUDA_WARP;
-    float squares[RIG__PROLOGUE_ROWS] = {};
-    for (int64_t k = (int64_t)threadIdx.x * 8; k < p.depth; k += (int64_t)blockDim.x * 8) {
-        uint4 v[RIG__PROLOGUE_ROWS]; /* every row's load first: one round trip, not one a row */
-#pragma unroll
-        for (int r = 0; r < RIG__PROLOGUE_ROWS; r++)
-            if (r < p.rows) v[r] = rig__load_cached(p.a + r * p.a_stride + k);
-#pragma unroll
-        for (int r = 0; r < RIG__PROLOGUE_ROWS; r++) {
-            if (r >= p.rows) continue;
+    for (int r = 0; r < p.rows; r++) {
+        const uint16_t *row = p.a + r * p.a_stride;
+        float squares = 0.0f;
+        for (int64_t k = (int64_t)threadIdx.x * 8; k < p.depth; k += (int64_t)blockDim.x * 8) {
+            uint4 v = rig__load_cached(row + k);
             uint16_t x[8];
-            memcpy(x, &v[r], sizeof v[r]);
+            memcpy(x, &v, sizeof v);
 #pragma unroll
             for (int j = 0; j < 8; j++)
-                squares[r] += rig_cuda_bf16(x[j]) * rig_cuda_bf16(x[j]);
+                squares += rig_cuda_bf16(x[j]) * rig_cuda_bf16(x[j]);
         }
-    }
-#pragma unroll
-    for (int r = 0; r < RIG__PROLOGUE_ROWS; r++) {
-        if (r >= p.rows) continue; /* the same for the whole block: every lane shuffles */
-        float total = rig_cuda_warp_sum(squares[r]);
-        if (lane == 0) sums[r][warp] = total;
+        squares = rig_cuda_warp_sum(squares);
+        if (lane == 0) sums[r][warp] = squares;
     }
     __syncthreads();
     if ((int)threadIdx.x < p.rows) {
@@ -247,26 +236,18 @@ template <int PRO>
 static __device__ void rig__gemv_stage_operand(const struct rig__gemv_args &p, uint16_t *staged,
                                                const float *inverse)
 {
-    constexpr bool norm = PRO == RIG_GEMM_PROLOGUE_RMS_NORM;
     const int64_t stride = RIG__STAGED_STRIDE(p.depth), chunks = p.depth / 8;
-    for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
-        /* every row's loads first: one round trip for the rows, not one a row */
-        uint4 x[RIG__PROLOGUE_ROWS], with[RIG__PROLOGUE_ROWS]; /* with: norm weights, or up */
-        if constexpr (norm) with[0] = rig__load_cached(p.norm_weight + 8 * c);
-#pragma unroll
-        for (int r = 0; r < RIG__PROLOGUE_ROWS; r++) {
-            if (r >= p.rows) continue;
-            x[r] = rig__load_cached(p.a + r * p.a_stride + 8 * c);
-            if constexpr (!norm) with[r] = rig__load_cached(p.a + r * p.a_stride + p.depth + 8 * c);
-        }
-#pragma unroll
-        for (int r = 0; r < RIG__PROLOGUE_ROWS; r++) {
-            if (r >= p.rows) continue;
-            uint4 v = rig__gemv_prologue<PRO>(x[r], norm ? with[0] : with[r],
-                                              norm ? inverse[r] : 1.0f);
+    for (int r = 0; r < p.rows; r++) {
+        const uint16_t *row = p.a + r * p.a_stride;
+        float inverse_rms = PRO == RIG_GEMM_PROLOGUE_RMS_NORM ? inverse[r] : 1.0f;
+#pragma unroll 4
+        for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
+            uint4 x = rig__load_cached(row + 8 * c);
+            uint4 with = PRO == RIG_GEMM_PROLOGUE_RMS_NORM ? rig__load_cached(p.norm_weight + 8 * c)
+                                                            : rig__load_cached(row + p.depth + 8 * c);
+            uint4 v = rig__gemv_prologue<PRO>(x, with, inverse_rms);
             *reinterpret_cast<uint4 *>(staged + r * stride + 8 * c) = v;
-            if (blockIdx.x == 0)
-                *reinterpret_cast<uint4 *>(p.operand + r * p.operand_stride + 8 * c) = v;
+            if (blockIdx.x == 0) *reinterpret_cast<uint4 *>(p.operand + r * p.operand_stride + 8 * c) = v;
         }
     }
     __syncthreads();
