@@ -15,6 +15,7 @@ struct rig_sim_optable {
     struct rig_optable_point *points; /* (count) sorted by kind */
     double (*logp)[RIG_OPTABLE_PARAMS]; /* (count) log2(p + 1) of each point's key */
     int8_t *kernel;                     /* (count) rig__kernel_of each point */
+    double *sharing;                    /* (count) rig__decode_sharing of each point */
     int64_t count;
     int64_t first[RIG_OP_COUNT + 1]; /* points of kind k: [first[k], first[k + 1]) */
     int64_t multiprocessors;         /* of the device the simulator plays: which decode kernel */
@@ -99,6 +100,27 @@ static double rig__distance(const double *w, const double *a, const double *b)
         sum += w[i] * d * d;
     }
     return sqrt(sum);
+}
+
+/* How far apart in the distance two decode keys are per log2 unit of their sharing
+ * (rig__decode_sharing): as much as one of the key's parameters. */
+#define RIG__SHARING_WEIGHT 1.0
+
+/* log2 of the KV positions a decode op reads (every request's, from its FLOPs, 4 Hq D a
+ * position) per distinct position (the key's mean KV length, rig__decode_distinct, times its
+ * requests): 0 for a batch whose requests share nothing, about 1.4 for 16 requests that share
+ * a 1,024-token prompt and read 512 of their own. The key alone does not tell the two apart
+ * (16 requests of 1,536 positions that share 1,024 key as a ragged batch of mean 576 and max
+ * 1,536), yet the shared batch does 2.7 times the FLOPs on the same bytes, so its time per
+ * unit of work is another function; the distance holds them apart by this. 0 for every
+ * other kind. Can't fail. */
+static double rig__decode_sharing(const struct rig_optable_key *key, double flops)
+{
+    if (key->kind != RIG_OP_ATTENTION_DECODE) return 0;
+    double distinct = key->p[0] * key->p[1], per_position = 4.0 * key->p[3] * key->p[5];
+    if (!(distinct > 0) || !(per_position > 0) || !(flops > 0)) return 0;
+    double read = flops / per_position;
+    return read > distinct * (1 + 1e-9) ? log2(read / distinct) : 0; /* not a rounding's */
 }
 
 /* Predictions of recent keys, per thread: a step issues the same shapes layer after layer,
@@ -217,15 +239,20 @@ static double rig__node_ns(const struct rig_optable_point *p, double launch_ns, 
  * further, GEMM points of another fused form RIG__FORM_APART further), nearest first, into
  * best_i / best_d; returns how many. */
 static int32_t rig__nearest(const struct rig_sim_optable *table, const struct rig_optable_key *key,
-                            int8_t kernel, int64_t *best_i, double *best_d)
+                            double flops, int8_t kernel, int64_t *best_i, double *best_d)
 {
     enum { K = RIG_SIM_OPTABLE_NEIGHBOURS };
     const double *w = rig__weights(key->kind);
     double logp[RIG_OPTABLE_PARAMS];
     for (int32_t i = 0; i < RIG_OPTABLE_PARAMS; i++) logp[i] = log2(key->p[i] + 1.0);
     int32_t found = 0, form = rig__form(key);
+    double sharing = rig__decode_sharing(key, flops);
     for (int64_t i = table->first[key->kind]; i < table->first[key->kind + 1]; i++) {
         double d = rig__distance(w, logp, table->logp[i]);
+        if (sharing != table->sharing[i]) {
+            double s = RIG__SHARING_WEIGHT * (sharing - table->sharing[i]);
+            d = sqrt(d * d + s * s);
+        }
         if (table->kernel[i] != kernel) d += RIG__KERNEL_APART;
         if (rig__form(&table->points[i].key) != form) d += RIG__FORM_APART;
         if (found == K && d >= best_d[K - 1]) continue;
@@ -266,7 +293,7 @@ static bool rig__predict(const struct rig_sim_optable *table, const struct rig_o
     double best_d[K], ratio[K], host[K];
     int64_t best_i[K];
     int8_t kernel = rig__kernel_of(table, key);
-    int32_t found = rig__nearest(table, key, kernel, best_i, best_d);
+    int32_t found = rig__nearest(table, key, flops, kernel, best_i, best_d);
     if (found == 0 || best_d[0] > RIG_SIM_OPTABLE_REACH) return false;
     for (int32_t n = 0; n < found; n++) {
         const struct rig_optable_point *p = &table->points[best_i[n]];
@@ -369,10 +396,12 @@ static enum rig_status rig__load(const char *name, int64_t multiprocessors,
     }
     table->logp = calloc((size_t)table->count, sizeof *table->logp);
     table->kernel = calloc((size_t)table->count, sizeof *table->kernel);
-    if (table->logp == NULL || table->kernel == NULL) {
+    table->sharing = calloc((size_t)table->count, sizeof *table->sharing);
+    if (table->logp == NULL || table->kernel == NULL || table->sharing == NULL) {
         free(table->points);
         free(table->logp);
         free(table->kernel);
+        free(table->sharing);
         memset(table, 0, sizeof *table);
         snprintf(error, error_len, "%s: no memory for the op table", name);
         return RIG_E_NO_MEMORY;
@@ -390,6 +419,7 @@ static enum rig_status rig__load(const char *name, int64_t multiprocessors,
     for (int64_t i = 0; i < table->count; i++) {
         const struct rig_optable_key *key = &table->points[i].key;
         table->kernel[i] = rig__kernel_of(table, key);
+        table->sharing[i] = rig__decode_sharing(key, table->points[i].flops);
         if (key->kind == RIG_OP_SAMPLE && key->p[2] >= 0 && key->p[2] < RIG_SAMPLE_KINDS)
             table->sample_kinds |= 1u << (int32_t)key->p[2];
         if (key->kind == RIG_OP_GEMM) table->gemm_forms |= 1u << rig__form(key);

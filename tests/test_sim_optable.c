@@ -888,6 +888,35 @@ static void test_decode_tensor_core_regime(void **state)
     unlink("optable_tc.h5");
 }
 
+/* A decode key counts a shared position once (rig__decode_distinct), so 16 requests of 1,536
+ * positions that share a 1,024-token prompt key as a ragged batch of mean 576 and max 1,536;
+ * their FLOPs, every request's positions, tell them apart. A table with both points at that
+ * key predicts each batch from its own (the other held log2(1536 / 576) = 1.4 apart), where
+ * before the one first in the table priced both. */
+static void test_decode_shared_points_apart(void **state)
+{
+    (void)state;
+    struct rig_optable_point points[2] = {decode_heads_point(16, 1536, 16, 40000),
+                                          decode_heads_point(16, 576, 16, 30000)};
+    points[0].key.p[1] = 576; /* the shared point: 9,216 distinct positions of 24,576 read */
+    points[1].key.p[2] = 1536; /* the ragged one: as many positions, one request at 1,536 */
+    points[0].bytes = 2 * 16 * 16 * 128 * 2 + 9216.0 * 4 * 8 * 128 + 24576.0 * 4;
+    const struct rig_sim_optable *t = table_of("optable_shared.h5", points, 2);
+    double peak = 989.4e12, bw = 4.8e12, ns = 0;
+    for (int32_t i = 0; i < 2; i++) {
+        const struct rig_optable_point *q = &points[i];
+        assert_true(
+            rig_sim_optable_predict(t, &q->key, q->flops, q->bytes, peak, bw, 0, 1, &ns, NULL));
+        assert_float_equal(ns, q->cold_ns, 1e-6);
+    }
+    /* the ragged batch at a key between points is costed mostly from the unshared one */
+    struct rig_optable_point q = decode_heads_point(16, 600, 16, 0);
+    q.key.p[2] = 1536;
+    assert_true(rig_sim_optable_predict(t, &q.key, q.flops, q.bytes, peak, bw, 0, 1, &ns, NULL));
+    assert_true(ns > 30000 && ns < 33000);
+    unlink("optable_shared.h5");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -898,6 +927,7 @@ int main(void)
         cmocka_unit_test(test_node_weight_and_neighbours),
         cmocka_unit_test(test_decode_scales_by_flops),
         cmocka_unit_test(test_decode_tensor_core_regime),
+        cmocka_unit_test(test_decode_shared_points_apart),
         cmocka_unit_test(test_gemm_early_weights),
         cmocka_unit_test(test_gemm_fused_forms),
         cmocka_unit_test(test_sample_rows_kinds),
