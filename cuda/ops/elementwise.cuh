@@ -2,7 +2,8 @@
  * the RMSNorm's normalised value and SiLU(gate) * up, each rounded where Hugging Face rounds
  * and the simulator rounds (sim/kernels/norm.c, sim/kernels/activation.c). The standalone
  * kernels (norm_row.cuh, silu_mul.cu) and the small-batch GEMM's prologues (gemv.cu) call
- * these, so a fused GEMM's operand is the bits the unfused ops would store.
+ * these (head_rms_norm.cu too), so a fused GEMM's operand is the bits the unfused ops would
+ * store.
  */
 #ifndef RIG_CUDA_OPS_ELEMENTWISE_CUH
 #define RIG_CUDA_OPS_ELEMENTWISE_CUH

@@ -2,6 +2,7 @@
  * vector of D values, lanes striding over it; 4 warps per block (see head_rms_norm.cuh). */
 #include "cuda/ops/common.cuh"
 #include "cuda/ops/head_rms_norm.cuh"
+#include "cuda/ops/elementwise.cuh"
 
 RIG_CUDA_MODULE(head_rms_norm)
 
@@ -22,10 +23,8 @@ static __global__ void rig__head_rms_norm_kernel(uint16_t *x, int64_t stride_t, 
     }
     float total = rig_cuda_warp_sum(sum_squares);
     float inverse_rms = 1.0f / sqrtf(total / (float)dim + eps);
-    for (int64_t i = lane; i < dim; i += RIG_CUDA_WARP) {
-        float normalised = rig_bf16_round(rig_cuda_bf16(v[i]) * inverse_rms);
-        v[i] = rig_cuda_to_bf16(rig_cuda_bf16(weight[i]) * normalised);
-    }
+    for (int64_t i = lane; i < dim; i += RIG_CUDA_WARP)
+        v[i] = rig_cuda_norm_value(v[i], weight[i], inverse_rms);
 }
 
 enum rig_status rig_cuda_op_head_rms_norm(const struct rig_cuda_launch *launch,
