@@ -40,11 +40,36 @@ static void test_decode_waves_small_batch(void **state)
     assert_int_equal(rig_cuda_decode_waves(8, 660, 0), 1); /* no room to split */
 }
 
+/* A row's share of keys at batch 1 (Qwen3-0.6B's shape: 32-key steps, 60 splits planned for 8
+ * KV heads on 132 SMs). Without the cap a 1,664-key row ran 52 one-step splits (21.8 us warm
+ * on an H200) where 13 four-step ones took 11.5; the cap holds a row of up to 16 x 16 steps to
+ * 16 splits, and a longer one splits by 16-step shares up to the planned count. */
+static void test_decode_share_cap(void **state)
+{
+    (void)state;
+    /* without the cap (0): ceil(keys / splits) in whole steps, at least split_steps */
+    assert_int_equal(rig_cuda_decode_share(1664, 60, 32, 1, 0), 32);   /* 52 splits */
+    assert_int_equal(rig_cuda_decode_share(2048, 60, 32, 1, 0), 64);   /* 32 splits */
+    assert_int_equal(rig_cuda_decode_share(1664, 60, 32, 4, 0), 128);  /* 13 splits */
+    /* the cap: at most 16 splits up to 16 x 16 steps */
+    assert_int_equal(rig_cuda_decode_share(512, 60, 32, 1, 16), 32);   /* 16 splits, as before */
+    assert_int_equal(rig_cuda_decode_share(1664, 60, 32, 1, 16), 128); /* 13 splits of 4 steps */
+    assert_int_equal(rig_cuda_decode_share(2048, 60, 32, 1, 16), 128); /* 16 of 4 */
+    assert_int_equal(rig_cuda_decode_share(8192, 60, 32, 1, 16), 512); /* 16 of 16 */
+    /* longer: 16-step shares, as many splits as that takes, within the planned 60 */
+    assert_int_equal(rig_cuda_decode_share(16384, 60, 32, 1, 16), 512);  /* 32 splits */
+    assert_int_equal(rig_cuda_decode_share(65536, 60, 32, 1, 16), 1120); /* 59 splits of 35 */
+    /* a planned count below the cap wins (a big batch's few splits): the cap only lowers */
+    assert_int_equal(rig_cuda_decode_share(2048, 8, 32, 1, 16), 256);
+    assert_int_equal(rig_cuda_decode_share(0, 60, 32, 1, 16), 32); /* an empty row: one step */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decode_waves_large_batch),
         cmocka_unit_test(test_decode_waves_small_batch),
+        cmocka_unit_test(test_decode_share_cap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -57,8 +57,9 @@
  * merges them in a combine kernel (weights from the log-sum-exps once per head, then unrolled
  * independent loads over the splits). The register path merges in the same launch (one graph node,
  * no second launch latency at batch 1): the kernel first narrows the host's split count for the
- * row's kv_len (whole steps, at least RIG_DECODE_SPLIT_STEPS per split; splits past the keys exit
- * at once, so a short row runs few one-step blocks), then each block counts its arrival in a
+ * row's kv_len (whole steps, at least RIG_DECODE_SPLIT_STEPS per split, and in groups of 1 and 2 at most 16 splits for
+ * a row of up to 16 x 16 steps: rig__decode_share; splits past the keys exit at once, so a short
+ * row runs few blocks), then each block counts its arrival in a
  * per-(row, KV head) counter (the stream's counters, zeroed at stream creation, cuda_internal.h)
  * and the last one to arrive merges the partials in split order (with at most 16 splits, each
  * thread's partials load before their weights are known: one L2 round trip instead of two at batch
@@ -84,6 +85,8 @@ struct rig__partials {
     float *lse;         /* [Q, Hq, splits] log-sum-exp of the split's scores; -inf when empty */
     uint32_t *counters; /* [Q, Hk] arrivals (register path); zero between launches */
     int32_t splits;
+    int32_t split_steps; /* register path: least steps of keys a split takes (rig__decode_share) */
+    int32_t split_cap;   /* register path: splits a short row is held to (0: none) */
     bool heads_first;    /* register path: grid (KV head, row, split), else (row, KV head, split) */
     bool merge_prefetch; /* register path: the merge loads partials while weighing the splits */
     bool l2_prefetch;    /* register path, one wave: ask L2 for the block's K/V before the wait */
@@ -424,6 +427,8 @@ enum rig_status rig_cuda_attention_split_kv(const struct rig_cuda_launch *launch
     struct rig__partials part;
     part.splits = rig__choose_splits(launch, a);
     part.counters = NULL; /* the staged path merges in rig__combine_kernel */
+    part.split_steps = 1;  /* unused: the staged path splits by rig__choose_splits */
+    part.split_cap = 0;
     part.heads_first = false;
     part.merge_prefetch = false;
     part.l2_prefetch = false;
@@ -796,17 +801,42 @@ static __device__ void rig__decode_merge_splits(const struct rig_cuda_attention_
     }
 }
 
-/* Keys per split of a row with `keys` keys: an equal share over the launch's splits, but at
- * least RIG_DECODE_SPLIT_STEPS steps, in whole steps. Decided on the device from kv_len, so a
- * short row in a wide table (or a graph replayed at another length) runs few full splits
- * instead of many nearly empty ones and merges fewer partials; splits past the keys exit. */
-template <int KEYS_PER_STEP>
-static __device__ __forceinline__ int64_t rig__decode_share(int64_t keys, int32_t splits)
+/* Keys per split of a row with `keys` keys, in whole steps: an equal share over the launch's
+ * splits, but at least `split_steps` steps (RIG_DECODE_SPLIT_STEPS), and for a row of at most
+ * cap x cap steps (cap = `split_cap`) no more than cap splits. Decided on the device from
+ * kv_len, so a short row in a wide table (or a graph replayed at another length) runs few full
+ * splits instead of many nearly empty ones and merges fewer partials; splits past the keys
+ * exit. Why the cap (measured on an H200, docs/performance.md): at batch 1 the host plans
+ * enough splits to fill the GPU's resident blocks (60 for 8 KV heads), and a row of 1,664 keys
+ * then ran 52 one-step splits in 21.8 us (Qwen3-0.6B's shape, warm) where 13 four-step splits
+ * took 11.5: past RIG__DECODE_MERGE_EARLY splits the merge takes a second L2 round trip and
+ * every split's partial more, while a step costs a block about 1.1 us. The planned count still
+ * bounds it, and a row long enough that cap splits would take more than cap steps each
+ * splits further (its steps outweigh the merge). The launch gives the cap to the narrow layout
+ * only (groups of 1 and 2): a wide step (groups of 4 and 8) loads twice the keys for twice
+ * the heads, and the cap cost Llama-3.2-1B's and Qwen3-8B's shapes 5-40 % at batches 1-3. */
+static __host__ __device__ __forceinline__ int64_t rig__decode_share(int64_t keys, int32_t splits,
+                                                                    int64_t keys_per_step,
+                                                                    int32_t split_steps,
+                                                                    int32_t split_cap)
 {
-    int64_t share = rig_cuda_div_up(keys, splits);
-    int64_t least = (int64_t)RIG_DECODE_SPLIT_STEPS * KEYS_PER_STEP;
-    if (share < least) share = least;
-    return rig_cuda_div_up(share, KEYS_PER_STEP) * KEYS_PER_STEP;
+    int64_t steps = rig_cuda_div_up(keys, keys_per_step);
+    int64_t share = rig_cuda_div_up(steps, splits);
+    if (share < split_steps) share = split_steps;
+    if (split_cap > 0) {
+        int64_t capped = rig_cuda_div_up(steps, split_cap);
+        if (capped > split_cap) capped = split_cap;
+        if (share < capped) share = capped;
+    }
+    return share * keys_per_step;
+}
+
+int64_t rig_cuda_decode_share(int64_t keys, int32_t splits, int64_t keys_per_step,
+                              int32_t split_steps, int32_t split_cap)
+{
+    RIG_ASSERT(keys >= 0 && splits >= 1 && keys_per_step >= 1 && split_steps >= 1 &&
+               split_cap >= 0);
+    return rig__decode_share(keys, splits, keys_per_step, split_steps, split_cap);
 }
 
 /* The keys [begin, end) of the block's split of its row, and how many splits the row has
@@ -825,7 +855,8 @@ rig__decode_range_get(const struct rig_cuda_attention_args &a, const struct rig_
     r.row = part.heads_first ? blockIdx.y : blockIdx.x;
     r.kv_head = part.heads_first ? blockIdx.x : blockIdx.y;
     r.place = rig_cuda_attention_locate(&a, r.row);
-    int64_t share = rig__decode_share<KEYS_PER_STEP>(r.place.keys, part.splits);
+    int64_t share = rig__decode_share(r.place.keys, part.splits, KEYS_PER_STEP, part.split_steps,
+                                      part.split_cap);
     r.active = r.place.keys > share ? (int32_t)rig_cuda_div_up(r.place.keys, share) : 1;
     r.begin = share * blockIdx.z;
     r.end = r.begin + share < r.place.keys ? r.begin + share : r.place.keys;
@@ -941,6 +972,8 @@ struct rig__decode_knobs {
     int occupancy;
     bool l2_prefetch; /* RIG_DECODE_PREFETCH=0: no L2 prefetch before the PDL wait */
     bool wide;        /* RIG_DECODE_WIDE=0: groups of 4 and 8 in the narrow layout */
+    int split_steps;  /* RIG_DECODE_SPLIT_STEPS=N (1..64): least steps a split takes */
+    int split_cap;    /* RIG_DECODE_SPLIT_CAP=N (0..64, 0: none): rig__decode_share's cap */
 };
 
 /* The switches, read at the first launch (C++ makes the initialisation thread-safe). */
@@ -953,6 +986,10 @@ static const struct rig__decode_knobs &rig__decode_knobs(void)
         k.occupancy = occupancy >= -1 && occupancy <= 1 ? (int)occupancy : -1;
         k.l2_prefetch = rig_cuda_env("RIG_DECODE_PREFETCH", 1) != 0;
         k.wide = rig_cuda_env("RIG_DECODE_WIDE", 1) != 0;
+        long steps = rig_cuda_env("RIG_DECODE_SPLIT_STEPS", RIG_DECODE_SPLIT_STEPS);
+        k.split_steps = steps >= 1 && steps <= 64 ? (int)steps : RIG_DECODE_SPLIT_STEPS;
+        long cap = rig_cuda_env("RIG_DECODE_SPLIT_CAP", RIG__DECODE_MERGE_EARLY);
+        k.split_cap = cap >= 0 && cap <= RIG__SPLITS_MAX ? (int)cap : RIG__DECODE_MERGE_EARLY;
         return k;
     }();
     return knobs;
@@ -981,16 +1018,16 @@ int64_t rig_cuda_decode_waves(int64_t blocks, int64_t capacity, int64_t limit)
 
 /* Splits for the register path: with `capacity` (resident blocks on the GPU; 0 for the
  * earlier rule) by rig_cuda_decode_waves, else enough blocks for RIG_DECODE_BLOCKS_PER_SM per
- * multiprocessor; at least RIG_DECODE_SPLIT_STEPS steps of keys per split at the page-table
+ * multiprocessor; at least `split_steps` steps of keys per split at the page-table
  * width, at most RIG__SPLITS_MAX, within the stream's scratch, and one when (row, KV head)
  * pairs outnumber the arrival counters. Host values only (graph-safe); the kernel may use
  * fewer for a short row (rig__decode_share). */
 static int32_t rig__decode_splits(const struct rig_cuda_launch *launch,
                                   const struct rig_cuda_attention_args *a, int64_t keys_per_step,
-                                  int64_t capacity)
+                                  int64_t split_steps, int64_t capacity)
 {
     int64_t blocks = a->rows * a->heads_kv;
-    int64_t steps = rig_cuda_div_up(a->page_table_cols, keys_per_step * RIG_DECODE_SPLIT_STEPS);
+    int64_t steps = rig_cuda_div_up(a->page_table_cols, keys_per_step * split_steps);
     int64_t limit = steps < RIG__SPLITS_MAX ? steps : RIG__SPLITS_MAX;
     int64_t splits = 1;
     if (capacity > 0 && blocks > 0 && limit > 0) {
@@ -1089,15 +1126,17 @@ static struct rig__decode_plan rig__decode_plan_make(const struct rig_cuda_launc
     using S = rig__decode_shape<D, G, WIDE>;
     struct rig__decode_plan plan = {rig__decode_shared_bytes(G, D), 1};
     if (!knobs.v2) {
-        plan.splits = rig__decode_splits(launch, a, S::keys_per_step, 0);
+        plan.splits = rig__decode_splits(launch, a, S::keys_per_step, knobs.split_steps, 0);
         return plan;
     }
     const struct rig__decode_facts &facts = rig__decode_facts_get<D, G, WIDE>();
     int64_t per_sm = facts.natural > 0 ? facts.natural : 1;
-    plan.splits = rig__decode_splits(launch, a, S::keys_per_step, per_sm * launch->sm_count);
+    plan.splits = rig__decode_splits(launch, a, S::keys_per_step, knobs.split_steps,
+                                     per_sm * launch->sm_count);
     if (facts.fewer_shared == 0 || knobs.occupancy == 0) return plan;
     int32_t splits =
-        rig__decode_splits(launch, a, S::keys_per_step, (per_sm - 1) * launch->sm_count);
+        rig__decode_splits(launch, a, S::keys_per_step, knobs.split_steps,
+                           (per_sm - 1) * launch->sm_count);
     if (knobs.occupancy == 1 || splits < plan.splits) {
         plan.splits = splits;
         plan.shared = facts.fewer_shared;
@@ -1119,6 +1158,8 @@ static enum rig_status rig__decode_launch(const struct rig_cuda_launch *launch,
                                           (int)plan.shared));
     struct rig__partials part;
     part.splits = plan.splits;
+    part.split_steps = knobs.split_steps;
+    part.split_cap = WIDE ? 0 : knobs.split_cap; /* the narrow layout's (rig__decode_share) */
     part.values = (float *)launch->scratch;
     part.lse = part.values + (size_t)a->rows * a->heads_q * part.splits * D;
     part.counters = launch->counters;

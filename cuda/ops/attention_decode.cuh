@@ -22,6 +22,14 @@ enum rig_status rig_cuda_op_attention_decode(const struct rig_cuda_launch *launc
  * with the fullest waves (1 when limit < 1). A pure host function (tests/test_decode_plan.c). */
 int64_t rig_cuda_decode_waves(int64_t blocks, int64_t capacity, int64_t limit);
 
+/* Keys a split of the register path takes of a row of `keys` keys when the launch planned
+ * `splits` >= 1 (whole steps of `keys_per_step`): ceil(keys / splits), at least `split_steps`
+ * steps, and for a row of at most cap x cap steps (`split_cap` > 0) enough that cap splits
+ * cover it; the row runs ceil(keys / share) splits. The device's own rule
+ * (attention_decode.cu, rig__decode_share), here for tests/test_decode_plan.c. */
+int64_t rig_cuda_decode_share(int64_t keys, int32_t splits, int64_t keys_per_step,
+                              int32_t split_steps, int32_t split_cap);
+
 #ifdef __cplusplus
 }
 #endif

@@ -374,11 +374,66 @@ static enum rig_status rig__gemms(struct rig__sweep *s, const struct rig__shape 
     return status;
 }
 
-/* An attention point's K and V caches of S slots and its T query rows in and out. */
+/* RIG_PROFILE_SLOTS, a measuring switch for where an attention point's positions live in
+ * the KV cache (the table's slot numbers): unset or "contiguous", position i in slot i (the
+ * op table's points); "stride:N", slot i N, as the decode tokens of N requests that step
+ * together interleave (the engine's allocator hands each running request one slot a step);
+ * "scatter", slot (i A) mod C for an odd A near C (sqrt 5 - 1) / 2, C the slots the cache
+ * buffer holds at the point's Hk x D: positions far apart, as after a long online run's
+ * churn. Both wrap modulo C (a bijection: C is a power of two). Read once. */
+struct rig__slots {
+    int64_t stride; /* 1: contiguous */
+    bool scatter;
+};
+
+static struct rig__slots rig__slots_layout(void)
+{
+    static struct rig__slots layout;
+    static bool read;
+    if (read) return layout;
+    read = true;
+    layout.stride = 1;
+    const char *value = getenv("RIG_PROFILE_SLOTS");
+    if (value == NULL || strcmp(value, "contiguous") == 0) return layout;
+    if (strcmp(value, "scatter") == 0) {
+        layout.scatter = true;
+    } else if (strncmp(value, "stride:", 7) == 0 && atol(value + 7) >= 1) {
+        layout.stride = atol(value + 7);
+    } else {
+        fprintf(stderr, "rig profile: RIG_PROFILE_SLOTS=%s: expected contiguous, stride:N or "
+                        "scatter; contiguous used\n", value);
+        return layout;
+    }
+    fprintf(stderr, "rig profile: attention positions laid out as %s (RIG_PROFILE_SLOTS)\n",
+            value);
+    return layout;
+}
+
+/* Slots of the KV buffer at `x`'s Hk x D, K and V halves: the layouts' modulus. */
+static int64_t rig__slots_held(const struct rig__shape *x)
+{
+    return (int64_t)RIG__SLOTS_MAX * 1024 / (x->Hk * x->D);
+}
+
+/* The slot of position `i` of a point at `x` under the sweep's layout (rig__slots_layout). */
+static int32_t rig__slot(const struct rig__shape *x, int64_t i)
+{
+    struct rig__slots layout = rig__slots_layout();
+    if (layout.stride == 1 && !layout.scatter) return (int32_t)i;
+    int64_t held = rig__slots_held(x);
+    RIG_ASSERT((held & (held - 1)) == 0);
+    int64_t a = layout.scatter ? ((int64_t)((double)held * 0.6180339887) | 1) : layout.stride;
+    return (int32_t)((uint64_t)i * (uint64_t)a & (uint64_t)(held - 1));
+}
+
+/* An attention point's K and V caches of S slots and its T query rows in and out (every slot
+ * the buffer holds when the positions are not contiguous). */
 static void rig__attention_tensors(struct rig__sweep *s, const struct rig__shape *x, int64_t S,
                                    int64_t T, struct rig_tensor *k, struct rig_tensor *v,
                                    struct rig_tensor *q, struct rig_tensor *out)
 {
+    struct rig__slots layout = rig__slots_layout();
+    if (layout.stride != 1 || layout.scatter) S = rig__slots_held(x);
     uint8_t *cache = rig__base(s, RIG__KV);
     *k = rig_tensor_3d(cache, RIG_DTYPE_BF16, S, x->Hk, x->D);
     *v = rig_tensor_3d(cache + S * x->Hk * x->D * 2, RIG_DTYPE_BF16, S, x->Hk, x->D);
@@ -401,7 +456,7 @@ static enum rig_status rig__attention(struct rig__sweep *s, const struct rig__sh
     struct rig_tensor table_idx = rig__meta(s, R, RIG_DTYPE_I32, &idx_h);
     struct rig_tensor kv_len = rig__meta(s, R, RIG_DTYPE_I32, &len_h);
     struct rig_tensor cu_q = rig__meta(s, R + 1, RIG_DTYPE_I32, &cu_h);
-    for (int64_t i = 0; i < S; i++) table_h[i] = (int32_t)i;
+    for (int64_t i = 0; i < S; i++) table_h[i] = rig__slot(x, i);
     for (int64_t r = 0; r <= R; r++) {
         int64_t len = ragged ? (kv * (r + 1) + R - 1) / R : kv;
         if (r < R) idx_h[r] = (int32_t)r, len_h[r] = (int32_t)len;
@@ -438,8 +493,9 @@ static enum rig_status rig__attention_shared(struct rig__sweep *s, const struct 
     struct rig_tensor kv_len = rig__meta(s, R, RIG_DTYPE_I32, &len_h);
     for (int64_t r = 0; r < R; r++) {
         int32_t *row = table_h + r * L;
-        for (int64_t p = 0; p < prefix; p++) row[p] = (int32_t)((r % groups) * prefix + p);
-        for (int64_t p = 0; p < own; p++) row[prefix + p] = (int32_t)(groups * prefix + r * own + p);
+        for (int64_t p = 0; p < prefix; p++) row[p] = rig__slot(x, (r % groups) * prefix + p);
+        for (int64_t p = 0; p < own; p++)
+            row[prefix + p] = rig__slot(x, groups * prefix + r * own + p);
         idx_h[r] = (int32_t)r;
         len_h[r] = (int32_t)L;
     }
@@ -468,12 +524,43 @@ static enum rig_status rig__attentions_shared(struct rig__sweep *s, const struct
     return status;
 }
 
+/* RIG_PROFILE_CONTEXTS=L1,L2,... (at most 32, each 1..2^20), a measuring switch: the decode
+ * points' KV lengths instead of the grid's. *count 0 when unset or malformed (said once). */
+static void rig__contexts_override(int64_t *contexts, size_t *count)
+{
+    *count = 0;
+    const char *value = getenv("RIG_PROFILE_CONTEXTS");
+    if (value == NULL) return;
+    const char *at = value;
+    while (*at != '\0' && *count < 32) {
+        char *end = NULL;
+        long long len = strtoll(at, &end, 10);
+        if (end == at || len < 1 || len > RIG__SLOTS_MAX || (*end != ',' && *end != '\0')) {
+            fprintf(stderr, "rig profile: RIG_PROFILE_CONTEXTS=%s: expected lengths 1..%d "
+                            "separated by commas; the grid's used\n", value, RIG__SLOTS_MAX);
+            *count = 0;
+            return;
+        }
+        contexts[(*count)++] = len;
+        at = *end == ',' ? end + 1 : end;
+    }
+}
+
 static enum rig_status rig__attentions(struct rig__sweep *s, const struct rig__shape *x)
 {
     /* x 1.5 between the powers of two: the decode kernel's split and its waves of blocks
-     * (requests x KV heads) change between them */
+     * (requests x KV heads) change between them, and so do its splits' lengths with the
+     * context (a split takes whole steps of keys: cuda/ops/attention_decode.cu) */
     static const int64_t batches[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256};
-    static const int64_t contexts[] = {128, 256, 512, 1024, 2048, 4096};
+    static const int64_t grid_contexts[] = {128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072,
+                                            4096};
+    int64_t contexts[32];
+    size_t context_count;
+    rig__contexts_override(contexts, &context_count);
+    if (context_count == 0) {
+        context_count = RIG_ARRAY_LEN(grid_contexts);
+        memcpy(contexts, grid_contexts, sizeof grid_contexts);
+    }
     static const int64_t requests[] = {1, 4, 16}, prefixes[] = {0, 256, 1024, 8192};
     static const int64_t tokens[] = {16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
     bool quick = s->options->quick;
@@ -488,7 +575,7 @@ static enum rig_status rig__attentions(struct rig__sweep *s, const struct rig__s
         for (int32_t ragged = 0; ragged <= (quick ? 0 : 1); ragged++)
             for (size_t b = ragged; b < RIG_ARRAY_LEN(batches) && status == RIG_OK;
                  b += quick ? 4 : 1)
-                for (size_t c = 0; c < RIG_ARRAY_LEN(contexts) && status == RIG_OK;
+                for (size_t c = 0; c < context_count && status == RIG_OK;
                      c += quick ? 3 : 1)
                     if (batches[b] * contexts[c] <= RIG__SLOTS_MAX)
                         status =
