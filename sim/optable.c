@@ -416,8 +416,12 @@ static bool rig__grid_ns(const struct rig_sim_optable *table, const struct rig_o
     }
     if (count < 2) return false;
     int64_t r = first + rig__segment(&table->row_requests[first], count, p[0]);
-    double lower, upper;
-    if (!rig__row_ns(table, &table->rows[r], p[1], p[2], launch_ns, warm_weight, &lower) ||
+    double lower = 0, upper = 0; /* a row the key is on alone when it is on one */
+    bool on_upper = p[0] == table->row_requests[r + 1];
+    if (!on_upper &&
+        !rig__row_ns(table, &table->rows[r], p[1], p[2], launch_ns, warm_weight, &lower))
+        return false;
+    if (p[0] != table->row_requests[r] &&
         !rig__row_ns(table, &table->rows[r + 1], p[1], p[2], launch_ns, warm_weight, &upper))
         return false;
     *ns = rig__along(table->row_requests[r], lower, table->row_requests[r + 1], upper, p[0]);
