@@ -10,6 +10,16 @@
 
 #define RIG__TABLES_MAX 16
 
+/* One row of the decode grid: the points of one head shape (Hq, Hk, D: key p[3..5]) and
+ * request count, [uniform, uniform + uniform_count) and [ragged, ragged + ragged_count) of
+ * the table's grid, each by ascending max KV length. A row has at least 2 uniform points;
+ * ragged_count is 0 or at least 2. */
+struct rig__grid_row {
+    double heads_q, heads_kv, head_dim;
+    int8_t kernel; /* rig__kernel_of its points */
+    int64_t uniform, uniform_count, ragged, ragged_count;
+};
+
 struct rig_sim_optable {
     char name[256];
     struct rig_optable_point *points; /* (count) sorted by kind */
@@ -23,6 +33,14 @@ struct rig_sim_optable {
     uint32_t sample_kinds;     /* bit k: the table has sample points of rows' kind k */
     uint32_t gemm_forms;       /* bit f: the table has GEMM points of form f (rig__form) */
     struct rig_optable_host host; /* the sweep's host times (0: not measured) */
+    /* The decode sweep's grid (rig__grid_build): per head shape and request count, a row of
+     * uniform points (mean KV length == max) and one of ragged points (mean below the max),
+     * each by max KV length. */
+    int64_t *grid;              /* (grid_count) point indices, row by row, uniform then ragged */
+    double *grid_max;           /* (grid_count) each one's max KV length (key p[2]) */
+    struct rig__grid_row *rows; /* (row_count) by head shape, then requests */
+    double *row_requests;       /* (row_count) each row's requests (key p[0]) */
+    int64_t grid_count, row_count;
 };
 
 static pthread_mutex_t rig__tables_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -283,8 +301,136 @@ static double rig__blend(const double *values, const double *best_d, int32_t fou
     return weight_sum > 0 ? exp(log_sum / weight_sum) : 0;
 }
 
+/* --- Decode attention between the sweep's grid points (docs/simulator.md, "Decode attention
+ * between grid points") ----------------------------------------------------------------- */
+
+/* A decode key whose sharing (rig__decode_sharing) is below this reads its own positions: a
+ * batch's padding rows all read one dummy slot, about 1e-4 of sharing; a shared prompt is
+ * 0.1 and more (the sweep's shared points 0.58 and more). Such keys take the grid; shared
+ * ones the nearest-point blend, which holds shared and unshared points apart. */
+#define RIG__GRID_SHARING_MAX 0.05
+
+/* The index of the first point of the segment of x[0 .. n) (ascending, n >= 2) that serves
+ * `at`: the two points around it, or the end segment past either end. Can't fail. */
+static int64_t rig__segment(const double *x, int64_t n, double at)
+{
+    RIG_ASSERT(n >= 2);
+    int64_t i = 0;
+    while (i < n - 2 && x[i + 1] <= at)
+        i++;
+    return i;
+}
+
+/* y at `at` on the segment (x0, y0) .. (x1, y1), x0 < x1: linear between them (exactly y0
+ * or y1 at its ends). Past an end the segment's line goes on, held between that end's value
+ * (flat: a fixed latency) and the value scaled by at / x there (proportional: a constant
+ * time per unit, what a bandwidth-bound kernel tends to); a time neither falls below zero
+ * nor grows faster than its work. Can't fail. */
+static double rig__along(double x0, double y0, double x1, double y1, double at)
+{
+    RIG_ASSERT(x0 < x1 && x0 > 0);
+    if (at == x0) return y0;
+    if (at == x1) return y1;
+    double line = y0 + (y1 - y0) * (at - x0) / (x1 - x0);
+    if (at > x0 && at < x1) return line;
+    double end = at < x0 ? y0 : y1, scaled = end * at / (at < x0 ? x0 : x1);
+    double low = fmin(end, scaled), high = fmax(end, scaled);
+    return fmin(fmax(line, low), high);
+}
+
+/* The node time (rig__node_ns) at `max` on the polyline of the grid's part [first, first +
+ * count) (a row's uniform or ragged points, count >= 2): rig__along over the two points around
+ * it; *at (may be NULL) gets the first of them. */
+static double rig__part_ns(const struct rig_sim_optable *table, int64_t first, int64_t count,
+                           double max, double launch_ns, double warm_weight, int64_t *at)
+{
+    int64_t g = first + rig__segment(&table->grid_max[first], count, max);
+    const struct rig_optable_point *a = &table->points[table->grid[g]];
+    const struct rig_optable_point *b = &table->points[table->grid[g + 1]];
+    if (at != NULL) *at = g;
+    return rig__along(table->grid_max[g], rig__node_ns(a, launch_ns, warm_weight),
+                      table->grid_max[g + 1], rig__node_ns(b, launch_ns, warm_weight), max);
+}
+
+/* The mean KV length of the row's ragged batch at `max`: the ragged points' means, linear in
+ * the max between two of them (exactly a point's own at its max), held at the ends' mean /
+ * max ratio past them. */
+static double rig__ragged_mean(const struct rig_sim_optable *table, int64_t g, double max)
+{
+    const double *a = table->points[table->grid[g]].key.p;
+    const double *b = table->points[table->grid[g + 1]].key.p;
+    if (max == a[2]) return a[1];
+    if (max == b[2]) return b[1];
+    double w = (max - a[2]) / (b[2] - a[2]);
+    w = w < 0 ? 0 : w > 1 ? 1 : w;
+    return max * ((1 - w) * a[1] / a[2] + w * b[1] / b[2]);
+}
+
+/* A row's node time at the key's mean and max KV length: the uniform points' polyline at the
+ * max (rig__along between the two around it), and for a ragged key (mean below the max) the
+ * ragged points' at the same max, then linear in the mean between the ragged batch's mean
+ * and the uniform one's (the max): at one max, a batch's time is a fixed part (its longest
+ * request's blocks) plus a part that follows every request's positions. A batch more ragged
+ * than the sweep's (padding rows of one position) goes on along that line, held as
+ * rig__along holds it. False when the key is ragged and the row has no ragged points. */
+static bool rig__row_ns(const struct rig_sim_optable *table, const struct rig__grid_row *row,
+                        double mean, double max, double launch_ns, double warm_weight, double *ns)
+{
+    int64_t g;
+    double uniform =
+        rig__part_ns(table, row->uniform, row->uniform_count, max, launch_ns, warm_weight, NULL);
+    if (mean >= max) {
+        *ns = uniform;
+        return true;
+    }
+    if (row->ragged_count < 2) return false;
+    double ragged =
+        rig__part_ns(table, row->ragged, row->ragged_count, max, launch_ns, warm_weight, &g);
+    *ns = rig__along(rig__ragged_mean(table, g, max), ragged, max, uniform, mean);
+    return true;
+}
+
+/* The decode-attention node time of `key` from the grid rows of its head shape and kernel:
+ * each row's (rig__row_ns) at the key's lengths, then linear in the request count between the
+ * two rows around it (past the first or last row as rig__along holds it). Reproduces a grid
+ * point exactly, and between points lies between them. False (the nearest-point blend costs
+ * the key then) for another kind, a shared batch (RIG__GRID_SHARING_MAX), a head shape or
+ * kernel with fewer than two rows, or a ragged key on a row without ragged points. */
+static bool rig__grid_ns(const struct rig_sim_optable *table, const struct rig_optable_key *key,
+                         double flops, int8_t kernel, double launch_ns, double warm_weight,
+                         double *ns)
+{
+    const double *p = key->p;
+    if (key->kind != RIG_OP_ATTENTION_DECODE || !(p[0] >= 1) || !(p[1] > 0) || !(p[2] >= p[1]))
+        return false;
+    if (rig__decode_sharing(key, flops) >= RIG__GRID_SHARING_MAX) return false;
+    int64_t first = 0, count = 0;
+    for (int64_t r = 0; r < table->row_count; r++) {
+        const struct rig__grid_row *row = &table->rows[r];
+        if (row->heads_q != p[3] || row->heads_kv != p[4] || row->head_dim != p[5] ||
+            row->kernel != kernel)
+            continue;
+        if (count == 0) first = r;
+        RIG_ASSERT_MSG(r == first + count, "a shape's rows of a kernel are contiguous");
+        count++;
+    }
+    if (count < 2) return false;
+    int64_t r = first + rig__segment(&table->row_requests[first], count, p[0]);
+    double lower = 0, upper = 0; /* a row the key is on alone when it is on one */
+    bool on_upper = p[0] == table->row_requests[r + 1];
+    if (!on_upper &&
+        !rig__row_ns(table, &table->rows[r], p[1], p[2], launch_ns, warm_weight, &lower))
+        return false;
+    if (p[0] != table->row_requests[r] &&
+        !rig__row_ns(table, &table->rows[r + 1], p[1], p[2], launch_ns, warm_weight, &upper))
+        return false;
+    *ns = rig__along(table->row_requests[r], lower, table->row_requests[r + 1], upper, p[0]);
+    return true;
+}
+
 /* The prediction: time / roofline of the nearest points, blended, times the op's own
- * roofline; the host time of an eager issue, blended as measured. */
+ * roofline; decode attention on its sweep's grid instead from the grid (rig__grid_ns); the
+ * host time of an eager issue, blended as measured. */
 static bool rig__predict(const struct rig_sim_optable *table, const struct rig_optable_key *key,
                          double flops, double bytes, double peak_flops, double hbm_bytes_per_s,
                          double launch_ns, double warm_weight, double *ns, double *host_ns)
@@ -305,6 +451,8 @@ static bool rig__predict(const struct rig_sim_optable *table, const struct rig_o
     *ns = rig__work_s(table, key->kind, kernel, flops, bytes, peak_flops, hbm_bytes_per_s) *
           rig__blend(ratio, best_d, found) * 1e9;
     *host_ns = rig__blend(host, best_d, found);
+    double grid_ns;
+    if (rig__grid_ns(table, key, flops, kernel, launch_ns, warm_weight, &grid_ns)) *ns = grid_ns;
     return true;
 }
 
@@ -380,6 +528,126 @@ static int rig__point_order(const void *a, const void *b)
     return (x->key.kind > y->key.kind) - (x->key.kind < y->key.kind);
 }
 
+/* A decode point's place in the grid's order: head shape, requests, uniform before ragged,
+ * max KV length, then its index (a total order: the same table, the same grid). */
+struct rig__grid_entry {
+    double order[6]; /* Hq, Hk, D, requests, ragged (0 or 1), max KV length */
+    int64_t index;
+};
+
+static int rig__grid_order(const void *a, const void *b)
+{
+    const struct rig__grid_entry *x = a, *y = b;
+    for (int32_t k = 0; k < 6; k++)
+        if (x->order[k] != y->order[k]) return x->order[k] < y->order[k] ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* Whether decode point i can be a grid point: positive lengths, max >= mean, no shared
+ * positions (its sharing exactly 0: the sweep's uniform and ragged batches). */
+static bool rig__grid_eligible(const struct rig_sim_optable *table, int64_t i)
+{
+    const double *p = table->points[i].key.p;
+    return table->sharing[i] == 0 && p[0] >= 1 && p[1] > 0 && p[2] >= p[1];
+}
+
+/* Appends the entries of [from, to) (one row's, sorted) of one part, uniform (0) or ragged
+ * (1), to the table's grid, a max KV length already taken left out; returns how many. Can't
+ * fail (the grid's arrays hold every decode point). */
+static int64_t rig__grid_part_add(struct rig_sim_optable *table, const struct rig__grid_entry *e,
+                                  int64_t from, int64_t to, double ragged)
+{
+    int64_t start = table->grid_count;
+    for (int64_t j = from; j < to; j++) {
+        if (e[j].order[4] != ragged) continue;
+        if (table->grid_count > start && table->grid_max[table->grid_count - 1] == e[j].order[5])
+            continue;
+        table->grid[table->grid_count] = e[j].index;
+        table->grid_max[table->grid_count++] = e[j].order[5];
+    }
+    return table->grid_count - start;
+}
+
+/* Appends the entries [from, to) of one head shape and request count to the grid as a row; a
+ * row of fewer than 2 uniform points is left out, and its ragged part emptied when it has
+ * fewer than 2 (rig__grid_ns interpolates between two). Can't fail. */
+static void rig__grid_row_add(struct rig_sim_optable *table, const struct rig__grid_entry *e,
+                              int64_t from, int64_t to)
+{
+    struct rig__grid_row row = {.heads_q = e[from].order[0],
+                                .heads_kv = e[from].order[1],
+                                .head_dim = e[from].order[2],
+                                .kernel = table->kernel[e[from].index]};
+    row.uniform = table->grid_count;
+    row.uniform_count = rig__grid_part_add(table, e, from, to, 0);
+    if (row.uniform_count < 2) {
+        table->grid_count = row.uniform;
+        return;
+    }
+    row.ragged = table->grid_count;
+    row.ragged_count = rig__grid_part_add(table, e, from, to, 1);
+    if (row.ragged_count < 2) {
+        table->grid_count = row.ragged;
+        row.ragged_count = 0;
+    }
+    table->row_requests[table->row_count] = e[from].order[3];
+    table->rows[table->row_count++] = row;
+}
+
+/* Whether two sorted entries are of one row: the same head shape and request count. */
+static bool rig__grid_same_row(const struct rig__grid_entry *a, const struct rig__grid_entry *b)
+{
+    for (int32_t k = 0; k < 4; k++)
+        if (a->order[k] != b->order[k]) return false;
+    return true;
+}
+
+/* The decode grid of a loaded table (rig__grid_ns): its eligible decode points sorted into
+ * rows. RIG_E_NO_MEMORY when an array cannot be had (the table's grid stays empty then). */
+static enum rig_status rig__grid_build(struct rig_sim_optable *table)
+{
+    int64_t first = table->first[RIG_OP_ATTENTION_DECODE];
+    int64_t n = table->first[RIG_OP_ATTENTION_DECODE + 1] - first;
+    struct rig__grid_entry *e = calloc((size_t)(n > 0 ? n : 1), sizeof *e);
+    table->grid = calloc((size_t)(n > 0 ? n : 1), sizeof *table->grid);
+    table->grid_max = calloc((size_t)(n > 0 ? n : 1), sizeof *table->grid_max);
+    table->rows = calloc((size_t)(n > 0 ? n : 1), sizeof *table->rows);
+    table->row_requests = calloc((size_t)(n > 0 ? n : 1), sizeof *table->row_requests);
+    if (e == NULL || table->grid == NULL || table->grid_max == NULL || table->rows == NULL ||
+        table->row_requests == NULL) {
+        free(e);
+        return RIG_E_NO_MEMORY;
+    }
+    int64_t m = 0;
+    for (int64_t i = first; i < first + n; i++) {
+        if (!rig__grid_eligible(table, i)) continue;
+        const double *p = table->points[i].key.p;
+        e[m++] = (struct rig__grid_entry){{p[3], p[4], p[5], p[0], p[1] < p[2] ? 1 : 0, p[2]}, i};
+    }
+    qsort(e, (size_t)m, sizeof *e, rig__grid_order);
+    for (int64_t from = 0, to = 0; from < m; from = to) {
+        while (to < m && rig__grid_same_row(&e[to], &e[from]))
+            to++;
+        rig__grid_row_add(table, e, from, to);
+    }
+    free(e);
+    return RIG_OK;
+}
+
+/* Frees what rig__load allocated for `table` and zeroes it. */
+static void rig__unload(struct rig_sim_optable *table)
+{
+    free(table->points);
+    free(table->logp);
+    free(table->kernel);
+    free(table->sharing);
+    free(table->grid);
+    free(table->grid_max);
+    free(table->rows);
+    free(table->row_requests);
+    memset(table, 0, sizeof *table);
+}
+
 /* Reads the table `name` into `table`, sorted by kind and indexed, for a device of
  * `multiprocessors` SMs. Failures as rig_sim_optable_get; `table` stays zeroed then. */
 static enum rig_status rig__load(const char *name, int64_t multiprocessors,
@@ -390,19 +658,14 @@ static enum rig_status rig__load(const char *name, int64_t multiprocessors,
     if (status != RIG_OK) return status;
     status = rig_optable_read_host(name, &table->host, error, error_len);
     if (status != RIG_OK) {
-        free(table->points);
-        memset(table, 0, sizeof *table);
+        rig__unload(table);
         return status;
     }
     table->logp = calloc((size_t)table->count, sizeof *table->logp);
     table->kernel = calloc((size_t)table->count, sizeof *table->kernel);
     table->sharing = calloc((size_t)table->count, sizeof *table->sharing);
     if (table->logp == NULL || table->kernel == NULL || table->sharing == NULL) {
-        free(table->points);
-        free(table->logp);
-        free(table->kernel);
-        free(table->sharing);
-        memset(table, 0, sizeof *table);
+        rig__unload(table);
         snprintf(error, error_len, "%s: no memory for the op table", name);
         return RIG_E_NO_MEMORY;
     }
@@ -425,6 +688,11 @@ static enum rig_status rig__load(const char *name, int64_t multiprocessors,
         if (key->kind == RIG_OP_GEMM) table->gemm_forms |= 1u << rig__form(key);
     }
     table->decode_flops_per_s = rig__decode_rate(table);
+    if (rig__grid_build(table) != RIG_OK) {
+        rig__unload(table);
+        snprintf(error, error_len, "%s: no memory for the op table's decode grid", name);
+        return RIG_E_NO_MEMORY;
+    }
     return RIG_OK;
 }
 

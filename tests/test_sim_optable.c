@@ -25,9 +25,14 @@
  * max KV length; decode attention scales between head shapes by bytes at the bandwidth plus
  * FLOPs at the table's own decode rate on the register path, by bytes alone on the
  * tensor-core kernel (rig_decode_tensor_cores decides which, for the profile's SM count), and
- * the two kernels' points are held apart. The sampler's rows are greedy, whole-vocabulary or
- * cut-off, each kind costed from its own points, a mixed batch as their row-weighted mean, and
- * from whole-vocabulary points where a table has no others. A GEMM's fused forms: their key
+ * the two kernels' points are held apart. Decode attention on the sweep's grid: the h200
+ * table's unshared points of Qwen3-0.6B's heads reproduced, a uniform batch's time monotone
+ * in its context at and between swept request counts, halfway between two points at the
+ * halfway length; on a small grid, bilinear between rows and lengths, the end segments'
+ * lines held between flat and proportional, a ragged key linear in its mean. The sampler's
+ * rows are greedy, whole-vocabulary or cut-off, each kind costed from its own points, a mixed
+ * batch as their row-weighted mean, and from whole-vocabulary points where a table has no
+ * others. A GEMM's fused forms: their key
  * (depth, prologue, accumulate) and work; every fused GEMM of up to 16 rows is the small-batch
  * kernel's; a form is costed from its own points (others held 4 apart), from its plain shape's
  * in a table without that form (the committed h200 table: no miss, the plain node scaled by
@@ -917,6 +922,132 @@ static void test_decode_shared_points_apart(void **state)
     unlink("optable_shared.h5");
 }
 
+/* The h200 table's decode point of Qwen3-0.6B's heads (16 / 8, D 128) at `r` requests of
+ * `kv` positions each: its node time at warm weight 0.75 into *ns. False if the table has none. */
+static bool h200_uniform_ns(const struct rig_sim_optable *t, double r, double kv, double *ns)
+{
+    for (int64_t i = 0; i < rig_sim_optable_count(t); i++) {
+        const struct rig_optable_point *p = rig_sim_optable_point(t, i);
+        const double *k = p->key.p;
+        if (p->key.kind != RIG_OP_ATTENTION_DECODE || k[0] != r || k[1] != kv || k[2] != kv ||
+            k[3] != 16 || k[4] != 8 || k[5] != 128)
+            continue;
+        *ns = pow(p->cold_ns, 0.25) * pow(p->warm_ns, 0.75);
+        return true;
+    }
+    return false;
+}
+
+/* Predicts a uniform decode batch of Qwen3-0.6B's heads (`r` requests of `kv` positions, their
+ * own) on the h200 table at warm weight 0.75, with the work the sweep gives it. */
+static double h200_decode_ns(const struct rig_sim_optable *t, double r, double mean, double max)
+{
+    struct rig_optable_key key = {.kind = RIG_OP_ATTENTION_DECODE, .p = {r, mean, max, 16, 8, 128}};
+    double flops = 4.0 * 16 * 128 * r * mean, bytes = r * mean * (4 * 8 * 128 + 4) + r * 16 * 256;
+    double ns = 0;
+    assert_true(
+        rig_sim_optable_predict(t, &key, flops, bytes, 989.4e12, 4.8e12, 0, 0.75, &ns, NULL));
+    return ns;
+}
+
+/* Decode attention on the h200 table's grid (sim/optable.c, rig__grid_ns): every unshared
+ * point of Qwen3-0.6B's heads (96 uniform, 90 ragged) is reproduced as measured; a uniform
+ * batch's time never falls as its context grows, at swept request counts and between them
+ * (the nearest-point blend read 8,754 ns at 1 x 256 and 6,217 at 1 x 384); one request of
+ * 1,536 positions lies halfway between the 1,024 and 2,048 points (15,485 and 18,335 ns); and a
+ * key whose padding rows share one dummy slot (sharing ~1e-4) is costed as its own. */
+static void test_decode_grid_h200(void **state)
+{
+    (void)state;
+    const struct rig_sim_optable *t = NULL;
+    char error[256];
+    assert_int_equal(rig_sim_optable_get("h200", 132, &t, error, sizeof error), RIG_OK);
+    int64_t reproduced = 0;
+    for (int64_t i = 0; i < rig_sim_optable_count(t); i++) {
+        const struct rig_optable_point *p = rig_sim_optable_point(t, i);
+        const double *k = p->key.p;
+        if (p->key.kind != RIG_OP_ATTENTION_DECODE || k[3] != 16 || k[4] != 8 || k[5] != 128 ||
+            p->flops > 4.0 * 16 * 128 * k[0] * k[1] * (1 + 1e-9)) /* shared points: the blend */
+            continue;
+        double ns = 0, node = pow(p->cold_ns, 0.25) * pow(p->warm_ns, 0.75);
+        assert_true(rig_sim_optable_predict(t, &p->key, p->flops, p->bytes, 989.4e12, 4.8e12, 0,
+                                            0.75, &ns, NULL));
+        assert_float_equal(ns, node, 1e-9 * node);
+        reproduced++;
+    }
+    assert_int_equal(reproduced, 186);
+    const double requests[] = {1, 2, 3, 4, 5, 8, 12, 16, 20, 32};
+    for (int32_t r = 0; r < 10; r++) {
+        double before = 0;
+        for (double kv = 128; kv <= 4096; kv += 32) {
+            double ns = h200_decode_ns(t, requests[r], kv, kv);
+            assert_true(ns >= before);
+            before = ns;
+        }
+    }
+    assert_float_equal(h200_decode_ns(t, 1, 256, 256), 8758.2, 0.1);
+    assert_float_equal(h200_decode_ns(t, 1, 384, 384), (8758.169 + 9185.588) / 2, 0.01);
+    double low = 0, high = 0;
+    assert_true(h200_uniform_ns(t, 1, 1024, &low) && h200_uniform_ns(t, 1, 2048, &high));
+    assert_float_equal(low, 15484.5, 0.1);
+    assert_float_equal(high, 18335.2, 0.1);
+    double mid = h200_decode_ns(t, 1, 1536, 1536);
+    assert_float_equal(mid, (low + high) / 2, 1e-6 * mid);
+    assert_true(mid > low && mid < high);
+    /* 9 requests of 840 positions padded to 16 rows of one dummy position each */
+    struct rig_optable_key padded = {.kind = RIG_OP_ATTENTION_DECODE,
+                                     .p = {16, (9 * 840 + 1) / 16.0, 1590, 16, 8, 128}};
+    double ns_own = 0, ns_padded = 0, bytes = 7561.0 * (4 * 8 * 128 + 4);
+    double flops_own = 4.0 * 16 * 128 * 7561, flops_padded = 4.0 * 16 * 128 * 7567;
+    assert_true(rig_sim_optable_predict(t, &padded, flops_own, bytes, 989.4e12, 4.8e12, 0, 0.75,
+                                        &ns_own, NULL));
+    assert_true(rig_sim_optable_predict(t, &padded, flops_padded, bytes, 989.4e12, 4.8e12, 0, 0.75,
+                                        &ns_padded, NULL));
+    assert_float_equal(ns_padded, ns_own, 0);
+}
+
+/* The grid's rules on a table of two request rows (1 and 4) at 256 and 1,024 positions, the
+ * 4-request row with ragged points too (means 160 and 640): between rows and lengths the time
+ * is linear in both (bilinear at 2 x 640); past the last length the end segment's line, held
+ * at most proportional to the length (x 2 at 2,048) and at least flat; before the first, at
+ * least proportional (x 0.5 at 128); a ragged key linear in its mean between the ragged and
+ * the uniform batch at its max, and a batch more ragged than the sweep's held likewise. */
+static void test_decode_grid_rules(void **state)
+{
+    (void)state;
+    struct rig_optable_point points[6] = {
+        decode_point(1, 256, 256, 10000), decode_point(1, 1024, 1024, 50000),
+        decode_point(4, 256, 256, 20000), decode_point(4, 1024, 1024, 60000),
+        decode_point(4, 160, 256, 16000), decode_point(4, 640, 1024, 30000)};
+    const struct rig_sim_optable *t = table_of("optable_grid.h5", points, 6);
+    double peak = 989.4e12, bw = 4.8e12, ns = 0;
+    struct rig_optable_point q = decode_point(2, 640, 640, 0);
+    assert_true(rig_sim_optable_predict(t, &q.key, 0, q.bytes, peak, bw, 0, 1, &ns, NULL));
+    double w = (640 - 256) / 768.0; /* in the length; (2 - 1) / 3 in the requests */
+    double one = 10000 + w * 40000, four = 20000 + w * 40000;
+    assert_float_equal(ns, one + (four - one) / 3, 1e-6);
+    q = decode_point(1, 2048, 2048, 0); /* the line: 50,000 + 40,000 x 4 / 3 > 100,000 */
+    assert_true(rig_sim_optable_predict(t, &q.key, 0, q.bytes, peak, bw, 0, 1, &ns, NULL));
+    assert_float_equal(ns, 100000, 1e-6);
+    q = decode_point(4, 2048, 2048, 0); /* the line: 60,000 + 40,000 x 4 / 3 */
+    assert_true(rig_sim_optable_predict(t, &q.key, 0, q.bytes, peak, bw, 0, 1, &ns, NULL));
+    assert_float_equal(ns, 60000 + 40000 * 4 / 3.0, 1e-6);
+    q = decode_point(1, 128, 128, 0); /* the line: 10,000 - 40,000 / 6 < 5,000 */
+    assert_true(rig_sim_optable_predict(t, &q.key, 0, q.bytes, peak, bw, 0, 1, &ns, NULL));
+    assert_float_equal(ns, 5000, 1e-6);
+    q = decode_point(4, 832, 1024, 0); /* halfway between the ragged mean 640 and 1,024 */
+    assert_true(rig_sim_optable_predict(t, &q.key, 0, q.bytes, peak, bw, 0, 1, &ns, NULL));
+    assert_float_equal(ns, 45000, 1e-6);
+    /* past the ragged mean the line (22,500 at 544) is held at the ragged point's time a key */
+    q = decode_point(4, 544, 1024, 0);
+    assert_true(rig_sim_optable_predict(t, &q.key, 0, q.bytes, peak, bw, 0, 1, &ns, NULL));
+    assert_float_equal(ns, 30000 * 544 / 640.0, 1e-6);
+    q = decode_point(4, 320, 1024, 0); /* the line 5,000, held at 30,000 x 320 / 640 */
+    assert_true(rig_sim_optable_predict(t, &q.key, 0, q.bytes, peak, bw, 0, 1, &ns, NULL));
+    assert_float_equal(ns, 15000, 1e-6);
+    unlink("optable_grid.h5");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -928,6 +1059,8 @@ int main(void)
         cmocka_unit_test(test_decode_scales_by_flops),
         cmocka_unit_test(test_decode_tensor_core_regime),
         cmocka_unit_test(test_decode_shared_points_apart),
+        cmocka_unit_test(test_decode_grid_h200),
+        cmocka_unit_test(test_decode_grid_rules),
         cmocka_unit_test(test_gemm_early_weights),
         cmocka_unit_test(test_gemm_fused_forms),
         cmocka_unit_test(test_sample_rows_kinds),
