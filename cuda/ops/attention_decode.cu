@@ -723,6 +723,11 @@ static __device__ bool rig__decode_arrive(const struct rig_cuda_attention_args *
 
 /* Splits whose partials a thread of the merge loads before their weights are known. */
 #define RIG__DECODE_MERGE_EARLY 16
+/* The wide layout's split cap (rig__decode_share): none. A cap of 32 (twice the narrow one's,
+ * as its steps are) was measured on an H200 (seventh session, call 7): at batches 1-3 of
+ * Llama-3.2-1B's and Qwen3-8B's shapes it moved the sweep's points by -12 ... +16 %, most within
+ * the noise, and `rig bench decode` not at all. RIG_DECODE_SPLIT_CAP_WIDE=N measures others. */
+#define RIG__DECODE_SPLIT_CAP_WIDE 0
 
 /* The last block of (row, KV head) merges the `active` splits of its G heads: one warp per
  * head turns log-sum-exps into weights in shared memory, then each thread sums 4 dims over
@@ -814,7 +819,8 @@ static __device__ void rig__decode_merge_splits(const struct rig_cuda_attention_
  * bounds it, and a row long enough that cap splits would take more than cap steps each
  * splits further (its steps outweigh the merge). The launch gives the cap to the narrow layout
  * only (groups of 1 and 2): a wide step (groups of 4 and 8) loads twice the keys for twice
- * the heads, and the cap cost Llama-3.2-1B's and Qwen3-8B's shapes 5-40 % at batches 1-3. */
+ * the heads, and a cap of 16 cost Llama-3.2-1B's and Qwen3-8B's shapes 5-40 % at batches 1-3
+ * (RIG__DECODE_SPLIT_CAP_WIDE says what 32 did). */
 static __host__ __device__ __forceinline__ int64_t rig__decode_share(int64_t keys, int32_t splits,
                                                                     int64_t keys_per_step,
                                                                     int32_t split_steps,
@@ -974,6 +980,7 @@ struct rig__decode_knobs {
     bool wide;        /* RIG_DECODE_WIDE=0: groups of 4 and 8 in the narrow layout */
     int split_steps;  /* RIG_DECODE_SPLIT_STEPS=N (1..64): least steps a split takes */
     int split_cap;    /* RIG_DECODE_SPLIT_CAP=N (0..64, 0: none): rig__decode_share's cap */
+    int split_cap_wide; /* RIG_DECODE_SPLIT_CAP_WIDE=N: the same for the wide layout */
 };
 
 /* The switches, read at the first launch (C++ makes the initialisation thread-safe). */
@@ -990,6 +997,9 @@ static const struct rig__decode_knobs &rig__decode_knobs(void)
         k.split_steps = steps >= 1 && steps <= 64 ? (int)steps : RIG_DECODE_SPLIT_STEPS;
         long cap = rig_cuda_env("RIG_DECODE_SPLIT_CAP", RIG__DECODE_MERGE_EARLY);
         k.split_cap = cap >= 0 && cap <= RIG__SPLITS_MAX ? (int)cap : RIG__DECODE_MERGE_EARLY;
+        long wide = rig_cuda_env("RIG_DECODE_SPLIT_CAP_WIDE", RIG__DECODE_SPLIT_CAP_WIDE);
+        k.split_cap_wide =
+            wide >= 0 && wide <= RIG__SPLITS_MAX ? (int)wide : RIG__DECODE_SPLIT_CAP_WIDE;
         return k;
     }();
     return knobs;
@@ -1159,7 +1169,7 @@ static enum rig_status rig__decode_launch(const struct rig_cuda_launch *launch,
     struct rig__partials part;
     part.splits = plan.splits;
     part.split_steps = knobs.split_steps;
-    part.split_cap = WIDE ? 0 : knobs.split_cap; /* the narrow layout's (rig__decode_share) */
+    part.split_cap = WIDE ? knobs.split_cap_wide : knobs.split_cap; /* rig__decode_share */
     part.values = (float *)launch->scratch;
     part.lse = part.values + (size_t)a->rows * a->heads_q * part.splits * D;
     part.counters = launch->counters;

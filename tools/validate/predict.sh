@@ -4,7 +4,7 @@
 #
 # usage: tools/validate/predict.sh MEASURED OUT [PROFILE] [RIG]
 #   MEASURED  a folder heldout.sh wrote on the GPU (llama/, qwen06/, qwen32b-8l.h5, ...), or a
-#             .tar.gz of one (unpacked under OUT/measured)
+#             tarball of one, .tar.gz or .tar.xz (unpacked under OUT/measured)
 #   OUT       predictions (.h5, .log) and OUT/cmp/*.txt, one comparison per run
 #   PROFILE   the simulator's device profile (default h200)
 #   RIG       the rig binary (default build/rig)
@@ -19,7 +19,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$here/../..
 mkdir -p "$out/cmp" || exit 1
 if [[ -f $meas ]]; then
-    mkdir -p "$out/measured" && tar -xzf "$meas" -C "$out/measured" || exit 1
+    mkdir -p "$out/measured" && tar -xf "$meas" -C "$out/measured" || exit 1
     meas=$(dirname "$(find "$out/measured" -name qwen32b-8l.h5 | head -1)")
 fi
 sim="{profile: $prof, timing_only: true}"
