@@ -550,8 +550,11 @@ static enum rig_status rig__attentions(struct rig__sweep *s, const struct rig__s
 {
     /* x 1.5 between the powers of two: the decode kernel's split and its waves of blocks
      * (requests x KV heads) change between them, and so do its splits' lengths with the
-     * context (a split takes whole steps of keys: cuda/ops/attention_decode.cu) */
-    static const int64_t batches[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256};
+     * context (a split takes whole steps of keys: cuda/ops/attention_decode.cu); 40 and 56
+     * too, the engine's decode graphs between 32 and 64 rows (core/engine/engine.c,
+     * rig__graph_sizes: 1, 2, 4, 8, then every 8), whose waves the neighbours do not tell */
+    static const int64_t batches[] = {1,  2,  3,  4,  6,  8,   12,  16,  24,
+                                      32, 40, 48, 56, 64, 96, 128, 192, 256};
     static const int64_t grid_contexts[] = {128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072,
                                             4096};
     int64_t contexts[32];
