@@ -2,11 +2,11 @@
 # usage: predict.sh LABEL [PROFILE]: the simulator's predictions (timing only, profile h200 unless
 # named) of tools/validate/heldout.sh's runs, measured on one H200 with the committed kernels of
 # 4445d81 (call7.sh), under /tmp/h200-pred-online/LABEL, then `rig compare` of each against its
-# measurement (measured.tar.gz beside this script) into LABEL/cmp/. Run after a build.
+# measurement (measured.tar.xz beside this script) into LABEL/cmp/. Run after a build.
 set -u
 cd "$(dirname "$0")/../../.."
 label=$1 prof=${2:-h200} meas=/tmp/h200-measured-online out=/tmp/h200-pred-online/$1
-mkdir -p "$meas" "$out/cmp" && tar -xzf docs/data/heldout-h200-4445d81-online/measured.tar.gz -C "$meas" || exit 1
+mkdir -p "$meas" "$out/cmp" && tar -xf docs/data/heldout-h200-4445d81-online/measured.tar.xz -C "$meas" || exit 1
 sim="{profile: $prof, timing_only: true}"
 m=$meas/heldout v=tools/validate
 build/rig bench offline decode --backend sim --profile "$prof" --model llama-3.2-1b --out "$out/llama" > "$out/llama.log" 2>&1

@@ -3,12 +3,12 @@
 # on one H200 with the bundle of the final tree of 2026-11-29 (call4.sh: tools/gpu/tp/decode.yaml for Qwen3-8B and
 # Qwen3-32B x 32 layers, `rig bench offline` for Qwen3-8B and Llama-3.2-1B), under
 # /tmp/h200-pred-final/LABEL, then `rig compare` of each against its measurement (unpacked from
-# measured.tar.gz beside this script) into LABEL/cmp/. PROFILE: a profile name (default h200) or a
+# measured.tar.xz beside this script) into LABEL/cmp/. PROFILE: a profile name (default h200) or a
 # YAML path (a copy of h200.yaml naming another op_table). Run from anywhere, after a build.
 set -u
 cd "$(dirname "$0")/../../.."
 label=$1 prof=${2:-h200} meas=/tmp/h200-measured-final out=/tmp/h200-pred-final/$1
-mkdir -p "$meas" "$out/cmp" && tar -xzf docs/data/heldout-h200-final/measured.tar.gz -C "$meas" || exit 1
+mkdir -p "$meas" "$out/cmp" && tar -xf docs/data/heldout-h200-final/measured.tar.xz -C "$meas" || exit 1
 sim="{profile: $prof, timing_only: true}"
 here=tools/gpu
 for model in qwen3-8b qwen3-32b-32l; do
