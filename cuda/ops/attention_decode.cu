@@ -57,9 +57,9 @@
  * merges them in a combine kernel (weights from the log-sum-exps once per head, then unrolled
  * independent loads over the splits). The register path merges in the same launch (one graph node,
  * no second launch latency at batch 1): the kernel first narrows the host's split count for the
- * row's kv_len (whole steps, at least RIG_DECODE_SPLIT_STEPS per split, and in groups of 1 and 2 at most 16 splits for
- * a row of up to 16 x 16 steps: rig__decode_share; splits past the keys exit at once, so a short
- * row runs few blocks), then each block counts its arrival in a
+ * row's kv_len (whole steps, at least RIG_DECODE_SPLIT_STEPS per split, and in groups of 1 and 2
+ * at most 16 splits for a row of up to 16 x 16 steps: rig__decode_share; splits past the keys
+ * exit at once, so a short row runs few blocks), then each block counts its arrival in a
  * per-(row, KV head) counter (the stream's counters, zeroed at stream creation, cuda_internal.h)
  * and the last one to arrive merges the partials in split order (with at most 16 splits, each
  * thread's partials load before their weights are known: one L2 round trip instead of two at batch

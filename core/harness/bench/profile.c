@@ -380,7 +380,9 @@ static enum rig_status rig__gemms(struct rig__sweep *s, const struct rig__shape 
  * together interleave (the engine's allocator hands each running request one slot a step);
  * "scatter", slot (i A) mod C for an odd A near C (sqrt 5 - 1) / 2, C the slots the cache
  * buffer holds at the point's Hk x D: positions far apart, as after a long online run's
- * churn. Both wrap modulo C (a bijection: C is a power of two). Read once. */
+ * churn. Both wrap modulo C, a power of two: scatter's odd multiplier makes a bijection, while
+ * stride:N reuses slots past C / N positions (the largest points then reread some keys).
+ * Read once. */
 struct rig__slots {
     int64_t stride; /* 1: contiguous */
     bool scatter;
