@@ -952,10 +952,10 @@ static double h200_decode_ns(const struct rig_sim_optable *t, double r, double m
 
 /* Decode attention on the h200 table's grid (sim/optable.c, rig__grid_ns): every unshared
  * point of Qwen3-0.6B's heads (uniform and ragged) is reproduced as measured; a uniform
- * batch's time never falls as its context grows (by more than two neighbouring points' noise:
- * 4 x 192 and 4 x 256 read 9,239 and 9,212 ns in the seventh session's sweep), at swept request counts and between them
- * (the nearest-point blend read 8,754 ns at 1 x 256 and 6,217 at 1 x 384 on the table of
- * 2026-11-29's sixth session); one request between two swept lengths (1,024 and 1,536; 2,048
+ * batch's time never falls as its context grows, at swept request counts and between them,
+ * by more than two neighbouring points' noise (4 x 192 and 4 x 256 read 9,239 and 9,212 ns
+ * in the seventh session's sweep; the nearest-point blend read 8,754 ns at 1 x 256 and 6,217
+ * at 1 x 384 on the table of 2026-11-29's sixth session); one request between two swept lengths (1,024 and 1,536; 2,048
  * and 3,072) lies halfway between their points, read from the table itself so that a re-swept
  * table keeps the test; and a key whose padding rows share one dummy slot (sharing ~1e-4) is
  * costed as its own. */
