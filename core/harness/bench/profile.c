@@ -597,6 +597,35 @@ static enum rig_status rig__attentions(struct rig__sweep *s, const struct rig__s
     return status;
 }
 
+/* RIG_PROFILE_REFILL=1, a measuring switch: the input bytes a silu_mul point reads are
+ * filled afresh (rig__fill_random's values) before it, to tell whether what earlier points
+ * left there (the q/k norm + RoPE's in-place rows) changes its time. */
+static bool rig__refill_wanted(void)
+{
+    const char *value = getenv("RIG_PROFILE_REFILL");
+    return value != NULL && strcmp(value, "1") == 0;
+}
+
+/* Uploads `bytes` (at most the input buffer's) of fresh random bf16 values to the input
+ * buffer's start, from a host buffer of its own (s->host stages the point's metadata). */
+static enum rig_status rig__refill(struct rig__sweep *s, size_t bytes)
+{
+    if (bytes > rig__buffer_bytes[RIG__IN]) bytes = rig__buffer_bytes[RIG__IN];
+    uint16_t *values = malloc(bytes);
+    if (values == NULL) return RIG_E_NO_MEMORY;
+    uint64_t state = 0x2545f4914f6cdd1dull;
+    for (size_t i = 0; i < bytes / 2; i++) {
+        state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+        uint16_t sign = (uint16_t)((state >> 20) & 1u), exponent = (uint16_t)(121 + state % 7);
+        values[i] = (uint16_t)(sign << 15 | exponent << 7 | ((state >> 32) & 0x7fu));
+    }
+    enum rig_status status = rig_hal_buffer_upload(s->dev.stream, s->buffers[RIG__IN], 0, values,
+                                                   bytes);
+    if (status == RIG_OK) status = rig_hal_stream_synchronize(s->dev.stream);
+    free(values);
+    return status;
+}
+
 #define RIG__OP(kind_, member, ...)                                                                \
     ((struct rig_op){.kind = RIG_OP_##kind_, .u.member = {__VA_ARGS__}})
 
@@ -635,7 +664,9 @@ static enum rig_status rig__rowwise(struct rig__sweep *s, const struct rig__shap
     enum rig_status status = RIG_OK;
     for (int32_t i = 0; i < n && status == RIG_OK; i++) {
         if (i > 0) s->meta_used = 3 * ((size_t)(T + 63) / 64 * 64); /* re-stage the same words */
-        status = rig__point(s, &ops[i]);
+        if (ops[i].kind == RIG_OP_SILU_MUL && rig__refill_wanted())
+            status = rig__refill(s, (size_t)T * (size_t)(4 * x->I));
+        if (status == RIG_OK) status = rig__point(s, &ops[i]);
     }
     s->meta_used = 0;
     return status;
