@@ -9,8 +9,8 @@
  *
  * The inputs stay as filled: no op writes the input buffer (rig__check_writes, at every
  * point), except the fused q/k norm + RoPE + store, whose in-place q and k lie at the
- * buffer's end, where no other point reads (rig__rowwise). Before 2026-11-29 add_rms_norm's residual lay in it: summed in
- * place some 40 times a point, over rows that later points read as inputs, the values grew
+ * buffer's end, where no other point reads (rig__rowwise). Before 2026-11-29 add_rms_norm's
+ * residual lay in it: summed in place some 40 times a point, over rows that later points read as inputs, the values grew
  * without bound (to 1e11-1e19 after the 8B rows, by an emulation of the sweep's order), and
  * silu_mul then met exp overflows, whose division takes the slow path: its points ran 2-3 x
  * slower than the same kernel in a step (docs/simulator.md, "The sampler's rows").
@@ -321,9 +321,8 @@ static size_t rig__aligned(int64_t bytes)
 /* A point whose tensors do not fit the sweep's buffers (sized for Qwen3-8B's largest: a
  * larger model's rows at TP 1) is skipped, said once a kind on stderr; the table then reaches
  * those keys from its nearest points. Returns RIG_OK. */
-static enum rig_status rig__too_big(struct rig__sweep *s, const char *what, int64_t rows)
+static enum rig_status rig__too_big(const char *what, int64_t rows)
 {
-    (void)s;
     static const char *said[4];
     for (int32_t i = 0; i < 4; i++) {
         if (said[i] == what) return RIG_OK;
@@ -350,7 +349,7 @@ static enum rig_status rig__gemm(struct rig__sweep *s, int64_t M, int64_t N, int
     if ((size_t)(M * width * 2) > rig__buffer_bytes[RIG__IN] ||
         rig__aligned(N * K * 2) + (size_t)K * 2 > rig__buffer_bytes[RIG__W] ||
         out_bytes + (size_t)(M * K * 2) > rig__buffer_bytes[RIG__OUT])
-        return rig__too_big(s, "GEMM", M);
+        return rig__too_big("GEMM", M);
     uint8_t *weights = rig__base(s, RIG__W), *outputs = rig__base(s, RIG__OUT);
     g->a = rig_tensor_2d(rig__base(s, RIG__IN), RIG_DTYPE_BF16, M, width);
     g->b = rig_tensor_2d(weights, RIG_DTYPE_BF16, N, K);
@@ -659,6 +658,16 @@ static enum rig_status rig__rowwise(struct rig__sweep *s, const struct rig__shap
     enum rig_dtype bf = RIG_DTYPE_BF16, i32 = RIG_DTYPE_I32;
     uint8_t *in = rig__base(s, RIG__IN), *out = rig__base(s, RIG__OUT), *w = rig__base(s, RIG__W);
     int64_t H = x->H, W = (x->Hq + 2 * x->Hk) * x->D, D = x->D;
+    /* q, k and v (normalised and rotated in place) at the inputs' end, past every row the
+     * other per-token ops read: silu_mul's points ran 2-4 x slower than in a step while
+     * they read rows this op had rewritten (call 9 of docs/data/round-h200-ee0d72d) */
+    size_t qkv_bytes = rig__aligned(T * W * 2);
+    if (qkv_bytes > rig__buffer_bytes[RIG__IN] ||
+        (size_t)(T * 4 * x->I) > rig__buffer_bytes[RIG__IN] - qkv_bytes ||
+        (size_t)(T * 2 * H) > rig__buffer_bytes[RIG__IN] - qkv_bytes ||
+        (size_t)(T * x->I * 2) > rig__buffer_bytes[RIG__OUT])
+        return rig__too_big("per-token ops", T);
+    uint8_t *qkv = in + rig__buffer_bytes[RIG__IN] - qkv_bytes;
     struct rig_tensor weight = rig_tensor_1d(w, bf, H);
     struct rig_tensor xin = rig_tensor_2d(in, bf, T, H), xout = rig_tensor_2d(out, bf, T, H);
     struct rig_tensor res = rig_tensor_2d(out + T * H * 2, bf, T, H); /* after xout */
@@ -675,14 +684,6 @@ static enum rig_status rig__rowwise(struct rig__sweep *s, const struct rig__shap
         ids_h[t] = (int32_t)((t * 7919) % x->V), pos_h[t] = (int32_t)t, loc_h[t] = (int32_t)t;
     ops[n++] = RIG__OP(EMBEDDING, embedding, xout, rig_tensor_2d(w, bf, x->V, H), ids, 0);
     ops[n++] = RIG__OP(GATHER_ROWS, gather_rows, xout, xin, pos);
-    /* q, k and v (normalised and rotated in place) at the inputs' end, past every row the
-     * other per-token ops read: silu_mul's points ran 2-4 x slower than in a step while
-     * they read rows this op had rewritten (call 9 of docs/data/round-h200-ee0d72d) */
-    size_t qkv_bytes = rig__aligned(T * W * 2), below = rig__buffer_bytes[RIG__IN] - qkv_bytes;
-    uint8_t *qkv = in + below;
-    if (qkv_bytes > rig__buffer_bytes[RIG__IN] || (size_t)(T * 4 * x->I) > below ||
-        (size_t)(T * 2 * H) > below || (size_t)(T * x->I * 2) > rig__buffer_bytes[RIG__OUT])
-        return rig__too_big(s, "per-token ops", T);
     struct rig_tensor q = rig_tensor_3d(qkv, bf, T, x->Hq, D);
     struct rig_tensor k = rig_tensor_3d(qkv + x->Hq * D * 2, bf, T, x->Hk, D);
     struct rig_tensor v = rig_tensor_3d(qkv + (x->Hq + x->Hk) * D * 2, bf, T, x->Hk, D);
