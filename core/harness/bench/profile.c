@@ -10,10 +10,12 @@
  * The inputs stay as filled: no op writes the input buffer (rig__check_writes, at every
  * point), except the fused q/k norm + RoPE + store, whose in-place q and k lie at the
  * buffer's end, where no other point reads (rig__rowwise). Before 2026-11-29 add_rms_norm's
- * residual lay in it: summed in place some 40 times a point, over rows that later points read as inputs, the values grew
- * without bound (to 1e11-1e19 after the 8B rows, by an emulation of the sweep's order), and
- * silu_mul then met exp overflows, whose division takes the slow path: its points ran 2-3 x
- * slower than the same kernel in a step (docs/simulator.md, "The sampler's rows").
+ * residual lay in it: summed in place some 40 times a point, over rows that later points
+ * read as inputs, the values grew without bound (to 1e11-1e19 after the 8B rows, by an
+ * emulation of the sweep's order), and silu_mul then met exp overflows, whose division takes
+ * the slow path: its points ran 2-3 x slower than the same kernel in a step
+ * (docs/simulator.md, "The sampler's rows"). Its points stayed as slow while they read the
+ * rows the q/k norm + RoPE rewrote in place (seventh session, call 9).
  */
 #include "core/harness/bench/profile.h"
 
