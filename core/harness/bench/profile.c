@@ -622,6 +622,19 @@ static enum rig_status rig__attentions(struct rig__sweep *s, const struct rig__s
     return status;
 }
 
+/* `n` bf16 values of random sign, exponent (2^-6 .. 2^0) and mantissa from the xorshift
+ * `state` (advanced): the sweep's operands (rig__fill_random, rig__refill). */
+static void rig__random_bf16(uint64_t *state, uint16_t *values, size_t n)
+{
+    uint64_t x = *state;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint16_t sign = (uint16_t)((x >> 20) & 1u), exponent = (uint16_t)(121 + x % 7);
+        values[i] = (uint16_t)(sign << 15 | exponent << 7 | ((x >> 32) & 0x7fu));
+    }
+    *state = x;
+}
+
 /* RIG_PROFILE_REFILL=1, a measuring switch: the input bytes a silu_mul point reads are
  * filled afresh (rig__fill_random's values) before it, to tell whether what earlier points
  * left there (the q/k norm + RoPE's in-place rows) changes its time. */
@@ -639,11 +652,7 @@ static enum rig_status rig__refill(struct rig__sweep *s, size_t bytes)
     uint16_t *values = malloc(bytes);
     if (values == NULL) return RIG_E_NO_MEMORY;
     uint64_t state = 0x2545f4914f6cdd1dull;
-    for (size_t i = 0; i < bytes / 2; i++) {
-        state ^= state << 13, state ^= state >> 7, state ^= state << 17;
-        uint16_t sign = (uint16_t)((state >> 20) & 1u), exponent = (uint16_t)(121 + state % 7);
-        values[i] = (uint16_t)(sign << 15 | exponent << 7 | ((state >> 32) & 0x7fu));
-    }
+    rig__random_bf16(&state, values, bytes / 2);
     enum rig_status status = rig_hal_buffer_upload(s->dev.stream, s->buffers[RIG__IN], 0, values,
                                                    bytes);
     if (status == RIG_OK) status = rig_hal_stream_synchronize(s->dev.stream);
@@ -915,11 +924,7 @@ static enum rig_status rig__fill_random(struct rig__sweep *s, int32_t which)
     uint64_t state = 0x9e3779b97f4a7c15ull + (uint64_t)which;
     uint16_t *values = (uint16_t *)s->host;
     size_t chunk = RIG__META_WORDS * 4, total = rig__buffer_bytes[which];
-    for (size_t i = 0; i < chunk / 2; i++) {
-        state ^= state << 13, state ^= state >> 7, state ^= state << 17;
-        uint16_t sign = (uint16_t)((state >> 20) & 1u), exponent = (uint16_t)(121 + state % 7);
-        values[i] = (uint16_t)(sign << 15 | exponent << 7 | ((state >> 32) & 0x7fu));
-    }
+    rig__random_bf16(&state, values, chunk / 2);
     enum rig_status status = RIG_OK;
     for (size_t at = 0; at < total && status == RIG_OK; at += chunk) {
         size_t bytes = total - at < chunk ? total - at : chunk;
