@@ -64,12 +64,54 @@ static void test_decode_share_cap(void **state)
     assert_int_equal(rig_cuda_decode_share(0, 60, 32, 1, 16), 32); /* an empty row: one step */
 }
 
+/* The grid the register path launches under the cap: the most splits a row of the table's
+ * width runs (a table 2,048 keys wide at batch 1: 16, not the planned 60), never above the
+ * plan, the plan itself without a cap; and for every row length up to the width (and beyond
+ * it) the share is the one the planned count gives, so the same splits do the same work. */
+static void test_decode_grid_splits(void **state)
+{
+    (void)state;
+    assert_int_equal(rig_cuda_decode_grid_splits(60, 2048, 32, 16), 16);
+    assert_int_equal(rig_cuda_decode_grid_splits(64, 8192, 32, 16), 16);   /* 256 steps */
+    assert_int_equal(rig_cuda_decode_grid_splits(64, 8224, 32, 16), 17);   /* 257 steps */
+    assert_int_equal(rig_cuda_decode_grid_splits(64, 40960, 32, 16), 64);  /* 80 > 64 */
+    assert_int_equal(rig_cuda_decode_grid_splits(10, 2048, 32, 16), 10);   /* never more */
+    assert_int_equal(rig_cuda_decode_grid_splits(60, 2048, 64, 0), 60);    /* no cap */
+    assert_int_equal(rig_cuda_decode_grid_splits(60, 0, 32, 16), 16);
+    static const struct {
+        int32_t planned;
+        int64_t cols, keys_per_step;
+        int32_t split_steps, cap;
+    } cases[] = {
+        {60, 2048, 32, 1, 16}, {64, 4096, 32, 1, 16}, {64, 12000, 32, 1, 16},
+        {41, 2048, 32, 1, 16}, {64, 40960, 32, 1, 16}, {64, 16384, 16, 2, 16},
+        {20, 3000, 32, 1, 8},  {64, 65536, 32, 1, 16}, {3, 1024, 32, 1, 16},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int32_t grid = rig_cuda_decode_grid_splits(cases[c].planned, cases[c].cols,
+                                                   cases[c].keys_per_step, cases[c].cap);
+        assert_true(grid >= 1 && grid <= cases[c].planned);
+        for (int64_t keys = 0; keys <= cases[c].cols + 100; keys++) {
+            int64_t planned = rig_cuda_decode_share(keys, cases[c].planned, cases[c].keys_per_step,
+                                                    cases[c].split_steps, cases[c].cap);
+            int64_t trimmed = rig_cuda_decode_share(keys, grid, cases[c].keys_per_step,
+                                                    cases[c].split_steps, cases[c].cap);
+            int64_t active = keys > trimmed ? (keys + trimmed - 1) / trimmed : 1;
+            assert_true(active <= grid); /* every key has a block */
+            if (keys <= cases[c].cols && planned != trimmed)
+                fail_msg("case %zu: %lld keys: share %lld planned, %lld trimmed", c,
+                         (long long)keys, (long long)planned, (long long)trimmed);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decode_waves_large_batch),
         cmocka_unit_test(test_decode_waves_small_batch),
         cmocka_unit_test(test_decode_share_cap),
+        cmocka_unit_test(test_decode_grid_splits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -845,6 +845,26 @@ int64_t rig_cuda_decode_share(int64_t keys, int32_t splits, int64_t keys_per_ste
     return rig__decode_share(keys, splits, keys_per_step, split_steps, split_cap);
 }
 
+/* See attention_decode.cuh. Why: with the cap, a row of up to cap x cap steps runs at most cap
+ * splits (rig__decode_share), so at batch 1 a grid of the planned 60-64 splits a KV head
+ * launched 44-48 blocks a head that only wait for the previous kernel and exit. On an H200
+ * (Qwen3-0.6B's heads, 2,048 keys, warm) the same 16 four-step splits took 15.4 us in a grid
+ * of 64 and 11.7 us in a grid of 16: resident blocks that hold a multiprocessor's slots through
+ * the PDL wait keep the next kernel's blocks, which ask for their weights early, off it. The
+ * trimmed count leaves every row's share as it was: for steps <= cap x cap the cap term
+ * ceil(steps / cap) is at least ceil(steps / trimmed), and beyond it the cap term is cap
+ * >= ceil(steps / ceil(steps_cols / cap)); so the same splits run with the same keys. */
+int32_t rig_cuda_decode_grid_splits(int32_t planned, int64_t cols, int64_t keys_per_step,
+                                    int32_t split_cap)
+{
+    RIG_ASSERT(planned >= 1 && cols >= 0 && keys_per_step >= 1 && split_cap >= 0);
+    if (split_cap == 0) return planned;
+    int64_t steps = rig_cuda_div_up(cols, keys_per_step);
+    int64_t most = rig_cuda_div_up(steps, split_cap);
+    if (most < split_cap) most = split_cap;
+    return most < planned ? (int32_t)most : planned;
+}
+
 /* The keys [begin, end) of the block's split of its row, and how many splits the row has
  * (splits past the row's keys get begin == end). */
 struct rig__decode_range {
@@ -972,7 +992,9 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP, WIDE ?
  *                        when that needs fewer splits for full waves; 0 as many as fit; 1 one
  *                        fewer (dynamic shared memory padded so that no more fit).
  * RIG_DECODE_PREFETCH=0  no L2 prefetch of the block's K/V before the PDL wait (see
- *                        rig__decode_prefetch; it runs only for a grid of one wave). */
+ *                        rig__decode_prefetch; it runs only for a grid of one wave).
+ * RIG_DECODE_GRID_TRIM=0 the grid of the planned splits, not the most any row within the
+ *                        page table's width runs under the cap (rig_cuda_decode_grid_splits). */
 struct rig__decode_knobs {
     bool v2;
     int occupancy;
@@ -981,6 +1003,7 @@ struct rig__decode_knobs {
     int split_steps;  /* RIG_DECODE_SPLIT_STEPS=N (1..64): least steps a split takes */
     int split_cap;    /* RIG_DECODE_SPLIT_CAP=N (0..64, 0: none): rig__decode_share's cap */
     int split_cap_wide; /* RIG_DECODE_SPLIT_CAP_WIDE=N: the same for the wide layout */
+    bool grid_trim;     /* RIG_DECODE_GRID_TRIM=0: launch the planned splits, empty ones too */
 };
 
 /* The switches, read at the first launch (C++ makes the initialisation thread-safe). */
@@ -1000,6 +1023,7 @@ static const struct rig__decode_knobs &rig__decode_knobs(void)
         long wide = rig_cuda_env("RIG_DECODE_SPLIT_CAP_WIDE", RIG__DECODE_SPLIT_CAP_WIDE);
         k.split_cap_wide =
             wide >= 0 && wide <= RIG__SPLITS_MAX ? (int)wide : RIG__DECODE_SPLIT_CAP_WIDE;
+        k.grid_trim = rig_cuda_env("RIG_DECODE_GRID_TRIM", 1) != 0;
         return k;
     }();
     return knobs;
@@ -1167,9 +1191,11 @@ static enum rig_status rig__decode_launch(const struct rig_cuda_launch *launch,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           (int)plan.shared));
     struct rig__partials part;
-    part.splits = plan.splits;
     part.split_steps = knobs.split_steps;
     part.split_cap = WIDE ? knobs.split_cap_wide : knobs.split_cap; /* rig__decode_share */
+    part.splits = knobs.grid_trim ? rig_cuda_decode_grid_splits(plan.splits, a->page_table_cols,
+                                                                S::keys_per_step, part.split_cap)
+                                  : plan.splits;
     part.values = (float *)launch->scratch;
     part.lse = part.values + (size_t)a->rows * a->heads_q * part.splits * D;
     part.counters = launch->counters;

@@ -30,6 +30,14 @@ int64_t rig_cuda_decode_waves(int64_t blocks, int64_t capacity, int64_t limit);
 int64_t rig_cuda_decode_share(int64_t keys, int32_t splits, int64_t keys_per_step,
                               int32_t split_steps, int32_t split_cap);
 
+/* Splits the register path launches for a row of the page table's `cols` keys when it planned
+ * `planned`: with a cap (`split_cap` > 0, rig_cuda_decode_share) no row of at most `cols`
+ * keys runs more than max(cap, ceil(steps(cols) / cap)) splits, so the grid stops there (never
+ * above `planned`); without one, `planned`. Every row's share is the same with the result as
+ * with `planned`. A pure host function (tests/test_decode_plan.c). */
+int32_t rig_cuda_decode_grid_splits(int32_t planned, int64_t cols, int64_t keys_per_step,
+                                    int32_t split_cap);
+
 #ifdef __cplusplus
 }
 #endif
