@@ -30,7 +30,8 @@
  *    the warps through shared memory (log-sum-exp). Bytes in flight: 32 * unroll per thread,
  *    ~80 KB per SM at D = 128, G = 2 (96 registers, 5 blocks of 128 threads per SM). Tried and
  *    slower on an H100: a per-thread cp.async pipeline of 3 or 4 stages in shared memory
- *    (5-14 % slower at 256 x 1024 and 64 x 8192), 16 keys per step (17-28 %: 166 registers),
+ *    (5-14 % slower at 256 x 1024 and 64 x 8192; on an H200 with 2 or 3 stages, 6-7 % slower
+ *    at 256 x 1024, faster only for one long row), 16 keys per step (17-28 %: 166 registers),
  *    merging splits in thread-block clusters through distributed shared memory (slower at
  *    batch 1 and 8 than the global merge below).
  *    Groups of 4 and 8 at D 64 and 128 take the WIDE layout: twice the heads per thread (4)
