@@ -202,13 +202,16 @@ int64_t rig_sim_cost_collective_ns(const struct rig_sim_profile *profile, enum r
 
 /* The warm time's weight in the node time of an op the table costs by `key` (sim/optable.c):
  * the profile's op_table_warm_weight_early for a small-batch GEMM whose kernel asks for its
- * weights before its programmatic-dependent-launch wait (rig_sim_gemm_early_weights),
+ * weights before its programmatic-dependent-launch wait (rig_sim_gemm_early_weights) and for
+ * decode attention whose one-wave grid asks for its first keys there (rig_sim_decode_early),
  * op_table_warm_weight for the rest. By the key the table costs, not the op: a fused GEMM
  * costed from its plain shape's points (rig_sim_optable_form_key) takes their kernel's. */
 static double rig__warm_weight(const struct rig_sim_profile *profile,
                                const struct rig_optable_key *key)
 {
     const double *p = key->p;
+    if (rig_sim_decode_early(key, profile->multiprocessors))
+        return profile->op_table_warm_weight_early;
     if (key->kind == RIG_OP_GEMM &&
         rig_sim_gemm_early_weights(p[0], p[1], p[2], rig_sim_gemm_fused(key),
                                    profile->multiprocessors))

@@ -95,6 +95,17 @@ bool rig_sim_gemm_early_weights(double m, double n, double k, bool fused,
            rig_gemv_one_wave(&g, multiprocessors);
 }
 
+bool rig_sim_decode_early(const struct rig_optable_key *key, int64_t multiprocessors)
+{
+    RIG_ASSERT(key != NULL);
+    if (multiprocessors <= 0 || key->kind != RIG_OP_ATTENTION_DECODE) return false;
+    const double *p = key->p;
+    if (rig_decode_tensor_cores((int64_t)p[0], (int64_t)p[3], (int64_t)p[4], (int64_t)p[5],
+                                multiprocessors))
+        return false;
+    return p[0] * p[4] <= (double)(RIG_SIM_DECODE_EARLY_PER_SM * multiprocessors);
+}
+
 /* A GEMM key's fused form, 0 .. RIG__GEMM_FORMS - 1 (0: plain); 0 for every other kind. */
 static int32_t rig__form(const struct rig_optable_key *key)
 {

@@ -68,6 +68,18 @@ bool rig_sim_gemm_fused(const struct rig_optable_key *key);
 bool rig_sim_gemm_early_weights(double m, double n, double k, bool fused,
                                 int64_t multiprocessors);
 
+/* Whether a decode-attention key (hal/optable.h: requests, mean and max KV, Hq, Hk, D) runs
+ * on the register path with a grid of one wave, whose blocks ask L2 for their first step's K
+ * and V before the programmatic-dependent-launch wait (cuda/ops/attention_decode.cu,
+ * rig__decode_prefetch), as the small-batch GEMMs above ask for their weights: not the
+ * tensor-core kernel (rig_decode_tensor_cores), and at most RIG_SIM_DECODE_EARLY_PER_SM
+ * (request, KV head) items an SM, so that even one split a row fits one wave of the narrow
+ * layout's padded plan and the wide layout (4 blocks an SM). The CUDA planner may split a
+ * row so that a grid of more items than about half a wave takes two; the rule does not
+ * follow it there. False for any other kind and for multiprocessors 0. */
+#define RIG_SIM_DECODE_EARLY_PER_SM 4
+bool rig_sim_decode_early(const struct rig_optable_key *key, int64_t multiprocessors);
+
 /* The table at `name_or_path`: a built-in name ("h100" finds the embedded h100.h5) or a
  * path to an .h5 file, for a device of `multiprocessors` SMs (>= 0; which decode-attention
  * kernel a point and a key ran on, rig_decode_tensor_cores: the two kernels' points are

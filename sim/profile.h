@@ -63,8 +63,9 @@ struct rig_sim_profile {
     double op_table_warm_weight;
     /* Optional key `op_table_warm_weight_early` (default: op_table_warm_weight): the same for
      * the small-batch GEMMs whose kernels ask for their weights before their programmatic-
-     * dependent-launch wait (rig_sim_gemm_early_weights; needs `multiprocessors`): in a step
-     * that weight stream overlaps the node before, as in the warm time's graph it overlaps the
+     * dependent-launch wait (rig_sim_gemm_early_weights; needs `multiprocessors`), and decode
+     * attention whose one-wave grid asks for its first keys there (rig_sim_decode_early): in
+     * a step that stream overlaps the node before, as in the warm time's graph it overlaps the
      * copy before. */
     double op_table_warm_weight_early;
     /* Optional keys `host_<term>_ns`, `host_<term>_per_request_ns`, `_per_token_ns`,

@@ -364,7 +364,7 @@ static void test_host_time(void **state)
     /* the simulator charges an eager issue the table's host time, or the profile's */
     struct rig_sim_profile profile;
     assert_int_equal(rig_sim_profile_load("h200", &profile, error, sizeof error), RIG_OK);
-    assert_float_equal(profile.op_table_warm_weight, 0.7, 0); /* sim/profiles/h200.yaml */
+    assert_float_equal(profile.op_table_warm_weight, 0.6, 0); /* sim/profiles/h200.yaml */
     assert_non_null(profile.table); /* the built-in sim/profiles/h200.h5 */
     /* the sampler's three kinds (5,768 points), and since the sixth session fused GEMMs */
     assert_true(rig_sim_optable_count(profile.table) >= 5768);
@@ -428,6 +428,61 @@ static void test_gemm_early_weights(void **state)
     /* not given: op_table_warm_weight (sim/profiles/h100.yaml has neither it nor multiprocessors) */
     assert_int_equal(rig_sim_profile_load("h100", &profile, error, sizeof error), RIG_OK);
     assert_float_equal(profile.op_table_warm_weight_early, profile.op_table_warm_weight, 0);
+}
+
+/* A decode attention op of `rows` (<= 128) requests of `len` (<= 1024) positions each, rows of
+ * their own, Qwen3-0.6B's heads (16 / 8, D 128); its tensors are static (one op at a time). */
+static struct rig_op decode_op(int64_t rows, int32_t len)
+{
+    static uint16_t dummy[1];
+    static int32_t table[128 * 1024], kv_len[128], idx[128];
+    assert_true(rows >= 1 && rows <= 128 && len >= 1 && len <= 1024);
+    for (int64_t r = 0; r < rows; r++) {
+        kv_len[r] = len, idx[r] = (int32_t)r;
+        for (int32_t i = 0; i < len; i++) table[r * len + i] = (int32_t)(r * len + i);
+    }
+    struct rig_op op = {.kind = RIG_OP_ATTENTION_DECODE};
+    struct rig_op_attention_decode *a = &op.u.attention_decode;
+    a->out = rig_tensor_3d(dummy, RIG_DTYPE_BF16, rows, 16, 128);
+    a->q = rig_tensor_3d(dummy, RIG_DTYPE_BF16, rows, 16, 128);
+    a->k_cache = a->v_cache = rig_tensor_3d(dummy, RIG_DTYPE_BF16, rows * len, 8, 128);
+    a->page_table = rig_tensor_2d(table, RIG_DTYPE_I32, rows, len);
+    a->table_idx = rig_tensor_1d(idx, RIG_DTYPE_I32, rows);
+    a->kv_len = rig_tensor_1d(kv_len, RIG_DTYPE_I32, rows);
+    a->scale = 1.0f;
+    return op;
+}
+
+/* Decode attention that asks for its first keys before the PDL wait (rig_sim_decode_early):
+ * the register path's one-wave grids take op_table_warm_weight_early, the tensor-core kernel
+ * and bigger batches the plain weight; nothing without the SM count (h100.yaml). */
+static void test_decode_early_keys(void **state)
+{
+    (void)state;
+    struct rig_optable_key key = {.kind = RIG_OP_ATTENTION_DECODE, .p = {1, 512, 512, 16, 8, 128}};
+    assert_true(rig_sim_decode_early(&key, 132));          /* Qwen3-0.6B, one request */
+    key.p[0] = 66;                                          /* 528 items: 4 an SM */
+    assert_true(rig_sim_decode_early(&key, 132));
+    key.p[0] = 67;
+    assert_false(rig_sim_decode_early(&key, 132));
+    key.p[0] = 1;
+    assert_false(rig_sim_decode_early(&key, 0));            /* SMs unknown */
+    struct rig_optable_key wide = {.kind = RIG_OP_ATTENTION_DECODE, .p = {5, 512, 512, 32, 8, 128}};
+    assert_true(rig_sim_decode_early(&wide, 132));          /* 40 items: register path */
+    wide.p[0] = 6;                                          /* 48 >= 132 / 3: tensor cores */
+    assert_false(rig_sim_decode_early(&wide, 132));
+    struct rig_optable_key gemm = {.kind = RIG_OP_GEMM, .p = {1, 4096, 4096, 2, 0, 0}};
+    assert_false(rig_sim_decode_early(&gemm, 132));
+
+    char error[256];
+    struct rig_sim_profile profile;
+    assert_int_equal(rig_sim_profile_load("h200", &profile, error, sizeof error), RIG_OK);
+    struct rig_sim_profile base = profile;
+    base.op_table_warm_weight_early = base.op_table_warm_weight;
+    struct rig_op op = decode_op(1, 1024);
+    assert_true(rig_sim_cost_node_ns(&profile, &op, 1) < rig_sim_cost_node_ns(&base, &op, 1));
+    op = decode_op(128, 512); /* 1,024 items: several waves */
+    assert_int_equal(rig_sim_cost_node_ns(&profile, &op, 1), rig_sim_cost_node_ns(&base, &op, 1));
 }
 
 /* A decode attention point: R requests, mean and max KV, Qwen3-0.6B's heads. */
@@ -1068,6 +1123,7 @@ int main(void)
         cmocka_unit_test(test_decode_grid_h200),
         cmocka_unit_test(test_decode_grid_rules),
         cmocka_unit_test(test_gemm_early_weights),
+        cmocka_unit_test(test_decode_early_keys),
         cmocka_unit_test(test_gemm_fused_forms),
         cmocka_unit_test(test_sample_rows_kinds),
         cmocka_unit_test(test_sweep_reproduces_the_analytic_model),
