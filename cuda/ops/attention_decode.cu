@@ -848,11 +848,12 @@ int64_t rig_cuda_decode_share(int64_t keys, int32_t splits, int64_t keys_per_ste
 
 /* See attention_decode.cuh. Why: with the cap, a row of up to cap x cap steps runs at most cap
  * splits (rig__decode_share), so at batch 1 a grid of the planned 60-64 splits a KV head
- * launched 44-48 blocks a head that only wait for the previous kernel and exit. On an H200
- * (Qwen3-0.6B's heads, 2,048 keys, warm) the same 16 four-step splits took 15.4 us in a grid
- * of 64 and 11.7 us in a grid of 16: resident blocks that hold a multiprocessor's slots through
- * the PDL wait keep the next kernel's blocks, which ask for their weights early, off it. The
- * trimmed count leaves every row's share as it was: for steps <= cap x cap the cap term
+ * launched 44-48 blocks a head that only wait for the previous kernel and exit. Measured on an
+ * H200 (Qwen3-0.6B's heads, docs/performance.md): the op alone, a graph of its copies, one
+ * request of 2,048 keys 15.4 -> 12.1 us, 4,096 keys 23.0 -> 16.6 us; in a decode step less,
+ * 1 x 2,048 1.129 -> 1.114 ms, the engine's lone-request steps -0.8 %. (Likely why: blocks held
+ * resident through the PDL wait keep the next node's early blocks off their multiprocessors.)
+ * The trimmed count leaves every row's share as it was: for steps <= cap x cap the cap term
  * ceil(steps / cap) is at least ceil(steps / trimmed), and beyond it the cap term is cap
  * >= ceil(steps / ceil(steps_cols / cap)); so the same splits run with the same keys. */
 int32_t rig_cuda_decode_grid_splits(int32_t planned, int64_t cols, int64_t keys_per_step,
