@@ -28,7 +28,10 @@
  *    butterfly over the row's lanes, so all lanes agree on the score), and folds them into
  *    its state with one rescale per step. At the end the rows of a warp merge by shuffles and
  *    the warps through shared memory (log-sum-exp). Bytes in flight: 32 * unroll per thread,
- *    ~80 KB per SM at D = 128, G = 2 (96 registers, 5 blocks of 128 threads per SM). Tried and
+ *    ~96 KB per SM at D = 128, G = 2 (RIG_DECODE_KEYS_NARROW 12: 6 keys a thread, 128
+ *    registers, 4 blocks of 128 threads per SM; on an H200 Qwen3-0.6B's attention at 256 x 1024
+ *    went 340 -> 302 us, 74 -> 84 % of the copy bandwidth, against 8 keys: 3 a thread, 96
+ *    registers, 5 blocks, ~80 KB; docs/performance.md). Tried and
  *    slower on an H100: a per-thread cp.async pipeline of 3 or 4 stages in shared memory
  *    (5-14 % slower at 256 x 1024 and 64 x 8192; on an H200 with 2 or 3 stages, 6-7 % slower
  *    at 256 x 1024, faster only for one long row), 16 keys per step (17-28 %: 166 registers),
@@ -448,9 +451,15 @@ enum rig_status rig_cuda_attention_split_kv(const struct rig_cuda_launch *launch
 
 /* Compile-time knobs of the register path (the lead may measure others with -D):
  * RIG_DECODE_WARPS       warps per block; each warp holds 32 / (D / 8) key rows at a time.
- * RIG_DECODE_KEYS        keys loaded per key row and step for one query head per thread; with
- *                        H heads a thread loads max(1, KEYS / H) keys, so that K/V registers
- *                        plus the H heads' q and o stay near 100 per thread whatever the group.
+ * RIG_DECODE_KEYS        keys loaded per key row and step for one query head per thread in the
+ *                        wide layout (twice this); with H heads a thread loads max(1, KEYS / H)
+ *                        keys, so that K/V registers plus the H heads' q and o stay near 128
+ *                        per thread whatever the group.
+ * RIG_DECODE_KEYS_NARROW the same for the narrow layout (groups of 1 and 2, and every group at
+ *                        D 256). 12 since the eighth session: on an H200 8 left Qwen3-0.6B's
+ *                        big batches at 74 % of the copy bandwidth, 12 reached 84 % (b256 x
+ *                        2048 -10 %), b8 x 2048 +3 %; 12 in the wide layout (24) made batch 1
+ *                        of Llama-3.2-1B and Qwen3-8B 3-4 % slower, so it stays 16 there.
  * RIG_DECODE_HEADS       query heads per thread wanted: a larger group is cut into slices of
  *                        this many heads, held by neighbouring lane groups of the same warp
  *                        that load the same key (one warp load instruction: the coalescer
@@ -468,6 +477,9 @@ enum rig_status rig_cuda_attention_split_kv(const struct rig_cuda_launch *launch
 #ifndef RIG_DECODE_KEYS
 #define RIG_DECODE_KEYS 8
 #endif
+#ifndef RIG_DECODE_KEYS_NARROW
+#define RIG_DECODE_KEYS_NARROW 12
+#endif
 #ifndef RIG_DECODE_HEADS
 #define RIG_DECODE_HEADS 2
 #endif
@@ -483,6 +495,8 @@ enum rig_status rig_cuda_attention_split_kv(const struct rig_cuda_launch *launch
 static_assert(RIG_DECODE_SPLIT_STEPS >= 1, "a split takes at least one step");
 static_assert(RIG_DECODE_WARPS >= 1 && RIG_DECODE_WARPS <= 32, "1 to 32 warps");
 static_assert(RIG_DECODE_KEYS >= 1 && RIG_DECODE_KEYS <= 16, "1 to 16 keys in flight");
+static_assert(RIG_DECODE_KEYS_NARROW >= 1 && RIG_DECODE_KEYS_NARROW <= 16,
+              "1 to 16 keys in flight");
 static_assert(RIG_DECODE_HEADS == 1 || RIG_DECODE_HEADS == 2 || RIG_DECODE_HEADS == 4 ||
                   RIG_DECODE_HEADS == 8,
               "heads per thread: a power of two up to 8");
@@ -493,7 +507,7 @@ static_assert(RIG_DECODE_HEADS == 1 || RIG_DECODE_HEADS == 2 || RIG_DECODE_HEADS
  * block; `unroll` keys per row and step. WIDE (groups of 4 and 8 at D 64 and 128; see
  * rig__decode_launch_group) doubles both RIG_DECODE_HEADS and RIG_DECODE_KEYS. */
 template <int D, int G, bool WIDE = false> struct rig__decode_shape {
-    static constexpr int keys = WIDE ? 2 * RIG_DECODE_KEYS : RIG_DECODE_KEYS;
+    static constexpr int keys = WIDE ? 2 * RIG_DECODE_KEYS : RIG_DECODE_KEYS_NARROW;
     static constexpr int heads_wanted = WIDE ? 2 * RIG_DECODE_HEADS : RIG_DECODE_HEADS;
     static constexpr int lanes = D / 8;
     static constexpr int groups_per_warp = RIG_CUDA_WARP / lanes;
@@ -509,13 +523,13 @@ template <int D, int G, bool WIDE = false> struct rig__decode_shape {
     static constexpr int distinct_keys = unroll / slices;
 };
 
-/* The defect the wide layout fixed: a group of 4 held half the distinct keys in flight of a
- * group of 2 and streamed at half its bandwidth (see the file header). */
-static_assert(rig__decode_shape<128, 4, true>::distinct_keys >=
-                      rig__decode_shape<128, 2>::distinct_keys &&
-                  rig__decode_shape<64, 4, true>::distinct_keys >=
-                      rig__decode_shape<64, 2>::distinct_keys,
-              "a group of 4 keeps as many distinct keys in flight as a group of 2");
+/* The defect the wide layout fixed: in the narrow layout a group of 4 held half the distinct
+ * keys in flight of a group of 2 and streamed at half its bandwidth (see the file header). */
+static_assert(rig__decode_shape<128, 4, true>::distinct_keys >
+                      rig__decode_shape<128, 4>::distinct_keys &&
+                  rig__decode_shape<64, 4, true>::distinct_keys >
+                      rig__decode_shape<64, 4>::distinct_keys,
+              "the wide layout keeps more distinct keys in flight than the narrow one");
 
 /* Shared bytes of the end-of-block merge: per warp and head, max, sum and D accumulators. */
 static size_t rig__decode_shared_bytes(int64_t group, int64_t dim)
