@@ -74,7 +74,7 @@ bool rig_sim_gemm_early_weights(double m, double n, double k, bool fused,
  * rig__decode_prefetch), as the small-batch GEMMs above ask for their weights: not the
  * tensor-core kernel (rig_decode_tensor_cores), and at most RIG_SIM_DECODE_EARLY_PER_SM
  * (request, KV head) items an SM, so that even one split a row fits one wave of 4 blocks an SM
- * (both layouts at D 64 and 128 hold 4 at 128 registers, cuda/ops/attention_decode.cu). The
+ * (groups of 2 to 8 at D 64 and 128 hold 4 at 128 registers, cuda/ops/attention_decode.cu). The
  * CUDA planner may split a row so that a grid of more items than about half a wave takes two;
  * the rule does not follow it there. False for any other kind and for multiprocessors 0. */
 #define RIG_SIM_DECODE_EARLY_PER_SM 4
