@@ -53,7 +53,7 @@
  * Both split the keys of a row over blocks (flash decoding) when rows x KV heads would not fill
  * the GPU; the register path also splits so that the grid's last wave of resident blocks is nearly
  * full, and may pad its shared memory to fit one block fewer per SM when that needs fewer splits
- * (rig__decode_plan_make). The number of splits is chosen on the HOST from values fixed at capture
+ * (rig__decode_plan_waves). The number of splits is chosen on the HOST from values fixed at capture
  * time (row count, page-table width, scratch size), never from kv_len, which lives on the device
  * and changes between graph replays: each block takes ceil(keys / splits) keys of its row, and a
  * block left with none writes lse = -inf. With one split a block writes bf16 output; otherwise it
@@ -1004,7 +1004,7 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP, WIDE ?
  *                        stops, grid (row, KV head, split), partials loaded after their
  *                        weights in the merge.
  * RIG_DECODE_OCCUPANCY   blocks per multiprocessor the split count is planned for (see
- *                        rig__decode_plan_make): -1 (default) as many as fit, or one fewer
+ *                        rig__decode_plan_waves): -1 (default) as many as fit, or one fewer
  *                        when that needs fewer splits for full waves; 0 as many as fit; 1 one
  *                        fewer (dynamic shared memory padded so that no more fit).
  * RIG_DECODE_PREFETCH=0  no L2 prefetch of the block's K/V before the PDL wait (see
@@ -1155,10 +1155,11 @@ static const struct rig__decode_facts &rig__decode_facts_get(void)
 /* How the register path launches for one shape: its dynamic shared bytes and splits. */
 struct rig__decode_plan {
     size_t shared;
-    int32_t splits;
+    int32_t splits;    /* the grid's splits a row (rig_cuda_decode_grid_splits when trimmed) */
+    int32_t split_cap; /* rig__decode_share's cap for the layout (0: none) */
 };
 
-/* The plan for arguments `a`. The split count fills whole waves of resident blocks
+/* The waves' plan for arguments `a`. The split count fills whole waves of resident blocks
  * (rig_cuda_decode_waves); with RIG_DECODE_OCCUPANCY -1 it is planned both for the natural
  * occupancy and for one block fewer per multiprocessor, and the fewer-blocks plan wins when it
  * needs fewer splits. Measured on an H100 (132 SMs; D 128, G 2 fits 5 blocks per SM by
@@ -1169,12 +1170,12 @@ struct rig__decode_plan {
  * are max_seq_len wide, so long splits cannot be told from short rows, and fewer splits are
  * the safer plan. */
 template <int D, int G, bool WIDE>
-static struct rig__decode_plan rig__decode_plan_make(const struct rig_cuda_launch *launch,
-                                                     const struct rig_cuda_attention_args *a,
-                                                     const struct rig__decode_knobs &knobs)
+static struct rig__decode_plan rig__decode_plan_waves(const struct rig_cuda_launch *launch,
+                                                      const struct rig_cuda_attention_args *a,
+                                                      const struct rig__decode_knobs &knobs)
 {
     using S = rig__decode_shape<D, G, WIDE>;
-    struct rig__decode_plan plan = {rig__decode_shared_bytes(G, D), 1};
+    struct rig__decode_plan plan = {rig__decode_shared_bytes(G, D), 1, 0};
     if (!knobs.v2) {
         plan.splits = rig__decode_splits(launch, a, S::keys_per_step, knobs.split_steps, 0);
         return plan;
@@ -1195,6 +1196,22 @@ static struct rig__decode_plan rig__decode_plan_make(const struct rig_cuda_launc
     return plan;
 }
 
+/* The launch's plan: the waves' plan (rig__decode_plan_waves), the layout's split cap, and the
+ * grid trimmed to the splits a row of the page table's width can run under it. */
+template <int D, int G, bool WIDE>
+static struct rig__decode_plan rig__decode_plan_make(const struct rig_cuda_launch *launch,
+                                                     const struct rig_cuda_attention_args *a,
+                                                     const struct rig__decode_knobs &knobs)
+{
+    using S = rig__decode_shape<D, G, WIDE>;
+    struct rig__decode_plan plan = rig__decode_plan_waves<D, G, WIDE>(launch, a, knobs);
+    plan.split_cap = WIDE ? knobs.split_cap_wide : knobs.split_cap;
+    if (knobs.grid_trim)
+        plan.splits = rig_cuda_decode_grid_splits(plan.splits, a->page_table_cols,
+                                                  S::keys_per_step, plan.split_cap);
+    return plan;
+}
+
 template <int D, int G, bool WIDE>
 static enum rig_status rig__decode_launch(const struct rig_cuda_launch *launch,
                                           const struct rig_cuda_attention_args *a)
@@ -1208,10 +1225,8 @@ static enum rig_status rig__decode_launch(const struct rig_cuda_launch *launch,
                                           (int)plan.shared));
     struct rig__partials part;
     part.split_steps = knobs.split_steps;
-    part.split_cap = WIDE ? knobs.split_cap_wide : knobs.split_cap; /* rig__decode_share */
-    part.splits = knobs.grid_trim ? rig_cuda_decode_grid_splits(plan.splits, a->page_table_cols,
-                                                                S::keys_per_step, part.split_cap)
-                                  : plan.splits;
+    part.split_cap = plan.split_cap; /* rig__decode_share */
+    part.splits = plan.splits;
     part.values = (float *)launch->scratch;
     part.lse = part.values + (size_t)a->rows * a->heads_q * part.splits * D;
     part.counters = launch->counters;
