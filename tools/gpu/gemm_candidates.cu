@@ -4,7 +4,9 @@
  * plans run) against the other candidates the heuristic returns and against the first choice
  * with split-K forced, with the weights cold in L2 (copies rotated, > 200 MB) as in a decode
  * step. One line per (N, K, M). Build and run on the GPU machine:
- *   nvcc -O2 -arch=sm_90a -o /tmp/gc tools/gpu/gemm_candidates.cu -lcublasLt && /tmp/gc
+ *   nvcc -O2 -arch=sm_90a -o /tmp/gc tools/gpu/gemm_candidates.cu -lcublasLt && /tmp/gc [M,M,...]
+ * The optional argument lists the row counts (default the decode sizes 1 ... 256; prefill
+ * sizes up to 16,384 rows work too: the weights are then as often warm as not).
  */
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -83,7 +85,7 @@ static int attr_u32(const cublasLtMatmulAlgo_t *algo, cublasLtMatmulAlgoConfigAt
     return (int)v;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     static const struct shape shapes[] = {
         {"0.6b-qkv", 4096, 1024},  {"0.6b-o", 1024, 2048},   {"0.6b-gate_up", 6144, 1024},
@@ -91,14 +93,30 @@ int main(void)
         {"1b-gate_up", 16384, 2048}, {"1b-down", 2048, 8192}, {"8b-qkv", 6144, 4096},
         {"8b-o", 4096, 4096},      {"8b-gate_up", 24576, 4096}, {"8b-down", 4096, 12288},
     };
-    static const int ms[] = {1, 8, 16, 32, 64, 128, 256};
+    int ms[32] = {1, 8, 16, 32, 64, 128, 256};
+    int m_count = 7, m_max = 256;
+    if (argc > 1) {
+        m_count = 0;
+        for (char *p = argv[1]; *p != '\0' && m_count < 32;) {
+            ms[m_count] = (int)strtol(p, &p, 10);
+            if (ms[m_count] < 1 || ms[m_count] > 16384) {
+                fprintf(stderr, "rows 1..16384\n");
+                return 2;
+            }
+            m_count++;
+            if (*p == ',') p++;
+        }
+        m_max = 1;
+        for (int i = 0; i < m_count; i++)
+            m_max = ms[i] > m_max ? ms[i] : m_max;
+    }
     CHECK(cublasLtCreate(&lt));
     CHECK(cudaStreamCreate(&stream));
     CHECK(cudaMalloc(&workspace, WORKSPACE));
     void *x, *out;
-    CHECK(cudaMalloc(&x, (size_t)256 * 12288 * 2));
-    CHECK(cudaMalloc(&out, (size_t)256 * 24576 * 2));
-    fill_random<<<1024, 256>>>((uint16_t *)x, (size_t)256 * 12288, 1u);
+    CHECK(cudaMalloc(&x, (size_t)m_max * 12288 * 2));
+    CHECK(cudaMalloc(&out, (size_t)m_max * 24576 * 2));
+    fill_random<<<1024, 256>>>((uint16_t *)x, (size_t)m_max * 12288, 1u);
     printf("%-13s %4s %9s %9s %-22s %9s %-10s\n", "shape", "M", "top1_us", "best_us",
            "best (index tile split)", "split_us", "(split)");
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
@@ -118,7 +136,7 @@ int main(void)
         CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &no, sizeof no));
         cublasLtMatrixLayout_t w_layout;
         CHECK(cublasLtMatrixLayoutCreate(&w_layout, CUDA_R_16BF, k, n, k));
-        for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
+        for (int mi = 0; mi < m_count; mi++) {
             int m = ms[mi];
             cublasLtMatrixLayout_t x_layout, d_layout;
             CHECK(cublasLtMatrixLayoutCreate(&x_layout, CUDA_R_16BF, k, m, k));
