@@ -29,6 +29,18 @@
  * heads (D 64) 112 and 44-45 us. Below RIG__TOKEN_KERNEL_MIN tokens the warp-per-head kernel
  * stays. RIG_QKRS_TOKEN=0 (read once) keeps it for every size, for measuring. Its rounding is
  * the same; only the sum of squares is added in another order.
+ *
+ * Before the programmatic-dependent-launch wait (both kernels): the token's position and slot
+ * (read through L2, __ldcg), its cos/sin table and the lane's norm weights. None of them is
+ * written by a kernel of the forward: positions and out_loc are the step's metadata, uploaded
+ * or copied before the forward's first kernel (core/engine/ranks/launch.c), which every kernel
+ * of the forward starts after (each waits for the whole of its predecessor before its
+ * dependents may start: common.cuh), and the weights are never written. So at batch 1, where
+ * the kernel before (the small-batch GEMM) lets this one start early, only the head's own
+ * loads, the sum of squares and the stores are left after the wait, instead of the position's
+ * load, the sincosf and a second load of the head and its weights. A head whose pairs fit one
+ * vector a lane (D <= 64 x VEC: every preset) is also loaded once, not twice. The bits are the
+ * same. RIG_QKRS_EARLY=0 (read once) keeps the earlier order, for measuring.
  */
 #include "cuda/ops/common.cuh"
 #include "cuda/ops/qk_norm_rope_store.cuh"
@@ -133,32 +145,96 @@ static __device__ void rig__norm_rope_head(uint16_t *x, uint16_t *cache, const u
     }
 }
 
+/* rig__norm_rope_head for a head whose pairs fit one vector a lane (half <= 32 x VEC), with
+ * the lane's weights already loaded (zeros without a norm): the head is loaded once and the
+ * sum of squares taken from registers, in the same order, so the bits are the same. */
 template <int VEC>
+static __device__ void rig__norm_rope_head_once(uint16_t *x, uint16_t *cache, bool norm,
+                                                const uint16_t (&w_lo)[VEC],
+                                                const uint16_t (&w_hi)[VEC], const float *cosines,
+                                                const float *sines, int64_t half, float eps,
+                                                int lane)
+{
+    int64_t i = (int64_t)lane * VEC;
+    uint16_t lo[VEC] = {0}, hi[VEC] = {0};
+    if (i < half) {
+        rig_cuda_load_bf16<VEC>(x + i, lo);
+        rig_cuda_load_bf16<VEC>(x + half + i, hi);
+    }
+    float inverse_rms = 1.0f;
+    if (norm) {
+        float sum = 0.0f;
+        if (i < half) {
+#pragma unroll
+            for (int j = 0; j < VEC; j++) {
+                float p = rig_cuda_bf16(lo[j]), q = rig_cuda_bf16(hi[j]);
+                sum += p * p + q * q;
+            }
+        }
+        float total = rig_cuda_warp_sum(sum);
+        inverse_rms = 1.0f / sqrtf(total / (float)(2 * half) + eps);
+    }
+    if (i >= half) return;
+#pragma unroll
+    for (int j = 0; j < VEC; j++) {
+        float x1 = rig__normed(lo[j], w_lo[j], norm, inverse_rms);
+        float x2 = rig__normed(hi[j], w_hi[j], norm, inverse_rms);
+        lo[j] = rig_cuda_to_bf16(x1 * cosines[i + j] - x2 * sines[i + j]);
+        hi[j] = rig_cuda_to_bf16(x2 * cosines[i + j] + x1 * sines[i + j]);
+    }
+    rig_cuda_store_bf16<VEC>(x + i, lo);
+    rig_cuda_store_bf16<VEC>(x + half + i, hi);
+    if (cache != NULL) {
+        rig_cuda_store_bf16<VEC>(cache + i, lo);
+        rig_cuda_store_bf16<VEC>(cache + half + i, hi);
+    }
+}
+
+/* EARLY: the position, the slot, the cos/sin table and (one vector a lane) the weights before
+ * the PDL wait (see the header); else all of it after, the head loaded twice. */
+template <int VEC, bool EARLY>
 static __global__ void __launch_bounds__(RIG__WARPS * RIG_CUDA_WARP)
     rig__qk_norm_rope_store_kernel(const struct rig__qkrs_args a,
                                    const struct rig__qkrs_table table)
 {
-    rig_cuda_pdl_begin(); /* before any read of what earlier kernels wrote */
+    if (!EARLY) rig_cuda_pdl_begin(); /* before any read of what earlier kernels wrote */
     __shared__ float cosines[RIG__HALF_MAX], sines[RIG__HALF_MAX];
     int64_t t = blockIdx.x;
-    float position = (float)a.positions[t];
+    float position = (float)(EARLY ? __ldcg(a.positions + t) : a.positions[t]);
+    int64_t slot = EARLY ? __ldcg(a.out_loc + t) : a.out_loc[t];
     for (int64_t i = threadIdx.x; i < a.half; i += blockDim.x)
         sincosf(position * table.inv_freq[i], &sines[i], &cosines[i]);
-    __syncthreads();
     int64_t head = (int64_t)blockIdx.y * RIG__WARPS + threadIdx.x / RIG_CUDA_WARP;
     int lane = threadIdx.x % RIG_CUDA_WARP;
-    int64_t slot = a.out_loc[t];
+    bool once = EARLY && a.half <= (int64_t)RIG_CUDA_WARP * VEC;
+    const uint16_t *w = head < a.heads_q ? a.q_norm
+                                         : (head < a.heads_q + a.heads_kv ? a.k_norm : NULL);
+    uint16_t w_lo[VEC] = {0}, w_hi[VEC] = {0};
+    if (once && w != NULL && (int64_t)lane * VEC < a.half) {
+        rig_cuda_load_bf16<VEC>(w + (int64_t)lane * VEC, w_lo);
+        rig_cuda_load_bf16<VEC>(w + a.half + (int64_t)lane * VEC, w_hi);
+    }
+    if (EARLY) rig_cuda_pdl_begin();
+    __syncthreads();
     bool store = slot >= 0 && slot < a.slots;
     if (head < a.heads_q) {
-        rig__norm_rope_head<VEC>(rig__at(a.q, t, head), NULL, a.q_norm, cosines, sines, a.half,
-                                 a.eps, lane);
+        uint16_t *x = rig__at(a.q, t, head);
+        if (once)
+            rig__norm_rope_head_once<VEC>(x, NULL, w != NULL, w_lo, w_hi, cosines, sines,
+                                          a.half, a.eps, lane);
+        else
+            rig__norm_rope_head<VEC>(x, NULL, a.q_norm, cosines, sines, a.half, a.eps, lane);
         return;
     }
     head -= a.heads_q;
     if (head < a.heads_kv) {
+        uint16_t *x = rig__at(a.k, t, head);
         uint16_t *cache = store ? rig__at(a.k_cache, slot, head) : NULL;
-        rig__norm_rope_head<VEC>(rig__at(a.k, t, head), cache, a.k_norm, cosines, sines, a.half,
-                                 a.eps, lane);
+        if (once)
+            rig__norm_rope_head_once<VEC>(x, cache, w != NULL, w_lo, w_hi, cosines, sines,
+                                          a.half, a.eps, lane);
+        else
+            rig__norm_rope_head<VEC>(x, cache, a.k_norm, cosines, sines, a.half, a.eps, lane);
         return;
     }
     head -= a.heads_kv;
@@ -174,12 +250,12 @@ static __global__ void __launch_bounds__(RIG__WARPS * RIG_CUDA_WARP)
 
 /* One token's heads (q, then k, then v) a block (see the header): LANES lanes a head, 8 values
  * of each half a lane. Rounding as rig__norm_rope_head. */
-template <int LANES>
+template <int LANES, bool EARLY>
 static __global__ void __launch_bounds__(1024)
     rig__qk_norm_rope_store_token_kernel(const struct rig__qkrs_args a,
                                          const struct rig__qkrs_table table, int heads_per_block)
 {
-    rig_cuda_pdl_begin(); /* before any read of what earlier kernels wrote */
+    if (!EARLY) rig_cuda_pdl_begin(); /* before any read of what earlier kernels wrote */
     __shared__ float cosines[RIG__HALF_MAX], sines[RIG__HALF_MAX];
     int64_t t = blockIdx.x;
     int local = (int)threadIdx.x / LANES, lane = (int)threadIdx.x % LANES;
@@ -188,6 +264,22 @@ static __global__ void __launch_bounds__(1024)
     bool active = local < heads_per_block && head < heads;
     bool is_q = head < a.heads_q, is_k = !is_q && head < a.heads_q + a.heads_kv;
     int64_t kv_head = is_q ? 0 : (is_k ? head - a.heads_q : head - a.heads_q - a.heads_kv);
+    bool norm = a.q_norm != NULL;
+    uint16_t w_lo[8] = {0}, w_hi[8] = {0};
+    float position = 0.0f;
+    int64_t slot = -1;
+    if (EARLY) { /* see the header: none of this is written by the forward's kernels */
+        if (active && (is_q || is_k) && norm) {
+            const uint16_t *w = is_q ? a.q_norm : a.k_norm;
+            rig_cuda_load_bf16<8>(w + i, w_lo);
+            rig_cuda_load_bf16<8>(w + a.half + i, w_hi);
+        }
+        position = (float)__ldcg(a.positions + t);
+        slot = __ldcg(a.out_loc + t);
+        for (int64_t j = threadIdx.x; j < a.half; j += blockDim.x)
+            sincosf(position * table.inv_freq[j], &sines[j], &cosines[j]);
+        rig_cuda_pdl_begin();
+    }
     uint16_t *x = NULL;
     if (active)
         x = is_q ? rig__at(a.q, t, head) : (is_k ? rig__at(a.k, t, kv_head) : NULL);
@@ -200,17 +292,17 @@ static __global__ void __launch_bounds__(1024)
         rig_cuda_load_bf16<8>(v + i, lo);
         rig_cuda_load_bf16<8>(v + a.half + i, hi);
     }
-    bool norm = a.q_norm != NULL;
-    uint16_t w_lo[8] = {0}, w_hi[8] = {0};
-    if (x != NULL && norm) {
-        const uint16_t *w = is_q ? a.q_norm : a.k_norm;
-        rig_cuda_load_bf16<8>(w + i, w_lo);
-        rig_cuda_load_bf16<8>(w + a.half + i, w_hi);
+    if (!EARLY) {
+        if (x != NULL && norm) {
+            const uint16_t *w = is_q ? a.q_norm : a.k_norm;
+            rig_cuda_load_bf16<8>(w + i, w_lo);
+            rig_cuda_load_bf16<8>(w + a.half + i, w_hi);
+        }
+        position = (float)a.positions[t];
+        for (int64_t j = threadIdx.x; j < a.half; j += blockDim.x)
+            sincosf(position * table.inv_freq[j], &sines[j], &cosines[j]);
+        slot = a.out_loc[t];
     }
-    float position = (float)a.positions[t];
-    for (int64_t j = threadIdx.x; j < a.half; j += blockDim.x)
-        sincosf(position * table.inv_freq[j], &sines[j], &cosines[j]);
-    int64_t slot = a.out_loc[t];
     bool store = slot >= 0 && slot < a.slots;
     float sum = 0.0f;
     if (x != NULL && norm) {
@@ -259,6 +351,13 @@ static bool rig__token_kernel_on(void)
     return on;
 }
 
+/* RIG_QKRS_EARLY=0: nothing before the PDL wait (a measuring switch, read once; the header). */
+static bool rig__early_on(void)
+{
+    static const bool on = rig_cuda_env("RIG_QKRS_EARLY", 1) != 0;
+    return on;
+}
+
 template <int LANES>
 static cudaError_t rig__launch_token(const struct rig_cuda_launch *launch,
                                      const struct rig__qkrs_args &a,
@@ -269,8 +368,24 @@ static cudaError_t rig__launch_token(const struct rig_cuda_launch *launch,
     unsigned threads = (unsigned)(rig_cuda_div_up(per_block * LANES, RIG_CUDA_WARP) *
                                   RIG_CUDA_WARP);
     dim3 grid((unsigned)tokens, (unsigned)rig_cuda_div_up(heads, per_block));
-    return rig_cuda_launch_pdl(launch, rig__qk_norm_rope_store_token_kernel<LANES>, grid,
+    if (rig__early_on())
+        return rig_cuda_launch_pdl(launch, rig__qk_norm_rope_store_token_kernel<LANES, true>,
+                                   grid, dim3(threads), 0, a, table, (int)per_block);
+    return rig_cuda_launch_pdl(launch, rig__qk_norm_rope_store_token_kernel<LANES, false>, grid,
                                dim3(threads), 0, a, table, (int)per_block);
+}
+
+template <int VEC>
+static cudaError_t rig__launch_heads(const struct rig_cuda_launch *launch,
+                                     const struct rig__qkrs_args &a,
+                                     const struct rig__qkrs_table &table, dim3 grid,
+                                     unsigned threads)
+{
+    if (rig__early_on())
+        return rig_cuda_launch_pdl(launch, rig__qk_norm_rope_store_kernel<VEC, true>, grid,
+                                   dim3(threads), 0, a, table);
+    return rig_cuda_launch_pdl(launch, rig__qk_norm_rope_store_kernel<VEC, false>, grid,
+                               dim3(threads), 0, a, table);
 }
 
 static struct rig__qkrs_view rig__view(const struct rig_tensor *t)
@@ -335,17 +450,13 @@ enum rig_status rig_cuda_op_qk_norm_rope_store(const struct rig_cuda_launch *lau
     int vec = 1;
     if (rig__vec8(p)) vec = half >= 8 * RIG_CUDA_WARP ? 8 : (half >= 4 * RIG_CUDA_WARP ? 4 : 2);
     if (vec == 8)
-        RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__qk_norm_rope_store_kernel<8>, dim3(grid),
-                                         dim3(threads), 0, a, table));
+        RIG_CUDA_TRY(rig__launch_heads<8>(launch, a, table, grid, threads));
     else if (vec == 4)
-        RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__qk_norm_rope_store_kernel<4>, dim3(grid),
-                                         dim3(threads), 0, a, table));
+        RIG_CUDA_TRY(rig__launch_heads<4>(launch, a, table, grid, threads));
     else if (vec == 2)
-        RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__qk_norm_rope_store_kernel<2>, dim3(grid),
-                                         dim3(threads), 0, a, table));
+        RIG_CUDA_TRY(rig__launch_heads<2>(launch, a, table, grid, threads));
     else
-        RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__qk_norm_rope_store_kernel<1>, dim3(grid),
-                                         dim3(threads), 0, a, table));
+        RIG_CUDA_TRY(rig__launch_heads<1>(launch, a, table, grid, threads));
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
 }
