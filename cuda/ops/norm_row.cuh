@@ -36,4 +36,33 @@ rig_cuda_norm_write(uint16_t *out, const uint16_t *x, const uint16_t *weight, in
     }
 }
 
+/* rig_cuda_norm_write for a row every thread of which holds at most one vector (n <= blockDim.x
+ * x VEC): `xv` are the values at i = threadIdx.x x VEC, already read (and, for add_rms_norm,
+ * written), `wv` the weights there, loaded by the caller (before its PDL wait: weights are never
+ * written during a forward), `mine` whether i < n. The same sum in the same order and the same
+ * rounding, without reading x again or waiting for the weights after the reduction. */
+template <int VEC>
+static __device__ __forceinline__ void
+rig_cuda_norm_write_once(uint16_t *out, int64_t i, bool mine, const uint16_t (&xv)[VEC],
+                         const uint16_t (&wv)[VEC], int64_t n, float eps, float sum_squares,
+                         float *shared)
+{
+    float total = rig_cuda_block_sum(sum_squares, shared);
+    float inverse_rms = 1.0f / sqrtf(total / (float)n + eps);
+    if (!mine) return;
+    uint16_t ov[VEC];
+#pragma unroll
+    for (int j = 0; j < VEC; j++)
+        ov[j] = rig_cuda_norm_value(xv[j], wv[j], inverse_rms);
+    rig_cuda_store_bf16<VEC>(out + i, ov);
+}
+
+/* RIG_NORM_EARLY=0 (read once; a measuring switch): the norm kernels load their weights after
+ * the PDL wait and read the row twice, as before the ninth session (see rms_norm.cu). */
+static inline bool rig_cuda_norm_early(void)
+{
+    static const bool on = rig_cuda_env("RIG_NORM_EARLY", 1) != 0;
+    return on;
+}
+
 #endif /* RIG_CUDA_OPS_NORM_ROW_CUH */
