@@ -66,7 +66,7 @@ enum rig_status rig_cuda_op_add_rms_norm(const struct rig_cuda_launch *launch,
     bool vec = rig_cuda_rows_vec8(out, p->out.stride[0], n) &&
                rig_cuda_rows_vec8(residual, p->residual.stride[0], n) &&
                rig_cuda_rows_vec8(in, p->in.stride[0], n) && rig_cuda_aligned(weight, 16);
-    bool early = rig_cuda_norm_early();
+    bool early = rig_cuda_norm_early(rows);
     if (vec) {
         RIG_CUDA_TRY(rig_cuda_launch_pdl(
             launch, early ? rig__add_rms_norm_kernel<8, true> : rig__add_rms_norm_kernel<8, false>,

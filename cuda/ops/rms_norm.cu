@@ -6,7 +6,7 @@ RIG_CUDA_MODULE(rms_norm)
 
 /* EARLY, for a row of one vector a thread: the weights loaded before the PDL wait (weights are
  * never written during a forward) and the row read once (rig_cuda_norm_write_once: the same
- * bits). Measured on an H200 (docs/performance.md, ninth session). */
+ * bits). Taken for small batches only (rig_cuda_norm_early, norm_row.cuh). */
 template <int VEC, bool EARLY>
 static __global__ void rig__rms_norm_kernel(uint16_t *out, int64_t out_stride, const uint16_t *in,
                                             int64_t in_stride, const uint16_t *weight, int64_t n,
@@ -53,7 +53,7 @@ enum rig_status rig_cuda_op_rms_norm(const struct rig_cuda_launch *launch,
     const uint16_t *weight = (const uint16_t *)p->weight.data;
     bool vec = rig_cuda_rows_vec8(out, p->out.stride[0], n) &&
                rig_cuda_rows_vec8(in, p->in.stride[0], n) && rig_cuda_aligned(weight, 16);
-    bool early = rig_cuda_norm_early();
+    bool early = rig_cuda_norm_early(rows);
     if (vec) {
         RIG_CUDA_TRY(rig_cuda_launch_pdl(
             launch, early ? rig__rms_norm_kernel<8, true> : rig__rms_norm_kernel<8, false>,
