@@ -60,10 +60,11 @@ rig_cuda_norm_write_once(uint16_t *out, int64_t i, bool mine, const uint16_t (&x
 /* Whether the norm kernels of `rows` rows take their early form (weights before the PDL wait,
  * a row of one vector a thread read once; rms_norm.cu, add_rms_norm.cu): up to
  * RIG_CUDA_NORM_EARLY_ROWS rows. Measured on an H200 (docs/performance.md, ninth session, call
- * 10): decode steps of 8 and 64 rows 0.7-1.7 % faster on all three presets, but Llama-3.2-1B's
- * 256 x 512 step 1.2-1.6 % slower (the op table: Qwen3-8B's 4,096-wide rows at 256, warm 4.04 ->
- * 4.58 us), so larger batches and prefill keep the earlier kernels; between 64 and 256 rows was
- * not measured. RIG_NORM_EARLY=0 (read once; a measuring switch) never takes it. */
+ * 10): decode steps of 8 rows 0.7-1.5 % faster on all three presets, Qwen3-0.6B's of 64 rows
+ * 0.7-1.7 % (the others' within 0.4 %), but Llama-3.2-1B's 256 x 512 step 1.2-1.6 % slower (the
+ * op table: Qwen3-8B's 4,096-wide rows at 256, warm 4.04 -> 4.58 us), so larger batches and
+ * prefill keep the earlier kernels; between 64 and 256 rows was not measured. RIG_NORM_EARLY=0
+ * (read once; a measuring switch) never takes it. */
 #define RIG_CUDA_NORM_EARLY_ROWS 64
 static inline bool rig_cuda_norm_early(int64_t rows)
 {
