@@ -109,6 +109,29 @@ static __device__ __forceinline__ float rig__normed(uint16_t x, uint16_t w, bool
     return rig_cuda_bf16(rig_cuda_to_bf16(rig_cuda_bf16(w) * normalised));
 }
 
+/* The pairs (i + j, half + i + j), j < VEC, of a head: normed (when `norm`), rotated by the
+ * cos/sin table, rounded, written back to x and, when cache is not NULL, to cache. */
+template <int VEC>
+static __device__ __forceinline__ void
+rig__rotate_store(uint16_t *x, uint16_t *cache, int64_t i, int64_t half, uint16_t (&lo)[VEC],
+                  uint16_t (&hi)[VEC], const uint16_t (&w_lo)[VEC], const uint16_t (&w_hi)[VEC],
+                  bool norm, float inverse_rms, const float *cosines, const float *sines)
+{
+#pragma unroll
+    for (int j = 0; j < VEC; j++) {
+        float x1 = rig__normed(lo[j], w_lo[j], norm, inverse_rms);
+        float x2 = rig__normed(hi[j], w_hi[j], norm, inverse_rms);
+        lo[j] = rig_cuda_to_bf16(x1 * cosines[i + j] - x2 * sines[i + j]);
+        hi[j] = rig_cuda_to_bf16(x2 * cosines[i + j] + x1 * sines[i + j]);
+    }
+    rig_cuda_store_bf16<VEC>(x + i, lo);
+    rig_cuda_store_bf16<VEC>(x + half + i, hi);
+    if (cache != NULL) {
+        rig_cuda_store_bf16<VEC>(cache + i, lo);
+        rig_cuda_store_bf16<VEC>(cache + half + i, hi);
+    }
+}
+
 /* Norm (when w is given), rotate, write back to x and, when cache is not NULL, to cache. */
 template <int VEC>
 static __device__ void rig__norm_rope_head(uint16_t *x, uint16_t *cache, const uint16_t *w,
@@ -129,19 +152,8 @@ static __device__ void rig__norm_rope_head(uint16_t *x, uint16_t *cache, const u
             rig_cuda_load_bf16<VEC>(w + i, w_lo);
             rig_cuda_load_bf16<VEC>(w + half + i, w_hi);
         }
-#pragma unroll
-        for (int j = 0; j < VEC; j++) {
-            float x1 = rig__normed(lo[j], w_lo[j], norm, inverse_rms);
-            float x2 = rig__normed(hi[j], w_hi[j], norm, inverse_rms);
-            lo[j] = rig_cuda_to_bf16(x1 * cosines[i + j] - x2 * sines[i + j]);
-            hi[j] = rig_cuda_to_bf16(x2 * cosines[i + j] + x1 * sines[i + j]);
-        }
-        rig_cuda_store_bf16<VEC>(x + i, lo);
-        rig_cuda_store_bf16<VEC>(x + half + i, hi);
-        if (cache != NULL) {
-            rig_cuda_store_bf16<VEC>(cache + i, lo);
-            rig_cuda_store_bf16<VEC>(cache + half + i, hi);
-        }
+        rig__rotate_store<VEC>(x, cache, i, half, lo, hi, w_lo, w_hi, norm, inverse_rms, cosines,
+                               sines);
     }
 }
 
@@ -175,19 +187,8 @@ static __device__ void rig__norm_rope_head_once(uint16_t *x, uint16_t *cache, bo
         inverse_rms = 1.0f / sqrtf(total / (float)(2 * half) + eps);
     }
     if (i >= half) return;
-#pragma unroll
-    for (int j = 0; j < VEC; j++) {
-        float x1 = rig__normed(lo[j], w_lo[j], norm, inverse_rms);
-        float x2 = rig__normed(hi[j], w_hi[j], norm, inverse_rms);
-        lo[j] = rig_cuda_to_bf16(x1 * cosines[i + j] - x2 * sines[i + j]);
-        hi[j] = rig_cuda_to_bf16(x2 * cosines[i + j] + x1 * sines[i + j]);
-    }
-    rig_cuda_store_bf16<VEC>(x + i, lo);
-    rig_cuda_store_bf16<VEC>(x + half + i, hi);
-    if (cache != NULL) {
-        rig_cuda_store_bf16<VEC>(cache + i, lo);
-        rig_cuda_store_bf16<VEC>(cache + half + i, hi);
-    }
+    rig__rotate_store<VEC>(x, cache, i, half, lo, hi, w_lo, w_hi, norm, inverse_rms, cosines,
+                           sines);
 }
 
 /* EARLY: the position, the slot, the cos/sin table and (one vector a lane) the weights before
