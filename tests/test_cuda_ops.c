@@ -310,10 +310,12 @@ static void rig__norm_case(int64_t t, int64_t h, int64_t pad, bool add, bool ali
     }
 }
 
+/* Rows on both sides of the norm kernels' early form (RIG_CUDA_NORM_EARLY_ROWS, 64: up to it
+ * the weights are loaded before the PDL wait and a row is read once; cuda/ops/norm_row.cuh). */
 static void test_rms_norm(void **state)
 {
     (void)state;
-    static const int64_t tokens[] = {1, 257};
+    static const int64_t tokens[] = {1, 64, 65, 257};
     static const int64_t hidden[] = {64, 1000, 4096};
     for (size_t a = 0; a < RIG_ARRAY_LEN(tokens); a++) {
         for (size_t b = 0; b < RIG_ARRAY_LEN(hidden); b++) {
