@@ -6,6 +6,22 @@
 
 RIG_CUDA_MODULE(add_rms_norm)
 
+/* residual[i .. i + VEC) = bf16(residual + in) there, into rv, and its squares added to *sum. */
+template <int VEC>
+static __device__ __forceinline__ void rig__add_vector(uint16_t *r, const uint16_t *x, int64_t i,
+                                                       uint16_t (&rv)[VEC], float *sum)
+{
+    uint16_t xv[VEC];
+    rig_cuda_load_bf16<VEC>(r + i, rv);
+    rig_cuda_load_bf16<VEC>(x + i, xv);
+#pragma unroll
+    for (int j = 0; j < VEC; j++) {
+        rv[j] = rig_cuda_to_bf16(rig_cuda_bf16(rv[j]) + rig_cuda_bf16(xv[j]));
+        *sum += rig_cuda_bf16(rv[j]) * rig_cuda_bf16(rv[j]);
+    }
+    rig_cuda_store_bf16<VEC>(r + i, rv);
+}
+
 /* EARLY, for a row of one vector a thread: the weights loaded before the PDL wait and the row
  * kept in registers (rig_cuda_norm_write_once; the same bits). */
 template <int VEC, bool EARLY>
@@ -19,20 +35,11 @@ static __global__ void rig__add_rms_norm_kernel(uint16_t *out, int64_t out_strid
     const uint16_t *x = in + (int64_t)blockIdx.x * in_stride;
     int64_t at = (int64_t)threadIdx.x * VEC;
     if (EARLY && n <= (int64_t)blockDim.x * VEC) {
-        uint16_t wv[VEC] = {0}, rv[VEC] = {0}, xv[VEC];
+        uint16_t wv[VEC] = {0}, rv[VEC] = {0};
         if (at < n) rig_cuda_load_bf16<VEC>(weight + at, wv); /* weights: before the wait */
         rig_cuda_pdl_begin(); /* before any read of what earlier kernels wrote */
         float sum_squares = 0.0f;
-        if (at < n) {
-            rig_cuda_load_bf16<VEC>(r + at, rv);
-            rig_cuda_load_bf16<VEC>(x + at, xv);
-#pragma unroll
-            for (int j = 0; j < VEC; j++) {
-                rv[j] = rig_cuda_to_bf16(rig_cuda_bf16(rv[j]) + rig_cuda_bf16(xv[j]));
-                sum_squares += rig_cuda_bf16(rv[j]) * rig_cuda_bf16(rv[j]);
-            }
-            rig_cuda_store_bf16<VEC>(r + at, rv);
-        }
+        if (at < n) rig__add_vector<VEC>(r, x, at, rv, &sum_squares);
         rig_cuda_norm_write_once<VEC>(out + (int64_t)blockIdx.x * out_stride, at, at < n, rv, wv,
                                       n, eps, sum_squares, shared);
         return;
@@ -40,15 +47,8 @@ static __global__ void rig__add_rms_norm_kernel(uint16_t *out, int64_t out_strid
     rig_cuda_pdl_begin(); /* before any read of what earlier kernels wrote */
     float sum_squares = 0.0f;
     for (int64_t i = (int64_t)threadIdx.x * VEC; i < n; i += (int64_t)blockDim.x * VEC) {
-        uint16_t rv[VEC], xv[VEC];
-        rig_cuda_load_bf16<VEC>(r + i, rv);
-        rig_cuda_load_bf16<VEC>(x + i, xv);
-#pragma unroll
-        for (int j = 0; j < VEC; j++) {
-            rv[j] = rig_cuda_to_bf16(rig_cuda_bf16(rv[j]) + rig_cuda_bf16(xv[j]));
-            sum_squares += rig_cuda_bf16(rv[j]) * rig_cuda_bf16(rv[j]);
-        }
-        rig_cuda_store_bf16<VEC>(r + i, rv);
+        uint16_t rv[VEC];
+        rig__add_vector<VEC>(r, x, i, rv, &sum_squares);
     }
     rig_cuda_norm_write<VEC>(out + (int64_t)blockIdx.x * out_stride, r, weight, n, eps, sum_squares,
                              shared);

@@ -4,6 +4,17 @@
 
 RIG_CUDA_MODULE(rms_norm)
 
+/* x[i .. i + VEC) into v, its squares added to *sum. */
+template <int VEC>
+static __device__ __forceinline__ void rig__square_vector(const uint16_t *x, int64_t i,
+                                                          uint16_t (&v)[VEC], float *sum)
+{
+    rig_cuda_load_bf16<VEC>(x + i, v);
+#pragma unroll
+    for (int j = 0; j < VEC; j++)
+        *sum += rig_cuda_bf16(v[j]) * rig_cuda_bf16(v[j]);
+}
+
 /* EARLY, for a row of one vector a thread: the weights loaded before the PDL wait (weights are
  * never written during a forward) and the row read once (rig_cuda_norm_write_once: the same
  * bits). Taken for small batches only (rig_cuda_norm_early, norm_row.cuh). */
@@ -20,12 +31,7 @@ static __global__ void rig__rms_norm_kernel(uint16_t *out, int64_t out_stride, c
         if (at < n) rig_cuda_load_bf16<VEC>(weight + at, wv);
         rig_cuda_pdl_begin(); /* before any read of what earlier kernels wrote */
         float sum_squares = 0.0f;
-        if (at < n) {
-            rig_cuda_load_bf16<VEC>(x + at, v);
-#pragma unroll
-            for (int j = 0; j < VEC; j++)
-                sum_squares += rig_cuda_bf16(v[j]) * rig_cuda_bf16(v[j]);
-        }
+        if (at < n) rig__square_vector<VEC>(x, at, v, &sum_squares);
         rig_cuda_norm_write_once<VEC>(out + (int64_t)blockIdx.x * out_stride, at, at < n, v, wv, n,
                                       eps, sum_squares, shared);
         return;
@@ -34,10 +40,7 @@ static __global__ void rig__rms_norm_kernel(uint16_t *out, int64_t out_stride, c
     float sum_squares = 0.0f;
     for (int64_t i = (int64_t)threadIdx.x * VEC; i < n; i += (int64_t)blockDim.x * VEC) {
         uint16_t v[VEC];
-        rig_cuda_load_bf16<VEC>(x + i, v);
-#pragma unroll
-        for (int j = 0; j < VEC; j++)
-            sum_squares += rig_cuda_bf16(v[j]) * rig_cuda_bf16(v[j]);
+        rig__square_vector<VEC>(x, i, v, &sum_squares);
     }
     rig_cuda_norm_write<VEC>(out + (int64_t)blockIdx.x * out_stride, x, weight, n, eps, sum_squares,
                              shared);
