@@ -240,6 +240,8 @@ enum rig_status rig_hal_all_reduce(struct rig_stream *s, const struct rig_op_all
 enum rig_status rig_hal_all_gather(struct rig_stream *s, const struct rig_op_all_gather *p);
 enum rig_status rig_hal_penalize(struct rig_stream *s, const struct rig_op_penalize *p);
 enum rig_status rig_hal_logprobs(struct rig_stream *s, const struct rig_op_logprobs *p);
+enum rig_status rig_hal_attention_decode_store(struct rig_stream *s,
+                                               const struct rig_op_attention_decode_store *p);
 
 /* --- time ----------------------------------------------------------------------------- */
 /* The host clock of `device` in nanoseconds: wall clock (CLOCK_MONOTONIC) on CUDA, the

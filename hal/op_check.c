@@ -319,6 +319,32 @@ static enum rig_status rig__check_attention_decode(const struct rig__check *chec
     return RIG_OK;
 }
 
+/* True when a and b are the same view: data, dtype, shape and strides. */
+static bool rig__same_view(const struct rig_tensor *a, const struct rig_tensor *b)
+{
+    if (a->data != b->data || a->dtype != b->dtype || a->ndim != b->ndim) return false;
+    for (int32_t d = 0; d < a->ndim; d++) {
+        if (a->shape[d] != b->shape[d] || a->stride[d] != b->stride[d]) return false;
+    }
+    return true;
+}
+
+/* Each op as its own, then what they share (hal/ops.h): q and the caches the same views, one
+ * token of store per request of attend. */
+static enum rig_status rig__check_attention_decode_store(
+    const struct rig__check *check, const struct rig_op_attention_decode_store *p)
+{
+    RIG_TRY(rig__check_qk_norm_rope_store(check, &p->store));
+    RIG_TRY(rig__check_attention_decode(check, &p->attend));
+    if (!rig__same_view(&p->store.q, &p->attend.q))
+        return rig__fail(check, RIG_E_INVALID, "store.q", "must be attend.q");
+    if (!rig__same_view(&p->store.k_cache, &p->attend.k_cache) ||
+        !rig__same_view(&p->store.v_cache, &p->attend.v_cache))
+        return rig__fail(check, RIG_E_INVALID, "store.k_cache/v_cache",
+                         "must be attend's caches");
+    return RIG_OK;
+}
+
 static enum rig_status rig__check_silu_mul(const struct rig__check *check,
                                            const struct rig_op_silu_mul *p)
 {
@@ -499,6 +525,8 @@ static enum rig_status rig__check_op(const struct rig__check *check, const struc
     case RIG_OP_ALL_GATHER: return rig__check_all_gather(check, &op->u.all_gather);
     case RIG_OP_PENALIZE: return rig__check_penalize(check, &op->u.penalize);
     case RIG_OP_LOGPROBS: return rig__check_logprobs(check, &op->u.logprobs);
+    case RIG_OP_ATTENTION_DECODE_STORE:
+        return rig__check_attention_decode_store(check, &op->u.attention_decode_store);
     case RIG_OP_COUNT: break;
     }
     RIG_UNREACHABLE(); /* rig_hal_op_check let only known kinds through */

@@ -63,6 +63,24 @@ static const size_t rig__tensor_offsets[RIG_OP_COUNT][RIG_OP_TENSORS_MAX] = {
     [RIG_OP_LOGPROBS] = {RIG__AT(logprobs.logprob), RIG__AT(logprobs.top_ids),
                          RIG__AT(logprobs.top_logprobs), RIG__AT(logprobs.logits),
                          RIG__AT(logprobs.temperature), RIG__AT(logprobs.tokens)},
+    /* store's, then attend's: q and the caches twice (the same views), so that code which
+     * remaps every tensor (tests/test_cuda_ops.c) keeps them the same */
+    [RIG_OP_ATTENTION_DECODE_STORE] = {RIG__AT(attention_decode_store.store.q),
+                                       RIG__AT(attention_decode_store.store.k),
+                                       RIG__AT(attention_decode_store.store.v),
+                                       RIG__AT(attention_decode_store.store.k_cache),
+                                       RIG__AT(attention_decode_store.store.v_cache),
+                                       RIG__AT(attention_decode_store.store.q_norm),
+                                       RIG__AT(attention_decode_store.store.k_norm),
+                                       RIG__AT(attention_decode_store.store.positions),
+                                       RIG__AT(attention_decode_store.store.out_loc),
+                                       RIG__AT(attention_decode_store.attend.out),
+                                       RIG__AT(attention_decode_store.attend.q),
+                                       RIG__AT(attention_decode_store.attend.k_cache),
+                                       RIG__AT(attention_decode_store.attend.v_cache),
+                                       RIG__AT(attention_decode_store.attend.page_table),
+                                       RIG__AT(attention_decode_store.attend.table_idx),
+                                       RIG__AT(attention_decode_store.attend.kv_len)},
 };
 
 int32_t rig_op_tensors(const struct rig_op *op, const struct rig_tensor **list)

@@ -46,7 +46,8 @@ struct rig_comm;
     X(ALL_REDUCE, all_reduce)                                                              \
     X(ALL_GATHER, all_gather)                                                              \
     X(PENALIZE, penalize)                                                                  \
-    X(LOGPROBS, logprobs)
+    X(LOGPROBS, logprobs)                                                                  \
+    X(ATTENTION_DECODE_STORE, attention_decode_store)
 
 enum rig_op_kind {
 #define RIG__OP_ENUM(upper, lower) RIG_OP_##upper,
@@ -211,6 +212,22 @@ struct rig_op_attention_decode {
     float scale;
 };
 
+/* qk_norm_rope_store(store), then attention_decode(attend), as one op: at small batches a
+ * decode step is bound by per-kernel latency, and this takes a node off every layer. Its
+ * results are the two ops' in that order (out, k_cache, v_cache), except that q and k are
+ * scratch: afterwards they hold unspecified values (the composition leaves them normed and
+ * rotated; a fused kernel may leave them as they were, since every split of a request reads
+ * the same q). Shared arguments are the same tensors: store.q is attend.q, store.k_cache and
+ * store.v_cache are attend's; store's T tokens are attend's R requests, token r being request
+ * r's newest position, so out_loc[r] must be the slot page_table[table_idx[r], kv_len[r] - 1]
+ * (as the engine's decode batches have it; a kernel may take that key from registers instead
+ * of the cache) unless the slot is outside the cache (a padding row: nothing stored). Its
+ * op-table key is attend's (with this kind). */
+struct rig_op_attention_decode_store {
+    struct rig_op_qk_norm_rope_store store;
+    struct rig_op_attention_decode attend;
+};
+
 /* out[t, i] = bf16(bf16(silu(gate[t, i])) * up[t, i]) with in = [gate | up]. */
 struct rig_op_silu_mul {
     struct rig_tensor out; /* [T, I] bf16 */
@@ -336,7 +353,7 @@ struct rig_op {
     } u;
 };
 
-#define RIG_OP_TENSORS_MAX 9
+#define RIG_OP_TENSORS_MAX 16
 
 /* Pointers to every tensor argument of `op` (absent optional ones included), in the order of
  * the fields of its params struct; returns how many (1 .. RIG_OP_TENSORS_MAX). For code that

@@ -299,6 +299,12 @@ struct rig_op_work rig_optable_op_work(const struct rig_op *op)
     case RIG_OP_GEMM: return rig__work_gemm(&op->u.gemm);
     case RIG_OP_ATTENTION_PREFILL: return rig__work_prefill(&op->u.attention_prefill);
     case RIG_OP_ATTENTION_DECODE: return rig__work_decode(&op->u.attention_decode);
+    case RIG_OP_ATTENTION_DECODE_STORE: { /* the two ops' work: q is read by both */
+        struct rig_op_work attend = rig__work_decode(&op->u.attention_decode_store.attend);
+        struct rig_op_work store =
+            rig__work_qk_norm_rope_store(&op->u.attention_decode_store.store);
+        return (struct rig_op_work){attend.flops + store.flops, attend.bytes + store.bytes};
+    }
     case RIG_OP_STORE_KV:
     case RIG_OP_GATHER_ROWS:
     case RIG_OP_INDEX_GATHER:
@@ -387,8 +393,11 @@ struct rig_optable_key rig_optable_op_key(const struct rig_op *op)
         key.p[5] = g->accumulate ? 1.0 : 0.0;
         break;
     }
-    case RIG_OP_ATTENTION_DECODE: {
-        const struct rig_op_attention_decode *a = &op->u.attention_decode;
+    case RIG_OP_ATTENTION_DECODE:
+    case RIG_OP_ATTENTION_DECODE_STORE: { /* the fused op: its attention's key */
+        const struct rig_op_attention_decode *a = op->kind == RIG_OP_ATTENTION_DECODE
+                                                      ? &op->u.attention_decode
+                                                      : &op->u.attention_decode_store.attend;
         key = rig__attention_key(&a->q, &a->k_cache, &a->kv_len, NULL, a->table_idx.shape[0]);
         /* the mean of what the batch reads from memory: shared positions once */
         if (key.p[0] > 0) key.p[1] = rig__decode_distinct(a) / key.p[0];

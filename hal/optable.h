@@ -10,6 +10,7 @@
  *                       tables swept before them have p[4] = p[5] = 0
  *   attention_decode    requests, mean KV length (positions shared between requests' page-table
  *                       rows counted once), max KV length, Hq, Hk, head dim
+ *                       (attention_decode_store: its attention's key)
  *   attention_prefill   requests, query tokens, mean KV length per request, Hq, Hk, head dim
  *   sample              rows, bytes moved, the rows' kind (enum rig_sample_rows)
  *   every other op      rows (the first dimension of its main tensor), bytes moved

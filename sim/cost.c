@@ -251,6 +251,44 @@ static bool rig__table_ns(const struct rig_sim_profile *profile, const struct ri
     return true;
 }
 
+static int64_t rig__op_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
+                          int32_t ranks, bool *missed);
+
+/* attention_decode_store's two ops, as ops of their own kinds. */
+static void rig__decode_store_parts(const struct rig_op *op, struct rig_op *attend,
+                                    struct rig_op *store)
+{
+    RIG_ASSERT(op->kind == RIG_OP_ATTENTION_DECODE_STORE);
+    *attend = (struct rig_op){.kind = RIG_OP_ATTENTION_DECODE,
+                              .u.attention_decode = op->u.attention_decode_store.attend};
+    *store = (struct rig_op){.kind = RIG_OP_QK_NORM_ROPE_STORE,
+                             .u.qk_norm_rope_store = op->u.attention_decode_store.store};
+}
+
+/* attention_decode_store: its attention's node time (every decode rule of the table applies)
+ * plus what the table's fused points measured above attention alone
+ * (rig_sim_optable_store_extra), at least the shortest node; with a table swept before the
+ * fused op, or without one, the two ops as nodes of their own (what the fused op replaced). */
+static int64_t rig__decode_store_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
+                                    int32_t ranks, bool *missed)
+{
+    struct rig_op attend, store;
+    rig__decode_store_parts(op, &attend, &store);
+    int64_t ns = rig__op_ns(profile, &attend, ranks, missed);
+    double extra = 0;
+    if (profile->table != NULL) {
+        struct rig_optable_key attend_key = rig_optable_op_key(&attend);
+        struct rig_optable_key key = rig_optable_op_key(op);
+        struct rig_op_work work = rig_optable_op_work(op);
+        if (rig_sim_optable_store_extra(profile->table, &key, work.flops,
+                                        rig__warm_weight(profile, &attend_key), &extra)) {
+            ns += (int64_t)llround(extra);
+            return ns > profile->graph_node_ns ? ns : profile->graph_node_ns;
+        }
+    }
+    return ns + rig__op_ns(profile, &store, ranks, missed);
+}
+
 /* A kernel of rig's: its class's fixed latency (per kernel the op launches) plus the
  * roofline, at least the shortest graph node. Collectives: the transfer formula. */
 static int64_t rig__op_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
@@ -263,6 +301,8 @@ static int64_t rig__op_ns(const struct rig_sim_profile *profile, const struct ri
     if (op->kind == RIG_OP_ALL_GATHER)
         return rig_sim_cost_collective_ns(profile, op->kind, rig__bytes(&op->u.all_gather.out),
                                           ranks);
+    if (op->kind == RIG_OP_ATTENTION_DECODE_STORE)
+        return rig__decode_store_ns(profile, op, ranks, missed);
     struct rig_sim_work work = rig_sim_cost_work(op);
     if (profile->table != NULL) { /* measured: the op table, where it reaches the op */
         double measured = 0;
@@ -315,6 +355,13 @@ int64_t rig_sim_cost_issue_host_ns(const struct rig_sim_profile *profile, const 
     RIG_ASSERT(profile != NULL && op != NULL);
     if (profile->table == NULL || op->kind == RIG_OP_ALL_REDUCE || op->kind == RIG_OP_ALL_GATHER)
         return profile->kernel_launch_host_ns;
+    bool fused = op->kind == RIG_OP_ATTENTION_DECODE_STORE;
+    if (fused && !rig_sim_optable_has_kind(profile->table, RIG_OP_ATTENTION_DECODE_STORE)) {
+        struct rig_op attend, store; /* a table without the fused op: its two issues */
+        rig__decode_store_parts(op, &attend, &store);
+        return rig_sim_cost_issue_host_ns(profile, &attend) +
+               rig_sim_cost_issue_host_ns(profile, &store);
+    }
     struct rig_sim_work work = rig_sim_cost_work(op);
     struct rig_optable_key key = rig_optable_op_key(op);
     if (op->kind == RIG_OP_SAMPLE && key.p[2] == RIG_SAMPLE_MIXED) /* the issue is one call */

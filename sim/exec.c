@@ -71,6 +71,11 @@ static bool rig__cost_reads_metadata(const struct rig_sim_device *device, const 
         RIG_ASSERT_MSG(!rig_sim_memory_is_phantom(memory, op->u.attention_decode.kv_len.data),
                        "attention_decode: kv_len must be a METADATA buffer");
     }
+    if (op->kind == RIG_OP_ATTENTION_DECODE_STORE) {
+        RIG_ASSERT_MSG(
+            !rig_sim_memory_is_phantom(memory, op->u.attention_decode_store.attend.kv_len.data),
+            "attention_decode_store: kv_len must be a METADATA buffer");
+    }
     if (op->kind == RIG_OP_PENALIZE) {
         RIG_ASSERT_MSG(!rig_sim_memory_is_phantom(memory, op->u.penalize.kv_len.data),
                        "penalize: kv_len must be a METADATA buffer");
@@ -85,7 +90,7 @@ static bool rig__cost_reads_metadata(const struct rig_sim_device *device, const 
             "sample: temperature, top_k, top_p and min_p must be METADATA buffers");
     }
     return op->kind == RIG_OP_ATTENTION_PREFILL || op->kind == RIG_OP_ATTENTION_DECODE ||
-           op->kind == RIG_OP_PENALIZE || op->kind == RIG_OP_SAMPLE;
+           op->kind == RIG_OP_ATTENTION_DECODE_STORE || op->kind == RIG_OP_PENALIZE || op->kind == RIG_OP_SAMPLE;
 }
 
 /* The fault plan's stall for this op (0 when it is not the chosen one). */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RIG__TABLES_MAX 16
+#define RIG__TABLES_MAX 32
 
 /* One row of the decode grid: the points of one head shape (Hq, Hk, D: key p[3..5]) and
  * request count, [uniform, uniform + uniform_count) and [ragged, ragged + ragged_count) of
@@ -26,6 +26,8 @@ struct rig_sim_optable {
     double (*logp)[RIG_OPTABLE_PARAMS]; /* (count) log2(p + 1) of each point's key */
     int8_t *kernel;                     /* (count) rig__kernel_of each point */
     double *sharing;                    /* (count) rig__decode_sharing of each point */
+    int64_t *pair; /* (count) attention_decode_store points: the decode point of the same key
+                      (-1: none); -1 for every other kind */
     int64_t count;
     int64_t first[RIG_OP_COUNT + 1]; /* points of kind k: [first[k], first[k + 1]) */
     int64_t multiprocessors;         /* of the device the simulator plays: which decode kernel */
@@ -51,6 +53,13 @@ static int32_t rig__table_count;
  * the max KV length too: the sweep has uniform and ragged batches (max about twice the
  * mean), and a ragged batch's split-KV blocks finish unevenly. A GEMM's fused form (p[4],
  * p[5]) is a category, not a size: it is held apart by RIG__FORM_APART instead. */
+/* Decode attention, or decode attention with its store prologue (attention_decode_store):
+ * the same key, the same kernels. */
+static bool rig__decode_kind(int32_t kind)
+{
+    return kind == RIG_OP_ATTENTION_DECODE || kind == RIG_OP_ATTENTION_DECODE_STORE;
+}
+
 static const double *rig__weights(int32_t kind)
 {
     static const double gemm[RIG_OPTABLE_PARAMS] = {1, 1, 1, 4, 0, 0};
@@ -58,7 +67,7 @@ static const double *rig__weights(int32_t kind)
     static const double prefill[RIG_OPTABLE_PARAMS] = {1, 1, 1, 1, 1, 1};
     static const double other[RIG_OPTABLE_PARAMS] = {0, 1, 0, 0, 0, 0};
     if (kind == RIG_OP_GEMM) return gemm;
-    if (kind == RIG_OP_ATTENTION_DECODE) return decode;
+    if (rig__decode_kind(kind)) return decode;
     if (kind == RIG_OP_ATTENTION_PREFILL) return prefill;
     return other;
 }
@@ -145,7 +154,7 @@ static double rig__distance(const double *w, const double *a, const double *b)
  * other kind. Can't fail. */
 static double rig__decode_sharing(const struct rig_optable_key *key, double flops)
 {
-    if (key->kind != RIG_OP_ATTENTION_DECODE) return 0;
+    if (!rig__decode_kind(key->kind)) return 0;
     double distinct = key->p[0] * key->p[1], per_position = 4.0 * key->p[3] * key->p[5];
     if (!(distinct > 0) || !(per_position > 0) || !(flops > 0)) return 0;
     double read = flops / per_position;
@@ -193,7 +202,7 @@ static int8_t rig__kernel_of(const struct rig_sim_optable *table,
     if (key->kind == RIG_OP_GEMM)
         return rig_sim_gemm_small_batch(p[0], p[1], p[2], rig__form(key) != 0) ? 1 : 0;
     if (key->kind == RIG_OP_SAMPLE) return (int8_t)p[2];
-    if (key->kind == RIG_OP_ATTENTION_DECODE)
+    if (rig__decode_kind(key->kind))
         return rig_decode_tensor_cores((int64_t)p[0], (int64_t)p[3], (int64_t)p[4],
                                        (int64_t)p[5], table->multiprocessors)
                    ? 1
@@ -238,9 +247,9 @@ static double rig__work_s(const struct rig_sim_optable *table, int32_t kind, int
                           double flops, double bytes, double peak, double bandwidth)
 {
     double memory = bytes / bandwidth, s;
-    if (kind == RIG_OP_ATTENTION_DECODE && kernel != 0) {
+    if (rig__decode_kind(kind) && kernel != 0) {
         s = memory;
-    } else if (kind == RIG_OP_ATTENTION_DECODE && table->decode_flops_per_s > 0) {
+    } else if (rig__decode_kind(kind) && table->decode_flops_per_s > 0) {
         s = memory + flops / table->decode_flops_per_s;
     } else {
         double compute = flops / peak;
@@ -520,6 +529,12 @@ int64_t rig_sim_optable_count(const struct rig_sim_optable *table)
     return table->count;
 }
 
+bool rig_sim_optable_has_kind(const struct rig_sim_optable *table, enum rig_op_kind kind)
+{
+    RIG_ASSERT(table != NULL && kind >= 0 && kind < RIG_OP_COUNT);
+    return table->first[kind] < table->first[kind + 1];
+}
+
 const struct rig_optable_host *rig_sim_optable_host(const struct rig_sim_optable *table)
 {
     RIG_ASSERT(table != NULL);
@@ -645,6 +660,50 @@ static enum rig_status rig__grid_build(struct rig_sim_optable *table)
     return RIG_OK;
 }
 
+/* Each attention_decode_store point's decode point of the same key (table->pair). */
+static void rig__pairs_find(struct rig_sim_optable *table)
+{
+    for (int64_t i = 0; i < table->count; i++)
+        table->pair[i] = -1;
+    for (int64_t i = table->first[RIG_OP_ATTENTION_DECODE_STORE];
+         i < table->first[RIG_OP_ATTENTION_DECODE_STORE + 1]; i++)
+        for (int64_t j = table->first[RIG_OP_ATTENTION_DECODE];
+             j < table->first[RIG_OP_ATTENTION_DECODE + 1] && table->pair[i] < 0; j++)
+            if (memcmp(table->points[i].key.p, table->points[j].key.p,
+                       sizeof table->points[i].key.p) == 0)
+                table->pair[i] = j;
+}
+
+bool rig_sim_optable_store_extra(const struct rig_sim_optable *table,
+                                 const struct rig_optable_key *key, double flops,
+                                 double warm_weight, double *extra_ns)
+{
+    RIG_ASSERT(table != NULL && key != NULL && extra_ns != NULL);
+    RIG_ASSERT(key->kind == RIG_OP_ATTENTION_DECODE_STORE);
+    enum { K = RIG_SIM_OPTABLE_NEIGHBOURS };
+    double best_d[K];
+    int64_t best_i[K];
+    int32_t found = rig__nearest(table, key, flops, rig__kernel_of(table, key), best_i, best_d);
+    if (found == 0 || best_d[0] > RIG_SIM_OPTABLE_REACH) return false;
+    double sum = 0, weight_sum = 0;
+    for (int32_t n = 0; n < found; n++) {
+        int64_t j = table->pair[best_i[n]];
+        if (j < 0) continue;
+        /* the sweep's cold times carry no launch term (sim/cost.c) */
+        double extra = rig__node_ns(&table->points[best_i[n]], 0.0, warm_weight) -
+                       rig__node_ns(&table->points[j], 0.0, warm_weight);
+        if (best_d[n] < 1e-9) { /* measured here */
+            *extra_ns = extra;
+            return true;
+        }
+        sum += extra / best_d[n];
+        weight_sum += 1.0 / best_d[n];
+    }
+    if (!(weight_sum > 0)) return false;
+    *extra_ns = sum / weight_sum;
+    return true;
+}
+
 /* Frees what rig__load allocated for `table` and zeroes it. */
 static void rig__unload(struct rig_sim_optable *table)
 {
@@ -652,6 +711,7 @@ static void rig__unload(struct rig_sim_optable *table)
     free(table->logp);
     free(table->kernel);
     free(table->sharing);
+    free(table->pair);
     free(table->grid);
     free(table->grid_max);
     free(table->rows);
@@ -675,7 +735,9 @@ static enum rig_status rig__load(const char *name, int64_t multiprocessors,
     table->logp = calloc((size_t)table->count, sizeof *table->logp);
     table->kernel = calloc((size_t)table->count, sizeof *table->kernel);
     table->sharing = calloc((size_t)table->count, sizeof *table->sharing);
-    if (table->logp == NULL || table->kernel == NULL || table->sharing == NULL) {
+    table->pair = calloc((size_t)table->count, sizeof *table->pair);
+    if (table->logp == NULL || table->kernel == NULL || table->sharing == NULL ||
+        table->pair == NULL) {
         rig__unload(table);
         snprintf(error, error_len, "%s: no memory for the op table", name);
         return RIG_E_NO_MEMORY;
@@ -698,6 +760,7 @@ static enum rig_status rig__load(const char *name, int64_t multiprocessors,
             table->sample_kinds |= 1u << (int32_t)key->p[2];
         if (key->kind == RIG_OP_GEMM) table->gemm_forms |= 1u << rig__form(key);
     }
+    rig__pairs_find(table);
     table->decode_flops_per_s = rig__decode_rate(table);
     if (rig__grid_build(table) != RIG_OK) {
         rig__unload(table);

@@ -92,6 +92,8 @@ enum rig_status rig_sim_optable_get(const char *name_or_path, int64_t multiproce
 
 /* Points of a table (for tests and `rig profile` reports). */
 int64_t rig_sim_optable_count(const struct rig_sim_optable *table);
+/* Whether the table has points of op kind `kind`. */
+bool rig_sim_optable_has_kind(const struct rig_sim_optable *table, enum rig_op_kind kind);
 /* The host times measured with the table (hal/optable.h; 0: not measured). */
 const struct rig_optable_host *rig_sim_optable_host(const struct rig_sim_optable *table);
 const struct rig_optable_point *rig_sim_optable_point(const struct rig_sim_optable *table,
@@ -117,5 +119,17 @@ bool rig_sim_optable_predict(const struct rig_sim_optable *table,
                              const struct rig_optable_key *key, double flops, double bytes,
                              double peak_flops, double hbm_bytes_per_s, double launch_ns,
                              double warm_weight, double *ns, double *host_ns);
+
+/* attention_decode_store (hal/ops.h) over its attention's node time: what the fused op's
+ * points measured above the decode-attention points of the same key (the sweep times both at
+ * each shape: core/harness/bench/profile.c), at the points of the fused kind nearest to `key`
+ * (a key of that kind; `flops` the fused op's), blended by 1 / distance (an exact match alone
+ * counts), each node time weighing its warm time by `warm_weight`. True and *extra_ns when
+ * such points are within RIG_SIM_OPTABLE_REACH; false for a table swept before the fused op
+ * (sim/cost.c prices the store as its own node then). May be negative (the store's work hides
+ * in the attention's). Deterministic. */
+bool rig_sim_optable_store_extra(const struct rig_sim_optable *table,
+                                 const struct rig_optable_key *key, double flops,
+                                 double warm_weight, double *extra_ns);
 
 #endif /* RIG_SIM_OPTABLE_H */

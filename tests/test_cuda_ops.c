@@ -1613,6 +1613,115 @@ static void test_attention_decode(void **state)
     assert_int_equal(unsetenv("RIG_DECODE_TC"), 0);
 }
 
+/* attention_decode_store (q/k norm + RoPE + the K/V store, then decode attention, as one op)
+ * against the simulator's composition of the two ops: each request its own page-table row,
+ * token r its newest position (out_loc[r] the row's slot at kv_len[r] - 1, positions[r] =
+ * kv_len[r] - 1), q, k, v views of one qkv buffer as the model has them. The output and both
+ * caches are compared (q and k are scratch: hal/ops.h); untouched cache slots must keep their
+ * values (within the tolerance's reach: every other slot equal). On the register path
+ * (RIG_DECODE_TC=0) the store runs in the attention kernel's prologue, and the op is run twice
+ * more for the same bits (its inputs unchanged); with RIG_DECODE_TC=1 groups of 4 and 8 take
+ * the tensor-core kernel after qk_norm_rope_store's own. */
+struct rig__store_case {
+    int64_t requests, len_min, len_max, hq, hk, d;
+    bool norm, llama3;
+};
+
+static void rig__decode_store_case(const char *what, struct rig__store_case c, bool register_path)
+{
+    int64_t R = c.requests, hq = c.hq, hk = c.hk, d = c.d, width = (hq + 2 * hk) * d;
+    struct rig__kv_world w = rig__kv_world(hk, d, R, c.len_max);
+    struct rig__pair *qkv = rig__pair_new((size_t)(R * width * 2));
+    struct rig__pair *out = rig__pair_new((size_t)(R * hq * d * 2));
+    struct rig__pair *meta = rig__pair_new((size_t)(4 * R) * 4);
+    struct rig__pair *norms = rig__pair_new((size_t)(2 * d * 2));
+    rig__bf16_random(qkv, (size_t)(R * width), -3, 3);
+    rig__bf16_random(norms, (size_t)(2 * d), 0.5f, 1.5f);
+    int32_t *table_idx = meta->host, *kv_len = table_idx + R, *pos = kv_len + R, *loc = pos + R;
+    const int32_t *table = w.page_table->host;
+    for (int64_t r = 0; r < R; r++) {
+        table_idx[r] = (int32_t)r;
+        kv_len[r] = r == 0 ? (int32_t)c.len_max
+                           : (int32_t)rig_test_rng_int(&rig__rng, c.len_min, c.len_max);
+        pos[r] = kv_len[r] - 1;
+        loc[r] = table[r * w.cols + kv_len[r] - 1];
+    }
+    struct rig_op op = {.kind = RIG_OP_ATTENTION_DECODE_STORE};
+    struct rig_op_qk_norm_rope_store *p = &op.u.attention_decode_store.store;
+    uint16_t *base = qkv->host;
+    p->q = rig_tensor_3d(base, RIG_DTYPE_BF16, R, hq, d);
+    p->k = rig_tensor_3d(base + hq * d, RIG_DTYPE_BF16, R, hk, d);
+    p->v = rig_tensor_3d(base + (hq + hk) * d, RIG_DTYPE_BF16, R, hk, d);
+    p->q.stride[0] = p->k.stride[0] = p->v.stride[0] = width;
+    p->k_cache = rig_tensor_3d(w.k_cache->host, RIG_DTYPE_BF16, w.slots, hk, d);
+    p->v_cache = rig_tensor_3d(w.v_cache->host, RIG_DTYPE_BF16, w.slots, hk, d);
+    uint16_t *weights = norms->host;
+    p->q_norm = c.norm ? rig_tensor_1d(weights, RIG_DTYPE_BF16, d) : rig_tensor_none();
+    p->k_norm = c.norm ? rig_tensor_1d(weights + d, RIG_DTYPE_BF16, d) : rig_tensor_none();
+    p->positions = rig_tensor_1d(pos, RIG_DTYPE_I32, R);
+    p->out_loc = rig_tensor_1d(loc, RIG_DTYPE_I32, R);
+    p->eps = 1e-6f;
+    p->params.theta = c.llama3 ? 500000.0f : 1000000.0f;
+    if (c.llama3) {
+        p->params.scaling = RIG_ROPE_SCALING_LLAMA3;
+        p->params.factor = 32.0f;
+        p->params.low_freq_factor = 1.0f;
+        p->params.high_freq_factor = 4.0f;
+        p->params.original_max_position = 8192;
+    }
+    struct rig_op_attention_decode *a = &op.u.attention_decode_store.attend;
+    a->out = rig_tensor_3d(out->host, RIG_DTYPE_BF16, R, hq, d);
+    a->q = p->q;
+    a->k_cache = p->k_cache;
+    a->v_cache = p->v_cache;
+    a->page_table = rig_tensor_2d(w.page_table->host, RIG_DTYPE_I32, w.rows, w.cols);
+    a->table_idx = rig_tensor_1d(table_idx, RIG_DTYPE_I32, R);
+    a->kv_len = rig_tensor_1d(kv_len, RIG_DTYPE_I32, R);
+    a->scale = 1.0f / sqrtf((float)d);
+    assert_int_equal(rig_hal_op_check(&op, NULL, 0), RIG_OK);
+    printf("  %s\n", what);
+    rig__run_both(&op, &out, 1);
+    size_t cache_values = (size_t)(w.slots * hk * d);
+    rig__expect_close(what, out, RIG_DTYPE_BF16, (size_t)(R * hq * d), 1e-6);
+    rig__expect_close("k_cache (the newest keys normed, rotated)", w.k_cache, RIG_DTYPE_BF16,
+                      cache_values, 1e-6);
+    rig__expect_equal("v_cache", w.v_cache);
+    if (register_path) rig__expect_repeatable(what, &op, out);
+}
+
+static void test_attention_decode_store(void **state)
+{
+    (void)state;
+    static const struct rig__store_case cases[] = {
+        {1, 512, 512, 16, 8, 128, true, false},    /* Qwen3-0.6B, batch 1 */
+        {1, 3000, 3000, 16, 8, 128, true, false},  /* a row of many splits */
+        {8, 1, 600, 16, 8, 128, true, false},      /* mixed lengths, one of 1 */
+        {1, 2048, 2048, 32, 8, 128, true, false},  /* Qwen3-8B: the wide layout */
+        {64, 1, 700, 32, 8, 128, true, false},     /* big enough for tensor cores */
+        {1, 512, 512, 32, 8, 64, false, true},     /* Llama-3.2-1B: no norm, llama3 RoPE */
+        {96, 1, 500, 32, 8, 64, false, true},
+        {5, 1, 900, 8, 8, 128, true, false},       /* GQA 1 */
+        {3, 1, 400, 64, 8, 128, true, false},      /* GQA 8 */
+        {4, 1, 300, 16, 8, 256, true, false},      /* D 256 */
+        {256, 1, 300, 16, 8, 128, true, false},    /* a full batch */
+    };
+    char what[160];
+    for (int tc = 0; tc <= 1; tc++) {
+        assert_int_equal(setenv("RIG_DECODE_TC", tc ? "1" : "0", 1), 0);
+        for (size_t i = 0; i < RIG_ARRAY_LEN(cases); i++) {
+            rig__reset(1700 + i);
+            const struct rig__store_case *c = &cases[i];
+            snprintf(what, sizeof what,
+                     "decode+store %lld x %lld..%lld, %lld/%lld heads D%lld norm %d [%s]",
+                     (long long)c->requests, (long long)c->len_min, (long long)c->len_max,
+                     (long long)c->hq, (long long)c->hk, (long long)c->d, c->norm,
+                     tc ? "tensor cores where they run" : "register path");
+            rig__decode_store_case(what, *c, tc == 0);
+        }
+    }
+    assert_int_equal(unsetenv("RIG_DECODE_TC"), 0);
+}
+
 /* One decode op captured into a graph once (batch `requests`, a 4096-wide table: the most
  * splits) and replayed at kv_len 512, 37, 4096, 1, 2000, 64: every replay runs a different
  * number of active splits per row, so a split-merge arrival counter left non-zero by one
@@ -2665,6 +2774,7 @@ int main(void)
         cmocka_unit_test(test_attention_prefill),
         cmocka_unit_test(test_attention_decode),
         cmocka_unit_test(test_attention_decode_graph),
+        cmocka_unit_test(test_attention_decode_store),
         cmocka_unit_test(test_sample),
         cmocka_unit_test(test_sample_min_p),
         cmocka_unit_test(test_sample_cluster_cap),

@@ -51,11 +51,22 @@ static void rig__valid_attention(struct rig_op *op)
             rig__t(BF16, 3, S, HK, D),   rig__t(I32, 2, ROWS, L, 1), rig__t(I32, 1, R, 1, 1),
             rig__t(I32, 1, R + 1, 1, 1), rig__t(I32, 1, R, 1, 1),    0.5f};
     } else {
-        struct rig_op_attention_decode *p = &op->u.attention_decode;
-        *p = (struct rig_op_attention_decode){rig__t(BF16, 3, R, HQ, D),  rig__t(BF16, 3, R, HQ, D),
-                                              rig__t(BF16, 3, S, HK, D),  rig__t(BF16, 3, S, HK, D),
-                                              rig__t(I32, 2, ROWS, L, 1), rig__t(I32, 1, R, 1, 1),
-                                              rig__t(I32, 1, R, 1, 1),    0.5f};
+        struct rig_op_attention_decode d = {rig__t(BF16, 3, R, HQ, D),  rig__t(BF16, 3, R, HQ, D),
+                                            rig__t(BF16, 3, S, HK, D),  rig__t(BF16, 3, S, HK, D),
+                                            rig__t(I32, 2, ROWS, L, 1), rig__t(I32, 1, R, 1, 1),
+                                            rig__t(I32, 1, R, 1, 1),    0.5f};
+        if (op->kind == RIG_OP_ATTENTION_DECODE) {
+            op->u.attention_decode = d;
+            return;
+        }
+        /* attention_decode_store: one token per request, q and the caches shared */
+        op->u.attention_decode_store.attend = d;
+        op->u.attention_decode_store.store = (struct rig_op_qk_norm_rope_store){
+            d.q,         rig__t(BF16, 3, R, HK, D), rig__t(BF16, 3, R, HK, D),
+            d.k_cache,   d.v_cache,                 rig__t(BF16, 1, D, 1, 1),
+            rig__t(BF16, 1, D, 1, 1),               rig__t(I32, 1, R, 1, 1),
+            rig__t(I32, 1, R, 1, 1),                1e-6f,
+            {.theta = 10000.0f}};
     }
 }
 
@@ -284,6 +295,14 @@ static const struct rig__case rig__cases[] = {
      "attention_decode: v_cache: is u8, expected bf16"},
     {K(ATTENTION_DECODE), 0, B_SCALAR, RIG_E_SHAPE,
      "attention_decode: table_idx: dim 0 is 3, expected 2"},
+    {K(ATTENTION_DECODE_STORE), AT(attention_decode_store.store.k), B_DIM0, RIG_E_SHAPE,
+     "attention_decode_store: k: dim 0 is 3, expected 2"},
+    {K(ATTENTION_DECODE_STORE), AT(attention_decode_store.attend.kv_len), B_NULL, RIG_E_INVALID,
+     "attention_decode_store: kv_len: missing data"},
+    {K(ATTENTION_DECODE_STORE), 0, B_SCALAR, RIG_E_INVALID,
+     "attention_decode_store: store.q: must be attend.q"},
+    {K(ATTENTION_DECODE_STORE), AT(attention_decode_store.attend.k_cache), B_STRIDE, RIG_E_SHAPE,
+     "attention_decode_store: k_cache: innermost stride must be 1"},
     {K(SILU_MUL), AT(silu_mul.in), B_DIM1, RIG_E_SHAPE, "silu_mul: in: dim 1 is 13, expected 12"},
     {K(SILU_MUL), AT(silu_mul.in), B_DIM0, RIG_E_SHAPE, "silu_mul: in: dim 0 is 5, expected 4"},
     {K(SILU_MUL), AT(silu_mul.out), B_DTYPE, RIG_E_DTYPE, "silu_mul: out: is u8, expected bf16"},
@@ -381,6 +400,9 @@ static void rig__break_scalar(struct rig_op *op)
         op->u.attention_decode.table_idx.shape[0] = 3;
         op->u.attention_decode.kv_len.shape[0] = 3;
         break;
+    case RIG_OP_ATTENTION_DECODE_STORE: /* q a view of its own: the same shape elsewhere */
+        op->u.attention_decode_store.attend.q.data = rig__gemm_out;
+        break;
     case RIG_OP_SAMPLE: op->u.sample.logits.shape[1] = 0; break;
     case RIG_OP_PENALIZE: op->u.penalize.logits.shape[1] = 0; break;
     case RIG_OP_LOGPROBS: op->u.logprobs.top_ids.shape[1] = 21; break;
@@ -469,7 +491,7 @@ static void test_unknown_op_and_null_arguments(void **state)
     (void)state;
     struct rig_op op = {.kind = RIG_OP_COUNT};
     assert_int_equal(rig_hal_op(rig__stream, &op), RIG_E_INVALID);
-    assert_string_equal(rig_hal_stream_error(rig__stream), "op: kind: unknown op kind 20");
+    assert_string_equal(rig_hal_stream_error(rig__stream), "op: kind: unknown op kind 21");
     /* The message belongs to the stream the op was issued on, not to the thread. */
     struct rig_stream *other = NULL;
     assert_int_equal(rig_hal_stream_create(rig__device, &other), RIG_OK);
@@ -478,7 +500,7 @@ static void test_unknown_op_and_null_arguments(void **state)
     op.u.silu_mul.in.data = NULL;
     assert_int_equal(rig_hal_op(other, &op), RIG_E_INVALID);
     assert_string_equal(rig_hal_stream_error(other), "silu_mul: in: missing data");
-    assert_string_equal(rig_hal_stream_error(rig__stream), "op: kind: unknown op kind 20");
+    assert_string_equal(rig_hal_stream_error(rig__stream), "op: kind: unknown op kind 21");
     rig_hal_stream_destroy(other);
     /* A check without a buffer still fails the same way. */
     op.kind = RIG_OP_COUNT;

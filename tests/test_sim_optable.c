@@ -948,6 +948,91 @@ static void test_decode_tensor_core_regime(void **state)
     unlink("optable_tc.h5");
 }
 
+/* attention_decode_store over its attention: the fused points' time above the decode points
+ * of the same key (the sweep times both), exact at a swept key (1.5 us at 8 requests, 1.0 at
+ * 64), between two swept keys blended by 1 / distance in their log2 keys; a table without
+ * fused points has none to give (the cost model then prices the store as its own node). */
+static void test_decode_store_extra(void **state)
+{
+    (void)state;
+    struct rig_optable_point points[4] = {
+        decode_heads_point(8, 1024, 16, 10000), decode_heads_point(64, 1024, 16, 30000),
+        decode_heads_point(8, 1024, 16, 11500), decode_heads_point(64, 1024, 16, 31000)};
+    points[2].key.kind = points[3].key.kind = RIG_OP_ATTENTION_DECODE_STORE;
+    const struct rig_sim_optable *t = table_of("optable_store.h5", points, 4);
+    double extra = 0;
+    struct rig_optable_key key = points[2].key;
+    assert_true(rig_sim_optable_store_extra(t, &key, points[2].flops, 0.6, &extra));
+    assert_float_equal(extra, 1500, 1e-9);
+    key = points[3].key;
+    assert_true(rig_sim_optable_store_extra(t, &key, points[3].flops, 0.6, &extra));
+    assert_float_equal(extra, 1000, 1e-9);
+    key.p[0] = 16; /* between: 1 / distance in log2(requests + 1) */
+    double flops = 4 * 16 * 128 * 16 * 1024.0;
+    assert_true(rig_sim_optable_store_extra(t, &key, flops, 0.6, &extra));
+    double d8 = log2(17) - log2(9), d64 = log2(65) - log2(17);
+    assert_float_equal(extra, (1500 / d8 + 1000 / d64) / (1 / d8 + 1 / d64), 1e-6);
+    unlink("optable_store.h5");
+    const struct rig_sim_optable *plain = table_of("optable_store_plain.h5", points, 2);
+    assert_false(rig_sim_optable_has_kind(plain, RIG_OP_ATTENTION_DECODE_STORE));
+    assert_true(rig_sim_optable_has_kind(plain, RIG_OP_ATTENTION_DECODE));
+    assert_false(rig_sim_optable_store_extra(plain, &key, flops, 0.6, &extra));
+    unlink("optable_store_plain.h5");
+}
+
+/* The cost model with a table swept before attention_decode_store (the committed h100 one):
+ * the fused op costs its two ops as nodes of their own, exactly what the forward paid before
+ * it issued one op (so the scenarios' bytes stay the same), on a Qwen3-0.6B decode step of 4
+ * requests. */
+static void test_decode_store_cost_without_points(void **state)
+{
+    (void)state;
+    struct rig_sim_profile p;
+    char error[256];
+    assert_int_equal(rig_sim_profile_load("h100", &p, error, sizeof error), RIG_OK);
+    assert_non_null(p.table);
+    assert_false(rig_sim_optable_has_kind(p.table, RIG_OP_ATTENTION_DECODE_STORE));
+    enum { R = 4, L = 1024 };
+    static int32_t table[R * L], idx[R], len[R], pos[R], loc[R];
+    for (int32_t r = 0; r < R; r++) {
+        for (int32_t i = 0; i < L; i++) table[r * L + i] = r * L + i;
+        idx[r] = r, len[r] = 300 + 200 * r, pos[r] = len[r] - 1, loc[r] = table[r * L + pos[r]];
+    }
+    char *b = (char *)(uintptr_t)4096; /* the bf16 tensors: shapes only */
+    struct rig_tensor qkv = rig_tensor_2d(b, RIG_DTYPE_BF16, R, 32 * 128);
+    struct rig_tensor q = rig_tensor_3d(b, RIG_DTYPE_BF16, R, 16, 128);
+    struct rig_tensor k = rig_tensor_3d(b, RIG_DTYPE_BF16, R, 8, 128);
+    q.stride[0] = k.stride[0] = qkv.stride[0];
+    struct rig_tensor cache = rig_tensor_3d(b, RIG_DTYPE_BF16, R * L, 8, 128);
+    struct rig_tensor w = rig_tensor_1d(b, RIG_DTYPE_BF16, 128);
+    struct rig_op op = {.kind = RIG_OP_ATTENTION_DECODE_STORE};
+    op.u.attention_decode_store.store = (struct rig_op_qk_norm_rope_store){
+        q, k, k, cache, cache, w, w, rig_tensor_1d(pos, RIG_DTYPE_I32, R),
+        rig_tensor_1d(loc, RIG_DTYPE_I32, R), 1e-6f, {.theta = 1000000.0f}};
+    op.u.attention_decode_store.attend = (struct rig_op_attention_decode){
+        rig_tensor_3d(b, RIG_DTYPE_BF16, R, 16, 128), q, cache, cache,
+        rig_tensor_2d(table, RIG_DTYPE_I32, R, L), rig_tensor_1d(idx, RIG_DTYPE_I32, R),
+        rig_tensor_1d(len, RIG_DTYPE_I32, R), 0.088f};
+    assert_int_equal(rig_hal_op_check(&op, error, sizeof error), RIG_OK);
+    struct rig_op attend = {.kind = RIG_OP_ATTENTION_DECODE,
+                            .u.attention_decode = op.u.attention_decode_store.attend};
+    struct rig_op store = {.kind = RIG_OP_QK_NORM_ROPE_STORE,
+                           .u.qk_norm_rope_store = op.u.attention_decode_store.store};
+    int64_t parts = rig_sim_cost_node_ns(&p, &attend, 1) + rig_sim_cost_node_ns(&p, &store, 1);
+    assert_true(parts > 0);
+    assert_int_equal(rig_sim_cost_node_ns(&p, &op, 1), parts);
+    assert_int_equal(rig_sim_cost_issue_host_ns(&p, &op),
+                     rig_sim_cost_issue_host_ns(&p, &attend) +
+                         rig_sim_cost_issue_host_ns(&p, &store));
+    /* the key is the attention's, of the fused kind; the work both ops' */
+    struct rig_optable_key a = rig_optable_op_key(&attend), f = rig_optable_op_key(&op);
+    assert_int_equal(f.kind, RIG_OP_ATTENTION_DECODE_STORE);
+    assert_memory_equal(a.p, f.p, sizeof a.p);
+    struct rig_op_work wa = rig_optable_op_work(&attend), ws = rig_optable_op_work(&store),
+                       wf = rig_optable_op_work(&op);
+    assert_true(wf.flops == wa.flops + ws.flops && wf.bytes == wa.bytes + ws.bytes);
+}
+
 /* A decode key counts a shared position once (rig__decode_distinct), so 16 requests of 1,536
  * positions that share a 1,024-token prompt key as a ragged batch of mean 576 and max 1,536;
  * their FLOPs, every request's positions, tell them apart. A table with both points at that
@@ -1127,6 +1212,8 @@ int main(void)
         cmocka_unit_test(test_gemm_early_weights),
         cmocka_unit_test(test_decode_early_keys),
         cmocka_unit_test(test_gemm_fused_forms),
+        cmocka_unit_test(test_decode_store_extra),
+        cmocka_unit_test(test_decode_store_cost_without_points),
         cmocka_unit_test(test_sample_rows_kinds),
         cmocka_unit_test(test_sweep_reproduces_the_analytic_model),
     };

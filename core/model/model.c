@@ -13,14 +13,16 @@
  * each request only.
  *
  * A batch of a few rows (at most fuse_rows padded tokens, at TP 1; 1 by default, model.h)
- * runs the same arithmetic in six ops a layer instead of nine: a step of a few rows is bound
+ * runs the same arithmetic in five ops a layer instead of eight: a step of a few rows is bound
  * by per-kernel latency, not bytes, so the norms and residual adds ride on the GEMMs beside
  * them (hal/ops.h, the
  * GEMM's fused forms, which give the same bits): qkv with the input norm as its prologue,
- * qk_norm_rope_store, attention, o accumulating into the residual, gate_up with the post-
- * attention norm as its prologue, down with silu_mul as its prologue accumulating into the
- * residual; after the last layer a plain norm of the residual. At TP > 1 an all-reduce sits
- * between o (and down) and the residual add, so those batches run the plain ops.
+ * attention_decode_store, o accumulating into the residual, gate_up with the post-attention
+ * norm as its prologue, down with silu_mul as its prologue accumulating into the residual;
+ * after the last layer a plain norm of the residual. At TP > 1 an all-reduce sits between o
+ * (and down) and the residual add, so those batches run the plain ops. Every decode batch
+ * issues q/k norm + RoPE + the K/V store and its attention as one op (attention_decode_store);
+ * a prefill batch as two (qk_norm_rope_store, attention_prefill).
  */
 #include <math.h>
 #include <stdio.h>
@@ -353,8 +355,10 @@ static void rig__accumulate(const struct rig_model *m, struct rig_op_gemm *g, in
     g->accumulate = true;
 }
 
-/* Layer `l`'s attention over the QKV rows in m->qkv: q/k norm + RoPE + store K/V (one op),
- * then attention into m->attn. */
+/* Layer `l`'s attention over the QKV rows in m->qkv: q/k norm + RoPE + store K/V, then
+ * attention into m->attn. A decode batch issues both as one op (attention_decode_store: the
+ * CUDA backend's register path runs the store in its prologue, a node fewer a layer); a
+ * prefill batch as two. */
 static enum rig_status rig__attend(struct rig_model *m, struct rig_stream *s,
                                    const struct rig_forward_batch *b, int32_t l)
 {
@@ -377,19 +381,20 @@ static enum rig_status rig__attend(struct rig_model *m, struct rig_stream *s,
                                               .out_loc = b->out_loc,
                                               .eps = m->config.rms_norm_eps,
                                               .params = m->config.rope};
-    RIG_TRY(rig__issue(
-        m, s, "qk_norm_rope_store",
-        &(struct rig_op){.kind = RIG_OP_QK_NORM_ROPE_STORE, .u.qk_norm_rope_store = store}));
     float scale = 1.0f / sqrtf((float)m->dims.head_dim);
     struct rig_tensor out = rig__rows(&m->attn, T);
-    if (b->phase == RIG_BATCH_DECODE) {
+    if (b->phase == RIG_BATCH_DECODE) { /* token r is request r's newest position */
         struct rig_op_attention_decode p = {
             .out = out, .q = q, .k_cache = w->k_cache, .v_cache = w->v_cache,
             .page_table = b->page_table, .table_idx = b->table_idx, .kv_len = b->kv_len,
             .scale = scale};
-        struct rig_op op = {.kind = RIG_OP_ATTENTION_DECODE, .u.attention_decode = p};
-        return rig__issue(m, s, "attention_decode", &op);
+        struct rig_op op = {.kind = RIG_OP_ATTENTION_DECODE_STORE,
+                            .u.attention_decode_store = {.store = store, .attend = p}};
+        return rig__issue(m, s, "attention_decode_store", &op);
     }
+    RIG_TRY(rig__issue(
+        m, s, "qk_norm_rope_store",
+        &(struct rig_op){.kind = RIG_OP_QK_NORM_ROPE_STORE, .u.qk_norm_rope_store = store}));
     struct rig_op_attention_prefill p = {
         .out = out, .q = q, .k_cache = w->k_cache, .v_cache = w->v_cache,
         .page_table = b->page_table, .table_idx = b->table_idx, .cu_q = b->cu_q,

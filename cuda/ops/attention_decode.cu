@@ -76,7 +76,12 @@
 
 #include "cuda/ops/attention_common.cuh"
 #include "cuda/ops/attention_decode.cuh"
+#include "cuda/ops/qk_norm_rope_store.cuh"
+#include "cuda/ops/qk_rope.cuh"
 #include "hal/optable.h"
+extern "C" {
+#include "hal/rope.h" /* rig_rope_inv_freq: C */
+}
 
 RIG_CUDA_MODULE(attention_decode)
 
@@ -934,17 +939,138 @@ static __device__ __forceinline__ void rig__decode_prefetch(const struct rig_cud
     }
 }
 
+/* --- The store prologue (attention_decode_store: hal/ops.h) ------------------------------
+ * The register path can run qk_norm_rope_store's work for its own rows first, so a decode
+ * layer has one node fewer. Every block normalises and rotates the q heads it holds, in
+ * registers, as it loads them (q itself is left as it was: every split of a row reads it).
+ * The block of a row's last split (the one whose keys end at the newest position) also
+ * computes the newest key and value of its KV head (warp 0), stores them to the cache and
+ * keeps them in shared memory: its loop stops one key short, and after a barrier the newest
+ * key is scored from shared memory as one more step (so no block reads a cache row written
+ * during the launch). The position, the slot, the lane's cos/sin and its norm weights are
+ * read before the PDL wait (docs/architecture.md: the step's metadata and the weights are
+ * written by no kernel of the forward). Lane l of a key row holds dims 8l .. 8l + 7, so the
+ * pair (i, i + D/2) of a rotation sits in lanes l and l ^ (D/16): the partner's value comes by
+ * one shuffle. The sum of squares is added in the order of qk_norm_rope_store's token kernel
+ * (pair by pair, then a butterfly over D/16 lanes), so for 32 tokens and more the two give
+ * the same bits; the rounding is qk_rope.cuh's. */
+#define RIG__STORE_HALF_MAX 128 /* D <= 256 on the register path */
+
+struct rig__decode_store {
+    const uint16_t *k, *v; /* [R, Hk, D] views of the step's new K and V rows */
+    int64_t k_stride_t, k_stride_h, v_stride_t, v_stride_h;
+    const uint16_t *q_norm, *k_norm; /* [D] each, or both NULL */
+    const int32_t *positions, *out_loc; /* [R] */
+    uint16_t *k_cache, *v_cache;        /* the attention's caches */
+    int64_t slots;
+    float eps;
+    float inv_freq[RIG__STORE_HALF_MAX]; /* (D/2): hal/rope.h's rig_rope_inv_freq */
+};
+
+/* What a lane needs before the wait: its dims' cos/sin at the row's position, its q norm
+ * weights (8 bf16, packed), the row's slot. */
+struct rig__store_lane {
+    float cosines[8], sines[8];
+    uint4 w_q;
+    int32_t slot;
+};
+
+template <int D>
+static __device__ __forceinline__ void rig__store_prepare(const struct rig__decode_store &st,
+                                                          int64_t row, int lane,
+                                                          struct rig__store_lane &r)
+{
+    float position = (float)__ldcg(st.positions + row);
+    r.slot = __ldcg(st.out_loc + row);
+    int first = (lane % (D / 16)) * 8;
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+        sincosf(position * st.inv_freq[first + j], &r.sines[j], &r.cosines[j]);
+    r.w_q = make_uint4(0, 0, 0, 0);
+    if (st.q_norm != NULL) r.w_q = __ldg(reinterpret_cast<const uint4 *>(st.q_norm + lane * 8));
+}
+
+/* The lane's 8 values x of a head (dims 8 lane ..), normed (when `norm`) and rotated in place.
+ * Every lane of the warp takes part (shuffles over the whole warp). */
+template <int D>
+static __device__ __forceinline__ void rig__norm_rope8(uint16_t (&x)[8], uint4 weights, bool norm,
+                                                       float eps, const struct rig__store_lane &r,
+                                                       int lane)
+{
+    uint32_t words[4] = {weights.x, weights.y, weights.z, weights.w};
+    constexpr int half_lanes = D / 16;
+    bool low = lane < half_lanes;
+    float inverse_rms = 1.0f;
+    if (norm) {
+        float sum = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            float own = rig_cuda_bf16(x[j]);
+            float partner = __shfl_xor_sync(0xffffffffu, own, half_lanes);
+            float a = low ? own : partner, b = low ? partner : own;
+            sum += a * a + b * b;
+        }
+#pragma unroll
+        for (int offset = half_lanes / 2; offset > 0; offset /= 2)
+            sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+        inverse_rms = 1.0f / sqrtf(sum / (float)D + eps);
+    }
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        uint16_t w = (uint16_t)(j % 2 == 0 ? words[j / 2] & 0xffffu : words[j / 2] >> 16);
+        float own = rig_cuda_qk_normed(x[j], w, norm, inverse_rms);
+        float partner = __shfl_xor_sync(0xffffffffu, own, half_lanes);
+        float x1 = low ? own : partner, x2 = low ? partner : own;
+        x[j] = low ? rig_cuda_rope_low(x1, x2, r.cosines[j], r.sines[j])
+                   : rig_cuda_rope_high(x1, x2, r.cosines[j], r.sines[j]);
+    }
+}
+
+static __device__ __forceinline__ uint4 rig__pack8(const uint16_t (&x)[8])
+{
+    return make_uint4((uint32_t)x[0] | (uint32_t)x[1] << 16, (uint32_t)x[2] | (uint32_t)x[3] << 16,
+                      (uint32_t)x[4] | (uint32_t)x[5] << 16, (uint32_t)x[6] | (uint32_t)x[7] << 16);
+}
+
+/* Warp 0 of a row's last split: the newest K (normed, rotated) and V of the block's KV head
+ * into `newest` (lane group 0's lanes) and, when the slot is in the cache, into the caches. */
+template <int D>
+static __device__ void rig__store_newest(const struct rig__decode_store &st,
+                                         const struct rig__store_lane &r, int64_t row,
+                                         int64_t kv_head, int64_t cache_stride_s,
+                                         int64_t cache_stride_h, uint4 (*newest)[D / 8])
+{
+    int lane = threadIdx.x % (D / 8);
+    uint16_t k[8], v[8];
+    rig_cuda_load_bf16<8>(st.k + row * st.k_stride_t + kv_head * st.k_stride_h + lane * 8, k);
+    rig_cuda_load_bf16<8>(st.v + row * st.v_stride_t + kv_head * st.v_stride_h + lane * 8, v);
+    uint4 w_k = make_uint4(0, 0, 0, 0);
+    if (st.k_norm != NULL) w_k = __ldg(reinterpret_cast<const uint4 *>(st.k_norm + lane * 8));
+    rig__norm_rope8<D>(k, w_k, st.q_norm != NULL, st.eps, r, lane);
+    if (threadIdx.x >= D / 8) return; /* lane group 0 keeps and stores them */
+    newest[0][lane] = rig__pack8(k);
+    newest[1][lane] = rig__pack8(v);
+    if (r.slot < 0 || r.slot >= st.slots) return; /* a padding row: nothing stored */
+    int64_t at = (int64_t)r.slot * cache_stride_s + kv_head * cache_stride_h + lane * 8;
+    rig_cuda_store_bf16<8>(st.k_cache + at, k);
+    rig_cuda_store_bf16<8>(st.v_cache + at, v);
+}
+
 /* Grid (rows, KV heads, splits) or, with part.heads_first, (KV heads, rows, splits);
  * RIG_DECODE_WARPS warps. See the file header. */
-template <int D, int G, bool WIDE>
+template <int D, int G, bool WIDE, bool STORE>
 static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP, WIDE ? 4 : 0)
-    rig__decode_kernel(struct rig_cuda_attention_args a, struct rig__partials part)
+    rig__decode_kernel(struct rig_cuda_attention_args a, struct rig__partials part,
+                       const struct rig__decode_store st)
 {
     using S = rig__decode_shape<D, G, WIDE>;
     if (part.l2_prefetch) rig__decode_prefetch<D, S::keys_per_step>(a, part);
+    int lane = threadIdx.x % S::lanes, lane_group = threadIdx.x / S::lanes;
+    struct rig__store_lane prologue;
+    if constexpr (STORE) /* the store prologue's reads before the wait (see above) */
+        rig__store_prepare<D>(st, part.heads_first ? blockIdx.y : blockIdx.x, lane, prologue);
     rig_cuda_pdl_begin(); /* before any read of what earlier kernels wrote */
     constexpr int U = S::unroll, H = S::heads;
-    int lane = threadIdx.x % S::lanes, lane_group = threadIdx.x / S::lanes;
     int slice = lane_group % S::slices, key_row = lane_group / S::slices;
     struct rig__decode_range range = rig__decode_range_get<S::keys_per_step>(a, part);
     if ((int32_t)blockIdx.z >= range.active) return; /* the whole block: no key of the row left */
@@ -952,6 +1078,15 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP, WIDE ?
     struct rig_cuda_attention_place place = range.place;
     int32_t active = range.active;
     int64_t begin = range.begin, end = range.end;
+    /* With the prologue, the row's last split scores its newest key after the loop. */
+    bool newest_last = STORE && (int32_t)blockIdx.z == active - 1 && end > begin;
+    __shared__ uint4 newest[STORE ? 2 : 1][STORE ? D / 8 : 1];
+    if constexpr (STORE) {
+        if (newest_last && threadIdx.x < RIG_CUDA_WARP)
+            rig__store_newest<D>(st, prologue, row, kv_head, a.cache_stride_s, a.cache_stride_h,
+                                 newest);
+        if (newest_last) end--;
+    }
     int64_t steps = end > begin ? rig_cuda_div_up(end - begin, S::keys_per_step) : 0;
     int32_t slot[U];
     rig__decode_slots<U, S::rows>(place.slots, begin + key_row, end, slot);
@@ -962,9 +1097,15 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP, WIDE ?
     for (int g = 0; g < H; g++) {
         m[g] = -INFINITY;
         l[g] = 0.0f;
+        uint16_t x[8];
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            x[i] = q_row[g * a.q_stride_h + i];
+        if constexpr (STORE) rig__norm_rope8<D>(x, prologue.w_q, st.q_norm != NULL, st.eps,
+                                                prologue, lane);
 #pragma unroll
         for (int i = 0; i < 8; i++) {
-            q[g][i] = rig_cuda_bf16(q_row[g * a.q_stride_h + i]);
+            q[g][i] = rig_cuda_bf16(x[i]);
             o[g][i] = 0.0f;
         }
     }
@@ -990,6 +1131,16 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP, WIDE ?
         float s[H][U];
         rig__decode_scores<D, H, U>(q, k, valid, a.scale, s);
         rig__decode_update<H, U>(m, l, o, s, v);
+    }
+    if constexpr (STORE) {
+        if (newest_last) { /* the newest key, from shared memory: key row 0 of each slice */
+            __syncthreads();
+            uint4 k[1] = {newest[0][lane]}, v[1] = {newest[1][lane]};
+            bool valid[1] = {key_row == 0};
+            float s[H][1];
+            rig__decode_scores<D, H, 1>(q, k, valid, a.scale, s);
+            rig__decode_update<H, 1>(m, l, o, s, v);
+        }
     }
     rig__decode_merge_warp<D, H, S::slices>(m, l, o);
     rig__decode_finish<D, G, H, S::slices>(&a, part, row, kv_head, active, m, l, o);
@@ -1128,7 +1279,7 @@ static size_t rig__decode_padded(const void *kernel, int threads, size_t shared,
     return rig__decode_occupancy(kernel, threads, padded) == blocks ? padded : 0;
 }
 
-/* What rig__decode_kernel<D, G, WIDE> allows, asked once per process (the same on every GPU of a
+/* What rig__decode_kernel<D, G, WIDE, STORE> allows, asked once per process (the same on every GPU of a
  * tensor-parallel group): blocks per multiprocessor, and the padded dynamic shared bytes
  * that leave one fewer (0: none). */
 struct rig__decode_facts {
@@ -1136,12 +1287,12 @@ struct rig__decode_facts {
     size_t fewer_shared;
 };
 
-template <int D, int G, bool WIDE>
+template <int D, int G, bool WIDE, bool STORE = false>
 static const struct rig__decode_facts &rig__decode_facts_get(void)
 {
     static const struct rig__decode_facts facts = []() {
         using S = rig__decode_shape<D, G, WIDE>;
-        const void *kernel = (const void *)rig__decode_kernel<D, G, WIDE>;
+        const void *kernel = (const void *)rig__decode_kernel<D, G, WIDE, STORE>;
         size_t shared = rig__decode_shared_bytes(G, D);
         struct rig__decode_facts f = {rig__decode_occupancy(kernel, S::threads, shared), 0};
         if (f.natural > 1)
@@ -1169,7 +1320,7 @@ struct rig__decode_plan {
  * host plans from the page-table width, not from kv_len (on the device): the engine's tables
  * are max_seq_len wide, so long splits cannot be told from short rows, and fewer splits are
  * the safer plan. */
-template <int D, int G, bool WIDE>
+template <int D, int G, bool WIDE, bool STORE>
 static struct rig__decode_plan rig__decode_plan_waves(const struct rig_cuda_launch *launch,
                                                       const struct rig_cuda_attention_args *a,
                                                       const struct rig__decode_knobs &knobs)
@@ -1180,7 +1331,7 @@ static struct rig__decode_plan rig__decode_plan_waves(const struct rig_cuda_laun
         plan.splits = rig__decode_splits(launch, a, S::keys_per_step, knobs.split_steps, 0);
         return plan;
     }
-    const struct rig__decode_facts &facts = rig__decode_facts_get<D, G, WIDE>();
+    const struct rig__decode_facts &facts = rig__decode_facts_get<D, G, WIDE, STORE>();
     int64_t per_sm = facts.natural > 0 ? facts.natural : 1;
     plan.splits = rig__decode_splits(launch, a, S::keys_per_step, knobs.split_steps,
                                      per_sm * launch->sm_count);
@@ -1198,13 +1349,13 @@ static struct rig__decode_plan rig__decode_plan_waves(const struct rig_cuda_laun
 
 /* The launch's plan: the waves' plan (rig__decode_plan_waves), the layout's split cap, and the
  * grid trimmed to the splits a row of the page table's width can run under it. */
-template <int D, int G, bool WIDE>
+template <int D, int G, bool WIDE, bool STORE>
 static struct rig__decode_plan rig__decode_plan_make(const struct rig_cuda_launch *launch,
                                                      const struct rig_cuda_attention_args *a,
                                                      const struct rig__decode_knobs &knobs)
 {
     using S = rig__decode_shape<D, G, WIDE>;
-    struct rig__decode_plan plan = rig__decode_plan_waves<D, G, WIDE>(launch, a, knobs);
+    struct rig__decode_plan plan = rig__decode_plan_waves<D, G, WIDE, STORE>(launch, a, knobs);
     plan.split_cap = WIDE ? knobs.split_cap_wide : knobs.split_cap;
     if (knobs.grid_trim)
         plan.splits = rig_cuda_decode_grid_splits(plan.splits, a->page_table_cols,
@@ -1212,15 +1363,17 @@ static struct rig__decode_plan rig__decode_plan_make(const struct rig_cuda_launc
     return plan;
 }
 
-template <int D, int G, bool WIDE>
+/* `st` NULL: attention alone; else with the store prologue (attention_decode_store). */
+template <int D, int G, bool WIDE, bool STORE>
 static enum rig_status rig__decode_launch(const struct rig_cuda_launch *launch,
-                                          const struct rig_cuda_attention_args *a)
+                                          const struct rig_cuda_attention_args *a,
+                                          const struct rig__decode_store *st)
 {
     using S = rig__decode_shape<D, G, WIDE>;
     const struct rig__decode_knobs &knobs = rig__decode_knobs();
-    struct rig__decode_plan plan = rig__decode_plan_make<D, G, WIDE>(launch, a, knobs);
+    struct rig__decode_plan plan = rig__decode_plan_make<D, G, WIDE, STORE>(launch, a, knobs);
     if (plan.shared > 48 * 1024) /* per device: set where it launches */
-        RIG_CUDA_TRY(cudaFuncSetAttribute(rig__decode_kernel<D, G, WIDE>,
+        RIG_CUDA_TRY(cudaFuncSetAttribute(rig__decode_kernel<D, G, WIDE, STORE>,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           (int)plan.shared));
     struct rig__partials part;
@@ -1233,32 +1386,43 @@ static enum rig_status rig__decode_launch(const struct rig_cuda_launch *launch,
     part.heads_first = knobs.v2 && a->rows <= 65535;
     part.merge_prefetch = knobs.v2;
     int64_t blocks = a->rows * a->heads_kv * part.splits;
-    int64_t per_sm = rig__decode_facts_get<D, G, WIDE>().natural;
+    int64_t per_sm = rig__decode_facts_get<D, G, WIDE, STORE>().natural;
     part.l2_prefetch = knobs.l2_prefetch && blocks <= (per_sm > 0 ? per_sm : 1) * launch->sm_count;
     dim3 grid((unsigned)a->rows, (unsigned)a->heads_kv, (unsigned)part.splits);
     if (part.heads_first) grid = dim3((unsigned)a->heads_kv, (unsigned)a->rows, grid.z);
-    RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__decode_kernel<D, G, WIDE>, grid, dim3(S::threads),
-                                     plan.shared, *a, part));
+    static const struct rig__decode_store none = {};
+    RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__decode_kernel<D, G, WIDE, STORE>, grid,
+                                     dim3(S::threads), plan.shared, *a, part,
+                                     STORE ? *st : none));
     RIG_CUDA_LAUNCHED();
     return RIG_OK;
+}
+
+template <int D, int G, bool WIDE>
+static enum rig_status rig__decode_launch_store(const struct rig_cuda_launch *launch,
+                                                const struct rig_cuda_attention_args *a,
+                                                const struct rig__decode_store *st)
+{
+    if (st != NULL) return rig__decode_launch<D, G, WIDE, true>(launch, a, st);
+    return rig__decode_launch<D, G, WIDE, false>(launch, a, NULL);
 }
 
 template <int D>
 static enum rig_status rig__decode_launch_group(const struct rig_cuda_launch *launch,
                                                 const struct rig_cuda_attention_args *a,
-                                                int64_t group)
+                                                int64_t group, const struct rig__decode_store *st)
 {
     if constexpr (D != 256) { /* D = 256: one lane group per warp, every head per thread */
         if (group >= 4 && rig__decode_knobs().wide) {
-            if (group == 4) return rig__decode_launch<D, 4, true>(launch, a);
-            return rig__decode_launch<D, 8, true>(launch, a);
+            if (group == 4) return rig__decode_launch_store<D, 4, true>(launch, a, st);
+            return rig__decode_launch_store<D, 8, true>(launch, a, st);
         }
     }
     switch (group) {
-    case 1: return rig__decode_launch<D, 1, false>(launch, a);
-    case 2: return rig__decode_launch<D, 2, false>(launch, a);
-    case 4: return rig__decode_launch<D, 4, false>(launch, a);
-    default: RIG_ASSERT(group == 8); return rig__decode_launch<D, 8, false>(launch, a);
+    case 1: return rig__decode_launch_store<D, 1, false>(launch, a, st);
+    case 2: return rig__decode_launch_store<D, 2, false>(launch, a, st);
+    case 4: return rig__decode_launch_store<D, 4, false>(launch, a, st);
+    default: RIG_ASSERT(group == 8); return rig__decode_launch_store<D, 8, false>(launch, a, st);
     }
 }
 
@@ -1299,21 +1463,75 @@ static bool rig__decode_tc_wanted(const struct rig_cuda_launch *launch,
                                    launch->sm_count);
 }
 
+/* RIG_DECODE_STORE_FUSED=0 (read once): attention_decode_store always as its two kernels,
+ * qk_norm_rope_store then attention, for measuring. */
+static bool rig__store_fused_on(void)
+{
+    static const bool on = rig_cuda_env("RIG_DECODE_STORE_FUSED", 1) != 0;
+    return on;
+}
+
+/* The register path's store prologue for `p` (attention over `a`), when its views allow
+ * 16-byte loads of a lane's 8 dims (and the knob is on): false leaves the two kernels. */
+static bool rig__store_make(const struct rig_op_qk_norm_rope_store *p,
+                            const struct rig_cuda_attention_args *a, struct rig__decode_store *st)
+{
+    if (!rig__store_fused_on() || a->head_dim / 2 > RIG__STORE_HALF_MAX) return false;
+    const struct rig_tensor *views[2] = {&p->k, &p->v};
+    for (int i = 0; i < 2; i++) {
+        if (!rig_cuda_aligned(views[i]->data, 16) || views[i]->stride[0] % 8 != 0 ||
+            views[i]->stride[1] % 8 != 0)
+            return false;
+    }
+    if (p->q_norm.data != NULL &&
+        (!rig_cuda_aligned(p->q_norm.data, 16) || !rig_cuda_aligned(p->k_norm.data, 16)))
+        return false;
+    memset(st, 0, sizeof *st);
+    st->k = (const uint16_t *)p->k.data;
+    st->v = (const uint16_t *)p->v.data;
+    st->k_stride_t = p->k.stride[0];
+    st->k_stride_h = p->k.stride[1];
+    st->v_stride_t = p->v.stride[0];
+    st->v_stride_h = p->v.stride[1];
+    st->q_norm = (const uint16_t *)p->q_norm.data;
+    st->k_norm = (const uint16_t *)p->k_norm.data;
+    st->positions = (const int32_t *)p->positions.data;
+    st->out_loc = (const int32_t *)p->out_loc.data;
+    st->k_cache = (uint16_t *)p->k_cache.data;
+    st->v_cache = (uint16_t *)p->v_cache.data;
+    st->slots = p->k_cache.shape[0];
+    st->eps = p->eps;
+    for (int64_t i = 0; i < a->head_dim / 2; i++)
+        st->inv_freq[i] = rig_rope_inv_freq(&p->params, (int32_t)i, (int32_t)a->head_dim);
+    return true;
+}
+
 /* Decode: the tensor-core kernel for big batches of large groups (rig__decode_tc_wanted), else
- * the register path when it fits, else the staged split-KV kernel. */
+ * the register path when it fits, else the staged split-KV kernel. `store` (NULL: none) is
+ * attention_decode_store's prologue: the register path runs it in its own blocks
+ * (rig__store_make), the other paths as qk_norm_rope_store's kernel before theirs. */
 static enum rig_status rig__decode(const struct rig_cuda_launch *launch,
-                                   const struct rig_cuda_attention_args *a)
+                                   const struct rig_cuda_attention_args *a,
+                                   const struct rig_op_qk_norm_rope_store *store)
 {
     if (a->rows == 0 || a->heads_q == 0) return RIG_OK;
     if (rig__decode_tc_wanted(launch, a)) {
+        if (store != NULL) RIG_TRY(rig_cuda_op_qk_norm_rope_store(launch, store));
+        store = NULL;
         enum rig_status status = rig_cuda_attention_prefill_wgmma(launch, a, false);
         if (status != RIG_E_UNSUPPORTED) return status;
     }
-    if (!rig__decode_fits(launch, a)) return rig_cuda_attention_split_kv(launch, a);
+    struct rig__decode_store prologue;
+    const struct rig__decode_store *st = NULL;
+    bool fits = rig__decode_fits(launch, a);
+    if (store != NULL && fits && rig__store_make(store, a, &prologue)) st = &prologue;
+    else if (store != NULL) RIG_TRY(rig_cuda_op_qk_norm_rope_store(launch, store));
+    if (!fits) return rig_cuda_attention_split_kv(launch, a);
+    int64_t group = a->heads_q / a->heads_kv;
     switch (a->head_dim) {
-    case 64: return rig__decode_launch_group<64>(launch, a, a->heads_q / a->heads_kv);
-    case 128: return rig__decode_launch_group<128>(launch, a, a->heads_q / a->heads_kv);
-    default: return rig__decode_launch_group<256>(launch, a, a->heads_q / a->heads_kv);
+    case 64: return rig__decode_launch_group<64>(launch, a, group, st);
+    case 128: return rig__decode_launch_group<128>(launch, a, group, st);
+    default: return rig__decode_launch_group<256>(launch, a, group, st);
     }
 }
 
@@ -1368,5 +1586,16 @@ enum rig_status rig_cuda_op_attention_decode(const struct rig_cuda_launch *launc
     struct rig_cuda_attention_args a =
         rig_cuda_attention_args_make(&p->out, &p->q, &p->k_cache, &p->v_cache, &p->page_table,
                                      &p->table_idx, &p->kv_len, NULL, p->scale);
-    return rig__decode(launch, &a);
+    return rig__decode(launch, &a, NULL);
+}
+
+enum rig_status rig_cuda_op_attention_decode_store(const struct rig_cuda_launch *launch,
+                                                   const struct rig_op_attention_decode_store *p)
+{
+    const struct rig_op_attention_decode *d = &p->attend;
+    if (!rig_cuda_attention_caches_alike(&d->k_cache, &d->v_cache)) return RIG_E_UNSUPPORTED;
+    struct rig_cuda_attention_args a =
+        rig_cuda_attention_args_make(&d->out, &d->q, &d->k_cache, &d->v_cache, &d->page_table,
+                                     &d->table_idx, &d->kv_len, NULL, d->scale);
+    return rig__decode(launch, &a, &p->store);
 }

@@ -16,6 +16,12 @@ extern "C" {
 enum rig_status rig_cuda_op_attention_decode(const struct rig_cuda_launch *launch,
                                              const struct rig_op_attention_decode *p);
 
+/* Launcher of `attention_decode_store` (hal/ops.h): on the register path one kernel, the
+ * store's work in its blocks' prologue (attention_decode.cu, "The store prologue"); on the
+ * others qk_norm_rope_store's kernel, then theirs. RIG_DECODE_STORE_FUSED=0: always two. */
+enum rig_status rig_cuda_op_attention_decode_store(const struct rig_cuda_launch *launch,
+                                                   const struct rig_op_attention_decode_store *p);
+
 /* The register path's split count for `blocks` (rows x KV heads) >= 1 on a GPU holding
  * `capacity` >= 1 resident blocks: the fewest splits s <= limit whose s x blocks make at
  * least 90 % of one wave and leave the last wave at least 90 % full; else the s <= limit

@@ -42,8 +42,8 @@
  * vector a lane (D <= 64 x VEC: every preset) is also loaded once, not twice. The bits are the
  * same. RIG_QKRS_EARLY=0 (read once) keeps the earlier order, for measuring.
  */
-#include "cuda/ops/common.cuh"
 #include "cuda/ops/qk_norm_rope_store.cuh"
+#include "cuda/ops/qk_rope.cuh"
 extern "C" {
 #include "hal/rope.h" /* rig_rope_inv_freq: C */
 
@@ -100,15 +100,6 @@ static __device__ __forceinline__ float rig__sum_squares(const uint16_t *x, int6
     return rig_cuda_warp_sum(sum);
 }
 
-/* bf16(w * bf16(x * inverse_rms)) as the float the next step reads; x itself without norm. */
-static __device__ __forceinline__ float rig__normed(uint16_t x, uint16_t w, bool norm,
-                                                    float inverse_rms)
-{
-    if (!norm) return rig_cuda_bf16(x);
-    float normalised = rig_bf16_round(rig_cuda_bf16(x) * inverse_rms);
-    return rig_cuda_bf16(rig_cuda_to_bf16(rig_cuda_bf16(w) * normalised));
-}
-
 /* The pairs (i + j, half + i + j), j < VEC, of a head: normed (when `norm`), rotated by the
  * cos/sin table, rounded, written back to x and, when cache is not NULL, to cache. */
 template <int VEC>
@@ -119,10 +110,10 @@ rig__rotate_store(uint16_t *x, uint16_t *cache, int64_t i, int64_t half, uint16_
 {
 #pragma unroll
     for (int j = 0; j < VEC; j++) {
-        float x1 = rig__normed(lo[j], w_lo[j], norm, inverse_rms);
-        float x2 = rig__normed(hi[j], w_hi[j], norm, inverse_rms);
-        lo[j] = rig_cuda_to_bf16(x1 * cosines[i + j] - x2 * sines[i + j]);
-        hi[j] = rig_cuda_to_bf16(x2 * cosines[i + j] + x1 * sines[i + j]);
+        float x1 = rig_cuda_qk_normed(lo[j], w_lo[j], norm, inverse_rms);
+        float x2 = rig_cuda_qk_normed(hi[j], w_hi[j], norm, inverse_rms);
+        lo[j] = rig_cuda_rope_low(x1, x2, cosines[i + j], sines[i + j]);
+        hi[j] = rig_cuda_rope_high(x1, x2, cosines[i + j], sines[i + j]);
     }
     rig_cuda_store_bf16<VEC>(x + i, lo);
     rig_cuda_store_bf16<VEC>(x + half + i, hi);
@@ -331,10 +322,10 @@ static __global__ void __launch_bounds__(1024)
     float inverse_rms = norm ? 1.0f / sqrtf(sum / (float)(2 * a.half) + a.eps) : 1.0f;
 #pragma unroll
     for (int j = 0; j < 8; j++) {
-        float x1 = rig__normed(lo[j], w_lo[j], norm, inverse_rms);
-        float x2 = rig__normed(hi[j], w_hi[j], norm, inverse_rms);
-        lo[j] = rig_cuda_to_bf16(x1 * cosines[i + j] - x2 * sines[i + j]);
-        hi[j] = rig_cuda_to_bf16(x2 * cosines[i + j] + x1 * sines[i + j]);
+        float x1 = rig_cuda_qk_normed(lo[j], w_lo[j], norm, inverse_rms);
+        float x2 = rig_cuda_qk_normed(hi[j], w_hi[j], norm, inverse_rms);
+        lo[j] = rig_cuda_rope_low(x1, x2, cosines[i + j], sines[i + j]);
+        hi[j] = rig_cuda_rope_high(x1, x2, cosines[i + j], sines[i + j]);
     }
     rig_cuda_store_bf16<8>(x + i, lo);
     rig_cuda_store_bf16<8>(x + a.half + i, hi);

@@ -30,6 +30,10 @@ enum rig_status rig_sim_op_run(const struct rig_op *op)
     case RIG_OP_COPY: rig_sim_op_copy(&op->u.copy); return RIG_OK;
     case RIG_OP_PENALIZE: rig_sim_op_penalize(&op->u.penalize); return RIG_OK;
     case RIG_OP_LOGPROBS: rig_sim_op_logprobs(&op->u.logprobs); return RIG_OK;
+    case RIG_OP_ATTENTION_DECODE_STORE: /* exactly the composition (hal/ops.h) */
+        rig_sim_op_qk_norm_rope_store(&op->u.attention_decode_store.store);
+        rig_sim_op_attention_decode(&op->u.attention_decode_store.attend);
+        return RIG_OK;
     case RIG_OP_ALL_REDUCE:
     case RIG_OP_ALL_GATHER: return RIG_E_UNSUPPORTED;
     case RIG_OP_COUNT: break;

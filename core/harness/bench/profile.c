@@ -77,12 +77,14 @@ static bool rig__in_inputs(struct rig__sweep *s, const struct rig_tensor *t)
 }
 
 /* The sweep's invariant (file comment): the op writes nothing into the input buffer — its
- * output (an op's first tensor, hal/ops.h), add_rms_norm's residual, summed in place, and a
- * fused GEMM's operand; the q/k norm + RoPE's in-place q and k are let be (they keep their
- * size). A bug if broken. */
+ * output (an op's first tensor, hal/ops.h; decode attention's with the store prologue),
+ * add_rms_norm's residual, summed in place, and a fused GEMM's operand; the q/k norm +
+ * RoPE's in-place q and k (or scratch, with the prologue) are let be (they keep their size).
+ * A bug if broken. */
 static void rig__check_writes(struct rig__sweep *s, const struct rig_op *op)
 {
     const struct rig_tensor *out = (const struct rig_tensor *)&op->u;
+    if (op->kind == RIG_OP_ATTENTION_DECODE_STORE) out = &op->u.attention_decode_store.attend.out;
     if (op->kind != RIG_OP_QK_NORM_ROPE_STORE)
         RIG_ASSERT_MSG(!rig__in_inputs(s, out), "profile: an op writes the sweep's inputs");
     if (op->kind == RIG_OP_ADD_RMS_NORM)
@@ -224,10 +226,13 @@ static struct rig_tensor rig__on_host(struct rig__sweep *s, struct rig_tensor t)
 static int32_t rig__key_values(struct rig_op *op, struct rig_tensor *read[4])
 {
     int32_t n = 0;
-    if (op->kind == RIG_OP_ATTENTION_DECODE) {
-        read[n++] = &op->u.attention_decode.kv_len;
-        read[n++] = &op->u.attention_decode.table_idx;
-        read[n++] = &op->u.attention_decode.page_table; /* its shared positions */
+    if (op->kind == RIG_OP_ATTENTION_DECODE || op->kind == RIG_OP_ATTENTION_DECODE_STORE) {
+        struct rig_op_attention_decode *a = op->kind == RIG_OP_ATTENTION_DECODE
+                                                ? &op->u.attention_decode
+                                                : &op->u.attention_decode_store.attend;
+        read[n++] = &a->kv_len;
+        read[n++] = &a->table_idx;
+        read[n++] = &a->page_table; /* its shared positions */
     } else if (op->kind == RIG_OP_ATTENTION_PREFILL) {
         read[n++] = &op->u.attention_prefill.kv_len;
         read[n++] = &op->u.attention_prefill.cu_q;
@@ -468,6 +473,49 @@ static void rig__attention_tensors(struct rig__sweep *s, const struct rig__shape
     *out = rig_tensor_3d(rig__base(s, RIG__OUT), RIG_DTYPE_BF16, T, x->Hq, x->D);
 }
 
+/* The decode point `a` (its metadata staged from table_h and len_h, s->meta_used where they
+ * end) again as attention_decode_store, the model's decode op: q, k, v views of one qkv
+ * buffer at the inputs' end (as rig__rowwise keeps the q/k norm + RoPE's rows past what other
+ * points read), each request's newest position its RoPE position and its slot the store's.
+ * Its key is the attention's (hal/optable.c), so the simulator pairs the two points
+ * (rig_sim_optable_store_extra). */
+static enum rig_status rig__attention_store(struct rig__sweep *s, const struct rig__shape *x,
+                                            const struct rig_op_attention_decode *a,
+                                            const int32_t *table_h, const int32_t *len_h)
+{
+    enum rig_dtype bf = RIG_DTYPE_BF16;
+    int64_t R = a->q.shape[0], W = (x->Hq + 2 * x->Hk) * x->D, D = x->D;
+    size_t qkv_bytes = rig__aligned(R * W * 2);
+    if (qkv_bytes > rig__buffer_bytes[RIG__IN]) return rig__too_big("decode + store", R);
+    uint8_t *qkv = rig__base(s, RIG__IN) + rig__buffer_bytes[RIG__IN] - qkv_bytes;
+    int32_t *pos_h, *loc_h;
+    struct rig_tensor pos = rig__meta(s, R, RIG_DTYPE_I32, &pos_h);
+    struct rig_tensor loc = rig__meta(s, R, RIG_DTYPE_I32, &loc_h);
+    int64_t cols = a->page_table.shape[1];
+    for (int64_t r = 0; r < R; r++) {
+        pos_h[r] = len_h[r] - 1;
+        loc_h[r] = table_h[r * cols + len_h[r] - 1];
+    }
+    struct rig_op op = {.kind = RIG_OP_ATTENTION_DECODE_STORE};
+    struct rig_op_qk_norm_rope_store *p = &op.u.attention_decode_store.store;
+    p->q = rig_tensor_3d(qkv, bf, R, x->Hq, D);
+    p->k = rig_tensor_3d(qkv + x->Hq * D * 2, bf, R, x->Hk, D);
+    p->v = rig_tensor_3d(qkv + (x->Hq + x->Hk) * D * 2, bf, R, x->Hk, D);
+    p->q.stride[0] = p->k.stride[0] = p->v.stride[0] = W;
+    p->k_cache = a->k_cache;
+    p->v_cache = a->v_cache;
+    struct rig_tensor norm =
+        x->c->qk_norm ? rig_tensor_1d(rig__base(s, RIG__W), bf, D) : rig_tensor_none();
+    p->q_norm = p->k_norm = norm;
+    p->positions = pos;
+    p->out_loc = loc;
+    p->eps = 1e-6f;
+    p->params = x->c->rope;
+    op.u.attention_decode_store.attend = *a;
+    op.u.attention_decode_store.attend.q = p->q;
+    return rig__point(s, &op);
+}
+
 /* Attention over R requests, each with q query rows and kv positions (slots r * kv + p);
  * `ragged` (decode): request r has only kv (r + 1) / R of them, a batch of mixed lengths
  * (mean about kv / 2, max kv), as online batches are. */
@@ -497,7 +545,11 @@ static enum rig_status rig__attention(struct rig__sweep *s, const struct rig__sh
     else
         op.u.attention_prefill = (struct rig_op_attention_prefill){
             out, qt, k, v, table, table_idx, cu_q, kv_len, scale};
-    return rig__point(s, &op);
+    size_t meta_used = s->meta_used;
+    enum rig_status status = rig__point(s, &op);
+    if (status != RIG_OK || !decode) return status;
+    s->meta_used = meta_used; /* the same metadata, staged again with the store's */
+    return rig__attention_store(s, x, &op.u.attention_decode, table_h, len_h);
 }
 
 /* Decode attention over R requests in `groups` groups (request r in group r % groups): each
