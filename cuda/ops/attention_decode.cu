@@ -941,19 +941,22 @@ static __device__ __forceinline__ void rig__decode_prefetch(const struct rig_cud
 
 /* --- The store prologue (attention_decode_store: hal/ops.h) ------------------------------
  * The register path can run qk_norm_rope_store's work for its own rows first, so a decode
- * layer has one node fewer. Every block normalises and rotates the q heads it holds, in
- * registers, as it loads them (q itself is left as it was: every split of a row reads it).
- * The block of a row's last split (the one whose keys end at the newest position) also
- * computes the newest key and value of its KV head (warp 0), stores them to the cache and
- * keeps them in shared memory: its loop stops one key short, and after a barrier the newest
- * key is scored from shared memory as one more step (so no block reads a cache row written
- * during the launch). The position, the slot, the lane's cos/sin and its norm weights are
- * read before the PDL wait (docs/architecture.md: the step's metadata and the weights are
- * written by no kernel of the forward). Lane l of a key row holds dims 8l .. 8l + 7, so the
- * pair (i, i + D/2) of a rotation sits in lanes l and l ^ (D/16): the partner's value comes by
- * one shuffle. The sum of squares is added in the order of qk_norm_rope_store's token kernel
- * (pair by pair, then a butterfly over D/16 lanes), so for 32 tokens and more the two give
- * the same bits; the rounding is qk_rope.cuh's. */
+ * layer has one node fewer. Before the PDL wait (docs/architecture.md: the step's metadata and
+ * the weights are written by no kernel of the forward) a block reads its row's position and
+ * slot, computes the position's cos/sin table into shared memory (D/2 values, at most one
+ * sincosf a thread), loads its lanes' q norm weights and, in the block of the row's last split
+ * (the one whose keys end at the newest position), starts copying the k norm weights to shared
+ * memory. After the wait every block norms and rotates the q heads it holds, in registers, as
+ * it loads them (q itself is left as it was: every split of a row reads it), and the last
+ * split's lane group 0 starts copying the newest raw K and V of its KV head to shared memory
+ * (cp.async: no register held across the loop). That block's loop stops one key short; after
+ * it, warp 0 norms and rotates the newest key in shared memory, lane group 0 stores K and V to
+ * the cache, and the newest key is scored from shared memory as one more step (so no block
+ * reads a cache row written during the launch). Lane l of a key row holds dims 8l .. 8l + 7,
+ * so the pair (i, i + D/2) of a rotation sits in lanes l and l ^ (D/16): the partner's value
+ * comes by one shuffle. The sum of squares is added in the order of qk_norm_rope_store's token
+ * kernel (pair by pair, then a butterfly over D/16 lanes), so for 32 tokens and more the two
+ * give the same bits; the rounding is qk_rope.cuh's. */
 #define RIG__STORE_HALF_MAX 128 /* D <= 256 on the register path */
 
 struct rig__decode_store {
@@ -967,39 +970,41 @@ struct rig__decode_store {
     float inv_freq[RIG__STORE_HALF_MAX]; /* (D/2): hal/rope.h's rig_rope_inv_freq */
 };
 
-/* What a lane needs before the wait: its dims' cos/sin at the row's position, its q norm
- * weights (8 bf16, packed), the row's slot. */
-struct rig__store_lane {
-    float cosines[8], sines[8];
-    uint4 w_q;
-    int32_t slot;
+/* The prologue's shared memory: the position's cos/sin table, and the newest K (raw, then
+ * normed and rotated), its V and the k norm weights, a lane's 8 values a uint4. */
+template <int D> struct rig__store_shared {
+    float cosines[D / 2], sines[D / 2];
+    uint4 k[D / 8], v[D / 8], w_k[D / 8];
 };
 
+/* Before the wait: the table, the slot, and (`last`: the row's last split) the k weights on
+ * their way (rig__store_fetch commits them with the newest K and V). */
 template <int D>
-static __device__ __forceinline__ void rig__store_prepare(const struct rig__decode_store &st,
-                                                          int64_t row, int lane,
-                                                          struct rig__store_lane &r)
+static __device__ __forceinline__ int32_t rig__store_prepare(const struct rig__decode_store &st,
+                                                             int64_t row, bool last,
+                                                             struct rig__store_shared<D> &sh)
 {
     float position = (float)__ldcg(st.positions + row);
-    r.slot = __ldcg(st.out_loc + row);
-    int first = (lane % (D / 16)) * 8;
-#pragma unroll
-    for (int j = 0; j < 8; j++)
-        sincosf(position * st.inv_freq[first + j], &r.sines[j], &r.cosines[j]);
-    r.w_q = make_uint4(0, 0, 0, 0);
-    if (st.q_norm != NULL) r.w_q = __ldg(reinterpret_cast<const uint4 *>(st.q_norm + lane * 8));
+    for (int i = threadIdx.x; i < D / 2; i += blockDim.x)
+        sincosf(position * st.inv_freq[i], &sh.sines[i], &sh.cosines[i]);
+    if (last && st.k_norm != NULL && threadIdx.x < D / 8)
+        rig_cuda_cp_async16(rig_cuda_smem_address(&sh.w_k[threadIdx.x]),
+                            st.k_norm + threadIdx.x * 8, true);
+    return __ldcg(st.out_loc + row);
 }
 
-/* The lane's 8 values x of a head (dims 8 lane ..), normed (when `norm`) and rotated in place.
- * Every lane of the warp takes part (shuffles over the whole warp). */
+/* The lane's 8 values x of a head (dims 8 lane ..), normed with `weights` (8 bf16 packed;
+ * when `norm`) and rotated in place. Every lane of the warp takes part (shuffles). */
 template <int D>
 static __device__ __forceinline__ void rig__norm_rope8(uint16_t (&x)[8], uint4 weights, bool norm,
-                                                       float eps, const struct rig__store_lane &r,
+                                                       float eps,
+                                                       const struct rig__store_shared<D> &sh,
                                                        int lane)
 {
-    uint32_t words[4] = {weights.x, weights.y, weights.z, weights.w};
     constexpr int half_lanes = D / 16;
     bool low = lane < half_lanes;
+    int first = (lane % half_lanes) * 8;
+    uint32_t words[4] = {weights.x, weights.y, weights.z, weights.w};
     float inverse_rms = 1.0f;
     if (norm) {
         float sum = 0.0f;
@@ -1021,8 +1026,8 @@ static __device__ __forceinline__ void rig__norm_rope8(uint16_t (&x)[8], uint4 w
         float own = rig_cuda_qk_normed(x[j], w, norm, inverse_rms);
         float partner = __shfl_xor_sync(0xffffffffu, own, half_lanes);
         float x1 = low ? own : partner, x2 = low ? partner : own;
-        x[j] = low ? rig_cuda_rope_low(x1, x2, r.cosines[j], r.sines[j])
-                   : rig_cuda_rope_high(x1, x2, r.cosines[j], r.sines[j]);
+        float c = sh.cosines[first + j], s = sh.sines[first + j];
+        x[j] = low ? rig_cuda_rope_low(x1, x2, c, s) : rig_cuda_rope_high(x1, x2, c, s);
     }
 }
 
@@ -1032,28 +1037,58 @@ static __device__ __forceinline__ uint4 rig__pack8(const uint16_t (&x)[8])
                       (uint32_t)x[4] | (uint32_t)x[5] << 16, (uint32_t)x[6] | (uint32_t)x[7] << 16);
 }
 
-/* Warp 0 of a row's last split: the newest K (normed, rotated) and V of the block's KV head
- * into `newest` (lane group 0's lanes) and, when the slot is in the cache, into the caches. */
-template <int D>
-static __device__ void rig__store_newest(const struct rig__decode_store &st,
-                                         const struct rig__store_lane &r, int64_t row,
-                                         int64_t kv_head, int64_t cache_stride_s,
-                                         int64_t cache_stride_h, uint4 (*newest)[D / 8])
+static __device__ __forceinline__ void rig__unpack8_bits(uint4 w, uint16_t (&x)[8])
 {
-    int lane = threadIdx.x % (D / 8);
-    uint16_t k[8], v[8];
-    rig_cuda_load_bf16<8>(st.k + row * st.k_stride_t + kv_head * st.k_stride_h + lane * 8, k);
-    rig_cuda_load_bf16<8>(st.v + row * st.v_stride_t + kv_head * st.v_stride_h + lane * 8, v);
-    uint4 w_k = make_uint4(0, 0, 0, 0);
-    if (st.k_norm != NULL) w_k = __ldg(reinterpret_cast<const uint4 *>(st.k_norm + lane * 8));
-    rig__norm_rope8<D>(k, w_k, st.q_norm != NULL, st.eps, r, lane);
-    if (threadIdx.x >= D / 8) return; /* lane group 0 keeps and stores them */
-    newest[0][lane] = rig__pack8(k);
-    newest[1][lane] = rig__pack8(v);
-    if (r.slot < 0 || r.slot >= st.slots) return; /* a padding row: nothing stored */
-    int64_t at = (int64_t)r.slot * cache_stride_s + kv_head * cache_stride_h + lane * 8;
-    rig_cuda_store_bf16<8>(st.k_cache + at, k);
-    rig_cuda_store_bf16<8>(st.v_cache + at, v);
+    uint32_t words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+        x[j] = (uint16_t)(j % 2 == 0 ? words[j / 2] & 0xffffu : words[j / 2] >> 16);
+}
+
+/* After the wait, the last split's lane group 0: the newest raw K and V of the block's KV head
+ * on their way to shared memory. */
+template <int D>
+static __device__ __forceinline__ void rig__store_fetch(const struct rig__decode_store &st,
+                                                        int64_t row, int64_t kv_head,
+                                                        struct rig__store_shared<D> &sh)
+{
+    if (threadIdx.x >= D / 8) return;
+    int lane = threadIdx.x;
+    rig_cuda_cp_async16(rig_cuda_smem_address(&sh.k[lane]),
+                        st.k + row * st.k_stride_t + kv_head * st.k_stride_h + lane * 8, true);
+    rig_cuda_cp_async16(rig_cuda_smem_address(&sh.v[lane]),
+                        st.v + row * st.v_stride_t + kv_head * st.v_stride_h + lane * 8, true);
+    asm volatile("cp.async.commit_group;\n" ::);
+}
+
+/* After the loop, the last split (every thread): the newest K normed and rotated in shared
+ * memory (warp 0), K and V stored to the cache when the slot is in it (lane group 0), then a
+ * barrier, after which every lane group may read them. */
+template <int D>
+static __device__ void rig__store_newest(const struct rig__decode_store &st, int32_t slot,
+                                         int64_t kv_head, int64_t cache_stride_s,
+                                         int64_t cache_stride_h, struct rig__store_shared<D> &sh)
+{
+    asm volatile("cp.async.wait_all;\n" ::);
+    __syncthreads();
+    if (threadIdx.x < RIG_CUDA_WARP) {
+        int lane = threadIdx.x % (D / 8);
+        uint16_t k[8];
+        rig__unpack8_bits(sh.k[lane], k);
+        bool norm = st.q_norm != NULL;
+        rig__norm_rope8<D>(k, norm ? sh.w_k[lane] : make_uint4(0, 0, 0, 0), norm, st.eps, sh,
+                           lane);
+        __syncwarp();
+        if (threadIdx.x < D / 8) {
+            sh.k[lane] = rig__pack8(k);
+            if (slot >= 0 && slot < st.slots) {
+                int64_t at = (int64_t)slot * cache_stride_s + kv_head * cache_stride_h + lane * 8;
+                rig_cuda_store_bf16<8>(st.k_cache + at, k);
+                *reinterpret_cast<uint4 *>(st.v_cache + at) = sh.v[lane];
+            }
+        }
+    }
+    __syncthreads();
 }
 
 /* Grid (rows, KV heads, splits) or, with part.heads_first, (KV heads, rows, splits);
@@ -1066,9 +1101,18 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP, WIDE ?
     using S = rig__decode_shape<D, G, WIDE>;
     if (part.l2_prefetch) rig__decode_prefetch<D, S::keys_per_step>(a, part);
     int lane = threadIdx.x % S::lanes, lane_group = threadIdx.x / S::lanes;
-    struct rig__store_lane prologue;
-    if constexpr (STORE) /* the store prologue's reads before the wait (see above) */
-        rig__store_prepare<D>(st, part.heads_first ? blockIdx.y : blockIdx.x, lane, prologue);
+    /* the store prologue's (see above); [1] without it, never used */
+    __shared__ struct rig__store_shared<STORE ? D : 16> sh;
+    int32_t newest_slot = -1;
+    uint4 w_q = make_uint4(0, 0, 0, 0);
+    bool newest_last = false; /* the row's last split scores its newest key after the loop */
+    if constexpr (STORE) { /* before the wait: none of it is written by the forward */
+        struct rig__decode_range r = rig__decode_range_get<S::keys_per_step>(a, part);
+        newest_last = (int32_t)blockIdx.z == r.active - 1 && r.end > r.begin;
+        newest_slot = rig__store_prepare<D>(st, r.row, newest_last, sh);
+        if (st.q_norm != NULL)
+            w_q = __ldg(reinterpret_cast<const uint4 *>(st.q_norm + lane * 8));
+    }
     rig_cuda_pdl_begin(); /* before any read of what earlier kernels wrote */
     constexpr int U = S::unroll, H = S::heads;
     int slice = lane_group % S::slices, key_row = lane_group / S::slices;
@@ -1078,14 +1122,12 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP, WIDE ?
     struct rig_cuda_attention_place place = range.place;
     int32_t active = range.active;
     int64_t begin = range.begin, end = range.end;
-    /* With the prologue, the row's last split scores its newest key after the loop. */
-    bool newest_last = STORE && (int32_t)blockIdx.z == active - 1 && end > begin;
-    __shared__ uint4 newest[STORE ? 2 : 1][STORE ? D / 8 : 1];
     if constexpr (STORE) {
-        if (newest_last && threadIdx.x < RIG_CUDA_WARP)
-            rig__store_newest<D>(st, prologue, row, kv_head, a.cache_stride_s, a.cache_stride_h,
-                                 newest);
-        if (newest_last) end--;
+        if (newest_last) {
+            rig__store_fetch<D>(st, row, kv_head, sh);
+            end--;
+        }
+        __syncthreads(); /* the cos/sin table */
     }
     int64_t steps = end > begin ? rig_cuda_div_up(end - begin, S::keys_per_step) : 0;
     int32_t slot[U];
@@ -1101,8 +1143,7 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP, WIDE ?
 #pragma unroll
         for (int i = 0; i < 8; i++)
             x[i] = q_row[g * a.q_stride_h + i];
-        if constexpr (STORE) rig__norm_rope8<D>(x, prologue.w_q, st.q_norm != NULL, st.eps,
-                                                prologue, lane);
+        if constexpr (STORE) rig__norm_rope8<D>(x, w_q, st.q_norm != NULL, st.eps, sh, lane);
 #pragma unroll
         for (int i = 0; i < 8; i++) {
             q[g][i] = rig_cuda_bf16(x[i]);
@@ -1134,8 +1175,8 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP, WIDE ?
     }
     if constexpr (STORE) {
         if (newest_last) { /* the newest key, from shared memory: key row 0 of each slice */
-            __syncthreads();
-            uint4 k[1] = {newest[0][lane]}, v[1] = {newest[1][lane]};
+            rig__store_newest<D>(st, newest_slot, kv_head, a.cache_stride_s, a.cache_stride_h, sh);
+            uint4 k[1] = {sh.k[lane]}, v[1] = {sh.v[lane]};
             bool valid[1] = {key_row == 0};
             float s[H][1];
             rig__decode_scores<D, H, 1>(q, k, valid, a.scale, s);
