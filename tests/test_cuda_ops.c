@@ -1618,10 +1618,11 @@ static void test_attention_decode(void **state)
  * token r its newest position (out_loc[r] the row's slot at kv_len[r] - 1, positions[r] =
  * kv_len[r] - 1), q, k, v views of one qkv buffer as the model has them. The output and both
  * caches are compared (q and k are scratch: hal/ops.h); untouched cache slots must keep their
- * values (within the tolerance's reach: every other slot equal). On the register path
- * (RIG_DECODE_TC=0) the store runs in the attention kernel's prologue, and the op is run twice
- * more for the same bits (its inputs unchanged); with RIG_DECODE_TC=1 groups of 4 and 8 take
- * the tensor-core kernel after qk_norm_rope_store's own. */
+ * values (within the tolerance's reach: every other slot equal). With RIG_DECODE_TC=0 and
+ * RIG_DECODE_STORE_FUSED=1 the store runs in the register path's prologue at every shape, and
+ * the op is run twice more for the same bits (its inputs unchanged); then with the defaults
+ * (the prologue in the narrow layout from 64 rows, else qk_norm_rope_store's kernel first) and
+ * RIG_DECODE_TC=1 (the tensor-core kernel wherever it runs, after the store's kernel). */
 struct rig__store_case {
     int64_t requests, len_min, len_max, hq, hk, d;
     bool norm, llama3;
@@ -1708,6 +1709,8 @@ static void test_attention_decode_store(void **state)
     char what[160];
     for (int tc = 0; tc <= 1; tc++) {
         assert_int_equal(setenv("RIG_DECODE_TC", tc ? "1" : "0", 1), 0);
+        if (tc == 0) assert_int_equal(setenv("RIG_DECODE_STORE_FUSED", "1", 1), 0);
+        else assert_int_equal(unsetenv("RIG_DECODE_STORE_FUSED"), 0);
         for (size_t i = 0; i < RIG_ARRAY_LEN(cases); i++) {
             rig__reset(1700 + i);
             const struct rig__store_case *c = &cases[i];
@@ -1715,7 +1718,7 @@ static void test_attention_decode_store(void **state)
                      "decode+store %lld x %lld..%lld, %lld/%lld heads D%lld norm %d [%s]",
                      (long long)c->requests, (long long)c->len_min, (long long)c->len_max,
                      (long long)c->hq, (long long)c->hk, (long long)c->d, c->norm,
-                     tc ? "tensor cores where they run" : "register path");
+                     tc ? "defaults, tensor cores where they run" : "prologue everywhere");
             rig__decode_store_case(what, *c, tc == 0);
         }
     }

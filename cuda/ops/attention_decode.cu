@@ -943,11 +943,11 @@ static __device__ __forceinline__ void rig__decode_prefetch(const struct rig_cud
  * The register path can run qk_norm_rope_store's work for its own rows first, so a decode
  * layer has one node fewer. Before the PDL wait (docs/architecture.md: the step's metadata and
  * the weights are written by no kernel of the forward) a block reads its row's position and
- * slot, computes the position's cos/sin table into shared memory (D/2 values, at most one
- * sincosf a thread), loads its lanes' q norm weights and, in the block of the row's last split
- * (the one whose keys end at the newest position), starts copying the k norm weights to shared
- * memory. After the wait every block norms and rotates the q heads it holds, in registers, as
- * it loads them (q itself is left as it was: every split of a row reads it), and the last
+ * slot, loads its lanes' q norm weights and, in the block of the row's last split (the one
+ * whose keys end at the newest position), starts copying the k norm weights to shared memory.
+ * After the wait it issues its q loads, computes the position's cos/sin table into shared
+ * memory meanwhile (D/2 values, at most one sincosf a thread), and norms and rotates the q
+ * heads it holds, in registers (q itself is left as it was: every split of a row reads it), and the last
  * split's lane group 0 starts copying the newest raw K and V of its KV head to shared memory
  * (cp.async: no register held across the loop). That block's loop stops one key short; after
  * it, warp 0 norms and rotates the newest key in shared memory, lane group 0 stores K and V to
@@ -977,20 +977,30 @@ template <int D> struct rig__store_shared {
     uint4 k[D / 8], v[D / 8], w_k[D / 8];
 };
 
-/* Before the wait: the table, the slot, and (`last`: the row's last split) the k weights on
- * their way (rig__store_fetch commits them with the newest K and V). */
+/* Before the wait: the row's position (returned) and slot, and (`last`: the row's last split)
+ * the k weights on their way (rig__store_fetch commits them with the newest K and V). */
 template <int D>
-static __device__ __forceinline__ int32_t rig__store_prepare(const struct rig__decode_store &st,
-                                                             int64_t row, bool last,
-                                                             struct rig__store_shared<D> &sh)
+static __device__ __forceinline__ float rig__store_prepare(const struct rig__decode_store &st,
+                                                           int64_t row, bool last,
+                                                           struct rig__store_shared<D> &sh,
+                                                           int32_t *slot)
 {
-    float position = (float)__ldcg(st.positions + row);
-    for (int i = threadIdx.x; i < D / 2; i += blockDim.x)
-        sincosf(position * st.inv_freq[i], &sh.sines[i], &sh.cosines[i]);
     if (last && st.k_norm != NULL && threadIdx.x < D / 8)
         rig_cuda_cp_async16(rig_cuda_smem_address(&sh.w_k[threadIdx.x]),
                             st.k_norm + threadIdx.x * 8, true);
-    return __ldcg(st.out_loc + row);
+    *slot = __ldcg(st.out_loc + row);
+    return (float)__ldcg(st.positions + row);
+}
+
+/* The position's cos/sin table (at most one sincosf a thread), then a barrier. */
+template <int D>
+static __device__ __forceinline__ void rig__store_table(const struct rig__decode_store &st,
+                                                        float position,
+                                                        struct rig__store_shared<D> &sh)
+{
+    for (int i = threadIdx.x; i < D / 2; i += blockDim.x)
+        sincosf(position * st.inv_freq[i], &sh.sines[i], &sh.cosines[i]);
+    __syncthreads();
 }
 
 /* The lane's 8 values x of a head (dims 8 lane ..), normed with `weights` (8 bf16 packed;
@@ -1104,12 +1114,13 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP, WIDE ?
     /* the store prologue's (see above); [1] without it, never used */
     __shared__ struct rig__store_shared<STORE ? D : 16> sh;
     int32_t newest_slot = -1;
+    float position = 0.0f;
     uint4 w_q = make_uint4(0, 0, 0, 0);
     bool newest_last = false; /* the row's last split scores its newest key after the loop */
     if constexpr (STORE) { /* before the wait: none of it is written by the forward */
         struct rig__decode_range r = rig__decode_range_get<S::keys_per_step>(a, part);
         newest_last = (int32_t)blockIdx.z == r.active - 1 && r.end > r.begin;
-        newest_slot = rig__store_prepare<D>(st, r.row, newest_last, sh);
+        position = rig__store_prepare<D>(st, r.row, newest_last, sh, &newest_slot);
         if (st.q_norm != NULL)
             w_q = __ldg(reinterpret_cast<const uint4 *>(st.q_norm + lane * 8));
     }
@@ -1127,7 +1138,6 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP, WIDE ?
             rig__store_fetch<D>(st, row, kv_head, sh);
             end--;
         }
-        __syncthreads(); /* the cos/sin table */
     }
     int64_t steps = end > begin ? rig_cuda_div_up(end - begin, S::keys_per_step) : 0;
     int32_t slot[U];
@@ -1135,18 +1145,29 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP, WIDE ?
     float q[H][8], m[H], l[H], o[H][8];
     int64_t first_head = kv_head * G + slice * H;
     const uint16_t *q_row = a.q + row * a.q_stride_t + first_head * a.q_stride_h + lane * 8;
+    if constexpr (STORE) { /* q's loads in flight while the table is computed */
+        uint16_t x[H][8];
+#pragma unroll
+        for (int g = 0; g < H; g++)
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                x[g][i] = q_row[g * a.q_stride_h + i];
+        rig__store_table<D>(st, position, sh);
+#pragma unroll
+        for (int g = 0; g < H; g++) {
+            rig__norm_rope8<D>(x[g], w_q, st.q_norm != NULL, st.eps, sh, lane);
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                q[g][i] = rig_cuda_bf16(x[g][i]);
+        }
+    }
 #pragma unroll
     for (int g = 0; g < H; g++) {
         m[g] = -INFINITY;
         l[g] = 0.0f;
-        uint16_t x[8];
-#pragma unroll
-        for (int i = 0; i < 8; i++)
-            x[i] = q_row[g * a.q_stride_h + i];
-        if constexpr (STORE) rig__norm_rope8<D>(x, w_q, st.q_norm != NULL, st.eps, sh, lane);
 #pragma unroll
         for (int i = 0; i < 8; i++) {
-            q[g][i] = rig_cuda_bf16(x[i]);
+            if constexpr (!STORE) q[g][i] = rig_cuda_bf16(q_row[g * a.q_stride_h + i]);
             o[g][i] = 0.0f;
         }
     }
@@ -1504,20 +1525,34 @@ static bool rig__decode_tc_wanted(const struct rig_cuda_launch *launch,
                                    launch->sm_count);
 }
 
-/* RIG_DECODE_STORE_FUSED=0 (read once): attention_decode_store always as its two kernels,
- * qk_norm_rope_store then attention, for measuring. */
-static bool rig__store_fused_on(void)
+/* Whether attention_decode_store runs its store in the register path's prologue, for
+ * arguments `a` that path takes. Measured on an H200 (docs/performance.md, "decode attention
+ * with the store in its prologue"): the separate q/k norm + RoPE + store kernel costs 1.5-3.5 us
+ * a layer and, starting early under PDL, less on the critical path; the prologue adds its
+ * chain (the position's table, the q heads' norm and rotation, the newest key after the loop)
+ * to every block, 1.2-4 us a layer in the narrow layout below 64 rows and 3-6 us in the wide
+ * layout (groups of 4 and 8) at every size. From 64 rows in the narrow layout it is faster
+ * where rows hold 1,024 keys or more and slower at 512 and below. So: the narrow layout from
+ * RIG__STORE_ROWS_MIN rows. RIG_DECODE_STORE_FUSED (a testing and timing switch read at every
+ * call, as RIG_DECODE_TC): 0 never, 1 wherever the register path runs. */
+#define RIG__STORE_ROWS_MIN 64
+
+static bool rig__store_wanted(const struct rig_cuda_attention_args *a)
 {
-    static const bool on = rig_cuda_env("RIG_DECODE_STORE_FUSED", 1) != 0;
-    return on;
+    long mode = rig_cuda_env("RIG_DECODE_STORE_FUSED", -1);
+    if (mode == 0 || mode == 1) return mode == 1;
+    int64_t group = a->heads_q / a->heads_kv;
+    bool wide = group >= 4 && a->head_dim != 256 && rig__decode_knobs().wide;
+    return !wide && a->rows >= RIG__STORE_ROWS_MIN;
 }
 
-/* The register path's store prologue for `p` (attention over `a`), when its views allow
- * 16-byte loads of a lane's 8 dims (and the knob is on): false leaves the two kernels. */
+/* The register path's store prologue for `p` (attention over `a`), when it is wanted
+ * (rig__store_wanted) and the views allow 16-byte loads of a lane's 8 dims: false leaves the
+ * two kernels. */
 static bool rig__store_make(const struct rig_op_qk_norm_rope_store *p,
                             const struct rig_cuda_attention_args *a, struct rig__decode_store *st)
 {
-    if (!rig__store_fused_on() || a->head_dim / 2 > RIG__STORE_HALF_MAX) return false;
+    if (!rig__store_wanted(a) || a->head_dim / 2 > RIG__STORE_HALF_MAX) return false;
     const struct rig_tensor *views[2] = {&p->k, &p->v};
     for (int i = 0; i < 2; i++) {
         if (!rig_cuda_aligned(views[i]->data, 16) || views[i]->stride[0] % 8 != 0 ||

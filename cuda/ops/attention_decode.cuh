@@ -16,9 +16,11 @@ extern "C" {
 enum rig_status rig_cuda_op_attention_decode(const struct rig_cuda_launch *launch,
                                              const struct rig_op_attention_decode *p);
 
-/* Launcher of `attention_decode_store` (hal/ops.h): on the register path one kernel, the
- * store's work in its blocks' prologue (attention_decode.cu, "The store prologue"); on the
- * others qk_norm_rope_store's kernel, then theirs. RIG_DECODE_STORE_FUSED=0: always two. */
+/* Launcher of `attention_decode_store` (hal/ops.h): where the register path runs in its narrow
+ * layout from 64 rows, one kernel, the store's work in its blocks' prologue
+ * (attention_decode.cu, "The store prologue", rig__store_wanted); elsewhere
+ * qk_norm_rope_store's kernel, then attention's. RIG_DECODE_STORE_FUSED=0: always two; 1: one
+ * wherever the register path runs. */
 enum rig_status rig_cuda_op_attention_decode_store(const struct rig_cuda_launch *launch,
                                                    const struct rig_op_attention_decode_store *p);
 
