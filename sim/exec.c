@@ -90,7 +90,8 @@ static bool rig__cost_reads_metadata(const struct rig_sim_device *device, const 
             "sample: temperature, top_k, top_p and min_p must be METADATA buffers");
     }
     return op->kind == RIG_OP_ATTENTION_PREFILL || op->kind == RIG_OP_ATTENTION_DECODE ||
-           op->kind == RIG_OP_ATTENTION_DECODE_STORE || op->kind == RIG_OP_PENALIZE || op->kind == RIG_OP_SAMPLE;
+           op->kind == RIG_OP_ATTENTION_DECODE_STORE || op->kind == RIG_OP_PENALIZE ||
+           op->kind == RIG_OP_SAMPLE;
 }
 
 /* The fault plan's stall for this op (0 when it is not the chosen one). */

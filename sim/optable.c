@@ -49,10 +49,6 @@ static pthread_mutex_t rig__tables_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rig_sim_optable rig__tables[RIG__TABLES_MAX]; /* loaded, never freed */
 static int32_t rig__table_count;
 
-/* How much each key parameter counts in the distance, per kind (0: ignored). Decode matches
- * the max KV length too: the sweep has uniform and ragged batches (max about twice the
- * mean), and a ragged batch's split-KV blocks finish unevenly. A GEMM's fused form (p[4],
- * p[5]) is a category, not a size: it is held apart by RIG__FORM_APART instead. */
 /* Decode attention, or decode attention with its store prologue (attention_decode_store):
  * the same key, the same kernels. */
 static bool rig__decode_kind(int32_t kind)
@@ -60,6 +56,10 @@ static bool rig__decode_kind(int32_t kind)
     return kind == RIG_OP_ATTENTION_DECODE || kind == RIG_OP_ATTENTION_DECODE_STORE;
 }
 
+/* How much each key parameter counts in the distance, per kind (0: ignored). Decode matches
+ * the max KV length too: the sweep has uniform and ragged batches (max about twice the
+ * mean), and a ragged batch's split-KV blocks finish unevenly. A GEMM's fused form (p[4],
+ * p[5]) is a category, not a size: it is held apart by RIG__FORM_APART instead. */
 static const double *rig__weights(int32_t kind)
 {
     static const double gemm[RIG_OPTABLE_PARAMS] = {1, 1, 1, 4, 0, 0};

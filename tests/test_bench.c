@@ -158,10 +158,10 @@ static void test_steps_no_faster_than_floor(void **state)
  * ops (rig_model_forward_ops), 11 names for the decode step of 1 row (the fused layer, core/
  * model/model.c: five ops a layer, then a plain RMSNorm), 12 for that of 8 rows (decode
  * attention and its q/k norm + RoPE + store one op, attention_decode_store) and 13 for the
- * prefill of 512 tokens (the first layer's norm is a plain RMSNorm); the per-step shares sum to 1, and on the simulator (where
- * a graph's cost is the sum of its nodes) the ops of batch 1 add up to the decode benchmark's
- * graph step at the same shape; the prefill step issues prefill attention in place of decode
- * attention. */
+ * prefill of 512 tokens (the first layer's norm is a plain RMSNorm); the per-step shares sum
+ * to 1, and on the simulator (where a graph's cost is the sum of its nodes) the ops of batch
+ * 1 add up to the decode benchmark's graph step at the same shape; the prefill step issues
+ * prefill attention in place of decode attention. */
 static void test_ops_add_up_to_the_step(void **state)
 {
     (void)state;

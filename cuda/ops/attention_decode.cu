@@ -50,6 +50,10 @@
  *    each warp takes one query head: lane j scores key j and the output accumulates in fp32
  *    in shared memory. Shared rows are padded so 32 lanes reading 32 rows hit 32 banks.
  *
+ * attention_decode_store (hal/ops.h) adds q/k norm + RoPE + the K/V store: on the register path
+ * its blocks can run it first ("The store prologue" below; rig__store_wanted says where),
+ * elsewhere qk_norm_rope_store's kernel runs before the attention's.
+ *
  * Both split the keys of a row over blocks (flash decoding) when rows x KV heads would not fill
  * the GPU; the register path also splits so that the grid's last wave of resident blocks is nearly
  * full, and may pad its shared memory to fit one block fewer per SM when that needs fewer splits
@@ -947,12 +951,12 @@ static __device__ __forceinline__ void rig__decode_prefetch(const struct rig_cud
  * whose keys end at the newest position), starts copying the k norm weights to shared memory.
  * After the wait it issues its q loads, computes the position's cos/sin table into shared
  * memory meanwhile (D/2 values, at most one sincosf a thread), and norms and rotates the q
- * heads it holds, in registers (q itself is left as it was: every split of a row reads it), and the last
- * split's lane group 0 starts copying the newest raw K and V of its KV head to shared memory
- * (cp.async: no register held across the loop). That block's loop stops one key short; after
- * it, warp 0 norms and rotates the newest key in shared memory, lane group 0 stores K and V to
- * the cache, and the newest key is scored from shared memory as one more step (so no block
- * reads a cache row written during the launch). Lane l of a key row holds dims 8l .. 8l + 7,
+ * heads it holds, in registers (q itself is left as it was: every split of a row reads it);
+ * the last split's lane group 0 starts copying the newest raw K and V of its KV head to shared
+ * memory (cp.async: no register held across the loop). That block's loop stops one key short;
+ * after it, warp 0 norms and rotates the newest key in shared memory, lane group 0 stores K
+ * and V to the cache, and the newest key is scored from shared memory as one more step (so no
+ * block reads a cache row written during the launch). Lane l of a key row holds dims 8l .. 8l + 7,
  * so the pair (i, i + D/2) of a rotation sits in lanes l and l ^ (D/16): the partner's value
  * comes by one shuffle. The sum of squares is added in the order of qk_norm_rope_store's token
  * kernel (pair by pair, then a butterfly over D/16 lanes), so for 32 tokens and more the two
@@ -1111,7 +1115,7 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP, WIDE ?
     using S = rig__decode_shape<D, G, WIDE>;
     if (part.l2_prefetch) rig__decode_prefetch<D, S::keys_per_step>(a, part);
     int lane = threadIdx.x % S::lanes, lane_group = threadIdx.x / S::lanes;
-    /* the store prologue's (see above); [1] without it, never used */
+    /* the store prologue's (see above); without it a small stand-in, never used */
     __shared__ struct rig__store_shared<STORE ? D : 16> sh;
     int32_t newest_slot = -1;
     float position = 0.0f;
@@ -1341,8 +1345,8 @@ static size_t rig__decode_padded(const void *kernel, int threads, size_t shared,
     return rig__decode_occupancy(kernel, threads, padded) == blocks ? padded : 0;
 }
 
-/* What rig__decode_kernel<D, G, WIDE, STORE> allows, asked once per process (the same on every GPU of a
- * tensor-parallel group): blocks per multiprocessor, and the padded dynamic shared bytes
+/* What rig__decode_kernel<D, G, WIDE, STORE> allows, asked once per process (the same on every
+ * GPU of a tensor-parallel group): blocks per multiprocessor, and the padded dynamic shared bytes
  * that leave one fewer (0: none). */
 struct rig__decode_facts {
     int natural;
