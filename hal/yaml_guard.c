@@ -30,11 +30,13 @@ int64_t rig_yaml_explicit_key_at(const char *text, size_t len)
         at = 3; /* a byte order mark */
     while (at < len) {
         /* At a line's start: indentation (spaces, and tabs, which YAML forbids there but a
-         * reader may skip), then any "- " sequence entries. */
+         * reader may skip), then any "- " sequence entries and ": " explicit values (a key
+         * may open inside either: "- ? k", ": ? k"). */
         for (;;) {
             while (at < len && (text[at] == ' ' || text[at] == '\t'))
                 at++;
-            if (at + 1 < len && text[at] == '-' && (text[at + 1] == ' ' || text[at + 1] == '\t')) {
+            if (at + 1 < len && (text[at] == '-' || text[at] == ':') &&
+                (text[at + 1] == ' ' || text[at + 1] == '\t')) {
                 at += 2;
                 continue;
             }

@@ -6,7 +6,8 @@
  * tests/fuzz/fuzz_sim_profile.c; `rig run` on that text crashed too). rig's YAML files
  * (scenarios, device profiles) are plain mappings that never need explicit ("complex") keys,
  * so every block-context explicit key is refused: a '?' first on its line (after indentation,
- * a byte order mark and "- " sequence entries) followed by a blank or a line break (any of
+ * a byte order mark, "- " sequence entries and ": " explicit values: ": ? n:\t:" crashed it
+ * too, found by tests/fuzz/fuzz_scenario.c) followed by a blank or a line break (any of
  * YAML's). A '?' inside a quoted scalar that happens to start a line is refused too (the check
  * reads text, not YAML); no rig file has one. Pure function of the text; thread-safe.
  */

@@ -707,6 +707,9 @@ static void test_profile_refuses_explicit_keys(void **state)
         {"- - ? a", 4},          {"?", 0},                {"a: ?x\n", -1},
         {"a: '? x'\n", -1},      {"?x: 1\n", -1},        {"# ? c\nname: x\n", -1},
         {"a: [?, b]\n", -1},     {"", -1},
+        /* an explicit value opening a key (libfyaml crashed on both; fuzz_scenario) */
+        {": ? n:\t:", 2},        {"x:\n  : ? n:\t:\n", 7}, {"- : ? k", 4},
+        {"a: 1\n:x\n", -1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         assert_int_equal(rig_yaml_explicit_key_at(cases[i].text, strlen(cases[i].text)),
