@@ -585,11 +585,15 @@ static enum rig_status rig__attention_shared(struct rig__sweep *s, const struct 
     return rig__point(s, &op);
 }
 
-/* The shared-prefix decode points of one head shape: batches 2 to 64, one group or four,
- * prefixes of 1024 and 4096 positions, 128 or 512 of each request's own (quick: one). */
+/* The shared-prefix decode points of one head shape: batches 2 to 64, one group, 4, 8 or 16
+ * (fewer than the batch), prefixes of 1024 and 4096 positions, 128 or 512 of each request's
+ * own (quick: one). 8 and 16 groups give the batches whose prefix a few requests share (log2
+ * of positions read per distinct position 0.5-1: a radix cache serving several system
+ * prompts at once, scenarios/shared-prefix.yaml's 8), which one group and four (1.6 and up)
+ * left to a blend with unshared points (docs/simulator.md). */
 static enum rig_status rig__attentions_shared(struct rig__sweep *s, const struct rig__shape *x)
 {
-    static const int64_t batches[] = {2, 4, 8, 16, 32, 64}, groups[] = {1, 4};
+    static const int64_t batches[] = {2, 4, 8, 16, 32, 64}, groups[] = {1, 4, 8, 16};
     static const int64_t prefixes[] = {1024, 4096}, owns[] = {128, 512};
     bool quick = s->options->quick;
     enum rig_status status = RIG_OK;
