@@ -212,8 +212,9 @@ struct rig_op_attention_decode {
     float scale;
 };
 
-/* qk_norm_rope_store(store), then attention_decode(attend), as one op: at small batches a
- * decode step is bound by per-kernel latency, and this takes a node off every layer. Its
+/* qk_norm_rope_store(store), then attention_decode(attend), as one op: a decode step is bound
+ * by per-kernel latency at small batches, and a backend may run both in one kernel (the CUDA
+ * backend does where that measured faster: cuda/ops/attention_decode.cu). Its
  * results are the two ops' in that order (out, k_cache, v_cache), except that q and k are
  * scratch: afterwards they hold unspecified values (the composition leaves them normed and
  * rotated; a fused kernel may leave them as they were, since every split of a request reads

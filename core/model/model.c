@@ -357,8 +357,8 @@ static void rig__accumulate(const struct rig_model *m, struct rig_op_gemm *g, in
 
 /* Layer `l`'s attention over the QKV rows in m->qkv: q/k norm + RoPE + store K/V, then
  * attention into m->attn. A decode batch issues both as one op (attention_decode_store: the
- * CUDA backend's register path runs the store in its prologue, a node fewer a layer); a
- * prefill batch as two. */
+ * CUDA backend's register path can run the store in its prologue, a node fewer a layer, where
+ * that measured faster); a prefill batch as two. */
 static enum rig_status rig__attend(struct rig_model *m, struct rig_stream *s,
                                    const struct rig_forward_batch *b, int32_t l)
 {
