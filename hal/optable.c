@@ -151,10 +151,11 @@ static double rig__decode_distinct(const struct rig_op_attention_decode *p)
     return sum - shared;
 }
 
-/* One query row per request. KV bytes: K and V of each distinct position once
+/* One query row per request. KV bytes: K and V of each of the `distinct` positions once
  * (rig__decode_distinct), its page-table entry once per request that reads it. FLOPs: every
  * request's positions. */
-static struct rig_op_work rig__work_decode(const struct rig_op_attention_decode *p)
+static struct rig_op_work rig__work_decode(const struct rig_op_attention_decode *p,
+                                           double distinct)
 {
     double kv_positions = 0;
     for (int64_t r = 0; r < p->table_idx.shape[0]; r++) {
@@ -162,7 +163,6 @@ static struct rig_op_work rig__work_decode(const struct rig_op_attention_decode 
         RIG_ASSERT(kv_len >= 0);
         kv_positions += kv_len;
     }
-    double distinct = rig__decode_distinct(p);
     double heads_q = (double)p->q.shape[1], heads_kv = (double)p->k_cache.shape[1];
     double dim = (double)p->q.shape[2];
     struct rig_op_work work;
@@ -210,6 +210,28 @@ static struct rig_op_work rig__work_qk_norm_rope_store(const struct rig_op_qk_no
         norm_flops = 4.0;
     }
     work.flops = (norm_flops + 6.0) * (rig__numel(&p->q) + rig__numel(&p->k));
+    return work;
+}
+
+/* Decode attention's op, alone or with its store (attention_decode_store). */
+static const struct rig_op_attention_decode *rig__decode_of(const struct rig_op *op)
+{
+    RIG_ASSERT(op->kind == RIG_OP_ATTENTION_DECODE || op->kind == RIG_OP_ATTENTION_DECODE_STORE);
+    return op->kind == RIG_OP_ATTENTION_DECODE ? &op->u.attention_decode
+                                               : &op->u.attention_decode_store.attend;
+}
+
+/* A decode op's work with its `distinct` positions; the fused op's is both ops' (q is read by
+ * both). */
+static struct rig_op_work rig__work_decode_op(const struct rig_op *op, double distinct)
+{
+    struct rig_op_work work = rig__work_decode(rig__decode_of(op), distinct);
+    if (op->kind == RIG_OP_ATTENTION_DECODE_STORE) {
+        struct rig_op_work store =
+            rig__work_qk_norm_rope_store(&op->u.attention_decode_store.store);
+        work.flops += store.flops;
+        work.bytes += store.bytes;
+    }
     return work;
 }
 
@@ -298,12 +320,10 @@ struct rig_op_work rig_optable_op_work(const struct rig_op *op)
     switch (op->kind) {
     case RIG_OP_GEMM: return rig__work_gemm(&op->u.gemm);
     case RIG_OP_ATTENTION_PREFILL: return rig__work_prefill(&op->u.attention_prefill);
-    case RIG_OP_ATTENTION_DECODE: return rig__work_decode(&op->u.attention_decode);
-    case RIG_OP_ATTENTION_DECODE_STORE: { /* the two ops' work: q is read by both */
-        struct rig_op_work attend = rig__work_decode(&op->u.attention_decode_store.attend);
-        struct rig_op_work store =
-            rig__work_qk_norm_rope_store(&op->u.attention_decode_store.store);
-        return (struct rig_op_work){attend.flops + store.flops, attend.bytes + store.bytes};
+    case RIG_OP_ATTENTION_DECODE:
+    case RIG_OP_ATTENTION_DECODE_STORE: {
+        const struct rig_op_attention_decode *a = rig__decode_of(op);
+        return rig__work_decode_op(op, rig__decode_distinct(a));
     }
     case RIG_OP_STORE_KV:
     case RIG_OP_GATHER_ROWS:
@@ -378,6 +398,17 @@ static double rig__sample_kind(const struct rig_op_sample *p)
     return (double)(kinds > 1 ? RIG_SAMPLE_MIXED : kind);
 }
 
+/* A decode op's key with its `distinct` positions (its kind set by the caller). */
+static struct rig_optable_key rig__decode_key(const struct rig_op_attention_decode *a,
+                                              double distinct)
+{
+    struct rig_optable_key key =
+        rig__attention_key(&a->q, &a->k_cache, &a->kv_len, NULL, a->table_idx.shape[0]);
+    /* the mean of what the batch reads from memory: shared positions once */
+    if (key.p[0] > 0) key.p[1] = distinct / key.p[0];
+    return key;
+}
+
 struct rig_optable_key rig_optable_op_key(const struct rig_op *op)
 {
     RIG_ASSERT(op != NULL && op->kind != RIG_OP_ALL_REDUCE && op->kind != RIG_OP_ALL_GATHER);
@@ -394,15 +425,9 @@ struct rig_optable_key rig_optable_op_key(const struct rig_op *op)
         break;
     }
     case RIG_OP_ATTENTION_DECODE:
-    case RIG_OP_ATTENTION_DECODE_STORE: { /* the fused op: its attention's key */
-        const struct rig_op_attention_decode *a = op->kind == RIG_OP_ATTENTION_DECODE
-                                                      ? &op->u.attention_decode
-                                                      : &op->u.attention_decode_store.attend;
-        key = rig__attention_key(&a->q, &a->k_cache, &a->kv_len, NULL, a->table_idx.shape[0]);
-        /* the mean of what the batch reads from memory: shared positions once */
-        if (key.p[0] > 0) key.p[1] = rig__decode_distinct(a) / key.p[0];
+    case RIG_OP_ATTENTION_DECODE_STORE: /* the fused op: its attention's key */
+        key = rig__decode_key(rig__decode_of(op), rig__decode_distinct(rig__decode_of(op)));
         break;
-    }
     case RIG_OP_ATTENTION_PREFILL: {
         const struct rig_op_attention_prefill *a = &op->u.attention_prefill;
         key = rig__attention_key(&a->q, &a->k_cache, &a->kv_len, &a->cu_q, a->table_idx.shape[0]);
@@ -420,6 +445,21 @@ struct rig_optable_key rig_optable_op_key(const struct rig_op *op)
     }
     key.kind = (int32_t)op->kind;
     return key;
+}
+
+void rig_optable_op_describe(const struct rig_op *op, struct rig_optable_key *key,
+                             struct rig_op_work *work)
+{
+    RIG_ASSERT(op != NULL && key != NULL && work != NULL);
+    if (op->kind != RIG_OP_ATTENTION_DECODE && op->kind != RIG_OP_ATTENTION_DECODE_STORE) {
+        *work = rig_optable_op_work(op);
+        *key = rig_optable_op_key(op);
+        return;
+    }
+    double distinct = rig__decode_distinct(rig__decode_of(op)); /* read once for both */
+    *work = rig__work_decode_op(op, distinct);
+    *key = rig__decode_key(rig__decode_of(op), distinct);
+    key->kind = (int32_t)op->kind;
 }
 
 bool rig_optable_key_equal(const struct rig_optable_key *a, const struct rig_optable_key *b)

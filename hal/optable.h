@@ -118,6 +118,12 @@ struct rig_op_work rig_optable_op_work(const struct rig_op *op);
 /* The key of a validated, non-collective op. Can't fail. */
 struct rig_optable_key rig_optable_op_key(const struct rig_op *op);
 
+/* Both at once, the same values: decode attention's shared positions (a pass over its page
+ * table's rows) are counted once for the two, which a cost model asking both for every decode
+ * op of every step would otherwise pay twice. Can't fail. */
+void rig_optable_op_describe(const struct rig_op *op, struct rig_optable_key *key,
+                             struct rig_op_work *work);
+
 /* The decode-attention kernel the CUDA backend runs on a Hopper GPU for a batch of `requests`
  * rows with heads_q / heads_kv query heads per KV head and head dim `head_dim` on a device of
  * `multiprocessors` SMs: true for the tensor-core kernel (cuda/ops/attention_prefill_wgmma.cu's

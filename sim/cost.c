@@ -100,6 +100,18 @@ static struct rig_sim_work rig__kernel(const struct rig_op *op)
     return work;
 }
 
+/* rig_sim_cost_work and rig_optable_op_key of `op` at once (rig_optable_op_describe: a decode
+ * op's page table is read once for both). */
+static struct rig_sim_work rig__work_key(const struct rig_op *op, struct rig_optable_key *key)
+{
+    struct rig_sim_work work = rig__kernel(op);
+    struct rig_op_work analytic;
+    rig_optable_op_describe(op, key, &analytic);
+    work.flops = analytic.flops;
+    work.bytes = analytic.bytes;
+    return work;
+}
+
 struct rig_sim_work rig_sim_cost_work(const struct rig_op *op)
 {
     RIG_ASSERT(op != NULL);
@@ -219,14 +231,14 @@ static double rig__warm_weight(const struct rig_sim_profile *profile,
     return profile->op_table_warm_weight;
 }
 
-/* The table's node time of `op` (false: the table does not reach it). A sampler batch of
- * several rows' kinds is the row-weighted mean of the kinds' times at its whole size: its
- * first pass runs every row's chunks side by side, each row's work its kind's. */
+/* The table's node time of `op` with key `op_key` (false: the table does not reach it). A
+ * sampler batch of several rows' kinds is the row-weighted mean of the kinds' times at its
+ * whole size: its first pass runs every row's chunks side by side, each row's work its kind's. */
 static bool rig__table_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
-                          const struct rig_sim_work *work, double *ns)
+                          const struct rig_optable_key *op_key, const struct rig_sim_work *work,
+                          double *ns)
 {
-    struct rig_optable_key op_key = rig_optable_op_key(op);
-    struct rig_optable_key key = rig_sim_optable_form_key(profile->table, &op_key);
+    struct rig_optable_key key = rig_sim_optable_form_key(profile->table, op_key);
     double weight = rig__warm_weight(profile, &key);
     if (op->kind != RIG_OP_SAMPLE || key.p[2] != RIG_SAMPLE_MIXED)
         return rig_sim_optable_predict(profile->table, &key, work->flops, work->bytes,
@@ -251,8 +263,29 @@ static bool rig__table_ns(const struct rig_sim_profile *profile, const struct ri
     return true;
 }
 
-static int64_t rig__op_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
-                          int32_t ranks, bool *missed);
+/* A kernel of rig's with `work` (rig_sim_cost_work of `op`) and, with a table, `key`
+ * (rig_optable_op_key of `op`; NULL: computed here): the table's node time where it reaches
+ * the op, else its class's fixed latency (per kernel the op launches) plus the roofline; at
+ * least the shortest graph node. A decode key reads the batch's page table, so a caller that
+ * has it passes it. */
+static int64_t rig__kernel_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
+                              const struct rig_sim_work *work, const struct rig_optable_key *key,
+                              bool *missed)
+{
+    if (profile->table != NULL) { /* measured: the op table, where it reaches the op */
+        struct rig_optable_key own = key != NULL ? *key : rig_optable_op_key(op);
+        double measured = 0;
+        if (rig__table_ns(profile, op, &own, work, &measured)) {
+            int64_t ns = rig__ceil_ns(measured * 1e-9);
+            return ns > profile->graph_node_ns ? ns : profile->graph_node_ns;
+        }
+        if (missed != NULL) *missed = true;
+    }
+    int64_t kernels = work->kernels > 1 ? work->kernels : 1;
+    int64_t ns =
+        kernels * profile->latency_ns[work->op_class] + rig__roofline_ns(profile, work, 0);
+    return ns > profile->graph_node_ns ? ns : profile->graph_node_ns;
+}
 
 /* attention_decode_store's two ops, as ops of their own kinds. */
 static void rig__decode_store_parts(const struct rig_op *op, struct rig_op *attend,
@@ -270,27 +303,33 @@ static void rig__decode_store_parts(const struct rig_op *op, struct rig_op *atte
  * (rig_sim_optable_store_extra), at least the shortest node; with a table swept before the
  * fused op, or without one, the two ops as nodes of their own (what the fused op replaced). */
 static int64_t rig__decode_store_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
-                                    int32_t ranks, bool *missed)
+                                    bool *missed)
 {
     struct rig_op attend, store;
     rig__decode_store_parts(op, &attend, &store);
-    int64_t ns = rig__op_ns(profile, &attend, ranks, missed);
-    double extra = 0;
-    if (profile->table != NULL) {
-        struct rig_optable_key attend_key = rig_optable_op_key(&attend);
-        struct rig_optable_key key = rig_optable_op_key(op);
-        struct rig_op_work work = rig_optable_op_work(op);
-        if (rig_sim_optable_store_extra(profile->table, &key, work.flops,
-                                        rig__warm_weight(profile, &attend_key), &extra)) {
-            ns += (int64_t)llround(extra);
-            return ns > profile->graph_node_ns ? ns : profile->graph_node_ns;
-        }
+    struct rig_sim_work store_work = rig_sim_cost_work(&store);
+    if (profile->table == NULL) {
+        struct rig_sim_work attend_work = rig_sim_cost_work(&attend);
+        return rig__kernel_ns(profile, &attend, &attend_work, NULL, missed) +
+               rig__kernel_ns(profile, &store, &store_work, NULL, missed);
     }
-    return ns + rig__op_ns(profile, &store, ranks, missed);
+    /* the fused op's key is its attention's (hal/optable.c), its FLOPs the two ops' */
+    struct rig_optable_key attend_key, key;
+    struct rig_sim_work attend_work = rig__work_key(&attend, &attend_key);
+    key = attend_key;
+    key.kind = RIG_OP_ATTENTION_DECODE_STORE;
+    int64_t ns = rig__kernel_ns(profile, &attend, &attend_work, &attend_key, missed);
+    double extra = 0;
+    if (rig_sim_optable_store_extra(profile->table, &key, attend_work.flops + store_work.flops,
+                                    rig__warm_weight(profile, &attend_key), &extra)) {
+        ns += (int64_t)llround(extra);
+        return ns > profile->graph_node_ns ? ns : profile->graph_node_ns;
+    }
+    return ns + rig__kernel_ns(profile, &store, &store_work, NULL, missed);
 }
 
-/* A kernel of rig's: its class's fixed latency (per kernel the op launches) plus the
- * roofline, at least the shortest graph node. Collectives: the transfer formula. */
+/* An op's node time: collectives by the transfer formula, attention_decode_store by
+ * rig__decode_store_ns, every other op as a kernel of rig's (rig__kernel_ns). */
 static int64_t rig__op_ns(const struct rig_sim_profile *profile, const struct rig_op *op,
                           int32_t ranks, bool *missed)
 {
@@ -301,20 +340,14 @@ static int64_t rig__op_ns(const struct rig_sim_profile *profile, const struct ri
     if (op->kind == RIG_OP_ALL_GATHER)
         return rig_sim_cost_collective_ns(profile, op->kind, rig__bytes(&op->u.all_gather.out),
                                           ranks);
-    if (op->kind == RIG_OP_ATTENTION_DECODE_STORE)
-        return rig__decode_store_ns(profile, op, ranks, missed);
-    struct rig_sim_work work = rig_sim_cost_work(op);
-    if (profile->table != NULL) { /* measured: the op table, where it reaches the op */
-        double measured = 0;
-        if (rig__table_ns(profile, op, &work, &measured)) {
-            int64_t ns = rig__ceil_ns(measured * 1e-9);
-            return ns > profile->graph_node_ns ? ns : profile->graph_node_ns;
-        }
-        if (missed != NULL) *missed = true;
+    if (op->kind == RIG_OP_ATTENTION_DECODE_STORE) return rig__decode_store_ns(profile, op, missed);
+    if (profile->table == NULL) {
+        struct rig_sim_work work = rig_sim_cost_work(op);
+        return rig__kernel_ns(profile, op, &work, NULL, missed);
     }
-    int64_t kernels = work.kernels > 1 ? work.kernels : 1;
-    int64_t ns = kernels * profile->latency_ns[work.op_class] + rig__roofline_ns(profile, &work, 0);
-    return ns > profile->graph_node_ns ? ns : profile->graph_node_ns;
+    struct rig_optable_key key;
+    struct rig_sim_work work = rig__work_key(op, &key);
+    return rig__kernel_ns(profile, op, &work, &key, missed);
 }
 
 /* Eagerly launched at an idle device, a kernel also pays the per-launch processing a graph

@@ -674,12 +674,23 @@ static void rig__pairs_find(struct rig_sim_optable *table)
                 table->pair[i] = j;
 }
 
-bool rig_sim_optable_store_extra(const struct rig_sim_optable *table,
-                                 const struct rig_optable_key *key, double flops,
-                                 double warm_weight, double *extra_ns)
+/* rig_sim_optable_store_extra's recent answers, per thread (a step asks the same keys layer
+ * after layer, and each answer scans every fused point): a pure function's memo, as
+ * rig__memo is for predictions. */
+#define RIG__EXTRA_MEMO_SLOTS 1024
+struct rig__extra_memo {
+    const struct rig_sim_optable *table;
+    struct rig_optable_key key;
+    double flops, warm_weight;
+    bool reached;
+    double extra_ns;
+};
+static _Thread_local struct rig__extra_memo rig__extra_memo[RIG__EXTRA_MEMO_SLOTS];
+
+static bool rig__store_extra(const struct rig_sim_optable *table,
+                             const struct rig_optable_key *key, double flops, double warm_weight,
+                             double *extra_ns)
 {
-    RIG_ASSERT(table != NULL && key != NULL && extra_ns != NULL);
-    RIG_ASSERT(key->kind == RIG_OP_ATTENTION_DECODE_STORE);
     enum { K = RIG_SIM_OPTABLE_NEIGHBOURS };
     double best_d[K];
     int64_t best_i[K];
@@ -702,6 +713,25 @@ bool rig_sim_optable_store_extra(const struct rig_sim_optable *table,
     if (!(weight_sum > 0)) return false;
     *extra_ns = sum / weight_sum;
     return true;
+}
+
+bool rig_sim_optable_store_extra(const struct rig_sim_optable *table,
+                                 const struct rig_optable_key *key, double flops,
+                                 double warm_weight, double *extra_ns)
+{
+    RIG_ASSERT(table != NULL && key != NULL && extra_ns != NULL);
+    RIG_ASSERT(key->kind == RIG_OP_ATTENTION_DECODE_STORE);
+    if (!rig_sim_optable_has_kind(table, RIG_OP_ATTENTION_DECODE_STORE)) return false;
+    struct rig__extra_memo *m =
+        &rig__extra_memo[rig__memo_slot(key, flops, warm_weight) % RIG__EXTRA_MEMO_SLOTS];
+    if (m->table != table || !rig_optable_key_equal(&m->key, key) || m->flops != flops ||
+        m->warm_weight != warm_weight) {
+        double extra = 0;
+        bool reached = rig__store_extra(table, key, flops, warm_weight, &extra);
+        *m = (struct rig__extra_memo){table, *key, flops, warm_weight, reached, extra};
+    }
+    if (m->reached) *extra_ns = m->extra_ns;
+    return m->reached;
 }
 
 /* Frees what rig__load allocated for `table` and zeroes it. */
