@@ -1007,6 +1007,15 @@ static __device__ __forceinline__ void rig__store_table(const struct rig__decode
     __syncthreads();
 }
 
+/* Eight bf16 values packed in 16 bytes (element 0 in the low half of .x), as bits. */
+static __device__ __forceinline__ void rig__unpack8_bits(uint4 w, uint16_t (&x)[8])
+{
+    uint32_t words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+        x[j] = (uint16_t)(j % 2 == 0 ? words[j / 2] & 0xffffu : words[j / 2] >> 16);
+}
+
 /* The lane's 8 values x of a head (dims 8 lane ..), normed with `weights` (8 bf16 packed;
  * when `norm`) and rotated in place. Every lane of the warp takes part (shuffles). */
 template <int D>
@@ -1018,7 +1027,8 @@ static __device__ __forceinline__ void rig__norm_rope8(uint16_t (&x)[8], uint4 w
     constexpr int half_lanes = D / 16;
     bool low = lane < half_lanes;
     int first = (lane % half_lanes) * 8;
-    uint32_t words[4] = {weights.x, weights.y, weights.z, weights.w};
+    uint16_t w[8];
+    rig__unpack8_bits(weights, w);
     float inverse_rms = 1.0f;
     if (norm) {
         float sum = 0.0f;
@@ -1036,8 +1046,7 @@ static __device__ __forceinline__ void rig__norm_rope8(uint16_t (&x)[8], uint4 w
     }
 #pragma unroll
     for (int j = 0; j < 8; j++) {
-        uint16_t w = (uint16_t)(j % 2 == 0 ? words[j / 2] & 0xffffu : words[j / 2] >> 16);
-        float own = rig_cuda_qk_normed(x[j], w, norm, inverse_rms);
+        float own = rig_cuda_qk_normed(x[j], w[j], norm, inverse_rms);
         float partner = __shfl_xor_sync(0xffffffffu, own, half_lanes);
         float x1 = low ? own : partner, x2 = low ? partner : own;
         float c = sh.cosines[first + j], s = sh.sines[first + j];
@@ -1049,14 +1058,6 @@ static __device__ __forceinline__ uint4 rig__pack8(const uint16_t (&x)[8])
 {
     return make_uint4((uint32_t)x[0] | (uint32_t)x[1] << 16, (uint32_t)x[2] | (uint32_t)x[3] << 16,
                       (uint32_t)x[4] | (uint32_t)x[5] << 16, (uint32_t)x[6] | (uint32_t)x[7] << 16);
-}
-
-static __device__ __forceinline__ void rig__unpack8_bits(uint4 w, uint16_t (&x)[8])
-{
-    uint32_t words[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-    for (int j = 0; j < 8; j++)
-        x[j] = (uint16_t)(j % 2 == 0 ? words[j / 2] & 0xffffu : words[j / 2] >> 16);
 }
 
 /* After the wait, the last split's lane group 0: the newest raw K and V of the block's KV head
