@@ -568,64 +568,6 @@ static __device__ __forceinline__ void rig__decode_slots(const int32_t *table, i
         slot[u] = first + u * ROWS < end ? __ldg(table + first + u * ROWS) : 0;
 }
 
-/* The K and V rows of this key row's keys first, first + rows, ... (U of them, at `slot`), 16
- * bytes a lane; zeros and !valid past `end`. */
-template <int U, int ROWS>
-static __device__ __forceinline__ void rig__decode_load(const uint16_t *k_head, const uint16_t *v_head,
-                                                        int64_t stride_s, const int32_t (&slot)[U],
-                                                        int64_t first, int64_t end, uint4 (&k)[U],
-                                                        uint4 (&v)[U], bool (&valid)[U])
-{
-#pragma unroll
-    for (int u = 0; u < U; u++) {
-        valid[u] = first + u * ROWS < end;
-        k[u] = make_uint4(0, 0, 0, 0);
-        v[u] = make_uint4(0, 0, 0, 0);
-        if (valid[u]) {
-            int64_t offset = (int64_t)slot[u] * stride_s;
-            k[u] = __ldg(reinterpret_cast<const uint4 *>(k_head + offset));
-            v[u] = __ldg(reinterpret_cast<const uint4 *>(v_head + offset));
-        }
-    }
-}
-
-/* rig__decode_load by cp.async into the thread's own 2 U slots of `kv` (K of key u at
- * u THREADS + thread, V at (U + u) THREADS + thread), zero-filled past `end`, one group. */
-template <int U, int ROWS, int THREADS>
-static __device__ __forceinline__ void rig__decode_load_async(uint4 *kv, const uint16_t *k_head,
-                                                              const uint16_t *v_head,
-                                                              int64_t stride_s,
-                                                              const int32_t (&slot)[U],
-                                                              int64_t first, int64_t end)
-{
-#pragma unroll
-    for (int u = 0; u < U; u++) {
-        bool valid = first + u * ROWS < end; /* else slot[u] is 0: a real row, not read */
-        int64_t offset = (int64_t)slot[u] * stride_s;
-        rig_cuda_cp_async16(rig_cuda_smem_address(&kv[u * THREADS + threadIdx.x]),
-                            k_head + offset, valid);
-        rig_cuda_cp_async16(rig_cuda_smem_address(&kv[(U + u) * THREADS + threadIdx.x]),
-                            v_head + offset, valid);
-    }
-    asm volatile("cp.async.commit_group;\n" ::);
-}
-
-/* What rig__decode_load_async asked for, once it is there (the thread's own copies: no
- * barrier), as rig__decode_load gives it. */
-template <int U, int ROWS, int THREADS>
-static __device__ __forceinline__ void rig__decode_load_wait(const uint4 *kv, int64_t first,
-                                                             int64_t end, uint4 (&k)[U],
-                                                             uint4 (&v)[U], bool (&valid)[U])
-{
-    asm volatile("cp.async.wait_all;\n" ::);
-#pragma unroll
-    for (int u = 0; u < U; u++) {
-        valid[u] = first + u * ROWS < end;
-        k[u] = kv[u * THREADS + threadIdx.x];
-        v[u] = kv[(U + u) * THREADS + threadIdx.x];
-    }
-}
-
 /* Online-softmax update of one lane's state with U scored keys and their V (8 dims). Lanes
  * of a key row hold identical scores, so m and l agree across the row. */
 template <int H, int U>
@@ -1205,23 +1147,6 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP, WIDE ?
     int64_t steps = end > begin ? rig_cuda_div_up(end - begin, S::keys_per_step) : 0;
     int32_t slot[U];
     rig__decode_slots<U, S::rows>(place.slots, begin + key_row, end, slot);
-    const uint16_t *k_head = a.k_cache + kv_head * a.cache_stride_h + lane * 8;
-    const uint16_t *v_head = a.v_cache + kv_head * a.cache_stride_h + lane * 8;
-    /* With the store prologue, the first step's K and V are asked for before q is normed and
-     * rotated (they do not depend on q), so the prologue's chain runs under their latency;
-     * they come by cp.async into the thread's own slots of shared memory, so no register holds
-     * them across the prologue (held in registers they took the narrow kernel from 128 to 157
-     * registers, a block fewer per multiprocessor, and the wide one to 72 bytes of spill). */
-    __shared__ uint4 first_kv[STORE ? 2 * U * S::threads : 1];
-    if constexpr (STORE) {
-        if (steps > 0) {
-            rig__decode_load_async<U, S::rows, S::threads>(first_kv, k_head, v_head,
-                                                           a.cache_stride_s, slot,
-                                                           begin + key_row, end);
-            rig__decode_slots<U, S::rows>(place.slots, begin + S::keys_per_step + key_row, end,
-                                          slot);
-        }
-    }
     float q[H][8], m[H], l[H], o[H][8];
     int64_t first_head = kv_head * G + slice * H;
     const uint16_t *q_row = a.q + row * a.q_stride_t + first_head * a.q_stride_h + lane * 8;
@@ -1251,34 +1176,38 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP, WIDE ?
             o[g][i] = 0.0f;
         }
     }
-    if constexpr (STORE) {
-        /* The newest key first, from shared memory (key row 0 of each slice): its K and V
-         * came by cp.async while the first step's loads were in flight, and the loop adds
-         * the older keys to its state. */
-        if (newest_last) {
-            rig__store_newest<D>(st, newest_slot, kv_head, a.cache_stride_s, a.cache_stride_h, sh);
-            uint4 k_new[1] = {sh.k[lane]}, v_new[1] = {sh.v[lane]};
-            bool valid_new[1] = {key_row == 0};
-            float s[H][1];
-            rig__decode_scores<D, H, 1>(q, k_new, valid_new, a.scale, s);
-            rig__decode_update<H, 1>(m, l, o, s, v_new);
-        }
-    }
+    const uint16_t *k_head = a.k_cache + kv_head * a.cache_stride_h + lane * 8;
+    const uint16_t *v_head = a.v_cache + kv_head * a.cache_stride_h + lane * 8;
     for (int64_t step = 0; step < steps; step++) {
         int64_t first = begin + step * S::keys_per_step + key_row;
         uint4 k[U], v[U];
         bool valid[U];
-        if (STORE && step == 0) {
-            rig__decode_load_wait<U, S::rows, S::threads>(first_kv, first, end, k, v, valid);
-        } else {
-            rig__decode_load<U, S::rows>(k_head, v_head, a.cache_stride_s, slot, first, end, k,
-                                         v, valid);
-            /* The next step's slots load while this step's K and V are in flight. */
-            rig__decode_slots<U, S::rows>(place.slots, first + S::keys_per_step, end, slot);
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            valid[u] = first + u * S::rows < end;
+            k[u] = make_uint4(0, 0, 0, 0);
+            v[u] = make_uint4(0, 0, 0, 0);
+            if (valid[u]) {
+                int64_t offset = (int64_t)slot[u] * a.cache_stride_s;
+                k[u] = __ldg(reinterpret_cast<const uint4 *>(k_head + offset));
+                v[u] = __ldg(reinterpret_cast<const uint4 *>(v_head + offset));
+            }
         }
+        /* The next step's slots load while this step's K and V are in flight. */
+        rig__decode_slots<U, S::rows>(place.slots, first + S::keys_per_step, end, slot);
         float s[H][U];
         rig__decode_scores<D, H, U>(q, k, valid, a.scale, s);
         rig__decode_update<H, U>(m, l, o, s, v);
+    }
+    if constexpr (STORE) {
+        if (newest_last) { /* the newest key, from shared memory: key row 0 of each slice */
+            rig__store_newest<D>(st, newest_slot, kv_head, a.cache_stride_s, a.cache_stride_h, sh);
+            uint4 k[1] = {sh.k[lane]}, v[1] = {sh.v[lane]};
+            bool valid[1] = {key_row == 0};
+            float s[H][1];
+            rig__decode_scores<D, H, 1>(q, k, valid, a.scale, s);
+            rig__decode_update<H, 1>(m, l, o, s, v);
+        }
     }
     rig__decode_merge_warp<D, H, S::slices>(m, l, o);
     rig__decode_finish<D, G, H, S::slices>(&a, part, row, kv_head, active, m, l, o);
