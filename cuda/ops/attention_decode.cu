@@ -1106,10 +1106,15 @@ static __device__ void rig__store_newest(const struct rig__decode_store &st, int
     __syncthreads();
 }
 
+/* The wide layout's least blocks a multiprocessor in __launch_bounds__: 16 warps' worth, so
+ * that a thread has 128 registers at any RIG_DECODE_WARPS (4 blocks at the default 4 warps). */
+#define RIG__WIDE_BLOCKS (16 / RIG_DECODE_WARPS > 0 ? 16 / RIG_DECODE_WARPS : 1)
+
 /* Grid (rows, KV heads, splits) or, with part.heads_first, (KV heads, rows, splits);
  * RIG_DECODE_WARPS warps. See the file header. */
 template <int D, int G, bool WIDE, bool STORE>
-static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP, WIDE ? 4 : 0)
+static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP,
+                                         WIDE ? RIG__WIDE_BLOCKS : 0)
     rig__decode_kernel(struct rig_cuda_attention_args a, struct rig__partials part,
                        const struct rig__decode_store st)
 {
