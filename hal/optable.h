@@ -231,6 +231,29 @@ static inline bool rig_gemv_persistent(int64_t rows, const struct rig_gemv_geome
     return rows <= multi_rows && g->blocks > 2 * resident;
 }
 
+/* The persistent form's weight pipeline and its dynamic shared memory with a prologue (a
+ * multiprocessor's 227 KB less the kernel's static 17,472 bytes); the operand rows of a
+ * prologue lie after the stages, each row K + 8 values apart (gemv.cu says why). */
+#define RIG_GEMV_STAGES              3
+#define RIG_GEMV_SLOT_BYTES          (RIG_GEMV_UNROLL * 32 * 16) /* a warp's batch: 4 KB */
+#define RIG_GEMV_PROLOGUE_SHARED_MAX (232448 - 17472)
+#define RIG_GEMV_STAGED_STRIDE(depth) ((int64_t)(depth) + 8)
+
+/* Whether a GEMM with a prologue (an RMS norm or SiLU . mul made into its left operand) runs on
+ * the persistent form at `rows` rows of depth `depth`: at most 8 rows, a warp's K run one batch,
+ * and the weight stages with the operand rows within the shared memory above. Any warp count,
+ * unlike the plain rule (rig_gemv_persistent): the operand is made once a block there, where
+ * the per-tile kernel would make it again every wave. Elsewhere gemm.cu runs the prologue as its
+ * own kernel before the plain GEMM. */
+static inline bool rig_gemv_prologue_persistent(int64_t rows, int64_t depth,
+                                                const struct rig_gemv_geometry *g)
+{
+    if (rows > 8 || !rig_gemv_one_batch(g)) return false;
+    int64_t bytes = RIG_GEMV_STAGES * g->warps * (int64_t)RIG_GEMV_SLOT_BYTES +
+                    rows * RIG_GEMV_STAGED_STRIDE(depth) * 2;
+    return bytes <= RIG_GEMV_PROLOGUE_SHARED_MAX;
+}
+
 /* Whether the per-tile kernel's grid is one wave at RIG_GEMV_WARPS_PER_SM warps an SM (it
  * then asks for its first batch of weights before its PDL wait). */
 static inline bool rig_gemv_one_wave(const struct rig_gemv_geometry *g, int64_t multiprocessors)

@@ -217,7 +217,14 @@ int64_t rig_sim_cost_collective_ns(const struct rig_sim_profile *profile, enum r
  * weights before its programmatic-dependent-launch wait (rig_sim_gemm_early_weights) and for
  * decode attention whose one-wave grid asks for its first keys there (rig_sim_decode_early),
  * op_table_warm_weight for the rest. By the key the table costs, not the op: a fused GEMM
- * costed from its plain shape's points (rig_sim_optable_form_key) takes their kernel's. */
+ * costed from its plain shape's points (rig_sim_optable_form_key) takes their kernel's. A GEMM
+ * with a prologue on the persistent form at fewer than 16 warps a block
+ * (rig_gemv_prologue_persistent: Qwen3-0.6B's qkv and gate_up at batch 1) stages its weights
+ * before the wait too, but takes op_table_warm_weight, as measured: with the early weight its
+ * calibration run's batch-1 steps went from +2.5 % (mean) to -2.1 %, their median / p90
+ * |error| from 2.7 / 7.4 % to 5.6 / 10.6 % and the decode p90 from 3.7 to 6.9 % (the operand
+ * is made after the wait, a block-wide pass that a graph of warm copies does not pay alike;
+ * eleventh session, docs/simulator.md). */
 static double rig__warm_weight(const struct rig_sim_profile *profile,
                                const struct rig_optable_key *key)
 {

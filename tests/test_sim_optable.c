@@ -524,6 +524,20 @@ static void test_gemm_fused_forms(void **state)
     /* Qwen3-0.6B's o at K 1,024 (a per-tile grid of one wave): early only when fused */
     assert_true(rig_sim_gemm_early_weights(1, 1024, 1024, true, 132));
     assert_false(rig_sim_gemm_early_weights(1, 1024, 1024, false, 132));
+    /* Qwen3-0.6B's qkv with the input norm runs on the persistent form (the prologue's rule,
+     * hal/optable.h) but is priced with the plain weight, as the calibration run measured
+     * (sim/cost.c, rig__warm_weight) */
+    assert_false(rig_sim_gemm_early_weights(1, 4096, 1024, true, 132));
+    struct rig_gemv_geometry g06 = rig_gemv_geometry(4096, 1024, 132);
+    assert_int_equal(g06.warps, 5);
+    assert_true(rig_gemv_prologue_persistent(1, 1024, &g06));
+    struct rig_gemv_geometry g8 = rig_gemv_geometry(6144, 4096, 132); /* Qwen3-8B's qkv */
+    assert_int_equal(g8.warps, 16);
+    assert_true(rig_gemv_prologue_persistent(2, 4096, &g8));
+    assert_false(rig_gemv_prologue_persistent(3, 4096, &g8)); /* 221,232 bytes > 214,976 */
+    assert_false(rig_gemv_prologue_persistent(9, 1024, &g06)); /* over 8 rows */
+    struct rig_gemv_geometry g_down = rig_gemv_geometry(4096, 12288, 132);
+    assert_false(rig_gemv_prologue_persistent(1, 12288, &g_down)); /* a K run of 3 batches */
     double peak = 1e15, bw = 3e12, ns = 0, plain_ns = 0;
 
     /* no fused points: the plain shape's point, scaled by the fused op's work */

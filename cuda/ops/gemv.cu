@@ -228,10 +228,10 @@ static __device__ void rig__gemv_norm_rows(const struct rig__gemv_args &p, float
  * barrier. (Made by the four lanes of a warp that hold a row in the mma's layout, and
  * again by every block for every batch, the prologue took 1.5-11 x the GEMM's time: calls 2-4
  * of docs/data/round-h200-b1b46b3.) */
-#define RIG__STAGED_STRIDE(depth) ((int64_t)(depth) + 8)
-/* the persistent kernel's dynamic shared memory with a prologue: a multiprocessor's 227 KB less
- * its static 17,472 bytes (two partial buffers, the norm's sums) */
-#define RIG__PERSISTENT_DYNAMIC_MAX (232448 - 17472)
+#define RIG__STAGED_STRIDE(depth) RIG_GEMV_STAGED_STRIDE(depth)
+/* the persistent kernel's dynamic shared memory with a prologue (hal/optable.h): a
+ * multiprocessor's 227 KB less its static 17,472 bytes (two partial buffers, the norm's sums) */
+#define RIG__PERSISTENT_DYNAMIC_MAX RIG_GEMV_PROLOGUE_SHARED_MAX
 template <int PRO>
 static __device__ void rig__gemv_stage_operand(const struct rig__gemv_args &p, uint16_t *staged,
                                                const float *inverse)
@@ -383,8 +383,9 @@ static __global__ void __launch_bounds__(RIG_GEMV_WARPS_MAX *RIG_CUDA_WARP)
 /* The persistent kernel's weight pipeline: each warp stages its batch of a tile (RIG_GEMV_UNROLL
  * steps, 16 bytes a lane a step: 4 KB) in its own slot of shared memory, RIG__STAGES tiles
  * deep. */
-#define RIG__STAGES     3
-#define RIG__SLOT_BYTES (RIG_GEMV_UNROLL * RIG_CUDA_WARP * 16)
+#define RIG__STAGES     RIG_GEMV_STAGES /* hal/optable.h: the simulator's rule counts them */
+#define RIG__SLOT_BYTES RIG_GEMV_SLOT_BYTES
+static_assert(RIG_GEMV_SLOT_BYTES == RIG_GEMV_UNROLL * RIG_CUDA_WARP * 16, "a warp's batch");
 
 static size_t rig__gemv_stage_bytes(int32_t warps)
 {
@@ -584,7 +585,8 @@ static int64_t rig__gemv_persistent_grid(const struct rig_cuda_launch *launch,
     int32_t warps = (int32_t)g.warps;
     if constexpr (PRO != RIG_GEMM_PROLOGUE_NONE) {
         size_t operand = rig__gemv_operand_bytes(args, PRO);
-        if (!*one || rig__gemv_stage_bytes(warps) + operand > RIG__PERSISTENT_DYNAMIC_MAX) return 0;
+        /* the simulator asks the same rule (hal/optable.h) which kernel a prologue runs on */
+        if (!rig_gemv_prologue_persistent(args.rows, args.depth, &g)) return 0;
         int64_t resident =
             (int64_t)rig__gemv_resident<OUT, true, PRO, ACC>(warps, operand) * launch->sm_count;
         return resident < g.blocks ? resident : g.blocks;
