@@ -1539,6 +1539,13 @@ static void rig__decode_case(const char *what, struct rig__decode_shape c)
     rig__run_both(&op, &out, 1);
     rig__expect_close(what, out, RIG_DTYPE_BF16, (size_t)(requests * hq * d), 1e-6);
     rig__expect_repeatable(what, &op, out);
+    /* the register path's splits merged in a cluster (wherever it can) and through the arrival
+     * count: the same bits (attention_decode.cu, rig__decode_merge_cluster) */
+    assert_int_equal(setenv("RIG_DECODE_CLUSTER", "1", 1), 0);
+    rig__expect_repeatable(what, &op, out);
+    assert_int_equal(setenv("RIG_DECODE_CLUSTER", "0", 1), 0);
+    rig__expect_repeatable(what, &op, out);
+    assert_int_equal(unsetenv("RIG_DECODE_CLUSTER"), 0);
     if (d == 64) { /* the tensor-core kernel's one-block form, where it runs: the same bits */
         assert_int_equal(setenv("RIG_DECODE_TC_TWO", "0", 1), 0);
         rig__expect_repeatable(what, &op, out);

@@ -71,11 +71,16 @@
  * per-(row, KV head) counter (the stream's counters, zeroed at stream creation, cuda_internal.h)
  * and the last one to arrive merges the partials in split order (with at most 16 splits, each
  * thread's partials load before their weights are known: one L2 round trip instead of two at batch
- * 1) and resets the counter to 0 for the next launch or graph replay. Math is fp32 with scores
+ * 1) and resets the counter to 0 for the next launch or graph replay. At small batches (up to
+ * RIG__DECODE_CLUSTER_ROWS rows, 2-16 splits) a (row, KV head)'s splits are instead one
+ * thread-block cluster, and block 0 merges the partials from the others' shared memory after a
+ * cluster barrier (rig__decode_merge_cluster: no arrival count, no partials through L2; the same
+ * arithmetic and order, so the same bits; RIG_DECODE_CLUSTER=0/1). Math is fp32 with scores
  * scale * (q . k) and expf, as in the simulator (sim/kernels/attention.c); only the summation
  * order differs. The reduction order is fixed by the launch shape, so results are deterministic
  * run to run.
  */
+#include <cooperative_groups.h>
 #include <math.h>
 
 #include "cuda/ops/attention_common.cuh"
@@ -677,7 +682,8 @@ template <int D, int G, int H, int SLICES>
 static __device__ void rig__decode_finish(const struct rig_cuda_attention_args *a,
                                           struct rig__partials part, int64_t row, int64_t kv_head,
                                           int32_t active, const float (&m)[H], const float (&l)[H],
-                                          const float (&o)[H][8])
+                                          const float (&o)[H][8], float *cluster_values = nullptr,
+                                          float *cluster_lse = nullptr)
 {
     extern __shared__ __align__(16) char rig__shared[];
     float *m_s = reinterpret_cast<float *>(rig__shared); /* [warps][G] */
@@ -715,6 +721,11 @@ static __device__ void rig__decode_finish(const struct rig_cuda_attention_args *
         int64_t head = kv_head * G + g;
         if (active == 1) {
             a->out[row * a->out_stride_t + head * a->out_stride_h + d] = rig_cuda_to_bf16(value);
+            continue;
+        }
+        if (cluster_values != nullptr) { /* the cluster path: kept in shared memory */
+            cluster_values[g * D + d] = value;
+            if (d == 0) cluster_lse[g] = sum > 0.0f ? m_max + logf(sum) : -INFINITY;
             continue;
         }
         int64_t slot = (row * a->heads_q + head) * part.splits + blockIdx.z;
@@ -828,6 +839,68 @@ static __device__ void rig__decode_merge_splits(const struct rig_cuda_attention_
         out[2] = rig_cuda_to_bf16(sum > 0.0f ? acc.z / sum : 0.0f);
         out[3] = rig_cuda_to_bf16(sum > 0.0f ? acc.w / sum : 0.0f);
     }
+}
+
+/* The cluster path (rig__decode_cluster_wanted): the splits of one (row, KV head) are one
+ * thread-block cluster, each block's partial (its G heads' normalised outputs and
+ * log-sum-exps, as rig__decode_finish would store them) stays in its own shared memory, and
+ * after a cluster barrier block 0 merges them read through distributed shared memory, in
+ * split order with rig__decode_merge_splits's arithmetic, so the output is the same bits;
+ * a second barrier keeps every block's shared memory until it has. No arrival count, no
+ * partials through L2: at batch 1 those are two of the kernel's dependent round trips
+ * (docs/performance.md, eleventh session). */
+template <int D, int G> struct rig__cluster_partial {
+    float values[G * D];
+    float lse[G];
+};
+
+template <int D, int G>
+static __device__ void rig__decode_merge_cluster(const struct rig_cuda_attention_args *a,
+                                                 int64_t row, int64_t kv_head, int32_t active,
+                                                 struct rig__cluster_partial<D, G> &mine)
+{
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    cluster.sync(); /* every block's partial is in its shared memory */
+    if (cluster.block_rank() == 0) {
+        __shared__ float weight[G][RIG__SPLITS_MAX];
+        __shared__ float total[G];
+        int lane = threadIdx.x % RIG_CUDA_WARP, warp = threadIdx.x / RIG_CUDA_WARP;
+        for (int g = warp; g < G; g += RIG_DECODE_WARPS) {
+            float lse_max = -INFINITY, sum = 0.0f;
+            for (int i = lane; i < active; i += RIG_CUDA_WARP)
+                lse_max = fmaxf(lse_max, cluster.map_shared_rank(&mine, (unsigned)i)->lse[g]);
+            lse_max = rig_cuda_warp_max(lse_max);
+            for (int i = lane; i < active; i += RIG_CUDA_WARP) {
+                float value = cluster.map_shared_rank(&mine, (unsigned)i)->lse[g];
+                weight[g][i] = value == -INFINITY ? 0.0f : expf(value - lse_max);
+                sum += weight[g][i];
+            }
+            sum = rig_cuda_warp_sum(sum);
+            if (lane == 0) total[g] = sum;
+        }
+        __syncthreads();
+        for (int e = threadIdx.x; e < G * D / 4; e += blockDim.x) {
+            int g = e / (D / 4), d = e % (D / 4) * 4;
+            float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            for (int i = 0; i < active; i++) {
+                const float *values = cluster.map_shared_rank(&mine, (unsigned)i)->values;
+                float4 v = *reinterpret_cast<const float4 *>(values + g * D + d);
+                float w = weight[g][i];
+                acc.x += w * v.x;
+                acc.y += w * v.y;
+                acc.z += w * v.z;
+                acc.w += w * v.w;
+            }
+            float sum = total[g];
+            uint16_t *out =
+                a->out + row * a->out_stride_t + (kv_head * G + g) * a->out_stride_h + d;
+            out[0] = rig_cuda_to_bf16(sum > 0.0f ? acc.x / sum : 0.0f);
+            out[1] = rig_cuda_to_bf16(sum > 0.0f ? acc.y / sum : 0.0f);
+            out[2] = rig_cuda_to_bf16(sum > 0.0f ? acc.z / sum : 0.0f);
+            out[3] = rig_cuda_to_bf16(sum > 0.0f ? acc.w / sum : 0.0f);
+        }
+    }
+    cluster.sync(); /* block 0 has read every partial */
 }
 
 /* Keys per split of a row with `keys` keys, in whole steps: an equal share over the launch's
@@ -1112,12 +1185,13 @@ static __device__ void rig__store_newest(const struct rig__decode_store &st, int
 
 /* Grid (rows, KV heads, splits) or, with part.heads_first, (KV heads, rows, splits);
  * RIG_DECODE_WARPS warps. See the file header. */
-template <int D, int G, bool WIDE, bool STORE>
+template <int D, int G, bool WIDE, bool STORE, bool CLUSTER = false>
 static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP,
                                          WIDE ? RIG__WIDE_BLOCKS : 0)
     rig__decode_kernel(struct rig_cuda_attention_args a, struct rig__partials part,
                        const struct rig__decode_store st)
 {
+    static_assert(!(STORE && CLUSTER), "the cluster path is attention alone's");
     using S = rig__decode_shape<D, G, WIDE>;
     if (part.l2_prefetch) rig__decode_prefetch<D, S::keys_per_step>(a, part);
     int lane = threadIdx.x % S::lanes, lane_group = threadIdx.x / S::lanes;
@@ -1138,7 +1212,8 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP,
     constexpr int U = S::unroll, H = S::heads;
     int slice = lane_group % S::slices, key_row = lane_group / S::slices;
     struct rig__decode_range range = rig__decode_range_get<S::keys_per_step>(a, part);
-    if ((int32_t)blockIdx.z >= range.active) return; /* the whole block: no key of the row left */
+    /* the whole block: no key of the row left (a cluster's block stays for its barriers) */
+    if (!CLUSTER && (int32_t)blockIdx.z >= range.active) return;
     int64_t row = range.row, kv_head = range.kv_head;
     struct rig_cuda_attention_place place = range.place;
     int32_t active = range.active;
@@ -1215,6 +1290,19 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP,
         }
     }
     rig__decode_merge_warp<D, H, S::slices>(m, l, o);
+    if constexpr (CLUSTER) {
+        /* active is the row's, so every block of the cluster takes the same branch */
+        __shared__ struct rig__cluster_partial<D, G> mine;
+        if (active == 1) { /* one split: it writes the output, the rest have nothing */
+            if (blockIdx.z == 0)
+                rig__decode_finish<D, G, H, S::slices>(&a, part, row, kv_head, 1, m, l, o);
+            return;
+        }
+        rig__decode_finish<D, G, H, S::slices>(&a, part, row, kv_head, active, m, l, o,
+                                               mine.values, mine.lse);
+        rig__decode_merge_cluster<D, G>(&a, row, kv_head, active, mine);
+        return;
+    }
     rig__decode_finish<D, G, H, S::slices>(&a, part, row, kv_head, active, m, l, o);
     if (active > 1 && rig__decode_arrive(&a, part, row, kv_head, active))
         rig__decode_merge_splits<D, G>(&a, part, row, kv_head, active);
@@ -1435,6 +1523,81 @@ static struct rig__decode_plan rig__decode_plan_make(const struct rig_cuda_launc
     return plan;
 }
 
+/* The cluster path's launch: rig_cuda_launch_pdl's, with a cluster of the grid's splits (1 x 1
+ * x splits: blocks z of one (row, KV head)). */
+static cudaLaunchConfig_t rig__decode_cluster_config(dim3 grid, dim3 block, size_t shared,
+                                                     cudaStream_t stream, bool pdl,
+                                                     cudaLaunchAttribute (&attribute)[2])
+{
+    attribute[0].id = cudaLaunchAttributeClusterDimension;
+    attribute[0].val.clusterDim.x = 1;
+    attribute[0].val.clusterDim.y = 1;
+    attribute[0].val.clusterDim.z = grid.z;
+    attribute[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[1].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config = {};
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.dynamicSmemBytes = shared;
+    config.stream = stream;
+    config.attrs = attribute;
+    config.numAttrs = pdl ? 2 : 1;
+    return config;
+}
+
+template <typename... Params, typename... Args>
+static cudaError_t rig__decode_launch_cluster(const struct rig_cuda_launch *launch,
+                                              void (*kernel)(Params...), dim3 grid, dim3 block,
+                                              size_t shared, Args... args)
+{
+    cudaLaunchAttribute attribute[2];
+    cudaLaunchConfig_t config =
+        rig__decode_cluster_config(grid, block, shared, launch->stream, launch->pdl, attribute);
+    return cudaLaunchKernelEx(&config, kernel, args...);
+}
+
+/* Most splits (blocks of one cluster) the cluster path takes: 16, past the portable 8 (the
+ * kernel is opted in). */
+#define RIG__DECODE_CLUSTER_MAX 16
+
+/* Whether the register path merges a launch's splits in a cluster (rig__decode_merge_cluster):
+ * RIG_DECODE_CLUSTER (a timing and testing switch read at every call) 0 never, 1 wherever it
+ * can, unset: batches of at most RIG__DECODE_CLUSTER_ROWS rows; it can where the grid has 2 to
+ * RIG__DECODE_CLUSTER_MAX splits and the device holds such a cluster of the kernel's blocks
+ * (cudaOccupancyMaxActiveClusters, asked once a size and kernel; 0 keeps the arrival count). */
+#ifndef RIG__DECODE_CLUSTER_ROWS
+#define RIG__DECODE_CLUSTER_ROWS 8
+#endif
+template <int D, int G, bool WIDE>
+static bool rig__decode_cluster_wanted(const struct rig_cuda_attention_args *a, int32_t splits,
+                                       size_t shared)
+{
+    long mode = rig_cuda_env("RIG_DECODE_CLUSTER", -1);
+    if (mode == 0 || splits < 2 || splits > RIG__DECODE_CLUSTER_MAX) return false;
+    if (mode != 1 && a->rows > RIG__DECODE_CLUSTER_ROWS) return false;
+    static int fits[RIG__DECODE_CLUSTER_MAX + 1]; /* 0: not asked; 1 fits; -1 does not */
+    int known = __atomic_load_n(&fits[splits], __ATOMIC_RELAXED);
+    if (known == 0) {
+        using S = rig__decode_shape<D, G, WIDE>;
+        const void *kernel = (const void *)rig__decode_kernel<D, G, WIDE, false, true>;
+        int clusters = 0;
+        cudaLaunchAttribute attribute[2];
+        cudaLaunchConfig_t config = rig__decode_cluster_config(
+            dim3(1, 1, (unsigned)splits), dim3(S::threads), shared, 0, false, attribute);
+        bool ok = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed,
+                                       1) == cudaSuccess &&
+                  (shared <= 48 * 1024 ||
+                   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)shared) == cudaSuccess) &&
+                  cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) == cudaSuccess &&
+                  clusters > 0;
+        (void)cudaGetLastError(); /* a refused query leaves no error for the next launch */
+        known = ok ? 1 : -1;
+        __atomic_store_n(&fits[splits], known, __ATOMIC_RELAXED);
+    }
+    return known == 1;
+}
+
 /* `st` NULL: attention alone; else with the store prologue (attention_decode_store). */
 template <int D, int G, bool WIDE, bool STORE>
 static enum rig_status rig__decode_launch(const struct rig_cuda_launch *launch,
@@ -1463,6 +1626,16 @@ static enum rig_status rig__decode_launch(const struct rig_cuda_launch *launch,
     dim3 grid((unsigned)a->rows, (unsigned)a->heads_kv, (unsigned)part.splits);
     if (part.heads_first) grid = dim3((unsigned)a->heads_kv, (unsigned)a->rows, grid.z);
     static const struct rig__decode_store none = {};
+    if constexpr (!STORE) {
+        if (rig__decode_cluster_wanted<D, G, WIDE>(a, part.splits, plan.shared)) {
+            RIG_CUDA_TRY(rig__decode_launch_cluster(launch,
+                                                    rig__decode_kernel<D, G, WIDE, false, true>,
+                                                    grid, dim3(S::threads), plan.shared, *a, part,
+                                                    none));
+            RIG_CUDA_LAUNCHED();
+            return RIG_OK;
+        }
+    }
     RIG_CUDA_TRY(rig_cuda_launch_pdl(launch, rig__decode_kernel<D, G, WIDE, STORE>, grid,
                                      dim3(S::threads), plan.shared, *a, part,
                                      STORE ? *st : none));
