@@ -849,7 +849,7 @@ static __device__ void rig__decode_merge_splits(const struct rig_cuda_attention_
  * a second barrier keeps every block's shared memory until it has. No arrival count, no
  * partials through L2: at batch 1 those are two of the kernel's dependent round trips
  * (docs/performance.md, eleventh session). */
-template <int D, int G> struct rig__cluster_partial {
+template <int D, int G> struct __align__(16) rig__cluster_partial { /* float4 reads of values */
     float values[G * D];
     float lse[G];
 };
