@@ -71,8 +71,8 @@
  * per-(row, KV head) counter (the stream's counters, zeroed at stream creation, cuda_internal.h)
  * and the last one to arrive merges the partials in split order (with at most 16 splits, each
  * thread's partials load before their weights are known: one L2 round trip instead of two at batch
- * 1) and resets the counter to 0 for the next launch or graph replay. At small batches (up to
- * RIG__DECODE_CLUSTER_ROWS rows, 2-16 splits) a (row, KV head)'s splits are instead one
+ * 1) and resets the counter to 0 for the next launch or graph replay. At batch 1
+ * (RIG__DECODE_CLUSTER_ROWS rows, 2-16 splits) a (row, KV head)'s splits are instead one
  * thread-block cluster, and block 0 merges the partials from the others' shared memory after a
  * cluster barrier (rig__decode_merge_cluster: no arrival count, no partials through L2; the same
  * arithmetic and order, so the same bits; RIG_DECODE_CLUSTER=0/1). Math is fp32 with scores
@@ -1563,10 +1563,15 @@ static cudaError_t rig__decode_launch_cluster(const struct rig_cuda_launch *laun
 /* Whether the register path merges a launch's splits in a cluster (rig__decode_merge_cluster):
  * RIG_DECODE_CLUSTER (a timing and testing switch read at every call) 0 never, 1 wherever it
  * can, unset: batches of at most RIG__DECODE_CLUSTER_ROWS rows; it can where the grid has 2 to
- * RIG__DECODE_CLUSTER_MAX splits and the device holds such a cluster of the kernel's blocks
- * (cudaOccupancyMaxActiveClusters, asked once a size and kernel; 0 keeps the arrival count). */
+ * RIG__DECODE_CLUSTER_MAX splits, the plan's shared memory is the natural (at most 48 KB: not
+ * padded to hold fewer blocks) and the device holds such a cluster of the kernel's blocks
+ * (cudaOccupancyMaxActiveClusters, asked once a size and kernel; 0 keeps the arrival count).
+ * Measured on an H200 (docs/performance.md, eleventh session): one row of 512 keys 0.945 ->
+ * 0.921 ms a Qwen3-0.6B step (11 splits), Llama-3.2-1B 1.088 -> 1.065; at 2,048 keys (16
+ * splits) and for Qwen3-8B no change; at 8 rows Qwen3-0.6B's step took 1.17 -> 1.39 ms (x 512)
+ * and 1.62 -> 2.13 (x 2,048): 64 clusters wait on one another's multiprocessors. So 1 row. */
 #ifndef RIG__DECODE_CLUSTER_ROWS
-#define RIG__DECODE_CLUSTER_ROWS 8
+#define RIG__DECODE_CLUSTER_ROWS 1
 #endif
 template <int D, int G, bool WIDE>
 static bool rig__decode_cluster_wanted(const struct rig_cuda_attention_args *a, int32_t splits,
@@ -1574,6 +1579,7 @@ static bool rig__decode_cluster_wanted(const struct rig_cuda_attention_args *a, 
 {
     long mode = rig_cuda_env("RIG_DECODE_CLUSTER", -1);
     if (mode == 0 || splits < 2 || splits > RIG__DECODE_CLUSTER_MAX) return false;
+    if (shared > 48 * 1024) return false;
     if (mode != 1 && a->rows > RIG__DECODE_CLUSTER_ROWS) return false;
     static int fits[RIG__DECODE_CLUSTER_MAX + 1]; /* 0: not asked; 1 fits; -1 does not */
     int known = __atomic_load_n(&fits[splits], __ATOMIC_RELAXED);
@@ -1586,9 +1592,6 @@ static bool rig__decode_cluster_wanted(const struct rig_cuda_attention_args *a, 
             dim3(1, 1, (unsigned)splits), dim3(S::threads), shared, 0, false, attribute);
         bool ok = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed,
                                        1) == cudaSuccess &&
-                  (shared <= 48 * 1024 ||
-                   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)shared) == cudaSuccess) &&
                   cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) == cudaSuccess &&
                   clusters > 0;
         (void)cudaGetLastError(); /* a refused query leaves no error for the next launch */
