@@ -1563,8 +1563,9 @@ static cudaError_t rig__decode_launch_cluster(const struct rig_cuda_launch *laun
 /* Whether the register path merges a launch's splits in a cluster (rig__decode_merge_cluster):
  * RIG_DECODE_CLUSTER (a timing and testing switch read at every call) 0 never, 1 wherever it
  * can, unset: batches of at most RIG__DECODE_CLUSTER_ROWS rows; it can where the grid has 2 to
- * RIG__DECODE_CLUSTER_MAX splits, the plan's shared memory is the natural (at most 48 KB: not
- * padded to hold fewer blocks) and the device holds such a cluster of the kernel's blocks
+ * RIG__DECODE_CLUSTER_MAX splits, the plan's shared memory is the natural one (not padded to
+ * hold fewer blocks: at most 33 KB, so no opt-in above 48 KB, and the one the fit was asked
+ * for) and the device holds such a cluster of the kernel's blocks
  * (cudaOccupancyMaxActiveClusters, asked once a size and kernel; 0 keeps the arrival count).
  * Measured on an H200 (docs/performance.md, eleventh session): one row of 512 keys 0.945 ->
  * 0.921 ms a Qwen3-0.6B step (11 splits), Llama-3.2-1B 1.088 -> 1.065; at 2,048 keys (16
@@ -1579,7 +1580,7 @@ static bool rig__decode_cluster_wanted(const struct rig_cuda_attention_args *a, 
 {
     long mode = rig_cuda_env("RIG_DECODE_CLUSTER", -1);
     if (mode == 0 || splits < 2 || splits > RIG__DECODE_CLUSTER_MAX) return false;
-    if (shared > 48 * 1024) return false;
+    if (shared != rig__decode_shared_bytes(G, D)) return false;
     if (mode != 1 && a->rows > RIG__DECODE_CLUSTER_ROWS) return false;
     static int fits[RIG__DECODE_CLUSTER_MAX + 1]; /* 0: not asked; 1 fits; -1 does not */
     int known = __atomic_load_n(&fits[splits], __ATOMIC_RELAXED);
