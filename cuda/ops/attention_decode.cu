@@ -764,6 +764,46 @@ static __device__ bool rig__decode_arrive(const struct rig_cuda_attention_args *
  * the noise, and `rig bench decode` not at all. RIG_DECODE_SPLIT_CAP_WIDE=N measures others. */
 #define RIG__DECODE_SPLIT_CAP_WIDE 0
 
+/* The merge's weights: per head g (one warp each), exp(lse_i - max) of the `active` splits'
+ * log-sum-exps (lse(g, i): the scratch's or a cluster block's), 0 for an empty split, and
+ * their sum in total[g]; then a block barrier. Each split's weight by one lane, the sum by the
+ * warp's butterfly: the order both merges share, so their outputs are the same bits. */
+template <int G, typename LSE>
+static __device__ __forceinline__ void rig__decode_weights(int32_t active, LSE lse,
+                                                           float (&weight)[G][RIG__SPLITS_MAX],
+                                                           float (&total)[G])
+{
+    int lane = threadIdx.x % RIG_CUDA_WARP, warp = threadIdx.x / RIG_CUDA_WARP;
+    for (int g = warp; g < G; g += RIG_DECODE_WARPS) {
+        float lse_max = -INFINITY, sum = 0.0f;
+        for (int i = lane; i < active; i += RIG_CUDA_WARP)
+            lse_max = fmaxf(lse_max, lse(g, i));
+        lse_max = rig_cuda_warp_max(lse_max);
+        for (int i = lane; i < active; i += RIG_CUDA_WARP) {
+            float value = lse(g, i);
+            weight[g][i] = value == -INFINITY ? 0.0f : expf(value - lse_max);
+            sum += weight[g][i];
+        }
+        sum = rig_cuda_warp_sum(sum);
+        if (lane == 0) total[g] = sum;
+    }
+    __syncthreads();
+}
+
+/* A merged head's 4 dims d .. d + 3 of (row, KV head's head g): acc / sum as bf16 (0 where the
+ * sum is 0: no key). */
+template <int G>
+static __device__ __forceinline__ void rig__decode_store4(const struct rig_cuda_attention_args *a,
+                                                          int64_t row, int64_t kv_head, int g,
+                                                          int d, float4 acc, float sum)
+{
+    uint16_t *out = a->out + row * a->out_stride_t + (kv_head * G + g) * a->out_stride_h + d;
+    out[0] = rig_cuda_to_bf16(sum > 0.0f ? acc.x / sum : 0.0f);
+    out[1] = rig_cuda_to_bf16(sum > 0.0f ? acc.y / sum : 0.0f);
+    out[2] = rig_cuda_to_bf16(sum > 0.0f ? acc.z / sum : 0.0f);
+    out[3] = rig_cuda_to_bf16(sum > 0.0f ? acc.w / sum : 0.0f);
+}
+
 /* The last block of (row, KV head) merges the `active` splits of its G heads: one warp per
  * head turns log-sum-exps into weights in shared memory, then each thread sums 4 dims over
  * the splits in split order (fixed, so the result does not depend on which block came last)
@@ -778,7 +818,6 @@ static __device__ void rig__decode_merge_splits(const struct rig_cuda_attention_
 {
     __shared__ float weight[G][RIG__SPLITS_MAX];
     __shared__ float total[G];
-    int lane = threadIdx.x % RIG_CUDA_WARP, warp = threadIdx.x / RIG_CUDA_WARP;
     int64_t head0 = (row * a->heads_q + kv_head * G) * part.splits; /* [.., G, splits] */
     float4 early[RIG__DECODE_MERGE_EARLY];
     int e_early = part.merge_prefetch && active <= RIG__DECODE_MERGE_EARLY ? (int)threadIdx.x : -1;
@@ -791,21 +830,9 @@ static __device__ void rig__decode_merge_splits(const struct rig_cuda_attention_
         for (int i = 0; i < RIG__DECODE_MERGE_EARLY; i++)
             early[i] = i < active ? __ldcg(values + i * (D / 4)) : make_float4(0, 0, 0, 0);
     }
-    for (int g = warp; g < G; g += RIG_DECODE_WARPS) {
-        const float *lse = part.lse + head0 + g * part.splits;
-        float lse_max = -INFINITY, sum = 0.0f;
-        for (int i = lane; i < active; i += RIG_CUDA_WARP)
-            lse_max = fmaxf(lse_max, __ldcg(lse + i));
-        lse_max = rig_cuda_warp_max(lse_max);
-        for (int i = lane; i < active; i += RIG_CUDA_WARP) {
-            float value = __ldcg(lse + i);
-            weight[g][i] = value == -INFINITY ? 0.0f : expf(value - lse_max);
-            sum += weight[g][i];
-        }
-        sum = rig_cuda_warp_sum(sum);
-        if (lane == 0) total[g] = sum;
-    }
-    __syncthreads();
+    rig__decode_weights<G>(
+        active, [&](int g, int i) { return __ldcg(part.lse + head0 + g * part.splits + i); },
+        weight, total);
     for (int e = threadIdx.x; e < G * D / 4; e += blockDim.x) {
         int g = e / (D / 4), d = e % (D / 4) * 4;
         const float4 *values =
@@ -832,12 +859,7 @@ static __device__ void rig__decode_merge_splits(const struct rig_cuda_attention_
                 acc.w += w * v.w;
             }
         }
-        float sum = total[g];
-        uint16_t *out = a->out + row * a->out_stride_t + (kv_head * G + g) * a->out_stride_h + d;
-        out[0] = rig_cuda_to_bf16(sum > 0.0f ? acc.x / sum : 0.0f);
-        out[1] = rig_cuda_to_bf16(sum > 0.0f ? acc.y / sum : 0.0f);
-        out[2] = rig_cuda_to_bf16(sum > 0.0f ? acc.z / sum : 0.0f);
-        out[3] = rig_cuda_to_bf16(sum > 0.0f ? acc.w / sum : 0.0f);
+        rig__decode_store4<G>(a, row, kv_head, g, d, acc, total[g]);
     }
 }
 
@@ -864,21 +886,10 @@ static __device__ void rig__decode_merge_cluster(const struct rig_cuda_attention
     if (cluster.block_rank() == 0) {
         __shared__ float weight[G][RIG__SPLITS_MAX];
         __shared__ float total[G];
-        int lane = threadIdx.x % RIG_CUDA_WARP, warp = threadIdx.x / RIG_CUDA_WARP;
-        for (int g = warp; g < G; g += RIG_DECODE_WARPS) {
-            float lse_max = -INFINITY, sum = 0.0f;
-            for (int i = lane; i < active; i += RIG_CUDA_WARP)
-                lse_max = fmaxf(lse_max, cluster.map_shared_rank(&mine, (unsigned)i)->lse[g]);
-            lse_max = rig_cuda_warp_max(lse_max);
-            for (int i = lane; i < active; i += RIG_CUDA_WARP) {
-                float value = cluster.map_shared_rank(&mine, (unsigned)i)->lse[g];
-                weight[g][i] = value == -INFINITY ? 0.0f : expf(value - lse_max);
-                sum += weight[g][i];
-            }
-            sum = rig_cuda_warp_sum(sum);
-            if (lane == 0) total[g] = sum;
-        }
-        __syncthreads();
+        rig__decode_weights<G>(
+            active,
+            [&](int g, int i) { return cluster.map_shared_rank(&mine, (unsigned)i)->lse[g]; },
+            weight, total);
         for (int e = threadIdx.x; e < G * D / 4; e += blockDim.x) {
             int g = e / (D / 4), d = e % (D / 4) * 4;
             float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -891,13 +902,7 @@ static __device__ void rig__decode_merge_cluster(const struct rig_cuda_attention
                 acc.z += w * v.z;
                 acc.w += w * v.w;
             }
-            float sum = total[g];
-            uint16_t *out =
-                a->out + row * a->out_stride_t + (kv_head * G + g) * a->out_stride_h + d;
-            out[0] = rig_cuda_to_bf16(sum > 0.0f ? acc.x / sum : 0.0f);
-            out[1] = rig_cuda_to_bf16(sum > 0.0f ? acc.y / sum : 0.0f);
-            out[2] = rig_cuda_to_bf16(sum > 0.0f ? acc.z / sum : 0.0f);
-            out[3] = rig_cuda_to_bf16(sum > 0.0f ? acc.w / sum : 0.0f);
+            rig__decode_store4<G>(a, row, kv_head, g, d, acc, total[g]);
         }
     }
     cluster.sync(); /* block 0 has read every partial */
