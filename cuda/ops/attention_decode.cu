@@ -790,6 +790,15 @@ static __device__ __forceinline__ void rig__decode_weights(int32_t active, LSE l
     __syncthreads();
 }
 
+/* acc += w v, component by component (the merges' one order of operations). */
+static __device__ __forceinline__ void rig__decode_axpy4(float4 &acc, float w, float4 v)
+{
+    acc.x += w * v.x;
+    acc.y += w * v.y;
+    acc.z += w * v.z;
+    acc.w += w * v.w;
+}
+
 /* A merged head's 4 dims d .. d + 3 of (row, KV head's head g): acc / sum as bf16 (0 where the
  * sum is 0: no key). */
 template <int G>
@@ -842,21 +851,13 @@ static __device__ void rig__decode_merge_splits(const struct rig_cuda_attention_
 #pragma unroll
             for (int i = 0; i < RIG__DECODE_MERGE_EARLY; i++) {
                 if (i >= active) break;
-                float w = weight[g][i];
-                acc.x += w * early[i].x;
-                acc.y += w * early[i].y;
-                acc.z += w * early[i].z;
-                acc.w += w * early[i].w;
+                rig__decode_axpy4(acc, weight[g][i], early[i]);
             }
         } else {
 #pragma unroll 16
             for (int i = 0; i < active; i++) {
                 float4 v = __ldcg(values + i * (D / 4));
-                float w = weight[g][i];
-                acc.x += w * v.x;
-                acc.y += w * v.y;
-                acc.z += w * v.z;
-                acc.w += w * v.w;
+                rig__decode_axpy4(acc, weight[g][i], v);
             }
         }
         rig__decode_store4<G>(a, row, kv_head, g, d, acc, total[g]);
@@ -896,11 +897,7 @@ static __device__ void rig__decode_merge_cluster(const struct rig_cuda_attention
             for (int i = 0; i < active; i++) {
                 const float *values = cluster.map_shared_rank(&mine, (unsigned)i)->values;
                 float4 v = *reinterpret_cast<const float4 *>(values + g * D + d);
-                float w = weight[g][i];
-                acc.x += w * v.x;
-                acc.y += w * v.y;
-                acc.z += w * v.z;
-                acc.w += w * v.w;
+                rig__decode_axpy4(acc, weight[g][i], v);
             }
             rig__decode_store4<G>(a, row, kv_head, g, d, acc, total[g]);
         }
@@ -1528,39 +1525,6 @@ static struct rig__decode_plan rig__decode_plan_make(const struct rig_cuda_launc
     return plan;
 }
 
-/* The cluster path's launch: rig_cuda_launch_pdl's, with a cluster of the grid's splits (1 x 1
- * x splits: blocks z of one (row, KV head)). */
-static cudaLaunchConfig_t rig__decode_cluster_config(dim3 grid, dim3 block, size_t shared,
-                                                     cudaStream_t stream, bool pdl,
-                                                     cudaLaunchAttribute (&attribute)[2])
-{
-    attribute[0].id = cudaLaunchAttributeClusterDimension;
-    attribute[0].val.clusterDim.x = 1;
-    attribute[0].val.clusterDim.y = 1;
-    attribute[0].val.clusterDim.z = grid.z;
-    attribute[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute[1].val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t config = {};
-    config.gridDim = grid;
-    config.blockDim = block;
-    config.dynamicSmemBytes = shared;
-    config.stream = stream;
-    config.attrs = attribute;
-    config.numAttrs = pdl ? 2 : 1;
-    return config;
-}
-
-template <typename... Params, typename... Args>
-static cudaError_t rig__decode_launch_cluster(const struct rig_cuda_launch *launch,
-                                              void (*kernel)(Params...), dim3 grid, dim3 block,
-                                              size_t shared, Args... args)
-{
-    cudaLaunchAttribute attribute[2];
-    cudaLaunchConfig_t config =
-        rig__decode_cluster_config(grid, block, shared, launch->stream, launch->pdl, attribute);
-    return cudaLaunchKernelEx(&config, kernel, args...);
-}
-
 /* Most splits (blocks of one cluster) the cluster path takes: 16, past the portable 8 (the
  * kernel is opted in). */
 #define RIG__DECODE_CLUSTER_MAX 16
@@ -1594,8 +1558,9 @@ static bool rig__decode_cluster_wanted(const struct rig_cuda_attention_args *a, 
         const void *kernel = (const void *)rig__decode_kernel<D, G, WIDE, false, true>;
         int clusters = 0;
         cudaLaunchAttribute attribute[2];
-        cudaLaunchConfig_t config = rig__decode_cluster_config(
-            dim3(1, 1, (unsigned)splits), dim3(S::threads), shared, 0, false, attribute);
+        cudaLaunchConfig_t config =
+            rig_cuda_launch_config(dim3(1, 1, (unsigned)splits), dim3(S::threads), shared, 0,
+                                   false, (unsigned)splits, attribute);
         bool ok = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed,
                                        1) == cudaSuccess &&
                   cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) == cudaSuccess &&
@@ -1637,10 +1602,10 @@ static enum rig_status rig__decode_launch(const struct rig_cuda_launch *launch,
     static const struct rig__decode_store none = {};
     if constexpr (!STORE) {
         if (rig__decode_cluster_wanted<D, G, WIDE>(a, part.splits, plan.shared)) {
-            RIG_CUDA_TRY(rig__decode_launch_cluster(launch,
-                                                    rig__decode_kernel<D, G, WIDE, false, true>,
-                                                    grid, dim3(S::threads), plan.shared, *a, part,
-                                                    none));
+            /* a cluster is the splits of one (row, KV head): blocks z */
+            RIG_CUDA_TRY(rig_cuda_launch_pdl_cluster(
+                launch, rig__decode_kernel<D, G, WIDE, false, true>, grid, dim3(S::threads),
+                plan.shared, grid.z, *a, part, none));
             RIG_CUDA_LAUNCHED();
             return RIG_OK;
         }

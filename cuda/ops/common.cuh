@@ -54,6 +54,37 @@ static inline long rig_cuda_env(const char *name, long fallback)
     return value != NULL && value[0] != '\0' ? strtol(value, NULL, 10) : fallback;
 }
 
+/* The launch configuration of rig_cuda_launch_pdl(_cluster), its attributes in `attribute`:
+ * programmatic stream serialisation when `pdl`, a cluster of 1 x 1 x cluster_z blocks when
+ * cluster_z > 1. Also what an occupancy query of the same launch takes. */
+static inline cudaLaunchConfig_t rig_cuda_launch_config(dim3 grid, dim3 block, size_t shared,
+                                                        cudaStream_t stream, bool pdl,
+                                                        unsigned cluster_z,
+                                                        cudaLaunchAttribute (&attribute)[2])
+{
+    int count = 0;
+    if (pdl) {
+        attribute[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attribute[count].val.programmaticStreamSerializationAllowed = 1;
+        count++;
+    }
+    if (cluster_z > 1) {
+        attribute[count].id = cudaLaunchAttributeClusterDimension;
+        attribute[count].val.clusterDim.x = 1;
+        attribute[count].val.clusterDim.y = 1;
+        attribute[count].val.clusterDim.z = cluster_z;
+        count++;
+    }
+    cudaLaunchConfig_t config = {};
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.dynamicSmemBytes = shared;
+    config.stream = stream;
+    config.attrs = attribute;
+    config.numAttrs = (unsigned)count;
+    return config;
+}
+
 /* kernel<<<grid, block, shared, launch->stream>>>(args...), with the programmatic
  * stream-serialisation attribute when launch->pdl. The kernel must call rig_cuda_pdl_begin.
  * Returns the launch's error (check it with RIG_CUDA_TRY). */
@@ -62,16 +93,23 @@ static inline cudaError_t rig_cuda_launch_pdl(const struct rig_cuda_launch *laun
                                               void (*kernel)(Params...), dim3 grid, dim3 block,
                                               size_t shared, Args... args)
 {
-    cudaLaunchAttribute attribute[1];
-    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute[0].val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t config = {};
-    config.gridDim = grid;
-    config.blockDim = block;
-    config.dynamicSmemBytes = shared;
-    config.stream = launch->stream;
-    config.attrs = attribute;
-    config.numAttrs = launch->pdl ? 1 : 0;
+    cudaLaunchAttribute attribute[2];
+    cudaLaunchConfig_t config =
+        rig_cuda_launch_config(grid, block, shared, launch->stream, launch->pdl, 1, attribute);
+    return cudaLaunchKernelEx(&config, kernel, args...);
+}
+
+/* rig_cuda_launch_pdl with the grid's blocks in thread-block clusters of 1 x 1 x cluster_z
+ * (the grid's z a multiple of it; sizes over 8 need the kernel opted in). */
+template <typename... Params, typename... Args>
+static inline cudaError_t rig_cuda_launch_pdl_cluster(const struct rig_cuda_launch *launch,
+                                                      void (*kernel)(Params...), dim3 grid,
+                                                      dim3 block, size_t shared,
+                                                      unsigned cluster_z, Args... args)
+{
+    cudaLaunchAttribute attribute[2];
+    cudaLaunchConfig_t config = rig_cuda_launch_config(grid, block, shared, launch->stream,
+                                                       launch->pdl, cluster_z, attribute);
     return cudaLaunchKernelEx(&config, kernel, args...);
 }
 
