@@ -8,7 +8,9 @@
  * budget 64, decode graphs): overlap off; mixed and decode_first policies; the naive cache;
  * a budget of 16 (more chunks); decode graphs off; page size 4; and under TP 2, overlap on
  * vs off and radix vs naive (TP changes the floating-point sums, so TP 2 is compared with
- * itself). The invariant checker runs after every step. The virtual clock must also show
+ * itself); decode rows longest first, whose steps must list their decode rows by KV length
+ * (the base run's must not, or the check would be empty). The invariant checker runs after
+ * every step. The virtual clock must also show
  * overlap and prefix caching paying off (later end times without them). */
 #include "tests/support/engine_harness.h"
 
@@ -109,6 +111,51 @@ static void test_same_tokens_under_every_schedule(void **state)
     harness_close(&base);
 }
 
+/* Whether every step of `h` lists its decode rows by non-increasing KV length (counted as the
+ * prompt plus the decode steps the row took before; `*steps_out_of_order` counts the steps
+ * that do not). Rows are the first 8 uids a step recorded: all of them at 4 rows. */
+static bool decode_rows_longest_first(const struct harness *h, int32_t *steps_out_of_order)
+{
+    int32_t decoded[N_REQ] = {0};
+    *steps_out_of_order = 0;
+    for (int32_t s = 0; s < h->step_count; s++) {
+        const struct rig_step_record *rec = &h->steps[s];
+        int32_t decodes = rec->batch_size - rec->prefill_requests;
+        assert_true(decodes <= 8);
+        int64_t last = INT64_MAX;
+        bool ordered = true;
+        for (int32_t i = 0; i < decodes; i++) {
+            int32_t r = (int32_t)(h->step_uids[s][i] - 100);
+            assert_true(r >= 0 && r < N_REQ);
+            int64_t kv = 20 + 7 * r + decoded[r]; /* submit_all's prompt_len */
+            if (kv > last) ordered = false;
+            last = kv;
+        }
+        for (int32_t i = 0; i < decodes; i++) decoded[h->step_uids[s][i] - 100]++;
+        if (!ordered) (*steps_out_of_order)++;
+    }
+    return *steps_out_of_order == 0;
+}
+
+static void test_decode_rows_longest_first(void **state)
+{
+    (void)state;
+    struct rig_engine_config c;
+    base_config(&c);
+    run(&base, &c);
+    int32_t unordered = 0;
+    assert_false(decode_rows_longest_first(&base, &unordered));
+    assert_true(unordered > 0);
+    base_config(&c), c.decode_order = RIG_DECODE_ORDER_LONGEST_FIRST;
+    run(&other, &c);
+    assert_same_tokens(&base, &other, "longest first");
+    assert_true(decode_rows_longest_first(&other, &unordered));
+    harness_close(&other);
+    base_config(&c), c.decode_order = RIG_DECODE_ORDER_LONGEST_FIRST, c.policy = RIG_POLICY_MIXED;
+    variant(&c, "longest first, mixed");
+    harness_close(&base);
+}
+
 static void test_same_tokens_under_tp2(void **state)
 {
     (void)state;
@@ -126,6 +173,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_tokens_under_every_schedule),
+        cmocka_unit_test(test_decode_rows_longest_first),
         cmocka_unit_test(test_same_tokens_under_tp2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

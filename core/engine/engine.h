@@ -46,6 +46,19 @@ enum rig_policy {
     RIG_POLICY_MIXED = 2,         /* one batch: every decode token plus a prefill chunk */
 };
 
+/* The order of a batch's decode rows (docs/engine.md, "Decode order"). Rows are independent
+ * (every op of the forward computes a row from that row alone), so the order changes no
+ * request's tokens; it changes the order in which the GPU's decode attention dispatches the
+ * rows' blocks, and with ragged lengths, how long its last blocks run alone. */
+enum rig_decode_order {
+    RIG_DECODE_ORDER_ADMISSION = 0,     /* admission order (Mini-SGLang's) */
+    RIG_DECODE_ORDER_LONGEST_FIRST = 1, /* most KV positions first, ties in admission order */
+};
+
+/* "admission" / "longest_first"; RIG_E_NOT_FOUND otherwise. */
+enum rig_status rig_decode_order_parse(const char *name, enum rig_decode_order *out);
+const char *rig_decode_order_name(enum rig_decode_order order);
+
 /* "prefill_first" / "decode_first" / "mixed"; RIG_E_NOT_FOUND otherwise. */
 enum rig_status rig_policy_parse(const char *name, enum rig_policy *out);
 const char *rig_policy_name(enum rig_policy policy);
@@ -85,6 +98,7 @@ struct rig_engine_config {
     int32_t max_requests;             /* requests known at once (queued + running) */
     enum rig_cache_type cache_type;
     enum rig_policy policy;
+    enum rig_decode_order decode_order;
     bool overlap;                     /* overlap scheduling (default on) */
     bool cuda_graphs;                 /* capture decode graphs when the backend can */
     int32_t cuda_graph_max_bs;        /* largest captured decode batch */
@@ -102,7 +116,8 @@ struct rig_engine_config {
 #define RIG_ENGINE_HOST_BYTES_MAX ((int64_t)8 << 30)
 
 /* Defaults: sim backend, tp 1 (ranks as threads), page size 1, 1024 pages, 16 rows, budget
- * 8192, radix cache, prefill_first, overlap on, graphs on (max bs 32), checker on in verify
+ * 8192, radix cache, prefill_first, decode rows in admission order (RIG_DECODE_ORDER, a
+ * measuring switch, names another), overlap on, graphs on (max bs 32), checker on in verify
  * builds, seed 0. The model must still be set. Can't fail. */
 void rig_engine_config_default(struct rig_engine_config *config);
 

@@ -3,6 +3,7 @@
  * caching), ending requests exactly once and releasing their resources only when no in-flight batch
  * uses them; the normal and the overlap loop. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/engine/engine_impl.h"
@@ -38,6 +39,26 @@ static int64_t rig__reserved(const struct rig_engine *e)
     return total;
 }
 
+/* Longest first: more KV positions first, then admission order (a total order, so the sort
+ * is deterministic whatever qsort does with equal keys). */
+static int rig__longer_first(const void *a, const void *b)
+{
+    const struct rig_request *x = *(const struct rig_request *const *)a;
+    const struct rig_request *y = *(const struct rig_request *const *)b;
+    if (x->device_len != y->device_len) return x->device_len > y->device_len ? -1 : 1;
+    return x->admit_seq < y->admit_seq ? -1 : x->admit_seq > y->admit_seq;
+}
+
+/* The running requests as a batch's decode rows, in the configured order. */
+static int32_t rig__decode_rows(const struct rig_engine *e, struct rig_request **rows)
+{
+    int32_t n = e->decode.count;
+    memcpy(rows, e->decode.running, (size_t)n * sizeof *rows);
+    if (e->config.decode_order == RIG_DECODE_ORDER_LONGEST_FIRST)
+        qsort(rows, (size_t)n, sizeof *rows, rig__longer_first);
+    return n;
+}
+
 /* Fills b->reqs (decode requests first, then prefill) under the policy; returns R. */
 static int32_t rig__schedule(struct rig_engine *e, struct rig__batch *b)
 {
@@ -48,10 +69,7 @@ static int32_t rig__schedule(struct rig_engine *e, struct rig__batch *b)
     enum rig_policy policy = e->config.policy;
     bool decode_now = e->decode.count > 0 &&
                       (policy == RIG_POLICY_DECODE_FIRST || policy == RIG_POLICY_MIXED);
-    if (decode_now) {
-        decodes = e->decode.count;
-        memcpy(b->reqs, e->decode.running, (size_t)decodes * sizeof *b->reqs);
-    }
+    if (decode_now) decodes = rig__decode_rows(e, b->reqs);
     if (policy != RIG_POLICY_DECODE_FIRST || decodes == 0) {
         /* Table writes this batch may still carry: the layout's capacity less the pending
          * rewrites and one page per decode request. */
@@ -60,10 +78,8 @@ static int32_t rig__schedule(struct rig_engine *e, struct rig__batch *b)
         prefills = rig_prefill_schedule(&e->prefill, &e->cache, &e->table, budget - decodes,
                                         reserved, b->reqs + decodes, rmax - decodes);
     }
-    if (decodes == 0 && prefills == 0 && e->decode.count > 0) {
-        decodes = e->decode.count; /* prefill_first with nothing admissible: decode */
-        memcpy(b->reqs, e->decode.running, (size_t)decodes * sizeof *b->reqs);
-    }
+    if (decodes == 0 && prefills == 0 && e->decode.count > 0)
+        decodes = rig__decode_rows(e, b->reqs); /* prefill_first with nothing admissible */
     b->count = decodes + prefills;
     b->prefill_count = prefills;
     b->phase = prefills == 0 ? RIG_BATCH_DECODE
