@@ -8,8 +8,9 @@
  * budget 64, decode graphs): overlap off; mixed and decode_first policies; the naive cache;
  * a budget of 16 (more chunks); decode graphs off; page size 4; and under TP 2, overlap on
  * vs off and radix vs naive (TP changes the floating-point sums, so TP 2 is compared with
- * itself); decode rows longest first, whose steps must list their decode rows by KV length
- * (the base run's must not, or the check would be empty). The invariant checker runs after
+ * itself); decode rows in admission order against longest first (the default), whose steps
+ * must list their decode rows by KV length (the admission-order run's must not, or the check
+ * would be empty). The invariant checker runs after
  * every step. The virtual clock must also show
  * overlap and prefix caching paying off (later end times without them). */
 #include "tests/support/engine_harness.h"
@@ -141,7 +142,7 @@ static void test_decode_rows_longest_first(void **state)
 {
     (void)state;
     struct rig_engine_config c;
-    base_config(&c);
+    base_config(&c), c.decode_order = RIG_DECODE_ORDER_ADMISSION;
     run(&base, &c);
     int32_t unordered = 0;
     assert_false(decode_rows_longest_first(&base, &unordered));

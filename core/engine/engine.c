@@ -60,7 +60,7 @@ void rig_engine_config_default(struct rig_engine_config *c)
     c->max_requests = 256;
     c->cache_type = RIG_CACHE_RADIX;
     c->policy = RIG_POLICY_PREFILL_FIRST;
-    c->decode_order = RIG_DECODE_ORDER_ADMISSION;
+    c->decode_order = RIG_DECODE_ORDER_LONGEST_FIRST;
     const char *order = getenv("RIG_DECODE_ORDER"); /* a measuring switch; unknown: ignored */
     if (order != NULL) (void)rig_decode_order_parse(order, &c->decode_order);
     c->overlap = true;

@@ -52,7 +52,9 @@ enum rig_policy {
  * rows' blocks, and with ragged lengths, how long its last blocks run alone. */
 enum rig_decode_order {
     RIG_DECODE_ORDER_ADMISSION = 0,     /* admission order (Mini-SGLang's) */
-    RIG_DECODE_ORDER_LONGEST_FIRST = 1, /* most KV positions first, ties in admission order */
+    RIG_DECODE_ORDER_LONGEST_FIRST = 1, /* most KV positions first, ties in admission order
+                                           (the default: on an H200 the offline workload
+                                           1.0-1.2 % faster for all three models measured) */
 };
 
 /* "admission" / "longest_first"; RIG_E_NOT_FOUND otherwise. */
@@ -116,8 +118,8 @@ struct rig_engine_config {
 #define RIG_ENGINE_HOST_BYTES_MAX ((int64_t)8 << 30)
 
 /* Defaults: sim backend, tp 1 (ranks as threads), page size 1, 1024 pages, 16 rows, budget
- * 8192, radix cache, prefill_first, decode rows in admission order (RIG_DECODE_ORDER, a
- * measuring switch, names another), overlap on, graphs on (max bs 32), checker on in verify
+ * 8192, radix cache, prefill_first, decode rows longest first (RIG_DECODE_ORDER, a measuring
+ * switch, names another), overlap on, graphs on (max bs 32), checker on in verify
  * builds, seed 0. The model must still be set. Can't fail. */
 void rig_engine_config_default(struct rig_engine_config *config);
 

@@ -143,6 +143,7 @@ static void rig__write_meta(struct rig__writer *w, const struct rig_results *r)
     rig__attr_string(w, root, "scenario", m->scenario);
     rig__attr_string(w, root, "scenario_sha256", m->scenario_sha256);
     rig__attr_string(w, root, "policy", m->policy);
+    rig__attr_string(w, root, "decode_order", m->decode_order);
     rig__attr_string(w, root, "cache", m->cache);
     rig__attr_string(w, root, "time_units", "s");
     rig__attr_number(w, root, "seed", H5T_NATIVE_UINT64, &m->seed);

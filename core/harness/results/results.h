@@ -100,6 +100,7 @@ struct rig_results_meta {
     char device[RIG_RESULTS_TEXT_MAX];
     char model[RIG_RESULTS_TEXT_MAX];
     char policy[32];
+    char decode_order[32];
     char cache[16];
     uint64_t seed;
     int32_t tp_size;

@@ -461,6 +461,7 @@ void rig_scenario_results_meta(const struct rig_scenario *s, const struct rig_en
              info->timing_only ? " (timing only)" : "", c->tp_size);
     snprintf(m->model, sizeof m->model, "%s", c->model.name);
     snprintf(m->policy, sizeof m->policy, "%s", rig_policy_name(c->policy));
+    snprintf(m->decode_order, sizeof m->decode_order, "%s", rig_decode_order_name(c->decode_order));
     snprintf(m->cache, sizeof m->cache, "%s", rig_cache_type_name(c->cache_type));
     m->seed = s->seed;
     m->tp_size = c->tp_size;
