@@ -1000,10 +1000,9 @@ rig__decode_range_get(const struct rig_cuda_attention_args &a, const struct rig_
  * 537 MB of KV a layer, more than L2 holds, so prefetched lines were evicted unused). */
 template <int D, int KEYS_PER_STEP>
 static __device__ __forceinline__ void rig__decode_prefetch(const struct rig_cuda_attention_args &a,
-                                                            const struct rig__partials &part)
+                                                            const struct rig__decode_range &r)
 {
     constexpr int lines = D * 2 / 128 > 0 ? D * 2 / 128 : 1; /* per K or V row */
-    struct rig__decode_range r = rig__decode_range_get<KEYS_PER_STEP>(a, part);
     int64_t keys = r.end - r.begin < KEYS_PER_STEP ? r.end - r.begin : KEYS_PER_STEP;
     int64_t count = keys * 2 * lines;
     for (int64_t e = threadIdx.x; e < count; e += blockDim.x) {
@@ -1195,7 +1194,11 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP,
 {
     static_assert(!(STORE && CLUSTER), "the cluster path is attention alone's");
     using S = rig__decode_shape<D, G, WIDE>;
-    if (part.l2_prefetch) rig__decode_prefetch<D, S::keys_per_step>(a, part);
+    /* The block's keys, once, before the wait: lengths and page table are the step's
+     * metadata, written before the forward (its divisions were made up to three times, two of
+     * them after the wait, in the chain before the first K/V load) */
+    const struct rig__decode_range range = rig__decode_range_get<S::keys_per_step>(a, part);
+    if (part.l2_prefetch) rig__decode_prefetch<D, S::keys_per_step>(a, range);
     int lane = threadIdx.x % S::lanes, lane_group = threadIdx.x / S::lanes;
     /* the store prologue's (see above); without it a small stand-in, never used */
     __shared__ struct rig__store_shared<STORE ? D : 16> sh;
@@ -1204,16 +1207,14 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP,
     uint4 w_q = make_uint4(0, 0, 0, 0);
     bool newest_last = false; /* the row's last split scores its newest key after the loop */
     if constexpr (STORE) { /* before the wait: none of it is written by the forward */
-        struct rig__decode_range r = rig__decode_range_get<S::keys_per_step>(a, part);
-        newest_last = (int32_t)blockIdx.z == r.active - 1 && r.end > r.begin;
-        position = rig__store_prepare<D>(st, r.row, newest_last, sh, &newest_slot);
+        newest_last = (int32_t)blockIdx.z == range.active - 1 && range.end > range.begin;
+        position = rig__store_prepare<D>(st, range.row, newest_last, sh, &newest_slot);
         if (st.q_norm != NULL)
             w_q = __ldg(reinterpret_cast<const uint4 *>(st.q_norm + lane * 8));
     }
     rig_cuda_pdl_begin(); /* before any read of what earlier kernels wrote */
     constexpr int U = S::unroll, H = S::heads;
     int slice = lane_group % S::slices, key_row = lane_group / S::slices;
-    struct rig__decode_range range = rig__decode_range_get<S::keys_per_step>(a, part);
     /* the whole block: no key of the row left (a cluster's block stays for its barriers) */
     if (!CLUSTER && (int32_t)blockIdx.z >= range.active) return;
     int64_t row = range.row, kv_head = range.kv_head;
