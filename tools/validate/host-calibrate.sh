@@ -20,7 +20,9 @@
 #                        rows and median residual), the held-out runs' timings, and each
 #                        prediction's duration and host lines, committed table then new
 #   heldout.tar.gz       the held-out runs as measured (tools/validate/predict.sh takes it)
-#   compare.tar.gz       every `rig compare` output: committed/*.txt and new/*.txt
+#   compare.tar.gz       every `rig compare` output: committed/*.txt and new/*.txt (the held-out
+#                        runs, and calibration.txt: the calibration run predicted by the
+#                        simulator's own calibration stage under each table)
 #   logs.tar.gz          the sweep's and the predictions' logs
 set -uo pipefail
 bundle=${BUNDLE:-bundle-main}
@@ -57,20 +59,30 @@ else
 fi
 
 # 3. predictions with the committed table and with the new one (its profile: the committed
-#    one with op_table pointed at the new file), each compared with the measurements
+#    one with op_table pointed at the new file), each compared with the measurements: the
+#    calibration run, then the held-out runs
 printf '#!/bin/sh\nexec %s "$@"\n' "${rig[*]}" >"$work/rig"
 chmod +x "$work/rig"
 sed "s|^op_table: .*|op_table: $out/$table.h5|" "$root/sim/profiles/$table.yaml" \
     >"$work/$table-new.yaml"
 for which in committed new; do
-    [[ -d $work/heldout ]] || break
     profile=$table
     [[ $which == new ]] && profile=$work/$table-new.yaml
-    "$here/predict.sh" "$work/heldout" "$work/pred-$which" "$profile" "$work/rig" \
-        >"$work/logs/predict-$which.txt" 2>&1
-    say "== predicted with the $which table ($SECONDS s)"
     mkdir -p "$work/compare/$which"
-    cp "$work/pred-$which"/cmp/*.txt "$work/compare/$which/" 2>/dev/null
+    # the calibration run itself, predicted: the simulator's own calibration stage (the same
+    # workload, timing only) under this table, paired step by step with the measured one
+    if [[ -f $out/host-calibration.h5 ]] &&
+        "$work/rig" profile --backend sim --profile "$profile" --out "$work/cal-$which-table.h5" \
+            --host-out "$work/cal-$which.h5" >"$work/logs/calibration-$which.txt" 2>&1; then
+        "$work/rig" compare "$out/host-calibration.h5" "$work/cal-$which.h5" \
+            >"$work/compare/$which/calibration.txt" 2>&1
+    fi
+    if [[ -d $work/heldout ]]; then
+        "$here/predict.sh" "$work/heldout" "$work/pred-$which" "$profile" "$work/rig" \
+            >"$work/logs/predict-$which.txt" 2>&1
+        cp "$work/pred-$which"/cmp/*.txt "$work/compare/$which/" 2>/dev/null
+    fi
+    say "== predicted with the $which table ($SECONDS s)"
     for f in "$work/compare/$which"/*.txt; do
         say "-- $(basename "$f" .txt)"
         grep -E "^(duration|host|decode |prefill )" "$f" |
