@@ -77,6 +77,10 @@ static const int32_t *rig__decode_row(const struct rig_op_attention_decode *p, i
 static int64_t rig__common(const int32_t *a, int64_t na, const int32_t *b, int64_t nb)
 {
     int64_t lo = 0, hi = na < nb ? na : nb; /* a[i] == b[i] for i < lo; unknown from lo on */
+    /* Rows that differ at their first slot share nothing: most pairs of a batch, so one probe
+     * instead of a bisection over the rows (the Qwen3-8B offline run on the h200 profile,
+     * timing only, decode rows longest first: 0.69 -> 0.43 s of CPU) */
+    if (hi == 0 || a[0] != b[0]) return 0;
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
         if (a[mid] == b[mid]) lo = mid + 1;
