@@ -10,9 +10,8 @@
  * vs off and radix vs naive (TP changes the floating-point sums, so TP 2 is compared with
  * itself); decode rows in admission order against longest first (the default), whose steps
  * must list their decode rows by KV length (the admission-order run's must not, or the check
- * would be empty). The invariant checker runs after
- * every step. The virtual clock must also show
- * overlap and prefix caching paying off (later end times without them). */
+ * would be empty). The invariant checker runs after every step. The virtual clock must also
+ * show overlap and prefix caching paying off (later end times without them). */
 #include "tests/support/engine_harness.h"
 
 #define N_REQ 8
