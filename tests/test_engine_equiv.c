@@ -156,6 +156,33 @@ static void test_decode_rows_longest_first(void **state)
     harness_close(&base);
 }
 
+/* The order's names, and RIG_DECODE_ORDER (a measuring switch read by the defaults): a known
+ * name sets it, an unknown one leaves the default. */
+static void test_decode_order_names(void **state)
+{
+    (void)state;
+    enum rig_decode_order order = RIG_DECODE_ORDER_ADMISSION;
+    assert_int_equal(rig_decode_order_parse("longest_first", &order), RIG_OK);
+    assert_int_equal(order, RIG_DECODE_ORDER_LONGEST_FIRST);
+    assert_string_equal(rig_decode_order_name(order), "longest_first");
+    assert_int_equal(rig_decode_order_parse("admission", &order), RIG_OK);
+    assert_string_equal(rig_decode_order_name(order), "admission");
+    assert_int_equal(rig_decode_order_parse("shortest_first", &order), RIG_E_NOT_FOUND);
+    assert_int_equal(order, RIG_DECODE_ORDER_ADMISSION); /* untouched */
+    struct rig_engine_config c;
+    char was[32] = ""; /* the caller's setting, copied: setenv may move it */
+    const char *env = getenv("RIG_DECODE_ORDER");
+    if (env != NULL) snprintf(was, sizeof was, "%s", env);
+    assert_int_equal(setenv("RIG_DECODE_ORDER", "admission", 1), 0);
+    rig_engine_config_default(&c);
+    assert_int_equal(c.decode_order, RIG_DECODE_ORDER_ADMISSION);
+    assert_int_equal(setenv("RIG_DECODE_ORDER", "bogus", 1), 0);
+    rig_engine_config_default(&c);
+    assert_int_equal(c.decode_order, RIG_DECODE_ORDER_LONGEST_FIRST);
+    if (env != NULL) setenv("RIG_DECODE_ORDER", was, 1);
+    else unsetenv("RIG_DECODE_ORDER");
+}
+
 static void test_same_tokens_under_tp2(void **state)
 {
     (void)state;
@@ -174,6 +201,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_tokens_under_every_schedule),
         cmocka_unit_test(test_decode_rows_longest_first),
+        cmocka_unit_test(test_decode_order_names),
         cmocka_unit_test(test_same_tokens_under_tp2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
