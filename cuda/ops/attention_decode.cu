@@ -1212,14 +1212,11 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP,
         if (st.q_norm != NULL)
             w_q = __ldg(reinterpret_cast<const uint4 *>(st.q_norm + lane * 8));
     }
-    /* The whole block: no key of the row left. It exits before the wait, so it does not hold
-     * a multiprocessor's slot while the previous kernel finishes (the row's first split always
-     * waits, so this kernel still completes after its predecessor). A cluster's block stays for
-     * its barriers. */
-    if (!CLUSTER && (int32_t)blockIdx.z >= range.active) return;
     rig_cuda_pdl_begin(); /* before any read of what earlier kernels wrote */
     constexpr int U = S::unroll, H = S::heads;
     int slice = lane_group % S::slices, key_row = lane_group / S::slices;
+    /* the whole block: no key of the row left (a cluster's block stays for its barriers) */
+    if (!CLUSTER && (int32_t)blockIdx.z >= range.active) return;
     int64_t row = range.row, kv_head = range.kv_head;
     struct rig_cuda_attention_place place = range.place;
     int32_t active = range.active;
