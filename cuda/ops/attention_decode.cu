@@ -1195,8 +1195,9 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP,
     static_assert(!(STORE && CLUSTER), "the cluster path is attention alone's");
     using S = rig__decode_shape<D, G, WIDE>;
     /* The block's keys, once, before the wait: lengths and page table are the step's
-     * metadata, written before the forward (its divisions were made up to three times, two of
-     * them after the wait, in the chain before the first K/V load) */
+     * metadata, written before the forward (their three divisions were made up to three times:
+     * for the L2 prefetch, for the store prologue, and again after the wait, in the chain
+     * before the first K/V load) */
     const struct rig__decode_range range = rig__decode_range_get<S::keys_per_step>(a, part);
     if (part.l2_prefetch) rig__decode_prefetch<D, S::keys_per_step>(a, range);
     int lane = threadIdx.x % S::lanes, lane_group = threadIdx.x / S::lanes;
