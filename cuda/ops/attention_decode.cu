@@ -1325,7 +1325,12 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP,
  * RIG_DECODE_PREFETCH=0  no L2 prefetch of the block's K/V before the PDL wait (see
  *                        rig__decode_prefetch; it runs only for a grid of one wave).
  * RIG_DECODE_GRID_TRIM=0 the grid of the planned splits, not the most any row within the
- *                        page table's width runs under the cap (rig_cuda_decode_grid_splits). */
+ *                        page table's width runs under the cap (rig_cuda_decode_grid_splits).
+ * RIG_DECODE_WAVE_FILL=0 one split whenever the rows' blocks fill at least one wave at the
+ *                        natural occupancy; the wave rule only below that. Not measured yet:
+ *                        the twelfth session's calibration run showed graph sizes planned
+ *                        with one split up to 24 % faster than neighbours planned with two or
+ *                        three at 72-256 rows (docs/performance.md). */
 struct rig__decode_knobs {
     bool v2;
     int occupancy;
@@ -1335,6 +1340,7 @@ struct rig__decode_knobs {
     int split_cap;    /* RIG_DECODE_SPLIT_CAP=N (0..64, 0: none): rig__decode_share's cap */
     int split_cap_wide; /* RIG_DECODE_SPLIT_CAP_WIDE=N: the same for the wide layout */
     bool grid_trim;     /* RIG_DECODE_GRID_TRIM=0: launch the planned splits, empty ones too */
+    bool wave_fill;     /* RIG_DECODE_WAVE_FILL=0: one split from one full wave of blocks up */
 };
 
 /* The switches, read at the first launch (C++ makes the initialisation thread-safe). */
@@ -1355,6 +1361,7 @@ static const struct rig__decode_knobs &rig__decode_knobs(void)
         k.split_cap_wide =
             wide >= 0 && wide <= RIG__SPLITS_MAX ? (int)wide : RIG__DECODE_SPLIT_CAP_WIDE;
         k.grid_trim = rig_cuda_env("RIG_DECODE_GRID_TRIM", 1) != 0;
+        k.wave_fill = rig_cuda_env("RIG_DECODE_WAVE_FILL", 1) != 0;
         return k;
     }();
     return knobs;
@@ -1497,6 +1504,7 @@ static struct rig__decode_plan rig__decode_plan_waves(const struct rig_cuda_laun
     }
     const struct rig__decode_facts &facts = rig__decode_facts_get<D, G, WIDE, STORE>();
     int64_t per_sm = facts.natural > 0 ? facts.natural : 1;
+    if (!knobs.wave_fill && a->rows * a->heads_kv >= per_sm * launch->sm_count) return plan;
     plan.splits = rig__decode_splits(launch, a, S::keys_per_step, knobs.split_steps,
                                      per_sm * launch->sm_count);
     if (facts.fewer_shared == 0 || knobs.occupancy == 0) return plan;
