@@ -18,6 +18,12 @@
 
 static struct harness base, other;
 
+/* Request i's prompt length (uid 100 + i). */
+static int32_t prompt_len(int32_t i)
+{
+    return 20 + 7 * i;
+}
+
 static void submit_all(struct harness *h)
 {
     static int32_t prompts[N_REQ][120];
@@ -30,7 +36,7 @@ static void submit_all(struct harness *h)
         memset(&s, 0, sizeof s);
         s.uid = 100 + (uint64_t)i;
         s.prompt = prompts[i];
-        s.prompt_len = 20 + 7 * i;
+        s.prompt_len = prompt_len(i);
         s.sampling = rig_sampling_default();
         s.sampling.max_tokens = 3 + 2 * i;
         s.sampling.ignore_eos = true;
@@ -127,7 +133,7 @@ static bool decode_rows_longest_first(const struct harness *h, int32_t *steps_ou
         for (int32_t i = 0; i < decodes; i++) {
             int32_t r = (int32_t)(h->step_uids[s][i] - 100);
             assert_true(r >= 0 && r < N_REQ);
-            int64_t kv = 20 + 7 * r + decoded[r]; /* submit_all's prompt_len */
+            int64_t kv = prompt_len(r) + decoded[r];
             if (kv > last) ordered = false;
             last = kv;
         }
