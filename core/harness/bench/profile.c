@@ -516,9 +516,20 @@ static enum rig_status rig__attention_store(struct rig__sweep *s, const struct r
     return rig__point(s, &op);
 }
 
+/* RIG_PROFILE_RAGGED=ascending, a measuring switch: the ragged decode points' rows shortest
+ * first, as the sweep laid them out before the engine ordered a batch's decode rows longest
+ * first (docs/engine.md, "Decode order"). The kernel's blocks are dispatched in row order, so
+ * the order moves a ragged batch's tail. */
+static bool rig__ragged_ascending(void)
+{
+    const char *value = getenv("RIG_PROFILE_RAGGED");
+    return value != NULL && strcmp(value, "ascending") == 0;
+}
+
 /* Attention over R requests, each with q query rows and kv positions (slots r * kv + p);
- * `ragged` (decode): request r has only kv (r + 1) / R of them, a batch of mixed lengths
- * (mean about kv / 2, max kv), as online batches are. */
+ * `ragged` (decode): request r has only kv (R - r) / R of them, a batch of mixed lengths
+ * (mean about kv / 2, max kv) as online batches are, longest first as the engine orders
+ * them. */
 static enum rig_status rig__attention(struct rig__sweep *s, const struct rig__shape *x, int64_t R,
                                       int64_t q, int64_t kv, bool decode, bool ragged)
 {
@@ -532,8 +543,10 @@ static enum rig_status rig__attention(struct rig__sweep *s, const struct rig__sh
     struct rig_tensor kv_len = rig__meta(s, R, RIG_DTYPE_I32, &len_h);
     struct rig_tensor cu_q = rig__meta(s, R + 1, RIG_DTYPE_I32, &cu_h);
     for (int64_t i = 0; i < S; i++) table_h[i] = rig__slot(x, i);
+    bool ascending = rig__ragged_ascending();
     for (int64_t r = 0; r <= R; r++) {
-        int64_t len = ragged ? (kv * (r + 1) + R - 1) / R : kv;
+        int64_t share = ascending ? r + 1 : R - r;
+        int64_t len = ragged ? (kv * share + R - 1) / R : kv;
         if (r < R) idx_h[r] = (int32_t)r, len_h[r] = (int32_t)len;
         cu_h[r] = (int32_t)(r * q);
     }
@@ -607,24 +620,29 @@ static enum rig_status rig__attentions_shared(struct rig__sweep *s, const struct
     return status;
 }
 
-/* RIG_PROFILE_CONTEXTS=L1,L2,... (at most 32, each 1..2^20), a measuring switch: the decode
- * points' KV lengths instead of the grid's. *count 0 when unset or malformed (said once). */
-static void rig__contexts_override(int64_t *contexts, size_t *count)
+/* A measuring switch's list "N1,N2,..." from `name` (at most `capacity` values, each
+ * 1..`most`), for the decode points' grid: RIG_PROFILE_CONTEXTS (KV lengths) and
+ * RIG_PROFILE_BATCHES (requests, e.g. every CUDA-graph size). *count 0 when unset or
+ * malformed (said once: the grid's values are used). */
+static void rig__list_override(const char *name, int64_t most, int64_t *values, size_t capacity,
+                               size_t *count)
 {
     *count = 0;
-    const char *value = getenv("RIG_PROFILE_CONTEXTS");
+    const char *value = getenv(name);
     if (value == NULL) return;
     const char *at = value;
-    while (*at != '\0' && *count < 32) {
+    while (*at != '\0' && *count < capacity) {
         char *end = NULL;
-        long long len = strtoll(at, &end, 10);
-        if (end == at || len < 1 || len > RIG__SLOTS_MAX || (*end != ',' && *end != '\0')) {
-            fprintf(stderr, "rig profile: RIG_PROFILE_CONTEXTS=%s: expected lengths 1..%d "
-                            "separated by commas; the grid's used\n", value, RIG__SLOTS_MAX);
+        long long n = strtoll(at, &end, 10);
+        if (end == at || n < 1 || n > most || (*end != ',' && *end != '\0')) {
+            fprintf(stderr,
+                    "rig profile: %s=%s: expected at most %zu values 1..%lld separated by "
+                    "commas; the grid's used\n",
+                    name, value, capacity, (long long)most);
             *count = 0;
             return;
         }
-        contexts[(*count)++] = len;
+        values[(*count)++] = n;
         at = *end == ',' ? end + 1 : end;
     }
 }
@@ -636,16 +654,23 @@ static enum rig_status rig__attentions(struct rig__sweep *s, const struct rig__s
      * context (a split takes whole steps of keys: cuda/ops/attention_decode.cu); 40 and 56
      * too, the engine's decode graphs between 32 and 64 rows (core/engine/engine.c,
      * rig__graph_sizes: 1, 2, 4, 8, then every 8), whose waves the neighbours do not tell */
-    static const int64_t batches[] = {1,  2,  3,  4,  6,  8,   12,  16,  24,
-                                      32, 40, 48, 56, 64, 96, 128, 192, 256};
+    static const int64_t grid_batches[] = {1,  2,  3,  4,  6,  8,   12,  16,  24,
+                                           32, 40, 48, 56, 64, 96, 128, 192, 256};
     static const int64_t grid_contexts[] = {128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072,
                                             4096};
-    int64_t contexts[32];
-    size_t context_count;
-    rig__contexts_override(contexts, &context_count);
+    int64_t contexts[32], batches[64];
+    size_t context_count, batch_count;
+    rig__list_override("RIG_PROFILE_CONTEXTS", RIG__SLOTS_MAX, contexts, RIG_ARRAY_LEN(contexts),
+                       &context_count);
     if (context_count == 0) {
         context_count = RIG_ARRAY_LEN(grid_contexts);
         memcpy(contexts, grid_contexts, sizeof grid_contexts);
+    }
+    rig__list_override("RIG_PROFILE_BATCHES", 1024, batches, RIG_ARRAY_LEN(batches),
+                       &batch_count);
+    if (batch_count == 0) {
+        batch_count = RIG_ARRAY_LEN(grid_batches);
+        memcpy(batches, grid_batches, sizeof grid_batches);
     }
     static const int64_t requests[] = {1, 4, 16}, prefixes[] = {0, 256, 1024, 8192};
     static const int64_t tokens[] = {16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
@@ -659,11 +684,10 @@ static enum rig_status rig__attentions(struct rig__sweep *s, const struct rig__s
     const struct rig__shape *dims[2] = {x, x->D == 128 && !quick ? &half : NULL};
     for (int32_t d = 0; d < 2 && dims[d] != NULL; d++)
         for (int32_t ragged = 0; ragged <= (quick ? 0 : 1); ragged++)
-            for (size_t b = ragged; b < RIG_ARRAY_LEN(batches) && status == RIG_OK;
-                 b += quick ? 4 : 1)
+            for (size_t b = 0; b < batch_count && status == RIG_OK; b += quick ? 4 : 1)
                 for (size_t c = 0; c < context_count && status == RIG_OK;
                      c += quick ? 3 : 1)
-                    if (batches[b] * contexts[c] <= RIG__SLOTS_MAX)
+                    if (batches[b] * contexts[c] <= RIG__SLOTS_MAX && (!ragged || batches[b] > 1))
                         status =
                             rig__attention(s, dims[d], batches[b], 1, contexts[c], true, ragged);
     for (int32_t d = 0; d < 2 && dims[d] != NULL && status == RIG_OK; d++)
