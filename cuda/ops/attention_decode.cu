@@ -1312,6 +1312,16 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP,
         rig__decode_merge_splits<D, G>(&a, part, row, kv_head, active);
 }
 
+/* The least share of a wave of resident blocks (percent, at the natural occupancy) from which
+ * a row takes one split (rig__decode_plan_waves). Measured on an H200 (docs/performance.md,
+ * thirteenth session): the wave rule alone split 72-232 rows of Qwen3-0.6B's heads (groups of
+ * 2) two or three ways to fill the last wave, and one split ran those sizes up to 40 % faster
+ * (ragged rows, 512-2,048 keys; up to 7 % slower at 72-96 uniform rows of 2,048 keys), the
+ * offline workload +3.9 %; groups of 4 planned one split there already. */
+#ifndef RIG__DECODE_ONE_SPLIT
+#define RIG__DECODE_ONE_SPLIT 100
+#endif
+
 /* Measuring switches of the register path, read once per process from the environment (the
  * defaults are the measured best):
  * RIG_DECODE_V2=0        the earlier kernel's choices, for comparison in the same binary:
@@ -1326,11 +1336,10 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP,
  *                        rig__decode_prefetch; it runs only for a grid of one wave).
  * RIG_DECODE_GRID_TRIM=0 the grid of the planned splits, not the most any row within the
  *                        page table's width runs under the cap (rig_cuda_decode_grid_splits).
- * RIG_DECODE_WAVE_FILL=0 one split whenever the rows' blocks fill at least one wave at the
- *                        natural occupancy; the wave rule only below that. Not measured yet:
- *                        the twelfth session's calibration run showed graph sizes planned
- *                        with one split up to 24 % faster than neighbours planned with two or
- *                        three at 72-256 rows (docs/performance.md). */
+ * RIG_DECODE_ONE_SPLIT=P  one split a row when the rows' blocks fill at least P % of a wave
+ *                        at the natural occupancy (default 100; 0: never, the wave rule
+ *                        at every size, the twelfth session's plan). See
+ *                        rig__decode_plan_waves. */
 struct rig__decode_knobs {
     bool v2;
     int occupancy;
@@ -1340,7 +1349,7 @@ struct rig__decode_knobs {
     int split_cap;    /* RIG_DECODE_SPLIT_CAP=N (0..64, 0: none): rig__decode_share's cap */
     int split_cap_wide; /* RIG_DECODE_SPLIT_CAP_WIDE=N: the same for the wide layout */
     bool grid_trim;     /* RIG_DECODE_GRID_TRIM=0: launch the planned splits, empty ones too */
-    bool wave_fill;     /* RIG_DECODE_WAVE_FILL=0: one split from one full wave of blocks up */
+    int one_split;      /* RIG_DECODE_ONE_SPLIT=P: one split from P % of a wave up */
 };
 
 /* The switches, read at the first launch (C++ makes the initialisation thread-safe). */
@@ -1361,7 +1370,8 @@ static const struct rig__decode_knobs &rig__decode_knobs(void)
         k.split_cap_wide =
             wide >= 0 && wide <= RIG__SPLITS_MAX ? (int)wide : RIG__DECODE_SPLIT_CAP_WIDE;
         k.grid_trim = rig_cuda_env("RIG_DECODE_GRID_TRIM", 1) != 0;
-        k.wave_fill = rig_cuda_env("RIG_DECODE_WAVE_FILL", 1) != 0;
+        long one = rig_cuda_env("RIG_DECODE_ONE_SPLIT", RIG__DECODE_ONE_SPLIT);
+        k.one_split = one >= 0 && one <= 100 ? (int)one : RIG__DECODE_ONE_SPLIT;
         return k;
     }();
     return knobs;
@@ -1481,8 +1491,9 @@ struct rig__decode_plan {
     int32_t split_cap; /* rig__decode_share's cap for the layout (0: none) */
 };
 
-/* The waves' plan for arguments `a`. The split count fills whole waves of resident blocks
- * (rig_cuda_decode_waves); with RIG_DECODE_OCCUPANCY -1 it is planned both for the natural
+/* The waves' plan for arguments `a`. From RIG_DECODE_ONE_SPLIT % of a wave of resident blocks
+ * up (at the natural occupancy) a row takes one split; below it the split count fills whole
+ * waves of resident blocks (rig_cuda_decode_waves); with RIG_DECODE_OCCUPANCY -1 it is planned both for the natural
  * occupancy and for one block fewer per multiprocessor, and the fewer-blocks plan wins when it
  * needs fewer splits. Measured on an H100 (132 SMs; D 128, G 2 fits 5 blocks per SM by
  * registers): at 256 x 1024 (2,048 blocks) 5 per SM need 3 splits of 11 steps (412 us), 4 per
@@ -1504,7 +1515,9 @@ static struct rig__decode_plan rig__decode_plan_waves(const struct rig_cuda_laun
     }
     const struct rig__decode_facts &facts = rig__decode_facts_get<D, G, WIDE, STORE>();
     int64_t per_sm = facts.natural > 0 ? facts.natural : 1;
-    if (!knobs.wave_fill && a->rows * a->heads_kv >= per_sm * launch->sm_count) return plan;
+    if (knobs.one_split > 0 &&
+        a->rows * a->heads_kv * 100 >= (int64_t)knobs.one_split * per_sm * launch->sm_count)
+        return plan;
     plan.splits = rig__decode_splits(launch, a, S::keys_per_step, knobs.split_steps,
                                      per_sm * launch->sm_count);
     if (facts.fewer_shared == 0 || knobs.occupancy == 0) return plan;
