@@ -40,6 +40,20 @@ static void test_decode_waves_small_batch(void **state)
     assert_int_equal(rig_cuda_decode_waves(8, 660, 0), 1); /* no room to split */
 }
 
+/* One split from 80 % of a wave up (RIG_DECODE_ONE_SPLIT's default; measured on an H200,
+ * Qwen3-0.6B's 8 KV heads at 4 blocks a SM: 528 resident). 56 rows (448 blocks, 85 %) take one
+ * split, 48 (384, 73 %) keep the wave rule's count; 0 never, 100 from a full wave. */
+static void test_decode_one_split(void **state)
+{
+    (void)state;
+    assert_true(rig_cuda_decode_one_split(56 * 8, 4 * RIG__SMS, 80));
+    assert_false(rig_cuda_decode_one_split(48 * 8, 4 * RIG__SMS, 80));
+    assert_true(rig_cuda_decode_one_split(256 * 8, 4 * RIG__SMS, 80));
+    assert_false(rig_cuda_decode_one_split(256 * 8, 4 * RIG__SMS, 0));
+    assert_false(rig_cuda_decode_one_split(65 * 8, 4 * RIG__SMS, 100)); /* 520 < 528 */
+    assert_true(rig_cuda_decode_one_split(66 * 8, 4 * RIG__SMS, 100));
+}
+
 /* A row's share of keys at batch 1 (Qwen3-0.6B's shape: 32-key steps, 60 splits planned for 8
  * KV heads on 132 SMs). Without the cap a 1,664-key row ran 52 one-step splits (21.8 us warm
  * on an H200) where 13 four-step ones took 11.5; the cap holds a row of up to 16 x 16 steps to
@@ -110,6 +124,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decode_waves_large_batch),
         cmocka_unit_test(test_decode_waves_small_batch),
+        cmocka_unit_test(test_decode_one_split),
         cmocka_unit_test(test_decode_share_cap),
         cmocka_unit_test(test_decode_grid_splits),
     };

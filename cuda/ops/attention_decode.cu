@@ -1317,9 +1317,11 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP,
  * thirteenth session): the wave rule alone split 72-232 rows of Qwen3-0.6B's heads (groups of
  * 2) two or three ways to fill the last wave, and one split ran those sizes up to 40 % faster
  * (ragged rows, 512-2,048 keys; up to 7 % slower at 72-96 uniform rows of 2,048 keys), the
- * offline workload +3.9 %; groups of 4 planned one split there already. */
+ * offline workload +3.9 %; groups of 4 planned one split there already. From 80 % of a wave
+ * (call 2) 56 rows, which the wave rule split four ways, take one split too: 18-36 % faster
+ * over uniform rows of 512-2,048 keys, -26 / -9 / +9 % ragged, the offline workload +0.2 %. */
 #ifndef RIG__DECODE_ONE_SPLIT
-#define RIG__DECODE_ONE_SPLIT 100
+#define RIG__DECODE_ONE_SPLIT 80
 #endif
 
 /* Measuring switches of the register path, read once per process from the environment (the
@@ -1337,7 +1339,7 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP,
  * RIG_DECODE_GRID_TRIM=0 the grid of the planned splits, not the most any row within the
  *                        page table's width runs under the cap (rig_cuda_decode_grid_splits).
  * RIG_DECODE_ONE_SPLIT=P  one split a row when the rows' blocks fill at least P % of a wave
- *                        at the natural occupancy (default 100; 0: never, the wave rule
+ *                        at the natural occupancy (default 80; 0: never, the wave rule
  *                        at every size, the twelfth session's plan). See
  *                        rig__decode_plan_waves. */
 struct rig__decode_knobs {
@@ -1396,6 +1398,13 @@ int64_t rig_cuda_decode_waves(int64_t blocks, int64_t capacity, int64_t limit)
         }
     }
     return best;
+}
+
+/* See attention_decode.cuh. */
+bool rig_cuda_decode_one_split(int64_t blocks, int64_t capacity, int percent)
+{
+    RIG_ASSERT(blocks >= 0 && capacity >= 1 && percent >= 0 && percent <= 100);
+    return percent > 0 && blocks * 100 >= (int64_t)percent * capacity;
 }
 
 /* Splits for the register path: with `capacity` (resident blocks on the GPU; 0 for the
@@ -1515,8 +1524,8 @@ static struct rig__decode_plan rig__decode_plan_waves(const struct rig_cuda_laun
     }
     const struct rig__decode_facts &facts = rig__decode_facts_get<D, G, WIDE, STORE>();
     int64_t per_sm = facts.natural > 0 ? facts.natural : 1;
-    if (knobs.one_split > 0 &&
-        a->rows * a->heads_kv * 100 >= (int64_t)knobs.one_split * per_sm * launch->sm_count)
+    if (rig_cuda_decode_one_split(a->rows * a->heads_kv, per_sm * launch->sm_count,
+                                  knobs.one_split))
         return plan;
     plan.splits = rig__decode_splits(launch, a, S::keys_per_step, knobs.split_steps,
                                      per_sm * launch->sm_count);

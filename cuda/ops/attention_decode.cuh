@@ -30,6 +30,12 @@ enum rig_status rig_cuda_op_attention_decode_store(const struct rig_cuda_launch 
  * with the fullest waves (1 when limit < 1). A pure host function (tests/test_decode_plan.c). */
 int64_t rig_cuda_decode_waves(int64_t blocks, int64_t capacity, int64_t limit);
 
+/* Whether `blocks` (rows x KV heads) >= 0 on a GPU holding `capacity` >= 1 resident blocks at
+ * the natural occupancy make at least `percent` % (0..100; 0: never) of one wave, from which
+ * the register path runs one split a row instead of rig_cuda_decode_waves's count
+ * (RIG_DECODE_ONE_SPLIT). A pure host function (tests/test_decode_plan.c). */
+bool rig_cuda_decode_one_split(int64_t blocks, int64_t capacity, int percent);
+
 /* Keys a split of the register path takes of a row of `keys` keys when the launch planned
  * `splits` >= 1 (whole steps of `keys_per_step`): ceil(keys / splits), at least `split_steps`
  * steps, and for a row of at most cap x cap steps (`split_cap` > 0) enough that cap splits
