@@ -145,12 +145,20 @@ static void test_steps_no_faster_than_floor(void **state)
         assert_true(cold[0].mfu <= mfu_max);
         assert_true(cold[0].ns * mfu_max >= cold[0].floor_ns);
     }
-    assert_int_equal(rig__report.attention_count, 2);
+    assert_int_equal(rig__report.attention_count, 3);
     assert_string_equal(rig__report.attention[0].op, "decode");
-    assert_string_equal(rig__report.attention[1].op, "prefill");
+    assert_string_equal(rig__report.attention[1].op, "decode");
+    assert_string_equal(rig__report.attention[2].op, "prefill");
+    /* quick shapes: 8 x 256, then fewer and longer rows, 2 x 1024 */
+    assert_true(rig__report.attention[1].batch < rig__report.attention[0].batch);
+    assert_true(rig__report.attention[1].context > rig__report.attention[0].context);
+    for (int32_t i = 0; i < rig__report.attention_count; i++) {
+        const struct rig_bench_attention_row *a = &rig__report.attention[i];
+        assert_true(a->min_ns > 0 && a->min_ns <= a->ns && a->ns <= a->max_ns);
+    }
     /* The quick prefill row is a 512-token chunk: 64 blocks of the H100 kernel (one per SM)
      * run it at ~0.09 of the quick 1024^3 GEMM rate (calibrated at da0dcf9, docs/simulator.md) */
-    for (int32_t i = 0; i < 2; i++)
+    for (int32_t i = 0; i < rig__report.attention_count; i++)
         assert_true(rig__report.attention[i].ratio > 0.05 && rig__report.attention[i].ratio <= 1.0);
 }
 

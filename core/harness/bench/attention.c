@@ -109,7 +109,8 @@ static enum rig_status rig__attn_row(const struct rig_bench_options *o, struct r
     enum rig_status status = rig__attn_alloc(dev, c, &a, R, len, T, host);
     if (status == RIG_OK) {
         rig__attn_tensors(c, &a, R, len, T, decode);
-        status = rig__bench_time(dev, 2, o->repeats, rig__attn_once, &a, &row->ns);
+        status = rig__bench_time_spread(dev, 2, o->repeats, rig__attn_once, &a, &row->ns,
+                                        &row->min_ns, &row->max_ns);
     }
     rig__attn_free(&a);
     free(host);
@@ -147,15 +148,21 @@ enum rig_status rig_bench_attention(const struct rig_bench_options *o,
     struct rig__bench_dev dev;
     enum rig_status status = rig__bench_open(o, &dev, error, error_len);
     if (status < 0) return status;
-    /* decode 256 x 1024 (the target shape), prefill one 8192-token chunk */
-    const int32_t shapes[2][2] = {{o->quick ? 8 : 256, o->quick ? 256 : 1024},
-                                  {1, rig__attn_prefill_tokens(o->quick ? 512 : 8192)}};
-    _Static_assert(2 <= RIG_BENCH_ATTENTION_MAX, "attention rows fit the report");
-    for (int32_t i = 0; i < 2 && status == RIG_OK; i++) {
-        rig__bench_progress(o, "attention", i, 2);
+    /* decode 256 x 1024 and 64 x 8192 (the issues' target shapes: many short rows, few long
+     * ones), prefill one 8192-token chunk */
+    enum { ROWS = 3 };
+    const struct {
+        bool decode;
+        int32_t batch, context;
+    } shapes[ROWS] = {{true, o->quick ? 8 : 256, o->quick ? 256 : 1024},
+                      {true, o->quick ? 2 : 64, o->quick ? 1024 : 8192},
+                      {false, 1, rig__attn_prefill_tokens(o->quick ? 512 : 8192)}};
+    _Static_assert(ROWS <= RIG_BENCH_ATTENTION_MAX, "attention rows fit the report");
+    for (int32_t i = 0; i < ROWS && status == RIG_OK; i++) {
+        rig__bench_progress(o, "attention", i, ROWS);
         struct rig_bench_attention_row *row = &report->attention[report->attention_count];
-        status =
-            rig__attn_row(o, &dev, &c, &report->floors, i == 0, shapes[i][0], shapes[i][1], row);
+        status = rig__attn_row(o, &dev, &c, &report->floors, shapes[i].decode, shapes[i].batch,
+                               shapes[i].context, row);
         if (status == RIG_OK) report->attention_count++;
     }
     rig__bench_progress(o, "attention", 2, 2);

@@ -126,6 +126,7 @@ struct rig_bench_attention_row {
     char op[16];            /* "decode" | "prefill" */
     int32_t batch, context; /* requests; KV length (prefill: the chunk, causal) */
     double ns;              /* median device time of one op (one layer) */
+    double min_ns, max_ns;  /* the fastest and slowest of the repeats */
     double bytes, flops;    /* KV bytes read; FLOPs */
     double floor_ns;        /* bytes / bandwidth (decode), flops / GEMM rate (prefill) */
     double ratio;           /* floor_ns / ns: fraction of the floor's rate reached */

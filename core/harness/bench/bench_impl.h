@@ -44,6 +44,11 @@ typedef enum rig_status (*rig__bench_fn)(void *ctx, struct rig_stream *stream);
 enum rig_status rig__bench_time(struct rig__bench_dev *dev, int32_t warmup, int32_t repeats,
                                 rig__bench_fn fn, void *ctx, double *ns);
 
+/* rig__bench_time, with the fastest and slowest repeat too (the spread of the repeats). */
+enum rig_status rig__bench_time_spread(struct rig__bench_dev *dev, int32_t warmup,
+                                       int32_t repeats, rig__bench_fn fn, void *ctx, double *ns,
+                                       double *min_ns, double *max_ns);
+
 /* The report's identification from the opened device. */
 void rig__bench_identify(const struct rig__bench_dev *dev, const struct rig_bench_options *o,
                          struct rig_bench_report *report);

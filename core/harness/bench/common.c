@@ -129,6 +129,13 @@ enum rig_status rig__bench_open(const struct rig_bench_options *options, struct 
 enum rig_status rig__bench_time(struct rig__bench_dev *dev, int32_t warmup, int32_t repeats,
                                 rig__bench_fn fn, void *ctx, double *ns)
 {
+    return rig__bench_time_spread(dev, warmup, repeats, fn, ctx, ns, NULL, NULL);
+}
+
+enum rig_status rig__bench_time_spread(struct rig__bench_dev *dev, int32_t warmup,
+                                       int32_t repeats, rig__bench_fn fn, void *ctx, double *ns,
+                                       double *min_ns, double *max_ns)
+{
     RIG_ASSERT(repeats >= 1 && repeats <= dev->events);
     RIG_ASSERT(warmup >= 0);
     enum rig_status status = RIG_OK;
@@ -147,7 +154,11 @@ enum rig_status rig__bench_time(struct rig__bench_dev *dev, int32_t warmup, int3
         status = rig_hal_event_elapsed_ns(dev->start[i], dev->end[i], &elapsed);
         times[i] = (double)elapsed;
     }
-    if (status == RIG_OK) *ns = rig_bench_median(times, repeats);
+    if (status == RIG_OK) {
+        *ns = rig_bench_median(times, repeats); /* sorts times */
+        if (min_ns != NULL) *min_ns = times[0];
+        if (max_ns != NULL) *max_ns = times[repeats - 1];
+    }
     return status;
 }
 

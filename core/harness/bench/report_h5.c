@@ -131,6 +131,8 @@ static void rig__write_steps(struct rig__h5 *w, const struct rig_bench_report *r
         RIG__COL(A, batch, RIG__I32),
         RIG__COL(A, context, RIG__I32),
         RIG__COL(A, ns, RIG__F64),
+        RIG__COL(A, min_ns, RIG__F64),
+        RIG__COL(A, max_ns, RIG__F64),
         RIG__COL(A, bytes, RIG__F64),
         RIG__COL(A, flops, RIG__F64),
         RIG__COL(A, floor_ns, RIG__F64),
