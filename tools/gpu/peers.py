@@ -16,11 +16,12 @@
 
 2. FlashInfer's paged attention kernels (when `import flashinfer` works; skipped cleanly
    otherwise) on the shapes `rig bench attention` times: decode batch 256 x context 1024 and
-   one causal 8192-token prefill chunk, Qwen3-0.6B heads (16 query, 8 KV, dim 128), page size
-   1, bf16. Prints microseconds and, given rig's --bench-h5 (out/bench/bench.h5), the ratio.
+   64 x 8192, and one causal 8192-token prefill chunk, with a preset's heads (--model, default
+   Qwen3-0.6B: 16 query, 8 KV, dim 128), page size 1, bf16. Prints microseconds and, given
+   rig's --bench-h5 (out/bench/bench.h5 of `rig bench attention --model` the same), the ratio.
 
 usage: python3 tools/gpu/peers.py [--requests 256] [--skip-hf] [--skip-flashinfer]
-                                  [--bench-h5 out/bench/bench.h5]
+                                  [--bench-h5 out/bench/bench.h5] [--model qwen3-0.6b]
 """
 import argparse
 import json
@@ -162,23 +163,26 @@ def cuda_time_us(torch, fn, repeats=20, warmup=3):
 
 
 def rig_attention(path):
-    """rig's /attention rows of a bench.h5 at the shapes timed here: {op: microseconds}
-    ("decode": the 256 x 1024 row; "prefill": the one chunk)."""
+    """rig's /attention rows of a bench.h5: {(op, batch, context): microseconds}."""
     if not path:
         return {}
     try:
         import h5py
         with h5py.File(path, "r") as f:
             rows = f["attention"][:]
-        found = {}
-        for r in rows:
-            op = r["op"].decode().rstrip("\0")
-            if op == "prefill" or (r["batch"], r["context"]) == (256, 1024):
-                found[op] = r["ns"] / 1e3
-        return found
+        return {(r["op"].decode().rstrip("\0"), int(r["batch"]), int(r["context"])): r["ns"] / 1e3
+                for r in rows}
     except (ImportError, OSError, KeyError) as error:
         print(f"cannot read rig's attention rows from {path}: {error}")
         return {}
+
+
+def model_heads(model):
+    """(query heads, KV heads, head dim) of a preset (core/model/presets/MODEL.json)."""
+    with open(os.path.join(ROOT, "core", "model", "presets", f"{model}.json")) as f:
+        config = json.load(f)
+    dim = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
+    return config["num_attention_heads"], config["num_key_value_heads"], dim
 
 
 def bench_flashinfer(args):
@@ -188,27 +192,38 @@ def bench_flashinfer(args):
     except ImportError as error:
         print(f"FlashInfer: not importable here ({error}); skipped")
         return
-    hq, hk, d, dev = 16, 8, 128, "cuda"
+    hq, hk, d = model_heads(args.model)
+    dev = "cuda"
     rig = rig_attention(args.bench_h5)
-    # decode: batch 256 x context 1024, page size 1 (rig's token-granular page table)
-    batch, ctx = 256, 1024
-    slots = batch * ctx
-    k = torch.randn(slots, 1, hk, d, dtype=torch.bfloat16, device=dev)
-    v = torch.randn(slots, 1, hk, d, dtype=torch.bfloat16, device=dev)
-    q = torch.randn(batch, hq, d, dtype=torch.bfloat16, device=dev)
-    indptr = torch.arange(0, slots + 1, ctx, dtype=torch.int32, device=dev)
-    indices = torch.arange(slots, dtype=torch.int32, device=dev)
-    last = torch.ones(batch, dtype=torch.int32, device=dev)
+    print(f"FlashInfer {flashinfer.__version__}, {args.model} heads: {hq} query, {hk} KV, "
+          f"dim {d}", flush=True)
     workspace = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
-    wrapper = flashinfer.BatchDecodeWithPagedKVCacheWrapper(workspace, "NHD")
-    wrapper.plan(indptr, indices, last, hq, hk, d, 1, q_data_type=torch.bfloat16,
-                 kv_data_type=torch.bfloat16)
-    us = cuda_time_us(torch, lambda: wrapper.run(q, (k, v)))
-    gbs = slots * hk * d * 2 * 2 / (us * 1e-6) / 1e9
-    line = f"FlashInfer decode {batch} x {ctx}: {us:.1f} us ({gbs:.0f} GB/s of KV)"
-    if "decode" in rig:
-        line += f"; rig {rig['decode']:.1f} us, rig / FlashInfer = {rig['decode'] / us:.2f}"
-    print(line, flush=True)
+    # decode: rig bench attention's shapes, page size 1 (rig's token-granular page table)
+    for batch, ctx in ((256, 1024), (64, 8192)):
+        slots = batch * ctx
+        k = torch.randn(slots, 1, hk, d, dtype=torch.bfloat16, device=dev)
+        v = torch.randn(slots, 1, hk, d, dtype=torch.bfloat16, device=dev)
+        q = torch.randn(batch, hq, d, dtype=torch.bfloat16, device=dev)
+        indptr = torch.arange(0, slots + 1, ctx, dtype=torch.int32, device=dev)
+        indices = torch.arange(slots, dtype=torch.int32, device=dev)
+        last = torch.ones(batch, dtype=torch.int32, device=dev)
+        # its CUDA-core decode, and for groups of 4 and more also its tensor-core path (the
+        # prefill kernel on one query row, what FlashInfer advises for such groups)
+        for tensor_cores in (False, True) if hq // hk >= 4 else (False,):
+            wrapper = flashinfer.BatchDecodeWithPagedKVCacheWrapper(
+                workspace, "NHD", use_tensor_cores=tensor_cores)
+            wrapper.plan(indptr, indices, last, hq, hk, d, 1, q_data_type=torch.bfloat16,
+                         kv_data_type=torch.bfloat16)
+            us = cuda_time_us(torch, lambda: wrapper.run(q, (k, v)))
+            gbs = slots * hk * d * 2 * 2 / (us * 1e-6) / 1e9
+            path = " (tensor cores)" if tensor_cores else ""
+            line = f"FlashInfer decode{path} {batch} x {ctx}: {us:.1f} us ({gbs:.0f} GB/s of KV)"
+            mine = rig.get(("decode", batch, ctx))
+            if mine:
+                line += f"; rig {mine:.1f} us, rig / FlashInfer = {mine / us:.2f}"
+            print(line, flush=True)
+            del wrapper
+        del k, v, q
     # prefill: one causal chunk of 8192 tokens, no prefix
     n = 8192
     qp = torch.randn(n, hq, d, dtype=torch.bfloat16, device=dev)
@@ -218,8 +233,9 @@ def bench_flashinfer(args):
         qp, kp, vp, causal=True))
     tflops = 4 * hq * d * n * (n + 1) / 2 / (us * 1e-6) / 1e12
     line = f"FlashInfer prefill {n} causal: {us:.1f} us ({tflops:.0f} TFLOP/s)"
-    if "prefill" in rig:
-        line += f"; rig {rig['prefill']:.1f} us, rig / FlashInfer = {rig['prefill'] / us:.2f}"
+    mine = rig.get(("prefill", 1, n))
+    if mine:
+        line += f"; rig {mine:.1f} us, rig / FlashInfer = {mine / us:.2f}"
     print(line, flush=True)
 
 
@@ -232,6 +248,8 @@ def main():
     parser.add_argument("--generate-batch", action="store_true",
                         help="only model.generate_batch (equal output lengths)")
     parser.add_argument("--bench-h5", default="", help="rig's bench.h5 for ratios")
+    parser.add_argument("--model", default="qwen3-0.6b",
+                        help="FlashInfer: the preset whose attention heads are timed")
     parser.add_argument("--print-workload", action="store_true",
                         help="print the workload's first lengths and ids and exit")
     args = parser.parse_args()
