@@ -1317,9 +1317,10 @@ static __global__ void __launch_bounds__(RIG_DECODE_WARPS *RIG_CUDA_WARP,
  * thirteenth session): the wave rule alone split 72-232 rows of Qwen3-0.6B's heads (groups of
  * 2) two or three ways to fill the last wave, and one split ran those sizes up to 40 % faster
  * (ragged rows, 512-2,048 keys; up to 7 % slower at 72-96 uniform rows of 2,048 keys), the
- * offline workload +3.9 %; groups of 4 planned one split there already. From 80 % of a wave
- * (call 2) 56 rows, which the wave rule split four ways, take one split too: 18-36 % faster
- * over uniform rows of 512-2,048 keys, -26 / -9 / +9 % ragged, the offline workload +0.2 %. */
+ * offline workload +3.9 %; groups of 4 unchanged (both rules plan them alike there). From 80 %
+ * of a wave (call 2) 56 rows, which the wave rule split four ways, take one split too: 18-36 %
+ * faster over uniform rows of 512-2,048 keys, -26 / -9 / +9 % ragged, the offline workload
+ * +0.2 %. */
 #ifndef RIG__DECODE_ONE_SPLIT
 #define RIG__DECODE_ONE_SPLIT 80
 #endif
@@ -1502,10 +1503,10 @@ struct rig__decode_plan {
 
 /* The waves' plan for arguments `a`. From RIG_DECODE_ONE_SPLIT % of a wave of resident blocks
  * up (at the natural occupancy) a row takes one split; below it the split count fills whole
- * waves of resident blocks (rig_cuda_decode_waves); with RIG_DECODE_OCCUPANCY -1 it is planned both for the natural
- * occupancy and for one block fewer per multiprocessor, and the fewer-blocks plan wins when it
- * needs fewer splits. Measured on an H100 (132 SMs; D 128, G 2 fits 5 blocks per SM by
- * registers): at 256 x 1024 (2,048 blocks) 5 per SM need 3 splits of 11 steps (412 us), 4 per
+ * waves of resident blocks (rig_cuda_decode_waves); with RIG_DECODE_OCCUPANCY -1 it is
+ * planned both for the natural occupancy and for one block fewer per multiprocessor, and the
+ * fewer-blocks plan wins when it needs fewer splits. Measured on an H100 (132 SMs; D 128, G 2
+ * fits 5 blocks per SM by registers): at 256 x 1024 (2,048 blocks) 5 per SM need 3 splits of 11 steps (412 us), 4 per
  * SM none (3.88 waves, 385 us; the earlier rule 403 us). At 64 x 8192 the fewer-blocks plan
  * (no split, 744 us) loses to 5 per SM and 5 splits (715 us; the earlier rule 757 us), but the
  * host plans from the page-table width, not from kv_len (on the device): the engine's tables

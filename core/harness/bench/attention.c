@@ -165,7 +165,7 @@ enum rig_status rig_bench_attention(const struct rig_bench_options *o,
                                shapes[i].context, row);
         if (status == RIG_OK) report->attention_count++;
     }
-    rig__bench_progress(o, "attention", 2, 2);
+    rig__bench_progress(o, "attention", ROWS, ROWS);
     if (status < 0) rig__bench_fail(&dev, status, "attention op", error, error_len);
     rig__bench_close(&dev);
     return status;

@@ -688,7 +688,8 @@ static enum rig_status rig__attentions(struct rig__sweep *s, const struct rig__s
             for (size_t b = 0; b < batch_count && status == RIG_OK; b += quick ? 4 : 1)
                 for (size_t c = 0; c < context_count && status == RIG_OK;
                      c += quick ? 3 : 1)
-                    if (batches[b] * contexts[c] <= RIG__SLOTS_MAX && (!ragged || batches[b] > 1))
+                    if (batches[b] * contexts[c] <= RIG__SLOTS_MAX &&
+                        (!ragged || batches[b] > 1)) /* a ragged batch has two rows or more */
                         status =
                             rig__attention(s, dims[d], batches[b], 1, contexts[c], true, ragged);
     for (int32_t d = 0; d < 2 && dims[d] != NULL && status == RIG_OK; d++)
