@@ -32,6 +32,10 @@ struct rig_cuda_attention_args {
     int64_t rows; /* Q */
     int64_t heads_q, heads_kv, head_dim;
     float scale;
+    /* The tensor-core decode kernel's order of requests (attention_prefill_wgmma.cu,
+     * rig__wg_next): 0 the last request first (prefill's rule: its last row tiles are the
+     * longest), 1 in batch order (RIG_DECODE_TC_FORWARD=1, a measuring switch). */
+    int32_t decode_in_order;
 };
 
 /* Device helpers of the tensor-core prefill kernels (attention_prefill.cu's mma.sync and

@@ -1506,12 +1506,12 @@ struct rig__decode_plan {
  * waves of resident blocks (rig_cuda_decode_waves); with RIG_DECODE_OCCUPANCY -1 it is
  * planned both for the natural occupancy and for one block fewer per multiprocessor, and the
  * fewer-blocks plan wins when it needs fewer splits. Measured on an H100 (132 SMs; D 128, G 2
- * fits 5 blocks per SM by registers): at 256 x 1024 (2,048 blocks) 5 per SM need 3 splits of 11 steps (412 us), 4 per
- * SM none (3.88 waves, 385 us; the earlier rule 403 us). At 64 x 8192 the fewer-blocks plan
- * (no split, 744 us) loses to 5 per SM and 5 splits (715 us; the earlier rule 757 us), but the
- * host plans from the page-table width, not from kv_len (on the device): the engine's tables
- * are max_seq_len wide, so long splits cannot be told from short rows, and fewer splits are
- * the safer plan. */
+ * fits 5 blocks per SM by registers): at 256 x 1024 (2,048 blocks) 5 per SM need 3 splits of
+ * 11 steps (412 us), 4 per SM none (3.88 waves, 385 us; the earlier rule 403 us). At 64 x 8192
+ * the fewer-blocks plan (no split, 744 us) loses to 5 per SM and 5 splits (715 us; the earlier
+ * rule 757 us), but the host plans from the page-table width, not from kv_len (on the device):
+ * the engine's tables are max_seq_len wide, so long splits cannot be told from short rows, and
+ * fewer splits are the safer plan. */
 template <int D, int G, bool WIDE, bool STORE>
 static struct rig__decode_plan rig__decode_plan_waves(const struct rig_cuda_launch *launch,
                                                       const struct rig_cuda_attention_args *a,
@@ -1784,7 +1784,15 @@ static enum rig_status rig__decode(const struct rig_cuda_launch *launch,
     if (rig__decode_tc_wanted(launch, a)) {
         if (store != NULL) RIG_TRY(rig_cuda_op_qk_norm_rope_store(launch, store));
         store = NULL;
-        enum rig_status status = rig_cuda_attention_prefill_wgmma(launch, a, false);
+        /* RIG_DECODE_TC_FORWARD=1 (a measuring switch, read at every call; not yet run on a
+         * GPU): the kernel deals the requests in batch order, so the engine's longest-first
+         * rows start first. By default it starts from the last request (its prefill rule), and
+         * the thirteenth session's sweep found groups of 4 6-24 % slower with rows longest
+         * first at 40, 72, 104, 136 ... rows, where the persistent grid's second round then
+         * holds the longest rows (docs/performance.md). */
+        struct rig_cuda_attention_args tc = *a;
+        tc.decode_in_order = rig_cuda_env("RIG_DECODE_TC_FORWARD", 0) != 0;
+        enum rig_status status = rig_cuda_attention_prefill_wgmma(launch, &tc, false);
         if (status != RIG_E_UNSUPPORTED) return status;
     }
     struct rig__decode_store prologue;

@@ -845,7 +845,11 @@ static __device__ __forceinline__ bool rig__wg_next(const struct rig_cuda_attent
     int item = round * blocks + ((round & 1) ? blocks - 1 - block : block);
     if (item >= items) return false;
     int group = (int)(a->heads_q / a->heads_kv);
-    rig__wg_find<BM>(a, group, (int64_t)(items / heads_kv - 1 - item / heads_kv), place);
+    /* the last tile first (prefill: the longest causal tiles), or for decode in batch order */
+    int64_t tile = a->cu_q == NULL && a->decode_in_order
+                       ? (int64_t)(item / heads_kv)
+                       : (int64_t)(items / heads_kv - 1 - item / heads_kv);
+    rig__wg_find<BM>(a, group, tile, place);
     *kv_head = item % heads_kv;
     return true;
 }
