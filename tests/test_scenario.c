@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/engine/engine.h"
 #include "core/harness/scenario/expect.h"
 #include "core/harness/scenario/scenario.h"
 #include "tests/support/test_support.h"
@@ -78,6 +79,7 @@ static void test_basic_settings(void **state)
     assert_int_equal(s.engine.overlap, 0);
     assert_int_equal(s.engine.cuda_graph_max_bs, 8);
     assert_int_equal(s.engine.tp_size, 2);
+    assert_int_equal(s.engine.decode_order, RIG_SCENARIO_DEFAULT);
     assert_int_equal(s.engine.max_seq_len, RIG_SCENARIO_DEFAULT);
     assert_int_equal(s.seed, 7);
     rig_scenario_free(&s);
@@ -190,6 +192,12 @@ static void test_errors_name_position_and_key(void **state)
                "t.yaml:3:27: 'max_running_req' = 0 is outside [1, 65536]");
     load_fails(HEAD "engine: {policy: fastest}\n", RIG_E_INVALID,
                "'policy' must be one of prefill_first, decode_first, mixed, not 'fastest'");
+    struct rig_scenario order =
+        load_ok(HEAD "engine: {decode_order: admission}\nrequests: [{id: a, tokens: [1]}]\n");
+    assert_int_equal(order.engine.decode_order, RIG_DECODE_ORDER_ADMISSION);
+    rig_scenario_free(&order);
+    load_fails(HEAD "engine: {decode_order: shortest_first}\n", RIG_E_INVALID,
+               "'decode_order' must be one of admission, longest_first, not 'shortest_first'");
     load_fails(HEAD "requests: [{id: a, tokens: [1, 2}]\n", RIG_E_PARSE, "t.yaml:3:");
     load_fails("model: {preset: tiny}\nrequests: [{id: a, tokens: [1]}]\n", RIG_E_INVALID,
                "the scenario needs a 'name'");

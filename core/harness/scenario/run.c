@@ -203,6 +203,8 @@ enum rig_status rig_scenario_engine_config(const struct rig_scenario *s,
     if (e->max_seq_len != RIG_SCENARIO_DEFAULT) c->max_seq_len = e->max_seq_len;
     if (e->prefill_budget != RIG_SCENARIO_DEFAULT) c->prefill_budget = e->prefill_budget;
     if (e->policy != RIG_SCENARIO_DEFAULT) c->policy = (enum rig_policy)e->policy;
+    if (e->decode_order != RIG_SCENARIO_DEFAULT)
+        c->decode_order = (enum rig_decode_order)e->decode_order;
     if (e->cache != RIG_SCENARIO_DEFAULT) c->cache_type = (enum rig_cache_type)e->cache;
     if (e->overlap != RIG_SCENARIO_DEFAULT) c->overlap = e->overlap != 0;
     if (e->cuda_graph_max_bs == 0) c->cuda_graphs = false;

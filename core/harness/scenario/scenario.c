@@ -14,6 +14,8 @@
 static const char *const rig__backend_names[] = {"sim", "cuda", NULL};
 static const char *const rig__policy_names[] = {"prefill_first", "decode_first", "mixed", NULL};
 static const char *const rig__cache_names[] = {"radix", "naive", NULL};
+/* enum rig_decode_order's values in order (core/engine/engine.h) */
+static const char *const rig__decode_order_names[] = {"admission", "longest_first", NULL};
 
 const char *rig_scenario_policy_name(int32_t policy)
 {
@@ -239,7 +241,7 @@ static enum rig_status rig__parse_engine(struct rig_scenario_build *b, struct fy
                                        "max_seq_len",    "prefill_budget",    "cuda_graph_max_bs",
                                        "tp_size",        "policy",            "cache",
                                        "overlap",        "collective_timeout", "max_requests",
-                                       NULL};
+                                       "decode_order",   NULL};
     struct rig_yaml *y = &b->yaml;
     struct rig_scenario_engine *e = &b->scenario->engine;
     enum rig_status status = rig_yaml_check_keys(y, map, "engine", keys);
@@ -248,6 +250,9 @@ static enum rig_status rig__parse_engine(struct rig_scenario_build *b, struct fy
                                                      &e->policy);
     if (status == RIG_OK) status = rig_yaml_key_enum(y, map, "cache", rig__cache_names,
                                                      &e->cache);
+    if (status == RIG_OK)
+        status = rig_yaml_key_enum(y, map, "decode_order", rig__decode_order_names,
+                                   &e->decode_order);
     if (status == RIG_OK)
         status = rig_yaml_key_duration_ns(y, map, "collective_timeout", &e->collective_timeout_ns);
     bool overlap = false;
@@ -546,6 +551,7 @@ static void rig__init_build(struct rig_scenario_build *b, struct rig_scenario *o
     e->num_pages = e->page_size = e->max_running_req = e->max_seq_len = RIG_SCENARIO_DEFAULT;
     e->prefill_budget = e->cuda_graph_max_bs = RIG_SCENARIO_DEFAULT;
     e->policy = e->cache = e->overlap = e->max_requests = RIG_SCENARIO_DEFAULT;
+    e->decode_order = RIG_SCENARIO_DEFAULT;
     e->tp_size = 1;
     out->faults = (struct rig_scenario_faults){.start_alloc_fail = -1, .stall_op = -1,
                                                .until_step = -1};

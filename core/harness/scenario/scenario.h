@@ -83,6 +83,7 @@ struct rig_scenario_engine {
     int32_t cuda_graph_max_bs;  /* 0 = no CUDA graphs */
     int32_t tp_size;            /* >= 1 */
     int32_t policy;             /* enum rig_scenario_policy, or DEFAULT */
+    int32_t decode_order;       /* enum rig_decode_order (core/engine/engine.h), or DEFAULT */
     int32_t cache;              /* enum rig_scenario_cache, or DEFAULT */
     int32_t overlap;            /* 0 / 1, or DEFAULT */
     int64_t collective_timeout_ns; /* TP collective timeout (device config); 0 = default */
