@@ -170,7 +170,8 @@ def check_load(clients):
                     "--max-queued-requests", "2048", "--timeout", "60", "--num-pages", "65536")
     try:
         start_rss = server.rss_kb()
-        asyncio.run(many(server.port, clients // 4))  # warm-up: allocator arenas, caches
+        warm = asyncio.run(many(server.port, clients // 4))  # warm-up: allocator arenas, caches
+        warm_errors = [r for r in warm if r is not None]
         server.wait_idle()
         idle_rss = server.rss_kb()
         start = time.monotonic()
@@ -182,7 +183,10 @@ def check_load(clients):
         m = server.wait_idle()
         assert m["rig:num_running_reqs"] == 0 and m["rig:kv_pages|state=owned"] == 0, m
         assert m["rig:kv_pages|state=locked"] == 0
-        assert m["rig:generation_tokens_total"] == (clients + clients // 4) * TOKENS
+        assert m["rig:generation_tokens_total"] == (clients + clients // 4) * TOKENS, \
+            "%s output tokens counted, %d expected; %d of the %d warm-up streams failed, first: %s" \
+            % (m["rig:generation_tokens_total"], (clients + clients // 4) * TOKENS,
+               len(warm_errors), clients // 4, warm_errors[:2])
         peak = server.rss_kb()
         time.sleep(0.5)
         after = server.rss_kb()
